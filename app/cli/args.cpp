@@ -1,0 +1,95 @@
+#include "app/cli/args.hpp"
+
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace sharelens::cli {
+
+Args::Args(std::string command, std::string usage, std::vector<std::string> argv)
+    : m_command(std::move(command)), m_usage(std::move(usage)), m_args(std::move(argv)), m_used(m_args.size()) {}
+
+void Args::fail(const std::string& what, const std::string& found) const {
+  throw Error({.what = what, .where = "sharelens " + m_command, .found = found, .hint = "usage: " + m_usage});
+}
+
+std::optional<std::string> Args::option(std::string_view name) {
+  const std::string flagName = "--" + std::string(name);
+  for (size_t i = 0; i < m_args.size(); ++i) {
+    if (m_used[i]) continue;
+    if (m_args[i] == flagName) {
+      if (i + 1 >= m_args.size() || m_used[i + 1]) fail("option " + flagName + " needs a value", "nothing after it");
+      m_used[i] = m_used[i + 1] = true;
+      return m_args[i + 1];
+    }
+    if (m_args[i].rfind(flagName + "=", 0) == 0) {
+      m_used[i] = true;
+      return m_args[i].substr(flagName.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Args::option(std::string_view name, std::string fallback) {
+  auto v = option(name);
+  return v ? *v : std::move(fallback);
+}
+
+std::optional<double> Args::number(std::string_view name) {
+  auto text = option(name);
+  if (!text) return std::nullopt;
+  try {
+    size_t used = 0;
+    const double value = std::stod(*text, &used);
+    if (used != text->size()) throw std::invalid_argument("trailing");
+    return value;
+  } catch (const std::exception&) {
+    fail("option --" + std::string(name) + " needs a number", "'" + *text + "'");
+  }
+}
+
+std::optional<long long> Args::integer(std::string_view name, long long minValue, long long maxValue) {
+  auto text = option(name);
+  if (!text) return std::nullopt;
+  long long value = 0;
+  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || ptr != text->data() + text->size())
+    fail("option --" + std::string(name) + " needs an integer", "'" + *text + "'");
+  if (value < minValue || value > maxValue)
+    fail("option --" + std::string(name) + " out of range [" + std::to_string(minValue) + ", " +
+             std::to_string(maxValue) + "]",
+         std::to_string(value));
+  return value;
+}
+
+bool Args::flag(std::string_view name) {
+  const std::string flagName = "--" + std::string(name);
+  for (size_t i = 0; i < m_args.size(); ++i)
+    if (!m_used[i] && m_args[i] == flagName) {
+      m_used[i] = true;
+      return true;
+    }
+  return false;
+}
+
+std::optional<std::string> Args::optionalPositional() {
+  for (size_t i = 0; i < m_args.size(); ++i)
+    if (!m_used[i] && (m_args[i].empty() || m_args[i][0] != '-' || m_args[i] == "-")) {
+      m_used[i] = true;
+      return m_args[i];
+    }
+  return std::nullopt;
+}
+
+std::string Args::positional(std::string_view what) {
+  auto v = optionalPositional();
+  if (!v) fail("missing " + std::string(what), "nothing");
+  return *v;
+}
+
+void Args::finish() {
+  for (size_t i = 0; i < m_args.size(); ++i)
+    if (!m_used[i]) fail("unknown or misplaced argument", "'" + m_args[i] + "'");
+}
+
+}  // namespace sharelens::cli

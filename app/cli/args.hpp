@@ -1,0 +1,35 @@
+// A small command-line parser for the subcommands: positionals, `--name VALUE` / `--name=VALUE` options and
+// `--switch` flags. Every mistake is a sharelens::Error naming the flag and the command's usage.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sharelens::cli {
+
+class Args {
+ public:
+  Args(std::string command, std::string usage, std::vector<std::string> argv);
+
+  std::optional<std::string> option(std::string_view name);  // consumes --name VALUE
+  std::string option(std::string_view name, std::string fallback);
+  std::optional<double> number(std::string_view name);
+  std::optional<long long> integer(std::string_view name, long long minValue, long long maxValue);
+  bool flag(std::string_view name);  // consumes --name
+  std::string positional(std::string_view what);  // next positional; error when absent
+  std::optional<std::string> optionalPositional();
+  void finish();  // error on anything not consumed
+
+  const std::string& usage() const { return m_usage; }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, const std::string& found) const;
+  std::string m_command;
+  std::string m_usage;
+  std::vector<std::string> m_args;
+  std::vector<bool> m_used;
+};
+
+}  // namespace sharelens::cli

@@ -1,0 +1,30 @@
+// The sharelens subcommands. Each takes its arguments and returns the process exit status:
+// 0 success, 2 bad input (a sharelens::Error: bad file, bad flag), 130 cancelled (Ctrl-C).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "app/cli/args.hpp"
+
+namespace sharelens::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view usage;
+  std::string_view summary;
+  int (*run)(Args& args);
+};
+
+const std::vector<Command>& commands();
+const Command* findCommand(std::string_view name);
+
+// Runs `fn` and maps sharelens::Error to a message on stderr and exit status 2.
+int runCommand(const Command& command, std::vector<std::string> argv);
+void printUsage();
+
+int runInspect(Args& args);
+int runDumpView(Args& args);
+int runConvert(Args& args);
+
+}  // namespace sharelens::cli

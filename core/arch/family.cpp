@@ -1,0 +1,49 @@
+#include "core/arch/family.hpp"
+
+#include "core/error.hpp"
+
+namespace sharelens {
+
+const std::vector<const FamilyAdapter*>& familyAdapters() {
+  static const std::vector<const FamilyAdapter*> adapters = {&llamaAdapter(), &qwen2Adapter(), &gemma3Adapter(),
+                                                             &gpt2Adapter()};
+  return adapters;
+}
+
+std::string configModelType(const Checkpoint& checkpoint) {
+  if (!checkpoint.config() || !checkpoint.config()->is_object()) return {};
+  const Json& config = *checkpoint.config();
+  if (auto it = config.find("model_type"); it != config.end() && it->is_string()) return it->get<std::string>();
+  if (auto text = config.find("text_config"); text != config.end() && text->is_object())
+    if (auto it = text->find("model_type"); it != text->end() && it->is_string()) return it->get<std::string>();
+  return {};
+}
+
+const FamilyAdapter* detectFamily(const Checkpoint& checkpoint) {
+  const FamilyAdapter* best = nullptr;
+  int bestScore = 0;
+  for (const FamilyAdapter* adapter : familyAdapters()) {
+    const int s = adapter->score(checkpoint);
+    if (s > bestScore) {
+      best = adapter;
+      bestScore = s;
+    }
+  }
+  return best;
+}
+
+ModelView openModelView(const Checkpoint& checkpoint) {
+  const FamilyAdapter* best = detectFamily(checkpoint);
+  if (!best) {
+    const std::string modelType = configModelType(checkpoint);
+    throw Error({.what = "unrecognised model architecture",
+                 .where = checkpoint.path().string(),
+                 .expected = "llama / mistral / smollm, qwen2, gemma3, gpt2 or a ShareLens checkpoint",
+                 .found = modelType.empty() ? "no config.json model_type and no known tensor names"
+                                            : "model_type '" + modelType + "'",
+                 .hint = "`sharelens inspect` still lists the tensors; the analyses need a known family"});
+  }
+  return best->build(checkpoint);
+}
+
+}  // namespace sharelens

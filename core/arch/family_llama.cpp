@@ -1,0 +1,27 @@
+// Llama 2/3, Mistral and SmolLM: model.layers.{L}.self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj,
+// input_layernorm / post_attention_layernorm, model.norm, lm_head (absent when tied).
+#include "core/arch/hf_decoder.hpp"
+
+namespace sharelens {
+
+const FamilyAdapter& llamaAdapter() {
+  static const DecoderAdapter adapter(DecoderLayout{
+      .family = Family::Llama,
+      .modelTypes = {"llama", "mistral", "smollm3"},
+      .prefixes = {"model."},
+      .embedding = "embed_tokens.weight",
+      .finalNorm = "norm.weight",
+      .outputHeads = {"lm_head.weight"},
+      .proj = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"},
+      .qkvBias = {},
+      // NormSlot order: AttnIn, AttnOut, FfnIn, FfnOut, QNorm, KNorm
+      .norms = {"input_layernorm.weight", "", "post_attention_layernorm.weight", "", "", ""},
+      .tiedByDefault = false,
+      .defaults = {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
+                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048}},
+  });
+  return adapter;
+}
+
+}  // namespace sharelens

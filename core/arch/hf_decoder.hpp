@@ -1,0 +1,71 @@
+// The Hugging Face decoder layout shared by Llama (Mistral, SmolLM), Qwen2 and Gemma 3: separate
+// q/k/v/o and gate/up/down Linear weights under "<prefix>layers.{L}.". A family is a DecoderLayout table;
+// one builder reads any of them (llama.cpp's per-architecture name tables are the model).
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <vector>
+
+#include "core/arch/family.hpp"
+
+namespace sharelens {
+
+// Names of the config.json fields that give the model's shape.
+struct ConfigFieldNames {
+  std::string_view hidden = "hidden_size";
+  std::string_view layers = "num_hidden_layers";
+  std::string_view heads = "num_attention_heads";
+  std::string_view kvHeads = "num_key_value_heads";
+  std::string_view headDim = "head_dim";
+  std::string_view ffn = "intermediate_size";
+  std::string_view vocab = "vocab_size";
+  std::string_view context = "max_position_embeddings";
+  std::string_view tie = "tie_word_embeddings";
+};
+
+// transformers' config-class defaults, used for fields a config.json leaves out (Gemma 3's text_config
+// omits the head counts, for example).
+using ConfigDefaults = std::vector<std::pair<std::string_view, int64_t>>;
+
+struct DecoderLayout {
+  Family family;
+  std::vector<std::string_view> modelTypes;     // config.json model_type values this layout claims
+  std::vector<std::string_view> prefixes;       // candidates for where "layers.{L}." lives
+  std::string_view embedding;                   // relative to the prefix
+  std::string_view finalNorm;                   // relative to the prefix
+  std::vector<std::string_view> outputHeads;    // full names; the first present wins, none = tied
+  std::array<std::string_view, kProjCount> proj;  // relative to "<prefix>layers.{L}."
+  std::array<std::string_view, 3> qkvBias;      // empty when the family has none
+  bool qkvBiasExpected = false;
+  std::array<std::string_view, kNormSlotCount> norms;  // per layer by NormSlot; empty = none
+  std::vector<std::string_view> evidence;       // per-layer tensors whose presence identifies the family
+  std::vector<std::string_view> ignoredPrefixes;  // non-text parts (vision tower)
+  std::string_view textConfigKey;               // nested text config ("text_config"), empty if flat
+  bool tiedByDefault = false;
+  ConfigDefaults defaults;
+  ConfigFieldNames config;
+};
+
+class DecoderAdapter : public FamilyAdapter {
+ public:
+  explicit DecoderAdapter(DecoderLayout layout) : m_layout(std::move(layout)) {}
+  Family family() const override { return m_layout.family; }
+  int score(const Checkpoint& checkpoint) const override;
+  ModelView build(const Checkpoint& checkpoint) const override;
+  const DecoderLayout& layout() const { return m_layout; }
+
+ private:
+  std::string findPrefix(const Checkpoint& checkpoint) const;  // "" when no layer-0 tensor is found
+  DecoderLayout m_layout;
+};
+
+// Shape fields read from a config (flat or nested), validated against each other. Missing fields stay 0.
+ModelShape readConfigShape(const JsonObject& config, const ConfigFieldNames& names, bool tiedByDefault,
+                           const ConfigDefaults& defaults);
+
+// Checks that config and tensor shapes agree, naming the config field and the tensor when they do not.
+void checkDimension(const Checkpoint& checkpoint, std::string_view configField, int64_t configValue,
+                    const std::string& tensor, int dim, int64_t tensorValue, const std::string& relation);
+
+}  // namespace sharelens

@@ -1,0 +1,98 @@
+#include "core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace sharelens {
+namespace {
+
+[[noreturn]] void throwIo(const std::string& what, const std::filesystem::path& path, int err) {
+  throw Error({.what = what,
+               .where = path.string(),
+               .found = std::strerror(err),
+               .hint = err == ENOSPC ? "free some disk space" : "check the directory exists and is writable"});
+}
+
+std::filesystem::path tempPathFor(const std::filesystem::path& target) {
+  static std::atomic<unsigned> counter{0};
+  auto name = target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+              std::to_string(counter.fetch_add(1));
+  return target.parent_path() / name;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target)) {
+  if (m_target.has_parent_path() && !std::filesystem::exists(m_target.parent_path()))
+    throw Error({.what = "directory does not exist",
+                 .where = m_target.parent_path().string(),
+                 .hint = "create it first or choose another output path"});
+  m_temp = tempPathFor(m_target);
+  m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (m_fd < 0) throwIo("cannot create file", m_temp, errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (m_fd >= 0) ::close(m_fd);
+  if (!m_committed) ::unlink(m_temp.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(m_fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throwIo("write failed", m_temp, errno);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(m_fd) != 0) throwIo("fsync failed", m_temp, errno);
+  if (::close(m_fd) != 0) {
+    m_fd = -1;
+    throwIo("close failed", m_temp, errno);
+  }
+  m_fd = -1;
+  if (::rename(m_temp.c_str(), m_target.c_str()) != 0) throwIo("rename failed", m_target, errno);
+  m_committed = true;
+  fsyncDirectory(m_target.has_parent_path() ? m_target.parent_path() : std::filesystem::path("."));
+}
+
+void writeFileAtomically(const std::filesystem::path& target, std::string_view content) {
+  AtomicFile file(target);
+  file.write(content);
+  file.commit();
+}
+
+void fsyncDirectory(const std::filesystem::path& directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throwIo("cannot open directory for fsync", directory, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throwIo("fsync of directory failed", directory, err);
+}
+
+std::string readTextFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error({.what = "cannot open file", .where = path.string(), .found = std::strerror(errno),
+                 .hint = "check the path"});
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
+}
+
+}  // namespace sharelens

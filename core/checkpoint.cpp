@@ -1,0 +1,172 @@
+#include "core/checkpoint.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/naming.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+
+std::vector<fs::path> safetensorsFilesIn(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors") out.push_back(entry.path());
+  std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) {
+    return naturalLess(a.filename().string(), b.filename().string());
+  });
+  return out;
+}
+
+// A shard name from an index must be a plain file name in the index's directory.
+void checkShardName(const std::string& shard, const fs::path& indexPath, const std::string& tensor) {
+  const fs::path p(shard);
+  if (shard.empty() || p.is_absolute() || p.has_parent_path() || shard == "." || shard == "..")
+    throw Error({.what = "shard file name must be a plain file name",
+                 .where = indexPath.string() + ": weight_map['" + tensor + "']",
+                 .expected = "a file in the same directory, like model-00001-of-00002.safetensors",
+                 .found = "'" + shard + "'",
+                 .hint = "fix the index; paths outside the model directory are refused"});
+}
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->m_path = path;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw Error({.what = "no such file or directory", .where = path.string(),
+                 .hint = "pass a .safetensors file or a model directory"});
+  if (fs::is_directory(path)) {
+    ckpt->m_directory = path;
+    if (fs::exists(path / kIndexName)) {
+      ckpt->openSharded(path / kIndexName);
+    } else if (fs::exists(path / "model.safetensors")) {
+      ckpt->addFile(SafetensorsFile::open(path / "model.safetensors"));
+    } else {
+      auto files = safetensorsFilesIn(path);
+      if (files.empty())
+        throw Error({.what = "no safetensors files in directory",
+                     .where = path.string(),
+                     .expected = "model.safetensors, " + std::string(kIndexName) + " or one *.safetensors",
+                     .found = "none",
+                     .hint = "convert .bin checkpoints to safetensors first"});
+      if (files.size() > 1)
+        throw Error({.what = "several safetensors files but no index",
+                     .where = path.string(),
+                     .expected = std::string(kIndexName) + " listing the shards",
+                     .found = std::to_string(files.size()) + " files (" + files[0].filename().string() + ", " +
+                              files[1].filename().string() + ", ...)",
+                     .hint = "pass one file directly, or add the index"});
+      ckpt->addFile(SafetensorsFile::open(files[0]));
+    }
+  } else if (path.filename() == kIndexName) {
+    ckpt->m_directory = path.parent_path();
+    ckpt->openSharded(path);
+  } else {
+    ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    ckpt->addFile(SafetensorsFile::open(path));
+  }
+  if (fs::exists(ckpt->m_directory / "config.json"))
+    ckpt->m_config = readJsonFile(ckpt->m_directory / "config.json");
+  ckpt->finishIndex();
+  return ckpt;
+}
+
+std::optional<fs::path> Checkpoint::configPath() const {
+  if (!m_config) return std::nullopt;
+  return m_directory / "config.json";
+}
+
+void Checkpoint::addFile(std::unique_ptr<SafetensorsFile> file) {
+  for (const TensorInfo& t : file->tensors()) {
+    auto [it, inserted] = m_byName.emplace(t.name, TensorRef{file.get(), &t});
+    if (!inserted)
+      throw Error({.what = "tensor appears in two files",
+                   .where = "tensor '" + t.name + "'",
+                   .found = it->second.file->path().filename().string() + " and " + file->path().filename().string(),
+                   .hint = "the shards overlap; re-export the checkpoint"});
+  }
+  for (const auto& [k, v] : file->metadata()) m_metadata.emplace(k, v);
+  m_files.push_back(std::move(file));
+}
+
+void Checkpoint::openSharded(const fs::path& indexPath) {
+  m_sharded = true;
+  const Json index = readJsonFile(indexPath);
+  const JsonObject root(index, indexPath.string());
+  const Json& weightMap = root.requireObject("weight_map").raw();
+  // shard file -> tensors the index places there
+  std::map<std::string, std::vector<std::string>> byShard;
+  for (const auto& [tensor, shard] : weightMap.items()) {
+    if (!shard.is_string())
+      throw Error({.what = "weight_map values must be shard file names",
+                   .where = indexPath.string() + ": weight_map['" + tensor + "']",
+                   .expected = "a string",
+                   .found = jsonTypeName(shard)});
+    checkShardName(shard.get<std::string>(), indexPath, tensor);
+    byShard[shard.get<std::string>()].push_back(tensor);
+  }
+  if (byShard.empty())
+    throw Error({.what = "weight_map is empty", .where = indexPath.string(), .hint = "the index lists no tensors"});
+  const fs::path dir = indexPath.parent_path();
+  for (const auto& [shard, tensors] : byShard) {
+    const fs::path shardPath = dir / shard;
+    if (!fs::exists(shardPath))
+      throw Error({.what = "missing shard",
+                   .where = shardPath.string(),
+                   .expected = "the file named by " + indexPath.filename().string() + " (it holds '" +
+                               tensors.front() + "' and " + std::to_string(tensors.size() - 1) + " more)",
+                   .found = "no such file",
+                   .hint = "download every shard of the checkpoint"});
+    addFile(SafetensorsFile::open(shardPath));
+    const SafetensorsFile& file = *m_files.back();
+    std::set<std::string_view> listed(tensors.begin(), tensors.end());
+    for (const std::string& tensor : tensors)
+      if (!file.find(tensor))
+        throw Error({.what = "index names a tensor its shard does not contain",
+                     .where = indexPath.string() + ": weight_map['" + tensor + "']",
+                     .expected = "tensor in " + shard,
+                     .found = "not there",
+                     .hint = "the index and the shards are from different exports"});
+    for (const TensorInfo& t : file.tensors())
+      if (!listed.count(t.name)) m_unindexed.push_back(t.name);
+  }
+}
+
+void Checkpoint::finishIndex() {
+  m_names.reserve(m_byName.size());
+  for (const auto& [name, ref] : m_byName) m_names.emplace_back(name);
+  std::sort(m_names.begin(), m_names.end(), naturalLess);
+}
+
+const TensorRef* Checkpoint::find(std::string_view name) const {
+  auto it = m_byName.find(name);
+  return it == m_byName.end() ? nullptr : &it->second;
+}
+
+const TensorRef& Checkpoint::at(std::string_view name) const {
+  if (const TensorRef* r = find(name)) return *r;
+  throw Error({.what = "tensor not found",
+               .where = m_path.string() + ": tensor '" + std::string(name) + "'",
+               .hint = "run `sharelens inspect " + m_path.string() + "` to list the tensors it has"});
+}
+
+uint64_t Checkpoint::totalBytes() const {
+  uint64_t total = 0;
+  for (const auto& f : m_files) total += f->fileSize();
+  return total;
+}
+
+std::vector<float> Checkpoint::readFloat(std::string_view name) const {
+  const TensorRef& ref = at(name);
+  return ref.file->readFloat(*ref.info);
+}
+
+}  // namespace sharelens

@@ -1,0 +1,70 @@
+// A checkpoint: one safetensors file, or a sharded set described by model.safetensors.index.json, plus the
+// Hugging Face config.json when there is one. Tensors are looked up by name across shards.
+//
+// Accepted paths:
+//   file.safetensors            (config.json beside it is used when present)
+//   DIR/ with model.safetensors.index.json + shards
+//   DIR/ with model.safetensors, or exactly one *.safetensors file
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/safetensors.hpp"
+
+namespace sharelens {
+
+struct TensorRef {
+  const SafetensorsFile* file = nullptr;
+  const TensorInfo* info = nullptr;
+};
+
+class Checkpoint {
+ public:
+  static std::unique_ptr<Checkpoint> open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return m_path; }            // as given
+  const std::filesystem::path& directory() const { return m_directory; }  // where config.json lives
+  bool sharded() const { return m_sharded; }
+  const std::optional<Json>& config() const { return m_config; }
+  std::optional<std::filesystem::path> configPath() const;
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return m_files; }
+
+  // All tensor names in natural order ("layers.2" before "layers.10").
+  const std::vector<std::string>& tensorNames() const { return m_names; }
+  size_t tensorCount() const { return m_names.size(); }
+  const TensorRef* find(std::string_view name) const;
+  const TensorRef& at(std::string_view name) const;  // throws a named Error
+  uint64_t totalBytes() const;
+
+  // `__metadata__` of all files merged (first file wins on conflicts).
+  const std::map<std::string, std::string>& metadata() const { return m_metadata; }
+  // Tensors present in shards but not in the index's weight_map (kept, and reported by inspect).
+  const std::vector<std::string>& unindexedTensors() const { return m_unindexed; }
+
+  std::vector<float> readFloat(std::string_view name) const;
+
+ private:
+  Checkpoint() = default;
+  void addFile(std::unique_ptr<SafetensorsFile> file);
+  void openSharded(const std::filesystem::path& indexPath);
+  void finishIndex();
+
+  std::filesystem::path m_path;
+  std::filesystem::path m_directory;
+  bool m_sharded = false;
+  std::optional<Json> m_config;
+  std::vector<std::unique_ptr<SafetensorsFile>> m_files;
+  std::unordered_map<std::string_view, TensorRef> m_byName;
+  std::vector<std::string> m_names;
+  std::map<std::string, std::string> m_metadata;
+  std::vector<std::string> m_unindexed;
+};
+
+}  // namespace sharelens

@@ -1,0 +1,189 @@
+#include "core/dtype.hpp"
+
+#include <bit>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#include <cstring>
+#include <stdexcept>
+
+static_assert(std::endian::native == std::endian::little, "ShareLens reads little-endian data in place");
+
+namespace sharelens {
+namespace {
+
+struct DTypeRow {
+  DType dtype;
+  std::string_view name;
+  size_t size;
+  bool floating;
+};
+
+constexpr DTypeRow kRows[] = {
+    {DType::F64, "F64", 8, true},   {DType::F32, "F32", 4, true},  {DType::F16, "F16", 2, true},
+    {DType::BF16, "BF16", 2, true}, {DType::I64, "I64", 8, false}, {DType::I32, "I32", 4, false},
+    {DType::I16, "I16", 2, false},  {DType::I8, "I8", 1, false},   {DType::U8, "U8", 1, false},
+    {DType::Bool, "BOOL", 1, false},
+};
+
+const DTypeRow& row(DType dtype) { return kRows[static_cast<size_t>(dtype)]; }
+
+template <typename T>
+T loadUnaligned(const std::byte* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+// One tight loop per source type (the switch stays outside, so the loops vectorise).
+template <typename Src, typename Out, typename Fn>
+void convertLoop(const std::byte* src, size_t count, Out* dst, Fn fn) {
+  for (size_t i = 0; i < count; ++i) dst[i] = static_cast<Out>(fn(loadUnaligned<Src>(src + i * sizeof(Src))));
+}
+
+template <typename Out>
+void convert(DType dtype, const std::byte* src, size_t count, Out* dst) {
+  auto identity = [](auto v) { return v; };
+  switch (dtype) {
+    case DType::F64: return convertLoop<double>(src, count, dst, identity);
+    case DType::F32: return convertLoop<float>(src, count, dst, identity);
+    case DType::F16: return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return halfToFloat(b); });
+    case DType::BF16: return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return bfloat16ToFloat(b); });
+    case DType::I64: return convertLoop<int64_t>(src, count, dst, identity);
+    case DType::I32: return convertLoop<int32_t>(src, count, dst, identity);
+    case DType::I16: return convertLoop<int16_t>(src, count, dst, identity);
+    case DType::I8: return convertLoop<int8_t>(src, count, dst, identity);
+    case DType::U8: return convertLoop<uint8_t>(src, count, dst, identity);
+    case DType::Bool: return convertLoop<uint8_t>(src, count, dst, [](uint8_t v) { return v != 0 ? 1 : 0; });
+  }
+}
+
+}  // namespace
+
+std::optional<DType> parseDType(std::string_view name) {
+  for (const auto& r : kRows)
+    if (r.name == name) return r.dtype;
+  return std::nullopt;
+}
+
+std::string_view dtypeName(DType dtype) { return row(dtype).name; }
+size_t dtypeSize(DType dtype) { return row(dtype).size; }
+bool isFloatingDType(DType dtype) { return row(dtype).floating; }
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;  // signed zero
+    } else {
+      // Subnormal m * 2^-24: shift until the implicit bit appears, then encode as a normal float.
+      int shifts = 0;
+      while ((mantissa & 0x400u) == 0) {
+        mantissa <<= 1;
+        ++shifts;
+      }
+      bits = sign | (static_cast<uint32_t>(113 - shifts) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf or NaN (payload kept)
+  } else {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+uint16_t floatToHalf(float value) {
+  const uint32_t f = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((f >> 16) & 0x8000u);
+  const uint32_t absBits = f & 0x7fffffffu;
+  if (absBits >= 0x7f800000u) {  // inf or NaN
+    const bool isNan = absBits > 0x7f800000u;
+    return sign | 0x7c00u | (isNan ? 0x200u : 0u);
+  }
+  if (absBits >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to inf
+  const int32_t exponent = static_cast<int32_t>(absBits >> 23) - 127;
+  if (exponent < -25) return sign;  // below half of the smallest subnormal: zero
+  uint32_t mantissa = (absBits & 0x7fffffu) | 0x800000u;  // 24 significant bits
+  // Number of low bits to drop: 13 for normals, more for subnormals (exponent < -14).
+  const int32_t shift = exponent < -14 ? 13 + (-14 - exponent) : 13;
+  const uint32_t dropped = mantissa & ((1u << shift) - 1);
+  const uint32_t halfway = 1u << (shift - 1);
+  uint32_t kept = mantissa >> shift;
+  if (dropped > halfway || (dropped == halfway && (kept & 1u))) ++kept;
+  if (exponent < -14) return sign | static_cast<uint16_t>(kept);  // subnormal (may round up to min normal)
+  // Normal: kept holds 11 bits with the implicit one; a carry out of the mantissa bumps the exponent.
+  const uint32_t encoded = (static_cast<uint32_t>(exponent + 15) << 10) + (kept - 0x400u);
+  return sign | static_cast<uint16_t>(encoded);
+}
+
+float bfloat16ToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t floatToBfloat16(float value) {
+  const uint32_t f = std::bit_cast<uint32_t>(value);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((f >> 16) | 0x40u);  // quiet NaN
+  const uint32_t roundingBias = 0x7fffu + ((f >> 16) & 1u);
+  return static_cast<uint16_t>((f + roundingBias) >> 16);
+}
+
+// bfloat16 is the upper half of a float: a shift, written with memcpy so that it vectorises.
+void bfloat16ToFloatBulk(const std::byte* src, size_t count, float* dst) {
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(loadUnaligned<uint16_t>(src + 2 * i)) << 16;
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
+
+#if defined(__x86_64__)
+// Hardware half -> float (F16C, every x86-64 CPU since 2012), chosen at runtime; exact like halfToFloat.
+__attribute__((target("f16c,avx"))) void halfToFloatF16c(const std::byte* src, size_t count, float* dst) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m128i h;
+    std::memcpy(&h, src + 2 * i, 16);
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < count; ++i) dst[i] = halfToFloat(loadUnaligned<uint16_t>(src + 2 * i));
+}
+#endif
+
+void convertToFloat(DType dtype, const std::byte* src, size_t count, float* dst) {
+  if (dtype == DType::F32) {
+    std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  if (dtype == DType::BF16) return bfloat16ToFloatBulk(src, count, dst);
+#if defined(__x86_64__)
+  static const bool hasF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  if (dtype == DType::F16 && hasF16c) return halfToFloatF16c(src, count, dst);
+#endif
+  convert(dtype, src, count, dst);
+}
+
+void convertToDouble(DType dtype, const std::byte* src, size_t count, double* dst) {
+  convert(dtype, src, count, dst);
+}
+
+void convertFromFloat(DType dtype, std::span<const float> src, std::byte* dst) {
+  switch (dtype) {
+    case DType::F32: std::memcpy(dst, src.data(), src.size_bytes()); return;
+    case DType::F64:
+      for (size_t i = 0; i < src.size(); ++i) {
+        const double v = src[i];
+        std::memcpy(dst + 8 * i, &v, 8);
+      }
+      return;
+    case DType::F16:
+    case DType::BF16:
+      for (size_t i = 0; i < src.size(); ++i) {
+        const uint16_t v = dtype == DType::F16 ? floatToHalf(src[i]) : floatToBfloat16(src[i]);
+        std::memcpy(dst + 2 * i, &v, 2);
+      }
+      return;
+    default: throw std::logic_error("convertFromFloat: not a floating dtype: " + std::string(dtypeName(dtype)));
+  }
+}
+
+}  // namespace sharelens

@@ -1,0 +1,163 @@
+#include "core/inspect_report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/arch/family.hpp"
+#include "core/model_view.hpp"
+#include "core/naming.hpp"
+
+namespace sharelens {
+namespace {
+
+Json shapeJson(const ModelShape& s) {
+  return {{"vocab", s.vocab},     {"hidden", s.hidden},   {"layers", s.layers},
+          {"heads", s.heads},     {"kv_heads", s.kvHeads}, {"head_dim", s.headDim},
+          {"ffn", s.ffn},         {"context", s.context}, {"tied_embeddings", s.tiedEmbeddings},
+          {"gated_ffn", s.gatedFfn}};
+}
+
+Json layerJson(const LayerView& layer) {
+  Json roles = Json::array(), norms = Json::array(), biases = Json::array();
+  for (std::string_view r : layer.rolesFound()) roles.push_back(r);
+  for (int slot = 0; slot < kNormSlotCount; ++slot)
+    if (layer.norm[slot]) norms.push_back(normSlotName(static_cast<NormSlot>(slot)));
+  for (Proj p : kAllProjs)
+    if (layer.bias[static_cast<int>(p)]) biases.push_back(projName(p));
+  return {{"index", layer.index}, {"roles", roles}, {"norms", norms}, {"biases", biases}};
+}
+
+std::string padRight(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+Json inspectCheckpoint(const Checkpoint& ckpt) {
+  Json report;
+  report["path"] = ckpt.path().string();
+  report["sharded"] = ckpt.sharded();
+  Json files = Json::array();
+  for (const auto& f : ckpt.files())
+    files.push_back({{"path", f->path().string()}, {"bytes", f->fileSize()}, {"tensors", f->tensors().size()}});
+  report["files"] = files;
+  report["config"] = ckpt.config() ? *ckpt.config() : Json(nullptr);
+  report["metadata"] = ckpt.metadata();
+
+  const FamilyAdapter* adapter = detectFamily(ckpt);
+  std::optional<ModelView> view;
+  if (adapter) view = adapter->build(ckpt);
+
+  Json tensors = Json::array();
+  for (const std::string& name : ckpt.tensorNames()) {
+    const TensorInfo& t = *ckpt.at(name).info;
+    std::string role = "other";
+    if (view) {
+      if (auto it = view->roles.find(name); it != view->roles.end()) role = std::string(roleName(it->second));
+    }
+    tensors.push_back(
+        {{"name", name}, {"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"bytes", t.byteSize()}, {"role", role}});
+  }
+  report["tensors"] = tensors;
+  report["unindexed_tensors"] = ckpt.unindexedTensors();
+
+  if (!view) {
+    report["family"] = nullptr;
+    report["notes"] = {"architecture not recognised: tensors listed, no canonical view"};
+    return report;
+  }
+  report["family"] = familyName(view->family);
+  report["model_type"] = view->modelType;
+  const RoleCounts counts = countParameters(ckpt, *view);
+  Json params = Json::object();
+  for (int r = 0; r < kTensorRoleCount; ++r) params[std::string(roleName(static_cast<TensorRole>(r)))] = counts.params[r];
+  params["total"] = counts.total;
+  report["parameters"] = params;
+  report["tied_embeddings"] = view->shape.tiedEmbeddings;
+  report["shape"] = shapeJson(view->shape);
+  Json layers = Json::array();
+  for (const LayerView& layer : view->layers) layers.push_back(layerJson(layer));
+  report["layers"] = layers;
+  report["missing"] = view->missing;
+  report["unexpected"] = view->unexpected;
+  report["ignored"] = view->ignored;
+  report["notes"] = view->notes;
+  return report;
+}
+
+std::string formatInspectReport(const Json& r) {
+  std::ostringstream out;
+  out << "checkpoint  " << r["path"].get<std::string>() << "\n";
+  out << "family      " << (r["family"].is_null() ? std::string("unknown") : r["family"].get<std::string>());
+  if (r.contains("model_type")) out << " (model_type " << r["model_type"].get<std::string>() << ")";
+  out << "\nfiles       " << r["files"].size() << (r["sharded"].get<bool>() ? " (sharded)" : "") << "\n";
+  for (const Json& f : r["files"])
+    out << "  " << f["path"].get<std::string>() << "  " << humanBytes(f["bytes"].get<double>()) << ", "
+        << f["tensors"].get<size_t>() << " tensors\n";
+
+  if (!r["config"].is_null()) {
+    out << "\nconfig.json\n";
+    for (const auto& [key, value] : r["config"].items()) {
+      std::string text = value.dump();
+      if (text.size() > 90) text = text.substr(0, 87) + "...";
+      out << "  " << padRight(key, 32) << text << "\n";
+    }
+  }
+
+  out << "\ntensors (" << r["tensors"].size() << ")\n";
+  size_t nameWidth = 4;
+  for (const Json& t : r["tensors"]) nameWidth = std::max(nameWidth, t["name"].get<std::string>().size());
+  out << "  " << padRight("name", nameWidth + 2) << padRight("dtype", 7) << padRight("shape", 22)
+      << padRight("bytes", 14) << "role\n";
+  for (const Json& t : r["tensors"])
+    out << "  " << padRight(t["name"].get<std::string>(), nameWidth + 2)
+        << padRight(t["dtype"].get<std::string>(), 7)
+        << padRight(shapeToString(t["shape"].get<std::vector<int64_t>>()), 22)
+        << padRight(std::to_string(t["bytes"].get<uint64_t>()), 14) << t["role"].get<std::string>() << "\n";
+
+  if (r.contains("parameters")) {
+    const Json& p = r["parameters"];
+    const double total = std::max(1.0, p["total"].get<double>());
+    out << "\nparameters by role\n";
+    for (const auto& [role, count] : p.items()) {
+      if (role == "total" || count.get<int64_t>() == 0) continue;
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%5.1f%%", 100.0 * count.get<double>() / total);
+      out << "  " << padRight(role, 14) << padRight(std::to_string(count.get<int64_t>()), 14)
+          << padRight(humanCount(count.get<double>()), 9) << pct << "\n";
+    }
+    out << "  " << padRight("total", 14) << padRight(std::to_string(p["total"].get<int64_t>()), 14)
+        << humanCount(p["total"].get<double>()) << "\n";
+    out << "  tied embeddings: " << (r["tied_embeddings"].get<bool>() ? "yes" : "no") << "\n";
+
+    const Json& s = r["shape"];
+    out << "\ncanonical view\n  layers " << s["layers"] << ", query heads " << s["heads"] << ", KV heads "
+        << s["kv_heads"] << ", head_dim " << s["head_dim"] << ", hidden " << s["hidden"] << ", ffn " << s["ffn"]
+        << ", vocab " << s["vocab"] << ", context " << s["context"] << "\n";
+    for (const Json& layer : r["layers"]) {
+      out << "  layer " << padRight(std::to_string(layer["index"].get<int64_t>()), 4) << " ";
+      for (const Json& role : layer["roles"]) out << role.get<std::string>() << " ";
+      out << "| norms";
+      for (const Json& n : layer["norms"]) out << " " << n.get<std::string>();
+      if (!layer["biases"].empty()) {
+        out << " | biases";
+        for (const Json& b : layer["biases"]) out << " " << b.get<std::string>();
+      }
+      out << "\n";
+    }
+  }
+  auto list = [&](const char* key, const char* title) {
+    if (!r.contains(key) || r[key].empty()) return;
+    out << "\n" << title << " (" << r[key].size() << ")\n";
+    for (const Json& item : r[key]) out << "  " << item.get<std::string>() << "\n";
+  };
+  list("missing", "missing tensors");
+  list("unexpected", "unexpected tensors");
+  list("unindexed_tensors", "tensors in shards but not in the index");
+  list("ignored", "ignored (buffers, non-text towers)");
+  list("notes", "notes");
+  return out.str();
+}
+
+}  // namespace sharelens

@@ -1,0 +1,115 @@
+#include "core/safetensors.hpp"
+
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+
+namespace sharelens {
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path,
+                                                       const SafetensorsLimits& limits) {
+  MappedFile file = MappedFile::open(path);
+  SafetensorsHeader header = parseSafetensorsHeader(file.bytes(), path.string(), limits);
+  file.adviseNormal();
+  return std::unique_ptr<SafetensorsFile>(new SafetensorsFile(std::move(file), std::move(header)));
+}
+
+SafetensorsFile::SafetensorsFile(MappedFile file, SafetensorsHeader header)
+    : m_file(std::move(file)), m_header(std::move(header)) {
+  m_index.reserve(m_header.tensors.size());
+  for (size_t i = 0; i < m_header.tensors.size(); ++i) m_index.emplace(m_header.tensors[i].name, i);
+}
+
+const TensorInfo* SafetensorsFile::find(std::string_view name) const {
+  auto it = m_index.find(name);
+  return it == m_index.end() ? nullptr : &m_header.tensors[it->second];
+}
+
+const TensorInfo& SafetensorsFile::at(std::string_view name) const {
+  if (const TensorInfo* t = find(name)) return *t;
+  throw Error({.what = "tensor not found",
+               .where = path().string() + ": tensor '" + std::string(name) + "'",
+               .hint = "run `sharelens inspect " + path().string() + "` to list the tensors it has"});
+}
+
+std::span<const std::byte> SafetensorsFile::bytes(const TensorInfo& tensor) const {
+  return m_file.bytes().subspan(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
+}
+
+void SafetensorsFile::readFloat(const TensorInfo& tensor, uint64_t first, std::span<float> out) const {
+  if (first > tensor.numel || out.size() > tensor.numel - first)
+    throw Error({.what = "element range outside tensor",
+                 .where = path().string() + ": tensor '" + tensor.name + "'",
+                 .expected = "elements within [0, " + std::to_string(tensor.numel) + ")",
+                 .found = "[" + std::to_string(first) + ", " + std::to_string(first + out.size()) + ")"});
+  const size_t elementSize = dtypeSize(tensor.dtype);
+  convertToFloat(tensor.dtype, bytes(tensor).data() + first * elementSize, out.size(), out.data());
+}
+
+std::vector<float> SafetensorsFile::readFloat(const TensorInfo& tensor) const {
+  std::vector<float> out(tensor.numel);
+  readFloat(tensor, 0, out);
+  return out;
+}
+
+void SafetensorsFile::adviseSequential(const TensorInfo& tensor) const {
+  m_file.adviseSequential(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
+}
+
+EncodedTensor EncodedTensor::fromFloats(std::string name, DType dtype, std::vector<int64_t> shape,
+                                        std::span<const float> values) {
+  EncodedTensor t{std::move(name), dtype, std::move(shape), {}};
+  t.bytes.resize(values.size() * dtypeSize(dtype));
+  convertFromFloat(dtype, values, t.bytes.data());
+  return t;
+}
+
+void writeSafetensors(const std::filesystem::path& path, std::span<const TensorWrite> tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::unordered_set<std::string_view> names;
+  uint64_t offset = 0;
+  for (const TensorWrite& t : tensors) {
+    const std::string where = path.string() + ": tensor '" + t.name + "'";
+    if (t.name == "__metadata__" || !names.insert(t.name).second)
+      throw Error({.what = "duplicate or reserved tensor name", .where = where,
+                   .hint = "give every tensor a unique name"});
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) throw Error({.what = "negative dimension", .where = where, .found = shapeToString(t.shape)});
+      numel *= static_cast<uint64_t>(d);
+    }
+    const uint64_t bytes = numel * dtypeSize(t.dtype);
+    if (bytes != t.data.size())
+      throw Error({.what = "data size does not match shape x dtype",
+                   .where = where,
+                   .expected = std::to_string(bytes) + " bytes",
+                   .found = std::to_string(t.data.size()) + " bytes"});
+    header[t.name] = {{"dtype", std::string(dtypeName(t.dtype))},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
+  const uint64_t jsonBytes = json.size();
+
+  AtomicFile file(path);
+  file.write(&jsonBytes, 8);
+  file.write(json);
+  for (const TensorWrite& t : tensors) file.write(t.data.data(), t.data.size());
+  file.commit();
+}
+
+void writeSafetensors(const std::filesystem::path& path, std::span<const EncodedTensor> tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorWrite> views;
+  views.reserve(tensors.size());
+  for (const EncodedTensor& t : tensors) views.push_back(t.view());
+  writeSafetensors(path, views, metadata);
+}
+
+}  // namespace sharelens

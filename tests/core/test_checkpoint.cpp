@@ -1,0 +1,115 @@
+// Opening checkpoints: single files, sharded directories, and the ways a directory can be wrong.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "core/atomic_file.hpp"
+#include "core/checkpoint.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string errorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, ShardedDirectoryResolvesEveryTensor) {
+  const auto dir = testing::makeTempDir("ckpt");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.shards = 3;
+  testing::writeHfFixture(dir, spec);
+  const auto ckpt = Checkpoint::open(dir);
+  EXPECT_TRUE(ckpt->sharded());
+  EXPECT_EQ(ckpt->files().size(), 3u);
+  EXPECT_TRUE(ckpt->find("model.layers.2.mlp.down_proj.weight"));
+  EXPECT_TRUE(ckpt->config().has_value());
+  EXPECT_TRUE(ckpt->unindexedTensors().empty());
+  // Natural order: layers.2 sorts before layers.10 would; here check 0 < 1 < 2 ordering is numeric.
+  const auto& names = ckpt->tensorNames();
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end(), naturalLess));
+  // Opening the index file directly works too.
+  EXPECT_EQ(Checkpoint::open(dir / "model.safetensors.index.json")->tensorCount(), ckpt->tensorCount());
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, MissingShardNamesTheShardAndATensor) {
+  const auto dir = testing::makeTempDir("ckpt");
+  auto spec = testing::defaultSpec(Family::Qwen2);
+  spec.shards = 2;
+  testing::writeHfFixture(dir, spec);
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("missing shard"), std::string::npos) << e;
+  EXPECT_NE(e.find("model-00002-of-00002.safetensors"), std::string::npos) << e;
+  EXPECT_NE(e.find("Hint"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, IndexCannotPointOutsideTheDirectory) {
+  const auto dir = testing::makeTempDir("ckpt");
+  writeFileAtomically(dir / "model.safetensors.index.json",
+                      R"({"weight_map": {"w": "../../etc/passwd"}})");
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("plain file name"), std::string::npos) << e;
+  EXPECT_NE(e.find("weight_map['w']"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, IndexNamingAnAbsentTensor) {
+  const auto dir = testing::makeTempDir("ckpt");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.shards = 2;
+  testing::writeHfFixture(dir, spec);
+  auto index = readJsonFile(dir / "model.safetensors.index.json");
+  index["weight_map"]["model.layers.99.ghost.weight"] = "model-00001-of-00002.safetensors";
+  writeFileAtomically(dir / "model.safetensors.index.json", index.dump());
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("model.layers.99.ghost.weight"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, DirectoryProblems) {
+  const auto dir = testing::makeTempDir("ckpt");
+  EXPECT_NE(errorOf([&] { Checkpoint::open(dir); }).find("no safetensors files"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Checkpoint::open(dir / "nope"); }).find("no such file"), std::string::npos);
+  testing::writeHfFixture(dir / "a", testing::defaultSpec(Family::Llama));
+  fs::copy(dir / "a" / "model.safetensors", dir / "one.safetensors");
+  fs::copy(dir / "a" / "model.safetensors", dir / "two.safetensors");
+  EXPECT_NE(errorOf([&] { Checkpoint::open(dir); }).find("several safetensors files"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, BrokenConfigJsonSaysLineAndColumn) {
+  const auto dir = testing::makeTempDir("ckpt");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Llama));
+  writeFileAtomically(dir / "config.json", "{\n  \"hidden_size\": 64,\n  \"model_type\": llama\n}");
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("config.json:3:"), std::string::npos) << e;
+  writeFileAtomically(dir / "config.json", R"({"hidden_size": 64, "hidden_size": 65})");
+  EXPECT_NE(errorOf([&] { Checkpoint::open(dir); }).find("duplicate key 'hidden_size'"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Naming, NaturalOrderAndTemplates) {
+  EXPECT_TRUE(naturalLess("layers.2.w", "layers.10.w"));
+  EXPECT_FALSE(naturalLess("layers.10.w", "layers.2.w"));
+  EXPECT_TRUE(naturalLess("a", "b"));
+  EXPECT_TRUE(naturalLess("x1", "x01a"));
+  EXPECT_EQ(expandLayer("model.layers.{L}.mlp", 12), "model.layers.12.mlp");
+  EXPECT_EQ(layerIndexAfter("model.layers.12.mlp.w", "model.layers."), 12);
+  EXPECT_FALSE(layerIndexAfter("model.layers.x.mlp", "model.layers.").has_value());
+}
+
+}  // namespace
+}  // namespace sharelens

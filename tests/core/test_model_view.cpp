@@ -1,0 +1,324 @@
+// Model views of real HF-layout checkpoints for every family. Expected per-head matrices are built here
+// directly from the raw tensors with each family's documented layout, independently of MatrixExpr.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "core/arch/family.hpp"
+#include "core/arch/hf_decoder.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Raw tensor as a row-major [rows, cols] float matrix.
+FloatMatrix raw2d(const Checkpoint& ckpt, const std::string& name) {
+  const TensorInfo& t = *ckpt.at(name).info;
+  FloatMatrix m(t.dim(0), t.dim(1));
+  m.data = ckpt.readFloat(name);
+  return m;
+}
+
+// rows [r0, r0+n) of m, or of m^T when transposed.
+FloatMatrix rowBlock(const FloatMatrix& m, int64_t r0, int64_t n, bool transposed) {
+  const int64_t cols = transposed ? m.rows : m.cols;
+  FloatMatrix out(n, cols);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < cols; ++c) out(r, c) = transposed ? m(c, r0 + r) : m(r0 + r, c);
+  return out;
+}
+
+FloatMatrix colBlock(const FloatMatrix& m, int64_t c0, int64_t n, bool transposed) {
+  const int64_t rows = transposed ? m.cols : m.rows;
+  FloatMatrix out(rows, n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) out(r, c) = transposed ? m(c0 + c, r) : m(r, c0 + c);
+  return out;
+}
+
+void expectSame(const FloatMatrix& a, const FloatMatrix& b, const std::string& what) {
+  ASSERT_EQ(a.rows, b.rows) << what;
+  ASSERT_EQ(a.cols, b.cols) << what;
+  EXPECT_EQ(a.data, b.data) << what;
+}
+
+struct Opened {
+  fs::path dir;
+  std::unique_ptr<Checkpoint> ckpt;
+  ModelView view;
+};
+
+Opened openFixture(const testing::FixtureSpec& spec, const std::string& tag) {
+  Opened o;
+  o.dir = testing::makeTempDir(tag);
+  testing::writeHfFixture(o.dir, spec);
+  o.ckpt = Checkpoint::open(o.dir);
+  o.view = openModelView(*o.ckpt);
+  return o;
+}
+
+std::string errorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class DecoderFamilies : public ::testing::TestWithParam<Family> {};
+
+TEST_P(DecoderFamilies, ShapeRolesAndPerHeadSlicesMatchTheRawTensors) {
+  const auto spec = testing::defaultSpec(GetParam());
+  auto o = openFixture(spec, "view");
+  const ModelView& v = o.view;
+  EXPECT_EQ(v.family, GetParam());
+  EXPECT_EQ(v.shape.layers, spec.layers);
+  EXPECT_EQ(v.shape.hidden, spec.hidden);
+  EXPECT_EQ(v.shape.heads, spec.heads);
+  EXPECT_EQ(v.shape.kvHeads, spec.kvHeads);
+  EXPECT_EQ(v.shape.headDim, spec.headDim);
+  EXPECT_EQ(v.shape.ffn, spec.ffn);
+  EXPECT_EQ(v.shape.vocab, spec.vocab);
+  EXPECT_EQ(v.shape.tiedEmbeddings, spec.tied);
+  EXPECT_TRUE(v.missing.empty());
+  EXPECT_TRUE(v.unexpected.empty());
+  ASSERT_EQ(v.layers.size(), static_cast<size_t>(spec.layers));
+
+  const std::string prefix = "model.layers.";
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    const std::string base = prefix + std::to_string(l) + ".self_attn.";
+    const FloatMatrix q = raw2d(*o.ckpt, base + "q_proj.weight"), k = raw2d(*o.ckpt, base + "k_proj.weight"),
+                      o_ = raw2d(*o.ckpt, base + "o_proj.weight");
+    for (int64_t h = 0; h < spec.heads; ++h) {
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::Q, h)), rowBlock(q, h * spec.headDim, spec.headDim, false),
+                 "q head " + std::to_string(h));
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::O, h)), colBlock(o_, h * spec.headDim, spec.headDim, false),
+                 "o head " + std::to_string(h));
+    }
+    for (int64_t j = 0; j < spec.kvHeads; ++j)
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::K, j)), rowBlock(k, j * spec.headDim, spec.headDim, false),
+                 "k head " + std::to_string(j));
+    EXPECT_THROW(v.headMatrix(l, Proj::K, spec.kvHeads), Error) << "GQA: no KV head beyond kv_heads";
+  }
+  const RoleCounts counts = countParameters(*o.ckpt, v);
+  int64_t total = 0;
+  for (const auto& name : o.ckpt->tensorNames()) total += static_cast<int64_t>(o.ckpt->at(name).info->numel);
+  EXPECT_EQ(counts.total, total);
+  const int64_t qkvo = 2 * spec.heads * spec.headDim * spec.hidden + 2 * spec.kvHeads * spec.headDim * spec.hidden;
+  const int64_t bias = GetParam() == Family::Qwen2 ? (spec.heads + 2 * spec.kvHeads) * spec.headDim : 0;
+  EXPECT_EQ(counts.of(TensorRole::Attention), spec.layers * (qkvo + bias));
+  EXPECT_EQ(counts.of(TensorRole::Ffn), spec.layers * 3 * spec.ffn * spec.hidden);
+  EXPECT_EQ(counts.of(TensorRole::Embedding), spec.vocab * spec.hidden);
+  EXPECT_EQ(counts.of(TensorRole::OutputHead), spec.tied ? 0 : spec.vocab * spec.hidden);
+  fs::remove_all(o.dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, DecoderFamilies, ::testing::Values(Family::Llama, Family::Qwen2, Family::Gemma3),
+                         [](const auto& info) { return std::string(familyName(info.param)); });
+
+TEST(ModelView, Qwen2BiasesAndGemmaNorms) {
+  auto qwen = openFixture(testing::defaultSpec(Family::Qwen2), "qwen");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(qwen.view.layers[0].bias[i].has_value());
+  EXPECT_FALSE(qwen.view.layers[0].bias[static_cast<int>(Proj::O)].has_value());
+  auto gemma = openFixture(testing::defaultSpec(Family::Gemma3), "gemma");
+  for (int s = 0; s < kNormSlotCount; ++s) EXPECT_TRUE(gemma.view.layers[1].norm[s].has_value()) << s;
+  EXPECT_EQ(gemma.view.shape.heads * gemma.view.shape.headDim, 96) << "explicit head_dim, not hidden / heads";
+  fs::remove_all(qwen.dir);
+  fs::remove_all(gemma.dir);
+}
+
+TEST(ModelView, GemmaMultimodalNestingPrefixAndVisionTower) {
+  auto spec = testing::defaultSpec(Family::Gemma3);
+  spec.gemmaMultimodal = true;
+  auto o = openFixture(spec, "gemma-mm");
+  EXPECT_EQ(o.view.family, Family::Gemma3);
+  EXPECT_EQ(o.view.modelType, "gemma3");
+  EXPECT_EQ(o.view.shape.headDim, spec.headDim);
+  EXPECT_TRUE(o.view.unexpected.empty());
+  EXPECT_EQ(o.view.ignored.size(), 2u);
+  EXPECT_EQ(o.view.layers[0].at(Proj::Q).terms[0].left.tensor, "model.language_model.layers.0.self_attn.q_proj.weight");
+  fs::remove_all(o.dir);
+}
+
+TEST(ModelView, GemmaTextConfigFallsBackToTheConfigClassDefaults) {
+  const Json text = {{"hidden_size", 2560}, {"intermediate_size", 10240}, {"num_hidden_layers", 34}};
+  const auto& layout = static_cast<const DecoderAdapter&>(gemma3Adapter()).layout();
+  const ModelShape s = readConfigShape(JsonObject(text, "config.json.text_config"), layout.config,
+                                       layout.tiedByDefault, layout.defaults);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.kvHeads, 4);
+  EXPECT_EQ(s.headDim, 256);
+  EXPECT_EQ(s.vocab, 262208);
+  EXPECT_TRUE(s.tiedEmbeddings);
+}
+
+class Gpt2Prefix : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Gpt2Prefix, PackedConv1DSplitsIntoTransposedHeads) {
+  auto spec = testing::defaultSpec(Family::Gpt2);
+  spec.gpt2TransformerPrefix = GetParam();
+  auto o = openFixture(spec, "gpt2");
+  const ModelView& v = o.view;
+  const std::string p = GetParam() ? "transformer." : "";
+  EXPECT_EQ(v.family, Family::Gpt2);
+  EXPECT_FALSE(v.shape.gatedFfn);
+  EXPECT_EQ(v.shape.ffn, 4 * spec.hidden);
+  EXPECT_EQ(v.ignored.size(), static_cast<size_t>(spec.layers)) << "attn.bias mask buffers";
+  EXPECT_TRUE(v.unexpected.empty());
+  EXPECT_TRUE(v.missing.empty());
+  const int64_t d = spec.hidden, hd = d / spec.heads;
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    const std::string b = p + "h." + std::to_string(l) + ".";
+    const FloatMatrix cAttn = raw2d(*o.ckpt, b + "attn.c_attn.weight");  // [d, 3d] = [in, out]
+    for (int i = 0; i < 3; ++i) {
+      const Proj proj = static_cast<Proj>(i);
+      // canonical projection i = (columns [i*d, (i+1)*d) of c_attn)^T
+      const FloatMatrix whole = colBlock(cAttn, i * d, d, false);
+      FloatMatrix expected(d, d);
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t c = 0; c < d; ++c) expected(r, c) = whole(c, r);
+      expectSame(materialize(*o.ckpt, v.layers[l].at(proj)), expected, "proj " + std::to_string(i));
+      for (int64_t h = 0; h < spec.heads; ++h)
+        expectSame(materialize(*o.ckpt, v.headMatrix(l, proj, h)), rowBlock(expected, h * hd, hd, false), "head");
+    }
+    const FloatMatrix fc = raw2d(*o.ckpt, b + "mlp.c_fc.weight");  // [d, 4d]
+    expectSame(materialize(*o.ckpt, v.layers[l].at(Proj::Up)), rowBlock(fc, 0, 4 * d, true), "up");
+    EXPECT_FALSE(v.layers[l].has(Proj::Gate));
+    const auto qBias = materialize(*o.ckpt, *v.layers[l].bias[1]);
+    const auto all = o.ckpt->readFloat(b + "attn.c_attn.bias");
+    EXPECT_EQ(qBias, std::vector<float>(all.begin() + d, all.begin() + 2 * d)) << "K bias is the middle third";
+  }
+  fs::remove_all(o.dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prefix, Gpt2Prefix, ::testing::Bool());
+
+TEST(ModelView, NarrowDTypesReadAsTheirFloatValues) {
+  for (DType d : {DType::BF16, DType::F16}) {
+    auto spec = testing::defaultSpec(Family::Llama);
+    spec.dtype = d;
+    spec.shards = 2;
+    auto o = openFixture(spec, "dtype");
+    const TensorRef& ref = o.ckpt->at("model.layers.1.self_attn.q_proj.weight");
+    EXPECT_EQ(ref.info->dtype, d);
+    const FloatMatrix head = materialize(*o.ckpt, o.view.headMatrix(1, Proj::Q, 2));
+    const auto bytes = ref.file->bytes(*ref.info);
+    for (int64_t r = 0; r < head.rows; ++r)
+      for (int64_t c = 0; c < head.cols; ++c) {
+        const size_t index = static_cast<size_t>((2 * spec.headDim + r) * spec.hidden + c);
+        uint16_t bits;
+        std::memcpy(&bits, bytes.data() + 2 * index, 2);
+        EXPECT_EQ(head(r, c), d == DType::BF16 ? bfloat16ToFloat(bits) : halfToFloat(bits));
+      }
+    fs::remove_all(o.dir);
+  }
+}
+
+TEST(ModelView, LayersSortNumerically) {
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.layers = 12;
+  spec.hidden = 32;
+  spec.ffn = 48;
+  spec.headDim = 8;
+  auto o = openFixture(spec, "sort");
+  ASSERT_EQ(o.view.layers.size(), 12u);
+  for (int64_t l = 0; l < 12; ++l) {
+    EXPECT_EQ(o.view.layers[l].index, l);
+    EXPECT_EQ(o.view.layers[l].at(Proj::Down).terms[0].left.tensor,
+              "model.layers." + std::to_string(l) + ".mlp.down_proj.weight");
+  }
+  fs::remove_all(o.dir);
+}
+
+TEST(ModelView, ConfigContradictingTheTensorsIsANamedError) {
+  const auto dir = testing::makeTempDir("contradict");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Llama));
+  Json config = readJsonFile(dir / "config.json");
+  config["num_attention_heads"] = 8;  // tensors have 4 heads of 16
+  writeFileAtomically(dir / "config.json", config.dump());
+  const auto ckpt = Checkpoint::open(dir);
+  const std::string e = errorOf([&] { openModelView(*ckpt); });
+  EXPECT_NE(e.find("config.json field 'num_attention_heads'"), std::string::npos) << e;
+  EXPECT_NE(e.find("q_proj.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("128"), std::string::npos) << e;  // expected 8 x 16 rows
+  EXPECT_NE(e.find("[64, 64]"), std::string::npos) << e;
+  EXPECT_NE(e.find("Hint"), std::string::npos) << e;
+
+  config["num_attention_heads"] = 4;
+  config["num_key_value_heads"] = 3;
+  writeFileAtomically(dir / "config.json", config.dump());
+  const auto again = Checkpoint::open(dir);
+  EXPECT_NE(errorOf([&] { openModelView(*again); }).find("num_key_value_heads"), std::string::npos);
+
+  config["num_key_value_heads"] = 2;
+  config["num_hidden_layers"] = 5;
+  writeFileAtomically(dir / "config.json", config.dump());
+  const auto third = Checkpoint::open(dir);
+  EXPECT_NE(errorOf([&] { openModelView(*third); }).find("layer count contradicts"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ModelView, MissingAndUnexpectedTensorsAreReportedByName) {
+  const auto dir = testing::makeTempDir("missing");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Llama));
+  {
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    std::vector<TensorWrite> keep;
+    for (const TensorInfo& t : file->tensors())
+      if (t.name != "model.layers.1.mlp.up_proj.weight") keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
+    const std::vector<float> extra(8, 1.0f);
+    keep.push_back({"model.layers.0.adapter.weight", DType::F32, {8}, std::as_bytes(std::span(extra))});
+    writeSafetensors(dir / "rewritten.safetensors", keep);
+  }
+  fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView v = openModelView(*ckpt);
+  EXPECT_EQ(v.missing, std::vector<std::string>{"model.layers.1.mlp.up_proj.weight"});
+  EXPECT_EQ(v.unexpected, std::vector<std::string>{"model.layers.0.adapter.weight"});
+  EXPECT_FALSE(v.layers[1].has(Proj::Up));
+  EXPECT_NE(errorOf([&] { v.layers[1].at(Proj::Up); }).find("no 'up' projection"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ModelView, WithoutConfigTheShapeIsInferredAndHeadsNeedConfig) {
+  auto spec = testing::defaultSpec(Family::Qwen2);
+  spec.writeConfig = false;
+  auto o = openFixture(spec, "noconfig");
+  EXPECT_EQ(o.view.family, Family::Qwen2) << "detected from the q/k/v biases";
+  EXPECT_EQ(o.view.shape.hidden, spec.hidden);
+  EXPECT_EQ(o.view.shape.ffn, spec.ffn);
+  EXPECT_EQ(o.view.shape.layers, spec.layers);
+  EXPECT_FALSE(o.view.hasHeads());
+  EXPECT_NE(errorOf([&] { o.view.headMatrix(0, Proj::Q, 0); }).find("config.json"), std::string::npos);
+  fs::remove_all(o.dir);
+
+  auto gemma = testing::defaultSpec(Family::Gemma3);
+  gemma.writeConfig = false;
+  auto g = openFixture(gemma, "noconfig-gemma");
+  EXPECT_EQ(g.view.family, Family::Gemma3);
+  EXPECT_EQ(g.view.shape.headDim, gemma.headDim) << "from q_norm";
+  EXPECT_EQ(g.view.shape.heads, gemma.heads);
+  fs::remove_all(g.dir);
+}
+
+TEST(ModelView, UnknownArchitectureIsANamedError) {
+  const auto dir = testing::makeTempDir("unknown");
+  const std::vector<float> v(4, 0.0f);
+  writeSafetensors(dir / "model.safetensors",
+                   std::vector<EncodedTensor>{EncodedTensor::fromFloats("encoder.block.0.w", DType::F32, {2, 2}, v)});
+  writeFileAtomically(dir / "config.json", R"({"model_type": "t5"})");
+  const auto ckpt = Checkpoint::open(dir);
+  const std::string e = errorOf([&] { openModelView(*ckpt); });
+  EXPECT_NE(e.find("unrecognised model architecture"), std::string::npos) << e;
+  EXPECT_NE(e.find("'t5'"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens

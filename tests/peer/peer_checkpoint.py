@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Peer check of checkpoint loading against an independent reading with numpy/PyTorch.
+
+For each family fixture (written by make_fixtures with the exact HF names and layouts):
+  1. every stored tensor, converted to float32 by `sharelens convert`, equals torch/numpy's own conversion
+     bit for bit;
+  2. every canonical matrix of `sharelens dump-view` (per layer, per head, biases) equals the matrix built
+     here from the raw tensors with the family's documented layout (GPT-2: Conv1D [in, out], packed c_attn);
+  3. `sharelens inspect --json` parameter counts by role equal counts computed here from tensor names.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_np import read_checkpoint, read_file  # noqa: E402
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print("FAIL:", message)
+
+
+def same(a, b, what):
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    if a.shape != b.shape:
+        check(False, f"{what}: shape {a.shape} vs {b.shape}")
+        return
+    check(np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"{what}: values differ")
+
+
+def expected_view(family, t, cfg):
+    """The canonical matrices from raw tensors, written from the HF modeling code's conventions."""
+    out = {}
+    if family == "gpt2":
+        p = "transformer." if "transformer.wte.weight" in t else ""
+        d = cfg["n_embd"]
+        heads = cfg["n_head"]
+        hd = d // heads
+        out["embedding"] = t[p + "wte.weight"]
+        out["position_embedding"] = t[p + "wpe.weight"]
+        if "lm_head.weight" in t:
+            out["output_head"] = t["lm_head.weight"]
+        layers = sorted({int(m.group(1)) for k in t for m in [re.match(re.escape(p) + r"h\.(\d+)\.", k)] if m})
+        for l in layers:
+            b = f"{p}h.{l}."
+            c_attn = t[b + "attn.c_attn.weight"]          # [d, 3d]: x @ W
+            bias = t[b + "attn.c_attn.bias"]
+            for i, name in enumerate(["q", "k", "v"]):
+                w = c_attn[:, i * d:(i + 1) * d].T          # Linear orientation [out, in]
+                out[f"layers.{l}.{name}"] = w
+                out[f"layers.{l}.{name}.bias"] = bias[i * d:(i + 1) * d]
+                for h in range(heads):
+                    out[f"layers.{l}.{name}.head.{h}"] = w[h * hd:(h + 1) * hd]
+            o = t[b + "attn.c_proj.weight"].T
+            out[f"layers.{l}.o"] = o
+            out[f"layers.{l}.o.bias"] = t[b + "attn.c_proj.bias"]
+            for h in range(heads):
+                out[f"layers.{l}.o.head.{h}"] = o[:, h * hd:(h + 1) * hd]
+            out[f"layers.{l}.up"] = t[b + "mlp.c_fc.weight"].T
+            out[f"layers.{l}.up.bias"] = t[b + "mlp.c_fc.bias"]
+            out[f"layers.{l}.down"] = t[b + "mlp.c_proj.weight"].T
+            out[f"layers.{l}.down.bias"] = t[b + "mlp.c_proj.bias"]
+        return out
+
+    text = cfg.get("text_config", cfg)
+    prefix = next(p for p in ["model.", "model.language_model.", "language_model.model."]
+                  if p + "layers.0.self_attn.q_proj.weight" in t)
+    heads = text["num_attention_heads"]
+    kv = text.get("num_key_value_heads", heads)
+    hd = text.get("head_dim") or text["hidden_size"] // heads
+    out["embedding"] = t[prefix + "embed_tokens.weight"]
+    if "lm_head.weight" in t:
+        out["output_head"] = t["lm_head.weight"]
+    layers = sorted({int(m.group(1)) for k in t for m in [re.match(re.escape(prefix) + r"layers\.(\d+)\.", k)] if m})
+    for l in layers:
+        b = f"{prefix}layers.{l}."
+        for name, count in [("q", heads), ("k", kv), ("v", kv)]:
+            w = t[b + f"self_attn.{name}_proj.weight"]
+            out[f"layers.{l}.{name}"] = w
+            for h in range(count):
+                out[f"layers.{l}.{name}.head.{h}"] = w[h * hd:(h + 1) * hd]
+            if b + f"self_attn.{name}_proj.bias" in t:
+                out[f"layers.{l}.{name}.bias"] = t[b + f"self_attn.{name}_proj.bias"]
+        o = t[b + "self_attn.o_proj.weight"]
+        out[f"layers.{l}.o"] = o
+        for h in range(heads):
+            out[f"layers.{l}.o.head.{h}"] = o[:, h * hd:(h + 1) * hd]
+        for name in ["gate", "up", "down"]:
+            out[f"layers.{l}.{name}"] = t[b + f"mlp.{name}_proj.weight"]
+    return out
+
+
+def expected_roles(t):
+    counts = {}
+    for name, arr in t.items():
+        n = int(np.prod(arr.shape)) if arr.shape else 1
+        if name.endswith("attn.bias") and not name.endswith("c_attn.bias") or name.endswith("masked_bias"):
+            continue  # GPT-2 causal-mask buffers
+        if "vision_tower" in name or "multi_modal_projector" in name:
+            continue
+        if "embed_tokens" in name or name.endswith("wte.weight"):
+            role = "embedding"
+        elif name.endswith("wpe.weight"):
+            role = "position"
+        elif name == "lm_head.weight":
+            role = "output_head"
+        elif "norm" in name or ".ln_" in name or name.startswith("ln_f") or ".ln_f." in name or "layernorm" in name:
+            role = "norm"
+        elif "self_attn" in name or ".attn." in name:
+            role = "attention"
+        elif "mlp" in name:
+            role = "ffn"
+        else:
+            role = "other"
+        counts[role] = counts.get(role, 0) + n
+    return counts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sharelens", required=True)
+    ap.add_argument("--make-fixtures", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    fixtures_dir = os.path.join(args.workdir, "fixtures")
+    listed = subprocess.run([args.make_fixtures, fixtures_dir], check=True, capture_output=True, text=True)
+    fixtures = listed.stdout.split()
+    check(len(fixtures) >= 7, f"expected 7 fixtures, got {fixtures}")
+
+    for fixture in fixtures:
+        name = os.path.basename(fixture)
+        print(f"== {name}")
+        with open(os.path.join(fixture, "config.json")) as f:
+            cfg = json.load(f)
+        family = "gpt2" if cfg["model_type"] == "gpt2" else "decoder"
+        raw = read_checkpoint(fixture)
+
+        converted = os.path.join(args.workdir, name + ".f32.safetensors")
+        subprocess.run([args.sharelens, "convert", fixture, converted], check=True, capture_output=True)
+        ours, _ = read_file(converted)
+        check(set(ours) == set(raw), f"{name}: convert tensor names differ")
+        for tensor, arr in raw.items():
+            same(ours[tensor], arr, f"{name}: tensor {tensor}")
+
+        view_path = os.path.join(args.workdir, name + ".view.safetensors")
+        subprocess.run([args.sharelens, "dump-view", fixture, view_path], check=True, capture_output=True)
+        view, _ = read_file(view_path)
+        expected = expected_view(family, raw, cfg)
+        check(set(view) == set(expected), f"{name}: view names differ: "
+              f"only ours {sorted(set(view) - set(expected))[:5]}, only expected {sorted(set(expected) - set(view))[:5]}")
+        for key, arr in expected.items():
+            if key in view:
+                same(view[key], arr, f"{name}: view {key}")
+
+        report_path = os.path.join(args.workdir, name + ".json")
+        subprocess.run([args.sharelens, "inspect", fixture, "--json", report_path], check=True, capture_output=True)
+        with open(report_path) as f:
+            report = json.load(f)
+        want = expected_roles(raw)
+        got = {k: v for k, v in report["parameters"].items() if k != "total" and v}
+        check(got == want, f"{name}: parameters by role {got} vs {want}")
+        check(report["parameters"]["total"] == sum(want.values()), f"{name}: total parameters")
+        check(report["tied_embeddings"] == ("lm_head.weight" not in raw), f"{name}: tied flag")
+        print(f"   {len(raw)} tensors, {len(expected)} view matrices compared")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} failures")
+        return 1
+    print("all peer checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+// Runs a command through /bin/sh and captures its exit status, stdout and stderr (tests of the real CLI).
+#pragma once
+
+#include <string>
+
+namespace sharelens::testing {
+
+struct ProcessResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+ProcessResult runProcess(const std::string& command);
+std::string shellQuote(const std::string& s);
+
+}  // namespace sharelens::testing
