@@ -13,6 +13,12 @@ const std::vector<Command>& commands() {
        "family, config, tensors, parameters by role and the per-layer view of a checkpoint", runInspect},
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
+      {"analyze",
+       "sharelens analyze PATH [--spectra] [--heads] [--layers] [--masa] [--directshare RATIO] [--embedding] "
+       "[--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11] [--directshare-out DIR] "
+       "--json FILE",
+       "spectra, head/layer difference maps, Matrix PCA, DirectShare and embedding study as one JSON report",
+       runAnalyze},
       {"convert", "sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]",
        "merge shards into one file and convert floating tensors to one dtype", runConvert},
   };

@@ -26,5 +26,6 @@ void printUsage();
 int runInspect(Args& args);
 int runDumpView(Args& args);
 int runConvert(Args& args);
+int runAnalyze(Args& args);
 
 }  // namespace sharelens::cli

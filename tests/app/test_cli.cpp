@@ -100,3 +100,64 @@ TEST(Cli, DumpViewWritesEveryCanonicalMatrix) {
 
 }  // namespace
 }  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+TEST(CliAnalyze, WritesEverySectionOfTheReport) {
+  const auto dir = testing::makeTempDir("cli-analyze");
+  testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Gemma3));
+  const auto r = runProcess(kBinary + " analyze " + shellQuote((dir / "m").string()) + " --json " +
+                            shellQuote((dir / "a.json").string()) + " --directshare-out " +
+                            shellQuote((dir / "shared").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json report = readJsonFile(dir / "a.json");
+  EXPECT_EQ(report["schema"], "sharelens.analysis/1");
+  for (const char* key : {"spectra", "head_differences", "layer_differences", "matrix_pca", "directshare", "embedding"})
+    EXPECT_TRUE(report.contains(key)) << key;
+  EXPECT_EQ(report["head_differences"]["layers"][0]["labels"].size(), 4u + 1u + 1u) << "Gemma: 4 q, 1 k, 1 v heads";
+  EXPECT_EQ(report["layer_differences"]["maps"].size(), 7u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "shared" / "model.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliAnalyze, BadFlagsAreNamedErrors) {
+  const auto dir = testing::makeTempDir("cli-analyze");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Llama));
+  auto r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --threshold 1.5 --json /dev/null");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--threshold"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --spectra");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --masa --masa-groups 0-7 --json /dev/null");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("layer out of range"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --spectra --device cuda --json " +
+                 shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 0) << "no GPU is a note, not an error: " << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliAnalyze, CtrlCCancelsCleanlyAndWritesNothing) {
+  const auto dir = testing::makeTempDir("cli-cancel");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.hidden = 512;
+  spec.ffn = 1536;
+  spec.heads = 8;
+  spec.kvHeads = 8;
+  spec.headDim = 64;
+  spec.layers = 12;
+  testing::writeHfFixture(dir / "m", spec);
+  // Start in the background, interrupt after a moment, report the exit status.
+  const std::string out = (dir / "a.json").string();
+  const auto r = runProcess("(" + kBinary + " analyze " + shellQuote((dir / "m").string()) + " --layers --threads 1 --json " +
+                            shellQuote(out) + " & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo status=$?)");
+  EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("cancel"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens

@@ -11,7 +11,6 @@ For each family fixture (written by make_fixtures with the exact HF names and la
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_np import read_checkpoint, read_file  # noqa: E402
+from hf_layout import expected_view  # noqa: E402
 
 FAILURES = []
 
@@ -37,68 +37,6 @@ def same(a, b, what):
         check(False, f"{what}: shape {a.shape} vs {b.shape}")
         return
     check(np.array_equal(a.view(np.uint32), b.view(np.uint32)), f"{what}: values differ")
-
-
-def expected_view(family, t, cfg):
-    """The canonical matrices from raw tensors, written from the HF modeling code's conventions."""
-    out = {}
-    if family == "gpt2":
-        p = "transformer." if "transformer.wte.weight" in t else ""
-        d = cfg["n_embd"]
-        heads = cfg["n_head"]
-        hd = d // heads
-        out["embedding"] = t[p + "wte.weight"]
-        out["position_embedding"] = t[p + "wpe.weight"]
-        if "lm_head.weight" in t:
-            out["output_head"] = t["lm_head.weight"]
-        layers = sorted({int(m.group(1)) for k in t for m in [re.match(re.escape(p) + r"h\.(\d+)\.", k)] if m})
-        for l in layers:
-            b = f"{p}h.{l}."
-            c_attn = t[b + "attn.c_attn.weight"]          # [d, 3d]: x @ W
-            bias = t[b + "attn.c_attn.bias"]
-            for i, name in enumerate(["q", "k", "v"]):
-                w = c_attn[:, i * d:(i + 1) * d].T          # Linear orientation [out, in]
-                out[f"layers.{l}.{name}"] = w
-                out[f"layers.{l}.{name}.bias"] = bias[i * d:(i + 1) * d]
-                for h in range(heads):
-                    out[f"layers.{l}.{name}.head.{h}"] = w[h * hd:(h + 1) * hd]
-            o = t[b + "attn.c_proj.weight"].T
-            out[f"layers.{l}.o"] = o
-            out[f"layers.{l}.o.bias"] = t[b + "attn.c_proj.bias"]
-            for h in range(heads):
-                out[f"layers.{l}.o.head.{h}"] = o[:, h * hd:(h + 1) * hd]
-            out[f"layers.{l}.up"] = t[b + "mlp.c_fc.weight"].T
-            out[f"layers.{l}.up.bias"] = t[b + "mlp.c_fc.bias"]
-            out[f"layers.{l}.down"] = t[b + "mlp.c_proj.weight"].T
-            out[f"layers.{l}.down.bias"] = t[b + "mlp.c_proj.bias"]
-        return out
-
-    text = cfg.get("text_config", cfg)
-    prefix = next(p for p in ["model.", "model.language_model.", "language_model.model."]
-                  if p + "layers.0.self_attn.q_proj.weight" in t)
-    heads = text["num_attention_heads"]
-    kv = text.get("num_key_value_heads", heads)
-    hd = text.get("head_dim") or text["hidden_size"] // heads
-    out["embedding"] = t[prefix + "embed_tokens.weight"]
-    if "lm_head.weight" in t:
-        out["output_head"] = t["lm_head.weight"]
-    layers = sorted({int(m.group(1)) for k in t for m in [re.match(re.escape(prefix) + r"layers\.(\d+)\.", k)] if m})
-    for l in layers:
-        b = f"{prefix}layers.{l}."
-        for name, count in [("q", heads), ("k", kv), ("v", kv)]:
-            w = t[b + f"self_attn.{name}_proj.weight"]
-            out[f"layers.{l}.{name}"] = w
-            for h in range(count):
-                out[f"layers.{l}.{name}.head.{h}"] = w[h * hd:(h + 1) * hd]
-            if b + f"self_attn.{name}_proj.bias" in t:
-                out[f"layers.{l}.{name}.bias"] = t[b + f"self_attn.{name}_proj.bias"]
-        o = t[b + "self_attn.o_proj.weight"]
-        out[f"layers.{l}.o"] = o
-        for h in range(heads):
-            out[f"layers.{l}.o.head.{h}"] = o[:, h * hd:(h + 1) * hd]
-        for name in ["gate", "up", "down"]:
-            out[f"layers.{l}.{name}"] = t[b + f"mlp.{name}_proj.weight"]
-    return out
 
 
 def expected_roles(t):

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
+#include <cstring>
 #include <cmath>
 #include <random>
 
@@ -16,6 +18,49 @@ namespace sharelens::testing {
 namespace {
 
 enum class Init { Normal, OnesPlusNoise, SmallNoise, CausalMask };
+
+// "model.layers.3.mlp.up_proj.weight" -> ("model.layers.*.mlp.up_proj.weight", 3); no layer -> (name, -1).
+std::pair<std::string, int64_t> layerPattern(const std::string& name) {
+  for (const char* marker : {"layers.", "h."}) {
+    const size_t at = name.find(marker);
+    if (at == std::string::npos) continue;
+    size_t i = at + std::strlen(marker), j = i;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+    if (j == i || j >= name.size() || name[j] != '.') continue;
+    return {name.substr(0, i) + "*" + name.substr(j), std::stoll(name.substr(i, j - i))};
+  }
+  return {name, -1};
+}
+
+// Shared base (same for every layer of a projection) + rank-(2 + 3l mod 7) delta + noise. rows x cols.
+std::vector<float> structuredMatrix(const std::string& name, int64_t rows, int64_t cols, uint64_t seed) {
+  const auto [pattern, layer] = layerPattern(name);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t k = std::min(rows, cols);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(cols));
+  auto lowRank = [&](std::mt19937_64& rng, int64_t rank, float decay, float amplitude) {
+    std::vector<float> a(static_cast<size_t>(rows * rank)), b(static_cast<size_t>(rank * cols));
+    for (float& x : a) x = normal(rng);
+    for (float& x : b) x = normal(rng);
+    std::vector<float> out(static_cast<size_t>(rows * cols), 0.0f);
+    for (int64_t r = 0; r < rank; ++r) {
+      const float w = amplitude * std::pow(decay, static_cast<float>(r)) * scale / std::sqrt(static_cast<float>(rows));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(i * cols + j)] += w * a[i * rank + r] * b[r * cols + j];
+    }
+    return out;
+  };
+  std::mt19937_64 baseRng(seed ^ std::hash<std::string>{}(pattern));
+  std::vector<float> w = lowRank(baseRng, k, 0.97f, 4.0f);
+  if (layer >= 0) {
+    std::mt19937_64 deltaRng(seed * 7919 + static_cast<uint64_t>(layer) * 104729 + std::hash<std::string>{}(pattern));
+    const std::vector<float> delta = lowRank(deltaRng, std::min<int64_t>(k, 2 + (3 * layer) % 7), 0.8f, 2.0f);
+    for (size_t i = 0; i < w.size(); ++i) w[i] += delta[i];
+  }
+  std::mt19937_64 noiseRng(seed + static_cast<uint64_t>(layer + 2) * 31 + std::hash<std::string>{}(name));
+  for (float& x : w) x += 1e-3f * scale * normal(noiseRng);
+  return w;
+}
 
 struct TensorPlan {
   std::string name;
@@ -162,7 +207,9 @@ Json configFor(const FixtureSpec& s) {
   return Json::object();
 }
 
-std::vector<float> initialValues(const TensorPlan& plan, std::mt19937_64& rng) {
+std::vector<float> initialValues(const TensorPlan& plan, std::mt19937_64& rng, const FixtureSpec& spec) {
+  if (spec.structured && plan.init == Init::Normal && plan.shape.size() == 2)
+    return structuredMatrix(plan.name, plan.shape[0], plan.shape[1], spec.seed);
   int64_t n = 1;
   for (int64_t d : plan.shape) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
@@ -220,7 +267,7 @@ fs::path writeHfFixture(const fs::path& dir, const FixtureSpec& spec) {
   std::mt19937_64 rng(spec.seed);
   std::vector<EncodedTensor> tensors;
   for (const TensorPlan& plan : planner.plans())
-    tensors.push_back(EncodedTensor::fromFloats(plan.name, plan.dtype, plan.shape, initialValues(plan, rng)));
+    tensors.push_back(EncodedTensor::fromFloats(plan.name, plan.dtype, plan.shape, initialValues(plan, rng, spec)));
 
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};
   if (spec.shards <= 1) {

@@ -28,6 +28,9 @@ struct FixtureSpec {
   bool gemmaMultimodal = false;         // text_config nesting + model.language_model. prefix + vision tower
   bool gpt2TransformerPrefix = false;   // "transformer.h.0..." instead of "h.0..."
   bool writeConfig = true;
+  // Weight sharing to find: each projection is a shared base (decaying spectrum) plus a per-layer delta of
+  // low, layer-dependent rank, plus small noise -- instead of i.i.d. Gaussian weights.
+  bool structured = false;
   uint64_t seed = 1;
 };
 

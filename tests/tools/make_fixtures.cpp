@@ -33,6 +33,13 @@ int main(int argc, char** argv) {
   };
   std::vector<Named> all;
   all.push_back({"llama", testing::defaultSpec(Family::Llama)});
+  auto structured = testing::defaultSpec(Family::Llama);
+  structured.structured = true;
+  structured.layers = 6;
+  all.push_back({"llama_structured", structured});
+  auto gpt2Structured = testing::defaultSpec(Family::Gpt2);
+  gpt2Structured.structured = true;
+  all.push_back({"gpt2_structured", gpt2Structured});
   auto llamaBf16 = testing::defaultSpec(Family::Llama);
   llamaBf16.dtype = DType::BF16;
   llamaBf16.shards = 3;

@@ -1,0 +1,120 @@
+#include "analysis/difference_maps.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace sharelens {
+namespace {
+
+double squaredNorm(const float* p, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  return s;
+}
+
+}  // namespace
+
+RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vector<double>& squaredNorms,
+                         double threshold) {
+  RankMap map;
+  map.n = static_cast<int64_t>(squaredNorms.size());
+  map.rank.assign(static_cast<size_t>(map.n * map.n), 0);
+  map.relativeDifference.assign(static_cast<size_t>(map.n * map.n), 0.0f);
+  const auto order = allPairs(squaredNorms.size());
+  for (size_t p = 0; p < order.size(); ++p) {
+    const auto [a, b] = order[p];
+    const int32_t r = static_cast<int32_t>(effectiveRank(pairs[p].eigenvalues, pairs[p].trace, threshold));
+    const double scale = std::sqrt(0.5 * (squaredNorms[a] + squaredNorms[b]));
+    const float rel = scale > 0.0 ? static_cast<float>(std::sqrt(std::max(pairs[p].trace, 0.0)) / scale) : 0.0f;
+    for (auto [i, j] : {std::pair{a, b}, std::pair{b, a}}) {
+      map.rank[i * static_cast<size_t>(map.n) + j] = r;
+      map.relativeDifference[i * static_cast<size_t>(map.n) + j] = rel;
+    }
+  }
+  return map;
+}
+
+HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                      double threshold, size_t lowestCount, const TaskContext& ctx) {
+  if (!view.hasHeads())
+    throw Error({.what = "head differences need the head count and head_dim", .where = view.source,
+                 .hint = "put the model's config.json next to the weights"});
+  HeadDiffResult result;
+  result.threshold = threshold;
+  result.headDim = view.shape.headDim;
+  result.hidden = view.shape.hidden;
+  const int64_t hd = view.shape.headDim;
+  const Proj qkv[] = {Proj::Q, Proj::K, Proj::V};
+  for (const LayerView& layer : view.layers) {
+    ctx.throwIfCancelled();
+    const LayerWeights w = loadLayer(ckpt, view, layer.index, ctx, qkv);
+    // Q, K and V are already row-stacked heads: concatenate them into one (N * hd) x hidden matrix.
+    HeadDiffLayer out;
+    out.layer = layer.index;
+    int64_t rows = 0;
+    for (Proj p : qkv) rows += w.at(p).rows;
+    FloatMatrix stacked(rows, w.at(Proj::Q).cols);
+    int64_t at = 0;
+    std::vector<double> norms;
+    for (Proj p : qkv) {
+      const FloatMatrix& m = w.at(p);
+      std::copy(m.data.begin(), m.data.end(), stacked.row(at));
+      for (int64_t h = 0; h < m.rows / hd; ++h) {
+        out.labels.push_back(std::string(projName(p)) + std::to_string(h));
+        norms.push_back(squaredNorm(m.row(h * hd), static_cast<size_t>(hd * m.cols)));
+      }
+      at += m.rows;
+    }
+    const auto pairs = backend.blockPairDifferenceSpectra(stacked, hd, ctx);
+    out.map = rankMapFromPairs(pairs, norms, threshold);
+    result.layers.push_back(std::move(out));
+    ctx.report(static_cast<double>(layer.index + 1) / static_cast<double>(view.layers.size()),
+               "head differences: layer " + std::to_string(layer.index));
+  }
+  for (const HeadDiffLayer& l : result.layers)
+    for (int64_t a = 0; a < l.map.n; ++a)
+      for (int64_t b = a + 1; b < l.map.n; ++b)
+        result.lowest.push_back({l.layer, a, b, l.labels[static_cast<size_t>(a)], l.labels[static_cast<size_t>(b)],
+                                 l.map.rankAt(a, b), l.map.relativeDifference[static_cast<size_t>(a * l.map.n + b)]});
+  std::sort(result.lowest.begin(), result.lowest.end(), [](const HeadPair& x, const HeadPair& y) {
+    return x.rank != y.rank ? x.rank < y.rank : x.relativeDifference < y.relativeDifference;
+  });
+  if (result.lowest.size() > lowestCount) result.lowest.resize(lowestCount);
+  return result;
+}
+
+LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                        double threshold, std::span<const Proj> projections, const TaskContext& ctx) {
+  LayerDiffResult result;
+  result.threshold = threshold;
+  size_t done = 0;
+  for (Proj p : projections) {
+    ctx.throwIfCancelled();
+    std::vector<FloatMatrix> matrices;
+    for (const LayerView& layer : view.layers) {
+      if (!layer.has(p)) break;
+      matrices.push_back(materialize(ckpt, layer.at(p)));
+    }
+    ++done;
+    if (matrices.size() != view.layers.size() || matrices.empty()) continue;  // e.g. GPT-2 has no gate
+    std::vector<const FloatMatrix*> pointers;
+    std::vector<double> norms;
+    for (const FloatMatrix& m : matrices) {
+      pointers.push_back(&m);
+      norms.push_back(squaredNorm(m.data.data(), m.data.size()));
+    }
+    LayerDiffMap map;
+    map.proj = p;
+    map.rows = matrices[0].rows;
+    map.cols = matrices[0].cols;
+    map.map = rankMapFromPairs(backend.pairDifferenceSpectra(pointers, ctx), norms, threshold);
+    result.maps.push_back(std::move(map));
+    ctx.report(static_cast<double>(done) / static_cast<double>(projections.size()),
+               "layer differences: " + std::string(projName(p)));
+  }
+  return result;
+}
+
+}  // namespace sharelens

@@ -1,0 +1,65 @@
+// Effective-rank maps of weight differences (DESIGN.md section 4):
+//   head differences  -- per layer, every pair among its per-head Q, K and V matrices (head_dim x hidden;
+//                        GQA: the layer's KV heads, not repeated), an N x N map, N = heads + 2 kv_heads;
+//   layer differences -- per projection, W_l - W_m for every pair of layers, an L x L map.
+// Each cell also carries the relative difference ||W_a - W_b||_F / sqrt((||W_a||_F^2 + ||W_b||_F^2) / 2).
+#pragma once
+
+#include <vector>
+
+#include "analysis/backend.hpp"
+#include "analysis/weights.hpp"
+
+namespace sharelens {
+
+// A symmetric n x n map, row-major; the diagonal is 0 (a matrix minus itself).
+struct RankMap {
+  int64_t n = 0;
+  std::vector<int32_t> rank;
+  std::vector<float> relativeDifference;
+  int32_t rankAt(int64_t i, int64_t j) const { return rank[static_cast<size_t>(i * n + j)]; }
+};
+
+struct HeadDiffLayer {
+  int64_t layer = 0;
+  std::vector<std::string> labels;  // "q0".."q{H-1}", "k0".., "v0"..
+  RankMap map;
+};
+
+struct HeadPair {
+  int64_t layer = 0;
+  int64_t a = 0, b = 0;
+  std::string labelA, labelB;
+  int32_t rank = 0;
+  float relativeDifference = 0;
+};
+
+struct HeadDiffResult {
+  double threshold = 0.95;
+  int64_t headDim = 0, hidden = 0;
+  std::vector<HeadDiffLayer> layers;
+  std::vector<HeadPair> lowest;  // the lowest-rank pairs across the model, rank then relative difference
+};
+
+HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                      double threshold, size_t lowestCount, const TaskContext& ctx);
+
+struct LayerDiffMap {
+  Proj proj = Proj::Q;
+  int64_t rows = 0, cols = 0;  // shape of each W_l
+  RankMap map;                 // n = layers
+};
+
+struct LayerDiffResult {
+  double threshold = 0.95;
+  std::vector<LayerDiffMap> maps;
+};
+
+LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                        double threshold, std::span<const Proj> projections, const TaskContext& ctx);
+
+// Fills a RankMap from all-pairs spectra (pair order of allPairs) and each item's ||.||_F^2.
+RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vector<double>& squaredNorms,
+                         double threshold);
+
+}  // namespace sharelens

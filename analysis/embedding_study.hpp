@@ -1,0 +1,38 @@
+// Embedding study (DESIGN.md section 4): the token embedding's spectrum; the factorisation E ~ E_r P_r
+// (V x r, r x d) for r from 5% to 100% of d with its relative reconstruction error (Eckart-Young:
+// sqrt(sum_{i>r} sigma_i^2 / ||E||_F^2)) and parameter count r (V + d); the embedding proportion
+// rho = N_emb / N_total; for untied models the tying-gap indicator, the mean cosine between input row e_j
+// and output row u_j.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "analysis/backend.hpp"
+#include "core/model_view.hpp"
+
+namespace sharelens {
+
+struct FactorizationPoint {
+  int64_t rank = 0;
+  double fractionOfHidden = 0;
+  double relativeError = 0;
+  int64_t parameters = 0;  // r (V + d)
+};
+
+struct EmbeddingStudy {
+  int64_t vocab = 0, hidden = 0;
+  Spectrum spectrum;
+  std::vector<FactorizationPoint> curve;
+  int64_t embeddingParameters = 0;   // input embedding + untied output head
+  int64_t totalParameters = 0;
+  double rho = 0;
+  bool tied = false;
+  std::optional<double> tyingCosineMean, tyingCosineMedian;
+  std::vector<int64_t> tyingCosineHistogram;  // 40 bins over [-1, 1]
+};
+
+EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                     double threshold, const TaskContext& ctx);
+
+}  // namespace sharelens

@@ -1,0 +1,173 @@
+#include "analysis/matrix_pca.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "analysis/linalg_cpu.hpp"
+#include "analysis/parallel.hpp"
+#include "core/error.hpp"
+
+namespace sharelens {
+namespace {
+
+double dot(const FloatMatrix& a, const FloatMatrix& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.data.size(); ++i) s += static_cast<double>(a.data[i]) * b.data[i];
+  return s;
+}
+
+MatrixPcaGroup pcaOfGroup(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w,
+                          bool keepAtoms) {
+  const int64_t n = static_cast<int64_t>(w.size());
+  SymmetricMatrix gram;
+  gram.n = n;
+  gram.a.assign(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) gram.a[static_cast<size_t>(i * n + j)] = dot(w[i], w[j]);
+  const double total = gram.trace();
+  std::vector<double> lambda, v;  // V: n x n, column s = right singular vector s
+  eigenDecomposition(std::move(gram), lambda, v);
+  // Fix each vector's sign (largest component positive) so results are deterministic.
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t arg = 0;
+    for (int64_t l = 1; l < n; ++l)
+      if (std::abs(v[static_cast<size_t>(l * n + s)]) > std::abs(v[static_cast<size_t>(arg * n + s)])) arg = l;
+    if (v[static_cast<size_t>(arg * n + s)] < 0)
+      for (int64_t l = 0; l < n; ++l) v[static_cast<size_t>(l * n + s)] *= -1.0;
+  }
+  MatrixPcaGroup g;
+  g.proj = proj;
+  g.layers = layers;
+  g.coefficients = FloatMatrix(n, n);
+  g.layerError = FloatMatrix(n, n);
+  double cumulative = 0.0;
+  for (int64_t s = 0; s < n; ++s) {
+    g.singularValues.push_back(std::sqrt(lambda[static_cast<size_t>(s)]));
+    cumulative += lambda[static_cast<size_t>(s)];
+    const double explained = total > 0 ? std::min(1.0, cumulative / total) : 0.0;
+    g.explainedVariance.push_back(explained);
+    g.reconstructionError.push_back(std::sqrt(std::max(0.0, 1.0 - explained)));
+    for (int64_t l = 0; l < n; ++l)  // C = S V^T
+      g.coefficients(s, l) = static_cast<float>(g.singularValues.back() * v[static_cast<size_t>(l * n + s)]);
+  }
+  // Per-layer error with S atoms: ||x_l - U_S U_S^T x_l|| / ||x_l|| = sqrt(sum_{s>S} C_sl^2) / ||x_l||.
+  for (int64_t l = 0; l < n; ++l) {
+    const double norm2 = dot(w[l], w[l]);
+    double tail = norm2;
+    for (int64_t s = 0; s < n; ++s) {
+      tail -= static_cast<double>(g.coefficients(s, l)) * g.coefficients(s, l);
+      g.layerError(s, l) = norm2 > 0 ? static_cast<float>(std::sqrt(std::max(0.0, tail) / norm2)) : 0.0f;
+    }
+  }
+  if (keepAtoms) {  // D_s = X v_s / s_s
+    for (int64_t s = 0; s < n; ++s) {
+      FloatMatrix atom(w[0].rows, w[0].cols);
+      const double sv = g.singularValues[static_cast<size_t>(s)];
+      if (sv > 0)
+        for (int64_t l = 0; l < n; ++l) {
+          const float c = static_cast<float>(v[static_cast<size_t>(l * n + s)] / sv);
+          for (size_t i = 0; i < atom.data.size(); ++i) atom.data[i] += c * w[l].data[i];
+        }
+      g.atoms.push_back(std::move(atom));
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers) {
+  auto bad = [&](const std::string& what, const std::string& found) {
+    throw Error({.what = what, .where = "layer groups '" + text + "'",
+                 .expected = "ranges like 0-5,6-11, or lists like 0,1,2;3,4 (groups separated by ';')",
+                 .found = found, .hint = "layers are numbered 0.." + std::to_string(layers - 1)});
+  };
+  auto number = [&](std::string_view token) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+    if (ec != std::errc() || end != token.data() + token.size()) bad("not a layer number", "'" + std::string(token) + "'");
+    if (v < 0 || v >= layers) bad("layer out of range", std::to_string(v));
+    return v;
+  };
+  auto split = [](std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    for (size_t i = 0; i <= s.size(); ++i)
+      if (i == s.size() || s[i] == sep) {
+        std::string_view piece = s.substr(start, i - start);
+        while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
+        while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
+        if (!piece.empty()) out.push_back(piece);
+        start = i + 1;
+      }
+    return out;
+  };
+  std::vector<std::vector<int64_t>> groups;
+  const bool lists = text.find(';') != std::string::npos;
+  for (std::string_view part : split(text, lists ? ';' : ',')) {
+    std::vector<int64_t> group;
+    if (lists) {
+      for (std::string_view item : split(part, ',')) group.push_back(number(item));
+    } else if (const auto dash = part.find('-'); dash != std::string_view::npos) {
+      const int64_t a = number(part.substr(0, dash)), b = number(part.substr(dash + 1));
+      if (b < a) bad("range runs backwards", "'" + std::string(part) + "'");
+      for (int64_t l = a; l <= b; ++l) group.push_back(l);
+    } else {
+      group.push_back(number(part));
+    }
+    groups.push_back(std::move(group));
+  }
+  if (groups.empty()) bad("no groups", "'" + text + "'");
+  std::vector<bool> used(static_cast<size_t>(layers), false);
+  for (const auto& g : groups)
+    for (int64_t l : g) {
+      if (used[static_cast<size_t>(l)]) bad("layer in two groups", std::to_string(l));
+      used[static_cast<size_t>(l)] = true;
+    }
+  return groups;
+}
+
+std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
+                                             const MatrixPcaOptions& options, const TaskContext& ctx) {
+  std::vector<std::vector<int64_t>> groups = options.groups;
+  if (groups.empty()) {
+    groups.emplace_back();
+    for (const LayerView& l : view.layers) groups.back().push_back(l.index);
+  }
+  std::vector<MatrixPcaGroup> out;
+  size_t step = 0;
+  const size_t steps = options.projections.size() * groups.size();
+  for (Proj p : options.projections) {
+    for (const auto& group : groups) {
+      ctx.throwIfCancelled();
+      ++step;
+      std::vector<FloatMatrix> w(group.size());
+      bool present = true;
+      for (int64_t l : group) present = present && view.layers.at(static_cast<size_t>(l)).has(p);
+      if (!present) continue;
+      parallelFor(group.size(), ctx, [&](size_t i) {
+        w[i] = materialize(ckpt, view.layers[static_cast<size_t>(group[i])].at(p));
+      });
+      out.push_back(pcaOfGroup(p, group, w, options.keepAtoms));
+      ctx.report(static_cast<double>(step) / static_cast<double>(steps), "matrix PCA: " + std::string(projName(p)));
+    }
+  }
+  return out;
+}
+
+FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms) {
+  const int64_t s = static_cast<int64_t>(atoms.size());
+  FloatMatrix phi(s, s);
+  std::vector<double> norms;
+  for (const FloatMatrix& a : atoms) norms.push_back(std::sqrt(dot(a, a)));
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = i; j < s; ++j) {
+      const double denom = norms[static_cast<size_t>(i)] * norms[static_cast<size_t>(j)];
+      const float value = denom > 0 ? static_cast<float>(dot(atoms[i], atoms[j]) / denom) : 0.0f;
+      phi(i, j) = phi(j, i) = value;
+    }
+  return phi;
+}
+
+}  // namespace sharelens

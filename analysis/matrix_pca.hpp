@@ -1,0 +1,42 @@
+// Matrix PCA (MASA on pretrained weights, DESIGN.md section 4): for a projection and a group of layers G,
+// stack vec(W_l) as the columns of X (d*h x |G|) and take its thin SVD X = U S V^T. The atoms are the
+// columns of U reshaped to the weight's shape, the coefficients C = U^T X = S V^T (S x |G|), and keeping
+// the first S atoms explains sum_{s<=S} s_s^2 / ||X||_F^2 of the variance. Computed through the |G| x |G|
+// Gram X^T X (entries <W_l, W_m>) in double.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "analysis/weights.hpp"
+
+namespace sharelens {
+
+struct MatrixPcaGroup {
+  Proj proj = Proj::Q;
+  std::vector<int64_t> layers;               // the group G
+  std::vector<double> singularValues;        // s_1 >= ... >= s_|G|
+  std::vector<double> explainedVariance;     // cumulative, for S = 1..|G|
+  std::vector<double> reconstructionError;   // ||X - U_S U_S^T X||_F / ||X||_F, for S = 1..|G|
+  FloatMatrix coefficients;                  // |G| x |G|: row s = atom, column = layer
+  FloatMatrix layerError;                    // |G| x |G|: row S-1 = atoms kept, column = layer: relative error
+  std::vector<FloatMatrix> atoms;            // filled only when asked for; each shaped like W_l
+};
+
+struct MatrixPcaOptions {
+  std::vector<Proj> projections = {Proj::Q, Proj::K, Proj::V, Proj::O};
+  std::vector<std::vector<int64_t>> groups;  // empty: one group of all layers
+  bool keepAtoms = false;
+};
+
+std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
+                                             const MatrixPcaOptions& options, const TaskContext& ctx);
+
+// "0-5,6-11" or "0,1,2;3,4" -> groups of layer indices, each validated against `layers`.
+std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers);
+
+// Atom correlation map Phi(D_i, D_j) = tr(D_i^T D_j) / (||D_i||_F ||D_j||_F), S x S. For PCA atoms it is the
+// identity; for trained MASA atoms it shows how much they overlap.
+FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms);
+
+}  // namespace sharelens

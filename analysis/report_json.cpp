@@ -1,0 +1,276 @@
+#include "analysis/report_json.hpp"
+
+#include "core/error.hpp"
+
+namespace sharelens {
+namespace {
+
+template <typename T>
+Json square(const std::vector<T>& flat, int64_t n) {
+  Json rows = Json::array();
+  for (int64_t i = 0; i < n; ++i)
+    rows.push_back(std::vector<T>(flat.begin() + i * n, flat.begin() + (i + 1) * n));
+  return rows;
+}
+
+Json matrixJson(const FloatMatrix& m) {
+  Json rows = Json::array();
+  for (int64_t r = 0; r < m.rows; ++r) rows.push_back(std::vector<float>(m.row(r), m.row(r) + m.cols));
+  return rows;
+}
+
+template <typename T>
+std::vector<T> flatten(const Json& rows, int64_t& n, const char* field) {
+  if (!rows.is_array()) throw Error({.what = "expected a square array", .where = std::string("analysis report: ") + field});
+  n = static_cast<int64_t>(rows.size());
+  std::vector<T> out;
+  for (const Json& row : rows) {
+    if (!row.is_array() || static_cast<int64_t>(row.size()) != n)
+      throw Error({.what = "rows of a square map must all have n entries", .where = std::string("analysis report: ") + field,
+                   .expected = std::to_string(n), .found = std::to_string(row.size())});
+    for (const Json& v : row) out.push_back(v.get<T>());
+  }
+  return out;
+}
+
+FloatMatrix matrixFromJson(const Json& rows) {
+  FloatMatrix m;
+  m.rows = static_cast<int64_t>(rows.size());
+  m.cols = m.rows ? static_cast<int64_t>(rows[0].size()) : 0;
+  for (const Json& row : rows)
+    for (const Json& v : row) m.data.push_back(v.get<float>());
+  return m;
+}
+
+const Json& field(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) throw Error({.what = std::string("missing field '") + key + "'", .where = "analysis report",
+                                  .hint = "regenerate it with `sharelens analyze`"});
+  return *it;
+}
+
+}  // namespace
+
+Json toJson(const Spectrum& s) {
+  return {{"rows", s.rows},
+          {"cols", s.cols},
+          {"effective_rank", s.effectiveRank},
+          {"threshold", s.threshold},
+          {"spectral_norm", s.spectralNorm()},
+          {"frobenius_norm", s.frobenius()},
+          {"stable_rank", s.stableRank()},
+          {"singular_values", s.sigma}};
+}
+
+Json toJson(const std::vector<MatrixSpectrum>& spectra) {
+  Json out = Json::array();
+  for (const MatrixSpectrum& m : spectra) {
+    Json j = toJson(m.spectrum);
+    j["name"] = m.id.name;
+    j["layer"] = m.id.layer;
+    j["proj"] = m.id.proj ? Json(std::string(projName(*m.id.proj))) : Json(nullptr);
+    j["head"] = m.id.head;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<MatrixSpectrum> spectraFromJson(const Json& j) {
+  std::vector<MatrixSpectrum> out;
+  for (const Json& m : j) {
+    MatrixSpectrum s;
+    s.id.name = field(m, "name").get<std::string>();
+    s.id.layer = field(m, "layer").get<int64_t>();
+    if (!field(m, "proj").is_null()) s.id.proj = parseProj(m["proj"].get<std::string>());
+    s.id.head = field(m, "head").get<int64_t>();
+    s.spectrum.rows = field(m, "rows").get<int64_t>();
+    s.spectrum.cols = field(m, "cols").get<int64_t>();
+    s.spectrum.sigma = field(m, "singular_values").get<std::vector<double>>();
+    s.spectrum.threshold = field(m, "threshold").get<double>();
+    s.spectrum.effectiveRank = field(m, "effective_rank").get<int64_t>();
+    const double f = field(m, "frobenius_norm").get<double>();
+    s.spectrum.frobeniusSquared = f * f;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Json toJson(const HeadDiffResult& h) {
+  Json layers = Json::array();
+  for (const HeadDiffLayer& l : h.layers)
+    layers.push_back({{"layer", l.layer},
+                      {"labels", l.labels},
+                      {"effective_rank", square(l.map.rank, l.map.n)},
+                      {"relative_difference", square(l.map.relativeDifference, l.map.n)}});
+  Json lowest = Json::array();
+  for (const HeadPair& p : h.lowest)
+    lowest.push_back({{"layer", p.layer}, {"a", p.labelA}, {"b", p.labelB}, {"effective_rank", p.rank},
+                      {"relative_difference", p.relativeDifference}});
+  return {{"threshold", h.threshold}, {"head_dim", h.headDim}, {"hidden", h.hidden}, {"layers", layers},
+          {"lowest_pairs", lowest}};
+}
+
+HeadDiffResult headDiffFromJson(const Json& j) {
+  HeadDiffResult h;
+  h.threshold = field(j, "threshold").get<double>();
+  h.headDim = field(j, "head_dim").get<int64_t>();
+  h.hidden = field(j, "hidden").get<int64_t>();
+  for (const Json& l : field(j, "layers")) {
+    HeadDiffLayer layer;
+    layer.layer = field(l, "layer").get<int64_t>();
+    layer.labels = field(l, "labels").get<std::vector<std::string>>();
+    layer.map.rank = flatten<int32_t>(field(l, "effective_rank"), layer.map.n, "effective_rank");
+    layer.map.relativeDifference = flatten<float>(field(l, "relative_difference"), layer.map.n, "relative_difference");
+    h.layers.push_back(std::move(layer));
+  }
+  for (const Json& p : field(j, "lowest_pairs"))
+    h.lowest.push_back({field(p, "layer").get<int64_t>(), 0, 0, field(p, "a").get<std::string>(),
+                        field(p, "b").get<std::string>(), field(p, "effective_rank").get<int32_t>(),
+                        field(p, "relative_difference").get<float>()});
+  return h;
+}
+
+Json toJson(const LayerDiffResult& r) {
+  Json maps = Json::array();
+  for (const LayerDiffMap& m : r.maps)
+    maps.push_back({{"proj", projName(m.proj)},
+                    {"rows", m.rows},
+                    {"cols", m.cols},
+                    {"effective_rank", square(m.map.rank, m.map.n)},
+                    {"relative_difference", square(m.map.relativeDifference, m.map.n)}});
+  return {{"threshold", r.threshold}, {"maps", maps}};
+}
+
+LayerDiffResult layerDiffFromJson(const Json& j) {
+  LayerDiffResult r;
+  r.threshold = field(j, "threshold").get<double>();
+  for (const Json& m : field(j, "maps")) {
+    LayerDiffMap map;
+    const auto proj = parseProj(field(m, "proj").get<std::string>());
+    if (!proj) throw Error({.what = "unknown projection", .where = "analysis report: layer_differences", .found = m["proj"].dump()});
+    map.proj = *proj;
+    map.rows = field(m, "rows").get<int64_t>();
+    map.cols = field(m, "cols").get<int64_t>();
+    map.map.rank = flatten<int32_t>(field(m, "effective_rank"), map.map.n, "effective_rank");
+    map.map.relativeDifference = flatten<float>(field(m, "relative_difference"), map.map.n, "relative_difference");
+    r.maps.push_back(std::move(map));
+  }
+  return r;
+}
+
+Json toJson(const std::vector<MatrixPcaGroup>& groups) {
+  Json out = Json::array();
+  for (const MatrixPcaGroup& g : groups)
+    out.push_back({{"proj", projName(g.proj)},
+                   {"layers", g.layers},
+                   {"singular_values", g.singularValues},
+                   {"explained_variance", g.explainedVariance},
+                   {"reconstruction_error", g.reconstructionError},
+                   {"coefficients", matrixJson(g.coefficients)},
+                   {"layer_error", matrixJson(g.layerError)}});
+  return out;
+}
+
+std::vector<MatrixPcaGroup> matrixPcaFromJson(const Json& j) {
+  std::vector<MatrixPcaGroup> out;
+  for (const Json& g : j) {
+    MatrixPcaGroup group;
+    group.proj = parseProj(field(g, "proj").get<std::string>()).value_or(Proj::Q);
+    group.layers = field(g, "layers").get<std::vector<int64_t>>();
+    group.singularValues = field(g, "singular_values").get<std::vector<double>>();
+    group.explainedVariance = field(g, "explained_variance").get<std::vector<double>>();
+    group.reconstructionError = field(g, "reconstruction_error").get<std::vector<double>>();
+    group.coefficients = matrixFromJson(field(g, "coefficients"));
+    group.layerError = matrixFromJson(field(g, "layer_error"));
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+Json toJson(const DirectShareResult& r) {
+  auto match = [](const HeadMatch& m) {
+    return Json{{"target", {m.target.layer, m.target.head}}, {"source", {m.source.layer, m.source.head}},
+                {"similarity", m.similarity}};
+  };
+  Json best = Json::array(), chosen = Json::array();
+  for (const HeadMatch& m : r.bestMatches) best.push_back(match(m));
+  for (const HeadMatch& m : r.chosen) chosen.push_back(match(m));
+  return {{"layers", r.layers},
+          {"heads", r.heads},
+          {"ratio", r.ratio},
+          {"shared_projections", r.sharedProjections},
+          {"parameters_per_pair", r.parametersPerPair},
+          {"parameters_saved", r.parametersSaved},
+          {"parameters_total", r.parametersTotal},
+          {"best_matches", best},
+          {"chosen", chosen},
+          {"similarity", square(r.similarity, r.layers * r.heads)}};
+}
+
+DirectShareResult directShareFromJson(const Json& j) {
+  DirectShareResult r;
+  r.layers = field(j, "layers").get<int64_t>();
+  r.heads = field(j, "heads").get<int64_t>();
+  r.ratio = field(j, "ratio").get<double>();
+  r.sharedProjections = field(j, "shared_projections").get<std::string>();
+  r.parametersPerPair = field(j, "parameters_per_pair").get<int64_t>();
+  r.parametersSaved = field(j, "parameters_saved").get<int64_t>();
+  r.parametersTotal = field(j, "parameters_total").get<int64_t>();
+  auto match = [](const Json& m) {
+    return HeadMatch{{m["target"][0].get<int64_t>(), m["target"][1].get<int64_t>()},
+                     {m["source"][0].get<int64_t>(), m["source"][1].get<int64_t>()}, m["similarity"].get<float>()};
+  };
+  for (const Json& m : field(j, "best_matches")) r.bestMatches.push_back(match(m));
+  for (const Json& m : field(j, "chosen")) r.chosen.push_back(match(m));
+  int64_t n = 0;
+  r.similarity = flatten<float>(field(j, "similarity"), n, "similarity");
+  return r;
+}
+
+Json toJson(const EmbeddingStudy& e) {
+  Json curve = Json::array();
+  for (const FactorizationPoint& p : e.curve)
+    curve.push_back({{"rank", p.rank}, {"fraction_of_hidden", p.fractionOfHidden}, {"relative_error", p.relativeError},
+                     {"parameters", p.parameters}});
+  Json j = {{"vocab", e.vocab},
+            {"hidden", e.hidden},
+            {"tied", e.tied},
+            {"rho", e.rho},
+            {"embedding_parameters", e.embeddingParameters},
+            {"total_parameters", e.totalParameters},
+            {"spectrum", toJson(e.spectrum)},
+            {"factorization", curve}};
+  if (e.tyingCosineMean)
+    j["tying_gap"] = {{"mean_cosine", *e.tyingCosineMean}, {"median_cosine", *e.tyingCosineMedian},
+                      {"histogram", e.tyingCosineHistogram}};
+  return j;
+}
+
+EmbeddingStudy embeddingFromJson(const Json& j) {
+  EmbeddingStudy e;
+  e.vocab = field(j, "vocab").get<int64_t>();
+  e.hidden = field(j, "hidden").get<int64_t>();
+  e.tied = field(j, "tied").get<bool>();
+  e.rho = field(j, "rho").get<double>();
+  e.embeddingParameters = field(j, "embedding_parameters").get<int64_t>();
+  e.totalParameters = field(j, "total_parameters").get<int64_t>();
+  const Json& s = field(j, "spectrum");
+  e.spectrum.rows = s["rows"].get<int64_t>();
+  e.spectrum.cols = s["cols"].get<int64_t>();
+  e.spectrum.sigma = s["singular_values"].get<std::vector<double>>();
+  e.spectrum.effectiveRank = s["effective_rank"].get<int64_t>();
+  e.spectrum.threshold = s["threshold"].get<double>();
+  const double f = s["frobenius_norm"].get<double>();
+  e.spectrum.frobeniusSquared = f * f;
+  for (const Json& p : field(j, "factorization"))
+    e.curve.push_back({p["rank"].get<int64_t>(), p["fraction_of_hidden"].get<double>(), p["relative_error"].get<double>(),
+                       p["parameters"].get<int64_t>()});
+  if (auto it = j.find("tying_gap"); it != j.end()) {
+    e.tyingCosineMean = (*it)["mean_cosine"].get<double>();
+    e.tyingCosineMedian = (*it)["median_cosine"].get<double>();
+    e.tyingCosineHistogram = (*it)["histogram"].get<std::vector<int64_t>>();
+  }
+  return e;
+}
+
+}  // namespace sharelens

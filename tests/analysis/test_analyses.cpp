@@ -1,0 +1,231 @@
+// Matrix PCA, atom correlation, DirectShare and the embedding study on checkpoints built with known
+// structure, so the expected results are closed forms.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <random>
+
+#include "analysis/directshare.hpp"
+#include "analysis/embedding_study.hpp"
+#include "analysis/matrix_pca.hpp"
+#include "core/arch/family.hpp"
+#include "core/error.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Rewrites chosen tensors of a fixture (float values, original dtype).
+void rewrite(const fs::path& dir, const std::map<std::string, std::vector<float>>& replacements) {
+  const auto file = SafetensorsFile::open(dir / "model.safetensors");
+  std::vector<EncodedTensor> encoded;
+  std::vector<TensorWrite> writes;
+  encoded.reserve(replacements.size());
+  for (const TensorInfo& t : file->tensors()) {
+    if (auto it = replacements.find(t.name); it != replacements.end()) {
+      encoded.push_back(EncodedTensor::fromFloats(t.name, t.dtype, t.shape, it->second));
+      writes.push_back(encoded.back().view());
+    } else {
+      writes.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
+    }
+  }
+  writeSafetensors(dir / "rewritten.safetensors", writes);
+  fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
+}
+
+std::vector<float> orthonormalAtomsCombination(const std::vector<Eigen::MatrixXd>& atoms, const std::vector<double>& c) {
+  Eigen::MatrixXd w = Eigen::MatrixXd::Zero(atoms[0].rows(), atoms[0].cols());
+  for (size_t s = 0; s < atoms.size(); ++s) w += c[s] * atoms[s];
+  std::vector<float> out;
+  for (int64_t i = 0; i < w.rows(); ++i)
+    for (int64_t j = 0; j < w.cols(); ++j) out.push_back(static_cast<float>(w(i, j)));
+  return out;
+}
+
+TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
+  // Every layer's Q is a combination of 2 orthonormal atoms: explained variance reaches 1 at S = 2, the
+  // error is 0 from there on, and the singular values are the norms of the coefficient rows.
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.layers = 5;
+  const auto dir = testing::makeTempDir("pca");
+  testing::writeHfFixture(dir, spec);
+  const int64_t rows = spec.heads * spec.headDim, cols = spec.hidden;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd g(rows * cols, 2);
+  for (int64_t i = 0; i < g.rows(); ++i) g(i, 0) = normal(rng), g(i, 1) = normal(rng);
+  const Eigen::MatrixXd q = Eigen::HouseholderQR<Eigen::MatrixXd>(g).householderQ() * Eigen::MatrixXd::Identity(g.rows(), 2);
+  std::vector<Eigen::MatrixXd> atoms(2, Eigen::MatrixXd(rows, cols));
+  for (int s = 0; s < 2; ++s)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) atoms[s](i, j) = q(i * cols + j, s);
+  const std::vector<std::vector<double>> coeff = {{3, 1}, {2.5, -1}, {3.5, 0.5}, {3, 0}, {2, 1.5}};
+  std::map<std::string, std::vector<float>> replacements;
+  for (int64_t l = 0; l < spec.layers; ++l)
+    replacements["model.layers." + std::to_string(l) + ".self_attn.q_proj.weight"] =
+        orthonormalAtomsCombination(atoms, coeff[static_cast<size_t>(l)]);
+  rewrite(dir, replacements);
+
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView view = openModelView(*ckpt);
+  MatrixPcaOptions options;
+  options.projections = {Proj::Q};
+  options.keepAtoms = true;
+  const auto groups = computeMatrixPca(*ckpt, view, options, {});
+  ASSERT_EQ(groups.size(), 1u);
+  const MatrixPcaGroup& pca = groups[0];
+  // X^T X = C^T C; its eigenvalues are those of the 2 x 2 matrix C C^T (C: 2 x 5 coefficient matrix).
+  Eigen::MatrixXd c(2, 5);
+  for (int l = 0; l < 5; ++l) c(0, l) = coeff[l][0], c(1, l) = coeff[l][1];
+  const Eigen::VectorXd lambda = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(c * c.transpose()).eigenvalues();
+  EXPECT_NEAR(pca.singularValues[0], std::sqrt(lambda(1)), 1e-4);
+  EXPECT_NEAR(pca.singularValues[1], std::sqrt(lambda(0)), 1e-4);
+  EXPECT_NEAR(pca.explainedVariance[0], lambda(1) / (lambda(0) + lambda(1)), 1e-6);
+  EXPECT_NEAR(pca.explainedVariance[1], 1.0, 1e-6);
+  EXPECT_LT(pca.reconstructionError[1], 1e-3);
+  for (int64_t l = 0; l < 5; ++l) EXPECT_LT(pca.layerError(1, l), 1e-3) << "two atoms rebuild layer " << l;
+  // Atoms are orthonormal: their correlation map is the identity (up to the 2 real atoms).
+  const FloatMatrix phi = atomCorrelation(std::span<const FloatMatrix>(pca.atoms.data(), 2));
+  EXPECT_NEAR(phi(0, 0), 1.0, 1e-5);
+  EXPECT_NEAR(phi(0, 1), 0.0, 1e-4);
+  // Coefficients reproduce each layer: sum_s C_sl^2 = ||W_l||^2.
+  for (int64_t l = 0; l < 5; ++l) {
+    const double expected = coeff[l][0] * coeff[l][0] + coeff[l][1] * coeff[l][1];
+    EXPECT_NEAR(pca.coefficients(0, l) * pca.coefficients(0, l) + pca.coefficients(1, l) * pca.coefficients(1, l),
+                expected, 1e-3);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(MatrixPca, LayerGroupsParseAndRejectMistakes) {
+  EXPECT_EQ(parseLayerGroups("0-2,3-5", 6), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(parseLayerGroups("0,2;1,3", 4), (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
+  EXPECT_EQ(parseLayerGroups("4", 6), (std::vector<std::vector<int64_t>>{{4}}));
+  EXPECT_THROW(parseLayerGroups("0-9", 6), Error);
+  EXPECT_THROW(parseLayerGroups("0-2,2-3", 6), Error);
+  EXPECT_THROW(parseLayerGroups("0-2x", 6), Error);
+  EXPECT_THROW(parseLayerGroups("3-1", 6), Error);
+  EXPECT_THROW(parseLayerGroups("", 6), Error);
+}
+
+TEST(AtomCorrelation, IsTheNormalisedInnerProduct) {
+  FloatMatrix a(1, 2), b(1, 2), c(1, 2);
+  a.data = {1, 0};
+  b.data = {1, 1};
+  c.data = {0, -2};
+  const FloatMatrix atoms[] = {a, b, c};
+  const FloatMatrix phi = atomCorrelation(atoms);
+  EXPECT_NEAR(phi(0, 1), 1 / std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(phi(0, 2), 0.0, 1e-6);
+  EXPECT_NEAR(phi(1, 2), -1 / std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(phi(2, 2), 1.0, 1e-6);
+}
+
+class DirectShareOnFamily : public ::testing::TestWithParam<Family> {};
+
+TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndWritesACheckpointThatOpens) {
+  // Plant copies: layer 2's query head 1 = layer 0's head 3, and (for MHA) its key head too.
+  auto spec = testing::defaultSpec(GetParam());
+  const auto dir = testing::makeTempDir("ds");
+  testing::writeHfFixture(dir, spec);
+  {
+    const auto ckpt = Checkpoint::open(dir);
+    const ModelView view = openModelView(*ckpt);
+    const int64_t group = view.shape.heads / view.shape.kvHeads;
+    const auto copyHead = [&](Proj p, int64_t srcLayer, int64_t srcHead, int64_t dstLayer, int64_t dstHead,
+                              std::map<std::string, std::vector<float>>& out) {
+      const MatrixExpr dst = view.headMatrix(dstLayer, p, dstHead);
+      const FloatMatrix values = materialize(*ckpt, view.headMatrix(srcLayer, p, srcHead));
+      const TensorSlice& s = dst.terms[0].left;
+      auto [it, inserted] = out.try_emplace(s.tensor);
+      if (inserted) it->second = ckpt->readFloat(s.tensor);
+      const int64_t storedCols = ckpt->at(s.tensor).info->dim(1);
+      for (int64_t r = 0; r < s.rows; ++r)
+        for (int64_t c = 0; c < s.cols; ++c) {
+          const int64_t sr = s.transposed ? s.col0 + c : s.row0 + r, sc = s.transposed ? s.row0 + r : s.col0 + c;
+          it->second[static_cast<size_t>(sr * storedCols + sc)] = values(r, c);
+        }
+    };
+    std::map<std::string, std::vector<float>> edits;
+    copyHead(Proj::Q, 0, 3, 2, 1, edits);
+    copyHead(Proj::K, 0, 3 / group, 2, 1 / group, edits);
+    rewrite(dir, edits);
+  }
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView view = openModelView(*ckpt);
+  const DirectShareResult r = computeDirectShare(*ckpt, view, 0.1, {});
+  ASSERT_FALSE(r.bestMatches.empty());
+  EXPECT_EQ(r.bestMatches[0].target.layer, 2);
+  EXPECT_EQ(r.bestMatches[0].target.head, 1);
+  EXPECT_EQ(r.bestMatches[0].source.layer, 0);
+  EXPECT_EQ(r.bestMatches[0].source.head, 3);
+  EXPECT_NEAR(r.bestMatches[0].similarity, 1.0, 1e-5);
+  EXPECT_EQ(static_cast<int64_t>(r.chosen.size()), std::llround(0.1 * spec.layers * spec.heads));
+  for (const HeadMatch& m : r.chosen) EXPECT_LT(m.source.layer, m.target.layer);
+  const bool mha = spec.heads == spec.kvHeads;
+  EXPECT_EQ(r.sharedProjections, mha ? "q,k" : "q");
+  EXPECT_EQ(r.parametersSaved, static_cast<int64_t>(r.chosen.size()) * r.parametersPerPair);
+  // similarity is symmetric with a unit diagonal
+  EXPECT_NEAR(r.similarityOf({1, 2}, {1, 2}), 1.0, 1e-5);
+  EXPECT_FLOAT_EQ(r.similarityOf({0, 1}, {2, 3}), r.similarityOf({2, 3}, {0, 1}));
+
+  writeDirectSharedCheckpoint(*ckpt, view, r, dir / "shared");
+  const auto shared = Checkpoint::open(dir / "shared");
+  const ModelView sharedView = openModelView(*shared);
+  EXPECT_TRUE(shared->metadata().count("sharelens.directshare"));
+  for (const HeadMatch& m : r.chosen) {
+    EXPECT_EQ(materialize(*shared, sharedView.headMatrix(m.target.layer, Proj::Q, m.target.head)).data,
+              materialize(*ckpt, view.headMatrix(m.source.layer, Proj::Q, m.source.head)).data);
+  }
+  // Heads that were not targets are untouched.
+  EXPECT_EQ(materialize(*shared, sharedView.headMatrix(0, Proj::Q, 0)).data,
+            materialize(*ckpt, view.headMatrix(0, Proj::Q, 0)).data);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily, ::testing::Values(Family::Llama, Family::Gpt2),
+                         [](const auto& info) { return std::string(familyName(info.param)); });
+
+TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {
+  auto spec = testing::defaultSpec(Family::Qwen2);  // untied
+  const auto dir = testing::makeTempDir("emb");
+  testing::writeHfFixture(dir, spec);
+  // Output head = embedding for even rows, negated for odd rows: cosines +1 and -1, mean ~0.
+  {
+    const auto ckpt = Checkpoint::open(dir);
+    std::vector<float> e = ckpt->readFloat("model.embed_tokens.weight");
+    std::vector<float> u = e;
+    for (int64_t j = 1; j < spec.vocab; j += 2)
+      for (int64_t c = 0; c < spec.hidden; ++c) u[static_cast<size_t>(j * spec.hidden + c)] *= -1.0f;
+    rewrite(dir, {{"lm_head.weight", u}});
+  }
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView view = openModelView(*ckpt);
+  auto backend = makeCpuBackend();
+  const EmbeddingStudy s = computeEmbeddingStudy(*ckpt, view, *backend, 0.95, {});
+  ASSERT_EQ(s.curve.size(), 20u);
+  EXPECT_EQ(s.curve.back().rank, spec.hidden);
+  EXPECT_NEAR(s.curve.back().relativeError, 0.0, 1e-6);
+  EXPECT_EQ(s.curve.back().parameters, spec.hidden * (spec.vocab + spec.hidden));
+  for (size_t i = 1; i < s.curve.size(); ++i) EXPECT_LE(s.curve[i].relativeError, s.curve[i - 1].relativeError);
+  // Eckart-Young from the spectrum, by hand, at r = 10% of d:
+  const auto& p = s.curve[1];
+  double tail = 0, total = 0;
+  for (size_t i = 0; i < s.spectrum.sigma.size(); ++i) {
+    total += s.spectrum.sigma[i] * s.spectrum.sigma[i];
+    if (static_cast<int64_t>(i) >= p.rank) tail += s.spectrum.sigma[i] * s.spectrum.sigma[i];
+  }
+  EXPECT_NEAR(p.relativeError, std::sqrt(tail / total), 1e-9);
+  const RoleCounts counts = countParameters(*ckpt, view);
+  EXPECT_NEAR(s.rho, 2.0 * spec.vocab * spec.hidden / static_cast<double>(counts.total), 1e-12);
+  ASSERT_TRUE(s.tyingCosineMean.has_value());
+  EXPECT_NEAR(*s.tyingCosineMean, 1.0 / spec.vocab, 1e-6) << "51 rows at +1, 50 at -1";
+  EXPECT_EQ(s.tyingCosineHistogram.front() + s.tyingCosineHistogram.back(), spec.vocab);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens

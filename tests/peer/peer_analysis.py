@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Peer check of `sharelens analyze` against an independent PyTorch/numpy implementation (float64 SVDs).
+
+On the same checkpoint files, for every family fixture:
+  spectra           torch.linalg.svdvals (float64) of every matrix: identical effective ranks, singular values
+                    within 1e-4 relative where sigma / sigma_1 > 1e-3;
+  head differences  svdvals of every pair difference among a layer's Q, K, V heads: identical ranks;
+  layer differences svdvals of W_l - W_m for every projection and pair: identical ranks;
+  matrix PCA        numpy SVD of the stacked vec(W_l): singular values and explained variance;
+  DirectShare       cosine similarities of [W_q || W_k] and the best earlier match of every head;
+  embedding         factorisation errors (Eckart-Young from numpy's SVD), rho, tying-gap cosine.
+A rank may differ only where the cumulative energy lies within 1e-9 of the threshold.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_layout import expected_view, shape_of  # noqa: E402
+from safetensors_np import read_checkpoint  # noqa: E402
+
+THRESHOLD = 0.95
+NEAR = 1e-9
+FAILURES = []
+STATS = {"ranks": 0, "near_threshold_skipped": 0, "sigmas": 0}
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        if len(FAILURES) <= 30:
+            print("FAIL:", message)
+
+
+def svdvals(matrices):
+    """float64 singular values of a list of equal-shape matrices (batched), or one matrix."""
+    x = torch.from_numpy(np.stack([np.asarray(m, dtype=np.float64) for m in matrices]))
+    return torch.linalg.svdvals(x).numpy()
+
+
+def rank_and_margin(sigma):
+    """Effective rank at THRESHOLD, and whether the cumulative energy sits within NEAR of it."""
+    energy = np.cumsum(sigma.astype(np.float64) ** 2)
+    total = energy[-1] if len(energy) else 0.0
+    if total <= 0:
+        return 0, False
+    c = energy / total
+    k = int(np.searchsorted(c, THRESHOLD - 0.0, side="left"))  # first index with c >= THRESHOLD
+    while k < len(c) and c[k] < THRESHOLD:
+        k += 1
+    near = abs(c[min(k, len(c) - 1)] - THRESHOLD) < NEAR or (k > 0 and abs(c[k - 1] - THRESHOLD) < NEAR)
+    return k + 1, near
+
+
+def compare_rank(ours, sigma, what):
+    want, near = rank_and_margin(sigma)
+    if near:
+        STATS["near_threshold_skipped"] += 1
+        return
+    STATS["ranks"] += 1
+    check(ours == want, f"{what}: effective rank {ours} vs torch {want}")
+
+
+def check_spectra(report, view, name):
+    by_name = {s["name"]: s for s in report["spectra"]}
+    for key, matrix in view.items():
+        if key.endswith(".bias") or key == "position_embedding":
+            continue
+        ours = by_name.get(key)
+        check(ours is not None, f"{name}: no spectrum for {key}")
+        if ours is None:
+            continue
+        sigma = svdvals([matrix])[0]
+        compare_rank(ours["effective_rank"], sigma, f"{name} spectrum {key}")
+        mine = np.array(ours["singular_values"])
+        check(mine.shape == sigma.shape, f"{name} {key}: {mine.shape} singular values vs {sigma.shape}")
+        keep = sigma / sigma[0] > 1e-3
+        rel = np.abs(mine[keep] - sigma[keep]) / sigma[keep]
+        STATS["sigmas"] += int(keep.sum())
+        check(rel.max() < 1e-4, f"{name} {key}: singular values off by {rel.max():.2e} relative")
+        frob = np.sqrt((np.asarray(matrix, dtype=np.float64) ** 2).sum())
+        check(abs(ours["frobenius_norm"] - frob) < 1e-9 * frob + 1e-12, f"{name} {key}: Frobenius norm")
+
+
+def check_head_differences(report, view, cfg, name):
+    layers, heads, kv, _ = shape_of(cfg)
+    for entry in report["head_differences"]["layers"]:
+        l = entry["layer"]
+        labels = [f"q{h}" for h in range(heads)] + [f"k{h}" for h in range(kv)] + [f"v{h}" for h in range(kv)]
+        check(entry["labels"] == labels, f"{name} layer {l}: head labels {entry['labels']}")
+        mats = [view[f"layers.{l}.{lab[0]}.head.{lab[1:]}"] for lab in labels]
+        pairs = [(a, b) for a in range(len(mats)) for b in range(a + 1, len(mats))]
+        sig = svdvals([mats[a].astype(np.float64) - mats[b].astype(np.float64) for a, b in pairs])
+        for (a, b), s in zip(pairs, sig):
+            compare_rank(entry["effective_rank"][a][b], s, f"{name} heads layer {l} {labels[a]}-{labels[b]}")
+            check(entry["effective_rank"][a][b] == entry["effective_rank"][b][a], f"{name}: head map not symmetric")
+
+
+def check_layer_differences(report, view, cfg, name):
+    layers = shape_of(cfg)[0]
+    for m in report["layer_differences"]["maps"]:
+        p = m["proj"]
+        mats = [view[f"layers.{l}.{p}"].astype(np.float64) for l in range(layers)]
+        pairs = [(a, b) for a in range(layers) for b in range(a + 1, layers)]
+        sig = svdvals([mats[a] - mats[b] for a, b in pairs])
+        for (a, b), s in zip(pairs, sig):
+            compare_rank(m["effective_rank"][a][b], s, f"{name} layers {p} {a}-{b}")
+        check(all(m["effective_rank"][i][i] == 0 for i in range(layers)), f"{name} layers {p}: diagonal")
+
+
+def check_matrix_pca(report, view, cfg, name):
+    layers = shape_of(cfg)[0]
+    for g in report["matrix_pca"]:
+        x = np.stack([view[f"layers.{l}.{g['proj']}"].astype(np.float64).ravel() for l in g["layers"]], axis=1)
+        s = np.linalg.svd(x, compute_uv=False)
+        check(np.allclose(g["singular_values"], s, rtol=1e-6, atol=1e-9 * s[0]), f"{name} PCA {g['proj']}: s")
+        explained = np.cumsum(s ** 2) / (s ** 2).sum()
+        check(np.allclose(g["explained_variance"], explained, atol=1e-9), f"{name} PCA {g['proj']}: explained")
+        check(len(g["layers"]) == layers, f"{name} PCA: one group of all layers by default")
+
+
+def check_directshare(report, view, cfg, name):
+    layers, heads, kv, hd = shape_of(cfg)
+    group = heads // kv
+    rows = []
+    for l in range(layers):
+        for h in range(heads):
+            v = np.concatenate([view[f"layers.{l}.q.head.{h}"].ravel(), view[f"layers.{l}.k.head.{h // group}"].ravel()])
+            rows.append(v.astype(np.float64) / np.linalg.norm(v))
+    x = np.stack(rows)
+    sim = x @ x.T
+    ours = np.array(report["directshare"]["similarity"])
+    check(np.abs(ours - sim).max() < 1e-5, f"{name} DirectShare similarity off by {np.abs(ours - sim).max():.2e}")
+    for m in report["directshare"]["best_matches"]:
+        tl, th = m["target"]
+        earlier = sim[tl * heads + th, : tl * heads]
+        best = int(np.argmax(earlier))
+        margin = np.sort(earlier)[-1] - np.sort(earlier)[-2] if len(earlier) > 1 else 1.0
+        if margin > 1e-5:  # not a tie
+            check(m["source"] == [best // heads, best % heads], f"{name} DirectShare best match of {tl},{th}")
+
+
+def check_embedding(report, view, raw, name):
+    e = report["embedding"]
+    emb = view["embedding"].astype(np.float64)
+    s = np.linalg.svd(emb, compute_uv=False)
+    energy = np.cumsum(s ** 2) / (s ** 2).sum()
+    for p in e["factorization"]:
+        want = np.sqrt(max(0.0, 1.0 - energy[p["rank"] - 1]))
+        check(abs(p["relative_error"] - want) < 1e-6, f"{name} embedding error at r={p['rank']}")
+        check(p["parameters"] == p["rank"] * (emb.shape[0] + emb.shape[1]), f"{name} embedding parameters")
+    total = sum(int(np.prod(a.shape)) for k, a in raw.items()
+                if not (k.endswith("attn.bias") and not k.endswith("c_attn.bias")) and "vision" not in k
+                and "multi_modal" not in k)
+    emb_params = emb.size + (view["output_head"].size if "output_head" in view else 0)
+    check(abs(e["rho"] - emb_params / total) < 1e-12, f"{name} rho {e['rho']} vs {emb_params / total}")
+    if "output_head" in view:
+        u = view["output_head"].astype(np.float64)
+        cos = (emb * u).sum(1) / np.linalg.norm(emb, axis=1) / np.linalg.norm(u, axis=1)
+        check(abs(e["tying_gap"]["mean_cosine"] - cos.mean()) < 1e-9, f"{name} tying gap mean cosine")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sharelens", required=True)
+    ap.add_argument("--make-fixtures", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    listed = subprocess.run([args.make_fixtures, os.path.join(args.workdir, "fixtures")], check=True,
+                            capture_output=True, text=True)
+    for fixture in listed.stdout.split():
+        name = os.path.basename(fixture)
+        with open(os.path.join(fixture, "config.json")) as f:
+            cfg = json.load(f)
+        raw = read_checkpoint(fixture)
+        view = expected_view("gpt2" if cfg["model_type"] == "gpt2" else "decoder", raw, cfg)
+        out = os.path.join(args.workdir, name + ".analysis.json")
+        run = subprocess.run([args.sharelens, "analyze", fixture, "--json", out], capture_output=True, text=True)
+        check(run.returncode == 0, f"{name}: analyze failed: {run.stderr}")
+        if run.returncode != 0:
+            continue
+        with open(out) as f:
+            report = json.load(f)
+        check_spectra(report, view, name)
+        check_head_differences(report, view, cfg, name)
+        check_layer_differences(report, view, cfg, name)
+        check_matrix_pca(report, view, cfg, name)
+        check_directshare(report, view, cfg, name)
+        check_embedding(report, view, raw, name)
+        print(f"== {name}: checked")
+    print(f"{STATS['ranks']} effective ranks compared ({STATS['near_threshold_skipped']} within {NEAR} of the "
+          f"threshold skipped), {STATS['sigmas']} singular values compared")
+    if FAILURES:
+        print(f"{len(FAILURES)} failures")
+        return 1
+    print("all analysis peer checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
