@@ -138,11 +138,16 @@ MatrixExpr MatrixExpr::fromTensor(std::string tensor, int64_t rows, int64_t cols
 MatrixExpr MatrixExpr::sliceRows(int64_t row0, int64_t count) const {
   if (row0 < 0 || count < 0 || row0 + count > rows)
     throw std::out_of_range("MatrixExpr::sliceRows outside the matrix");
-  MatrixExpr e = *this;
+  MatrixExpr e;
   e.rows = count;
-  for (MatrixTerm& t : e.terms) {
-    t.left.row0 += row0;
-    t.left.rows = count;
+  e.cols = cols;
+  for (MatrixTerm t : terms) {  // keep the part of each term inside [row0, row0 + count)
+    const int64_t begin = std::max(t.atRow, row0), end = std::min(t.atRow + t.rows(), row0 + count);
+    if (begin >= end) continue;
+    t.left.row0 += begin - t.atRow;
+    t.left.rows = end - begin;
+    t.atRow = begin - row0;
+    e.terms.push_back(std::move(t));
   }
   return e;
 }
@@ -150,12 +155,17 @@ MatrixExpr MatrixExpr::sliceRows(int64_t row0, int64_t count) const {
 MatrixExpr MatrixExpr::sliceCols(int64_t col0, int64_t count) const {
   if (col0 < 0 || count < 0 || col0 + count > cols)
     throw std::out_of_range("MatrixExpr::sliceCols outside the matrix");
-  MatrixExpr e = *this;
+  MatrixExpr e;
+  e.rows = rows;
   e.cols = count;
-  for (MatrixTerm& t : e.terms) {
+  for (MatrixTerm t : terms) {
+    const int64_t begin = std::max(t.atCol, col0), end = std::min(t.atCol + t.cols(), col0 + count);
+    if (begin >= end) continue;
     TensorSlice& s = t.right ? *t.right : t.left;
-    s.col0 += col0;
-    s.cols = count;
+    s.col0 += begin - t.atCol;
+    s.cols = end - begin;
+    t.atCol = begin - col0;
+    e.terms.push_back(std::move(t));
   }
   return e;
 }
@@ -174,7 +184,8 @@ std::vector<std::string> MatrixExpr::tensorNames() const {
 
 bool MatrixExpr::isPlainTensor() const {
   return terms.size() == 1 && terms[0].scale == 1.0f && !terms[0].coefficient && !terms[0].right &&
-         !terms[0].left.transposed && terms[0].left.batch < 0 && terms[0].left.row0 == 0 && terms[0].left.col0 == 0;
+         !terms[0].left.transposed && terms[0].left.batch < 0 && terms[0].left.row0 == 0 && terms[0].left.col0 == 0 &&
+         terms[0].atRow == 0 && terms[0].atCol == 0 && terms[0].rows() == rows && terms[0].cols() == cols;
 }
 
 std::string MatrixExpr::describe() const {
@@ -185,17 +196,25 @@ std::string MatrixExpr::describe() const {
     if (t.coefficient) out += t.coefficient->tensor + "[" + std::to_string(t.coefficient->index) + "]*";
     out += describeSlice(t.left);
     if (t.right) out += " @ " + describeSlice(*t.right);
+    if (t.atRow || t.atCol) out += " at (" + std::to_string(t.atRow) + ", " + std::to_string(t.atCol) + ")";
   }
   return out;
 }
 
 FloatMatrix materialize(const Checkpoint& ckpt, const MatrixExpr& expr) {
   FloatMatrix result(expr.rows, expr.cols);
-  const bool single = expr.terms.size() == 1 && !expr.terms[0].right && !expr.terms[0].coefficient &&
-                      expr.terms[0].scale == 1.0f;
-  if (single) {
-    readSlice(ckpt, expr.terms[0].left, result);
-    return result;
+  for (const MatrixTerm& term : expr.terms)
+    if (term.atRow < 0 || term.atCol < 0 || term.atRow + term.rows() > expr.rows || term.atCol + term.cols() > expr.cols)
+      throw Error({.what = "matrix term outside its matrix", .where = ckpt.path().string() + ": " + expr.describe(),
+                   .hint = "the checkpoint's topology does not match its tensors"});
+  // One unscaled slice covering the whole matrix (every plain checkpoint): read it straight into place.
+  if (expr.terms.size() == 1) {
+    const MatrixTerm& t = expr.terms[0];
+    if (!t.right && !t.coefficient && t.scale == 1.0f && t.atRow == 0 && t.atCol == 0 && t.rows() == expr.rows &&
+        t.cols() == expr.cols) {
+      readSlice(ckpt, t.left, result);
+      return result;
+    }
   }
   for (const MatrixTerm& term : expr.terms) {
     float factor = term.scale;
@@ -203,14 +222,17 @@ FloatMatrix materialize(const Checkpoint& ckpt, const MatrixExpr& expr) {
     FloatMatrix left(term.left.rows, term.left.cols);
     readSlice(ckpt, term.left, left);
     if (!term.right) {
-      for (size_t i = 0; i < result.data.size(); ++i) result.data[i] += factor * left.data[i];
+      for (int64_t i = 0; i < left.rows; ++i) {
+        float* out = result.row(term.atRow + i) + term.atCol;
+        for (int64_t j = 0; j < left.cols; ++j) out[j] += factor * left(i, j);
+      }
       continue;
     }
     FloatMatrix right(term.right->rows, term.right->cols);
     readSlice(ckpt, *term.right, right);
     // result += factor * left (rows x k) * right (k x cols); i-k-j order keeps the inner loop contiguous.
     for (int64_t i = 0; i < left.rows; ++i) {
-      float* out = result.row(i);
+      float* out = result.row(term.atRow + i) + term.atCol;
       for (int64_t k = 0; k < left.cols; ++k) {
         const float a = factor * left(i, k);
         const float* b = right.row(k);

@@ -54,17 +54,22 @@ struct ScalarRef {
   int64_t index = 0;
 };
 
-// scale * coefficient * left (* right): left is rows x k, right is k x cols.
+// scale * coefficient * left (* right), added into the result at (atRow, atCol): left is rows x k, right
+// is k x cols. A term may cover only a block of the matrix (one head's rows, for instance).
 struct MatrixTerm {
   float scale = 1.0f;
   std::optional<ScalarRef> coefficient;
   TensorSlice left;
   std::optional<TensorSlice> right;
+  int64_t atRow = 0, atCol = 0;
+
+  int64_t rows() const { return left.rows; }
+  int64_t cols() const { return right ? right->cols : left.cols; }
 };
 
 struct MatrixExpr {
   int64_t rows = 0, cols = 0;
-  std::vector<MatrixTerm> terms;
+  std::vector<MatrixTerm> terms;  // the matrix is their sum; uncovered entries are zero
 
   static MatrixExpr fromTensor(std::string tensor, int64_t rows, int64_t cols, bool transposed = false);
   MatrixExpr sliceRows(int64_t row0, int64_t count) const;

@@ -5,8 +5,8 @@
 namespace sharelens {
 
 const std::vector<const FamilyAdapter*>& familyAdapters() {
-  static const std::vector<const FamilyAdapter*> adapters = {&llamaAdapter(), &qwen2Adapter(), &gemma3Adapter(),
-                                                             &gpt2Adapter()};
+  static const std::vector<const FamilyAdapter*> adapters = {&sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(),
+                                                             &gemma3Adapter(), &gpt2Adapter()};
   return adapters;
 }
 

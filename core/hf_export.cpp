@@ -1,0 +1,77 @@
+#include "core/hf_export.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/sharelens_names.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+
+Json llamaConfigFor(const Topology& t) {
+  const ModelDims& m = t.model;
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"head_dim", m.headDim},
+          {"hidden_act", "silu"},
+          {"hidden_size", m.dModel},
+          {"initializer_range", 0.02},
+          {"intermediate_size", m.ffn},
+          {"max_position_embeddings", m.context},
+          {"mlp_bias", false},
+          {"model_type", "llama"},
+          {"num_attention_heads", m.heads},
+          {"num_hidden_layers", m.layers},
+          {"num_key_value_heads", m.kvHeads},
+          {"rms_norm_eps", m.normEps},
+          {"rope_scaling", nullptr},
+          {"rope_theta", m.ropeTheta},
+          {"tie_word_embeddings", t.embedding.tied},
+          {"torch_dtype", "float32"},
+          {"vocab_size", m.vocab}};
+}
+
+void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path& outDir) {
+  namespace hf = names::hf;
+  if (!view.shape.gatedFfn || !view.embedding || !view.finalNorm)
+    throw Error({.what = "only SwiGLU decoders with RMSNorm export to the Llama layout", .where = view.source,
+                 .found = std::string(familyName(view.family)), .hint = "GPT-2 checkpoints stay in their own layout"});
+  std::vector<EncodedTensor> tensors;
+  auto put = [&](const std::string& name, const FloatMatrix& m) {
+    tensors.push_back(EncodedTensor::fromFloats(name, DType::F32, {m.rows, m.cols}, m.data));
+  };
+  auto putVector = [&](const std::string& name, const std::string& source) {
+    const std::vector<float> v = ckpt.readFloat(source);
+    tensors.push_back(EncodedTensor::fromFloats(name, DType::F32, {static_cast<int64_t>(v.size())}, v));
+  };
+  put(hf::kEmbedding, materialize(ckpt, *view.embedding));
+  if (!view.shape.tiedEmbeddings) put(hf::kOutput, materialize(ckpt, *view.outputHead));
+  putVector(hf::kFinalNorm, view.finalNorm->weight);
+  for (const LayerView& layer : view.layers) {
+    for (Proj p : kAllProjs) put(hf::proj(layer.index, p), materialize(ckpt, layer.at(p)));
+    const auto& attnNorm = layer.normAt(NormSlot::AttnIn);
+    const auto& ffnNorm = layer.normAt(NormSlot::FfnIn);
+    if (!attnNorm || !ffnNorm)
+      throw Error({.what = "layer lacks its RMSNorm weights", .where = view.source + ": layer " + std::to_string(layer.index)});
+    putVector(hf::attnNorm(layer.index), attnNorm->weight);
+    putVector(hf::ffnNorm(layer.index), ffnNorm->weight);
+  }
+  Topology shape;
+  shape.model = ModelDims{.vocab = view.shape.vocab, .dModel = view.shape.hidden, .layers = view.shape.layers,
+                          .heads = view.shape.heads, .kvHeads = view.shape.kvHeads, .headDim = view.shape.headDim,
+                          .ffn = view.shape.ffn, .context = view.shape.context};
+  shape.embedding.tied = view.shape.tiedEmbeddings;
+  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end()) {
+    const Json t = parseJsonStrict(it->second, "topology metadata");
+    shape.model.ropeTheta = t["model"].value("rope_theta", 10000.0);
+    shape.model.normEps = t["model"].value("norm_eps", 1e-5);
+  }
+  fs::create_directories(outDir);
+  writeSafetensors(outDir / "model.safetensors", tensors, {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
+  writeFileAtomically(outDir / "config.json", llamaConfigFor(shape).dump(2) + "\n");
+}
+
+}  // namespace sharelens

@@ -1,0 +1,141 @@
+#include "core/run_dir.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/naming.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+
+bool isRunDirectory(const fs::path& dir) { return fs::is_directory(dir) && fs::exists(dir / "run.json"); }
+
+fs::path checkpointDirectory(const fs::path& runDir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%07lld", static_cast<long long>(step));
+  return runDir / "checkpoints" / name;
+}
+
+std::vector<CheckpointEntry> listCheckpoints(const fs::path& runDir) {
+  std::vector<CheckpointEntry> out;
+  const fs::path dir = runDir / "checkpoints";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || !startsWith(name, "step-") || !fs::exists(e.path() / kCompleteMarker)) continue;
+    try {
+      out.push_back({std::stoll(name.substr(5)), e.path()});
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });
+  return out;
+}
+
+std::optional<CheckpointEntry> latestCheckpoint(const fs::path& runDir) {
+  auto all = listCheckpoints(runDir);
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+MetricPoint metricFromJson(const Json& j) {
+  MetricPoint p;
+  auto number = [&](const char* key, double fallback) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+  };
+  p.step = j.at("step").get<int64_t>();
+  p.tokens = number("tokens", 0);
+  p.loss = number("loss", NAN);
+  p.valLoss = number("val_loss", NAN);
+  p.lr = number("lr", NAN);
+  p.gradNorm = number("grad_norm", NAN);
+  p.tokensPerSecond = number("tokens_per_s", NAN);
+  p.elapsed = number("elapsed", 0);
+  return p;
+}
+
+Json metricToJson(const MetricPoint& p) {
+  Json j = {{"step", p.step}, {"tokens", p.tokens}, {"elapsed", p.elapsed}};
+  auto put = [&](const char* key, double v) {
+    if (!std::isnan(v)) j[key] = v;
+  };
+  put("loss", p.loss);
+  put("val_loss", p.valLoss);
+  put("lr", p.lr);
+  put("grad_norm", p.gradNorm);
+  put("tokens_per_s", p.tokensPerSecond);
+  return j;
+}
+
+size_t MetricsReader::poll() {
+  std::ifstream in(m_file, std::ios::binary);
+  if (!in) return 0;
+  in.seekg(0, std::ios::end);
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  if (size < m_offset) {  // truncated or replaced: start over
+    m_offset = 0;
+    m_points.clear();
+    m_events.clear();
+  }
+  if (size == m_offset) return 0;
+  std::string chunk(size - m_offset, '\0');
+  in.seekg(static_cast<std::streamoff>(m_offset));
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  const size_t lastNewline = chunk.rfind('\n');
+  if (lastNewline == std::string::npos) return 0;  // only a torn line so far
+  size_t consumed = 0, start = 0;
+  bool changed = false;
+  while (start <= lastNewline) {
+    const size_t end = chunk.find('\n', start);
+    const std::string_view line(chunk.data() + start, end - start);
+    start = end + 1;
+    ++consumed;
+    if (line.empty()) continue;
+    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      ++m_malformed;
+      continue;
+    }
+    if (j.contains("event")) {
+      m_events.push_back(std::move(j));
+      continue;
+    }
+    if (!j.contains("step") || !j["step"].is_number_integer()) {
+      ++m_malformed;
+      continue;
+    }
+    m_points.push_back(metricFromJson(j));
+    changed = true;
+  }
+  m_offset += lastNewline + 1;
+  if (changed) {  // keep step order, last entry of a step wins
+    std::map<int64_t, MetricPoint> byStep;
+    for (const MetricPoint& p : m_points) byStep[p.step] = p;
+    m_points.clear();
+    for (auto& [step, p] : byStep) m_points.push_back(p);
+  }
+  return consumed;
+}
+
+fs::path resolveModelPath(const fs::path& path) {
+  if (!isRunDirectory(path)) return path;
+  if (auto latest = latestCheckpoint(path)) return latest->dir;
+  throw Error({.what = "the run has no complete checkpoint yet", .where = path.string(),
+               .hint = "wait for the first checkpoint (checkpoint_every steps), or save one from the training monitor"});
+}
+
+void appendJsonLine(const fs::path& file, const Json& line) {
+  std::ofstream out(file, std::ios::app | std::ios::binary);
+  if (!out)
+    throw Error({.what = "cannot append to file", .where = file.string(), .hint = "check the run directory is writable"});
+  out << line.dump() << '\n';
+  out.flush();
+}
+
+}  // namespace sharelens

@@ -1,0 +1,74 @@
+// Run directories (DESIGN.md section 3):
+//   run.json                       topology, hyper-parameters, seed, corpus and tokenizer fingerprints, versions
+//   metrics.jsonl                  one JSON object per line, append-only; a torn last line is "in progress"
+//   tokenizer.model                the SentencePiece model the run trains with
+//   checkpoints/step-NNNNNNN/      model.safetensors, optim.safetensors, state.json, then COMPLETE, last
+// Readers cope with a writer in another process: they take complete lines only and checkpoints only once
+// their COMPLETE marker exists.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+
+namespace sharelens {
+
+inline constexpr const char* kRunSchema = "sharelens.run/1";
+inline constexpr const char* kCompleteMarker = "COMPLETE";
+
+bool isRunDirectory(const std::filesystem::path& dir);
+std::filesystem::path checkpointDirectory(const std::filesystem::path& runDir, int64_t step);  // .../step-0000100
+
+struct CheckpointEntry {
+  int64_t step = 0;
+  std::filesystem::path dir;
+};
+// Complete checkpoints, oldest first.
+std::vector<CheckpointEntry> listCheckpoints(const std::filesystem::path& runDir);
+std::optional<CheckpointEntry> latestCheckpoint(const std::filesystem::path& runDir);
+
+struct MetricPoint {
+  int64_t step = 0;
+  double tokens = 0;
+  double loss = NAN;
+  double valLoss = NAN;  // NaN on steps without validation
+  double lr = NAN;
+  double gradNorm = NAN;
+  double tokensPerSecond = NAN;
+  double elapsed = 0;
+};
+
+// Tails metrics.jsonl: each poll() reads the complete lines appended since the last one. Points are kept
+// in step order with the last line of a step winning (a resumed run re-logs steps after its checkpoint).
+class MetricsReader {
+ public:
+  explicit MetricsReader(std::filesystem::path file) : m_file(std::move(file)) {}
+  size_t poll();  // returns the number of lines consumed; never throws on a torn or malformed last line
+  const std::vector<MetricPoint>& points() const { return m_points; }
+  const std::vector<Json>& events() const { return m_events; }  // {"event": "resume" | "stop" | "skip", ...}
+  size_t malformedLines() const { return m_malformed; }
+
+ private:
+  std::filesystem::path m_file;
+  uint64_t m_offset = 0;
+  std::vector<MetricPoint> m_points;
+  std::vector<Json> m_events;
+  size_t m_malformed = 0;
+};
+
+MetricPoint metricFromJson(const Json& j);
+Json metricToJson(const MetricPoint& p);
+
+// What a user may pass where a checkpoint is expected: a checkpoint, or a run directory (its latest
+// complete checkpoint). Throws a named Error when a run has no complete checkpoint yet.
+std::filesystem::path resolveModelPath(const std::filesystem::path& path);
+
+// Appends one JSON line and flushes (no fsync: metrics are advisory; checkpoints carry the state).
+void appendJsonLine(const std::filesystem::path& file, const Json& line);
+
+}  // namespace sharelens

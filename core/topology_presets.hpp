@@ -1,0 +1,54 @@
+// Sharing-pattern presets (DESIGN.md section 5), generated from (pattern, L, U, depth multiplier).
+//   Vanilla   assign[l] = l (U = L)         Universal  all 0 (U = 1)
+//   Sequence  floor(l U / L)                Cycle      l mod U
+//   CycleRev  0..U-1 then U-1..0, repeated (zig-zag when L > 2U)
+//   Bulge     first and last layers unique; the middle L-2 layers in U-2 contiguous groups whose sizes follow
+//             a tent, largest in the centre (U >= 3)
+//   Hierarchy first layer unique; the other L-1 layers in U-1 contiguous groups whose sizes grow linearly
+//             with depth (U >= 2)
+// Bulge and Hierarchy are our readings of the papers' figure-only descriptions; the UI and each topology's
+// provenance note say so. Depth multipliers keep U fixed and grow L; "skinny" doubles L and narrows d_model
+// by 1/sqrt(2) (to a multiple of the head count) so the parameter count stays close.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace sharelens {
+
+enum class SharingPattern : uint8_t { Vanilla, Sequence, Cycle, CycleRev, Bulge, Hierarchy, Universal };
+inline constexpr SharingPattern kAllPatterns[] = {SharingPattern::Vanilla,  SharingPattern::Sequence,
+                                                  SharingPattern::Cycle,    SharingPattern::CycleRev,
+                                                  SharingPattern::Bulge,    SharingPattern::Hierarchy,
+                                                  SharingPattern::Universal};
+std::string_view patternName(SharingPattern p);  // "vanilla", "sequence", "cycle", "cycle-rev", ...
+std::optional<SharingPattern> parsePattern(std::string_view name);
+std::string_view patternNote(SharingPattern p);  // one line for the UI
+
+// Throws a named Error for impossible combinations (U > L, Bulge with U < 3, ...).
+std::vector<int64_t> patternAssignment(SharingPattern pattern, int64_t layers, int64_t unique);
+
+// FFN tying of the interior layers: layers [k, L-k) share one FFN block, the k first and k last are unique.
+std::vector<int64_t> interiorTieAssignment(int64_t layers, int64_t k);
+
+struct PresetSpec {
+  SharingPattern pattern = SharingPattern::Cycle;
+  int64_t uniqueBlocks = 4;
+  std::string depthMultiplier = "1";  // "1", "1.5", "3", "skinny"
+  ModelDims base;                     // dims before the depth multiplier
+  int64_t loraRank = 8;               // per-layer LoRA on shared blocks
+  bool shareFfn = true;               // FFN follows the same pattern (else unique per layer)
+  bool tiedEmbeddings = true;
+};
+
+Topology makePreset(const PresetSpec& spec);
+
+// The tiny debug preset (a few hundred thousand parameters; tests and smoke runs) and the demo default.
+Topology debugTopology();
+Topology demoTopology();
+
+}  // namespace sharelens

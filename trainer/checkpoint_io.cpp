@@ -1,0 +1,98 @@
+#include "trainer/checkpoint_io.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/hf_export.hpp"
+#include "core/naming.hpp"
+#include "core/sharelens_names.hpp"
+#include "trainer/torch_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+// Fault injection for the crash-safety test: SHARELENS_TEST_KILL_IN_CHECKPOINT=<stage> SIGKILLs the process
+// at that point of the second checkpoint write (stages: model, optim, state, marker, rename).
+std::atomic<int> g_checkpointWrites{0};
+
+void maybeDie(const char* stage) {
+  const char* want = std::getenv("SHARELENS_TEST_KILL_IN_CHECKPOINT");
+  if (want && std::string(want) == stage && g_checkpointWrites.load() >= 2) ::kill(::getpid(), SIGKILL);
+}
+
+}  // namespace
+
+void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedTransformer& model, const AdamW& optimizer,
+                             const Json& state, int64_t keepLast) {
+  ++g_checkpointWrites;
+  const fs::path final = checkpointDirectory(runDir, step);
+  const fs::path temp = final.parent_path() / (".tmp-" + final.filename().string() + "-" + std::to_string(::getpid()));
+  fs::create_directories(final.parent_path());
+  fs::remove_all(temp);
+  fs::create_directories(temp);
+  const Topology& topology = model.topology();
+  const bool hfLayout = topology.isUnshared();
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {names::kTopologyMetadataKey, topologyToJson(topology).dump()}, {"sharelens.step", std::to_string(step)}};
+
+  maybeDie("model");
+  writeTensors(temp / "model.safetensors", model.checkpointTensors(hfLayout), metadata);
+  if (hfLayout) writeFileAtomically(temp / "config.json", llamaConfigFor(topology).dump(2) + "\n");
+  maybeDie("optim");
+  NamedTensors optim = optimizer.stateTensors();
+  for (const NamedParameter& p : model.parameters())
+    if (!p.inCheckpoint) optim.emplace_back("param." + p.name, p.tensor.detach().to(at::kCPU).contiguous());
+  writeTensors(temp / "optim.safetensors", optim, {{"optimizer", "adamw"}, {"steps", std::to_string(optimizer.steps())}});
+  maybeDie("state");
+  writeFileAtomically(temp / "state.json", state.dump(2) + "\n");
+  maybeDie("marker");
+  writeFileAtomically(temp / kCompleteMarker, "step " + std::to_string(step) + "\n");
+  fsyncDirectory(temp);
+  maybeDie("rename");
+  if (fs::exists(final)) fs::remove_all(final);  // re-saving a step (checkpoint-now at a save step)
+  fs::rename(temp, final);
+  fsyncDirectory(final.parent_path());
+
+  auto all = listCheckpoints(runDir);
+  for (size_t i = 0; keepLast > 0 && i + static_cast<size_t>(keepLast) < all.size(); ++i) fs::remove_all(all[i].dir);
+}
+
+Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer) {
+  const Json state = readJsonFile(entry.dir / "state.json");
+  std::map<std::string, torch::Tensor> params;
+  for (auto& [name, tensor] : readTensors(entry.dir / "model.safetensors")) {
+    const std::string internal = model.topology().isUnshared() ? internalNameOfHf(name) : name;
+    params[internal.empty() ? name : internal] = tensor;
+  }
+  const auto optim = readTensors(entry.dir / "optim.safetensors");
+  for (const auto& [name, tensor] : optim)
+    if (startsWith(name, "param.")) params[name.substr(6)] = tensor;
+  model.load(params, entry.dir.string());
+  optimizer.loadState(optim, JsonObject(state, (entry.dir / "state.json").string()).requireInt("optimizer_steps", 0),
+                      (entry.dir / "optim.safetensors").string());
+  return state;
+}
+
+int removeIncompleteCheckpoints(const fs::path& runDir) {
+  int removed = 0;
+  std::error_code ec;
+  const fs::path dir = runDir / "checkpoints";
+  if (!fs::is_directory(dir, ec)) return 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (startsWith(name, ".tmp-") || (startsWith(name, "step-") && !fs::exists(e.path() / kCompleteMarker))) {
+      fs::remove_all(e.path(), ec);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace sharelens

@@ -1,0 +1,145 @@
+#include "trainer/forward_probe.hpp"
+
+#include <sys/resource.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+
+#include "core/arch/family.hpp"
+#include "core/corpus.hpp"
+#include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "trainer/hf_tokenizer.hpp"
+#include "trainer/inference_model.hpp"
+#include "trainer/torch_compat.hpp"
+
+namespace sharelens {
+namespace {
+
+FloatMatrix toMatrix(const torch::Tensor& t2d) {
+  const torch::Tensor c = t2d.to(at::kCPU, at::kFloat).contiguous();
+  FloatMatrix m(c.size(0), c.size(1));
+  std::copy(c.data_ptr<float>(), c.data_ptr<float>() + c.numel(), m.data.begin());
+  return m;
+}
+
+int64_t peakResidentBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOptions& options, const TaskContext& ctx) {
+  using clock = std::chrono::steady_clock;
+  const int threads = options.threads > 0 ? options.threads : ctx.threadCount();
+  setComputeThreads(threads);
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  torch::Device device = torch::kCPU;
+  if (options.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
+    device = torch::Device(torch::kCUDA, 0);
+  }
+  ctx.report(0.0, "activations: loading the model");
+  const InferenceModel model(*ckpt, view, device);
+  ProbeResult r;
+  r.layers = model.layers();
+  r.hidden = view.shape.hidden;
+  r.heads = view.shape.heads;
+
+  // Real text, tokenised with the checkpoint's own tokenizer, until there are enough tokens.
+  std::vector<int> stream = options.tokenIds;
+  if (stream.empty()) {
+    const auto tokenizer = tokenizerForCheckpoint(path);
+    r.tokenizer = tokenizer->describe();
+    ctx.report(0.02, "activations: tokenising " + options.corpus);
+    const Corpus corpus = loadCorpus(options.corpus);
+    for (const Document& d : corpus.documents) {
+      const std::vector<int> ids = tokenizer->encode(d.text, false);
+      stream.insert(stream.end(), ids.begin(), ids.end());
+      if (static_cast<int64_t>(stream.size()) >= options.tokens) break;
+    }
+  } else {
+    r.tokenizer = "token ids given by the caller";
+  }
+  r.tokens = std::min<int64_t>(options.tokens, static_cast<int64_t>(stream.size()));
+  stream.resize(static_cast<size_t>(r.tokens));
+  r.tokenIds = stream;
+  for (int id : stream)
+    if (id < 0 || id >= view.shape.vocab)
+      throw Error({.what = "the tokenizer produces ids outside the model's vocabulary", .where = r.tokenizer,
+                   .expected = "< " + std::to_string(view.shape.vocab), .found = std::to_string(id),
+                   .hint = "the tokenizer beside the weights belongs to another model"});
+
+  const int64_t chunk = std::min(options.chunk, model.context());
+  r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));
+  std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
+  int64_t klTokens = 0;
+  const auto started = clock::now();
+  for (int64_t at = 0; at < r.tokens; at += chunk) {
+    ctx.throwIfCancelled();
+    const int64_t n = std::min(chunk, r.tokens - at);
+    const torch::Tensor tokens =
+        at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong).unsqueeze(0).to(device);
+    InferenceModel::Trace trace;
+    model.forward(tokens, &trace);
+    for (int64_t l = 0; l < r.layers; ++l) {
+      const torch::Tensor delta = (trace.residual[static_cast<size_t>(l + 1)] - trace.residual[static_cast<size_t>(l)])
+                                      .squeeze(0).to(at::kCPU).contiguous();
+      std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(), r.residualDeltas[static_cast<size_t>(l)].row(at));
+    }
+    if (klTokens < options.logitLensTokens && r.layers >= 2) {  // logit lens on the layer outputs
+      const auto lensStart = clock::now();
+      torch::Tensor previous = at::log_softmax(model.logits(trace.residual[1].squeeze(0)), -1);
+      for (int64_t l = 1; l < r.layers; ++l) {
+        const torch::Tensor current = at::log_softmax(model.logits(trace.residual[static_cast<size_t>(l + 1)].squeeze(0)), -1);
+        klSum[static_cast<size_t>(l - 1)] += (previous.exp() * (previous - current)).sum().item<double>();
+        previous = current;
+      }
+      klTokens += n;
+      r.logitLensSeconds += std::chrono::duration<double>(clock::now() - lensStart).count();
+    }
+    ctx.report(0.05 + 0.9 * static_cast<double>(at + n) / static_cast<double>(r.tokens),
+               "activations: " + std::to_string(at + n) + " / " + std::to_string(r.tokens) + " tokens");
+  }
+  r.forwardSeconds = std::chrono::duration<double>(clock::now() - started).count() - r.logitLensSeconds;
+  for (double sum : klSum) r.klDrift.push_back(klTokens ? sum / static_cast<double>(klTokens) : 0.0);
+
+  // Attention maps of one sample sequence: cosine similarity between every pair of (layer, head).
+  const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});
+  if (sample >= 2) {
+    const torch::Tensor tokens =
+        at::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + sample), at::kLong).unsqueeze(0).to(device);
+    InferenceModel::Trace trace;
+    model.forward(tokens, &trace, /*captureAttention=*/true);
+    std::vector<torch::Tensor> maps;
+    for (int64_t l = 0; l < r.layers; ++l)
+      for (int64_t h = 0; h < r.heads; ++h) {
+        maps.push_back(trace.attention[static_cast<size_t>(l)].select(0, 0).select(0, h).reshape({-1}));
+        r.headLabels.push_back("L" + std::to_string(l) + ".h" + std::to_string(h));
+      }
+    const torch::Tensor x = at::stack(maps);
+    const torch::Tensor unit = x / x.norm(2, 1, true).clamp_min(1e-12);
+    r.attentionSimilarity = toMatrix(at::matmul(unit, unit.t()));
+  }
+  r.peakResidentBytes = peakResidentBytes();
+  ctx.report(1.0, "activations: done");
+  return r;
+}
+
+std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& path, const std::vector<int>& tokens) {
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  const InferenceModel model(*ckpt, view, torch::kCPU);
+  InferenceModel::Trace trace;
+  model.forward(at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).unsqueeze(0), &trace);
+  std::vector<FloatMatrix> out;
+  for (const torch::Tensor& h : trace.residual) out.push_back(toMatrix(h.squeeze(0)));
+  out.push_back(toMatrix(model.logits(trace.residual.back().squeeze(0))));  // last: the logits
+  return out;
+}
+
+}  // namespace sharelens

@@ -1,0 +1,45 @@
+// Runs a checkpoint forward over real text and hands back what the activation analyses need (DESIGN.md
+// section 4): each layer's contribution to the residual stream dh_l = h_l - h_{l-1} over N tokens, the
+// logit-lens KL drift between consecutive layers, and the similarity of attention maps between heads over
+// sample text. Torch-free interface; the effective-rank maps are computed by analysis/.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/float_matrix.hpp"
+#include "core/task.hpp"
+
+namespace sharelens {
+
+struct ProbeOptions {
+  int64_t tokens = 25000;          // tokens of text for the layer-output differences
+  std::string corpus = "brown";    // brown, nlp or a directory of .txt files
+  int64_t chunk = 512;             // tokens per forward pass (capped at the model's context)
+  int64_t logitLensTokens = 2048;  // of those, how many go through the logit lens (V-wide softmaxes)
+  int64_t attentionTokens = 128;   // one sample sequence for the attention maps
+  std::string device = "cpu";
+  int threads = 0;
+  std::vector<int> tokenIds;       // when given: these tokens instead of the corpus text
+};
+
+struct ProbeResult {
+  std::string tokenizer;                    // what tokenised the text
+  std::vector<int> tokenIds;                // the tokens that went through the model
+  int64_t tokens = 0, layers = 0, hidden = 0, heads = 0;
+  std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]
+  std::vector<double> klDrift;              // KL(p_l || p_{l+1}), l = 0..layers-2, over layer outputs
+  std::vector<std::string> headLabels;      // "L3.h5"
+  FloatMatrix attentionSimilarity;          // (layers * heads)^2 cosine similarity of attention maps
+  double forwardSeconds = 0, logitLensSeconds = 0;
+  int64_t peakResidentBytes = 0;            // of the process, after the forward passes
+};
+
+ProbeResult probeCheckpoint(const std::filesystem::path& checkpointPath, const ProbeOptions& options,
+                            const TaskContext& ctx);
+
+// Hidden states (embeddings, then after each layer) and, last, the logits of one token sequence.
+std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& checkpointPath, const std::vector<int>& tokens);
+
+}  // namespace sharelens

@@ -1,0 +1,239 @@
+#include "trainer/inference_model.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/json_util.hpp"
+#include "core/sharelens_names.hpp"
+#include "core/topology.hpp"
+
+namespace sharelens {
+namespace {
+
+torch::Tensor tensorOf(const FloatMatrix& m, torch::Device device) {
+  return at::from_blob(const_cast<float*>(m.data.data()), {m.rows, m.cols}, at::kFloat).clone().to(device);
+}
+
+torch::Tensor vectorOf(const std::vector<float>& v, torch::Device device) {
+  return at::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, at::kFloat).clone().to(device);
+}
+
+// The text part of a config (Gemma 3 nests it under text_config).
+const Json& textConfig(const Json& config) {
+  if (auto it = config.find("text_config"); it != config.end() && it->is_object()) return *it;
+  return config;
+}
+
+double number(const Json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// HF's RoPE inverse frequencies (float32, as transformers computes them), with llama3 / linear scaling.
+torch::Tensor inverseFrequencies(int64_t headDim, double theta, const ArchitectureParams& p, bool scaled) {
+  torch::Tensor inv = 1.0 / at::pow(at::scalar_tensor(theta, at::kFloat),
+                                     at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim));
+  if (!scaled || p.ropeScaling.empty()) return inv;
+  if (p.ropeScaling == "linear") return inv / p.ropeFactor;
+  // llama3: keep high frequencies, divide low ones by the factor, blend smoothly in between.
+  const double lowWavelen = p.originalContext / p.lowFreqFactor, highWavelen = p.originalContext / p.highFreqFactor;
+  const torch::Tensor wavelen = 2.0 * M_PI / inv;
+  torch::Tensor out = at::where(wavelen > lowWavelen, inv / p.ropeFactor, inv);
+  const torch::Tensor smooth = (p.originalContext / wavelen - p.lowFreqFactor) / (p.highFreqFactor - p.lowFreqFactor);
+  const torch::Tensor blended = (1 - smooth) * out / p.ropeFactor + smooth * out;
+  const torch::Tensor medium = (wavelen >= highWavelen).logical_and(wavelen <= lowWavelen);
+  return at::where(medium, blended, out);
+}
+
+std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch::Tensor& inv, torch::Device device) {
+  const torch::Tensor freqs = at::outer(at::arange(context, at::kFloat), inv);
+  const torch::Tensor emb = at::cat({freqs, freqs}, -1);
+  return {emb.cos().to(device), emb.sin().to(device)};
+}
+
+torch::Tensor rotateHalf(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& view) {
+  ArchitectureParams p;
+  p.family = view.family;
+  p.slidingLayers.assign(view.layers.size(), false);
+  if (view.family == Family::ShareLens) {
+    const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
+    const Topology t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
+    p.normEps = t.model.normEps;
+    p.ropeTheta = t.model.ropeTheta;
+    return p;
+  }
+  const Json empty = Json::object();
+  const Json& config = ckpt.config() ? *ckpt.config() : empty;
+  const Json& c = textConfig(config);
+  switch (view.family) {
+    case Family::Gpt2: p.normEps = number(c, "layer_norm_epsilon", 1e-5); return p;
+    case Family::Gemma3: p.normEps = number(c, "rms_norm_eps", 1e-6); break;
+    default: p.normEps = number(c, "rms_norm_eps", 1e-6); break;
+  }
+  p.ropeTheta = number(c, "rope_theta", view.family == Family::Gemma3 ? 1e6 : 10000.0);
+  if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
+    p.ropeScaling = it->value("rope_type", it->value("type", ""));
+    if (p.ropeScaling == "default") p.ropeScaling.clear();
+    if (!p.ropeScaling.empty() && p.ropeScaling != "llama3" && p.ropeScaling != "linear")
+      throw Error({.what = "unsupported rope_scaling", .where = "config.json field 'rope_scaling'",
+                   .expected = "llama3 or linear", .found = p.ropeScaling,
+                   .hint = "hidden states would not match the model's own implementation"});
+    p.ropeFactor = number(*it, "factor", 1.0);
+    p.lowFreqFactor = number(*it, "low_freq_factor", 1.0);
+    p.highFreqFactor = number(*it, "high_freq_factor", 4.0);
+    p.originalContext = number(*it, "original_max_position_embeddings", 8192);
+  }
+  if (view.family == Family::Gemma3) {
+    p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0);
+    p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0));
+    p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096));
+    if (auto it = c.find("layer_types"); it != c.end() && it->is_array() && it->size() == view.layers.size()) {
+      for (size_t l = 0; l < it->size(); ++l) p.slidingLayers[l] = (*it)[l] == "sliding_attention";
+    } else {
+      const int64_t pattern = static_cast<int64_t>(number(c, "sliding_window_pattern", 6));
+      for (size_t l = 0; l < view.layers.size(); ++l) p.slidingLayers[l] = pattern > 0 && (static_cast<int64_t>(l) + 1) % pattern != 0;
+    }
+  }
+  return p;
+}
+
+InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, torch::Device device)
+    : m_shape(view.shape), m_params(architectureParams(ckpt, view)), m_device(device) {
+  if (!view.hasHeads())
+    throw Error({.what = "a forward pass needs the head count and head_dim", .where = view.source,
+                 .hint = "put the model's config.json next to the weights"});
+  if (!view.embedding || !view.outputHead || !view.finalNorm)
+    throw Error({.what = "a forward pass needs the embedding, the final norm and the output head", .where = view.source});
+  if (!view.missing.empty())
+    throw Error({.what = "the checkpoint lacks tensors the forward pass needs", .where = view.source,
+                 .found = view.missing.front() + (view.missing.size() > 1 ? " and more" : ""),
+                 .hint = "run `sharelens inspect` to list what is missing"});
+  if (m_shape.context == 0) m_shape.context = 4096;
+  auto normOf = [&](const std::optional<NormRef>& ref) -> std::optional<Norm> {
+    if (!ref) return std::nullopt;
+    Norm n{vectorOf(ckpt.readFloat(ref->weight), device), {}};
+    if (ref->bias) n.bias = vectorOf(ckpt.readFloat(*ref->bias), device);
+    return n;
+  };
+  m_embedding = tensorOf(materialize(ckpt, *view.embedding), device);
+  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : tensorOf(materialize(ckpt, *view.outputHead), device);
+  if (view.positionEmbedding) m_positions = tensorOf(materialize(ckpt, *view.positionEmbedding), device);
+  m_finalNorm = *normOf(view.finalNorm);
+  const auto globalRope = ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
+  const auto localRope =
+      ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
+  for (const LayerView& lv : view.layers) {
+    Layer layer;
+    auto weight = [&](Proj p) { return lv.has(p) ? tensorOf(materialize(ckpt, lv.at(p)), device) : torch::Tensor(); };
+    auto bias = [&](Proj p) {
+      const auto& b = lv.bias[static_cast<int>(p)];
+      return b ? vectorOf(materialize(ckpt, *b), device) : torch::Tensor();
+    };
+    layer.q = weight(Proj::Q), layer.k = weight(Proj::K), layer.v = weight(Proj::V), layer.o = weight(Proj::O);
+    layer.gate = weight(Proj::Gate), layer.up = weight(Proj::Up), layer.down = weight(Proj::Down);
+    layer.bq = bias(Proj::Q), layer.bk = bias(Proj::K), layer.bv = bias(Proj::V), layer.bo = bias(Proj::O);
+    layer.bup = bias(Proj::Up), layer.bdown = bias(Proj::Down);
+    layer.attnIn = normOf(lv.normAt(NormSlot::AttnIn));
+    layer.attnOut = normOf(lv.normAt(NormSlot::AttnOut));
+    layer.ffnIn = normOf(lv.normAt(NormSlot::FfnIn));
+    layer.ffnOut = normOf(lv.normAt(NormSlot::FfnOut));
+    layer.qNorm = normOf(lv.normAt(NormSlot::QNorm));
+    layer.kNorm = normOf(lv.normAt(NormSlot::KNorm));
+    layer.sliding = m_params.slidingLayers[static_cast<size_t>(lv.index)];
+    std::tie(layer.cos, layer.sin) = layer.sliding ? localRope : globalRope;
+    m_layers.push_back(std::move(layer));
+  }
+}
+
+torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const {
+  if (m_params.family == Family::Gpt2)
+    return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
+  const torch::Tensor normalized = x * at::rsqrt(x.pow(2).mean(-1, true) + m_params.normEps);
+  return m_params.family == Family::Gemma3 ? normalized * (1.0 + n.weight) : normalized * n.weight;
+}
+
+torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const {
+  const int64_t b = h.size(0), t = h.size(1), hd = m_shape.headDim, heads = m_shape.heads, kv = m_shape.kvHeads;
+  auto project = [&](const torch::Tensor& w, const torch::Tensor& bias, int64_t count) {
+    return at::linear(h, w, bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt).view({b, t, count, hd});
+  };
+  torch::Tensor q = project(layer.q, layer.bq, heads), k = project(layer.k, layer.bk, kv), v = project(layer.v, layer.bv, kv);
+  if (layer.qNorm) q = norm(q, *layer.qNorm);
+  if (layer.kNorm) k = norm(k, *layer.kNorm);
+  q = q.transpose(1, 2);  // [B, H, T, hd]
+  k = k.transpose(1, 2);
+  v = v.transpose(1, 2);
+  if (m_params.family != Family::Gpt2) {
+    const torch::Tensor cos = layer.cos.narrow(0, 0, t), sin = layer.sin.narrow(0, 0, t);
+    q = q * cos + rotateHalf(q) * sin;
+    k = k * cos + rotateHalf(k) * sin;
+  }
+  if (kv < heads) {
+    k = k.repeat_interleave(heads / kv, 1);
+    v = v.repeat_interleave(heads / kv, 1);
+  }
+  const double scale = m_params.attentionScale > 0 ? m_params.attentionScale : 1.0 / std::sqrt(static_cast<double>(hd));
+  torch::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+  const torch::Tensor i = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(1);
+  const torch::Tensor j = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(0);
+  torch::Tensor masked = j > i;
+  if (layer.sliding && m_params.slidingWindow > 0) masked = masked.logical_or((i - j) >= m_params.slidingWindow);
+  const torch::Tensor p = at::softmax(scores.masked_fill(masked, -INFINITY), -1);
+  if (probs) *probs = p;
+  const torch::Tensor out = at::matmul(p, v).transpose(1, 2).reshape({b, t, heads * hd});
+  return at::linear(out, layer.o, layer.bo.defined() ? c10::optional<torch::Tensor>(layer.bo) : c10::nullopt);
+}
+
+torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) const {
+  switch (m_params.family) {
+    case Family::Gpt2:
+      return at::linear(at::gelu(at::linear(h, layer.up, layer.bup), "tanh"), layer.down, layer.bdown);
+    case Family::Gemma3:
+      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up), layer.down);
+    default:
+      return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up), layer.down);
+  }
+}
+
+torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace, bool captureAttention) const {
+  torch::NoGradGuard noGrad;
+  const int64_t t = tokens.size(1);
+  if (t > m_shape.context)
+    throw Error({.what = "sequence longer than the model's context", .where = "forward pass",
+                 .expected = "<= " + std::to_string(m_shape.context), .found = std::to_string(t)});
+  torch::Tensor x = at::embedding(m_embedding, tokens);
+  if (m_params.family == Family::Gemma3)
+    x = x * static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype
+  if (m_params.family == Family::Gpt2) x = x + m_positions.narrow(0, 0, t);
+  if (trace) trace->residual.push_back(x);
+  for (const Layer& layer : m_layers) {
+    torch::Tensor probs;
+    torch::Tensor* capture = trace && captureAttention ? &probs : nullptr;
+    if (m_params.family == Family::Gemma3) {
+      x = x + norm(attention(layer, norm(x, *layer.attnIn), capture), *layer.attnOut);
+      x = x + norm(mlp(layer, norm(x, *layer.ffnIn)), *layer.ffnOut);
+    } else {
+      x = x + attention(layer, norm(x, *layer.attnIn), capture);
+      x = x + mlp(layer, norm(x, *layer.ffnIn));
+    }
+    if (trace) {
+      trace->residual.push_back(x);
+      if (captureAttention) trace->attention.push_back(probs);
+    }
+  }
+  return x;
+}
+
+torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {
+  torch::NoGradGuard noGrad;
+  return at::matmul(norm(hidden, m_finalNorm), m_outputHead.t());
+}
+
+}  // namespace sharelens

@@ -1,0 +1,80 @@
+// A forward pass over a loaded checkpoint (trainer-internal: includes torch), built from the canonical
+// model view plus the family's config semantics, with hooks that capture every layer's residual stream and
+// attention maps. Families:
+//   Llama / Mistral / SmolLM   RMSNorm, SwiGLU, RoPE (rope_theta; "llama3" and "linear" rope_scaling), GQA
+//   Qwen2                      as Llama, with q/k/v biases
+//   Gemma 3                    embeddings x sqrt(hidden); RMSNorm with (1 + w); RMS q/k norms; sandwich norms;
+//                              GeGLU (tanh GELU); query_pre_attn_scalar; sliding-window layers with their own
+//                              RoPE base (rope_local_base_freq), global layers with rope_theta and its scaling
+//   GPT-2                      learned positions, LayerNorm with bias, biased projections, tanh GELU MLP
+//   ShareLens                  as Llama, each layer's effective matrices composed from the shared weights
+#pragma once
+
+#include <torch/types.h>
+
+#include <optional>
+#include <vector>
+
+#include "core/checkpoint.hpp"
+#include "core/model_view.hpp"
+
+namespace sharelens {
+
+struct ArchitectureParams {
+  Family family = Family::Llama;
+  double normEps = 1e-5;
+  double ropeTheta = 10000.0;
+  double ropeLocalTheta = 10000.0;   // Gemma 3 sliding-window layers
+  std::string ropeScaling;           // "", "llama3" or "linear"
+  double ropeFactor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0, originalContext = 8192;
+  double attentionScale = 0.0;       // 0: 1 / sqrt(head_dim)
+  int64_t slidingWindow = 0;         // 0: none
+  std::vector<bool> slidingLayers;   // per layer: sliding-window attention (Gemma 3)
+};
+
+ArchitectureParams architectureParams(const Checkpoint& checkpoint, const ModelView& view);
+
+class InferenceModel {
+ public:
+  InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device);
+
+  struct Trace {
+    std::vector<torch::Tensor> residual;   // layers + 1 tensors [B, T, d]: embeddings, then after each layer
+    std::vector<torch::Tensor> attention;  // layers tensors [B, H, T, T] (when asked for)
+  };
+
+  // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm).
+  torch::Tensor forward(const torch::Tensor& tokens, Trace* trace = nullptr, bool captureAttention = false) const;
+  // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V].
+  torch::Tensor logits(const torch::Tensor& hidden) const;
+
+  int64_t layers() const { return static_cast<int64_t>(m_layers.size()); }
+  int64_t heads() const { return m_shape.heads; }
+  int64_t context() const { return m_shape.context; }
+  const ArchitectureParams& params() const { return m_params; }
+
+ private:
+  struct Norm {
+    torch::Tensor weight, bias;  // bias: LayerNorm only
+  };
+  struct Layer {
+    torch::Tensor q, k, v, o, gate, up, down;  // [out, in]
+    torch::Tensor bq, bk, bv, bo, bup, bdown;  // optional
+    std::optional<Norm> attnIn, attnOut, ffnIn, ffnOut, qNorm, kNorm;
+    torch::Tensor cos, sin;                    // [context, head_dim] for this layer's RoPE
+    bool sliding = false;
+  };
+
+  torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
+  torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const;
+  torch::Tensor mlp(const Layer& layer, const torch::Tensor& h) const;
+
+  ModelShape m_shape;
+  ArchitectureParams m_params;
+  torch::Device m_device;
+  torch::Tensor m_embedding, m_positions, m_outputHead;
+  Norm m_finalNorm;
+  std::vector<Layer> m_layers;
+};
+
+}  // namespace sharelens

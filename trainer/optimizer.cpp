@@ -1,0 +1,79 @@
+#include "trainer/optimizer.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace sharelens {
+
+AdamW::AdamW(std::vector<NamedParameter>& params, double beta1, double beta2, double eps, double weightDecay)
+    : m_params(params), m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_weightDecay(weightDecay) {
+  for (const NamedParameter& p : m_params) {
+    m_expAvg.push_back(at::zeros_like(p.tensor));
+    m_expAvgSq.push_back(at::zeros_like(p.tensor));
+  }
+}
+
+void AdamW::step(double lr) {
+  torch::NoGradGuard noGrad;
+  ++m_steps;
+  const double biasCorrection1 = 1.0 - std::pow(m_beta1, static_cast<double>(m_steps));
+  const double biasCorrection2Sqrt = std::sqrt(1.0 - std::pow(m_beta2, static_cast<double>(m_steps)));
+  const double stepSize = lr / biasCorrection1;
+  for (size_t i = 0; i < m_params.size(); ++i) {
+    torch::Tensor& param = m_params[i].tensor;
+    const torch::Tensor& grad = param.grad();
+    if (!grad.defined()) continue;
+    if (m_params[i].decay && m_weightDecay != 0.0) param.mul_(1.0 - lr * m_weightDecay);
+    m_expAvg[i].lerp_(grad, 1.0 - m_beta1);
+    m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
+    const torch::Tensor denom = (m_expAvgSq[i].sqrt() / biasCorrection2Sqrt).add_(m_eps);
+    param.addcdiv_(m_expAvg[i], denom, -stepSize);
+  }
+}
+
+void AdamW::zeroGrad() {
+  for (NamedParameter& p : m_params)
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad().zero_();
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> AdamW::stateTensors() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (size_t i = 0; i < m_params.size(); ++i) {
+    out.emplace_back("exp_avg." + m_params[i].name, m_expAvg[i].to(at::kCPU).contiguous());
+    out.emplace_back("exp_avg_sq." + m_params[i].name, m_expAvgSq[i].to(at::kCPU).contiguous());
+  }
+  return out;
+}
+
+void AdamW::loadState(const std::map<std::string, torch::Tensor>& tensors, int64_t steps, const std::string& source) {
+  torch::NoGradGuard noGrad;
+  for (size_t i = 0; i < m_params.size(); ++i)
+    for (auto [prefix, target] : {std::pair{"exp_avg.", &m_expAvg[i]}, std::pair{"exp_avg_sq.", &m_expAvgSq[i]}}) {
+      auto it = tensors.find(prefix + m_params[i].name);
+      if (it == tensors.end() || it->second.sizes() != target->sizes())
+        throw Error({.what = "optimizer state does not match the model", .where = source,
+                     .expected = std::string(prefix) + m_params[i].name + " " + c10::str(target->sizes()),
+                     .found = it == tensors.end() ? "nothing" : c10::str(it->second.sizes()),
+                     .hint = "the checkpoint belongs to another topology"});
+      target->copy_(it->second);
+    }
+  m_steps = steps;
+}
+
+double clipGradientNorm(std::vector<NamedParameter>& params, double maxNorm) {
+  torch::NoGradGuard noGrad;
+  std::vector<torch::Tensor> norms;
+  for (const NamedParameter& p : params)
+    if (p.tensor.grad().defined()) norms.push_back(p.tensor.grad().norm(2));
+  if (norms.empty()) return 0.0;
+  const double total = at::stack(norms).norm(2).item<double>();
+  if (!std::isfinite(total)) return total;
+  const double coefficient = maxNorm / (total + 1e-6);
+  if (coefficient < 1.0)
+    for (NamedParameter& p : params)
+      if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coefficient);
+  return total;
+}
+
+}  // namespace sharelens

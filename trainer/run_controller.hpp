@@ -1,0 +1,91 @@
+// Embedded training runs (DESIGN.md section 2). A RunController owns one training thread; between steps it
+// drains commands (pause, resume, stop, checkpoint now) and publishes POD StepMetrics that the UI takes once
+// per frame. The same TrainingRun serves the CLI (runTraining, on the calling thread). This header is
+// torch-free: the app includes it without compiling LibTorch.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/run_dir.hpp"
+#include "core/task.hpp"
+#include "core/topology.hpp"
+#include "trainer/train_config.hpp"
+
+namespace sharelens {
+
+struct StepMetrics {
+  int64_t step = 0;
+  double tokens = 0;
+  double loss = 0;
+  double valLoss = NAN;  // NaN on steps without validation
+  double lr = 0;
+  double gradNorm = 0;
+  double tokensPerSecond = 0;
+  double elapsed = 0;
+  bool skipped = false;  // non-finite loss or gradient: no update
+};
+
+enum class RunState : uint8_t { Preparing, Running, Paused, Finished, Stopped, Failed };
+std::string_view runStateName(RunState s);
+
+struct RunRequest {
+  Topology topology;
+  TrainConfig config;
+  std::filesystem::path runDir;
+  bool resume = false;          // continue the run in runDir from its latest complete checkpoint; the topology
+                                // and config then come from its run.json, except for:
+  std::optional<int64_t> resumeToSteps;  // extend (never shorten) the resumed run to this many steps
+  std::string role = "model";   // "model" or "baseline" (recorded in run.json)
+  std::string sibling;          // the other run of a --compare pair, relative to runDir's parent
+};
+
+class TrainingRun;
+
+class RunController {
+ public:
+  static std::unique_ptr<RunController> start(RunRequest request);
+  ~RunController();  // stops (saving a checkpoint) and joins
+  RunController(const RunController&) = delete;
+  RunController& operator=(const RunController&) = delete;
+
+  void pause();
+  void resume();
+  void requestStop();
+  void checkpointNow();
+  void wait();
+
+  RunState state() const;
+  std::string message() const;  // why it failed or stopped, or the current preparation stage
+  const std::filesystem::path& runDirectory() const;
+  const Topology& topology() const;
+  int64_t totalSteps() const;
+  TaskProgress& progress();
+  std::vector<StepMetrics> takeMetrics();  // published since the last call
+
+ private:
+  explicit RunController(RunRequest request);
+  struct Shared;
+  std::shared_ptr<Shared> m_shared;
+};
+
+// Trains on the calling thread until done, stopped (ctx.stop) or failed; onStep sees every step's metrics.
+// Bad input (topology, corpus, run directory) throws a named Error; a run that stops on non-finite losses
+// returns RunState::Failed with the reason in `message`.
+RunState runTraining(const RunRequest& request, const TaskContext& ctx,
+                     const std::function<void(const StepMetrics&)>& onStep, std::string* message = nullptr);
+
+// Trains `request.topology` and its parameter-matched baseline concurrently (half the threads each) on the
+// same data order, into runDir/<name> and runDir/<name>-baseline. Returns both final states.
+std::pair<RunState, RunState> runComparison(const RunRequest& request, const TaskContext& ctx,
+                                            const std::function<void(const std::string& role, const StepMetrics&)>& onStep);
+
+// Whether this LibTorch can train on CUDA here.
+bool cudaTrainingAvailable();
+std::string torchVersion();
+
+}  // namespace sharelens

@@ -1,0 +1,474 @@
+// TrainingRun: one run from preparation (corpus, tokenizer, tokens, model, resume) through the training
+// loop, its checkpoints and metrics. RunController and runTraining drive it.
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+#include "trainer/checkpoint_io.hpp"
+#include "trainer/model.hpp"
+#include "trainer/run_controller.hpp"
+#include "trainer/token_data.hpp"
+#include "trainer/torch_compat.hpp"
+
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+std::string isoTimeNow() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+// SHARELENS_TEST_NONFINITE_STEPS="7" or "7,9" or "12-": steps whose loss is made NaN (fault injection).
+bool injectedNonFinite(int64_t step) {
+  static const std::string spec = [] {
+    const char* env = std::getenv("SHARELENS_TEST_NONFINITE_STEPS");
+    return std::string(env ? env : "");
+  }();
+  if (spec.empty()) return false;
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    if (!item.empty() && item.back() == '-') {
+      if (step >= std::stoll(item.substr(0, item.size() - 1))) return true;
+    } else if (!item.empty() && step == std::stoll(item)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Json budgetJson(const Topology& t) {
+  const ParamBudget b = countParameters(t);
+  Json groups = Json::object();
+  for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
+  return {{"total", b.total}, {"groups", groups}, {"rho", b.rho}, {"train_flops_per_token", b.trainFlopsPerToken}};
+}
+
+}  // namespace
+
+// Commands and published state shared between the training thread and its owner.
+struct RunChannel {
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool paused = false;
+  bool checkpointRequested = false;
+  RunState state = RunState::Preparing;
+  std::string message;
+  std::vector<StepMetrics> metrics;
+  TaskProgress progress;
+
+  void setState(RunState s, std::string why = {}) {
+    std::lock_guard lock(mutex);
+    state = s;
+    if (!why.empty()) message = std::move(why);
+  }
+};
+
+class TrainingRun {
+ public:
+  TrainingRun(RunRequest request, RunChannel& channel, const TaskContext& ctx)
+      : m_request(std::move(request)), m_channel(channel), m_ctx(ctx) {}
+
+  void prepare();
+  RunState loop(const std::function<void(const StepMetrics&)>& onStep);
+  const RunRequest& request() const { return m_request; }
+
+ private:
+  void log(const Json& line) { appendJsonLine(m_request.runDir / "metrics.jsonl", line); }
+  double validationLoss();
+  void saveCheckpoint(int64_t step, double elapsedSeconds);
+  torch::Tensor toDevice(const TokenBatch& b) const;
+
+  RunRequest m_request;
+  RunChannel& m_channel;
+  const TaskContext& m_ctx;
+  TokenData m_data;
+  std::unique_ptr<SharedTransformer> m_model;
+  std::unique_ptr<AdamW> m_optimizer;
+  torch::Device m_device = torch::kCPU;
+  int64_t m_step = 0;
+  double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
+  int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
+  double m_lastLoss = NAN, m_lastValLoss = NAN;
+};
+
+void TrainingRun::prepare() {
+  RunRequest& r = m_request;
+  const fs::path runJson = r.runDir / "run.json";
+  Json record;
+  if (r.resume) {
+    if (!fs::exists(runJson))
+      throw Error({.what = "nothing to resume", .where = r.runDir.string(), .expected = "a run directory with run.json",
+                   .hint = "start the run without --resume"});
+    record = readJsonFile(runJson);
+    const int threadsOverride = r.config.threads;
+    r.topology = topologyFromJson(record.at("topology"), runJson.string() + ": topology");
+    r.config = trainConfigFromJson(record.at("config"), runJson.string() + ": config");
+    if (r.resumeToSteps && *r.resumeToSteps > r.config.steps) {  // extended: readers see the new length
+      r.config.steps = *r.resumeToSteps;
+      record["config"]["steps"] = r.config.steps;
+      writeFileAtomically(runJson, record.dump(2) + "\n");
+    }
+    if (threadsOverride > 0) r.config.threads = threadsOverride;
+  } else {
+    if (fs::exists(runJson))
+      throw Error({.what = "the directory already holds a run", .where = r.runDir.string(),
+                   .hint = "pass --resume to continue it, or choose another --out"});
+    validateTopology(r.topology, "topology");
+  }
+  fs::create_directories(r.runDir);
+  const TrainConfig& c = r.config;
+  const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
+  setComputeThreads(threads);
+
+  if (c.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error({.what = "CUDA training requested but unavailable", .where = "--device cuda",
+                   .found = "LibTorch " + torchVersion() + (torch::cuda::device_count() ? "" : " without a usable GPU"),
+                   .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use --device cpu"});
+    m_device = torch::Device(torch::kCUDA, 0);
+  }
+
+  m_channel.setState(RunState::Preparing, "loading corpus '" + c.corpus + "'");
+  const Corpus corpus = loadCorpus(c.corpus);
+  const CorpusSplit split = splitByDocument(corpus, c.validationFraction);
+  if (r.resume && record.contains("corpus") && record["corpus"].value("fingerprint", "") != corpus.fingerprint)
+    throw Error({.what = "the corpus changed since the run started", .where = c.corpus,
+                 .expected = "fingerprint " + record["corpus"].value("fingerprint", ""), .found = corpus.fingerprint,
+                 .hint = "resume with the same corpus, or start a new run"});
+  const fs::path tokenizerFile = r.runDir / "tokenizer.model";
+  if (!r.resume || !fs::exists(tokenizerFile)) {
+    m_channel.setState(RunState::Preparing, "training the tokenizer");
+    const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
+    fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
+  }
+  const auto tokenizer = SpmTokenizer::load(tokenizerFile);
+  if (tokenizer->vocabSize() != r.topology.model.vocab)
+    throw Error({.what = "tokenizer and topology disagree on the vocabulary", .where = tokenizerFile.string(),
+                 .expected = std::to_string(r.topology.model.vocab) + " pieces", .found = std::to_string(tokenizer->vocabSize()),
+                 .hint = "the corpus cannot support this vocab size; lower model.vocab"});
+  m_channel.setState(RunState::Preparing, "tokenising");
+  m_data = tokenizeSplit(split, corpus.fingerprint, *tokenizer, m_ctx);
+
+  m_channel.setState(RunState::Preparing, "building the model");
+  m_model = std::make_unique<SharedTransformer>(r.topology, m_device, c.seed);
+  m_optimizer = std::make_unique<AdamW>(m_model->parameters(), c.beta1, c.beta2, c.eps, c.weightDecay);
+
+  if (r.resume) {
+    removeIncompleteCheckpoints(r.runDir);
+    if (const auto latest = latestCheckpoint(r.runDir)) {
+      const Json state = readTrainingCheckpoint(*latest, *m_model, *m_optimizer);
+      m_step = latest->step;
+      m_tokens = state.value("tokens", 0.0);
+      m_elapsedAtResume = state.value("elapsed", 0.0);
+      m_skipped = state.value("skipped_steps", int64_t{0});
+      m_consecutiveNonFinite = state.value("consecutive_nonfinite", int64_t{0});
+    }
+    log({{"event", "resume"}, {"step", m_step}});
+  } else {
+    record = {{"schema", kRunSchema},
+              {"role", r.role},
+              {"sibling", r.sibling},
+              {"created", isoTimeNow()},
+              {"topology", topologyToJson(r.topology)},
+              {"config", trainConfigToJson(c)},
+              {"seed", c.seed},
+              {"parameters", budgetJson(r.topology)},
+              {"corpus",
+               {{"spec", c.corpus}, {"fingerprint", corpus.fingerprint}, {"documents", corpus.documents.size()},
+                {"train_documents", m_data.trainDocuments}, {"validation_documents", m_data.validationDocuments},
+                {"train_tokens", m_data.train.size()}, {"validation_tokens", m_data.validation.size()}}},
+              {"tokenizer", {{"file", "tokenizer.model"}, {"fingerprint", tokenizer->fingerprint()}, {"vocab", tokenizer->vocabSize()}}},
+              {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
+    writeFileAtomically(runJson, record.dump(2) + "\n");
+  }
+}
+
+torch::Tensor TrainingRun::toDevice(const TokenBatch& b) const {
+  return at::from_blob(const_cast<int32_t*>(b.tokens.data()), {b.batch, b.length + 1}, at::kInt)
+      .to(m_device, at::kLong);
+}
+
+double TrainingRun::validationLoss() {
+  torch::NoGradGuard noGrad;
+  ScopedCudaAutocast autocast(m_device.is_cuda());
+  double total = 0;
+  const TrainConfig& c = m_request.config;
+  for (int64_t i = 0; i < c.evalBatches; ++i)
+    total += m_model->loss(toDevice(validationBatch(m_data, i, c.evalBatches, c.batchSize, m_request.topology.model.context)))
+                 .item<double>();
+  return total / static_cast<double>(c.evalBatches);
+}
+
+void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
+  const Json state = {{"step", step},
+                      {"optimizer_steps", m_optimizer->steps()},
+                      {"tokens", m_tokens},
+                      {"elapsed", elapsedSeconds},
+                      {"skipped_steps", m_skipped},
+                      {"consecutive_nonfinite", m_consecutiveNonFinite},
+                      {"loss", std::isfinite(m_lastLoss) ? Json(m_lastLoss) : Json(nullptr)},
+                      {"val_loss", std::isfinite(m_lastValLoss) ? Json(m_lastValLoss) : Json(nullptr)}};
+  writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state, m_request.config.keepLast);
+  log({{"event", "checkpoint"}, {"step", step}});
+}
+
+RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep) {
+  const TrainConfig& c = m_request.config;
+  const int64_t context = m_request.topology.model.context;
+  m_channel.setState(RunState::Running, "training");
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  auto elapsed = [&] { return m_elapsedAtResume + std::chrono::duration<double>(clock::now() - started).count(); };
+  int64_t lastSaved = m_step;
+  while (m_step < c.steps) {
+    {  // commands between steps
+      std::unique_lock lock(m_channel.mutex);
+      if (m_channel.paused) {
+        m_channel.state = RunState::Paused;
+        m_channel.wake.wait(lock, [&] { return !m_channel.paused || m_ctx.stop.stop_requested(); });
+        m_channel.state = RunState::Running;
+      }
+      if (m_channel.checkpointRequested && m_step > lastSaved) {
+        m_channel.checkpointRequested = false;
+        lock.unlock();
+        saveCheckpoint(m_step, elapsed());
+        lastSaved = m_step;
+      }
+    }
+    if (m_ctx.stop.stop_requested()) break;
+    const int64_t step = m_step + 1;
+    const auto stepStart = clock::now();
+    const double lr = c.learningRate(step);
+    const torch::Tensor tokens = toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context));
+    torch::Tensor loss;
+    {
+      ScopedCudaAutocast autocast(m_device.is_cuda());
+      loss = m_model->loss(tokens);
+      if (m_request.topology.postShare.gamma > 0) loss = loss + m_model->postSharePenalty();
+    }
+    if (injectedNonFinite(step)) loss = loss * NAN;
+    StepMetrics metrics;
+    metrics.step = step;
+    metrics.loss = loss.item<double>();
+    metrics.lr = lr;
+    std::string nonFinite;
+    if (!std::isfinite(metrics.loss)) {
+      nonFinite = "loss " + std::to_string(metrics.loss);
+    } else {
+      loss.backward();
+      metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
+      if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
+    }
+    if (nonFinite.empty()) {
+      m_optimizer->step(lr);
+      m_consecutiveNonFinite = 0;
+      m_lastLoss = metrics.loss;
+    } else {  // never let it reach the weights
+      metrics.skipped = true;
+      ++m_skipped;
+      ++m_consecutiveNonFinite;
+      log({{"event", "skip"}, {"step", step}, {"reason", nonFinite}});
+    }
+    m_optimizer->zeroGrad();
+    m_step = step;
+    m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
+                 "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));
+    const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count();
+    m_tokens += static_cast<double>(c.batchSize * context);
+    metrics.tokens = m_tokens;
+    metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
+    if (step % c.evalEvery == 0 || step == c.steps) metrics.valLoss = m_lastValLoss = validationLoss();
+    metrics.elapsed = elapsed();
+    MetricPoint point{step, metrics.tokens, metrics.skipped ? NAN : metrics.loss, metrics.valLoss, lr,
+                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed};
+    log(metricToJson(point));
+    {
+      std::lock_guard lock(m_channel.mutex);
+      m_channel.metrics.push_back(metrics);
+    }
+    if (onStep) onStep(metrics);
+    if (m_consecutiveNonFinite >= c.maxConsecutiveNonFinite) {
+      const std::string why = std::to_string(m_consecutiveNonFinite) + " non-finite steps in a row (last: " + nonFinite +
+                              " at step " + std::to_string(step) + "); the weights hold the last finite update";
+      saveCheckpoint(m_step, elapsed());
+      log({{"event", "stop"}, {"step", step}, {"reason", why}});
+      m_channel.setState(RunState::Failed, why);
+      return RunState::Failed;
+    }
+    if (step % c.checkpointEvery == 0 || step == c.steps) {
+      saveCheckpoint(step, elapsed());
+      lastSaved = step;
+    }
+  }
+  if (m_step < c.steps) {  // stopped: keep every completed step
+    if (m_step > lastSaved) saveCheckpoint(m_step, elapsed());
+    log({{"event", "stop"}, {"step", m_step}, {"reason", "stopped by request"}});
+    m_channel.setState(RunState::Stopped, "stopped at step " + std::to_string(m_step));
+    return RunState::Stopped;
+  }
+  log({{"event", "finish"}, {"step", m_step}});
+  m_channel.setState(RunState::Finished, "finished " + std::to_string(m_step) + " steps");
+  return RunState::Finished;
+}
+
+// ---- RunController ------------------------------------------------------------------------------------
+
+struct RunController::Shared {
+  RunRequest request;
+  RunChannel channel;
+  std::stop_source stop;
+  TaskContext ctx;
+  std::jthread thread;
+};
+
+RunController::RunController(RunRequest request) : m_shared(std::make_shared<Shared>()) {
+  m_shared->request = std::move(request);
+}
+
+std::unique_ptr<RunController> RunController::start(RunRequest request) {
+  std::unique_ptr<RunController> controller(new RunController(std::move(request)));
+  auto shared = controller->m_shared;
+  shared->ctx.stop = shared->stop.get_token();
+  shared->ctx.progress = &shared->channel.progress;
+  shared->ctx.threads = shared->request.config.threads;
+  shared->thread = std::jthread([shared] {
+    try {
+      TrainingRun run(shared->request, shared->channel, shared->ctx);
+      run.prepare();
+      shared->request = run.request();  // resume fills in topology and config
+      run.loop(nullptr);
+    } catch (const Cancelled&) {
+      shared->channel.setState(RunState::Stopped, "stopped while preparing");
+    } catch (const std::exception& e) {
+      shared->channel.setState(RunState::Failed, e.what());
+    }
+  });
+  return controller;
+}
+
+RunController::~RunController() {
+  requestStop();
+  wait();
+}
+
+void RunController::pause() {
+  std::lock_guard lock(m_shared->channel.mutex);
+  m_shared->channel.paused = true;
+}
+void RunController::resume() {
+  {
+    std::lock_guard lock(m_shared->channel.mutex);
+    m_shared->channel.paused = false;
+  }
+  m_shared->channel.wake.notify_all();
+}
+void RunController::requestStop() {
+  m_shared->stop.request_stop();
+  m_shared->channel.wake.notify_all();
+}
+void RunController::checkpointNow() {
+  std::lock_guard lock(m_shared->channel.mutex);
+  m_shared->channel.checkpointRequested = true;
+}
+void RunController::wait() {
+  if (m_shared->thread.joinable()) m_shared->thread.join();
+}
+RunState RunController::state() const {
+  std::lock_guard lock(m_shared->channel.mutex);
+  return m_shared->channel.state;
+}
+std::string RunController::message() const {
+  std::lock_guard lock(m_shared->channel.mutex);
+  return m_shared->channel.message;
+}
+const fs::path& RunController::runDirectory() const { return m_shared->request.runDir; }
+const Topology& RunController::topology() const { return m_shared->request.topology; }
+int64_t RunController::totalSteps() const { return m_shared->request.config.steps; }
+TaskProgress& RunController::progress() { return m_shared->channel.progress; }
+std::vector<StepMetrics> RunController::takeMetrics() {
+  std::lock_guard lock(m_shared->channel.mutex);
+  return std::exchange(m_shared->channel.metrics, {});
+}
+
+// ---- synchronous entry points ---------------------------------------------------------------------------
+
+RunState runTraining(const RunRequest& request, const TaskContext& ctx,
+                     const std::function<void(const StepMetrics&)>& onStep, std::string* message) {
+  RunChannel channel;
+  TrainingRun run(request, channel, ctx);
+  run.prepare();
+  const RunState state = run.loop(onStep);
+  if (message) {
+    std::lock_guard lock(channel.mutex);
+    *message = channel.message;
+  }
+  return state;
+}
+
+std::pair<RunState, RunState> runComparison(const RunRequest& request, const TaskContext& ctx,
+                                            const std::function<void(const std::string&, const StepMetrics&)>& onStep) {
+  const Topology baseline = parameterMatchedBaseline(request.topology);
+  const int threads = std::max(1, (request.config.threads > 0 ? request.config.threads : ctx.threadCount()) / 2);
+  RunRequest model = request, base = request;
+  model.runDir = request.runDir / "model";
+  model.sibling = "baseline";
+  model.config.threads = threads;
+  base.topology = baseline;
+  base.runDir = request.runDir / "baseline";
+  base.role = "baseline";
+  base.sibling = "model";
+  base.config.threads = threads;
+  // Both threads share the OpenBLAS pool: one thread each keeps them from oversubscribing the cores.
+  openblas_set_num_threads(1);
+  std::mutex reportMutex;
+  RunState states[2] = {RunState::Failed, RunState::Failed};
+  std::exception_ptr failures[2];
+  auto train = [&](int i, const RunRequest& r) {
+    try {
+      TaskContext own = ctx;
+      own.threads = threads;
+      states[i] = runTraining(r, own, [&](const StepMetrics& m) {
+        std::lock_guard lock(reportMutex);
+        if (onStep) onStep(r.role, m);
+      });
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  };
+  {
+    std::jthread first(train, 0, std::cref(model));
+    std::jthread second(train, 1, std::cref(base));
+  }
+  for (auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  return {states[0], states[1]};
+}
+
+std::string_view runStateName(RunState s) {
+  constexpr std::string_view names[] = {"preparing", "running", "paused", "finished", "stopped", "failed"};
+  return names[static_cast<int>(s)];
+}
+
+bool cudaTrainingAvailable() { return torch::cuda::is_available(); }
+
+std::string torchVersion() { return TORCH_VERSION; }
+
+}  // namespace sharelens
