@@ -17,7 +17,7 @@ JOBS="$(nproc)"
 
 APT_PACKAGES=(
   g++ cmake make pkg-config git
-  libtorch-dev libsentencepiece-dev
+  libtorch-dev libsentencepiece-dev libicu-dev
   libimgui-dev libglfw3-dev libgl-dev libcairo2-dev fonts-dejavu-core
   libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev

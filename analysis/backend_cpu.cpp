@@ -3,7 +3,8 @@
 
 #include "analysis/backend.hpp"
 #include "analysis/linalg_cpu.hpp"
-#include "analysis/parallel.hpp"
+#include "analysis/blas_threads.hpp"
+#include "core/parallel.hpp"
 
 namespace sharelens {
 namespace {

@@ -5,8 +5,10 @@
 #include <cmath>
 
 #include "analysis/linalg_cpu.hpp"
-#include "analysis/parallel.hpp"
+#include "core/parallel.hpp"
 #include "core/error.hpp"
+#include "core/sharelens_names.hpp"
+#include "core/topology.hpp"
 
 namespace sharelens {
 namespace {
@@ -76,6 +78,19 @@ MatrixPcaGroup pcaOfGroup(Proj proj, const std::vector<int64_t>& layers, const s
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers) {
+  std::vector<std::vector<int64_t>> groups(1);
+  for (int64_t l = 0; l < layers; ++l) {
+    groups.back().push_back(l);
+    const size_t i = static_cast<size_t>(l);
+    if (i >= drift.size() || l + 1 >= layers) continue;
+    const bool aboveLeft = i == 0 || drift[i] > drift[i - 1];
+    const bool aboveRight = i + 1 >= drift.size() || drift[i] >= drift[i + 1];
+    if (aboveLeft && aboveRight) groups.emplace_back();  // a local maximum: the next layer starts a group
+  }
+  return groups;
+}
 
 std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers) {
   auto bad = [&](const std::string& what, const std::string& found) {
@@ -151,6 +166,42 @@ std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const Model
       });
       out.push_back(pcaOfGroup(p, group, w, options.keepAtoms));
       ctx.report(static_cast<double>(step) / static_cast<double>(steps), "matrix PCA: " + std::string(projName(p)));
+    }
+  }
+  return out;
+}
+
+std::vector<TrainedDictionary> trainedDictionaries(const Checkpoint& ckpt) {
+  std::vector<TrainedDictionary> out;
+  const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
+  if (it == ckpt.metadata().end()) return out;
+  const Topology t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
+  if (!t.masa.enabled) return out;
+  const auto groups = t.masa.effectiveGroups(t.model.layers);
+  for (Proj p : t.masa.projections) {
+    const std::vector<float> coefficients = ckpt.readFloat(names::masaCoefficients(p));  // [L, S]
+    for (size_t g = 0; g < groups.size(); ++g) {
+      TrainedDictionary d;
+      d.proj = p;
+      d.group = static_cast<int64_t>(g);
+      d.layers = groups[g];
+      const std::string atomsName = names::masaAtoms(p, d.group);
+      const TensorInfo& info = *ckpt.at(atomsName).info;  // [S, out, in]
+      for (int64_t s = 0; s < info.dim(0); ++s) {
+        MatrixExpr e;
+        e.rows = info.dim(1);
+        e.cols = info.dim(2);
+        MatrixTerm term;
+        term.left = TensorSlice{atomsName, false, s, 0, e.rows, 0, e.cols};
+        e.terms.push_back(term);
+        d.atoms.push_back(materialize(ckpt, e));
+      }
+      const int64_t atoms = static_cast<int64_t>(d.atoms.size());
+      d.coefficients = FloatMatrix(atoms, static_cast<int64_t>(d.layers.size()));
+      for (int64_t s = 0; s < atoms; ++s)
+        for (size_t i = 0; i < d.layers.size(); ++i)
+          d.coefficients(s, static_cast<int64_t>(i)) = coefficients[static_cast<size_t>(d.layers[i] * atoms + s)];
+      out.push_back(std::move(d));
     }
   }
   return out;

@@ -32,8 +32,23 @@ struct MatrixPcaOptions {
 std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
                                              const MatrixPcaOptions& options, const TaskContext& ctx);
 
+// MASA layer groups from the logit-lens KL drift between consecutive layers: drift[l] = KL(p_l || p_{l+1});
+// a new group starts after each local maximum.
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers);
+
 // "0-5,6-11" or "0,1,2;3,4" -> groups of layer indices, each validated against `layers`.
 std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers);
+
+// The learned dictionaries of a ShareLens checkpoint trained with MASA: for each projection and layer group,
+// the atoms D_s and the coefficient table (atoms x the group's layers). Empty for other checkpoints.
+struct TrainedDictionary {
+  Proj proj = Proj::Q;
+  int64_t group = 0;
+  std::vector<int64_t> layers;
+  std::vector<FloatMatrix> atoms;
+  FloatMatrix coefficients;  // S x |layers|
+};
+std::vector<TrainedDictionary> trainedDictionaries(const Checkpoint& checkpoint);
 
 // Atom correlation map Phi(D_i, D_j) = tr(D_i^T D_j) / (||D_i||_F ||D_j||_F), S x S. For PCA atoms it is the
 // identity; for trained MASA atoms it shows how much they overlap.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analysis/parallel.hpp"
+#include "core/parallel.hpp"
 #include "core/error.hpp"
 
 namespace sharelens {

@@ -7,7 +7,9 @@
 #include <iostream>
 
 #include "analysis/report_json.hpp"
+#include "trainer/forward_probe.hpp"
 #include "app/cli/commands.hpp"
+#include "core/run_dir.hpp"
 #include "app/cli/progress_printer.hpp"
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
@@ -26,6 +28,13 @@ int runAnalyze(Args& args) {
   const std::string path = args.positional("PATH");
   bool spectra = args.flag("spectra"), heads = args.flag("heads"), layers = args.flag("layers"),
        masa = args.flag("masa"), embedding = args.flag("embedding");
+  const bool activations = args.flag("activations");
+  ProbeOptions probe;
+  probe.tokens = args.integer("tokens", 2, 100'000'000).value_or(probe.tokens);
+  probe.corpus = args.option("corpus", probe.corpus);
+  probe.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(probe.logitLensTokens);
+  probe.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(probe.attentionTokens);
+  const auto tokenIdsFile = args.option("token-ids");
   auto directShareRatio = args.number("directshare");
   const auto directShareOut = args.option("directshare-out");
   const auto masaGroups = args.option("masa-groups");
@@ -42,12 +51,12 @@ int runAnalyze(Args& args) {
   if (device != "cpu" && device != "cuda")
     throw Error({.what = "unknown device", .where = "sharelens analyze --device", .expected = "cpu or cuda",
                  .found = device});
-  if (!spectra && !heads && !layers && !masa && !embedding && !directShareRatio) {
+  if (!spectra && !heads && !layers && !masa && !embedding && !directShareRatio && !activations) {
     spectra = heads = layers = masa = embedding = true;
     directShareRatio = 0.25;
   }
 
-  const auto ckpt = Checkpoint::open(path);
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   std::string note;
   auto backend = selectBackend(device == "cuda" ? Device::Cuda : Device::Cpu, &note);
@@ -73,6 +82,51 @@ int runAnalyze(Args& args) {
     timing[std::string(name) + "_s"] = secondsSince(start);
   };
   const TaskContext& ctx = task.context();
+  std::optional<ProbeResult> probed;
+  if (activations)
+    timed("activations", [&] {
+      probe.device = device;
+      probe.threads = threads;
+      if (tokenIdsFile) {
+        probe.tokenIds = readTokenIds(*tokenIdsFile);
+        probe.tokens = static_cast<int64_t>(probe.tokenIds.size());
+      }
+      probed = probeCheckpoint(path, probe, ctx);
+      std::vector<const FloatMatrix*> deltas;
+      std::vector<double> norms;
+      for (const FloatMatrix& d : probed->residualDeltas) {
+        deltas.push_back(&d);
+        double n = 0;
+        for (float v : d.data) n += static_cast<double>(v) * v;
+        norms.push_back(n);
+      }
+      const auto rankStart = std::chrono::steady_clock::now();
+      const RankMap map = rankMapFromPairs(backend->pairDifferenceSpectra(deltas, ctx), norms, threshold);
+      const double rankSeconds = secondsSince(rankStart);
+      Json similarity = Json::array();
+      const FloatMatrix& s = probed->attentionSimilarity;
+      for (int64_t r = 0; r < s.rows; ++r) similarity.push_back(std::vector<float>(s.row(r), s.row(r) + s.cols));
+      report["activations"] = {
+          {"tokens", probed->tokens},
+          {"corpus", tokenIdsFile ? *tokenIdsFile : probe.corpus},
+          {"tokenizer", probed->tokenizer},
+          {"token_ids", probed->tokenIds},
+          {"layer_output_differences",
+           {{"threshold", threshold}, {"effective_rank", Json::array()}, {"relative_difference", Json::array()}}},
+          {"logit_lens", {{"tokens", std::min(probe.logitLensTokens, probed->tokens)}, {"kl_drift", probed->klDrift},
+                          {"groups", groupsFromKlDrift(probed->klDrift, probed->layers)}}},
+          {"attention_similarity", {{"tokens", std::min(probe.attentionTokens, probed->tokens)}, {"labels", probed->headLabels},
+                                    {"similarity", similarity}}},
+          {"timing", {{"forward_s", probed->forwardSeconds}, {"logit_lens_s", probed->logitLensSeconds},
+                      {"rank_map_s", rankSeconds}}},
+          {"peak_resident_bytes", probed->peakResidentBytes}};
+      Json& maps = report["activations"]["layer_output_differences"];
+      for (int64_t i = 0; i < map.n; ++i) {
+        maps["effective_rank"].push_back(std::vector<int32_t>(map.rank.begin() + i * map.n, map.rank.begin() + (i + 1) * map.n));
+        maps["relative_difference"].push_back(
+            std::vector<float>(map.relativeDifference.begin() + i * map.n, map.relativeDifference.begin() + (i + 1) * map.n));
+      }
+    });
   if (spectra)
     timed("spectra", [&] { report["spectra"] = toJson(computeSpectra(*ckpt, view, *backend, {threshold}, ctx)); });
   if (heads)
@@ -85,7 +139,14 @@ int runAnalyze(Args& args) {
   if (masa)
     timed("matrix_pca", [&] {
       MatrixPcaOptions options;
-      if (masaGroups) options.groups = parseLayerGroups(*masaGroups, view.shape.layers);
+      if (masaGroups && *masaGroups == "kl") {
+        if (!probed)
+          throw Error({.what = "--masa-groups kl needs the logit-lens drift", .where = "sharelens analyze",
+                       .hint = "add --activations"});
+        options.groups = groupsFromKlDrift(probed->klDrift, view.shape.layers);
+      } else if (masaGroups) {
+        options.groups = parseLayerGroups(*masaGroups, view.shape.layers);
+      }
       report["matrix_pca"] = toJson(computeMatrixPca(*ckpt, view, options, ctx));
     });
   if (directShareRatio)

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "core/run_dir.hpp"
 #include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
 
@@ -21,7 +22,7 @@ int runDumpView(Args& args) {
   const std::string path = args.positional("PATH");
   const std::string out = args.positional("OUT.safetensors");
   args.finish();
-  const auto ckpt = Checkpoint::open(path);
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   std::vector<EncodedTensor> tensors;
   if (view.embedding) tensors.push_back(encode("embedding", materialize(*ckpt, *view.embedding)));

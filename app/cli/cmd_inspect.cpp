@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "core/run_dir.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
 #include "core/inspect_report.hpp"
@@ -12,7 +13,7 @@ int runInspect(Args& args) {
   const std::string path = args.positional("PATH (a .safetensors file or a model directory)");
   const auto jsonOut = args.option("json");
   args.finish();
-  const auto checkpoint = Checkpoint::open(path);
+  const auto checkpoint = Checkpoint::open(resolveModelPath(path));
   const Json report = inspectCheckpoint(*checkpoint);
   std::cout << formatInspectReport(report);
   if (jsonOut) writeFileAtomically(*jsonOut, report.dump(2) + "\n");

@@ -15,10 +15,33 @@ const std::vector<Command>& commands() {
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
        "sharelens analyze PATH [--spectra] [--heads] [--layers] [--masa] [--directshare RATIO] [--embedding] "
-       "[--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11] [--directshare-out DIR] "
-       "--json FILE",
-       "spectra, head/layer difference maps, Matrix PCA, DirectShare and embedding study as one JSON report",
+       "[--activations [--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] "
+       "[--attention-tokens N]] [--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11|kl] "
+       "[--directshare-out DIR] --json FILE",
+       "spectra, head/layer difference maps (of weights and of layer outputs over text), Matrix PCA, DirectShare, "
+       "embedding study, logit-lens drift and attention similarity as one JSON report",
        runAnalyze},
+      {"topology",
+       "sharelens topology --preset vanilla|sequence|cycle|cycle-rev|bulge|hierarchy|universal --layers L --unique U "
+       "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context T] "
+       "[--lora-rank R] [--ffn-tie-interior K] [--embedding-rank R] [--untied-embeddings] --out FILE",
+       "write a sharing-topology preset as a topology file, and print its parameter budget", runTopology},
+      {"params", "sharelens params TOPOLOGY [--match-baseline OUT.json] [--batch N] [--json FILE]",
+       "parameters by group, rho, FLOPs per token, training memory; solve the parameter-matched baseline", runParams},
+      {"train",
+       "sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] "
+       "[--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N]",
+       "pretrain a topology (and with --compare its parameter-matched baseline) with LibTorch", runTrain},
+      {"export-hf", "sharelens export-hf PATH OUT_DIR",
+       "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout", runExportHf},
+      {"export",
+       "sharelens export --view NAME --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--ratio R] "
+       "[--threshold T] [--tokens N] [--metric M] [--colormap C] [--width W] [--height H]",
+       "render a view's figure to PNG, SVG or PDF without a window", runExport},
+      {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
+       "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},
+      {"tokenize", "sharelens tokenize PATH [--text TEXT | --file FILE] [--special] [--json FILE]",
+       "token ids with a checkpoint's tokenizer (tokenizer.json or SentencePiece)", runTokenize},
       {"convert", "sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]",
        "merge shards into one file and convert floating tensors to one dtype", runConvert},
   };

@@ -27,5 +27,13 @@ int runInspect(Args& args);
 int runDumpView(Args& args);
 int runConvert(Args& args);
 int runAnalyze(Args& args);
+int runTopology(Args& args);
+int runParams(Args& args);
+int runTrain(Args& args);
+int runExportHf(Args& args);
+int runHiddenStates(Args& args);
+int runTokenize(Args& args);
+int runExport(Args& args);
+std::vector<int> readTokenIds(const std::string& path);
 
 }  // namespace sharelens::cli

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 namespace sharelens::cli {
 namespace {
@@ -29,6 +30,7 @@ CancellableTask::CancellableTask(int threads) {
   m_printer = std::jthread([this, terminal](std::stop_token stop) {
     using clock = std::chrono::steady_clock;
     auto lastLine = clock::now();
+    std::string lastPrinted;
     while (!stop.stop_requested()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (g_interrupted.exchange(false) && !m_stop.stop_requested()) {
@@ -39,8 +41,11 @@ CancellableTask::CancellableTask(int threads) {
       if (terminal && now - lastLine > std::chrono::milliseconds(500)) {
         std::fprintf(stderr, "\r\033[K%5.1f%%  %s", 100.0 * m_progress.fraction(), m_progress.stage().c_str());
         lastLine = now;
-      } else if (!terminal && now - lastLine > std::chrono::seconds(10)) {
-        std::fprintf(stderr, "%5.1f%%  %s\n", 100.0 * m_progress.fraction(), m_progress.stage().c_str());
+      } else if (!terminal && now - lastLine > std::chrono::seconds(10)) {  // a log: only lines that say something new
+        char line[512];
+        std::snprintf(line, sizeof line, "%5.1f%%  %s", 100.0 * m_progress.fraction(), m_progress.stage().c_str());
+        if (line != lastPrinted) std::fprintf(stderr, "%s\n", line);
+        lastPrinted = line;
         lastLine = now;
       }
     }

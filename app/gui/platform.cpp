@@ -107,7 +107,9 @@ void Platform::beginFrame() {
   ImGui::NewFrame();
 }
 
-void Platform::endFrame() {
+void Platform::setVsync(bool on) { glfwSwapInterval(on ? 1 : 0); }
+
+void Platform::render() {
   ImGui::Render();
   int width = 0, height = 0;
   glfwGetFramebufferSize(m_window, &width, &height);
@@ -119,8 +121,9 @@ void Platform::endFrame() {
     m_captureNext = false;
     m_lastFrame = captureFramebuffer();
   }
-  glfwSwapBuffers(m_window);
 }
+
+void Platform::present() { glfwSwapBuffers(m_window); }
 
 RgbaImage Platform::captureFramebuffer() const {
   RgbaImage image;

@@ -40,7 +40,10 @@ class Platform {
   static void wake();  // thread-safe: makes waitEvents return
 
   void beginFrame();
-  void endFrame();  // renders ImGui and swaps
+  void render();   // renders ImGui into the back buffer (and captures it when asked)
+  void present();  // swaps buffers
+  void endFrame() { render(), present(); }
+  void setVsync(bool on);
   float contentScale() const { return m_scale; }
   GLFWwindow* window() const { return m_window; }
   RgbaImage captureFramebuffer() const;  // the back buffer after render, before swap

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Runs every benchmark beside its peer (PyTorch / numpy on the same machine and inputs) and prints ratios.
+# The analysis and activation benchmarks on Llama-3.2-1B shapes take about an hour on 2 cores.
 # Usage: tests/bench/run_benchmarks.sh BUILD_DIR
 set -euo pipefail
 BUILD="${1:-build}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 echo "== checkpoint I/O (1 GiB BF16 checkpoint)"
 "$BUILD/tests/bench_checkpoint_io"
+echo "== analysis engine vs torch.linalg.svdvals"
+"$HERE/bench_analysis.sh" "$BUILD" gpt2-124m llama-3.2-1b
+echo "== training throughput vs eager PyTorch"
+"$HERE/bench_train.sh" "$BUILD"
+echo "== activations: 25,000 tokens through a Llama-3.2-1B shape"
+"$HERE/bench_activations.sh" "$BUILD"
+echo "== UI-thread frame time with a 1000 x 1000 heatmap and a training run"
+xvfb-run -a -s "-screen 0 1600x1000x24" "$BUILD/sharelens" --bench-ui --frames 600 --frame-stats /tmp/sharelens-ui.json

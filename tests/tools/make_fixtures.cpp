@@ -1,5 +1,7 @@
 // make_fixtures OUT_DIR            writes one HF-layout checkpoint per family (the peer tests read them)
 // make_fixtures --seeds OUT_DIR    writes the fuzzer's seed corpus (valid files + the malformed corpus)
+// make_fixtures --bench-shape gpt2-124m|llama-3.2-1b OUT_DIR
+//                                  a full-size checkpoint with the real model's shapes, random weights
 #include <fstream>
 #include <iostream>
 
@@ -20,6 +22,24 @@ int main(int argc, char** argv) {
     write("valid", testing::validSafetensorsBytes());
     for (const auto& c : testing::malformedCorpus())
       if (c.bytes.size() < 4096) write(c.name, c.bytes);
+    return 0;
+  }
+  if (argc == 4 && std::string(argv[1]) == "--bench-shape") {
+    const std::string shape = argv[2];
+    testing::FixtureSpec spec;
+    if (shape == "gpt2-124m") {
+      spec = testing::defaultSpec(Family::Gpt2);
+      spec.layers = 12, spec.hidden = 768, spec.heads = spec.kvHeads = 12, spec.headDim = 64;
+      spec.ffn = 3072, spec.vocab = 50257, spec.context = 1024, spec.dtype = DType::F32;
+    } else if (shape == "llama-3.2-1b") {
+      spec = testing::defaultSpec(Family::Llama);
+      spec.layers = 16, spec.hidden = 2048, spec.heads = 32, spec.kvHeads = 8, spec.headDim = 64;
+      spec.ffn = 8192, spec.vocab = 128256, spec.context = 131072, spec.dtype = DType::BF16, spec.tied = true;
+    } else {
+      std::cerr << "unknown shape '" << shape << "': use gpt2-124m or llama-3.2-1b\n";
+      return 2;
+    }
+    testing::writeHfFixture(argv[3], spec);
     return 0;
   }
   if (argc != 2) {

@@ -1,0 +1,188 @@
+// sharelens topology --preset NAME --layers L --unique U [...] --out FILE   a preset as a topology file
+// sharelens params TOPOLOGY [--match-baseline OUT.json] [--batch N] [--json FILE]
+// sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N]
+//                 [--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N]
+//                 [--eval-every N]
+// sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli/commands.hpp"
+#include "app/cli/progress_printer.hpp"
+#include "core/arch/family.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/hf_export.hpp"
+#include "core/naming.hpp"
+#include "core/param_count.hpp"
+#include "core/topology_presets.hpp"
+#include "trainer/run_controller.hpp"
+
+namespace sharelens::cli {
+namespace {
+
+Json budgetReport(const Topology& t, int64_t batch) {
+  const ParamBudget b = countParameters(t);
+  const MemoryEstimate mem = estimateTrainingMemory(t, batch);
+  Json groups = Json::object();
+  for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
+  return {{"name", t.name},
+          {"total", b.total},
+          {"dense_equivalent", b.denseEquivalent},
+          {"groups", groups},
+          {"rho", b.rho},
+          {"train_flops_per_token", b.trainFlopsPerToken},
+          {"forward_flops_per_token", b.forwardFlopsPerToken},
+          {"training_memory_bytes", {{"parameters_and_optimizer", mem.parameterBytes}, {"activations", mem.activationBytes},
+                                     {"batch", batch}}}};
+}
+
+void printBudget(const Json& r) {
+  std::printf("%s\n", r["name"].get<std::string>().c_str());
+  const double total = r["total"].get<double>();
+  for (const auto& [group, count] : r["groups"].items())
+    if (count.get<int64_t>() > 0)
+      std::printf("  %-18s %12lld  %8s  %5.1f%%\n", group.c_str(), static_cast<long long>(count.get<int64_t>()),
+                  humanCount(count.get<double>()).c_str(), 100.0 * count.get<double>() / total);
+  std::printf("  %-18s %12lld  %8s  (%.1f%% of the unshared %s)\n", "total", static_cast<long long>(r["total"].get<int64_t>()),
+              humanCount(total).c_str(), 100.0 * total / r["dense_equivalent"].get<double>(),
+              humanCount(r["dense_equivalent"].get<double>()).c_str());
+  std::printf("  rho (embedding share)   %.3f\n", r["rho"].get<double>());
+  std::printf("  training FLOPs / token  %s\n", humanCount(r["train_flops_per_token"].get<double>()).c_str());
+  const Json& m = r["training_memory_bytes"];
+  std::printf("  training memory         %s (weights + AdamW %s, activations at batch %lld %s)\n",
+              humanBytes(m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>()).c_str(),
+              humanBytes(m["parameters_and_optimizer"].get<double>()).c_str(), static_cast<long long>(m["batch"].get<int64_t>()),
+              humanBytes(m["activations"].get<double>()).c_str());
+}
+
+}  // namespace
+
+int runTopology(Args& args) {
+  const std::string presetName = args.option("preset", "cycle");
+  const auto pattern = parsePattern(presetName);
+  if (!pattern)
+    throw Error({.what = "unknown preset", .where = "sharelens topology --preset",
+                 .expected = "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", .found = presetName});
+  PresetSpec spec;
+  spec.pattern = *pattern;
+  spec.base = demoTopology().model;
+  spec.base.layers = args.integer("layers", 1, 512).value_or(spec.base.layers);
+  spec.uniqueBlocks = args.integer("unique", 1, 512).value_or(3);
+  spec.depthMultiplier = args.option("depth", "1");
+  spec.base.dModel = args.integer("d-model", 8, 65536).value_or(spec.base.dModel);
+  spec.base.heads = args.integer("heads", 1, 1024).value_or(spec.base.heads);
+  spec.base.kvHeads = args.integer("kv-heads", 1, 1024).value_or(spec.base.kvHeads);
+  spec.base.headDim = spec.base.dModel / spec.base.heads;
+  spec.base.ffn = args.integer("ffn", 1, 1 << 20).value_or(spec.base.ffn);
+  spec.base.vocab = args.integer("vocab", 16, 1 << 20).value_or(spec.base.vocab);
+  spec.base.context = args.integer("context", 2, 1 << 20).value_or(spec.base.context);
+  spec.loraRank = args.integer("lora-rank", 0, 4096).value_or(spec.loraRank);
+  const auto interior = args.integer("ffn-tie-interior", 0, 512);
+  const bool untied = args.flag("untied-embeddings");
+  const auto factor = args.integer("embedding-rank", 0, 65536);
+  const std::string out = args.option("out", "");
+  args.finish();
+  if (out.empty()) throw Error({.what = "missing --out FILE", .where = "sharelens topology", .hint = "usage: " + args.usage()});
+  spec.tiedEmbeddings = !untied;
+  Topology t = makePreset(spec);
+  if (interior) {
+    t.ffn.assign = interiorTieAssignment(t.model.layers, *interior);
+    t.ffn.loraRank = spec.loraRank;
+    t.provenance.note += "; FFN of layers " + std::to_string(*interior) + ".." + std::to_string(t.model.layers - *interior - 1) + " tied";
+  }
+  if (factor) t.embedding.factorRank = *factor;
+  writeTopologyFile(t, out);
+  std::cout << "wrote " << out << "\n";
+  printBudget(budgetReport(t, 16));
+  return 0;
+}
+
+int runParams(Args& args) {
+  const std::string path = args.positional("TOPOLOGY");
+  const auto baselineOut = args.option("match-baseline");
+  const int64_t batch = args.integer("batch", 1, 1 << 20).value_or(16);
+  const auto jsonOut = args.option("json");
+  args.finish();
+  const Topology t = readTopologyFile(path);
+  Json report = {{"topology", budgetReport(t, batch)}};
+  printBudget(report["topology"]);
+  if (baselineOut) {
+    const Topology base = parameterMatchedBaseline(t);
+    writeTopologyFile(base, *baselineOut);
+    report["baseline"] = budgetReport(base, batch);
+    std::printf("\nparameter-matched baseline -> %s (d_model %lld, ffn_dim %lld)\n", baselineOut->c_str(),
+                static_cast<long long>(base.model.dModel), static_cast<long long>(base.model.ffn));
+    printBudget(report["baseline"]);
+    const double diff = report["baseline"]["total"].get<double>() / report["topology"]["total"].get<double>() - 1.0;
+    std::printf("  difference vs topology  %+.3f%%\n", 100.0 * diff);
+  }
+  if (jsonOut) writeFileAtomically(*jsonOut, report.dump(2) + "\n");
+  return 0;
+}
+
+int runTrain(Args& args) {
+  RunRequest request;
+  const auto topologyPath = args.option("topology");
+  request.config.corpus = args.option("corpus", request.config.corpus);
+  const auto out = args.option("out");
+  request.resume = args.flag("resume");
+  const bool compare = args.flag("compare");
+  const auto steps = args.integer("steps", 1, 100'000'000);
+  request.config.steps = steps.value_or(request.config.steps);
+  if (request.resume) request.resumeToSteps = steps;
+  request.config.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+  request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
+  request.config.lr = args.number("lr").value_or(request.config.lr);
+  request.config.seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
+  request.config.device = args.option("device", request.config.device);
+  request.config.checkpointEvery = args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
+  request.config.evalEvery = args.integer("eval-every", 1, 1 << 30).value_or(request.config.evalEvery);
+  request.config.keepLast = args.integer("keep-last", 1, 1 << 20).value_or(request.config.keepLast);
+  args.finish();
+  if (!out) throw Error({.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
+  if (request.config.device != "cpu" && request.config.device != "cuda")
+    throw Error({.what = "unknown device", .where = "sharelens train --device", .expected = "cpu or cuda", .found = request.config.device});
+  request.runDir = *out;
+  if (!request.resume) {
+    if (!topologyPath)
+      throw Error({.what = "missing --topology FILE", .where = "sharelens train",
+                   .hint = "write one with `sharelens topology --preset cycle --out t.json`, or pass --resume"});
+    request.topology = readTopologyFile(*topologyPath);
+  }
+  CancellableTask task(request.config.threads);
+  auto printer = [&](const std::string& role, const StepMetrics& m) {
+    if (m.step % 10 != 0 && !std::isfinite(m.valLoss)) return;
+    std::fprintf(stderr, "\r\033[K%s%s step %6lld  loss %.4f%s  lr %.2e  %.0f tok/s\n", role.c_str(), role.empty() ? "" : ":",
+                 static_cast<long long>(m.step), m.loss,
+                 std::isfinite(m.valLoss) ? ("  val " + std::to_string(m.valLoss).substr(0, 6)).c_str() : "", m.lr,
+                 m.tokensPerSecond);
+  };
+  if (compare) {
+    if (request.resume) throw Error({.what = "--compare cannot --resume", .where = "sharelens train",
+                                     .hint = "resume each run directory (RUN_DIR/model, RUN_DIR/baseline) on its own"});
+    const auto [model, baseline] = runComparison(request, task.context(), printer);
+    task.finish();
+    std::cout << "model: " << runStateName(model) << ", baseline: " << runStateName(baseline) << " (" << *out << ")\n";
+    return model == RunState::Finished && baseline == RunState::Finished ? 0 : (task.context().stop.stop_requested() ? 130 : 1);
+  }
+  std::string message;
+  const RunState state = runTraining(request, task.context(), [&](const StepMetrics& m) { printer("", m); }, &message);
+  task.finish();
+  std::cout << runStateName(state) << ": " << message << " (" << *out << ")\n";
+  if (state == RunState::Stopped) return 130;
+  return state == RunState::Finished ? 0 : 1;
+}
+
+int runExportHf(Args& args) {
+  const std::string path = args.positional("PATH (checkpoint or run directory)");
+  const std::string out = args.positional("OUT_DIR");
+  args.finish();
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  exportHfLlama(*ckpt, view, out);
+  std::cout << "wrote " << out << "/model.safetensors and config.json (" << view.layers.size() << " layers)\n";
+  return 0;
+}
+
+}  // namespace sharelens::cli

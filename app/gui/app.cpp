@@ -1,0 +1,420 @@
+#include "app/gui/app.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <deque>
+#include <iostream>
+#include <random>
+
+#include "app/export/figure_export.hpp"
+#include "app/export/png.hpp"
+#include "app/gui/platform.hpp"
+#include "app/gui/view.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/topology_presets.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens::gui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Message {
+  std::string text;
+  std::string time;
+};
+
+std::string clockTime() {
+  const std::time_t now = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&now));
+  return buf;
+}
+
+// A 1000 x 1000 heatmap for the responsiveness benchmark (--bench-ui).
+class HeatmapBenchView : public View {
+ public:
+  HeatmapBenchView() {
+    plot::Heatmap h;
+    h.rows = h.cols = 1000;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(0, 1);
+    for (int i = 0; i < 1000 * 1000; ++i) h.values.push_back(u(rng) + static_cast<float>((i / 1000 + i % 1000) % 97) / 97.0f);
+    h.vmin = 0;
+    h.vmax = 2;
+    h.colorbarLabel = "value";
+    m_figure.title = "1000 x 1000 heatmap";
+    m_figure.heatmap = std::move(h);
+  }
+  const char* name() const override { return "Heatmap"; }
+  void draw(AppContext& ctx) override {
+    plot::plotWidget("##bench", m_figure, m_state, ImVec2(-1, -1), ctx.textures, ctx.style);
+  }
+
+ private:
+  plot::Figure m_figure;
+  plot::PlotState m_state;
+};
+
+class App {
+ public:
+  explicit App(const GuiOptions& options)
+      : m_options(options),
+        m_settings(Settings::load(&m_settingsProblem)),
+        m_platform({.title = "ShareLens", .width = options.width, .height = options.height,
+                    .visible = !options.screenshot && !options.benchUi,
+                    .iniPath = (Settings::file().parent_path() / "imgui.ini").string()}),
+        m_jobs(2, [] { Platform::wake(); }, [this](const std::string& job, const std::string& message) { error(job + ": " + message); }),
+        m_workspace(m_jobs, [this](const std::string& message) { error(message); }),
+        m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, plot::Style::dark(),
+                  [this](const std::string& m) { error(m); }, [this](const std::string& m) { notify(m); },
+                  [this](const fs::path& p) { open(p); }, [this](const Topology& t) { toDesigner(t); },
+                  [this](const std::string& v) { m_requestedView = v; }} {
+    if (!m_settingsProblem.empty()) error(m_settingsProblem);
+    std::error_code ec;
+    fs::create_directories(Settings::file().parent_path(), ec);
+    applyTheme();
+    m_views.push_back(makeModelView());
+    m_views.push_back(makeSpectrumView());
+    m_views.push_back(makeHeadsView());
+    m_views.push_back(makeLayersView());
+    m_views.push_back(makeMasaView());
+    m_views.push_back(makeDirectShareView());
+    m_views.push_back(makeEmbeddingView());
+    m_views.push_back(makeDesignerView());
+    m_views.push_back(makeTrainingView());
+    if (options.benchUi) m_views.push_back(std::make_unique<HeatmapBenchView>());
+    m_platform.onDrop([this](std::vector<std::string> files) {
+      for (const std::string& f : files) open(f);
+    });
+    m_requestedView = options.view ? *options.view : m_settings.lastView;
+  }
+
+  ~App() {
+    m_jobs.cancelAll();
+    try {
+      m_settings.save();
+    } catch (const Error&) {
+    }
+  }
+
+  int run() {
+    if (m_options.demo) startDemo();
+    if (m_options.benchUi) startBenchUi();
+    if (m_options.path) open(*m_options.path);
+    const auto started = Clock::now();
+    for (int frame = 0; !m_platform.shouldClose(); ++frame) {
+      const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
+      if (m_options.screenshot || m_options.benchUi) m_platform.pollEvents();
+      else m_platform.waitEvents(animating ? 0.05 : 0.5);
+      const auto frameStart = Clock::now();
+      m_jobs.drainCompletions();
+      m_workspace.poll(m_settings.threshold);
+      m_platform.beginFrame();
+      // Figures use the UI font's size; it is known only inside a frame (the atlas builds on the first).
+      m_context.style.fontSize = ImGui::GetFontSize();
+      m_context.style.titleSize = ImGui::GetFontSize() * 1.1f;
+      drawMainWindow();
+      const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
+      if (capture) m_platform.captureNextFrame();
+      m_platform.render();
+      m_frameMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
+      m_platform.present();
+      m_textures.endFrame();
+      if (capture) {
+        const RgbaImage& image = m_platform.lastCapture();
+        writePngRgba(*m_options.screenshot, image.width, image.height, image.pixels);
+        break;
+      }
+      if (m_options.benchUi && frame + 1 >= m_options.frames) break;
+    }
+    if (m_options.frameStats) writeFrameStats(*m_options.frameStats);
+    return 0;
+  }
+
+ private:
+  bool readyForScreenshot(int frame, Clock::time_point started) const {
+    if (frame + 1 < m_options.frames) return false;
+    const bool waitedLongEnough = Clock::now() - started > std::chrono::seconds(m_options.maxWaitSeconds);
+    return (m_jobs.idle() && !m_workspace.busy()) || waitedLongEnough || m_options.demo;
+  }
+
+  void error(const std::string& message) {
+    m_errors.push_back({message, clockTime()});
+    if (m_errors.size() > 200) m_errors.pop_front();
+    m_showErrors = true;
+  }
+  void notify(const std::string& message) { m_status = {message, clockTime()}; }
+
+  void applyTheme() {
+    if (m_settings.darkTheme) ImGui::StyleColorsDark();
+    else ImGui::StyleColorsLight();
+    ImGui::GetStyle().ScaleAllSizes(m_platform.contentScale());
+    m_context.style = m_settings.darkTheme ? plot::Style::dark() : plot::Style::light();
+  }
+
+  void open(const fs::path& path) {
+    try {
+      if (!fs::exists(path))
+        throw Error({.what = "no such file or directory", .where = path.string(), .hint = "check the path"});
+      if (path.extension() == ".json" && !fs::is_directory(path) && path.filename() != "model.safetensors.index.json" &&
+          path.filename() != "config.json") {
+        toDesigner(readTopologyFile(path));
+      } else if (isRunDirectory(path)) {
+        m_runs.attach(path);
+        m_workspace.follow(path, m_settings.threshold);
+        if (!m_options.view) m_requestedView = "Training";
+      } else {
+        m_workspace.open(path, m_settings.threshold);
+        if (!m_options.view) m_requestedView = "Model";
+      }
+      m_settings.addRecent(fs::absolute(path).string());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  }
+
+  void toDesigner(const Topology& t) {
+    for (auto& v : m_views)
+      if (std::string(v->name()) == "Designer") sendTopologyToDesigner(*v, t);
+    m_requestedView = "Designer";
+  }
+
+  // The demo: the default shared topology and its parameter-matched baseline training on Brown, followed by
+  // the analysis views. Resumes the previous demo when there is one.
+  void startDemo() {
+    const fs::path dir = Settings::dataDirectory() / "demo";
+    try {
+      if (isRunDirectory(dir / "model")) {
+        for (const char* role : {"model", "baseline"})
+          if (isRunDirectory(dir / role)) {
+            const Json record = readJsonFile(dir / role / "run.json");
+            const auto last = latestCheckpoint(dir / role);
+            if (last && last->step >= record["config"].value("steps", int64_t{0})) m_runs.attach(dir / role);
+            else m_runs.resumeEmbedded(dir / role, 1);
+          }
+      } else {
+        TrainConfig c;
+        c.steps = 600;
+        c.batchSize = 16;
+        c.checkpointEvery = 25;
+        c.evalEvery = 25;
+        c.keepLast = 30;
+        m_runs.launch(demoTopology(), c, dir, /*withBaseline=*/true);
+      }
+      m_workspace.follow(dir / "model", m_settings.threshold);
+      notify("demo: training " + demoTopology().name + " and its parameter-matched baseline on the Brown corpus");
+    } catch (const Error& e) {
+      error(e.what());
+    }
+    if (!m_options.view) m_requestedView = "Training";
+  }
+
+  void startBenchUi() {
+    m_platform.setVsync(false);
+    TrainConfig c;
+    c.steps = 100000;
+    c.checkpointEvery = 100000;
+    c.threads = 1;
+    const fs::path dir = fs::temp_directory_path() / ("sharelens-bench-ui-" + std::to_string(::getpid()));
+    m_runs.launch(debugTopology(), c, dir, false);
+    m_requestedView = "Heatmap";
+  }
+
+  void writeFrameStats(const std::string& path) {
+    std::vector<double> ms = m_frameMs;
+    if (ms.size() > 10) ms.erase(ms.begin(), ms.begin() + 10);  // warm-up: font atlas, first textures
+    std::sort(ms.begin(), ms.end());
+    auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
+    const Json j = {{"frames", ms.size()}, {"p50_ms", pct(0.5)}, {"p99_ms", pct(0.99)}, {"max_ms", ms.empty() ? 0.0 : ms.back()},
+                    {"training", m_runs.anyTraining()}};
+    writeFileAtomically(path, j.dump(2) + "\n");
+    std::cout << "UI-thread frame time: p50 " << pct(0.5) << " ms, p99 " << pct(0.99) << " ms over " << ms.size() << " frames\n";
+  }
+
+  void drawMainWindow() {
+    const ImGuiViewport* vp = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos(vp->WorkPos);
+    ImGui::SetNextWindowSize(vp->WorkSize);
+    ImGui::Begin("##main", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_MenuBar |
+                     ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
+    drawMenu();
+    const auto jobs = m_jobs.jobs();
+    const float footer = ImGui::GetFrameHeightWithSpacing() * (1.0f + static_cast<float>(std::min<size_t>(jobs.size(), 4)));
+    ImGui::BeginChild("##content", ImVec2(0, -footer));
+    if (ImGui::BeginTabBar("##views")) {
+      for (auto& view : m_views) {
+        ImGuiTabItemFlags flags = 0;
+        if (!m_requestedView.empty() && m_requestedView == view->name()) flags |= ImGuiTabItemFlags_SetSelected;
+        if (ImGui::BeginTabItem(view->name(), nullptr, flags)) {
+          m_current = view.get();
+          m_settings.lastView = view->name();
+          ImGui::BeginChild("##view");
+          view->draw(m_context);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+      }
+      m_requestedView.clear();
+      ImGui::EndTabBar();
+    }
+    ImGui::EndChild();
+    drawJobBar(jobs);
+    ImGui::End();
+    drawErrors();
+    drawOpenDialog();
+  }
+
+  void drawMenu() {
+    if (!ImGui::BeginMenuBar()) return;
+    if (ImGui::BeginMenu("File")) {
+      if (ImGui::MenuItem("Open...", "Ctrl+O")) m_openDialog = true;
+      if (ImGui::BeginMenu("Recent", !m_settings.recent.empty())) {
+        for (const std::string& r : std::vector<std::string>(m_settings.recent))
+          if (ImGui::MenuItem(r.c_str())) open(r);
+        ImGui::EndMenu();
+      }
+      if (ImGui::BeginMenu("Export view", m_current != nullptr)) {
+        for (auto& [stem, figure] : m_current->figures(m_context))
+          for (const char* ext : {"png", "svg", "pdf"})
+            if (ImGui::MenuItem((stem + "." + ext).c_str())) exportOne(figure, stem + "." + ext);
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Start the demo")) startDemo();
+      ImGui::Separator();
+      if (ImGui::MenuItem("Quit")) m_platform.requestClose();
+      ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("Analysis")) {
+      float threshold = static_cast<float>(m_settings.threshold);
+      if (ImGui::SliderFloat("energy threshold", &threshold, 0.5f, 0.999f, "%.3f")) m_settings.threshold = threshold;
+      if (ImGui::MenuItem("Recompute for this threshold")) m_workspace.analyseAll(m_settings.threshold);
+      ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("View")) {
+      for (auto& v : m_views)
+        if (ImGui::MenuItem(v->name())) m_requestedView = v->name();
+      ImGui::Separator();
+      if (ImGui::MenuItem("Dark theme", nullptr, &m_settings.darkTheme)) applyTheme();
+      if (ImGui::BeginMenu("Colormap")) {
+        for (plot::Colormap c : plot::kAllColormaps)
+          if (ImGui::MenuItem(std::string(plot::colormapName(c)).c_str(), nullptr, m_settings.colormap == c)) m_settings.colormap = c;
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Errors", nullptr, &m_showErrors)) {
+      }
+      ImGui::EndMenu();
+    }
+    // ImGui 1.86's GLFW backend indexes keys by GLFW key code, which is ASCII for letters.
+    if (ImGui::IsKeyPressed('O') && ImGui::GetIO().KeyCtrl) m_openDialog = true;
+    if (const LoadedModel* m = m_workspace.current()) {
+      ImGui::Separator();
+      ImGui::TextDisabled("%s", m->label.c_str());
+    }
+    ImGui::EndMenuBar();
+  }
+
+  void exportOne(const plot::Figure& figure, const std::string& fileName) {
+    const fs::path dir = Settings::dataDirectory() / "exports";
+    try {
+      fs::create_directories(dir);
+      exportFigure(figure, dir / fileName);
+      notify("exported " + (dir / fileName).string());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  }
+
+  void drawJobBar(const std::vector<JobSystem::Info>& jobs) {
+    ImGui::Separator();
+    for (size_t i = 0; i < jobs.size() && i < 4; ++i) {
+      const auto& j = jobs[i];
+      ImGui::PushID(static_cast<int>(j.id));
+      if (ImGui::SmallButton("x")) m_jobs.cancel(j.id);
+      ImGui::SameLine();
+      ImGui::ProgressBar(static_cast<float>(j.fraction), ImVec2(180, 0), j.started ? nullptr : "queued");
+      ImGui::SameLine();
+      ImGui::Text("%s  %s", j.name.c_str(), j.stage.c_str());
+      ImGui::PopID();
+    }
+    if (jobs.size() > 4) ImGui::TextDisabled("... and %zu more jobs", jobs.size() - 4);
+    if (!m_status.text.empty()) ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());
+    else ImGui::TextDisabled("ready");
+    if (!m_errors.empty()) {
+      ImGui::SameLine(ImGui::GetWindowWidth() - 160);
+      if (ImGui::SmallButton(("errors (" + std::to_string(m_errors.size()) + ")").c_str())) m_showErrors = !m_showErrors;
+    }
+  }
+
+  void drawErrors() {
+    if (!m_showErrors || m_errors.empty()) return;
+    const ImGuiViewport* vp = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos({vp->WorkPos.x + vp->WorkSize.x - 20, vp->WorkPos.y + vp->WorkSize.y - 60}, ImGuiCond_Always, {1, 1});
+    ImGui::SetNextWindowSize({640, 0}, ImGuiCond_Always);
+    ImGui::Begin("Errors", &m_showErrors, ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize);
+    for (const Message& e : m_errors) {
+      ImGui::TextDisabled("%s", e.time.c_str());
+      ImGui::SameLine();
+      ImGui::PushTextWrapPos(620);
+      ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s", e.text.c_str());
+      ImGui::PopTextWrapPos();
+    }
+    if (ImGui::Button("Clear")) m_errors.clear();
+    ImGui::End();
+  }
+
+  void drawOpenDialog() {
+    if (m_openDialog) {
+      ImGui::OpenPopup("Open");
+      m_openDialog = false;
+    }
+    if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    ImGui::TextUnformatted("A .safetensors file, a model directory, a run directory or a topology (.json):");
+    ImGui::SetNextItemWidth(560);
+    const bool enter = ImGui::InputText("##path", m_openPath, sizeof m_openPath, ImGuiInputTextFlags_EnterReturnsTrue);
+    if (ImGui::Button("Open") || enter) {
+      open(m_openPath);
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    if (!m_settings.recent.empty()) drawSectionHeader("recent");
+    for (const std::string& r : m_settings.recent)
+      if (ImGui::Selectable(r.c_str())) std::snprintf(m_openPath, sizeof m_openPath, "%s", r.c_str());
+    ImGui::EndPopup();
+  }
+
+  GuiOptions m_options;
+  std::string m_settingsProblem;
+  Settings m_settings;
+  Platform m_platform;
+  JobSystem m_jobs;
+  Workspace m_workspace;
+  RunBook m_runs;
+  plot::TextureCache m_textures;
+  AppContext m_context;
+  std::vector<std::unique_ptr<View>> m_views;
+  View* m_current = nullptr;
+  std::string m_requestedView;
+  std::deque<Message> m_errors;
+  Message m_status;
+  bool m_showErrors = false, m_openDialog = false;
+  char m_openPath[1024] = "";
+  std::vector<double> m_frameMs;
+};
+
+}  // namespace
+
+int runGui(const GuiOptions& options) {
+  App app(options);
+  return app.run();
+}
+
+}  // namespace sharelens::gui

@@ -1,0 +1,25 @@
+// The ShareLens window: menu bar, one tab per view, a job bar with progress and cancel buttons, an error
+// panel, recent files, drag-and-drop, persistent settings, idle throttling. Also the demo workspace,
+// screenshots (--screenshot) and UI-thread frame timing (--frame-stats).
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace sharelens::gui {
+
+struct GuiOptions {
+  std::optional<std::string> path;        // a checkpoint, run directory or topology to open
+  bool demo = false;                      // train the default topology and its baseline, follow them
+  std::optional<std::string> screenshot;  // write a PNG after `frames` frames (and once jobs are idle)
+  int frames = 3;
+  int maxWaitSeconds = 120;               // screenshots wait at most this long for jobs
+  std::optional<std::string> view;        // tab to show first
+  std::optional<std::string> frameStats;  // write p50/p99 UI-thread frame times (JSON) on exit
+  bool benchUi = false;                   // a 1000 x 1000 heatmap on screen and a training run going
+  int width = 1600, height = 1000;
+};
+
+int runGui(const GuiOptions& options);
+
+}  // namespace sharelens::gui

@@ -1,0 +1,101 @@
+#include "app/gui/jobs.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace sharelens::gui {
+
+JobSystem::JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError)
+    : m_wake(std::move(wakeUi)), m_onError(std::move(onError)) {
+  for (int i = 0; i < workers; ++i) m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop); });
+}
+
+JobSystem::~JobSystem() {
+  cancelAll();
+  for (auto& w : m_workers) w.request_stop();
+  m_ready.notify_all();
+  m_workers.clear();  // joins
+}
+
+uint64_t JobSystem::submit(std::string name, Work work) {
+  auto job = std::make_shared<Job>();
+  job->name = std::move(name);
+  job->work = std::move(work);
+  {
+    std::lock_guard lock(m_mutex);
+    job->id = m_next++;
+    m_queue.push_back(job);
+  }
+  m_ready.notify_one();
+  return job->id;
+}
+
+void JobSystem::cancel(uint64_t id) {
+  std::lock_guard lock(m_mutex);
+  std::erase_if(m_queue, [&](const std::shared_ptr<Job>& j) { return j->id == id; });
+  for (auto& j : m_running)
+    if (j->id == id) j->stop.request_stop();
+}
+
+void JobSystem::cancelAll() {
+  std::lock_guard lock(m_mutex);
+  m_queue.clear();
+  for (auto& j : m_running) j->stop.request_stop();
+}
+
+void JobSystem::drainCompletions() {
+  std::vector<Completion> ready;
+  {
+    std::lock_guard lock(m_mutex);
+    ready.swap(m_completions);
+  }
+  for (Completion& c : ready) c();
+}
+
+std::vector<JobSystem::Info> JobSystem::jobs() const {
+  std::lock_guard lock(m_mutex);
+  std::vector<Info> out;
+  for (const auto& j : m_running) out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
+  for (const auto& j : m_queue) out.push_back({j->id, j->name, "queued", 0.0, false});
+  return out;
+}
+
+bool JobSystem::idle() const {
+  std::lock_guard lock(m_mutex);
+  return m_queue.empty() && m_running.empty() && m_completions.empty();
+}
+
+void JobSystem::workerLoop(std::stop_token stop) {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(m_mutex);
+      m_ready.wait(lock, stop, [&] { return !m_queue.empty(); });
+      if (stop.stop_requested()) return;
+      job = m_queue.front();
+      m_queue.pop_front();
+      job->started = true;
+      m_running.push_back(job);
+    }
+    TaskContext ctx;
+    ctx.stop = job->stop.get_token();
+    ctx.progress = &job->progress;
+    Completion completion;
+    try {
+      completion = job->work(ctx);
+    } catch (const Cancelled&) {
+    } catch (const std::exception& e) {
+      const std::string name = job->name, message = e.what();
+      completion = [this, name, message] { m_onError(name, message); };
+    }
+    {
+      std::lock_guard lock(m_mutex);
+      std::erase(m_running, job);
+      if (completion && !job->stop.stop_requested()) m_completions.push_back(std::move(completion));
+    }
+    if (m_wake) m_wake();
+  }
+}
+
+}  // namespace sharelens::gui

@@ -1,0 +1,67 @@
+// Background jobs for the GUI (DESIGN.md section 2): a small pool of std::jthreads, each job with a name,
+// progress and a stop source. A job's work returns a completion that the UI thread runs when it drains the
+// mailbox once per frame (the only place results reach UI state), so no lock is ever held across a frame.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/task.hpp"
+
+namespace sharelens::gui {
+
+class JobSystem {
+ public:
+  using Completion = std::function<void()>;
+  using Work = std::function<Completion(const TaskContext&)>;
+  using ErrorHandler = std::function<void(const std::string& job, const std::string& message)>;
+
+  JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError);
+  ~JobSystem();  // cancels everything and joins
+  JobSystem(const JobSystem&) = delete;
+  JobSystem& operator=(const JobSystem&) = delete;
+
+  uint64_t submit(std::string name, Work work);
+  void cancel(uint64_t id);
+  void cancelAll();
+  void drainCompletions();  // UI thread, once per frame
+
+  struct Info {
+    uint64_t id;
+    std::string name, stage;
+    double fraction;
+    bool started;
+  };
+  std::vector<Info> jobs() const;  // queued and running
+  bool idle() const;
+
+ private:
+  struct Job {
+    uint64_t id;
+    std::string name;
+    Work work;
+    std::stop_source stop;
+    TaskProgress progress;
+    bool started = false;
+  };
+  void workerLoop(std::stop_token stop);
+
+  std::function<void()> m_wake;
+  ErrorHandler m_onError;
+  mutable std::mutex m_mutex;
+  std::condition_variable_any m_ready;
+  std::deque<std::shared_ptr<Job>> m_queue;
+  std::vector<std::shared_ptr<Job>> m_running;
+  std::vector<Completion> m_completions;
+  uint64_t m_next = 1;
+  std::vector<std::jthread> m_workers;
+};
+
+}  // namespace sharelens::gui

@@ -1,0 +1,101 @@
+#include "app/gui/run_book.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens::gui {
+
+RunEntry& RunBook::add(std::string label, const fs::path& dir) {
+  m_runs.push_back(std::make_unique<RunEntry>(std::move(label), dir));
+  return *m_runs.back();
+}
+
+RunEntry* RunBook::find(const fs::path& dir) {
+  for (auto& r : m_runs)
+    if (fs::weakly_canonical(r->dir) == fs::weakly_canonical(dir)) return r.get();
+  return nullptr;
+}
+
+fs::path RunBook::launch(const Topology& topology, TrainConfig config, const fs::path& dir, bool withBaseline) {
+  if (withBaseline) config.threads = 1;  // two runs side by side share the cores
+  RunRequest model{topology, config, withBaseline ? dir / "model" : dir};
+  if (withBaseline) model.sibling = "baseline";
+  RunEntry& entry = add(topology.name, model.runDir);
+  entry.totalSteps = config.steps;
+  entry.controller = RunController::start(model);
+  if (withBaseline) {
+    RunRequest base{.topology = parameterMatchedBaseline(topology), .config = config, .runDir = dir / "baseline",
+                    .role = "baseline", .sibling = "model"};
+    RunEntry& b = add(base.topology.name, base.runDir);
+    b.totalSteps = config.steps;
+    b.controller = RunController::start(base);
+  }
+  return model.runDir;
+}
+
+void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
+  RunRequest request;
+  request.runDir = dir;
+  request.resume = true;
+  request.config.threads = threads;
+  const Json record = readJsonFile(dir / "run.json");
+  const int64_t steps = record["config"].value("steps", int64_t{0});
+  RunEntry* entry = find(dir);
+  if (!entry) entry = &add(record["topology"].value("name", dir.filename().string()) +
+                               (record.value("role", "") == "baseline" ? " (baseline)" : ""), dir);
+  entry->totalSteps = steps;
+  entry->controller = RunController::start(request);
+}
+
+void RunBook::attach(const fs::path& dir) {
+  if (!isRunDirectory(dir))
+    throw Error({.what = "not a run directory", .where = dir.string(), .expected = "a directory with run.json",
+                 .hint = "attach the directory `sharelens train --out` wrote"});
+  if (find(dir)) return;
+  const Json record = readJsonFile(dir / "run.json");
+  RunEntry& e = add(record["topology"].value("name", dir.filename().string()) +
+                        (record.value("role", "") == "baseline" ? " (baseline)" : ""), dir);
+  e.record = record;
+  e.totalSteps = record["config"].value("steps", int64_t{0});
+  e.status = "attached";
+  poll();
+}
+
+void RunBook::poll() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - m_lastPoll < std::chrono::milliseconds(250)) return;
+  m_lastPoll = now;
+  for (auto& r : m_runs) {
+    if (r->controller) r->controller->takeMetrics();  // the file is the one source; drop the in-memory copies
+    r->metrics.poll();
+    if (!r->record && fs::exists(r->dir / "run.json")) {
+      try {
+        r->record = readJsonFile(r->dir / "run.json");
+      } catch (const Error&) {
+      }
+    }
+    if (!r->controller) {
+      for (const Json& e : r->metrics.events()) {
+        const std::string event = e.value("event", "");
+        if (event == "finish") r->status = "finished";
+        else if (event == "stop") r->status = "stopped";
+        else if (event == "resume") r->status = "running";
+      }
+    }
+    if (const auto latest = latestCheckpoint(r->dir)) r->latestCheckpoint = latest->step;
+  }
+}
+
+bool RunBook::anyTraining() const {
+  return std::any_of(m_runs.begin(), m_runs.end(), [](const auto& r) {
+    if (!r->controller) return false;
+    const RunState s = r->controller->state();
+    return s == RunState::Running || s == RunState::Preparing;
+  });
+}
+
+}  // namespace sharelens::gui

@@ -1,0 +1,54 @@
+// The training runs the monitor shows: embedded runs (a RunController training in this process) and
+// attached run directories (written by `sharelens train` or another machine), both read through their
+// metrics.jsonl so that both look the same. Polled a few times a second, never on every frame.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/run_dir.hpp"
+#include "trainer/run_controller.hpp"
+
+namespace sharelens::gui {
+
+struct RunEntry {
+  std::string label;  // topology name and role
+  std::filesystem::path dir;
+  std::unique_ptr<RunController> controller;  // embedded runs only
+  MetricsReader metrics;
+  std::optional<Json> record;  // run.json once it exists
+  bool visible = true;
+  std::string status;  // for attached runs: "running" / "finished" / "stopped" from the events
+  int64_t totalSteps = 0;
+  int64_t latestCheckpoint = -1;
+
+  RunEntry(std::string l, std::filesystem::path d) : label(std::move(l)), dir(std::move(d)), metrics(dir / "metrics.jsonl") {}
+  int64_t lastStep() const { return metrics.points().empty() ? 0 : metrics.points().back().step; }
+};
+
+class RunBook {
+ public:
+  // Starts an embedded run in `dir` (and, with `withBaseline`, its parameter-matched baseline beside it,
+  // both on one thread each). Returns the model run's directory.
+  std::filesystem::path launch(const Topology& topology, TrainConfig config, const std::filesystem::path& dir, bool withBaseline);
+  // Continues an embedded run from its latest checkpoint.
+  void resumeEmbedded(const std::filesystem::path& dir, int threads);
+  // Watches a run directory another process writes (or a finished one).
+  void attach(const std::filesystem::path& dir);
+  void poll();  // refresh metrics and states (rate-limited)
+
+  std::vector<std::unique_ptr<RunEntry>>& runs() { return m_runs; }
+  RunEntry* find(const std::filesystem::path& dir);
+  bool anyTraining() const;
+
+ private:
+  RunEntry& add(std::string label, const std::filesystem::path& dir);
+  std::vector<std::unique_ptr<RunEntry>> m_runs;
+  std::chrono::steady_clock::time_point m_lastPoll{};
+};
+
+}  // namespace sharelens::gui

@@ -1,0 +1,62 @@
+// A view is one tab of the main window (ImHex's View is the model): it draws its content from the workspace
+// and hands the figures it shows to File > Export and `sharelens export`.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/gui/jobs.hpp"
+#include "app/gui/run_book.hpp"
+#include "app/gui/settings.hpp"
+#include "app/gui/workspace.hpp"
+#include "app/plot/figure.hpp"
+#include "app/plot/imgui_canvas.hpp"
+#include "app/plot/plot_widget.hpp"
+
+namespace sharelens::gui {
+
+struct AppContext {
+  Workspace& workspace;
+  RunBook& runs;
+  JobSystem& jobs;
+  Settings& settings;
+  plot::TextureCache& textures;
+  plot::Style style;
+  std::function<void(const std::string&)> reportError;  // shown in the error panel
+  std::function<void(const std::string&)> notify;       // shown in the status line
+  std::function<void(const std::filesystem::path&)> open;  // checkpoint, run directory or topology file
+  std::function<void(const Topology&)> sendToDesigner;
+  std::function<void(const std::string&)> showView;
+};
+
+class View {
+ public:
+  virtual ~View() = default;
+  virtual const char* name() const = 0;
+  virtual void draw(AppContext& ctx) = 0;
+  // What the view shows now, as (file stem, figure), for export.
+  virtual std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) { return {}; }
+};
+
+std::unique_ptr<View> makeModelView();
+std::unique_ptr<View> makeSpectrumView();
+std::unique_ptr<View> makeHeadsView();
+std::unique_ptr<View> makeLayersView();
+std::unique_ptr<View> makeMasaView();
+std::unique_ptr<View> makeDirectShareView();
+std::unique_ptr<View> makeEmbeddingView();
+std::unique_ptr<View> makeDesignerView();
+std::unique_ptr<View> makeTrainingView();
+void sendTopologyToDesigner(View& designer, const Topology& topology);
+
+// Shared widgets.
+void drawStepSlider(AppContext& ctx);                       // scrub a followed run's checkpoints
+bool drawNoModelHint(AppContext& ctx);                      // true when there is no model (and a hint was drawn)
+void drawPending(const char* what);
+void drawSectionHeader(const char* label);                 // a labelled separator between groups of controls                         // "computing ..." with a spinner
+void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem, const plot::PlotState* state);
+
+}  // namespace sharelens::gui

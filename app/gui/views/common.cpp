@@ -1,0 +1,73 @@
+#include <imgui.h>
+
+#include <cmath>
+
+#include "app/export/figure_export.hpp"
+#include "app/gui/view.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/error.hpp"
+
+namespace sharelens::gui {
+
+void drawStepSlider(AppContext& ctx) {
+  const auto steps = ctx.workspace.steps();
+  if (steps.size() < 1 || !ctx.workspace.followed()) return;
+  int index = 0;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i] == ctx.workspace.selectedStep()) index = static_cast<int>(i);
+  ImGui::SetNextItemWidth(280);
+  const std::string label = "step " + std::to_string(steps[static_cast<size_t>(index)]);
+  if (ImGui::SliderInt("training step##steps", &index, 0, static_cast<int>(steps.size()) - 1, label.c_str()))
+    ctx.workspace.selectStep(steps[static_cast<size_t>(index)]);
+  ImGui::SameLine();
+  ImGui::TextDisabled("following %s (%zu checkpoints loaded)", ctx.workspace.followed()->filename().c_str(), steps.size());
+}
+
+bool drawNoModelHint(AppContext& ctx) {
+  if (ctx.workspace.current()) return false;
+  ImGui::Spacing();
+  if (ctx.workspace.busy()) {
+    drawPending("opening the checkpoint");
+    return true;
+  }
+  ImGui::TextWrapped("No checkpoint open. Use File > Open, drop a .safetensors file, a model directory or a run "
+                     "directory onto the window, or start the demo (sharelens --demo).");
+  return true;
+}
+
+void drawPending(const char* what) {
+  const char spinner[] = "|/-\\";
+  ImGui::TextDisabled("%c computing %s ...", spinner[static_cast<int>(ImGui::GetTime() * 8) % 4], what);
+}
+
+void drawSectionHeader(const char* label) {
+  ImGui::Spacing();
+  ImGui::TextDisabled("%s", label);
+  ImGui::Separator();
+}
+
+void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem, const plot::PlotState* state) {
+  for (const char* ext : {"png", "svg", "pdf"}) {
+    ImGui::SameLine();
+    const std::string label = std::string("Export ") + ext + "##" + stem;
+    if (ImGui::SmallButton(label.c_str())) {
+      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
+      std::filesystem::create_directories(dir);
+      const auto path = dir / (stem + "." + ext);
+      try {
+        ExportOptions o;
+        if (state) {
+          o.xView = state->xView;
+          o.yView = state->yView;
+          o.hidden = state->hidden;
+        }
+        exportFigure(figure, path, o);
+        ctx.notify("exported " + path.string());
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+  }
+}
+
+}  // namespace sharelens::gui

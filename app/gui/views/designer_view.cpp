@@ -1,0 +1,335 @@
+// Topology designer: the layers as a column of blocks coloured by unique weight (attention and FFN side by
+// side) to paint by click or drag, presets, LoRA ranks, head sharing, MASA, FFN tying, embeddings, a live
+// parameter budget with the parameter-matched baseline, topology files, and Launch (with baseline).
+#include <imgui.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "app/gui/designer_logic.hpp"
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+#include "core/param_count.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+bool inputInt64(const char* label, int64_t& value, int64_t lo, int64_t hi) {
+  int v = static_cast<int>(value);
+  ImGui::SetNextItemWidth(120);
+  const bool changed = ImGui::InputInt(label, &v, 1, 16);
+  value = std::clamp<int64_t>(v, lo, hi);
+  return changed;
+}
+
+class DesignerPanel : public View {
+ public:
+  DesignerPanel() : m_topology(demoTopology()) {}
+  const char* name() const override { return "Designer"; }
+
+  void receive(const Topology& t) {
+    m_topology = t;
+    m_baseline.reset();
+  }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
+    return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)}};
+  }
+
+  void draw(AppContext& ctx) override {
+    std::string problem;
+    try {
+      validateTopology(m_topology, "topology");
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    if (ImGui::BeginTable("##designer", 3, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthFixed, 360);
+      ImGui::TableSetupColumn("layers", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn("budget", ImGuiTableColumnFlags_WidthFixed, 380);
+      ImGui::TableNextColumn();
+      ImGui::BeginChild("##settings");
+      drawSettings();
+      ImGui::EndChild();
+      ImGui::TableNextColumn();
+      drawLayers();
+      ImGui::TableNextColumn();
+      ImGui::BeginChild("##budget");
+      drawBudget(ctx, problem);
+      ImGui::EndChild();
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  void drawSettings() {
+    Topology& t = m_topology;
+    char name[128];
+    std::snprintf(name, sizeof name, "%s", t.name.c_str());
+    ImGui::SetNextItemWidth(240);
+    if (ImGui::InputText("name", name, sizeof name)) t.name = name;
+
+    drawSectionHeader("model");
+    int64_t layers = t.model.layers;
+    if (inputInt64("layers", layers, 1, 256)) resizeLayers(t, layers);
+    if (inputInt64("d_model", t.model.dModel, 8, 16384) | inputInt64("heads", t.model.heads, 1, 256) |
+        inputInt64("KV heads", t.model.kvHeads, 1, 256))
+      syncHeadDim(t.model);
+    ImGui::SameLine();
+    ImGui::TextDisabled("head_dim %lld", static_cast<long long>(t.model.headDim));
+    inputInt64("FFN", t.model.ffn, 8, 1 << 18);
+    inputInt64("vocab", t.model.vocab, 256, 1 << 20);
+    inputInt64("context", t.model.context, 8, 1 << 16);
+
+    drawSectionHeader("sharing pattern");
+    int unique = static_cast<int>(std::max<int64_t>(1, t.attention.uniqueBlocks()));
+    ImGui::SetNextItemWidth(200);
+    ImGui::SliderInt("unique blocks U", &unique, 1, static_cast<int>(t.model.layers));
+    for (SharingPattern p : kAllPatterns) {
+      if (p != SharingPattern::Vanilla) ImGui::SameLine(0, 4);
+      if (p == SharingPattern::Bulge) ImGui::NewLine();
+      if (ImGui::SmallButton(std::string(patternName(p)).c_str())) {
+        try {
+          applyPattern(t, p, unique);
+        } catch (const Error& e) {
+          m_note = e.what();
+        }
+      }
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", std::string(patternNote(p)).c_str());
+    }
+    ImGui::TextDisabled("bulge and hierarchy: our reading of the papers' figures");
+    ImGui::TextUnformatted("depth:");
+    for (const char* m : {"1.5", "3", "skinny"}) {
+      ImGui::SameLine();
+      if (ImGui::SmallButton((std::string("x") + m).c_str())) applyDepth(m, unique);
+    }
+    ImGui::SetNextItemWidth(120);
+    int attnRank = static_cast<int>(t.attention.loraRank), ffnRank = static_cast<int>(t.ffn.loraRank);
+    if (ImGui::SliderInt("LoRA rank, attention", &attnRank, 0, 64)) t.attention.loraRank = attnRank;
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::SliderInt("LoRA rank, FFN", &ffnRank, 0, 64)) t.ffn.loraRank = ffnRank;
+    ImGui::SetNextItemWidth(120);
+    ImGui::SliderInt("##interior", &m_interior, 0, static_cast<int>((t.model.layers - 1) / 2));
+    ImGui::SameLine();
+    if (ImGui::Button("tie interior FFNs")) {
+      t.ffn.assign = interiorTieAssignment(t.model.layers, m_interior);
+      t.provenance.note += "; interior FFN tied";
+    }
+
+    drawSectionHeader("heads");
+    int mode = static_cast<int>(t.headSharing.mode);
+    const char* modes[] = {"none", "shared base + per-head LoRA", "QKV shared + LoRA"};
+    ImGui::SetNextItemWidth(240);
+    if (ImGui::Combo("head sharing", &mode, modes, 3)) t.headSharing.mode = static_cast<HeadSharingMode>(mode);
+    if (t.headSharing.mode != HeadSharingMode::None) {
+      int rank = static_cast<int>(t.headSharing.loraRank);
+      ImGui::SetNextItemWidth(120);
+      if (ImGui::SliderInt("per-head LoRA rank", &rank, 0, static_cast<int>(t.model.headDim))) t.headSharing.loraRank = rank;
+    }
+    ImGui::TextDisabled("tied head pairs: %zu (DirectShare view sends them)", t.tiedHeads.size());
+    if (!t.tiedHeads.empty() && ImGui::SmallButton("clear tied heads")) t.tiedHeads.clear();
+    float gamma = static_cast<float>(t.postShare.gamma);
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::SliderFloat("PostShare gamma", &gamma, 0.0f, 1.0f)) t.postShare.gamma = gamma;
+    if (t.postShare.gamma > 0 && t.postShare.pairs.empty() && !t.tiedHeads.empty() && ImGui::SmallButton("penalise the tied pairs instead"))
+      std::swap(t.postShare.pairs, t.tiedHeads);
+
+    drawSectionHeader("MASA");
+    ImGui::Checkbox("matrix atoms in attention", &t.masa.enabled);
+    if (t.masa.enabled) {
+      t.headSharing.mode = HeadSharingMode::None;
+      int atoms = static_cast<int>(t.masa.atoms);
+      ImGui::SetNextItemWidth(120);
+      if (ImGui::SliderInt("atoms S", &atoms, 1, static_cast<int>(t.model.layers))) t.masa.atoms = atoms;
+      for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::O}) {
+        bool on = std::find(t.masa.projections.begin(), t.masa.projections.end(), p) != t.masa.projections.end();
+        ImGui::SameLine();
+        if (ImGui::Checkbox(std::string(projName(p)).c_str(), &on)) {
+          std::erase(t.masa.projections, p);
+          if (on) t.masa.projections.push_back(p);
+        }
+      }
+      ImGui::Checkbox("MLP coefficients (block embedding -> 3-layer MLP)", &t.masa.mlpCoefficients);
+    }
+
+    drawSectionHeader("embeddings");
+    ImGui::Checkbox("tied input/output", &t.embedding.tied);
+    int rank = static_cast<int>(t.embedding.factorRank);
+    ImGui::SetNextItemWidth(160);
+    if (ImGui::SliderInt("factor rank r_e (0: none)", &rank, 0, static_cast<int>(t.model.dModel) - 1)) t.embedding.factorRank = rank;
+    if (!m_note.empty()) ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "%s", m_note.c_str());
+  }
+
+  void applyDepth(const std::string& multiplier, int unique) {
+    PresetSpec spec;
+    spec.pattern = parsePattern(m_topology.provenance.pattern).value_or(SharingPattern::Cycle);
+    spec.uniqueBlocks = unique;
+    spec.depthMultiplier = multiplier;
+    spec.base = m_topology.model;
+    spec.loraRank = m_topology.attention.loraRank;
+    spec.tiedEmbeddings = m_topology.embedding.tied;
+    try {
+      Topology grown = makePreset(spec);
+      grown.headSharing = m_topology.headSharing;
+      grown.embedding = m_topology.embedding;
+      m_topology = grown;
+    } catch (const Error& e) {
+      m_note = e.what();
+    }
+  }
+
+  // The column of layers: click or drag to paint the brush block; hover to see the assignment.
+  void drawLayers() {
+    Topology& t = m_topology;
+    ImGui::SetNextItemWidth(120);
+    ImGui::SliderInt("brush block", &m_brush, 0, static_cast<int>(std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks())));
+    ImGui::SameLine();
+    ImGui::TextDisabled("(the highest number starts a new block)");
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float width = std::min(420.0f, ImGui::GetContentRegionAvail().x);
+    const float rowH = std::clamp((ImGui::GetContentRegionAvail().y - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
+    const float colW = (width - 60) / 2;
+    ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
+    const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    dl->AddText({origin.x + 60, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
+    dl->AddText({origin.x + 60 + colW + 8, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
+    const int64_t blocks = std::max<int64_t>(2, std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks()));
+    for (int64_t l = 0; l < t.model.layers; ++l) {
+      const float y = origin.y + 18 + rowH * static_cast<float>(l);
+      const std::string label = std::to_string(l);
+      if (rowH >= 10) dl->AddText({origin.x + 30, y + (rowH - ImGui::GetFontSize()) / 2}, IM_COL32(170, 170, 170, 255), label.c_str());
+      for (int c = 0; c < 2; ++c) {
+        const BlockSharing& s = c == 0 ? t.attention : t.ffn;
+        const int64_t b = s.assign[static_cast<size_t>(l)];
+        const float x = origin.x + 60 + (colW + 8) * static_cast<float>(c);
+        const ImVec2 min{x, y + 1}, max{x + colW, y + rowH - 1};
+        const plot::Rgb color = plot::colormapColor(plot::Colormap::Viridis, static_cast<double>(b) / static_cast<double>(blocks - 1));
+        dl->AddRectFilled(min, max, plot::toImColor(color));
+        if (rowH >= 12) {
+          char text[16];
+          std::snprintf(text, sizeof text, "%c%lld%s", c == 0 ? 'A' : 'F', static_cast<long long>(b),
+                        s.loraRank > 0 && s.usersOf(b) > 1 ? " +LoRA" : "");
+          dl->AddText({min.x + 4, min.y + (rowH - ImGui::GetFontSize()) / 2 - 1},
+                      color.r + color.g + color.b > 380 ? IM_COL32(20, 20, 20, 255) : IM_COL32(240, 240, 240, 255), text);
+        }
+        const bool over = mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y && mouse.y < max.y;
+        if (over && hovered)
+          ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l), c == 0 ? "attention" : "FFN",
+                            static_cast<long long>(b), static_cast<long long>(s.usersOf(b)));
+        if (over && active) paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
+      }
+    }
+  }
+
+  void drawBudget(AppContext& ctx, const std::string& problem) {
+    const Topology& t = m_topology;
+    drawSectionHeader("parameter budget");
+    if (!problem.empty()) {
+      ImGui::PushTextWrapPos();
+      ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", problem.c_str());
+      ImGui::PopTextWrapPos();
+      return;
+    }
+    const ParamBudget b = countParameters(t);
+    for (int g = 0; g < kParamGroupCount; ++g) {
+      if (b.groups[g] == 0) continue;
+      const float share = static_cast<float>(b.groups[g]) / static_cast<float>(b.total);
+      ImGui::ProgressBar(share, ImVec2(150, 0), humanCount(static_cast<double>(b.groups[g])).c_str());
+      ImGui::SameLine();
+      ImGui::Text("%s", std::string(paramGroupName(static_cast<ParamGroup>(g))).c_str());
+    }
+    ImGui::Text("total %s (%lld): %.1f%% of the unshared %s", humanCount(static_cast<double>(b.total)).c_str(),
+                static_cast<long long>(b.total), 100.0 * static_cast<double>(b.total) / static_cast<double>(b.denseEquivalent),
+                humanCount(static_cast<double>(b.denseEquivalent)).c_str());
+    ImGui::Text("rho %.3f, training %s FLOP/token", b.rho, humanCount(b.trainFlopsPerToken).c_str());
+    const MemoryEstimate mem = estimateTrainingMemory(t, m_batch);
+    ImGui::Text("training memory at batch %d: %s", m_batch, humanBytes(mem.total()).c_str());
+    if (ImGui::Button("Parameter-matched baseline")) {
+      try {
+        m_baseline = parameterMatchedBaseline(t);
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+    if (m_baseline) {
+      const ParamBudget bb = countParameters(*m_baseline);
+      ImGui::Text("baseline: d_model %lld, FFN %lld, %s (%+.2f%%)", static_cast<long long>(m_baseline->model.dModel),
+                  static_cast<long long>(m_baseline->model.ffn), humanCount(static_cast<double>(bb.total)).c_str(),
+                  100.0 * (static_cast<double>(bb.total) / static_cast<double>(b.total) - 1));
+    }
+
+    drawSectionHeader("file");
+    ImGui::SetNextItemWidth(-1);
+    ImGui::InputTextWithHint("##path", "topology.json", m_path, sizeof m_path);
+    if (ImGui::Button("Save")) {
+      try {
+        writeTopologyFile(t, m_path);
+        ctx.notify(std::string("saved ") + m_path);
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Load")) {
+      try {
+        receive(readTopologyFile(m_path));
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+
+    drawSectionHeader("train");
+    ImGui::SetNextItemWidth(120);
+    ImGui::InputInt("steps", &m_steps, 100, 1000);
+    ImGui::SetNextItemWidth(120);
+    ImGui::InputInt("batch", &m_batch, 1, 8);
+    ImGui::SetNextItemWidth(120);
+    ImGui::InputFloat("learning rate", &m_lr, 0, 0, "%.1e");
+    const char* corpora[] = {"brown", "nlp"};
+    ImGui::SetNextItemWidth(120);
+    ImGui::Combo("corpus", &m_corpus, corpora, 2);
+    m_steps = std::max(1, m_steps);
+    m_batch = std::max(1, m_batch);
+    for (bool baseline : {false, true}) {
+      if (baseline) ImGui::SameLine();
+      if (ImGui::Button(baseline ? "Launch with baseline" : "Launch")) launch(ctx, baseline, corpora[m_corpus]);
+    }
+  }
+
+  void launch(AppContext& ctx, bool withBaseline, const char* corpus) {
+    TrainConfig c;
+    c.steps = m_steps;
+    c.batchSize = m_batch;
+    c.lr = m_lr;
+    c.corpus = corpus;
+    c.checkpointEvery = std::max(10, m_steps / 20);
+    c.evalEvery = std::max(5, m_steps / 40);
+    const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto dir = std::filesystem::path(ctx.settings.runsDirectory) / (m_topology.name + "-" + std::to_string(stamp));
+    try {
+      const auto modelRun = ctx.runs.launch(m_topology, c, dir, withBaseline);
+      ctx.workspace.follow(modelRun, ctx.settings.threshold);
+      ctx.showView("Training");
+    } catch (const Error& e) {
+      ctx.reportError(e.what());
+    }
+  }
+
+  Topology m_topology;
+  std::optional<Topology> m_baseline;
+  std::string m_note;
+  int m_brush = 0, m_interior = 1, m_steps = 600, m_batch = 16, m_corpus = 0;
+  float m_lr = 3e-3f;
+  char m_path[512] = "topology.json";
+};
+
+}  // namespace
+
+void sendTopologyToDesigner(View& view, const Topology& t) { static_cast<DesignerPanel&>(view).receive(t); }
+std::unique_ptr<View> makeDesignerView() { return std::make_unique<DesignerPanel>(); }
+
+}  // namespace sharelens::gui

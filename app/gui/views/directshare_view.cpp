@@ -1,0 +1,125 @@
+// DirectShare: the head-similarity map of [W_q || W_k], the ranked pairs for a sharing ratio with the
+// parameters saved, the attention-map similarity over text (when computed), and two ways on: write the shared
+// model as a checkpoint, or send the tied heads to the topology designer.
+#include <imgui.h>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+#include "core/topology.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+class DirectSharePanel : public View {
+ public:
+  const char* name() const override { return "DirectShare"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    std::vector<std::pair<std::string, plot::Figure>> out;
+    const LoadedModel* m = ctx.workspace.current();
+    if (m && m->results.share) out.emplace_back("directshare", plot::directShareFigure(*m->results.share));
+    if (m && m->results.activations && m->results.activations->attention.rows > 0)
+      out.emplace_back("attention-similarity", plot::attentionSimilarityFigure(m->results.activations->attention,
+                                                                               m->results.activations->labels, ctx.settings.colormap));
+    return out;
+  }
+
+  void draw(AppContext& ctx) override {
+    drawStepSlider(ctx);
+    if (drawNoModelHint(ctx)) return;
+    const LoadedModel& m = *ctx.workspace.current();
+    if (!m.results.share) {
+      if (m.view && (!m.view->hasHeads() || m.view->layers.size() < 2)) ImGui::TextDisabled("DirectShare needs heads and two or more layers");
+      else drawPending("DirectShare");
+      return;
+    }
+    const DirectShareResult& r = *m.results.share;
+    ImGui::SetNextItemWidth(260);
+    ImGui::SliderFloat("sharing ratio", &m_ratio, 0.0f, 0.9f, "%.2f");
+    if (ImGui::IsItemDeactivatedAfterEdit()) ctx.workspace.runDirectShare(m_ratio);
+    ImGui::SameLine();
+    ImGui::Text("%zu pairs share %s: %s parameters saved (%.2f%%)", r.chosen.size(), r.sharedProjections.c_str(),
+                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+                100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)));
+    if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
+    ImGui::SameLine();
+    if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
+    const plot::Figure f = plot::directShareFigure(r);
+    drawExportButtons(ctx, f, "directshare", &m_similarity);
+    const float height = ImGui::GetContentRegionAvail().y - 10;
+    if (ImGui::BeginTable("##ds", 2, ImGuiTableFlags_Resizable)) {
+      ImGui::TableSetupColumn("map", ImGuiTableColumnFlags_WidthStretch, 0.55f);
+      ImGui::TableSetupColumn("pairs", ImGuiTableColumnFlags_WidthStretch, 0.45f);
+      ImGui::TableNextColumn();
+      const float side = std::min(ImGui::GetContentRegionAvail().x, height);  // square, within its column
+      plot::plotWidget("##similarity", f, m_similarity, ImVec2(side, side), ctx.textures, ctx.style);
+      ImGui::TableNextColumn();
+      drawSectionHeader("chosen pairs (target <- source)");
+      if (ImGui::BeginTable("##pairs", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, side * 0.45f))) {
+        for (const char* c : {"target", "source", "cosine"}) ImGui::TableSetupColumn(c);
+        ImGui::TableHeadersRow();
+        for (const HeadMatch& p : r.chosen) {
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          ImGui::Text("L%lld h%lld", static_cast<long long>(p.target.layer), static_cast<long long>(p.target.head));
+          ImGui::TableNextColumn();
+          ImGui::Text("L%lld h%lld", static_cast<long long>(p.source.layer), static_cast<long long>(p.source.head));
+          ImGui::TableNextColumn();
+          ImGui::Text("%.4f", p.similarity);
+        }
+        ImGui::EndTable();
+      }
+      if (const auto& a = m.results.activations; a && a->attention.rows > 0) {
+        plot::plotWidget("##attention", plot::attentionSimilarityFigure(a->attention, a->labels, ctx.settings.colormap), m_attention,
+                         ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
+      } else {
+        ImGui::TextWrapped("Run the model over text (Layers tab) to compare heads by their attention maps too.");
+      }
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  void writeShared(AppContext& ctx, const LoadedModel& m, const DirectShareResult& r) {
+    const auto ckpt = m.checkpoint;
+    const auto view = m.view;
+    const auto result = std::make_shared<const DirectShareResult>(r);
+    const auto out = Settings::dataDirectory() / "exports" / (m.path.filename().string() + "-directshare");
+    ctx.jobs.submit("write the shared model", [ckpt, view, result, out, &ctx](const TaskContext&) -> JobSystem::Completion {
+      writeDirectSharedCheckpoint(*ckpt, *view, *result, out);
+      return [out, &ctx] { ctx.notify("wrote " + out.string()); };
+    });
+  }
+
+  static void sendToDesigner(AppContext& ctx, const LoadedModel& m, const DirectShareResult& r) {
+    const ModelShape& s = m.view->shape;
+    Topology t;
+    t.name = m.path.filename().string() + "-directshare";
+    t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
+                        .headDim = s.headDim, .ffn = s.ffn, .context = std::max<int64_t>(s.context, 2)};
+    t.model.context = std::min<int64_t>(t.model.context, 2048);
+    for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
+    t.ffn.assign = t.attention.assign;
+    t.embedding.tied = s.tiedEmbeddings;
+    for (const HeadMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.head, p.source.layer, p.source.head});
+    t.provenance = {"vanilla", s.layers, "1", "DirectShare at ratio " + std::to_string(r.ratio).substr(0, 4) + " of " + m.label};
+    try {
+      validateTopology(t, "DirectShare topology");
+      ctx.sendToDesigner(t);
+    } catch (const Error& e) {
+      ctx.reportError(e.what());
+    }
+  }
+
+  float m_ratio = 0.25f;
+  plot::PlotState m_similarity, m_attention;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeDirectShareView() { return std::make_unique<DirectSharePanel>(); }
+
+}  // namespace sharelens::gui

@@ -1,0 +1,96 @@
+// Layer differences: the effective-rank map of W_l - W_m for a chosen projection, beside the same map for
+// the layers' outputs over real text (dh_l - dh_m), computed on request.
+#include <imgui.h>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+class LayersPanel : public View {
+ public:
+  const char* name() const override { return "Layers"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    std::vector<std::pair<std::string, plot::Figure>> out;
+    const LoadedModel* m = ctx.workspace.current();
+    if (!m) return out;
+    if (const LayerDiffMap* map = chosen(*m)) out.emplace_back("layers-" + std::string(projName(map->proj)),
+                                                               plot::layerDifferenceFigure(*map, m->threshold, ctx.settings.colormap));
+    if (m->results.activations)
+      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(m->results.activations->map, m->results.activations->tokens,
+                                                                          m->threshold, ctx.settings.colormap));
+    return out;
+  }
+
+  void draw(AppContext& ctx) override {
+    drawStepSlider(ctx);
+    if (drawNoModelHint(ctx)) return;
+    const LoadedModel& m = *ctx.workspace.current();
+    if (!m.results.layers) {
+      drawPending("layer differences");
+      return;
+    }
+    ImGui::SetNextItemWidth(140);
+    if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
+      for (const LayerDiffMap& map : m.results.layers->maps)
+        if (ImGui::Selectable(std::string(projName(map.proj)).c_str(), map.proj == m_proj)) m_proj = map.proj;
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(120);
+    ImGui::InputInt("tokens", &m_tokens, 1000, 10000);
+    m_tokens = std::clamp(m_tokens, 64, 1'000'000);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(100);
+    const char* corpora[] = {"brown", "nlp"};
+    ImGui::Combo("corpus", &m_corpus, corpora, 2);
+    ImGui::SameLine();
+    if (ImGui::Button("Run over text")) ctx.workspace.runActivations(m_tokens, corpora[m_corpus], m.threshold);
+    const float width = ImGui::GetContentRegionAvail().x / 2 - 8;
+    const float side = std::min(width, ImGui::GetContentRegionAvail().y - 40);
+    if (ImGui::BeginTable("##maps", 2)) {
+      ImGui::TableNextColumn();
+      if (const LayerDiffMap* map = chosen(m)) {
+        const plot::Figure f = plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap);
+        ImGui::TextUnformatted("weights");
+        drawExportButtons(ctx, f, "layers-" + std::string(projName(map->proj)), &m_weights);
+        plot::plotWidget("##weights", f, m_weights, ImVec2(side, side), ctx.textures, ctx.style);
+      } else {
+        ImGui::TextDisabled("this model has no '%s' projection", std::string(projName(m_proj)).c_str());
+      }
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted("layer outputs over text");
+      if (const auto& a = m.results.activations) {
+        const plot::Figure f = plot::layerOutputDifferenceFigure(a->map, a->tokens, m.threshold, ctx.settings.colormap);
+        drawExportButtons(ctx, f, "layer-outputs", &m_outputs);
+        plot::plotWidget("##outputs", f, m_outputs, ImVec2(side, side), ctx.textures, ctx.style);
+        ImGui::TextDisabled("%s", a->tokenizer.c_str());
+      } else {
+        ImGui::TextWrapped("Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
+                           corpora[m_corpus]);
+      }
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  const LayerDiffMap* chosen(const LoadedModel& m) const {
+    if (!m.results.layers) return nullptr;
+    for (const LayerDiffMap& map : m.results.layers->maps)
+      if (map.proj == m_proj) return &map;
+    return nullptr;
+  }
+
+  Proj m_proj = Proj::Q;
+  int m_tokens = 4096, m_corpus = 0;
+  plot::PlotState m_weights, m_outputs;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeLayersView() { return std::make_unique<LayersPanel>(); }
+
+}  // namespace sharelens::gui

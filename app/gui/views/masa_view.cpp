@@ -1,0 +1,136 @@
+// MASA: Matrix PCA of a projection across layer groups -- the coefficient map, variance explained against
+// the number of atoms S, the atom-correlation map (of the learned dictionary for ShareLens MASA checkpoints),
+// and a group editor, including groups from the logit-lens KL drift.
+#include <imgui.h>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/error.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+std::string groupsText(const std::vector<std::vector<int64_t>>& groups) {
+  std::string out;
+  for (const auto& g : groups) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(g.front()) + "-" + std::to_string(g.back());
+  }
+  return out;
+}
+
+class MasaPanel : public View {
+ public:
+  const char* name() const override { return "MASA"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    std::vector<std::pair<std::string, plot::Figure>> out;
+    const LoadedModel* m = ctx.workspace.current();
+    if (!m || !m->results.masa) return out;
+    const auto groups = ofProjection(*m);
+    if (!groups.empty()) {
+      out.emplace_back("masa-coefficients", plot::masaCoefficientFigure(*groups[std::min(m_group, groups.size() - 1)]));
+      out.emplace_back("masa-variance", plot::masaVarianceFigure(groups));
+    }
+    if (const TrainedMasa* t = trained(*m)) out.emplace_back("masa-atom-correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
+    if (m->results.activations) out.emplace_back("kl-drift", plot::klDriftFigure(m->results.activations->klDrift, m->results.activations->groups));
+    return out;
+  }
+
+  void draw(AppContext& ctx) override {
+    drawStepSlider(ctx);
+    if (drawNoModelHint(ctx)) return;
+    const LoadedModel& m = *ctx.workspace.current();
+    if (!m.results.masa) {
+      drawPending("matrix PCA");
+      return;
+    }
+    ImGui::SetNextItemWidth(100);
+    if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
+      for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::O})
+        if (ImGui::Selectable(std::string(projName(p)).c_str(), p == m_proj)) m_proj = p;
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(220);
+    ImGui::InputTextWithHint("##groups", "layer groups, e.g. 0-5,6-11", m_groups, sizeof m_groups);
+    ImGui::SameLine();
+    if (ImGui::Button("Recompute with groups")) {
+      try {
+        ctx.workspace.runMatrixPca(parseLayerGroups(m_groups, m.view->shape.layers));
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+    if (m.results.activations) {
+      ImGui::SameLine();
+      if (ImGui::Button("Groups from KL drift")) {
+        const std::string text = groupsText(m.results.activations->groups);
+        std::snprintf(m_groups, sizeof m_groups, "%s", text.c_str());
+        ctx.workspace.runMatrixPca(m.results.activations->groups);
+      }
+    }
+    const auto groups = ofProjection(m);
+    if (groups.empty()) {
+      ImGui::TextDisabled("no '%s' projection", std::string(projName(m_proj)).c_str());
+      return;
+    }
+    if (groups.size() > 1) {
+      int g = static_cast<int>(m_group);
+      ImGui::SetNextItemWidth(200);
+      if (ImGui::SliderInt("group", &g, 0, static_cast<int>(groups.size()) - 1)) m_group = static_cast<size_t>(g);
+    }
+    const MatrixPcaGroup& group = *groups[std::min(m_group, groups.size() - 1)];
+    const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = (ImGui::GetContentRegionAvail().y - 50) / 2;
+    if (ImGui::BeginTable("##masa", 2)) {
+      ImGui::TableNextColumn();
+      const plot::Figure coefficients = plot::masaCoefficientFigure(group);
+      plot::plotWidget("##coefficients", coefficients, m_coefficients, ImVec2(w, h), ctx.textures, ctx.style);
+      ImGui::TableNextColumn();
+      plot::plotWidget("##variance", plot::masaVarianceFigure(groups), m_variance, ImVec2(w, h), ctx.textures, ctx.style);
+      ImGui::TableNextColumn();
+      if (const TrainedMasa* t = trained(m)) {
+        plot::plotWidget("##correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"), m_correlation, ImVec2(w, h),
+                         ctx.textures, ctx.style);
+      } else {
+        ImGui::TextWrapped("Atom correlation: the atoms of Matrix PCA are orthonormal, so their correlation map is the "
+                           "identity. Open a ShareLens checkpoint trained with MASA to see how learned atoms overlap.");
+        ImGui::Text("reconstruction error with S atoms:");
+        for (size_t s = 0; s < group.reconstructionError.size() && s < 12; ++s)
+          ImGui::BulletText("S = %zu: %.4f  (%.1f%% variance)", s + 1, group.reconstructionError[s], 100 * group.explainedVariance[s]);
+      }
+      ImGui::TableNextColumn();
+      if (const auto& a = m.results.activations)
+        plot::plotWidget("##kl", plot::klDriftFigure(a->klDrift, a->groups), m_kl, ImVec2(w, h), ctx.textures, ctx.style);
+      else
+        ImGui::TextWrapped("Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups from it.");
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  std::vector<const MatrixPcaGroup*> ofProjection(const LoadedModel& m) const {
+    std::vector<const MatrixPcaGroup*> out;
+    for (const MatrixPcaGroup& g : *m.results.masa)
+      if (g.proj == m_proj) out.push_back(&g);
+    return out;
+  }
+  const TrainedMasa* trained(const LoadedModel& m) const {
+    if (!m.results.trainedMasa) return nullptr;
+    for (const TrainedMasa& t : *m.results.trainedMasa)
+      if (t.proj == m_proj) return &t;
+    return nullptr;
+  }
+
+  Proj m_proj = Proj::Q;
+  size_t m_group = 0;
+  char m_groups[256] = "";
+  plot::PlotState m_coefficients, m_variance, m_correlation, m_kl;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeMasaView() { return std::make_unique<MasaPanel>(); }
+
+}  // namespace sharelens::gui

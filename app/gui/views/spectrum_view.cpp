@@ -1,0 +1,127 @@
+// Spectrum: overlaid singular-value spectra of the chosen matrices, normalised or raw, with effective-rank
+// markers and a statistics table.
+#include <imgui.h>
+
+#include <set>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+class SpectrumPanel : public View {
+ public:
+  const char* name() const override { return "Spectrum"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    const auto chosen = selected(ctx);
+    if (chosen.empty()) return {};
+    return {{"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra")}};
+  }
+
+  void draw(AppContext& ctx) override {
+    drawStepSlider(ctx);
+    if (drawNoModelHint(ctx)) return;
+    const auto& spectra = ctx.workspace.current()->results.spectra;
+    if (!spectra) {
+      drawPending("spectra");
+      return;
+    }
+    if (m_chosen.empty()) chooseDefaults(*spectra);
+    ImGui::Checkbox("normalise by sigma_1", &m_normalised);
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%zu matrices analysed; threshold %.0f%%)", spectra->size(), 100 * ctx.workspace.current()->threshold);
+    const auto chosen = selected(ctx);
+    const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra");
+    drawExportButtons(ctx, figure, "spectrum", &m_plot);
+    if (ImGui::BeginTable("##spectrum", 2, ImGuiTableFlags_Resizable)) {
+      ImGui::TableSetupColumn("matrices", ImGuiTableColumnFlags_WidthFixed, 260);
+      ImGui::TableNextColumn();
+      drawPicker(*spectra);
+      ImGui::TableNextColumn();
+      const float height = ImGui::GetContentRegionAvail().y - 150;
+      plot::plotWidget("##spectrumplot", figure, m_plot, ImVec2(-1, std::max(240.0f, height)), ctx.textures, ctx.style);
+      drawStats(chosen);
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  std::vector<const MatrixSpectrum*> selected(AppContext& ctx) const {
+    std::vector<const MatrixSpectrum*> out;
+    const LoadedModel* m = ctx.workspace.current();
+    if (!m || !m->results.spectra) return out;
+    for (const MatrixSpectrum& s : *m->results.spectra)
+      if (m_chosen.count(s.id.name)) out.push_back(&s);
+    return out;
+  }
+
+  void chooseDefaults(const std::vector<MatrixSpectrum>& spectra) {
+    int64_t layers = 0;
+    for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
+    for (int64_t l : {int64_t{0}, layers / 2, layers - 1}) m_chosen.insert("layers." + std::to_string(l) + ".q");
+  }
+
+  void drawPicker(const std::vector<MatrixSpectrum>& spectra) {
+    ImGui::BeginChild("##picker", ImVec2(0, ImGui::GetContentRegionAvail().y - 4));
+    int64_t currentLayer = -2;
+    bool open = false;
+    for (const MatrixSpectrum& s : spectra) {
+      if (s.id.layer != currentLayer) {
+        if (open && currentLayer >= -1) ImGui::TreePop();
+        currentLayer = s.id.layer;
+        open = ImGui::TreeNodeEx(s.id.layer < 0 ? "embeddings" : ("layer " + std::to_string(s.id.layer)).c_str(),
+                                 s.id.layer == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0);
+      }
+      if (!open) continue;
+      bool on = m_chosen.count(s.id.name) > 0;
+      const std::string prefix = "layers." + std::to_string(s.id.layer) + ".";
+      const std::string shortName = s.id.name.rfind(prefix, 0) == 0 ? s.id.name.substr(prefix.size()) : s.id.name;
+      const std::string label = (s.id.head >= 0 ? "  " : "") + shortName + "  r=" + std::to_string(s.spectrum.effectiveRank);
+      if (!ImGui::Checkbox(label.c_str(), &on)) continue;
+      if (on)
+        m_chosen.insert(s.id.name);
+      else
+        m_chosen.erase(s.id.name);
+    }
+    if (open) ImGui::TreePop();
+    ImGui::EndChild();
+  }
+
+  static void drawStats(const std::vector<const MatrixSpectrum*>& chosen) {
+    if (ImGui::BeginTable("##stats", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, 140))) {
+      for (const char* h : {"matrix", "shape", "effective rank", "spectral norm", "Frobenius norm", "stable rank"})
+        ImGui::TableSetupColumn(h);
+      ImGui::TableHeadersRow();
+      for (const MatrixSpectrum* m : chosen) {
+        const Spectrum& s = m->spectrum;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(m->id.name.c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld x %lld", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld / %zu", static_cast<long long>(s.effectiveRank), s.sigma.size());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.4g", s.spectralNorm());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.4g", s.frobenius());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.2f", s.stableRank());
+      }
+      ImGui::EndTable();
+    }
+  }
+
+  std::set<std::string> m_chosen;
+  bool m_normalised = true;
+  plot::PlotState m_plot;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeSpectrumView() { return std::make_unique<SpectrumPanel>(); }
+
+}  // namespace sharelens::gui

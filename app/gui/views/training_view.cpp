@@ -1,0 +1,155 @@
+// Training monitor: every run (embedded, or attached from a directory another process writes), live curves
+// of loss, validation loss, learning rate, gradient norm and tokens/s with EMA smoothing over the raw points,
+// overlays labelled by topology, and pause / resume / stop / checkpoint-now for embedded runs.
+#include <imgui.h>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+class TrainingPanel : public View {
+ public:
+  const char* name() const override { return "Training"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    const auto curves = visible(ctx);
+    if (curves.empty()) return {};
+    return {{"training-" + metricStem(m_metric), plot::trainingFigure(curves, m_metric, m_axis, m_smoothing)},
+            {"training-validation", plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0)}};
+  }
+
+  void draw(AppContext& ctx) override {
+    ctx.runs.poll();
+    drawRunTable(ctx);
+    ImGui::SetNextItemWidth(300);
+    ImGui::InputTextWithHint("##attach", "run directory to attach", m_attach, sizeof m_attach);
+    ImGui::SameLine();
+    if (ImGui::Button("Attach")) {
+      try {
+        ctx.runs.attach(m_attach);
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+    ImGui::SameLine(0, 30);
+    const char* metrics[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
+    int metric = static_cast<int>(m_metric);
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::Combo("metric", &metric, metrics, 5)) m_metric = static_cast<plot::RunMetric>(metric);
+    ImGui::SameLine();
+    const char* axes[] = {"step", "tokens", "seconds"};
+    int axis = static_cast<int>(m_axis);
+    ImGui::SetNextItemWidth(110);
+    if (ImGui::Combo("x axis", &axis, axes, 3)) m_axis = static_cast<plot::RunAxis>(axis);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(140);
+    ImGui::SliderFloat("smoothing", &m_smoothing, 0.0f, 0.99f, "%.2f");
+    const auto curves = visible(ctx);
+    if (curves.empty()) {
+      ImGui::TextWrapped("No runs yet: launch one from the Designer, start `sharelens --demo`, or attach a run directory "
+                         "written by `sharelens train`.");
+      return;
+    }
+    const plot::Figure main = plot::trainingFigure(curves, m_metric, m_axis, m_smoothing);
+    const plot::Figure validation = plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0);
+    drawExportButtons(ctx, main, "training-" + metricStem(m_metric), &m_main);
+    const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetContentRegionAvail().y;
+    if (ImGui::BeginTable("##curves", 2, ImGuiTableFlags_Resizable)) {
+      ImGui::TableNextColumn();
+      plot::plotWidget("##main", main, m_main, ImVec2(-1, h - 10), ctx.textures, ctx.style);
+      ImGui::TableNextColumn();
+      plot::plotWidget("##validation", validation, m_validation, ImVec2(-1, h - 10), ctx.textures, ctx.style);
+      ImGui::EndTable();
+    }
+    (void)w;
+  }
+
+ private:
+  static std::string metricStem(plot::RunMetric m) {
+    std::string s(plot::runMetricName(m));
+    for (char& c : s) c = c == ' ' || c == '/' ? '-' : c;
+    return s;
+  }
+
+  std::vector<plot::RunCurve> visible(AppContext& ctx) {
+    std::vector<plot::RunCurve> out;
+    for (auto& r : ctx.runs.runs())
+      if (r->visible) out.push_back({r->label, &r->metrics.points()});
+    return out;
+  }
+
+  void drawRunTable(AppContext& ctx) {
+    if (!ImGui::BeginTable("##runs", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
+                           ImVec2(0, std::min(200.0f, 34.0f + 26.0f * static_cast<float>(ctx.runs.runs().size())))))
+      return;
+    for (const char* h : {"show", "run", "state", "progress", "latest", "controls"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    int id = 0;
+    for (auto& r : ctx.runs.runs()) {
+      ImGui::PushID(id++);
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Checkbox("##show", &r->visible);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(r->label.c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r->dir.c_str());
+      ImGui::TableNextColumn();
+      if (r->controller) {
+        const RunState s = r->controller->state();
+        ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
+        if ((s == RunState::Failed || s == RunState::Preparing) && ImGui::IsItemHovered())
+          ImGui::SetTooltip("%s", r->controller->message().c_str());
+        if (s == RunState::Failed) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r->controller->message().substr(0, 60).c_str());
+      } else {
+        ImGui::TextUnformatted(r->status.c_str());
+      }
+      ImGui::TableNextColumn();
+      const auto& points = r->metrics.points();
+      const float fraction = r->totalSteps > 0 ? static_cast<float>(r->lastStep()) / static_cast<float>(r->totalSteps) : 0.0f;
+      char overlay[64];
+      std::snprintf(overlay, sizeof overlay, "%lld / %lld", static_cast<long long>(r->lastStep()), static_cast<long long>(r->totalSteps));
+      ImGui::ProgressBar(fraction, ImVec2(160, 0), overlay);
+      ImGui::TableNextColumn();
+      if (!points.empty())
+        ImGui::Text("loss %.3f  %s tok/s", points.back().loss, humanCount(points.back().tokensPerSecond).c_str());
+      ImGui::TableNextColumn();
+      if (r->controller) {
+        const RunState s = r->controller->state();
+        if (s == RunState::Running && ImGui::SmallButton("pause")) r->controller->pause();
+        if (s == RunState::Paused && ImGui::SmallButton("resume")) r->controller->resume();
+        if (s == RunState::Running || s == RunState::Paused) {
+          ImGui::SameLine();
+          if (ImGui::SmallButton("checkpoint now")) r->controller->checkpointNow();
+          ImGui::SameLine();
+          if (ImGui::SmallButton("stop")) r->controller->requestStop();
+        }
+      }
+      if (r->latestCheckpoint >= 0) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("analyse")) {
+          ctx.workspace.follow(r->dir, ctx.settings.threshold);
+          ctx.showView("Spectrum");
+        }
+      }
+      ImGui::PopID();
+    }
+    ImGui::EndTable();
+  }
+
+  plot::RunMetric m_metric = plot::RunMetric::Loss;
+  plot::RunAxis m_axis = plot::RunAxis::Step;
+  float m_smoothing = 0.6f;
+  char m_attach[512] = "";
+  plot::PlotState m_main, m_validation;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeTrainingView() { return std::make_unique<TrainingPanel>(); }
+
+}  // namespace sharelens::gui

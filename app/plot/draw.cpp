@@ -1,0 +1,311 @@
+#include <algorithm>
+#include <cmath>
+
+#include "app/plot/figure.hpp"
+
+namespace sharelens::plot {
+namespace {
+
+constexpr float kPad = 8.0f, kTickLength = 4.0f, kColorbarWidth = 14.0f;
+
+// How many major ticks an axis of this many pixels gets: labels about 4 (y) or 7 (x) text heights apart.
+int yTickTarget(float pixels, float text) { return std::clamp(static_cast<int>(pixels / (text * 4)), 2, 10); }
+int xTickTarget(float pixels, float text) { return std::clamp(static_cast<int>(pixels / (text * 7)), 2, 12); }
+
+bool isHidden(const std::vector<bool>& hidden, size_t i) { return i < hidden.size() && hidden[i]; }
+
+Range heatmapRange(int64_t n) { return {-0.5, static_cast<double>(n) - 0.5}; }
+
+// Index ticks for a heatmap axis: labels when they fit, else 1-2-5 steps of whole indices.
+std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, const Range& view, float pixels,
+                             float fontSize) {
+  std::vector<Tick> ticks;
+  const double visible = view.span();
+  if (!labels.empty() && static_cast<int64_t>(labels.size()) == n && pixels / visible >= fontSize * 1.1f) {
+    for (int64_t i = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(view.min))); i < n && i <= view.max; ++i)
+      ticks.push_back({static_cast<double>(i), labels[static_cast<size_t>(i)], true});
+    return ticks;
+  }
+  const double step = std::max(1.0, niceStep(visible, std::max(2, static_cast<int>(pixels / (fontSize * 4)))));
+  for (double v = std::ceil(std::max(0.0, view.min) / step) * step; v <= std::min<double>(static_cast<double>(n - 1), view.max); v += step)
+    ticks.push_back({v, formatTick(v, 1.0), true});
+  return ticks;
+}
+
+
+// How many of the visible series' points (sampled) fall inside the box.
+size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden, Point min, Point max) {
+  size_t inside = 0;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (isHidden(hidden, i)) continue;
+    const Series& s = f.series[i];
+    const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
+    for (size_t k = 0; k < n; k += stride) {
+      if (!std::isfinite(s.y[k])) continue;
+      const Point p = l.toPixel(s.x[k], s.y[k]);
+      inside += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? stride : 0;
+    }
+  }
+  return inside;
+}
+
+// One legend row per named series, in the corner of the plot that covers the fewest data points (top-right
+// on ties), like matplotlib's loc="best" restricted to corners.
+void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden, FigureLayout& l) {
+  float widest = 0;
+  size_t rows = 0;
+  for (const Series& s : f.series)
+    if (!s.label.empty()) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
+  if (rows == 0) return;
+  const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34, boxH = rowH * static_cast<float>(rows);
+  const float inset = 8;
+  const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset}, {l.plotMin.x + inset, l.plotMin.y + inset},
+                           {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset}, {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
+  Point best = corners[0];
+  size_t fewest = SIZE_MAX;
+  for (const Point& c : corners) {
+    const size_t covered = pointsInside(f, l, hidden, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
+    if (covered < fewest) fewest = covered, best = c;
+  }
+  float y = best.y;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (f.series[i].label.empty()) continue;
+    l.legend.push_back({i, {best.x, y}, {best.x + boxW, y + rowH}});
+    y += rowH;
+  }
+}
+
+}  // namespace
+
+Style Style::light() { return Style{}; }
+
+Style Style::dark() {
+  Style s;
+  s.background = {28, 28, 32};
+  s.foreground = {225, 225, 225};
+  s.grid = {55, 55, 62};
+  s.frame = {110, 110, 118};
+  return s;
+}
+
+Point FigureLayout::toPixel(double xv, double yv) const {
+  const float w = plotMax.x - plotMin.x, h = plotMax.y - plotMin.y;
+  const float uy = static_cast<float>(y.toUnit(yv));
+  return {plotMin.x + static_cast<float>(x.toUnit(xv)) * w, yDown ? plotMin.y + uy * h : plotMax.y - uy * h};
+}
+
+double FigureLayout::xAt(float px) const { return x.fromUnit((px - plotMin.x) / std::max(1.0f, plotMax.x - plotMin.x)); }
+double FigureLayout::yAt(float py) const {
+  const float h = std::max(1.0f, plotMax.y - plotMin.y);
+  return y.fromUnit(yDown ? (py - plotMin.y) / h : (plotMax.y - py) / h);
+}
+
+Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
+  if (f.heatmap) return heatmapRange(f.heatmap->cols);
+  if (f.xRange) return *f.xRange;
+  std::vector<double> all;
+  for (size_t i = 0; i < f.series.size(); ++i)
+    if (!isHidden(hidden, i)) all.insert(all.end(), f.series[i].x.begin(), f.series[i].x.end());
+  for (const Marker& m : f.markers) all.push_back(m.x);
+  return dataRange(all, f.xScale, 0.02);
+}
+
+Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
+  if (f.heatmap) return heatmapRange(f.heatmap->rows);
+  if (f.yRange) return *f.yRange;
+  std::vector<double> all;
+  for (size_t i = 0; i < f.series.size(); ++i)
+    if (!isHidden(hidden, i)) all.insert(all.end(), f.series[i].y.begin(), f.series[i].y.end());
+  return dataRange(all, f.yScale, 0.05);
+}
+
+FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
+                          const std::optional<Range>& xView, const std::optional<Range>& yView, const std::vector<bool>& hidden) {
+  FigureLayout l;
+  l.origin = origin;
+  l.size = size;
+  l.x = {f.heatmap ? Scale::Linear : f.xScale, xView ? *xView : fittedXRange(f, hidden)};
+  l.y = {f.heatmap ? Scale::Linear : f.yScale, yView ? *yView : fittedYRange(f, hidden)};
+  const float text = canvas.textSize("0", style.fontSize).y;
+  float top = kPad, bottom = kPad, left = kPad, right = kPad;
+  if (!f.title.empty()) top += canvas.textSize(f.title, style.titleSize).y + 4;
+  if (!f.subtitle.empty()) top += text + 2;
+  bottom += text + kTickLength + 4;  // x tick labels
+  if (!f.xLabel.empty()) bottom += text + 4;
+  // y tick labels: measure the widest label for this range.
+  float widest = canvas.textSize("0.00", style.fontSize).x;
+  const float plotHeightGuess = size.y - top - bottom;
+  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotHeightGuess, style.fontSize)
+                                : niceTicks(l.y, yTickTarget(plotHeightGuess, text));
+  for (const Tick& t : yTicks) widest = std::max(widest, canvas.textSize(t.label, style.fontSize).x);
+  left += widest + kTickLength + 4;
+  if (!f.yLabel.empty()) left += text + 6;
+  if (f.heatmap) {
+    const float labelWidth = std::max(canvas.textSize(formatTick(f.heatmap->vmax, 0.01), style.fontSize).x,
+                                      canvas.textSize(formatTick(f.heatmap->vmin, 0.01), style.fontSize).x);
+    right += kColorbarWidth + 6 + labelWidth + (f.heatmap->colorbarLabel.empty() ? 0 : text + 8) + 6;
+  }
+  l.plotMin = {origin.x + left, origin.y + top};
+  l.plotMax = {origin.x + std::max(left + 20, size.x - right), origin.y + std::max(top + 20, size.y - bottom)};
+  l.yDown = f.heatmap.has_value();
+  if (f.heatmap) {
+    l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};
+    l.colorbarMax = Point{l.plotMax.x + 10 + kColorbarWidth, l.plotMax.y};
+  }
+  if (f.legend && !f.heatmap) placeLegend(f, canvas, style, hidden, l);
+  return l;
+}
+
+std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
+  std::vector<Point> out;
+  const size_t n = std::min(s.x.size(), s.y.size());
+  if (n == 0) return out;
+  // The visible index range (x sorted): one point of margin on each side so lines reach the edges.
+  size_t begin = 0, end = n;
+  if (std::is_sorted(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n))) {
+    begin = static_cast<size_t>(std::lower_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.min) - s.x.begin());
+    end = static_cast<size_t>(std::upper_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.max) - s.x.begin());
+    begin = begin > 0 ? begin - 1 : 0;
+    end = std::min(n, end + 1);
+  }
+  const float width = l.plotMax.x - l.plotMin.x;
+  const bool decimate = static_cast<float>(end - begin) > 2.0f * width;
+  int column = INT32_MIN;
+  Point first{}, low{}, high{}, last{};
+  auto flush = [&] {
+    if (column == INT32_MIN) return;
+    out.push_back(first);
+    if (low.y < high.y) {  // keep vertical order of the extremes as they happened is not needed: min then max
+      out.push_back(low);
+      out.push_back(high);
+    } else {
+      out.push_back(high);
+      out.push_back(low);
+    }
+    out.push_back(last);
+  };
+  for (size_t i = begin; i < end; ++i) {
+    if (!std::isfinite(s.y[i]) || (l.y.scale == Scale::Log10 && s.y[i] <= 0)) continue;
+    const Point p = l.toPixel(s.x[i], s.y[i]);
+    if (!decimate) {
+      out.push_back(p);
+      continue;
+    }
+    const int c = static_cast<int>(std::floor(p.x));
+    if (c != column) {
+      flush();
+      column = c;
+      first = low = high = last = p;
+    } else {
+      if (p.y < low.y) low = p;
+      if (p.y > high.y) high = p;
+      last = p;
+    }
+  }
+  if (decimate) flush();
+  return out;
+}
+
+void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& style, const std::vector<bool>& hidden) {
+  c.fillRect(l.origin, {l.origin.x + l.size.x, l.origin.y + l.size.y}, style.background);
+  const float text = c.textSize("0", style.fontSize).y;
+  float y = l.origin.y + kPad;
+  if (!f.title.empty()) {
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.title, style.foreground, style.titleSize, Align::Center, Align::Start);
+    y += c.textSize(f.title, style.titleSize).y + 4;
+  }
+  if (!f.subtitle.empty())
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.subtitle, style.frame, style.fontSize, Align::Center, Align::Start);
+
+  const float plotW = l.plotMax.x - l.plotMin.x, plotH = l.plotMax.y - l.plotMin.y;
+  const auto xTicks = f.heatmap ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW, style.fontSize)
+                                : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
+  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotH, style.fontSize)
+                                : niceTicks(l.y, yTickTarget(plotH, text));
+  auto rowPixel = [&](double row) { return l.toPixel(0, row).y; };  // heatmaps: top-down rows
+
+  if (f.heatmap) {
+    c.pushClip(l.plotMin, l.plotMax);
+    // The grid box in pixels for the whole matrix, positioned by the current view.
+    const Point gridMin{l.toPixel(-0.5, 0).x, rowPixel(-0.5)};
+    const Point gridMax{l.toPixel(static_cast<double>(f.heatmap->cols) - 0.5, 0).x, rowPixel(static_cast<double>(f.heatmap->rows) - 0.5)};
+    c.heatmapCells(gridMin, gridMax, *f.heatmap);
+    c.popClip();
+  } else {
+    for (const Tick& t : xTicks) {
+      const float px = l.toPixel(t.value, l.y.range.min).x;
+      c.line({px, l.plotMin.y}, {px, l.plotMax.y}, style.grid, t.major ? 1.0f : 0.5f);
+    }
+    for (const Tick& t : yTicks) {
+      const float py = l.toPixel(l.x.range.min, t.value).y;
+      c.line({l.plotMin.x, py}, {l.plotMax.x, py}, style.grid, t.major ? 1.0f : 0.5f);
+    }
+    c.pushClip(l.plotMin, l.plotMax);
+    for (const Marker& m : f.markers) {
+      const float px = l.toPixel(m.x, l.y.range.min).x;
+      c.line({px, l.plotMin.y}, {px, l.plotMax.y}, m.color, 1.2f, true);
+      if (!m.label.empty()) c.text({px + 3, l.plotMin.y + 2}, m.label, m.color, style.fontSize * 0.9f, Align::Start, Align::Start);
+    }
+    for (size_t i = 0; i < f.series.size(); ++i) {
+      if (isHidden(hidden, i)) continue;
+      const Series& s = f.series[i];
+      const std::vector<Point> points = decimatedPolyline(s, l);
+      if (s.style != SeriesStyle::Markers && points.size() >= 2) c.polyline(points, s.color, s.width, s.dashed);
+      if (s.style != SeriesStyle::Line && points.size() < 2000)
+        for (const Point& p : points) c.circle(p, 2.6f, s.color);
+    }
+    c.popClip();
+  }
+  c.rect(l.plotMin, l.plotMax, style.frame, 1.0f);
+
+  for (const Tick& t : xTicks) {
+    const float px = l.toPixel(t.value, l.y.range.min).x;
+    c.line({px, l.plotMax.y}, {px, l.plotMax.y + (t.major ? kTickLength : kTickLength / 2)}, style.frame, 1.0f);
+    if (!t.label.empty())
+      c.text({px, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center, Align::Start);
+  }
+  for (const Tick& t : yTicks) {
+    const float py = f.heatmap ? rowPixel(t.value) : l.toPixel(l.x.range.min, t.value).y;
+    c.line({l.plotMin.x - (t.major ? kTickLength : kTickLength / 2), py}, {l.plotMin.x, py}, style.frame, 1.0f);
+    if (!t.label.empty())
+      c.text({l.plotMin.x - kTickLength - 3, py}, t.label, style.foreground, style.fontSize, Align::End, Align::Center);
+  }
+  if (!f.xLabel.empty())
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, l.plotMax.y + kTickLength + text + 6}, f.xLabel, style.foreground,
+           style.fontSize, Align::Center, Align::Start);
+  if (!f.yLabel.empty())
+    c.text({l.origin.x + kPad, (l.plotMin.y + l.plotMax.y) / 2}, f.yLabel, style.foreground, style.fontSize, Align::Center,
+           Align::Start, /*vertical=*/true);
+
+  if (f.heatmap && l.colorbarMin) {
+    const Heatmap& h = *f.heatmap;
+    c.colorbar(*l.colorbarMin, *l.colorbarMax, h.colormap);
+    c.rect(*l.colorbarMin, *l.colorbarMax, style.frame, 1.0f);
+    AxisTransform bar{Scale::Linear, {h.vmin, h.vmax}};
+    const int barTicks = std::min(8, yTickTarget(l.colorbarMax->y - l.colorbarMin->y, text));
+    for (const Tick& t : niceTicks(bar, barTicks)) {
+      const float py = l.colorbarMax->y - static_cast<float>(bar.toUnit(t.value)) * (l.colorbarMax->y - l.colorbarMin->y);
+      c.line({l.colorbarMax->x, py}, {l.colorbarMax->x + 3, py}, style.frame, 1.0f);
+      c.text({l.colorbarMax->x + 5, py}, t.label, style.foreground, style.fontSize, Align::Start, Align::Center);
+    }
+    if (!h.colorbarLabel.empty())
+      c.text({l.origin.x + l.size.x - kPad - text, (l.colorbarMin->y + l.colorbarMax->y) / 2}, h.colorbarLabel,
+             style.foreground, style.fontSize, Align::Center, Align::Start, /*vertical=*/true);
+  }
+
+  if (!l.legend.empty()) {
+    const Point boxMin{l.legend.front().min.x, l.legend.front().min.y - 3};
+    const Point boxMax{l.legend.back().max.x, l.legend.back().max.y + 3};
+    c.fillRect(boxMin, boxMax, style.background, 0.85f);
+    c.rect(boxMin, boxMax, style.grid, 1.0f);
+    for (const FigureLayout::LegendRow& row : l.legend) {
+      const Series& s = f.series[row.series];
+      const bool off = isHidden(hidden, row.series);
+      const float cy = (row.min.y + row.max.y) / 2;
+      c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
+      c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize, Align::Start, Align::Center);
+    }
+  }
+}
+
+}  // namespace sharelens::plot

@@ -1,0 +1,121 @@
+// A figure as data (DESIGN.md section 6): series, axes, labels, markers, an optional heatmap with its
+// colormap and colour bar. drawFigure() lays it out and draws it through a Canvas; the ImGui canvas draws it
+// on screen (with interaction added by plot_widget), the Cairo canvas exports it to PNG, SVG and PDF, so the
+// exported figure has exactly the title, ticks, legend and colour bar seen on screen.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/plot/axis.hpp"
+#include "app/plot/colormap.hpp"
+
+namespace sharelens::plot {
+
+struct Point {
+  float x = 0, y = 0;
+};
+
+enum class SeriesStyle : uint8_t { Line, Markers, LineAndMarkers };
+
+struct Series {
+  std::string label;
+  std::vector<double> x, y;  // x sorted ascending for lines (decimation relies on it)
+  Rgb color{0, 114, 178};
+  SeriesStyle style = SeriesStyle::Line;
+  float width = 1.6f;
+  bool dashed = false;
+};
+
+struct Marker {  // a vertical line at x (an effective-rank marker, a chosen S)
+  double x = 0;
+  std::string label;
+  Rgb color{200, 60, 60};
+};
+
+struct Heatmap {
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values;  // rows x cols, row-major; NaN = no value
+  Colormap colormap = Colormap::Viridis;
+  double vmin = 0, vmax = 1;
+  std::string colorbarLabel;
+  std::vector<std::string> rowLabels, colLabels;  // optional; shown when they fit
+  uint64_t version = 0;                           // bump when values change (texture caches key on it)
+  float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
+};
+
+struct Figure {
+  std::string title, subtitle;
+  std::string xLabel, yLabel;
+  Scale xScale = Scale::Linear, yScale = Scale::Linear;
+  std::optional<Range> xRange, yRange;  // default: fitted to the data
+  bool xIntegers = false;               // x is a count (atoms, layers): ticks on whole numbers only
+  std::vector<Series> series;
+  std::vector<Marker> markers;
+  std::optional<Heatmap> heatmap;       // drawn as cells; the axes are then column and row indices
+  bool legend = true;
+};
+
+enum class Align : uint8_t { Start, Center, End };
+
+// What drawFigure needs from a renderer. Coordinates are pixels, y down.
+class Canvas {
+ public:
+  virtual ~Canvas() = default;
+  virtual void line(Point a, Point b, Rgb color, float width, bool dashed = false) = 0;
+  virtual void polyline(std::span<const Point> points, Rgb color, float width, bool dashed = false) = 0;
+  virtual void rect(Point min, Point max, Rgb color, float width) = 0;
+  virtual void fillRect(Point min, Point max, Rgb color, float alpha = 1.0f) = 0;
+  virtual void circle(Point center, float radius, Rgb color) = 0;
+  virtual void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical = false) = 0;
+  virtual Point textSize(std::string_view text, float size) = 0;
+  virtual void heatmapCells(Point min, Point max, const Heatmap& heatmap) = 0;  // the whole grid into the box
+  virtual void colorbar(Point min, Point max, Colormap colormap) = 0;          // bottom = low, top = high
+  virtual void pushClip(Point min, Point max) = 0;
+  virtual void popClip() = 0;
+};
+
+struct Style {
+  Rgb background{255, 255, 255}, foreground{30, 30, 30}, grid{225, 225, 225}, frame{120, 120, 120};
+  float fontSize = 13.0f, titleSize = 15.0f;
+  static Style light();
+  static Style dark();
+};
+
+// Where everything goes for a figure drawn into the box [origin, origin + size].
+struct FigureLayout {
+  Point origin, size;
+  Point plotMin, plotMax;          // the data area
+  AxisTransform x, y;              // data -> unit; unit -> pixels via plotMin/plotMax
+  bool yDown = false;              // heatmaps: row 0 at the top
+  std::optional<Point> colorbarMin, colorbarMax;
+  struct LegendRow {
+    size_t series;
+    Point min, max;
+  };
+  std::vector<LegendRow> legend;   // clickable legend rows (series index and box), in the emptiest corner
+  Point toPixel(double xv, double yv) const;
+  double xAt(float px) const;
+  double yAt(float py) const;
+};
+
+// xView / yView override the figure's ranges (zoom and pan).
+FigureLayout layoutFigure(const Figure& figure, Canvas& canvas, const Style& style, Point origin, Point size,
+                          const std::optional<Range>& xView = std::nullopt, const std::optional<Range>& yView = std::nullopt,
+                          const std::vector<bool>& hidden = {});
+void drawFigure(Canvas& canvas, const Figure& figure, const FigureLayout& layout, const Style& style,
+                const std::vector<bool>& hidden = {});
+
+// The fitted data ranges (heatmaps: cell indices), before any zoom.
+Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden = {});
+Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {});
+
+// A line series reduced to at most ~2 points per pixel column over the visible x range: each column keeps its
+// first, minimum, maximum and last point, so spikes survive (Tracy's approach).
+std::vector<Point> decimatedPolyline(const Series& series, const FigureLayout& layout);
+
+}  // namespace sharelens::plot

@@ -1,0 +1,353 @@
+#include "app/plot/figures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/naming.hpp"
+
+namespace sharelens::plot {
+namespace {
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * v);
+  return buf;
+}
+
+Heatmap rankHeatmap(const RankMap& map, Colormap colormap, const std::string& label) {
+  Heatmap h;
+  h.rows = h.cols = map.n;
+  h.values.reserve(map.rank.size());
+  int32_t top = 1;
+  for (int32_t r : map.rank) {
+    h.values.push_back(static_cast<float>(r));
+    top = std::max(top, r);
+  }
+  for (int64_t i = 0; i < map.n; ++i) h.values[static_cast<size_t>(i * map.n + i)] = NAN;  // the diagonal is trivial
+  h.colormap = colormap;
+  h.vmin = 0;
+  h.vmax = top;
+  h.colorbarLabel = label;
+  return h;
+}
+
+std::vector<std::string> numbered(const std::string& prefix, int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> exponentialMovingAverage(const std::vector<double>& values, double weight) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  double average = 0, debias = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) {
+      out.push_back(NAN);
+      continue;
+    }
+    average = weight * average + (1 - weight) * v;
+    debias = weight * debias + (1 - weight);
+    out.push_back(average / debias);
+  }
+  return out;
+}
+
+Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised, const std::string& title) {
+  Figure f;
+  f.title = title;
+  f.xLabel = "index i";
+  f.xIntegers = true;
+  f.yLabel = normalised ? "sigma_i / sigma_1" : "sigma_i";
+  f.yScale = Scale::Log10;
+  int color = 0;
+  for (const MatrixSpectrum* m : chosen) {
+    Series s;
+    s.label = m->id.name + "  (rank " + std::to_string(m->spectrum.effectiveRank) + ")";
+    s.color = seriesColor(color);
+    const double top = normalised && !m->spectrum.sigma.empty() && m->spectrum.sigma[0] > 0 ? m->spectrum.sigma[0] : 1.0;
+    for (size_t i = 0; i < m->spectrum.sigma.size(); ++i) {
+      s.x.push_back(static_cast<double>(i + 1));
+      s.y.push_back(m->spectrum.sigma[i] / top);
+    }
+    f.markers.push_back({static_cast<double>(m->spectrum.effectiveRank), "r" + percent(m->spectrum.threshold), s.color});
+    f.series.push_back(std::move(s));
+    ++color;
+  }
+  if (!chosen.empty())
+    f.subtitle = "dashed: effective rank at " + percent(chosen.front()->spectrum.threshold) + " of the energy";
+  return f;
+}
+
+Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap) {
+  Figure f;
+  f.title = "Head differences, layer " + std::to_string(layer.layer);
+  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_a - W_b for every pair of Q, K, V heads";
+  f.heatmap = rankHeatmap(layer.map, colormap, "effective rank");
+  f.heatmap->rowLabels = f.heatmap->colLabels = layer.labels;
+  f.xLabel = f.yLabel = "head";
+  return f;
+}
+
+Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap colormap) {
+  Figure f;
+  f.title = "Layer differences: " + std::string(projName(map.proj)) + " (" + std::to_string(map.rows) + " x " +
+            std::to_string(map.cols) + ")";
+  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_l - W_m";
+  f.heatmap = rankHeatmap(map.map, colormap, "effective rank");
+  f.heatmap->rowLabels = f.heatmap->colLabels = numbered("", map.map.n);
+  f.xLabel = f.yLabel = "layer";
+  return f;
+}
+
+Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double threshold, Colormap colormap) {
+  Figure f;
+  f.title = "Layer-output differences over " + std::to_string(tokens) + " tokens";
+  f.subtitle = "effective rank (" + percent(threshold) + " energy) of dh_l - dh_m, dh_l = h_l - h_(l-1)";
+  f.heatmap = rankHeatmap(map, colormap, "effective rank");
+  f.heatmap->rowLabels = f.heatmap->colLabels = numbered("", map.n);
+  f.xLabel = f.yLabel = "layer";
+  return f;
+}
+
+Figure masaCoefficientFigure(const MatrixPcaGroup& g) {
+  Figure f;
+  f.title = "MASA coefficients, " + std::string(projName(g.proj)) + " (layers " + std::to_string(g.layers.front()) + ".." +
+            std::to_string(g.layers.back()) + ")";
+  f.subtitle = "C = D^T W: row s = atom, column = layer";
+  Heatmap h;
+  h.rows = g.coefficients.rows;
+  h.cols = g.coefficients.cols;
+  h.values = g.coefficients.data;
+  float extreme = 1e-12f;
+  for (float v : h.values) extreme = std::max(extreme, std::abs(v));
+  h.colormap = Colormap::Diverging;  // signed: symmetric around 0
+  h.vmin = -extreme;
+  h.vmax = extreme;
+  h.colorbarLabel = "coefficient";
+  h.rowLabels = numbered("D", h.rows);
+  for (int64_t l : g.layers) h.colLabels.push_back(std::to_string(l));
+  f.heatmap = std::move(h);
+  f.xLabel = "layer";
+  f.yLabel = "atom";
+  return f;
+}
+
+Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups) {
+  Figure f;
+  f.title = "MASA: variance explained by the first S atoms";
+  f.xLabel = "atoms S";
+  f.xIntegers = true;
+  f.yLabel = "explained variance";
+  f.yRange = Range{0, 1.02};
+  int color = 0;
+  for (const MatrixPcaGroup* g : groups) {
+    Series s;
+    s.label = std::string(projName(g->proj)) + " layers " + std::to_string(g->layers.front()) + ".." + std::to_string(g->layers.back());
+    s.color = seriesColor(color++);
+    s.style = SeriesStyle::LineAndMarkers;
+    for (size_t i = 0; i < g->explainedVariance.size(); ++i) {
+      s.x.push_back(static_cast<double>(i + 1));
+      s.y.push_back(g->explainedVariance[i]);
+    }
+    f.series.push_back(std::move(s));
+  }
+  return f;
+}
+
+Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what) {
+  Figure f;
+  f.title = "Atom correlation " + what;
+  f.subtitle = "Phi(D_i, D_j) = tr(D_i^T D_j) / (|D_i| |D_j|)";
+  Heatmap h;
+  h.rows = phi.rows;
+  h.cols = phi.cols;
+  h.values = phi.data;
+  h.colormap = Colormap::Diverging;
+  h.vmin = -1;
+  h.vmax = 1;
+  h.colorbarLabel = "Phi";
+  h.rowLabels = h.colLabels = numbered("D", phi.rows);
+  f.heatmap = std::move(h);
+  f.xLabel = f.yLabel = "atom";
+  return f;
+}
+
+Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups) {
+  Figure f;
+  f.title = "Logit-lens KL drift between consecutive layers";
+  f.xLabel = "layer l";
+  f.xIntegers = true;
+  f.yLabel = "KL(p_l || p_(l+1))";
+  Series s;
+  s.label = "KL drift";
+  s.style = SeriesStyle::LineAndMarkers;
+  for (size_t i = 0; i < drift.size(); ++i) {
+    s.x.push_back(static_cast<double>(i));
+    s.y.push_back(drift[i]);
+  }
+  f.series.push_back(std::move(s));
+  for (size_t g = 1; g < groups.size(); ++g)
+    f.markers.push_back({static_cast<double>(groups[g].front()) - 0.5, "group " + std::to_string(g), {200, 60, 60}});
+  f.subtitle = std::to_string(groups.size()) + " MASA groups, split after each local maximum";
+  return f;
+}
+
+Figure directShareFigure(const DirectShareResult& r) {
+  Figure f;
+  f.title = "DirectShare: cosine similarity of [W_q || W_k] between heads";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "ratio %.2f: %zu pairs, %s parameters saved (%.2f%% of %s)", r.ratio, r.chosen.size(),
+                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+                100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)),
+                humanCount(static_cast<double>(r.parametersTotal)).c_str());
+  f.subtitle = buf;
+  Heatmap h;
+  h.rows = h.cols = r.layers * r.heads;
+  h.values = r.similarity;
+  h.colormap = Colormap::Diverging;  // cosine in [-1, 1]
+  h.vmin = -1;
+  h.vmax = 1;
+  h.colorbarLabel = "cosine";
+  for (int64_t l = 0; l < r.layers; ++l)
+    for (int64_t hd = 0; hd < r.heads; ++hd) h.rowLabels.push_back("L" + std::to_string(l) + "h" + std::to_string(hd));
+  h.colLabels = h.rowLabels;
+  f.heatmap = std::move(h);
+  f.xLabel = f.yLabel = "layer, head";
+  return f;
+}
+
+Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels, Colormap colormap) {
+  Figure f;
+  f.title = "Attention-map similarity between heads";
+  f.subtitle = "cosine similarity of attention maps over sample text";
+  Heatmap h;
+  h.rows = similarity.rows;
+  h.cols = similarity.cols;
+  h.values = similarity.data;
+  h.colormap = colormap;
+  h.vmin = 0;
+  h.vmax = 1;
+  h.colorbarLabel = "cosine";
+  h.rowLabels = h.colLabels = labels;
+  f.heatmap = std::move(h);
+  f.xLabel = f.yLabel = "layer, head";
+  return f;
+}
+
+Figure embeddingSpectrumFigure(const EmbeddingStudy& e) {
+  MatrixSpectrum m;
+  m.id.name = "embedding";
+  m.spectrum = e.spectrum;
+  Figure f = spectrumFigure({&m}, true, "Token embedding spectrum (" + std::to_string(e.vocab) + " x " + std::to_string(e.hidden) + ")");
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "rho = %.3f of all parameters are embeddings%s", e.rho, e.tied ? " (tied)" : "");
+  f.subtitle = buf;
+  return f;
+}
+
+Figure factorizationFigure(const EmbeddingStudy& e) {
+  Figure f;
+  f.title = "Embedding factorisation E ~ E_r P_r";
+  f.xLabel = "rank r (fraction of d_model)";
+  f.yLabel = "relative reconstruction error";
+  f.yRange = Range{0, 1.02};
+  Series error;
+  error.label = "||E - E_r P_r|| / ||E||";
+  error.style = SeriesStyle::LineAndMarkers;
+  Series params;
+  params.label = "parameters r(V + d) / V d";
+  params.color = seriesColor(1);
+  params.dashed = true;
+  for (const FactorizationPoint& p : e.curve) {
+    error.x.push_back(p.fractionOfHidden);
+    error.y.push_back(p.relativeError);
+    params.x.push_back(p.fractionOfHidden);
+    params.y.push_back(static_cast<double>(p.parameters) / static_cast<double>(e.vocab * e.hidden));
+  }
+  f.series = {std::move(error), std::move(params)};
+  if (e.tyingCosineMean) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "untied: mean cosine(e_j, u_j) = %.3f (median %.3f)", *e.tyingCosineMean, *e.tyingCosineMedian);
+    f.subtitle = buf;
+  }
+  return f;
+}
+
+std::string_view runMetricName(RunMetric m) {
+  constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
+  return names[static_cast<int>(m)];
+}
+
+Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing) {
+  Figure f;
+  f.title = "Training: " + std::string(runMetricName(metric));
+  f.xLabel = axis == RunAxis::Step ? "step" : axis == RunAxis::Tokens ? "tokens" : "seconds";
+  f.yLabel = std::string(runMetricName(metric));
+  if (metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
+  int color = 0;
+  for (const RunCurve& run : runs) {
+    std::vector<double> xs, ys;
+    for (const MetricPoint& p : *run.points) {
+      const double v = metric == RunMetric::Loss ? p.loss : metric == RunMetric::ValidationLoss ? p.valLoss
+                      : metric == RunMetric::LearningRate ? p.lr : metric == RunMetric::GradNorm ? p.gradNorm : p.tokensPerSecond;
+      if (!std::isfinite(v)) continue;
+      xs.push_back(axis == RunAxis::Step ? static_cast<double>(p.step) : axis == RunAxis::Tokens ? p.tokens : p.elapsed);
+      ys.push_back(v);
+    }
+    const Rgb c = seriesColor(color++);
+    const bool smooth = smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
+    Series raw;
+    raw.x = xs;
+    raw.y = ys;
+    raw.color = smooth ? Rgb{static_cast<uint8_t>((c.r + 2 * 200) / 3), static_cast<uint8_t>((c.g + 2 * 200) / 3),
+                             static_cast<uint8_t>((c.b + 2 * 200) / 3)}
+                       : c;
+    raw.width = smooth ? 1.0f : 1.8f;
+    raw.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
+    if (!smooth) raw.label = run.label;
+    f.series.push_back(std::move(raw));
+    if (smooth) {
+      Series ema;
+      ema.label = run.label;
+      ema.x = xs;
+      ema.y = exponentialMovingAverage(ys, smoothing);
+      ema.color = c;
+      ema.width = 2.0f;
+      f.series.push_back(std::move(ema));
+    }
+  }
+  if (smoothing > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "faint: raw; solid: EMA %.2f", smoothing);
+    f.subtitle = buf;
+  }
+  return f;
+}
+
+Figure topologyFigure(const Topology& t) {
+  Figure f;
+  f.title = "Topology " + t.name;
+  f.subtitle = t.provenance.pattern + ": " + t.provenance.note;
+  Heatmap h;
+  h.rows = t.model.layers;
+  h.cols = 2;
+  const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
+  for (int64_t l = 0; l < t.model.layers; ++l) {
+    h.values.push_back(static_cast<float>(t.attention.assign[static_cast<size_t>(l)]));
+    h.values.push_back(static_cast<float>(t.ffn.assign[static_cast<size_t>(l)]));
+  }
+  h.colormap = Colormap::Viridis;
+  h.vmin = 0;
+  h.vmax = static_cast<double>(std::max<int64_t>(1, blocks - 1));
+  h.colorbarLabel = "unique block";
+  h.colLabels = {"attention", "FFN"};
+  h.rowLabels = numbered("layer ", t.model.layers);
+  f.heatmap = std::move(h);
+  return f;
+}
+
+}  // namespace sharelens::plot

@@ -1,0 +1,55 @@
+// Figures of the analyses and runs: one builder per view, shared by the GUI and `sharelens export`, so a
+// view and its export always agree. Pure functions of results (no ImGui, no GL).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/difference_maps.hpp"
+#include "analysis/directshare.hpp"
+#include "analysis/embedding_study.hpp"
+#include "analysis/matrix_pca.hpp"
+#include "analysis/spectra.hpp"
+#include "app/plot/figure.hpp"
+#include "core/run_dir.hpp"
+#include "core/topology.hpp"
+
+namespace sharelens::plot {
+
+// Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
+Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised, const std::string& title);
+
+Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap);
+Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap colormap);
+// The activation version: ranks of dh_l - dh_m over `tokens` tokens.
+Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double threshold, Colormap colormap);
+
+Figure masaCoefficientFigure(const MatrixPcaGroup& group);                                     // S x |G|
+Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups);         // explained variance vs S
+Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what);        // S x S, diverging
+Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups);
+
+Figure directShareFigure(const DirectShareResult& result);                           // (L H) x (L H) similarity
+Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels, Colormap colormap);
+
+Figure embeddingSpectrumFigure(const EmbeddingStudy& study);
+Figure factorizationFigure(const EmbeddingStudy& study);  // relative error vs r, parameters on the subtitle
+
+enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
+enum class RunAxis { Step, Tokens, Seconds };
+struct RunCurve {
+  std::string label;
+  const std::vector<MetricPoint>* points = nullptr;
+};
+// Raw points faint, exponential moving average (0 = none) solid, one colour per run.
+Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing);
+std::string_view runMetricName(RunMetric m);
+
+// A topology as a layers x {attention, FFN} map coloured by unique block.
+Figure topologyFigure(const Topology& topology);
+
+// Exponential moving average with bias correction (as TensorBoard smooths): weight in [0, 1).
+std::vector<double> exponentialMovingAverage(const std::vector<double>& values, double weight);
+
+}  // namespace sharelens::plot

@@ -1,0 +1,160 @@
+#include "app/plot/imgui_canvas.hpp"
+
+#include <GL/gl.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
+
+#include <cfloat>
+#include <cmath>
+#include <vector>
+
+namespace sharelens::plot {
+namespace {
+
+unsigned uploadRgba(int width, int height, const std::vector<uint8_t>& rgba) {
+  GLuint texture = 0;
+  glGenTextures(1, &texture);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+  return texture;
+}
+
+ImVec2 im(Point p) { return {p.x, p.y}; }
+
+}  // namespace
+
+ImU32 toImColor(Rgb c, float alpha) { return IM_COL32(c.r, c.g, c.b, static_cast<int>(alpha * 255)); }
+
+TextureCache::~TextureCache() {
+  for (auto& [key, e] : m_textures) glDeleteTextures(1, &e.texture);
+  for (auto& [c, t] : m_colorbars) glDeleteTextures(1, &t);
+}
+
+ImTextureID TextureCache::heatmap(const Heatmap& h) {
+  const Key key{&h.values, h.version, static_cast<int>(h.colormap), h.vmin, h.vmax, h.rows, h.cols};
+  auto it = m_textures.find(key);
+  if (it == m_textures.end()) {
+    std::vector<uint8_t> rgba(static_cast<size_t>(h.rows * h.cols * 4));
+    const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
+    for (int64_t i = 0; i < h.rows * h.cols; ++i) {
+      const float v = h.values[static_cast<size_t>(i)];
+      const Rgb c = colormapColor(h.colormap, std::isnan(v) ? NAN : (v - h.vmin) / span);
+      rgba[static_cast<size_t>(4 * i)] = c.r, rgba[static_cast<size_t>(4 * i + 1)] = c.g, rgba[static_cast<size_t>(4 * i + 2)] = c.b;
+      rgba[static_cast<size_t>(4 * i + 3)] = 255;
+    }
+    it = m_textures.emplace(key, Entry{uploadRgba(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba), true}).first;
+  }
+  it->second.used = true;
+  return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.texture));
+}
+
+ImTextureID TextureCache::colorbar(Colormap c) {
+  auto it = m_colorbars.find(static_cast<int>(c));
+  if (it == m_colorbars.end()) {
+    std::vector<uint8_t> rgba(256 * 4);
+    for (int i = 0; i < 256; ++i) {  // row 0 (top) = high
+      const Rgb col = colormapTable(c)[static_cast<size_t>(255 - i)];
+      rgba[static_cast<size_t>(4 * i)] = col.r, rgba[static_cast<size_t>(4 * i + 1)] = col.g, rgba[static_cast<size_t>(4 * i + 2)] = col.b;
+      rgba[static_cast<size_t>(4 * i + 3)] = 255;
+    }
+    it = m_colorbars.emplace(static_cast<int>(c), uploadRgba(1, 256, rgba)).first;
+  }
+  return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second));
+}
+
+void TextureCache::endFrame() {
+  for (auto it = m_textures.begin(); it != m_textures.end();) {
+    if (!it->second.used) {
+      glDeleteTextures(1, &it->second.texture);
+      it = m_textures.erase(it);
+    } else {
+      it->second.used = false;
+      ++it;
+    }
+  }
+}
+
+void ImGuiCanvas::line(Point a, Point b, Rgb color, float width, bool dashed) {
+  if (!dashed) {
+    m_list->AddLine(im(a), im(b), toImColor(color), width);
+    return;
+  }
+  const float dx = b.x - a.x, dy = b.y - a.y, length = std::sqrt(dx * dx + dy * dy);
+  for (float t = 0; t < length; t += 8.0f) {
+    const float e = std::min(length, t + 4.0f);
+    m_list->AddLine({a.x + dx * t / length, a.y + dy * t / length}, {a.x + dx * e / length, a.y + dy * e / length},
+                    toImColor(color), width);
+  }
+}
+
+void ImGuiCanvas::polyline(std::span<const Point> points, Rgb color, float width, bool dashed) {
+  if (dashed) {
+    for (size_t i = 1; i < points.size(); ++i) line(points[i - 1], points[i], color, width, true);
+    return;
+  }
+  std::vector<ImVec2> v;
+  v.reserve(points.size());
+  for (const Point& p : points) v.push_back(im(p));
+  m_list->AddPolyline(v.data(), static_cast<int>(v.size()), toImColor(color), 0, width);
+}
+
+void ImGuiCanvas::rect(Point min, Point max, Rgb color, float width) { m_list->AddRect(im(min), im(max), toImColor(color), 0, 0, width); }
+void ImGuiCanvas::fillRect(Point min, Point max, Rgb color, float alpha) { m_list->AddRectFilled(im(min), im(max), toImColor(color, alpha)); }
+void ImGuiCanvas::circle(Point center, float radius, Rgb color) { m_list->AddCircleFilled(im(center), radius, toImColor(color), 10); }
+
+Point ImGuiCanvas::textSize(std::string_view text, float size) {
+  const ImVec2 s = ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, 0, text.data(), text.data() + text.size());
+  return {s.x, s.y};
+}
+
+void ImGuiCanvas::text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) {
+  const Point s = textSize(text, size);
+  const float w = vertical ? s.y : s.x, ht = vertical ? s.x : s.y;
+  float x = at.x - (h == Align::Center ? w / 2 : h == Align::End ? w : 0);
+  float y = at.y - (v == Align::Center ? ht / 2 : v == Align::End ? ht : 0);
+  if (!vertical) {
+    m_list->AddText(ImGui::GetFont(), size, {x, y}, toImColor(color), text.data(), text.data() + text.size());
+    return;
+  }
+  // Rotated 90 degrees counter-clockwise: each glyph's quad is emitted directly (AddText cannot rotate, and
+  // drawing elsewhere then moving the vertices would escape the clip rect). Reads bottom to top.
+  const ImFont* font = ImGui::GetFont();
+  const float scale = size / font->FontSize;
+  const ImU32 col = toImColor(color);
+  float advance = 0;  // along the text, from its start at the bottom of the box
+  const float baseX = x, bottom = y + s.x;
+  for (const char* p = text.data(), *end = text.data() + text.size(); p < end;) {
+    unsigned int c = 0;
+    const int bytes = ImTextCharFromUtf8(&c, p, end);
+    p += bytes > 0 ? bytes : 1;
+    const ImFontGlyph* g = font->FindGlyph(static_cast<ImWchar>(c));
+    if (!g) continue;
+    if (g->Visible) {
+      // Glyph box in text space (u along the text, v down from the line top), mapped to screen as
+      // (x, y) = (baseX + v, bottom - u).
+      const float u0 = advance + g->X0 * scale, u1 = advance + g->X1 * scale;
+      const float v0 = g->Y0 * scale, v1 = g->Y1 * scale;
+      m_list->PrimReserve(6, 4);
+      m_list->PrimQuadUV({baseX + v0, bottom - u0}, {baseX + v0, bottom - u1}, {baseX + v1, bottom - u1}, {baseX + v1, bottom - u0},
+                         {g->U0, g->V0}, {g->U1, g->V0}, {g->U1, g->V1}, {g->U0, g->V1}, col);
+    }
+    advance += g->AdvanceX * scale;
+  }
+}
+
+void ImGuiCanvas::heatmapCells(Point min, Point max, const Heatmap& heatmap) {
+  m_list->AddImage(m_textures.heatmap(heatmap), im(min), im(max));
+}
+
+void ImGuiCanvas::colorbar(Point min, Point max, Colormap colormap) {
+  m_list->AddImage(m_textures.colorbar(colormap), im(min), im(max));
+}
+
+void ImGuiCanvas::pushClip(Point min, Point max) { m_list->PushClipRect(im(min), im(max), true); }
+void ImGuiCanvas::popClip() { m_list->PopClipRect(); }
+
+}  // namespace sharelens::plot

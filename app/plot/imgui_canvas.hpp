@@ -1,0 +1,55 @@
+// The Canvas over an ImDrawList, with heatmaps and colour bars as GL textures (one texel per cell, nearest
+// filtering: a 1000 x 1000 map is one quad, not a million). UI thread only.
+#pragma once
+
+#include <imgui.h>
+
+#include <map>
+#include <tuple>
+
+#include "app/plot/figure.hpp"
+
+namespace sharelens::plot {
+
+// GL textures for heatmaps, keyed by (heatmap identity, version, colormap, value range); evicts what a
+// frame did not use.
+class TextureCache {
+ public:
+  ~TextureCache();
+  ImTextureID heatmap(const Heatmap& h);
+  ImTextureID colorbar(Colormap c);
+  void endFrame();  // frees textures not used since the previous endFrame
+
+ private:
+  using Key = std::tuple<const void*, uint64_t, int, double, double, int64_t, int64_t>;
+  struct Entry {
+    unsigned texture = 0;
+    bool used = true;
+  };
+  std::map<Key, Entry> m_textures;
+  std::map<int, unsigned> m_colorbars;
+};
+
+class ImGuiCanvas : public Canvas {
+ public:
+  ImGuiCanvas(ImDrawList* list, TextureCache& textures) : m_list(list), m_textures(textures) {}
+  void line(Point a, Point b, Rgb color, float width, bool dashed) override;
+  void polyline(std::span<const Point> points, Rgb color, float width, bool dashed) override;
+  void rect(Point min, Point max, Rgb color, float width) override;
+  void fillRect(Point min, Point max, Rgb color, float alpha) override;
+  void circle(Point center, float radius, Rgb color) override;
+  void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) override;
+  Point textSize(std::string_view text, float size) override;
+  void heatmapCells(Point min, Point max, const Heatmap& heatmap) override;
+  void colorbar(Point min, Point max, Colormap colormap) override;
+  void pushClip(Point min, Point max) override;
+  void popClip() override;
+
+ private:
+  ImDrawList* m_list;
+  TextureCache& m_textures;
+};
+
+ImU32 toImColor(Rgb c, float alpha = 1.0f);
+
+}  // namespace sharelens::plot

@@ -1,0 +1,37 @@
+// The interactive plot: drawFigure() into an ImGui child area plus zoom (wheel; Ctrl or heatmaps: both
+// axes), pan (left drag), box zoom (right drag), reset (double click), hover read-outs, legend toggles and, for
+// heatmaps, cell selection by click. The view state lives with the caller so it survives frames and exports.
+#pragma once
+
+#include <imgui.h>
+
+#include <optional>
+#include <utility>
+
+#include "app/plot/figure.hpp"
+#include "app/plot/imgui_canvas.hpp"
+
+namespace sharelens::plot {
+
+struct PlotState {
+  std::optional<Range> xView, yView;  // nullopt: fitted
+  std::vector<bool> hidden;           // per series, toggled from the legend
+  bool boxZooming = false;
+  Point boxStart;
+  void reset() { xView.reset(), yView.reset(); }
+};
+
+struct PlotEvents {
+  std::optional<std::pair<int64_t, int64_t>> clickedCell;  // (row, col) of a heatmap click
+  std::optional<std::pair<int64_t, int64_t>> hoveredCell;
+  bool hovered = false;
+};
+
+PlotEvents plotWidget(const char* id, const Figure& figure, PlotState& state, ImVec2 size, TextureCache& textures,
+                      const Style& style);
+
+// View-state arithmetic, separate from ImGui so it can be unit-tested.
+Range zoomAround(const Range& range, Scale scale, double anchor, double factor);  // factor < 1 zooms in
+Range panBy(const Range& range, Scale scale, double unitDelta);                   // shift by a fraction of the span
+
+}  // namespace sharelens::plot

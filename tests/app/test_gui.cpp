@@ -1,0 +1,142 @@
+// The real window under Xvfb, as a person uses it: `sharelens --screenshot` of every view on a real trained
+// run, and of a Hugging Face checkpoint. Each image must have content (not a blank window) and each view must
+// look different from the others. The headless `sharelens export` of every view is exercised too.
+#include <cairo.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/run_dir.hpp"
+#include "core/topology_presets.hpp"
+#include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::runProcess;
+using testing::shellQuote;
+
+const std::string kBinary = SHARELENS_BINARY;
+const char* kViews[] = {"Model", "Spectrum", "Heads", "Layers", "MASA", "DirectShare", "Embedding", "Designer", "Training"};
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint32_t> pixels;
+  static Image load(const fs::path& p) {
+    Image img;
+    cairo_surface_t* s = cairo_image_surface_create_from_png(p.c_str());
+    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) return img;
+    img.width = cairo_image_surface_get_width(s);
+    img.height = cairo_image_surface_get_height(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    const unsigned char* data = cairo_image_surface_get_data(s);
+    for (int y = 0; y < img.height; ++y)
+      for (int x = 0; x < img.width; ++x) img.pixels.push_back(reinterpret_cast<const uint32_t*>(data + y * stride)[x] & 0xffffff);
+    cairo_surface_destroy(s);
+    return img;
+  }
+  size_t distinctColors() const { return std::set<uint32_t>(pixels.begin(), pixels.end()).size(); }
+  // Fraction of pixels that differ from the most common (background) colour.
+  double inked() const {
+    std::map<uint32_t, size_t> counts;
+    for (uint32_t p : pixels) ++counts[p];
+    size_t top = 0;
+    for (auto& [c, n] : counts) top = std::max(top, n);
+    return 1.0 - static_cast<double>(top) / static_cast<double>(pixels.size());
+  }
+  double differenceFrom(const Image& o) const {
+    if (o.pixels.size() != pixels.size()) return 1.0;
+    size_t diff = 0;
+    for (size_t i = 0; i < pixels.size(); ++i) diff += pixels[i] != o.pixels[i];
+    return static_cast<double>(diff) / static_cast<double>(pixels.size());
+  }
+};
+
+std::string xvfb(const std::string& command) { return "xvfb-run -a -s '-screen 0 1600x1000x24' " + command; }
+
+class Gui : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_dir = testing::makeTempDir("gui");
+    // A real (short) training run of a shared topology on Brown: every view has something to show.
+    Topology t = debugTopology();
+    t.masa = {true, {Proj::Q, Proj::O}, 2, {}, false, 8, 16};
+    t.name = "gui-test-cycle-masa";
+    writeTopologyFile(t, s_dir / "t.json");
+    const auto r = runProcess(kBinary + " train --topology " + shellQuote((s_dir / "t.json").string()) +
+                              " --corpus brown --steps 30 --batch 4 --threads 2 --checkpoint-every 10 --eval-every 10 --out " +
+                              shellQuote((s_dir / "run").string()));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto spec = testing::defaultSpec(Family::Qwen2);
+    spec.structured = true;
+    spec.layers = 4;
+    testing::writeHfFixture(s_dir / "qwen", spec);
+  }
+  static void TearDownTestSuite() { fs::remove_all(s_dir); }
+  static fs::path s_dir;
+};
+fs::path Gui::s_dir;
+
+TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
+  std::map<std::string, Image> shots;
+  for (const char* view : kViews) {
+    const fs::path png = s_dir / (std::string(view) + ".png");
+    const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 8 --view " + view + " " +
+                                   shellQuote((s_dir / "run").string())));
+    ASSERT_EQ(r.exitCode, 0) << view << ": " << r.err;
+    const Image img = Image::load(png);
+    ASSERT_EQ(img.width, 1600) << view;
+    EXPECT_GT(img.distinctColors(), 40u) << view << " looks blank";
+    EXPECT_GT(img.inked(), 0.03) << view << " has almost nothing drawn";
+    shots[view] = img;
+  }
+  for (auto a = shots.begin(); a != shots.end(); ++a)
+    for (auto b = std::next(a); b != shots.end(); ++b)
+      EXPECT_GT(a->second.differenceFrom(b->second), 0.02) << a->first << " and " << b->first << " look the same";
+}
+
+TEST_F(Gui, AHuggingFaceCheckpointOpensInTheAnalysisViews) {
+  for (const char* view : {"Model", "Heads", "Embedding"}) {
+    const fs::path png = s_dir / (std::string("qwen-") + view + ".png");
+    const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " + view + " " +
+                                   shellQuote((s_dir / "qwen").string())));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_GT(Image::load(png).distinctColors(), 40u) << view;
+  }
+}
+
+TEST_F(Gui, HeadlessExportOfEveryView) {
+  const std::vector<std::pair<std::string, std::string>> views = {
+      {"spectrum", "run"},        {"heads", "run"},           {"layers", "run"},
+      {"masa-coefficients", "run"}, {"masa-variance", "run"}, {"masa-correlation", "run"},
+      {"directshare", "run"},     {"embedding-spectrum", "run"}, {"factorization", "run"},
+      {"training", "run"},        {"topology", "t.json"},     {"layer-outputs", "run"},
+      {"kl-drift", "run"},        {"attention-similarity", "run"}};
+  for (const auto& [view, input] : views)
+    for (const char* ext : {"png", "svg", "pdf"}) {
+      const fs::path out = s_dir / ("export-" + view + "." + ext);
+      const auto r = runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
+                                " --out " + shellQuote(out.string()) + " --tokens 512" + (view == "masa-correlation" ? " --proj q" : ""));
+      ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
+      EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
+    }
+  const auto bad = runProcess(kBinary + " export --view nonsense --input " + shellQuote((s_dir / "run").string()) + " --out /tmp/x.png");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("unknown view"), std::string::npos);
+}
+
+TEST_F(Gui, UnreadableInputIsAnErrorInThePanelNotACrash) {
+  const fs::path bad = s_dir / "broken.safetensors";
+  std::ofstream(bad) << "not a safetensors file at all";
+  const fs::path png = s_dir / "broken.png";
+  const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 " + shellQuote(bad.string())));
+  EXPECT_EQ(r.exitCode, 0) << "the window stays up: " << r.err;
+  EXPECT_GT(Image::load(png).distinctColors(), 10u);
+}
+
+}  // namespace
+}  // namespace sharelens

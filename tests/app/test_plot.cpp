@@ -1,0 +1,218 @@
+// Plot and designer logic without a window: axes and ticks, zoom and pan, decimation, smoothing, figure
+// builders, designer painting, and real Cairo exports to PNG, SVG and PDF.
+#include <cairo.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "app/export/figure_export.hpp"
+#include "app/gui/designer_logic.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/param_count.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace sharelens {
+namespace {
+
+using namespace plot;
+namespace fs = std::filesystem;
+
+std::vector<double> values(const std::vector<Tick>& ticks, bool majorOnly = true) {
+  std::vector<double> out;
+  for (const Tick& t : ticks)
+    if (!majorOnly || t.major) out.push_back(t.value);
+  return out;
+}
+
+TEST(Axis, NiceStepsAreOneTwoFive) {
+  EXPECT_DOUBLE_EQ(niceStep(10, 5), 2);
+  EXPECT_DOUBLE_EQ(niceStep(1, 4), 0.2);
+  EXPECT_DOUBLE_EQ(niceStep(7, 6), 1);
+  EXPECT_DOUBLE_EQ(niceStep(1300, 6), 200);
+  EXPECT_DOUBLE_EQ(niceStep(0.03, 6), 0.005);
+  EXPECT_EQ(values(niceTicks({Scale::Linear, {0, 10}}, 5)), (std::vector<double>{0, 2, 4, 6, 8, 10}));
+  const std::vector<double> tenths = values(niceTicks({Scale::Linear, {-0.3, 0.35}}, 6));
+  const std::vector<double> expected = {-0.3, -0.2, -0.1, 0, 0.1, 0.2, 0.3};
+  ASSERT_EQ(tenths.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(tenths[i], expected[i], 1e-15);
+  EXPECT_EQ(tenths[3], 0.0) << "zero is exactly zero, not 5.5e-17";
+}
+
+TEST(Axis, LogTicksAtDecadesWithMinors) {
+  const auto ticks = niceTicks({Scale::Log10, {1e-3, 1}}, 6);
+  const std::vector<double> decades = values(ticks, true);
+  ASSERT_EQ(decades.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(decades[i], std::pow(10.0, static_cast<double>(i) - 3), 1e-15);
+  EXPECT_EQ(ticks.front().label, "1e-3");
+  EXPECT_GT(ticks.size(), 20u) << "minor ticks 2..9 per decade";
+  // Many decades: majors thin out.
+  EXPECT_LE(values(niceTicks({Scale::Log10, {1e-12, 1e3}}, 5)).size(), 6u);
+  // Less than a decade falls back to linear ticks inside it.
+  EXPECT_FALSE(values(niceTicks({Scale::Log10, {2, 8}}, 5)).empty());
+}
+
+TEST(Axis, TransformsRoundTripAndLabelsAreCompact) {
+  const AxisTransform lin{Scale::Linear, {2, 6}}, log{Scale::Log10, {1e-2, 1e2}};
+  EXPECT_DOUBLE_EQ(lin.toUnit(4), 0.5);
+  EXPECT_DOUBLE_EQ(log.toUnit(1), 0.5);
+  EXPECT_NEAR(log.fromUnit(log.toUnit(3.7)), 3.7, 1e-12);
+  EXPECT_EQ(formatTick(0.00012, 0.0001), "1.2e-4");
+  EXPECT_EQ(formatTick(1500, 500), "1500");
+  EXPECT_EQ(formatTick(2.5, 0.5), "2.5");
+  EXPECT_EQ(formatTick(250000, 50000), "2.5e5");
+  const Range r = dataRange({1, 5, NAN, 3}, Scale::Linear, 0.0);
+  EXPECT_DOUBLE_EQ(r.min, 1);
+  EXPECT_DOUBLE_EQ(r.max, 5);
+  EXPECT_GT(dataRange({0, 1e-4, 1}, Scale::Log10).min, 0) << "non-positive values are ignored on log axes";
+}
+
+TEST(Interaction, ZoomKeepsTheAnchorAndPanShifts) {
+  const Range r{0, 10};
+  const Range z = zoomAround(r, Scale::Linear, 2, 0.5);
+  EXPECT_DOUBLE_EQ(z.min, 1);
+  EXPECT_DOUBLE_EQ(z.max, 6);
+  const Range lz = zoomAround({1, 100}, Scale::Log10, 10, 0.5);
+  EXPECT_NEAR(std::log10(lz.min), 0.5, 1e-12);
+  EXPECT_NEAR(std::log10(lz.max), 1.5, 1e-12);
+  const Range p = panBy(r, Scale::Linear, 0.25);
+  EXPECT_DOUBLE_EQ(p.min, 2.5);
+  EXPECT_DOUBLE_EQ(p.max, 12.5);
+}
+
+// A canvas that only measures text (layout needs it).
+class MeasuringCanvas : public Canvas {
+ public:
+  void line(Point, Point, Rgb, float, bool) override { ++lines; }
+  void polyline(std::span<const Point> p, Rgb, float, bool) override { points += p.size(); }
+  void rect(Point, Point, Rgb, float) override {}
+  void fillRect(Point, Point, Rgb, float) override {}
+  void circle(Point, float, Rgb) override {}
+  void text(Point, std::string_view t, Rgb, float, Align, Align, bool) override { texts.emplace_back(t); }
+  Point textSize(std::string_view t, float s) override { return {0.6f * s * static_cast<float>(t.size()), s}; }
+  void heatmapCells(Point, Point, const Heatmap&) override { ++heatmaps; }
+  void colorbar(Point, Point, Colormap) override {}
+  void pushClip(Point, Point) override {}
+  void popClip() override {}
+  size_t lines = 0, points = 0, heatmaps = 0;
+  std::vector<std::string> texts;
+};
+
+TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
+  Series s;
+  for (int i = 0; i < 262144; ++i) {
+    s.x.push_back(i);
+    s.y.push_back(i == 100000 ? 50.0 : 1.0 + 0.001 * (i % 7));
+  }
+  Figure f;
+  f.series.push_back(s);
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500});
+  const auto points = decimatedPolyline(s, l);
+  EXPECT_LT(points.size(), 4 * 800u + 8) << "at most four points per pixel column";
+  const float spikeY = l.toPixel(100000, 50).y;
+  EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](const Point& p) { return std::abs(p.y - spikeY) < 0.5f; }))
+      << "the spike survives decimation";
+  // Zoomed in, only the visible part is processed and no decimation is needed.
+  const FigureLayout zoomed = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500}, Range{1000, 1100});
+  EXPECT_LE(decimatedPolyline(s, zoomed).size(), 103u);
+}
+
+TEST(Figures, MovingAverageIsDebiased) {
+  const auto ema = exponentialMovingAverage({4, 4, 4}, 0.9);
+  for (double v : ema) EXPECT_NEAR(v, 4.0, 1e-12) << "a constant stays constant from the first point";
+  const auto steps = exponentialMovingAverage({0, 10}, 0.5);
+  EXPECT_NEAR(steps[1], (0.5 * 0.5 * 0 + 0.5 * 10) / (1 - 0.25), 1e-12);
+  EXPECT_TRUE(std::isnan(exponentialMovingAverage({1, NAN}, 0.5)[1]));
+}
+
+TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
+  MatrixSpectrum m{{"layers.0.q"}, {}};
+  m.spectrum.sigma = {4, 2, 1};
+  m.spectrum.effectiveRank = 2;
+  const Figure spectrum = spectrumFigure({&m}, true, "S");
+  ASSERT_EQ(spectrum.series.size(), 1u);
+  EXPECT_EQ(spectrum.series[0].y, (std::vector<double>{1, 0.5, 0.25}));
+  EXPECT_EQ(spectrum.markers.at(0).x, 2);
+  EXPECT_EQ(spectrum.yScale, Scale::Log10);
+
+  HeadDiffLayer layer;
+  layer.layer = 3;
+  layer.labels = {"q0", "q1", "k0"};
+  layer.map.n = 3;
+  layer.map.rank = {0, 5, 7, 5, 0, 6, 7, 6, 0};
+  layer.map.relativeDifference.assign(9, 0.5f);
+  const Figure heads = headDifferenceFigure(layer, 0.95, Colormap::Magma);
+  ASSERT_TRUE(heads.heatmap);
+  EXPECT_EQ(heads.heatmap->vmax, 7);
+  EXPECT_TRUE(std::isnan(heads.heatmap->at(1, 1))) << "the trivial diagonal is blank";
+  EXPECT_EQ(heads.heatmap->colLabels[2], "k0");
+  MeasuringCanvas c;
+  drawFigure(c, heads, layoutFigure(heads, c, Style::light(), {0, 0}, {600, 600}), Style::light());
+  EXPECT_EQ(c.heatmaps, 1u);
+  EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "Head differences, layer 3") != c.texts.end());
+  EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "effective rank") != c.texts.end()) << "colour bar label";
+
+  std::vector<MetricPoint> points;
+  for (int s = 1; s <= 5; ++s) points.push_back({s, s * 100.0, 5.0 - s * 0.5, s == 5 ? 3.0 : NAN, 1e-3, 1, 1000, s * 1.0});
+  const Figure training = trainingFigure({{"cycle", &points}}, RunMetric::Loss, RunAxis::Step, 0.5);
+  EXPECT_EQ(training.series.size(), 2u) << "raw and smoothed";
+  EXPECT_EQ(training.series[1].label, "cycle");
+  const Figure validation = trainingFigure({{"cycle", &points}}, RunMetric::ValidationLoss, RunAxis::Tokens, 0.5);
+  EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));
+}
+
+TEST(Designer, PaintingRenumbersAndResizingKeepsTheTopologyValid) {
+  Topology t = demoTopology();  // cycle L=6 U=3
+  gui::paintBlock(t, gui::DesignColumn::Attention, 4, 3);  // a new block
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 3, 2}));
+  EXPECT_EQ(t.provenance.pattern, "custom");
+  gui::paintBlock(t, gui::DesignColumn::Attention, 1, 0);  // block 1 disappears: 3 becomes 1? no -- renumbered by first use
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 1, 0, 2, 1}));
+  EXPECT_NO_THROW(validateTopology(t));
+  gui::resizeLayers(t, 8);
+  EXPECT_EQ(t.attention.assign.size(), 8u);
+  EXPECT_NO_THROW(validateTopology(t));
+  gui::applyPattern(t, SharingPattern::Sequence, 4);
+  EXPECT_EQ(t.ffn.assign, (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3}));
+  ModelDims d = t.model;
+  d.dModel = 100;
+  d.heads = 6;
+  gui::syncHeadDim(d);
+  EXPECT_EQ(d.dModel % d.heads, 0);
+  EXPECT_EQ(d.headDim % 2, 0);
+  EXPECT_EQ(d.heads % d.kvHeads, 0);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Export, PngSvgAndPdfWithTheSameLabels) {
+  const fs::path dir = testing::makeTempDir("export");
+  MatrixSpectrum m{{"layers.0.q"}, {}};
+  for (int i = 0; i < 64; ++i) m.spectrum.sigma.push_back(std::exp(-i / 10.0));
+  m.spectrum.effectiveRank = 30;
+  const Figure f = spectrumFigure({&m}, true, "Export title");
+  for (const char* ext : {"png", "svg", "pdf"}) exportFigure(f, dir / (std::string("f.") + ext), {.width = 640, .height = 400});
+  cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
+  ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
+  EXPECT_EQ(cairo_image_surface_get_width(png), 640);
+  EXPECT_EQ(cairo_image_surface_get_height(png), 400);
+  cairo_surface_destroy(png);
+  const std::string svg = slurp(dir / "f.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("glyph"), std::string::npos) << "text is drawn as glyphs";
+  EXPECT_EQ(slurp(dir / "f.pdf").substr(0, 5), "%PDF-");
+  EXPECT_THROW(exportFigure(f, dir / "f.bmp"), Error);
+  EXPECT_FALSE(fs::exists(dir / "f.bmp"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens

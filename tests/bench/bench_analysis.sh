@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Analysis benchmark (issue #3): spectra + head-difference maps + layer-difference maps on checkpoints with
+# the shapes of GPT-2 124M and Llama-3.2-1B, ShareLens beside PyTorch (torch.linalg.svdvals, batched, same
+# threads), with the effective ranks compared.
+# Usage: tests/bench/bench_analysis.sh BUILD_DIR [SHAPES...]   (default shapes: gpt2-124m llama-3.2-1b)
+set -euo pipefail
+BUILD="$(cd "${1:-build}" && pwd)"
+shift || true
+SHAPES=("${@:-gpt2-124m llama-3.2-1b}")
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+WORK="${SHARELENS_BENCH_DIR:-/tmp/sharelens-bench}"
+THREADS="${THREADS:-2}"
+mkdir -p "$WORK"
+for shape in ${SHAPES[@]}; do
+  dir="$WORK/$shape"
+  [ -f "$dir/config.json" ] || "$BUILD/tests/make_fixtures" --bench-shape "$shape" "$dir"
+  echo "== $shape: ShareLens ($THREADS threads)"
+  /usr/bin/time -f "%e s wall, %M KiB peak" "$BUILD/sharelens" analyze "$dir" --spectra --heads --layers \
+    --threads "$THREADS" --json "$WORK/$shape.ours.json"
+  python3 -c "import json; print(json.dumps(json.load(open('$WORK/$shape.ours.json'))['timing']))"
+  for dtype in float64 float32; do
+    echo "== $shape: PyTorch svdvals ($dtype, $THREADS threads)"
+    /usr/bin/time -f "%e s wall, %M KiB peak" /usr/bin/python3 "$HERE/torch_analysis_peer.py" "$dir" \
+      "$WORK/$shape.ours.json" --threads "$THREADS" --dtype "$dtype" --json "$WORK/$shape.torch-$dtype.json" >/dev/null
+    python3 - "$WORK/$shape.ours.json" "$WORK/$shape.torch-$dtype.json" <<'PY'
+import json, sys
+ours = json.load(open(sys.argv[1]))["timing"]
+peer = json.load(open(sys.argv[2]))
+total_o = sum(ours[k] for k in ("spectra_s", "head_differences_s", "layer_differences_s"))
+total_p = sum(peer["timing"][k] for k in ("spectra_s", "head_differences_s", "layer_differences_s"))
+for k in ("spectra_s", "head_differences_s", "layer_differences_s"):
+    print(f"  {k[:-2]:18s} sharelens {ours[k]:8.1f} s   torch {peer['timing'][k]:8.1f} s   ratio {ours[k] / peer['timing'][k]:.3f}")
+print(f"  {'total':18s} sharelens {total_o:8.1f} s   torch {total_p:8.1f} s   ratio {total_o / total_p:.3f}")
+print(f"  effective ranks: {peer['ranks_compared']} compared, {peer['rank_mismatches']} differ, "
+      f"{peer['ranks_near_threshold_skipped']} within 1e-9 of the threshold skipped")
+PY
+  done
+done

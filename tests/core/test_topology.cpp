@@ -1,0 +1,214 @@
+// Topologies: presets against their closed forms, validation errors that name the field, JSON round trips,
+// exact parameter counts, and the parameter-matched baseline.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+#include "core/topology_presets.hpp"
+
+namespace sharelens {
+namespace {
+
+using Assign = std::vector<int64_t>;
+
+std::string errorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Presets, AssignmentsFollowTheirDefinitions) {
+  EXPECT_EQ(patternAssignment(SharingPattern::Sequence, 12, 4), (Assign{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}));
+  EXPECT_EQ(patternAssignment(SharingPattern::Cycle, 7, 3), (Assign{0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_EQ(patternAssignment(SharingPattern::CycleRev, 12, 3), (Assign{0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0}));
+  EXPECT_EQ(patternAssignment(SharingPattern::Universal, 5, 99), (Assign{0, 0, 0, 0, 0}));
+  EXPECT_EQ(patternAssignment(SharingPattern::Vanilla, 4, 1), (Assign{0, 1, 2, 3}));
+  // Bulge L=10, U=5: ends unique; 8 middle layers in 3 groups with tent weights 1:2:1 -> sizes 2, 4, 2.
+  EXPECT_EQ(patternAssignment(SharingPattern::Bulge, 10, 5), (Assign{0, 1, 1, 2, 2, 2, 2, 3, 3, 4}));
+  // Hierarchy L=10, U=4: first unique; 9 layers in 3 groups with weights 1:2:3 -> sizes 2, 3, 4.
+  EXPECT_EQ(patternAssignment(SharingPattern::Hierarchy, 10, 4), (Assign{0, 1, 1, 2, 2, 2, 3, 3, 3, 3}));
+  EXPECT_EQ(interiorTieAssignment(8, 2), (Assign{0, 1, 2, 2, 2, 2, 3, 4}));
+  EXPECT_EQ(interiorTieAssignment(5, 0), (Assign{0, 0, 0, 0, 0}));
+}
+
+TEST(Presets, EveryPatternIsValidAtManySizes) {
+  for (SharingPattern p : kAllPatterns)
+    for (int64_t layers : {3, 4, 6, 12, 24})
+      for (int64_t unique : {3, 4}) {
+        if (unique > layers) continue;
+        const Assign a = patternAssignment(p, layers, unique);
+        ASSERT_EQ(static_cast<int64_t>(a.size()), layers);
+        BlockSharing s{a, 0};
+        const int64_t u = s.uniqueBlocks();
+        for (int64_t b = 0; b < u; ++b) EXPECT_GE(s.usersOf(b), 1) << patternName(p) << " L=" << layers;
+        if (p == SharingPattern::Bulge) {
+          EXPECT_EQ(s.usersOf(a.front()), 1);
+          EXPECT_EQ(s.usersOf(a.back()), 1);
+        }
+        if (p == SharingPattern::Hierarchy)
+          for (int64_t b = 2; b < u; ++b) EXPECT_GE(s.usersOf(b), s.usersOf(b - 1)) << "groups grow with depth";
+      }
+  EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Bulge, 8, 2); }).find("U >= 3"), std::string::npos);
+  EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Cycle, 4, 6); }).find("unique blocks out of range"), std::string::npos);
+}
+
+TEST(Presets, DepthMultipliersKeepUniqueBlocksAndGrowDepth) {
+  PresetSpec spec;
+  spec.pattern = SharingPattern::Cycle;
+  spec.uniqueBlocks = 4;
+  spec.base.layers = 8;
+  for (auto [m, layers] : std::vector<std::pair<std::string, int64_t>>{{"1", 8}, {"1.5", 12}, {"3", 24}, {"skinny", 16}}) {
+    spec.depthMultiplier = m;
+    const Topology t = makePreset(spec);
+    EXPECT_EQ(t.model.layers, layers) << m;
+    EXPECT_EQ(t.attention.uniqueBlocks(), 4) << m;
+    EXPECT_EQ(t.model.heads * t.model.headDim, t.model.dModel);
+  }
+  spec.depthMultiplier = "skinny";
+  EXPECT_LT(makePreset(spec).model.dModel, spec.base.dModel);
+  spec.depthMultiplier = "lots";
+  EXPECT_NE(errorOf([&] { makePreset(spec); }).find("depth multiplier"), std::string::npos);
+}
+
+TEST(TopologyValidation, ErrorsNameTheField) {
+  Topology t = debugTopology();
+  t.attention.assign[2] = 9;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("topology.attention.assign[2]"), std::string::npos);
+  t = debugTopology();
+  t.attention.assign = {0, 2, 0, 2};  // block 1 never used
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("block 1 is never used"), std::string::npos);
+  t = debugTopology();
+  t.attention.loraRank = 40;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("attention.lora_rank"), std::string::npos);
+  t = debugTopology();
+  t.model.heads = 3;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("model.n_kv_heads"), std::string::npos);
+  t = debugTopology();
+  t.model.heads = 6;
+  t.model.kvHeads = 2;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("heads x head_dim must equal d_model"), std::string::npos);
+  t = debugTopology();
+  t.masa.enabled = true;
+  t.masa.atoms = 9;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("masa.atoms"), std::string::npos);
+  t = debugTopology();
+  t.attention.assign = {0, 1, 2, 3};
+  t.attention.loraRank = 0;
+  t.tiedHeads = {{1, 0, 2, 0}};
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source must be in an earlier layer"), std::string::npos);
+  t.tiedHeads = {{2, 0, 1, 0}, {3, 1, 2, 0}};
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source is itself tied"), std::string::npos);
+  t = debugTopology();
+  t.headSharing.mode = HeadSharingMode::SharedBase;
+  t.masa.enabled = true;
+  t.masa.atoms = 2;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("MASA and head sharing"), std::string::npos);
+}
+
+TEST(TopologyJson, RoundTripsEveryFeatureAndRejectsBadFiles) {
+  Topology t = debugTopology();
+  t.embedding = {false, 16};
+  t.headSharing = {HeadSharingMode::QkvShared, 2, {Proj::Q, Proj::K, Proj::V}};
+  t.ffn.assign = interiorTieAssignment(4, 1);
+  t.postShare = {0.1, {{2, 1, 0, 3}}};
+  const Topology back = topologyFromJson(topologyToJson(t), "round trip");
+  EXPECT_EQ(topologyToJson(back), topologyToJson(t));
+  Topology masa = debugTopology();
+  masa.masa = {true, {Proj::Q, Proj::O}, 2, {{0, 1}, {2, 3}}, true, 8, 16};
+  EXPECT_EQ(topologyToJson(topologyFromJson(topologyToJson(masa), "masa")), topologyToJson(masa));
+
+  Json j = topologyToJson(debugTopology());
+  j["head_sharing"]["mode"] = "sideways";
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.head_sharing field 'mode'"), std::string::npos);
+  j = topologyToJson(debugTopology());
+  j["model"]["d_model"] = "wide";
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.model field 'd_model'"), std::string::npos);
+  j = topologyToJson(debugTopology());
+  j["schema"] = "sharelens.topology/9";
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("unsupported topology schema"), std::string::npos);
+}
+
+TEST(ParamCount, ClosedFormsPerGroup) {
+  Topology t = debugTopology();  // cycle L=4 U=2, LoRA 4, V=512 d=64 H=4 KV=2 hd=16 F=160, tied
+  const int64_t V = 512, d = 64, L = 4, F = 160, q = 64, kv = 32, r = 4;
+  const ParamBudget b = countParameters(t);
+  EXPECT_EQ(b.of(ParamGroup::Embedding), V * d);
+  EXPECT_EQ(b.of(ParamGroup::OutputHead), 0);
+  EXPECT_EQ(b.of(ParamGroup::Norms), (2 * L + 1) * d);
+  EXPECT_EQ(b.of(ParamGroup::Attention), 2 * (q * d + 2 * kv * d + d * q));
+  EXPECT_EQ(b.of(ParamGroup::Ffn), 2 * 3 * F * d);
+  // Every layer's block is shared by two layers: LoRA on q, k, v, o and gate, up, down for all four layers.
+  const int64_t attnLora = r * ((q + d) + 2 * (kv + d) + (d + q));
+  EXPECT_EQ(b.of(ParamGroup::Lora), L * (attnLora + 3 * r * (F + d)));
+  int64_t sum = 0;
+  for (int64_t g : b.groups) sum += g;
+  EXPECT_EQ(b.total, sum);
+
+  t.embedding = {false, 8};
+  t.headSharing = {HeadSharingMode::SharedBase, 2, {Proj::Q, Proj::K}};
+  const ParamBudget h = countParameters(t);
+  EXPECT_EQ(h.of(ParamGroup::Embedding), 8 * (V + d));
+  EXPECT_EQ(h.of(ParamGroup::OutputHead), V * d);
+  const int64_t hd = 16;
+  EXPECT_EQ(h.of(ParamGroup::Attention), 2 * (hd * d + hd * d + kv * d + d * q)) << "q, k bases; v, o full";
+  EXPECT_EQ(h.of(ParamGroup::Lora), b.of(ParamGroup::Lora) + 2 * (4 * 2 * (hd + d) + 2 * 2 * (hd + d)));
+
+  Topology masa = debugTopology();
+  masa.masa = {true, {Proj::Q, Proj::K, Proj::V, Proj::O}, 2, {}, false, 16, 64};
+  const ParamBudget m = countParameters(masa);
+  EXPECT_EQ(m.of(ParamGroup::MasaAtoms), 2 * (q * d + 2 * kv * d + d * q));
+  EXPECT_EQ(m.of(ParamGroup::MasaCoefficients), 4 * L * 2);
+  EXPECT_EQ(m.of(ParamGroup::Attention), 0);
+  masa.masa.mlpCoefficients = true;
+  const int64_t e = 16, hidden = 64, S = 2;
+  EXPECT_EQ(countParameters(masa).of(ParamGroup::MasaCoefficients),
+            4 * (L * e + (e * hidden + hidden) + (hidden * hidden + hidden) + (hidden * S + S)));
+
+  Topology ties = debugTopology();
+  ties.attention.assign = {0, 1, 2, 3};
+  ties.attention.loraRank = 0;
+  ties.tiedHeads = {{2, 1, 0, 3}, {3, 0, 1, 2}};
+  // GQA (4 query, 2 KV heads): only query rows are tied away, one head of 16 rows in layers 2 and 3.
+  EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention), 4 * (q * d + 2 * kv * d + d * q) - 2 * hd * d);
+}
+
+TEST(ParamCount, TheBaselineMatchesWithinHalfAPercentAndIsUnshared) {
+  for (SharingPattern p : kAllPatterns) {
+    PresetSpec spec;
+    spec.pattern = p;
+    spec.uniqueBlocks = 3;
+    spec.base = demoTopology().model;
+    spec.base.layers = 12;
+    const Topology t = makePreset(spec);
+    const Topology base = parameterMatchedBaseline(t);
+    const double ratio = static_cast<double>(countParameters(base).total) / static_cast<double>(countParameters(t).total);
+    EXPECT_NEAR(ratio, 1.0, 0.005) << patternName(p);
+    EXPECT_TRUE(base.isUnshared());
+    EXPECT_EQ(base.model.layers, t.model.layers);
+    EXPECT_EQ(base.model.heads, t.model.heads);
+    EXPECT_EQ(base.model.vocab, t.model.vocab);
+    if (p != SharingPattern::Vanilla) EXPECT_LT(base.model.dModel, t.model.dModel) << "it shrinks";
+  }
+}
+
+TEST(ParamCount, FlopsAndMemoryEstimates) {
+  const Topology t = demoTopology();
+  const ParamBudget b = countParameters(t);
+  const ModelDims& m = t.model;
+  // 6 x (every layer's full projections + the output projection) + 12 L H hd T.
+  const double applied = m.layers * (2.0 * m.dModel * m.heads * m.headDim + 2.0 * m.dModel * m.kvHeads * m.headDim +
+                                     3.0 * m.dModel * m.ffn) + static_cast<double>(m.vocab) * m.dModel;
+  EXPECT_DOUBLE_EQ(b.trainFlopsPerToken, 6.0 * applied + 12.0 * m.layers * m.heads * m.headDim * m.context);
+  EXPECT_DOUBLE_EQ(b.forwardFlopsPerToken * 3.0, b.trainFlopsPerToken);
+  const MemoryEstimate mem = estimateTrainingMemory(t, 8);
+  EXPECT_DOUBLE_EQ(mem.parameterBytes, 16.0 * b.total);
+  EXPECT_GT(mem.activationBytes, estimateTrainingMemory(t, 4).activationBytes);
+}
+
+}  // namespace
+}  // namespace sharelens

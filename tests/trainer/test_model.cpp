@@ -1,0 +1,278 @@
+// The LibTorch model of every topology family: exact parameter counts, forward and backward, weight sharing
+// that really shares storage and accumulates gradients, the equivalences the methods promise, and
+// checkpoints that the model views read back as the same effective weights.
+#include <gtest/gtest.h>
+
+#include <torch/types.h>
+
+#include "core/arch/family.hpp"
+#include "core/param_count.hpp"
+#include "core/sharelens_names.hpp"
+#include "core/topology_presets.hpp"
+#include "tests/support/hf_fixtures.hpp"
+#include "trainer/checkpoint_io.hpp"
+#include "trainer/model.hpp"
+#include "trainer/optimizer.hpp"
+#include "trainer/torch_compat.hpp"
+
+namespace sharelens {
+
+// gtest names the parameter in test listings by this, not by a hex dump of the struct.
+void PrintTo(const Topology& t, std::ostream* os) { *os << "topology " << t.name; }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+torch::Tensor randomTokens(const Topology& t, int64_t batch, int64_t length, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  return at::randint(0, t.model.vocab, {batch, length}, gen, at::TensorOptions().dtype(at::kLong));
+}
+
+// Every family of the issue: layer sharing with LoRA, head sharing, QKV sharing, MASA (table and MLP),
+// FFN tying, tied and factorised embeddings, tied heads and PostShare.
+std::vector<std::pair<std::string, Topology>> families() {
+  std::vector<std::pair<std::string, Topology>> out;
+  const Topology base = debugTopology();
+  out.emplace_back("cycle_lora", base);
+  Topology strict = base;
+  strict.attention.loraRank = strict.ffn.loraRank = 0;
+  out.emplace_back("cycle_strict", strict);
+  Topology vanilla = base;
+  vanilla.attention.assign = vanilla.ffn.assign = {0, 1, 2, 3};
+  vanilla.attention.loraRank = vanilla.ffn.loraRank = 0;
+  out.emplace_back("vanilla", vanilla);
+  Topology heads = base;
+  heads.headSharing = {HeadSharingMode::SharedBase, 4, {Proj::Q, Proj::K, Proj::V}};
+  out.emplace_back("head_shared_base", heads);
+  Topology qkv = base;
+  qkv.headSharing = {HeadSharingMode::QkvShared, 2, {Proj::Q, Proj::K, Proj::V}};
+  out.emplace_back("qkv_shared", qkv);
+  Topology masa = vanilla;
+  masa.masa = {true, {Proj::Q, Proj::K, Proj::V, Proj::O}, 2, {}, false, 8, 16};
+  out.emplace_back("masa", masa);
+  Topology masaMlp = vanilla;
+  masaMlp.masa = {true, {Proj::Q, Proj::O}, 2, {{0, 1}, {2, 3}}, true, 8, 16};
+  out.emplace_back("masa_mlp_groups", masaMlp);
+  Topology ffnTie = vanilla;
+  ffnTie.ffn.assign = interiorTieAssignment(4, 1);
+  ffnTie.ffn.loraRank = 4;
+  out.emplace_back("ffn_interior_tie", ffnTie);
+  Topology factor = base;
+  factor.embedding = {true, 16};
+  out.emplace_back("factorised_tied_embedding", factor);
+  Topology untied = base;
+  untied.embedding = {false, 0};
+  out.emplace_back("untied_embedding", untied);
+  Topology ties = vanilla;
+  ties.tiedHeads = {{2, 1, 0, 3}, {3, 0, 1, 2}};
+  ties.postShare = {0.05, {{3, 3, 1, 1}}};
+  out.emplace_back("tied_heads_postshare", ties);
+  Topology mhaTies = vanilla;
+  mhaTies.model.kvHeads = 4;
+  mhaTies.tiedHeads = {{1, 2, 0, 0}};
+  out.emplace_back("mha_tied_heads", mhaTies);
+  return out;
+}
+
+class EveryFamily : public ::testing::TestWithParam<std::pair<std::string, Topology>> {};
+
+TEST_P(EveryFamily, CountsBuildsRunsAndLearns) {
+  setComputeThreads(1);
+  const Topology& t = GetParam().second;
+  SharedTransformer model(t, torch::kCPU, 7);
+  EXPECT_EQ(model.parameterCount(), countParameters(t).total) << "param_count.cpp and the built model must agree";
+
+  const torch::Tensor tokens = randomTokens(t, 4, 33, 1);
+  const torch::Tensor logits = model.forward(tokens.narrow(1, 0, 32));
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{4, 32, t.model.vocab}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+
+  // Overfit one batch: the loss must fall.
+  AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
+  double first = 0, last = 0;
+  for (int step = 0; step < 30; ++step) {
+    torch::Tensor loss = model.loss(tokens);
+    if (t.postShare.gamma > 0) loss = loss + model.postSharePenalty();
+    loss.backward();
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    for (const NamedParameter& p : model.parameters()) {
+      if (p.tensor.grad().defined()) {
+        EXPECT_TRUE(p.tensor.grad().isfinite().all().item<bool>()) << p.name;
+      }
+    }
+    clipGradientNorm(model.parameters(), 1.0);
+    opt.step(3e-3);
+    opt.zeroGrad();
+  }
+  EXPECT_LT(last, first - 0.5) << GetParam().first << ": " << first << " -> " << last;
+}
+
+TEST_P(EveryFamily, CheckpointReadsBackAsTheSameEffectiveWeights) {
+  const Topology& t = GetParam().second;
+  SharedTransformer model(t, torch::kCPU, 11);
+  {  // Move off the initialisation so every factor (LoRA B included) is non-zero.
+    AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
+    model.loss(randomTokens(t, 2, 17, 2)).backward();
+    opt.step(1e-2);
+  }
+  const fs::path dir = testing::makeTempDir("ckpt-" + GetParam().first);
+  AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
+  writeTrainingCheckpoint(dir, 5, model, opt, Json{{"optimizer_steps", 0}}, 3);
+  const auto ckpt = Checkpoint::open(dir / "checkpoints" / "step-0000005");
+  const ModelView view = openModelView(*ckpt);
+  EXPECT_EQ(view.family, t.isUnshared() ? Family::Llama : Family::ShareLens);
+  EXPECT_TRUE(view.missing.empty()) << view.missing.front();
+  EXPECT_TRUE(view.unexpected.empty()) << view.unexpected.front();
+  EXPECT_EQ(countParameters(*ckpt, view).total,
+            model.parameterCount() - (t.masa.mlpCoefficients ? countParameters(t).of(ParamGroup::MasaCoefficients) -
+                                                                    t.model.layers * t.masa.atoms * static_cast<int64_t>(t.masa.projections.size())
+                                                              : 0))
+      << "the checkpoint holds every unique weight once (MLP coefficients folded to tables)";
+  torch::NoGradGuard noGrad;
+  for (int64_t l = 0; l < t.model.layers; ++l)
+    for (Proj p : kAllProjs) {
+      const FloatMatrix fromView = materialize(*ckpt, view.layers[static_cast<size_t>(l)].at(p));
+      const torch::Tensor fromModel = model.effectiveWeight(l, p).contiguous();
+      const torch::Tensor viewTensor = at::from_blob(const_cast<float*>(fromView.data.data()), {fromView.rows, fromView.cols});
+      ASSERT_EQ(viewTensor.sizes(), fromModel.sizes()) << l << " " << projName(p);
+      EXPECT_TRUE(at::allclose(viewTensor, fromModel, 1e-5, 1e-6)) << GetParam().first << " layer " << l << " " << projName(p);
+    }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, EveryFamily, ::testing::ValuesIn(families()),
+                         [](const auto& info) { return info.param.first; });
+
+TEST(WeightSharing, SharedBlocksAreOneTensorAndTheirGradientIsTheSumOverLayers) {
+  Topology shared = debugTopology();  // cycle: layers 0, 2 use block 0; 1, 3 use block 1
+  shared.attention.loraRank = shared.ffn.loraRank = 0;
+  Topology unshared = shared;
+  unshared.attention.assign = unshared.ffn.assign = {0, 1, 2, 3};
+  SharedTransformer a(shared, torch::kCPU, 3);
+  SharedTransformer b(unshared, torch::kCPU, 4);
+  // Give the unshared model copies: its block l holds shared block assign[l].
+  {
+    torch::NoGradGuard noGrad;
+    for (NamedParameter& p : b.parameters()) {
+      std::string source = p.name;
+      for (int64_t l = 0; l < 4; ++l)
+        for (Proj proj : kAllProjs) {
+          const std::string name = isAttentionProj(proj) ? names::attnWeight(l, proj) : names::ffnWeight(l, proj);
+          const int64_t block = shared.attention.assign[static_cast<size_t>(l)];
+          if (p.name == name) source = isAttentionProj(proj) ? names::attnWeight(block, proj) : names::ffnWeight(block, proj);
+        }
+      p.tensor.copy_(a.parameter(source));
+    }
+  }
+  EXPECT_EQ(a.effectiveWeight(0, Proj::Q).data_ptr(), a.effectiveWeight(2, Proj::Q).data_ptr()) << "one storage";
+  EXPECT_NE(a.effectiveWeight(0, Proj::Q).data_ptr(), a.effectiveWeight(1, Proj::Q).data_ptr());
+  const torch::Tensor tokens = randomTokens(shared, 2, 17, 9);
+  const torch::Tensor la = a.loss(tokens), lb = b.loss(tokens);
+  EXPECT_NEAR(la.item<double>(), lb.item<double>(), 1e-5) << "same function";
+  la.backward();
+  lb.backward();
+  for (Proj proj : kAllProjs) {
+    auto name = [&](int64_t i) { return isAttentionProj(proj) ? names::attnWeight(i, proj) : names::ffnWeight(i, proj); };
+    const torch::Tensor sum = b.parameter(name(0)).grad() + b.parameter(name(2)).grad();
+    EXPECT_TRUE(at::allclose(a.parameter(name(0)).grad(), sum, 1e-4, 1e-6)) << projName(proj);
+  }
+}
+
+TEST(WeightSharing, LoraRankZeroEqualsStrictSharingAndFreshLoraToo) {
+  Topology withLora = debugTopology();
+  Topology strict = withLora;
+  strict.attention.loraRank = strict.ffn.loraRank = 0;
+  SharedTransformer a(withLora, torch::kCPU, 5), b(strict, torch::kCPU, 5);
+  {
+    torch::NoGradGuard noGrad;
+    for (NamedParameter& p : b.parameters()) p.tensor.copy_(a.parameter(p.name));
+  }
+  EXPECT_LT(b.parameterCount(), a.parameterCount());
+  const torch::Tensor tokens = randomTokens(withLora, 2, 16, 1);
+  EXPECT_TRUE(at::allclose(a.forward(tokens), b.forward(tokens), 1e-5, 1e-6)) << "LoRA B starts at zero";
+}
+
+TEST(WeightSharing, MasaWithOneAtomPerLayerAndIdentityCoefficientsIsTheUnsharedModel) {
+  Topology unshared = debugTopology();
+  unshared.attention.assign = unshared.ffn.assign = {0, 1, 2, 3};
+  unshared.attention.loraRank = unshared.ffn.loraRank = 0;
+  Topology masa = unshared;
+  masa.masa = {true, {Proj::Q, Proj::K, Proj::V, Proj::O}, 4, {}, false, 8, 16};
+  SharedTransformer u(unshared, torch::kCPU, 21), m(masa, torch::kCPU, 22);
+  {
+    torch::NoGradGuard noGrad;
+    for (NamedParameter& p : m.parameters()) {
+      if (p.name.rfind("masa.", 0) == 0) continue;
+      p.tensor.copy_(u.parameter(p.name));
+    }
+    for (Proj proj : masa.masa.projections) {
+      auto atoms = m.parameter(names::masaAtoms(proj, 0));
+      for (int64_t l = 0; l < 4; ++l) atoms.select(0, l).copy_(u.parameter(names::attnWeight(l, proj)));
+      m.parameter(names::masaCoefficients(proj)).copy_(at::eye(4));
+    }
+  }
+  const torch::Tensor tokens = randomTokens(masa, 2, 20, 3);
+  EXPECT_TRUE(at::allclose(u.forward(tokens), m.forward(tokens), 1e-5, 1e-6));
+}
+
+TEST(WeightSharing, HeadSharingRankZeroMakesHeadsIdenticalAndTiedHeadsCopyTheirSource) {
+  Topology heads = debugTopology();
+  heads.headSharing = {HeadSharingMode::SharedBase, 0, {Proj::Q, Proj::K, Proj::V}};
+  SharedTransformer h(heads, torch::kCPU, 1);
+  const torch::Tensor q = h.effectiveWeight(1, Proj::Q);
+  for (int64_t i = 1; i < heads.model.heads; ++i)
+    EXPECT_TRUE(at::equal(q.narrow(0, 0, 16), q.narrow(0, i * 16, 16))) << "head " << i;
+
+  Topology ties = debugTopology();
+  ties.attention.assign = ties.ffn.assign = {0, 1, 2, 3};
+  ties.attention.loraRank = ties.ffn.loraRank = 0;
+  ties.tiedHeads = {{2, 1, 0, 3}};
+  SharedTransformer t(ties, torch::kCPU, 2);
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::Q).narrow(0, 16, 16), t.effectiveWeight(0, Proj::Q).narrow(0, 48, 16)));
+  t.loss(randomTokens(ties, 2, 12, 4)).backward();
+  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::Q)).size(0), 3 * 16) << "layer 2 stores only its own 3 heads";
+}
+
+TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanHeadDistance) {
+  Topology t = debugTopology();
+  t.attention.assign = t.ffn.assign = {0, 1, 2, 3};
+  t.attention.loraRank = t.ffn.loraRank = 0;
+  t.postShare = {0.5, {{2, 1, 0, 3}, {3, 0, 1, 2}}};
+  SharedTransformer m(t, torch::kCPU, 8);
+  auto head = [&](int64_t l, int64_t h) {  // [Wq_h || Wk_{h / 2}] (GQA groups of 2)
+    return at::cat({m.parameter(names::attnWeight(l, Proj::Q)).narrow(0, h * 16, 16),
+                    m.parameter(names::attnWeight(l, Proj::K)).narrow(0, (h / 2) * 16, 16)});
+  };
+  const double expected = 0.5 * 0.5 * ((head(2, 1) - head(0, 3)).norm().item<double>() + (head(3, 0) - head(1, 2)).norm().item<double>());
+  EXPECT_NEAR(m.postSharePenalty().item<double>(), expected, 1e-5);
+}
+
+TEST(AdamW, MatchesTheUpdateRuleOfTorchOptimAdamW) {
+  // One parameter, known gradients; the expected values are the update rule evaluated by hand.
+  Topology t = debugTopology();
+  SharedTransformer model(t, torch::kCPU, 1);
+  std::vector<NamedParameter> params = {{"w", at::tensor({1.0f, -2.0f}).set_requires_grad(true), true, true}};
+  AdamW opt(params, 0.9, 0.99, 1e-8, 0.1);
+  const float grads[2][2] = {{0.5f, -1.0f}, {0.25f, 2.0f}};
+  double w[2] = {1.0, -2.0}, m[2] = {0, 0}, v[2] = {0, 0};
+  for (int step = 1; step <= 2; ++step) {
+    params[0].tensor.mutable_grad() = at::tensor({grads[step - 1][0], grads[step - 1][1]});
+    opt.step(0.01);
+    for (int i = 0; i < 2; ++i) {
+      const double g = grads[step - 1][i];
+      w[i] *= 1.0 - 0.01 * 0.1;
+      m[i] = 0.9 * m[i] + 0.1 * g;
+      v[i] = 0.99 * v[i] + 0.01 * g * g;
+      const double mhat = m[i] / (1 - std::pow(0.9, step)), vhat = v[i] / (1 - std::pow(0.99, step));
+      w[i] -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+    }
+  }
+  EXPECT_NEAR(params[0].tensor[0].item<double>(), w[0], 1e-6);
+  EXPECT_NEAR(params[0].tensor[1].item<double>(), w[1], 1e-6);
+  (void)model;
+}
+
+}  // namespace
+}  // namespace sharelens

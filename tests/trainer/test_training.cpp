@@ -1,0 +1,277 @@
+// Training runs on real text (the Brown corpus): the run directory, exact resume after SIGKILL, crash-safe
+// checkpoints, non-finite steps, live commands, and --compare. Runs use the tiny debug topology.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "core/arch/family.hpp"
+#include "core/corpus.hpp"
+#include "core/hash.hpp"
+#include "core/param_count.hpp"
+#include "core/topology_presets.hpp"
+#include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
+#include "trainer/run_controller.hpp"
+#include "trainer/tokenizer.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::runProcess;
+using testing::shellQuote;
+
+const std::string kBinary = SHARELENS_BINARY;
+
+TrainConfig smallConfig(int64_t steps) {
+  TrainConfig c;
+  c.steps = steps;
+  c.batchSize = 4;
+  c.lr = 3e-3;
+  c.warmupSteps = 5;
+  c.evalEvery = 10;
+  c.evalBatches = 2;
+  c.checkpointEvery = 10;
+  c.keepLast = 2;
+  c.threads = 1;
+  return c;
+}
+
+std::map<int64_t, double> lossesOf(const fs::path& runDir) {
+  MetricsReader reader(runDir / "metrics.jsonl");
+  reader.poll();
+  std::map<int64_t, double> out;
+  for (const MetricPoint& p : reader.points()) out[p.step] = p.loss;
+  return out;
+}
+
+// FNV of every tensor's bytes (name-ordered) in a checkpoint file: weights or optimizer state.
+std::string tensorHash(const fs::path& file) {
+  const auto f = SafetensorsFile::open(file);
+  std::vector<const TensorInfo*> tensors;
+  for (const TensorInfo& t : f->tensors()) tensors.push_back(&t);
+  std::sort(tensors.begin(), tensors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  Fnv1a h;
+  for (const TensorInfo* t : tensors) {
+    h.update(t->name);
+    const auto bytes = f->bytes(*t);
+    h.update(bytes.data(), bytes.size());
+  }
+  return h.hex();
+}
+
+std::string trainCommand(const fs::path& topology, const fs::path& out, int64_t steps, const std::string& extra = "") {
+  return kBinary + " train --topology " + shellQuote(topology.string()) + " --corpus brown --out " + shellQuote(out.string()) +
+         " --steps " + std::to_string(steps) + " --batch 4 --threads 1 --checkpoint-every 10 --eval-every 10 --keep-last 10" + extra;
+}
+
+TEST(Corpus, BrownTagsAreStrippedAndTheSplitIsByDocument) {
+  EXPECT_EQ(brownToText("\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n"),
+            "The jury said \"no evidence\".\n");
+  EXPECT_EQ(brownToText("\tIt/pps doesn't/doz* ,/, he/pps said/vbd (/( twice/rb )/) ./.\n"), "It doesn't, he said (twice).\n");
+  const Corpus brown = loadCorpus("brown");
+  EXPECT_EQ(brown.documents.size(), 500u);
+  EXPECT_EQ(brown.documents.front().id, "ca01");
+  EXPECT_EQ(brown.documents.front().text.find("/at"), std::string::npos);
+  EXPECT_NE(brown.documents.front().text.find("The Fulton County Grand Jury said"), std::string::npos);
+  const CorpusSplit split = splitByDocument(brown, 0.05);
+  EXPECT_GT(split.validation.size(), 10u);
+  EXPECT_EQ(split.train.size() + split.validation.size(), 500u);
+  EXPECT_EQ(loadCorpus("brown").fingerprint, brown.fingerprint) << "deterministic";
+  const Corpus nlp = loadCorpus("nlp");
+  EXPECT_EQ(nlp.documents.size(), 100u);
+}
+
+TEST(Tokenizer, TrainedOnBrownWithTheTopologyVocab) {
+  const Corpus brown = loadCorpus("brown");
+  const CorpusSplit split = splitByDocument(brown);
+  const auto model = trainedTokenizer(split.train, brown.fingerprint, 512, {});
+  const auto tok = SpmTokenizer::load(model);
+  EXPECT_EQ(tok->vocabSize(), 512);
+  const std::string text = "The jury praised the City of Atlanta for 1961's election.";
+  EXPECT_EQ(tok->decode(tok->encode(text)), text);
+  // 57 bytes; characters alone would be 57 tokens, a 512-piece BPE merges common words and pairs.
+  EXPECT_LT(tok->encode(text).size(), text.size() * 2 / 3) << "BPE merges, not characters";
+}
+
+TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
+  const fs::path dir = testing::makeTempDir("train");
+  RunRequest r{debugTopology(), smallConfig(40), dir / "run"};
+  std::vector<StepMetrics> seen;
+  std::string message;
+  ASSERT_EQ(runTraining(r, {}, [&](const StepMetrics& m) { seen.push_back(m); }, &message), RunState::Finished) << message;
+  ASSERT_EQ(seen.size(), 40u);
+  const Json run = readJsonFile(dir / "run" / "run.json");
+  EXPECT_EQ(run["schema"], kRunSchema);
+  EXPECT_EQ(run["corpus"]["spec"], "brown");
+  EXPECT_EQ(run["tokenizer"]["vocab"], 512);
+  EXPECT_EQ(run["parameters"]["total"], countParameters(debugTopology()).total);
+  EXPECT_TRUE(fs::exists(dir / "run" / "tokenizer.model"));
+  const auto losses = lossesOf(dir / "run");
+  ASSERT_EQ(losses.size(), 40u);
+  EXPECT_LT(losses.at(40), losses.at(1) - 1.0) << "loss falls on Brown";
+  EXPECT_NEAR(losses.at(1), std::log(512.0), 0.5) << "starts near uniform";
+  MetricsReader reader(dir / "run" / "metrics.jsonl");
+  reader.poll();
+  int validations = 0;
+  for (const MetricPoint& p : reader.points()) validations += std::isfinite(p.valLoss) ? 1 : 0;
+  EXPECT_EQ(validations, 4);
+  const auto checkpoints = listCheckpoints(dir / "run");
+  ASSERT_EQ(checkpoints.size(), 2u) << "keep-last 2";
+  EXPECT_EQ(checkpoints.back().step, 40);
+  // The checkpoint opens in the model views (a shared topology: ShareLens family).
+  const auto ckpt = Checkpoint::open(resolveModelPath(dir / "run"));
+  EXPECT_EQ(openModelView(*ckpt).family, Family::ShareLens);
+  fs::remove_all(dir);
+}
+
+TEST(Training, ResumeAfterSigkillIsBitIdentical) {
+  const fs::path dir = testing::makeTempDir("resume");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  auto r = runProcess(trainCommand(dir / "t.json", dir / "whole", 50));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // Kill a second run at a random moment -- once a random step is logged, plus up to a step's time -- then
+  // resume it to the end.
+  std::mt19937 rng(std::random_device{}());
+  const int killStep = std::uniform_int_distribution<int>(3, 47)(rng);
+  const int extraMs = std::uniform_int_distribution<int>(0, 25)(rng);
+  const std::string metrics = shellQuote((dir / "killed" / "metrics.jsonl").string());
+  const std::string killer = " & pid=$!; until grep -q '\"step\":" + std::to_string(killStep) + ",' " + metrics +
+                             " 2>/dev/null; do sleep 0.005; done; sleep 0.0" + std::to_string(extraMs / 10) +
+                             std::to_string(extraMs % 10) + "; kill -KILL $pid; wait $pid; echo status=$?)";
+  const std::string subshell = "(", trainKilled = trainCommand(dir / "t.json", dir / "killed", 50);
+  r = runProcess(subshell + trainKilled + killer);
+  const std::string killedAt = "killed after step " + std::to_string(killStep) + " + " + std::to_string(extraMs) + " ms";
+  ASSERT_NE(r.out.find("status=137"), std::string::npos) << killedAt << ": " << r.out << r.err;
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "killed").string()) + " --steps 50 --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto whole = lossesOf(dir / "whole"), resumed = lossesOf(dir / "killed");
+  ASSERT_EQ(whole.size(), 50u);
+  ASSERT_EQ(resumed.size(), 50u);
+  for (const auto& [step, loss] : whole) EXPECT_EQ(resumed.at(step), loss) << "step " << step << " (" << killedAt << ")";
+  const fs::path a = checkpointDirectory(dir / "whole", 50), b = checkpointDirectory(dir / "killed", 50);
+  EXPECT_EQ(tensorHash(a / "model.safetensors"), tensorHash(b / "model.safetensors")) << "weights";
+  EXPECT_EQ(tensorHash(a / "optim.safetensors"), tensorHash(b / "optim.safetensors")) << "optimizer state";
+  fs::remove_all(dir);
+}
+
+TEST(Training, AKillWhileWritingACheckpointNeverLeavesOneThatLoadsAsComplete) {
+  const fs::path dir = testing::makeTempDir("crash");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  ASSERT_EQ(runProcess(trainCommand(dir / "t.json", dir / "whole", 30)).exitCode, 0);
+  for (const std::string stage : {"model", "optim", "state", "marker", "rename"}) {
+    const fs::path run = dir / ("crash-" + stage);
+    const auto r = runProcess("SHARELENS_TEST_KILL_IN_CHECKPOINT=" + stage + " " + trainCommand(dir / "t.json", run, 30));
+    EXPECT_EQ(r.exitCode, 137) << stage << ": " << r.err;
+    const auto complete = listCheckpoints(run);
+    ASSERT_EQ(complete.size(), 1u) << stage;
+    EXPECT_EQ(complete[0].step, 10) << stage << ": only the first checkpoint is complete";
+    for (const auto& e : fs::directory_iterator(run / "checkpoints")) {
+      if (e.path().filename().string().rfind("step-", 0) == 0) {
+        EXPECT_TRUE(fs::exists(e.path() / "COMPLETE")) << e.path() << " looks like a checkpoint but is not complete";
+      }
+    }
+    ASSERT_EQ(runProcess(kBinary + " train --resume --threads 1 --out " + shellQuote(run.string())).exitCode, 0) << stage;
+    EXPECT_EQ(tensorHash(checkpointDirectory(run, 30) / "model.safetensors"),
+              tensorHash(checkpointDirectory(dir / "whole", 30) / "model.safetensors"))
+        << stage;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Training, NonFiniteStepsNeverReachTheWeights) {
+  const fs::path dir = testing::makeTempDir("nan");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  auto r = runProcess("SHARELENS_TEST_NONFINITE_STEPS=7 " + trainCommand(dir / "t.json", dir / "one", 20));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  MetricsReader reader(dir / "one" / "metrics.jsonl");
+  reader.poll();
+  int skips = 0;
+  for (const Json& e : reader.events()) skips += e["event"] == "skip" ? 1 : 0;
+  EXPECT_EQ(skips, 1);
+  EXPECT_EQ(readJsonFile(checkpointDirectory(dir / "one", 20) / "state.json")["optimizer_steps"], 19);
+
+  r = runProcess("SHARELENS_TEST_NONFINITE_STEPS=8- " + trainCommand(dir / "t.json", dir / "many", 40));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.out.find("5 non-finite steps in a row"), std::string::npos) << r.out << r.err;
+  const auto last = latestCheckpoint(dir / "many");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->step, 12) << "stopped after 5 in a row, progress saved";
+  EXPECT_EQ(readJsonFile(last->dir / "state.json")["optimizer_steps"], 7);
+  const auto weights = SafetensorsFile::open(last->dir / "model.safetensors");
+  for (const TensorInfo& t : weights->tensors())
+    for (float v : weights->readFloat(t)) ASSERT_TRUE(std::isfinite(v)) << t.name;
+  fs::remove_all(dir);
+}
+
+TEST(Training, ControllerPausesResumesSavesAndStops) {
+  const fs::path dir = testing::makeTempDir("controller");
+  TrainConfig c = smallConfig(100000);
+  c.checkpointEvery = 100000;
+  auto run = RunController::start({debugTopology(), c, dir / "run"});
+  auto waitFor = [&](auto predicate) {
+    for (int i = 0; i < 600 && !predicate(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return predicate();
+  };
+  std::vector<StepMetrics> metrics;
+  ASSERT_TRUE(waitFor([&] {
+    auto m = run->takeMetrics();
+    metrics.insert(metrics.end(), m.begin(), m.end());
+    return metrics.size() >= 3;
+  })) << run->message();
+  run->pause();
+  ASSERT_TRUE(waitFor([&] { return run->state() == RunState::Paused; }));
+  run->takeMetrics();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(run->takeMetrics().empty()) << "no steps while paused";
+  run->checkpointNow();
+  run->resume();
+  ASSERT_TRUE(waitFor([&] { return latestCheckpoint(dir / "run").has_value(); }));
+  run->requestStop();
+  run->wait();
+  EXPECT_EQ(run->state(), RunState::Stopped) << run->message();
+  const auto last = latestCheckpoint(dir / "run");
+  const auto losses = lossesOf(dir / "run");
+  EXPECT_EQ(last->step, losses.rbegin()->first) << "stopping saves the last completed step";
+  fs::remove_all(dir);
+}
+
+TEST(Training, CompareTrainsTheModelAndItsParameterMatchedBaseline) {
+  const fs::path dir = testing::makeTempDir("compare");
+  RunRequest r{debugTopology(), smallConfig(10), dir};
+  r.config.threads = 2;
+  const auto [model, baseline] = runComparison(r, {}, nullptr);
+  EXPECT_EQ(model, RunState::Finished);
+  EXPECT_EQ(baseline, RunState::Finished);
+  const Json a = readJsonFile(dir / "model" / "run.json"), b = readJsonFile(dir / "baseline" / "run.json");
+  EXPECT_EQ(b["role"], "baseline");
+  EXPECT_NEAR(b["parameters"]["total"].get<double>() / a["parameters"]["total"].get<double>(), 1.0, 0.005);
+  EXPECT_EQ(a["corpus"]["fingerprint"], b["corpus"]["fingerprint"]);
+  // The unshared baseline is saved in Hugging Face layout and opens as a Llama model.
+  EXPECT_EQ(openModelView(*Checkpoint::open(resolveModelPath(dir / "baseline"))).family, Family::Llama);
+  fs::remove_all(dir);
+}
+
+TEST(Training, BadRequestsAreNamedErrors) {
+  const fs::path dir = testing::makeTempDir("bad");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  auto r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) + " --corpus /no/such/dir --out " +
+                      shellQuote((dir / "run").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("/no/such/dir"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "nothing").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("nothing to resume"), std::string::npos) << r.err;
+  if (!cudaTrainingAvailable()) {
+    r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) + " --out " +
+                   shellQuote((dir / "gpu").string()) + " --device cuda --steps 1");
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_NE(r.err.find("CUDA training requested but unavailable"), std::string::npos) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens
