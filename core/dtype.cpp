@@ -2,6 +2,7 @@
 
 #include <bit>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #include <cstring>
@@ -137,6 +138,15 @@ void bfloat16ToFloatBulk(const std::byte* src, size_t count, float* dst) {
 }
 
 #if defined(__x86_64__)
+// CPUID leaf 1, ECX: bit 29 = F16C, bit 28 = AVX, bit 27 = OSXSAVE (the OS saves YMM state).
+// Written with <cpuid.h> because clang's __builtin_cpu_supports does not know "f16c".
+bool cpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool f16c = ecx & (1u << 29), avx = ecx & (1u << 28), osxsave = ecx & (1u << 27);
+  return f16c && avx && osxsave;
+}
+
 // Hardware half -> float (F16C, every x86-64 CPU since 2012), chosen at runtime; exact like halfToFloat.
 __attribute__((target("f16c,avx"))) void halfToFloatF16c(const std::byte* src, size_t count, float* dst) {
   size_t i = 0;
@@ -156,7 +166,7 @@ void convertToFloat(DType dtype, const std::byte* src, size_t count, float* dst)
   }
   if (dtype == DType::BF16) return bfloat16ToFloatBulk(src, count, dst);
 #if defined(__x86_64__)
-  static const bool hasF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool hasF16c = cpuHasF16c();
   if (dtype == DType::F16 && hasF16c) return halfToFloatF16c(src, count, dst);
 #endif
   convert(dtype, src, count, dst);

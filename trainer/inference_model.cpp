@@ -6,6 +6,7 @@
 #include "core/json_util.hpp"
 #include "core/sharelens_names.hpp"
 #include "core/topology.hpp"
+#include "trainer/fused_ops.hpp"
 
 namespace sharelens {
 namespace {
@@ -49,11 +50,6 @@ std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch:
   const torch::Tensor freqs = at::outer(at::arange(context, at::kFloat), inv);
   const torch::Tensor emb = at::cat({freqs, freqs}, -1);
   return {emb.cos().to(device), emb.sin().to(device)};
-}
-
-torch::Tensor rotateHalf(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 }  // namespace
@@ -155,8 +151,7 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
 torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const {
   if (m_params.family == Family::Gpt2)
     return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
-  const torch::Tensor normalized = x * at::rsqrt(x.pow(2).mean(-1, true) + m_params.normEps);
-  return m_params.family == Family::Gemma3 ? normalized * (1.0 + n.weight) : normalized * n.weight;
+  return rmsNorm(x, m_params.family == Family::Gemma3 ? 1.0 + n.weight : n.weight, m_params.normEps);
 }
 
 torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const {
@@ -167,14 +162,13 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
   torch::Tensor q = project(layer.q, layer.bq, heads), k = project(layer.k, layer.bk, kv), v = project(layer.v, layer.bv, kv);
   if (layer.qNorm) q = norm(q, *layer.qNorm);
   if (layer.kNorm) k = norm(k, *layer.kNorm);
+  if (m_params.family != Family::Gpt2) {  // on [B, T, H, hd]
+    q = applyRope(q, layer.cos, layer.sin);
+    k = applyRope(k, layer.cos, layer.sin);
+  }
   q = q.transpose(1, 2);  // [B, H, T, hd]
   k = k.transpose(1, 2);
   v = v.transpose(1, 2);
-  if (m_params.family != Family::Gpt2) {
-    const torch::Tensor cos = layer.cos.narrow(0, 0, t), sin = layer.sin.narrow(0, 0, t);
-    q = q * cos + rotateHalf(q) * sin;
-    k = k * cos + rotateHalf(k) * sin;
-  }
   if (kv < heads) {
     k = k.repeat_interleave(heads / kv, 1);
     v = v.repeat_interleave(heads / kv, 1);

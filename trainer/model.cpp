@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/sharelens_names.hpp"
+#include "trainer/fused_ops.hpp"
 #include "trainer/torch_compat.hpp"
 
 namespace sharelens {
@@ -44,15 +45,6 @@ const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t head) {
 
 int64_t tiedTargets(const Topology& t, int64_t layer) {
   return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& x) { return x.targetLayer == layer; });
-}
-
-torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
-}
-
-torch::Tensor rotateHalf(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 std::string masaMlp(Proj p, const char* part) { return "masa." + std::string(projName(p)) + ".mlp." + part; }
@@ -250,21 +242,15 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
   std::map<Proj, torch::Tensor> masa;
   for (Proj p : t.masa.projections)
     if (t.masaCovers(p)) masa[p] = masaCoefficients(p);
-  const torch::Tensor cos = m_cos.narrow(0, 0, time), sin = m_sin.narrow(0, 0, time);
-  auto rope = [&](const torch::Tensor& v) { return v * cos + rotateHalf(v) * sin; };
-  const int64_t group = m.heads / m.kvHeads;
   for (int64_t l = 0; l < m.layers; ++l) {
     torch::Tensor h = rmsNorm(x, parameter(n::attnNorm(l)), m.normEps);
-    auto heads = [&](Proj p, int64_t count) {
-      return at::linear(h, attentionWeight(l, p, masa)).view({batch, time, count, hd}).transpose(1, 2);
+    auto heads = [&](Proj p, int64_t count) {  // [B, T, count, hd]
+      return at::linear(h, attentionWeight(l, p, masa)).view({batch, time, count, hd});
     };
-    torch::Tensor q = rope(heads(Proj::Q, m.heads));
-    torch::Tensor k = rope(heads(Proj::K, m.kvHeads));
-    torch::Tensor v = heads(Proj::V, m.kvHeads);
-    if (group > 1) {
-      k = k.repeat_interleave(group, 1);
-      v = v.repeat_interleave(group, 1);
-    }
+    // RoPE on [B, T, H, hd], where each (token, head) row is contiguous; then heads move before time.
+    const torch::Tensor q = applyRope(heads(Proj::Q, m.heads), m_cos, m_sin).transpose(1, 2);
+    const torch::Tensor k = applyRope(heads(Proj::K, m.kvHeads), m_cos, m_sin).transpose(1, 2);
+    const torch::Tensor v = heads(Proj::V, m.kvHeads).transpose(1, 2);
     const torch::Tensor attn = causalAttention(q, k, v);  // [B, H, T, hd]
     x = x + at::linear(attn.transpose(1, 2).reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);

@@ -18,16 +18,26 @@ inline void setComputeThreads(int threads) {
   openblas_set_num_threads(threads);
 }
 
-// softmax(q k^T / sqrt(hd) + causal mask) v for q, k, v of [B, H, T, hd]. LibTorch 2 has a fused kernel
-// (flash / memory-efficient on CUDA); 1.13 gets the explicit formula.
+// Causal self-attention with grouped KV heads: softmax(q k^T / sqrt(hd) + causal mask) v.
+// q: [B, H, T, hd]; k, v: [B, KV, T, hd], H a multiple of KV (query head h reads KV head h / (H / KV)).
+// Returns [B, H, T, hd]. LibTorch 2 has a fused kernel (flash / memory-efficient on CUDA). For 1.13 the
+// explicit formula is arranged so that each KV head's query group is one GEMM (no repeated K/V copies), and
+// the scale and the causal mask ride inside that GEMM.
 inline torch::Tensor causalAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3), group = h / k.size(1);
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  const auto expand = [&](const torch::Tensor& x) { return group > 1 ? x.repeat_interleave(group, 1) : x; };
+  return at::scaled_dot_product_attention(q, expand(k), expand(v), {}, 0.0, /*is_causal=*/true);
 #else
-  const int64_t t = q.size(-2);
-  const auto scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  const auto mask = at::ones({t, t}, at::TensorOptions().dtype(at::kBool).device(q.device())).triu(1);
-  return at::matmul(at::softmax(scores.masked_fill(mask, -INFINITY), -1), v);
+  const int64_t kv = k.size(1);
+  const auto grouped = q.reshape({b * kv, group * t, hd});  // query rows of one KV head's group, stacked
+  // 0 on and below the diagonal, -inf above, for each of the group's T x T blocks: added inside the GEMM
+  // (beta = 1) together with the 1/sqrt(hd) scale (alpha), so neither costs a pass over the scores.
+  const auto future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool).device(q.device())).triu(1);
+  const auto bias = at::zeros({t, t}, q.options()).masked_fill_(future, -INFINITY).repeat({group, 1});
+  const torch::Tensor scores = at::baddbmm(bias.unsqueeze(0), grouped, k.reshape({b * kv, t, hd}).transpose(1, 2),
+                                           /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+  return at::bmm(at::softmax(scores, -1), v.reshape({b * kv, t, hd})).view({b, h, t, hd});
 #endif
 }
 

@@ -1,10 +1,12 @@
 // Training throughput of the LibTorch model (issue #4): tokens/s of full training steps (forward, backward,
 // clipping, AdamW) of a ~10M-parameter vanilla topology in fp32, and model FLOPs utilisation against the
 // machine's measured sgemm peak. Its peer, torch_train_peer.py, runs the same model in eager PyTorch.
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE] [--json OUT]
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE] [--json OUT] [--profile TRACE.json]
 #include <chrono>
 #include <cstdio>
 #include <string>
+
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "core/atomic_file.hpp"
 #include "core/param_count.hpp"
@@ -39,7 +41,7 @@ double sgemmPeak() {
 int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
-  std::string topologyPath, jsonOut;
+  std::string topologyPath, jsonOut, profileOut;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads") threads = std::stoi(v);
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::stoll(v);
     else if (a == "--topology") topologyPath = v;
     else if (a == "--json") jsonOut = v;
+    else if (a == "--profile") profileOut = v;
   }
   setComputeThreads(threads);
   const Topology t = topologyPath.empty() ? benchTopology() : readTopologyFile(topologyPath);
@@ -62,6 +65,10 @@ int main(int argc, char** argv) {
     opt.zeroGrad();
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up
+  if (!profileOut.empty()) {  // one step under the autograd profiler, as a chrome://tracing file
+    torch::autograd::profiler::RecordProfile guard(profileOut);
+    step();
+  }
   const auto start = clock_type::now();
   for (int64_t i = 0; i < steps; ++i) step();
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();

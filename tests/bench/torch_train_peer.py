@@ -63,6 +63,12 @@ class Model(nn.Module):
         self.register_buffer("cos", emb.cos())
         self.register_buffer("sin", emb.sin())
         self.register_buffer("mask", torch.ones(context, context, dtype=torch.bool).triu(1))
+        # ShareLens's initialisation (nanoGPT's): N(0, 0.02), residual outputs N(0, 0.02 / sqrt(2 L)). PyTorch's
+        # defaults (N(0, 1) embeddings, tied) saturate the softmax and drive the step into denormals.
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("o.weight", "down.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
 
     def forward(self, tokens):
         t = tokens.shape[1]

@@ -3,6 +3,8 @@
 // checkpoints that the model views read back as the same effective weights.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <torch/types.h>
 
 #include "core/arch/family.hpp"
@@ -11,6 +13,7 @@
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "trainer/checkpoint_io.hpp"
+#include "trainer/fused_ops.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
 #include "trainer/torch_compat.hpp"
@@ -247,6 +250,61 @@ TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanHeadDistance) {
   };
   const double expected = 0.5 * 0.5 * ((head(2, 1) - head(0, 3)).norm().item<double>() + (head(3, 0) - head(1, 2)).norm().item<double>());
   EXPECT_NEAR(m.postSharePenalty().item<double>(), expected, 1e-5);
+}
+
+// The fused CPU kernels against the composite ATen expressions evaluated in float64: values and the
+// gradients of a random linear functional of the output, with respect to every differentiable input.
+struct FusedCase {
+  torch::Tensor out, grads;  // grads: every input gradient, flattened and concatenated
+};
+
+FusedCase evaluate(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+                   const std::vector<torch::Tensor>& inputs, const torch::Tensor& probe) {
+  std::vector<torch::Tensor> leaves;
+  for (const torch::Tensor& x : inputs) leaves.push_back(x.detach().clone().set_requires_grad(true));
+  const torch::Tensor out = f(leaves);
+  (out * probe.to(out.dtype())).sum().backward();
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& x : leaves) grads.push_back(x.grad().reshape({-1}).to(at::kDouble));
+  return {out.detach().to(at::kDouble), at::cat(grads)};
+}
+
+void expectClose(const FusedCase& fused, const FusedCase& reference, double tolerance) {
+  EXPECT_LT((fused.out - reference.out).abs().max().item<double>(), tolerance * reference.out.abs().max().item<double>());
+  EXPECT_LT((fused.grads - reference.grads).abs().max().item<double>(), tolerance * reference.grads.abs().max().item<double>());
+}
+
+TEST(FusedOps, RmsNormMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(7);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 64}, {1000, 96}, {2, 1, 7}}) {
+    const torch::Tensor x = at::randn(shape, gen) * 3.0, w = at::randn({shape.back()}, gen);
+    const torch::Tensor probe = at::randn(shape, gen);
+    const auto fused = evaluate([](const auto& in) { return rmsNorm(in[0], in[1], 1e-5); }, {x, w}, probe);
+    const auto reference = evaluate([](const auto& in) { return rmsNormReference(in[0], in[1], 1e-5); },
+                                    {x.to(at::kDouble), w.to(at::kDouble)}, probe);
+    expectClose(fused, reference, 1e-5);
+  }
+}
+
+TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(8);
+  const int64_t context = 12, hd = 8;
+  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
+  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
+  const torch::Tensor cos = at::cat({angles, angles}, -1).cos(), sin = at::cat({angles, angles}, -1).sin();
+  for (int64_t time : {12, 5}) {  // the whole table, and a prefix of it
+    const torch::Tensor x = at::randn({2, time, 3, hd}, gen), probe = at::randn({2, time, 3, hd}, gen);
+    const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
+    const auto fused = evaluate([&](const auto& in) { return applyRope(in[0], c32, s32); }, {x}, probe);
+    const auto reference = evaluate([&](const auto& in) { return applyRopeReference(in[0], cos, sin); },
+                                    {x.to(at::kDouble)}, probe);
+    expectClose(fused, reference, 1e-6);
+  }
+  // A rotation: every (i, i + hd/2) pair keeps its length.
+  const torch::Tensor x = at::randn({1, context, 1, hd}, gen);
+  const torch::Tensor y = applyRope(x, cos.to(at::kFloat), sin.to(at::kFloat));
+  auto pairNorms = [&](const torch::Tensor& v) { return v.narrow(-1, 0, hd / 2).pow(2) + v.narrow(-1, hd / 2, hd / 2).pow(2); };
+  EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
 }
 
 TEST(AdamW, MatchesTheUpdateRuleOfTorchOptimAdamW) {
