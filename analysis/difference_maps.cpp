@@ -85,6 +85,17 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
   return result;
 }
 
+RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,
+                              const TaskContext& ctx) {
+  std::vector<const FloatMatrix*> pointers;
+  std::vector<double> norms;
+  for (const FloatMatrix& m : matrices) {
+    pointers.push_back(&m);
+    norms.push_back(squaredNorm(m.data.data(), m.data.size()));
+  }
+  return rankMapFromPairs(backend.pairDifferenceSpectra(pointers, ctx), norms, threshold);
+}
+
 LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                         double threshold, std::span<const Proj> projections, const TaskContext& ctx) {
   LayerDiffResult result;
@@ -99,17 +110,11 @@ LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView&
     }
     ++done;
     if (matrices.size() != view.layers.size() || matrices.empty()) continue;  // e.g. GPT-2 has no gate
-    std::vector<const FloatMatrix*> pointers;
-    std::vector<double> norms;
-    for (const FloatMatrix& m : matrices) {
-      pointers.push_back(&m);
-      norms.push_back(squaredNorm(m.data.data(), m.data.size()));
-    }
     LayerDiffMap map;
     map.proj = p;
     map.rows = matrices[0].rows;
     map.cols = matrices[0].cols;
-    map.map = rankMapFromPairs(backend.pairDifferenceSpectra(pointers, ctx), norms, threshold);
+    map.map = pairwiseDifferenceMap(matrices, backend, threshold, ctx);
     result.maps.push_back(std::move(map));
     ctx.report(static_cast<double>(done) / static_cast<double>(projections.size()),
                "layer differences: " + std::string(projName(p)));

@@ -5,6 +5,7 @@
 // Each cell also carries the relative difference ||W_a - W_b||_F / sqrt((||W_a||_F^2 + ||W_b||_F^2) / 2).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "analysis/backend.hpp"
@@ -61,5 +62,10 @@ LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView&
 // Fills a RankMap from all-pairs spectra (pair order of allPairs) and each item's ||.||_F^2.
 RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vector<double>& squaredNorms,
                          double threshold);
+
+// The effective rank of M_a - M_b for every pair of equal-shape matrices (layer weights of one projection,
+// or the layers' residual-stream contributions dh_l over the same tokens) as an n x n map.
+RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,
+                              const TaskContext& ctx);
 
 }  // namespace sharelens

@@ -12,20 +12,6 @@ namespace {
 constexpr std::string_view kGroupNames[kParamGroupCount] = {"embedding", "output_head", "attention", "ffn",
                                                             "lora", "masa_atoms", "masa_coefficients", "norms"};
 
-// out x in of a projection's full matrix.
-std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
-  switch (p) {
-    case Proj::Q: return {m.heads * m.headDim, m.dModel};
-    case Proj::K:
-    case Proj::V: return {m.kvHeads * m.headDim, m.dModel};
-    case Proj::O: return {m.dModel, m.heads * m.headDim};
-    case Proj::Gate:
-    case Proj::Up: return {m.ffn, m.dModel};
-    case Proj::Down: return {m.dModel, m.ffn};
-  }
-  return {0, 0};
-}
-
 // Heads of layer `l` whose Q (and, for MHA, K) come from an earlier head.
 int64_t tiedTargetsIn(const Topology& t, int64_t layer) {
   return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& tie) { return tie.targetLayer == layer; });

@@ -143,6 +143,19 @@ int64_t headsOf(const ModelDims& dims, Proj p) {
   return p == Proj::K || p == Proj::V ? dims.kvHeads : dims.heads;
 }
 
+std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
+  switch (p) {
+    case Proj::Q: return {m.heads * m.headDim, m.dModel};
+    case Proj::K:
+    case Proj::V: return {m.kvHeads * m.headDim, m.dModel};
+    case Proj::O: return {m.dModel, m.heads * m.headDim};
+    case Proj::Gate:
+    case Proj::Up: return {m.ffn, m.dModel};
+    case Proj::Down: return {m.dModel, m.ffn};
+  }
+  return {0, 0};
+}
+
 void validateTopology(const Topology& t, const std::string& where) {
   const ModelDims& m = t.model;
   auto positive = [&](const char* field, int64_t v, int64_t minimum = 1) {

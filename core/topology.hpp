@@ -112,5 +112,7 @@ void writeTopologyFile(const Topology& topology, const std::filesystem::path& pa
 
 // Per-head projection row layout: number of heads of a projection (Q: heads, K/V: kvHeads).
 int64_t headsOf(const ModelDims& dims, Proj p);
+// {out, in} of a projection's full matrix (Q: heads*head_dim x d_model, down: d_model x ffn, ...).
+std::pair<int64_t, int64_t> projShape(const ModelDims& dims, Proj p);
 
 }  // namespace sharelens

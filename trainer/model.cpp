@@ -15,19 +15,6 @@ namespace {
 
 namespace n = names;
 
-std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
-  switch (p) {
-    case Proj::Q: return {m.heads * m.headDim, m.dModel};
-    case Proj::K:
-    case Proj::V: return {m.kvHeads * m.headDim, m.dModel};
-    case Proj::O: return {m.dModel, m.heads * m.headDim};
-    case Proj::Gate:
-    case Proj::Up: return {m.ffn, m.dModel};
-    case Proj::Down: return {m.dModel, m.ffn};
-  }
-  return {0, 0};
-}
-
 bool headShares(const Topology& t, Proj p) {
   const auto& ps = t.headSharing.projections;
   return t.headSharing.mode != HeadSharingMode::None && std::find(ps.begin(), ps.end(), p) != ps.end();

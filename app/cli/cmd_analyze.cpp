@@ -92,16 +92,8 @@ int runAnalyze(Args& args) {
         probe.tokens = static_cast<int64_t>(probe.tokenIds.size());
       }
       probed = probeCheckpoint(path, probe, ctx);
-      std::vector<const FloatMatrix*> deltas;
-      std::vector<double> norms;
-      for (const FloatMatrix& d : probed->residualDeltas) {
-        deltas.push_back(&d);
-        double n = 0;
-        for (float v : d.data) n += static_cast<double>(v) * v;
-        norms.push_back(n);
-      }
       const auto rankStart = std::chrono::steady_clock::now();
-      const RankMap map = rankMapFromPairs(backend->pairDifferenceSpectra(deltas, ctx), norms, threshold);
+      const RankMap map = pairwiseDifferenceMap(probed->residualDeltas, *backend, threshold, ctx);
       const double rankSeconds = secondsSince(rankStart);
       Json similarity = Json::array();
       const FloatMatrix& s = probed->attentionSimilarity;

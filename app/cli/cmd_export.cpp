@@ -162,15 +162,7 @@ int runExport(Args& args) {
       } else if (viewName == "attention-similarity") {
         figure = plot::attentionSimilarityFigure(r.attentionSimilarity, r.headLabels, *colormap);
       } else {
-        std::vector<const FloatMatrix*> deltas;
-        std::vector<double> norms;
-        for (const FloatMatrix& d : r.residualDeltas) {
-          deltas.push_back(&d);
-          double n = 0;
-          for (float v : d.data) n += static_cast<double>(v) * v;
-          norms.push_back(n);
-        }
-        figure = plot::layerOutputDifferenceFigure(rankMapFromPairs(src.backend().pairDifferenceSpectra(deltas, ctx), norms, t),
+        figure = plot::layerOutputDifferenceFigure(pairwiseDifferenceMap(r.residualDeltas, src.backend(), t, ctx),
                                                    r.tokens, t, *colormap);
       }
     } else {

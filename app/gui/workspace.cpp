@@ -205,16 +205,8 @@ void Workspace::runActivations(int64_t tokens, const std::string& corpus, double
     options.corpus = corpus;
     options.logitLensTokens = std::min<int64_t>(tokens, 2048);
     const ProbeResult probe = probeCheckpoint(path, options, ctx);
-    std::vector<const FloatMatrix*> deltas;
-    std::vector<double> norms;
-    for (const FloatMatrix& d : probe.residualDeltas) {
-      deltas.push_back(&d);
-      double n = 0;
-      for (float v : d.data) n += static_cast<double>(v) * v;
-      norms.push_back(n);
-    }
     auto result = std::make_shared<ActivationResults>();
-    result->map = rankMapFromPairs(sharedBackend(nullptr)->pairDifferenceSpectra(deltas, ctx), norms, threshold);
+    result->map = pairwiseDifferenceMap(probe.residualDeltas, *sharedBackend(nullptr), threshold, ctx);
     result->tokens = probe.tokens;
     result->klDrift = probe.klDrift;
     result->groups = groupsFromKlDrift(probe.klDrift, probe.layers);

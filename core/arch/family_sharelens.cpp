@@ -18,19 +18,6 @@ namespace {
 
 namespace n = names;
 
-std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
-  switch (p) {
-    case Proj::Q: return {m.heads * m.headDim, m.dModel};
-    case Proj::K:
-    case Proj::V: return {m.kvHeads * m.headDim, m.dModel};
-    case Proj::O: return {m.dModel, m.heads * m.headDim};
-    case Proj::Gate:
-    case Proj::Up: return {m.ffn, m.dModel};
-    case Proj::Down: return {m.dModel, m.ffn};
-  }
-  return {0, 0};
-}
-
 TensorSlice whole(std::string tensor, int64_t rows, int64_t cols, int64_t batch = -1) {
   return TensorSlice{std::move(tensor), false, batch, 0, rows, 0, cols};
 }

@@ -10,6 +10,9 @@ SHAPES=("${@:-gpt2-124m llama-3.2-1b}")
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="${SHARELENS_BENCH_DIR:-/tmp/sharelens-bench}"
 THREADS="${THREADS:-2}"
+# Llama-3.2-1B's 840 layer-difference SVDs take PyTorch over half an hour here: time 8 pairs per projection
+# and scale (torch_analysis_peer.py --max-layer-pairs). 0 = all pairs.
+PEER_LAYER_PAIRS="${PEER_LAYER_PAIRS:-8}"
 mkdir -p "$WORK"
 for shape in ${SHAPES[@]}; do
   dir="$WORK/$shape"
@@ -21,7 +24,8 @@ for shape in ${SHAPES[@]}; do
   for dtype in float64 float32; do
     echo "== $shape: PyTorch svdvals ($dtype, $THREADS threads)"
     /usr/bin/time -f "%e s wall, %M KiB peak" /usr/bin/python3 "$HERE/torch_analysis_peer.py" "$dir" \
-      "$WORK/$shape.ours.json" --threads "$THREADS" --dtype "$dtype" --json "$WORK/$shape.torch-$dtype.json" >/dev/null
+      "$WORK/$shape.ours.json" --threads "$THREADS" --dtype "$dtype" --json "$WORK/$shape.torch-$dtype.json" \
+      $([ "$shape" = llama-3.2-1b ] && echo --max-layer-pairs "$PEER_LAYER_PAIRS") >/dev/null
     python3 - "$WORK/$shape.ours.json" "$WORK/$shape.torch-$dtype.json" <<'PY'
 import json, sys
 ours = json.load(open(sys.argv[1]))["timing"]
@@ -31,6 +35,8 @@ total_p = sum(peer["timing"][k] for k in ("spectra_s", "head_differences_s", "la
 for k in ("spectra_s", "head_differences_s", "layer_differences_s"):
     print(f"  {k[:-2]:18s} sharelens {ours[k]:8.1f} s   torch {peer['timing'][k]:8.1f} s   ratio {ours[k] / peer['timing'][k]:.3f}")
 print(f"  {'total':18s} sharelens {total_o:8.1f} s   torch {total_p:8.1f} s   ratio {total_o / total_p:.3f}")
+if peer.get("layer_differences_extrapolated_from_pairs"):
+    print(f"  (torch layer differences: {peer['layer_differences_extrapolated_from_pairs']} pairs per projection timed, scaled to all)")
 print(f"  effective ranks: {peer['ranks_compared']} compared, {peer['rank_mismatches']} differ, "
       f"{peer['ranks_near_threshold_skipped']} within 1e-9 of the threshold skipped")
 PY
