@@ -87,7 +87,16 @@ class TrainingPanel : public View {
     if (!ImGui::BeginTable("##runs", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
                            ImVec2(0, std::min(200.0f, 34.0f + 26.0f * static_cast<float>(ctx.runs.runs().size())))))
       return;
-    for (const char* h : {"show", "run", "state", "progress", "latest", "controls"}) ImGui::TableSetupColumn(h);
+    // Fixed columns fit their content (the controls must never be clipped); the rest share what is left.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float controlsWidth = ImGui::CalcTextSize("resume checkpoint now stop analyse").x + 8 * style.FramePadding.x +
+                                3 * style.ItemSpacing.x;
+    ImGui::TableSetupColumn("show", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("show").x + style.CellPadding.x);
+    ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 2.0f);
+    ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableSetupColumn("progress", ImGuiTableColumnFlags_WidthFixed, 160.0f);
+    ImGui::TableSetupColumn("latest", ImGuiTableColumnFlags_WidthStretch, 1.5f);
+    ImGui::TableSetupColumn("controls", ImGuiTableColumnFlags_WidthFixed, controlsWidth);
     ImGui::TableHeadersRow();
     int id = 0;
     for (auto& r : ctx.runs.runs()) {
