@@ -261,8 +261,11 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   for (const Tick& t : xTicks) {
     const float px = l.toPixel(t.value, l.y.range.min).x;
     c.line({px, l.plotMax.y}, {px, l.plotMax.y + (t.major ? kTickLength : kTickLength / 2)}, style.frame, 1.0f);
-    if (!t.label.empty())
-      c.text({px, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center, Align::Start);
+    if (t.label.empty()) continue;
+    // A label at the plot's edge is centred on its tick when it fits, else pulled inside the figure.
+    const float half = c.textSize(t.label, style.fontSize).x / 2;
+    const float cx = std::clamp(px, l.origin.x + half, std::max(l.origin.x + half, l.origin.x + l.size.x - half));
+    c.text({cx, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center, Align::Start);
   }
   for (const Tick& t : yTicks) {
     const float py = f.heatmap ? rowPixel(t.value) : l.toPixel(l.x.range.min, t.value).y;
