@@ -8,6 +8,15 @@
 namespace fs = std::filesystem;
 
 namespace sharelens::gui {
+namespace {
+
+// "topology name", or "topology name (baseline)" for the parameter-matched baseline of a comparison.
+std::string runLabel(const Json& record, const fs::path& dir) {
+  return record["topology"].value("name", dir.filename().string()) +
+         (record.value("role", "") == "baseline" ? " (baseline)" : "");
+}
+
+}  // namespace
 
 RunEntry& RunBook::add(std::string label, const fs::path& dir) {
   m_runs.push_back(std::make_unique<RunEntry>(std::move(label), dir));
@@ -45,8 +54,7 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
   const Json record = readJsonFile(dir / "run.json");
   const int64_t steps = record["config"].value("steps", int64_t{0});
   RunEntry* entry = find(dir);
-  if (!entry) entry = &add(record["topology"].value("name", dir.filename().string()) +
-                               (record.value("role", "") == "baseline" ? " (baseline)" : ""), dir);
+  if (!entry) entry = &add(runLabel(record, dir), dir);
   entry->totalSteps = steps;
   entry->controller = RunController::start(request);
 }
@@ -57,18 +65,16 @@ void RunBook::attach(const fs::path& dir) {
                  .hint = "attach the directory `sharelens train --out` wrote"});
   if (find(dir)) return;
   const Json record = readJsonFile(dir / "run.json");
-  RunEntry& e = add(record["topology"].value("name", dir.filename().string()) +
-                        (record.value("role", "") == "baseline" ? " (baseline)" : ""), dir);
+  RunEntry& e = add(runLabel(record, dir), dir);
   e.record = record;
   e.totalSteps = record["config"].value("steps", int64_t{0});
   e.status = "attached";
+  m_pollThrottle.reset();  // show its curves now
   poll();
 }
 
 void RunBook::poll() {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - m_lastPoll < std::chrono::milliseconds(250)) return;
-  m_lastPoll = now;
+  if (!m_pollThrottle.due()) return;
   for (auto& r : m_runs) {
     if (r->controller) r->controller->takeMetrics();  // the file is the one source; drop the in-memory copies
     r->metrics.poll();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/gui/poll_throttle.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/run_controller.hpp"
 
@@ -48,7 +49,7 @@ class RunBook {
  private:
   RunEntry& add(std::string label, const std::filesystem::path& dir);
   std::vector<std::unique_ptr<RunEntry>> m_runs;
-  std::chrono::steady_clock::time_point m_lastPoll{};
+  PollThrottle m_pollThrottle;
 };
 
 }  // namespace sharelens::gui

@@ -70,11 +70,12 @@ void Workspace::follow(const fs::path& runDir, double threshold) {
   m_follow = runDir;
   m_lastFollowedStep = -1;
   m_selected = -1;
+  m_followThrottle.reset();
   poll(threshold);
 }
 
 void Workspace::poll(double threshold) {
-  if (!m_follow) return;
+  if (!m_follow || !m_followThrottle.due()) return;
   const auto latest = latestCheckpoint(*m_follow);
   if (!latest || latest->step <= m_lastFollowedStep) return;
   m_lastFollowedStep = latest->step;

@@ -16,6 +16,7 @@
 #include "analysis/matrix_pca.hpp"
 #include "analysis/spectra.hpp"
 #include "app/gui/jobs.hpp"
+#include "app/gui/poll_throttle.hpp"
 #include "core/json_util.hpp"
 
 namespace sharelens::gui {
@@ -93,6 +94,7 @@ class Workspace {
   int64_t m_selected = -1;
   std::optional<std::filesystem::path> m_follow;
   int64_t m_lastFollowedStep = -1;
+  PollThrottle m_followThrottle;  // listing the followed run's checkpoints, at most 4 times a second
 };
 
 }  // namespace sharelens::gui

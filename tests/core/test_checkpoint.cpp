@@ -9,20 +9,14 @@
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/errors.hpp"
 
 namespace sharelens {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string errorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::errorOf;
 
 TEST(Checkpoint, ShardedDirectoryResolvesEveryTensor) {
   const auto dir = testing::makeTempDir("ckpt");

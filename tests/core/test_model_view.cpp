@@ -10,6 +10,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/errors.hpp"
 
 namespace sharelens {
 namespace {
@@ -62,14 +63,7 @@ Opened openFixture(const testing::FixtureSpec& spec, const std::string& tag) {
   return o;
 }
 
-std::string errorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::errorOf;
 
 class DecoderFamilies : public ::testing::TestWithParam<Family> {};
 

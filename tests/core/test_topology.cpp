@@ -7,20 +7,14 @@
 #include "core/error.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
+#include "tests/support/errors.hpp"
 
 namespace sharelens {
 namespace {
 
 using Assign = std::vector<int64_t>;
 
-std::string errorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::errorOf;
 
 TEST(Presets, AssignmentsFollowTheirDefinitions) {
   EXPECT_EQ(patternAssignment(SharingPattern::Sequence, 12, 4), (Assign{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}));
@@ -50,8 +44,9 @@ TEST(Presets, EveryPatternIsValidAtManySizes) {
           EXPECT_EQ(s.usersOf(a.front()), 1);
           EXPECT_EQ(s.usersOf(a.back()), 1);
         }
-        if (p == SharingPattern::Hierarchy)
+        if (p == SharingPattern::Hierarchy) {
           for (int64_t b = 2; b < u; ++b) EXPECT_GE(s.usersOf(b), s.usersOf(b - 1)) << "groups grow with depth";
+        }
       }
   EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Bulge, 8, 2); }).find("U >= 3"), std::string::npos);
   EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Cycle, 4, 6); }).find("unique blocks out of range"), std::string::npos);
@@ -192,7 +187,9 @@ TEST(ParamCount, TheBaselineMatchesWithinHalfAPercentAndIsUnshared) {
     EXPECT_EQ(base.model.layers, t.model.layers);
     EXPECT_EQ(base.model.heads, t.model.heads);
     EXPECT_EQ(base.model.vocab, t.model.vocab);
-    if (p != SharingPattern::Vanilla) EXPECT_LT(base.model.dModel, t.model.dModel) << "it shrinks";
+    if (p != SharingPattern::Vanilla) {
+      EXPECT_LT(base.model.dModel, t.model.dModel) << "it shrinks";
+    }
   }
 }
 

@@ -11,10 +11,8 @@ On the same checkpoint files, for every family fixture:
   embedding         factorisation errors (Eckart-Young from numpy's SVD), rho, tying-gap cosine.
 A rank may differ only where the cumulative energy lies within 1e-9 of the threshold.
 """
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -24,18 +22,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_layout import expected_view, shape_of  # noqa: E402
 from safetensors_np import read_checkpoint  # noqa: E402
+from peer_common import check, finish, make_fixtures, parse_args  # noqa: E402
 
 THRESHOLD = 0.95
 NEAR = 1e-9
-FAILURES = []
 STATS = {"ranks": 0, "near_threshold_skipped": 0, "sigmas": 0}
-
-
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        if len(FAILURES) <= 30:
-            print("FAIL:", message)
 
 
 def svdvals(matrices):
@@ -167,17 +158,9 @@ def check_embedding(report, view, raw, name):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sharelens", required=True)
-    ap.add_argument("--make-fixtures", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = parse_args()
     torch.set_num_threads(2)
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
-    listed = subprocess.run([args.make_fixtures, os.path.join(args.workdir, "fixtures")], check=True,
-                            capture_output=True, text=True)
-    for fixture in listed.stdout.split():
+    for fixture in make_fixtures(args):
         name = os.path.basename(fixture)
         with open(os.path.join(fixture, "config.json")) as f:
             cfg = json.load(f)
@@ -199,11 +182,7 @@ def main():
         print(f"== {name}: checked")
     print(f"{STATS['ranks']} effective ranks compared ({STATS['near_threshold_skipped']} within {NEAR} of the "
           f"threshold skipped), {STATS['sigmas']} singular values compared")
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("all analysis peer checks passed")
-    return 0
+    return finish("all analysis peer checks passed")
 
 
 if __name__ == "__main__":

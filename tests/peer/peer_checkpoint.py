@@ -8,10 +8,8 @@ For each family fixture (written by make_fixtures with the exact HF names and la
      here from the raw tensors with the family's documented layout (GPT-2: Conv1D [in, out], packed c_attn);
   3. `sharelens inspect --json` parameter counts by role equal counts computed here from tensor names.
 """
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -20,14 +18,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_np import read_checkpoint, read_file  # noqa: E402
 from hf_layout import expected_view  # noqa: E402
+from peer_common import check, finish, make_fixtures, parse_args  # noqa: E402
 
-FAILURES = []
-
-
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL:", message)
 
 
 def same(a, b, what):
@@ -66,16 +58,8 @@ def expected_roles(t):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sharelens", required=True)
-    ap.add_argument("--make-fixtures", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
-    fixtures_dir = os.path.join(args.workdir, "fixtures")
-    listed = subprocess.run([args.make_fixtures, fixtures_dir], check=True, capture_output=True, text=True)
-    fixtures = listed.stdout.split()
+    args = parse_args()
+    fixtures = make_fixtures(args)
     check(len(fixtures) >= 7, f"expected 7 fixtures, got {fixtures}")
 
     for fixture in fixtures:
@@ -114,11 +98,7 @@ def main():
         check(report["tied_embeddings"] == ("lm_head.weight" not in raw), f"{name}: tied flag")
         print(f"   {len(raw)} tensors, {len(expected)} view matrices compared")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("all peer checks passed")
-    return 0
+    return finish("all peer checks passed")
 
 
 if __name__ == "__main__":

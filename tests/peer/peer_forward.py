@@ -12,7 +12,6 @@ Conv1D weights). On the same checkpoint files and the same token ids:
   * a ShareLens checkpoint of a shared topology (run from `sharelens train`) gives the same hidden states as
     the reference run on its `sharelens export-hf` export.
 """
-import argparse
 import json
 import math
 import os
@@ -25,15 +24,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_np import read_checkpoint, read_file  # noqa: E402
+from peer_common import check, finish, make_fixtures, parse_args  # noqa: E402
 
 THRESHOLD = 0.95
-FAILURES = []
-
-
-def check(ok, message):
-    if not ok:
-        FAILURES.append(message)
-        print("FAIL:", message)
 
 
 # ---- the reference forward pass ------------------------------------------------------------------------
@@ -235,16 +228,9 @@ def compare_rank_map(name, directory, ids, ids_file, cfg, sharelens, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sharelens", required=True)
-    ap.add_argument("--make-fixtures", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = parse_args()
     torch.set_num_threads(2)
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
-    listed = subprocess.run([args.make_fixtures, os.path.join(args.workdir, "fixtures")], check=True,
-                            capture_output=True, text=True).stdout.split()
+    listed = make_fixtures(args)
     # A Gemma 3 copy with a short sliding window, so that local layers really mask.
     sliding = os.path.join(args.workdir, "fixtures", "gemma3_sliding")
     shutil.copytree(next(f for f in listed if f.endswith("/gemma3")), sliding)
@@ -289,11 +275,7 @@ def main():
     check(worst < 1e-4, f"ShareLens run: hidden states differ from the reference on its export by {worst:.2e}")
     print(f"   sharelens cycle-rev run (LoRA, factorised embedding): worst relative difference {worst:.1e}")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("all forward-pass peer checks passed")
-    return 0
+    return finish("all forward-pass peer checks passed")
 
 
 if __name__ == "__main__":

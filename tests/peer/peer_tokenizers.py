@@ -8,7 +8,6 @@ import argparse
 import glob
 import json
 import os
-import re
 import subprocess
 import sys
 
