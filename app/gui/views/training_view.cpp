@@ -127,6 +127,7 @@ class TrainingPanel : public View {
       if (!points.empty())
         ImGui::Text("loss %.3f  %s tok/s", points.back().loss, humanCount(points.back().tokensPerSecond).c_str());
       ImGui::TableNextColumn();
+      bool controlsDrawn = false;  // SameLine before a cell's first item would follow the previous column
       if (r->controller) {
         const RunState s = r->controller->state();
         if (s == RunState::Running && ImGui::SmallButton("pause")) r->controller->pause();
@@ -136,10 +137,11 @@ class TrainingPanel : public View {
           if (ImGui::SmallButton("checkpoint now")) r->controller->checkpointNow();
           ImGui::SameLine();
           if (ImGui::SmallButton("stop")) r->controller->requestStop();
+          controlsDrawn = true;
         }
       }
       if (r->latestCheckpoint >= 0) {
-        ImGui::SameLine();
+        if (controlsDrawn) ImGui::SameLine();
         if (ImGui::SmallButton("analyse")) {
           ctx.workspace.follow(r->dir, ctx.settings.threshold);
           ctx.showView("Spectrum");
