@@ -37,38 +37,46 @@ RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vect
 }
 
 HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                      double threshold, size_t lowestCount, const TaskContext& ctx) {
+                                      const HeadDiffOptions& options, const TaskContext& ctx) {
   if (!view.hasHeads())
     throw Error({.what = "head differences need the head count and head_dim", .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
   HeadDiffResult result;
-  result.threshold = threshold;
+  result.threshold = options.threshold;
   result.headDim = view.shape.headDim;
   result.hidden = view.shape.hidden;
   const int64_t hd = view.shape.headDim;
-  const Proj qkv[] = {Proj::Q, Proj::K, Proj::V};
+  std::vector<Proj> projs = {Proj::Q, Proj::K, Proj::V};
+  if (options.includeOutput) projs.push_back(Proj::O);
   for (const LayerView& layer : view.layers) {
     ctx.throwIfCancelled();
-    const LayerWeights w = loadLayer(ckpt, view, layer.index, ctx, qkv);
-    // Q, K and V are already row-stacked heads: concatenate them into one (N * hd) x hidden matrix.
+    const LayerWeights w = loadLayer(ckpt, view, layer.index, ctx, projs);
+    // Every head as hd rows of one (N * hd) x hidden matrix: Q, K and V are already row-stacked heads; an O
+    // head is a column block of W_o, stacked transposed.
     HeadDiffLayer out;
     out.layer = layer.index;
     int64_t rows = 0;
-    for (Proj p : qkv) rows += w.at(p).rows;
-    FloatMatrix stacked(rows, w.at(Proj::Q).cols);
+    for (Proj p : projs) rows += p == Proj::O ? w.at(p).cols : w.at(p).rows;
+    FloatMatrix stacked(rows, view.shape.hidden);
     int64_t at = 0;
     std::vector<double> norms;
-    for (Proj p : qkv) {
+    for (Proj p : projs) {
       const FloatMatrix& m = w.at(p);
-      std::copy(m.data.begin(), m.data.end(), stacked.row(at));
-      for (int64_t h = 0; h < m.rows / hd; ++h) {
+      const int64_t heads = (p == Proj::O ? m.cols : m.rows) / hd;
+      for (int64_t h = 0; h < heads; ++h) {
         out.labels.push_back(std::string(projName(p)) + std::to_string(h));
-        norms.push_back(squaredNorm(m.row(h * hd), static_cast<size_t>(hd * m.cols)));
+        if (p == Proj::O) {
+          for (int64_t c = 0; c < hd; ++c)
+            for (int64_t r = 0; r < m.rows; ++r) stacked(at + c, r) = m(r, h * hd + c);
+        } else {
+          std::copy(m.row(h * hd), m.row((h + 1) * hd), stacked.row(at));
+        }
+        norms.push_back(squaredNorm(stacked.row(at), static_cast<size_t>(hd * stacked.cols)));
+        at += hd;
       }
-      at += m.rows;
     }
     const auto pairs = backend.blockPairDifferenceSpectra(stacked, hd, ctx);
-    out.map = rankMapFromPairs(pairs, norms, threshold);
+    out.map = rankMapFromPairs(pairs, norms, options.threshold);
     result.layers.push_back(std::move(out));
     ctx.report(static_cast<double>(layer.index + 1) / static_cast<double>(view.layers.size()),
                "head differences: layer " + std::to_string(layer.index));
@@ -81,7 +89,7 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
   std::sort(result.lowest.begin(), result.lowest.end(), [](const HeadPair& x, const HeadPair& y) {
     return x.rank != y.rank ? x.rank < y.rank : x.relativeDifference < y.relativeDifference;
   });
-  if (result.lowest.size() > lowestCount) result.lowest.resize(lowestCount);
+  if (result.lowest.size() > options.lowestCount) result.lowest.resize(options.lowestCount);
   return result;
 }
 

@@ -1,6 +1,9 @@
 // Effective-rank maps of weight differences (DESIGN.md section 4):
-//   head differences  -- per layer, every pair among its per-head Q, K and V matrices (head_dim x hidden;
-//                        GQA: the layer's KV heads, not repeated), an N x N map, N = heads + 2 kv_heads;
+//   head differences  -- per layer, every pair among all its per-head attention matrices, as the low-rank
+//                        sharing paper computes them: Q, K, V heads (head_dim x hidden; GQA: the layer's KV
+//                        heads, not repeated) and O heads (the head's columns of W_o, hidden x head_dim, taken
+//                        transposed -- a transpose changes no singular value); an N x N map,
+//                        N = 2 heads + 2 kv_heads (heads + 2 kv_heads with O left out);
 //   layer differences -- per projection, W_l - W_m for every pair of layers, an L x L map.
 // Each cell also carries the relative difference ||W_a - W_b||_F / sqrt((||W_a||_F^2 + ||W_b||_F^2) / 2).
 #pragma once
@@ -21,9 +24,15 @@ struct RankMap {
   int32_t rankAt(int64_t i, int64_t j) const { return rank[static_cast<size_t>(i * n + j)]; }
 };
 
+struct HeadDiffOptions {
+  double threshold = 0.95;
+  size_t lowestCount = 50;    // pairs kept in HeadDiffResult::lowest
+  bool includeOutput = true;  // O heads beside Q, K and V (false: Q, K, V only)
+};
+
 struct HeadDiffLayer {
   int64_t layer = 0;
-  std::vector<std::string> labels;  // "q0".."q{H-1}", "k0".., "v0"..
+  std::vector<std::string> labels;  // "q0".."q{H-1}", "k0".., "v0"..,  "o0".. (when included)
   RankMap map;
 };
 
@@ -43,7 +52,7 @@ struct HeadDiffResult {
 };
 
 HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                      double threshold, size_t lowestCount, const TaskContext& ctx);
+                                      const HeadDiffOptions& options, const TaskContext& ctx);
 
 struct LayerDiffMap {
   Proj proj = Proj::Q;

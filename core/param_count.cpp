@@ -27,8 +27,9 @@ ParamBudget countParameters(const Topology& t) {
   const ModelDims& m = t.model;
   const int64_t d = m.dModel, hd = m.headDim;
 
-  add(ParamGroup::Embedding, t.embedding.factorRank > 0 ? t.embedding.factorRank * (m.vocab + d) : m.vocab * d);
-  if (!t.embedding.tied) add(ParamGroup::OutputHead, m.vocab * d);
+  const int64_t table = t.embedding.factorRank > 0 ? t.embedding.factorRank * (m.vocab + d) : m.vocab * d;
+  add(ParamGroup::Embedding, table);
+  if (!t.embedding.tied) add(ParamGroup::OutputHead, table);
   add(ParamGroup::Norms, (2 * m.layers + 1) * d);
 
   const bool mha = m.heads == m.kvHeads;
@@ -90,7 +91,7 @@ ParamBudget countParameters(const Topology& t) {
     const auto [out, in] = projShape(m, p);
     applied += m.layers * out * in;
   }
-  applied += t.embedding.factorRank > 0 && t.embedding.tied ? t.embedding.factorRank * (m.vocab + d) : m.vocab * d;
+  applied += t.embedding.factorRank > 0 ? t.embedding.factorRank * (m.vocab + d) : m.vocab * d;  // the output projection
   b.trainFlopsPerToken = 6.0 * static_cast<double>(applied) +
                          12.0 * static_cast<double>(m.layers * m.heads * hd * m.context);
   b.forwardFlopsPerToken = b.trainFlopsPerToken / 3.0;

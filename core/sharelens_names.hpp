@@ -3,7 +3,8 @@
 // core/arch/family_sharelens.cpp reads them back into the canonical view; both use this one table.
 //
 //   tok_embeddings.weight            [V, d]            (or .E [V, r_e] and .P [r_e, d] when factorised)
-//   output.weight                    [V, d]            untied output head
+//   output.weight                    [V, d]            untied output head (or .E [V, r_e] and .P [r_e, d]: its own
+//                                                      factorisation when the untied embedding is factorised)
 //   norm.weight                      [d]               final RMSNorm
 //   layers.{l}.attention_norm.weight [d]               per layer, never shared
 //   layers.{l}.ffn_norm.weight       [d]
@@ -30,6 +31,8 @@ inline constexpr const char* kEmbedding = "tok_embeddings.weight";
 inline constexpr const char* kEmbeddingE = "tok_embeddings.E";
 inline constexpr const char* kEmbeddingP = "tok_embeddings.P";
 inline constexpr const char* kOutput = "output.weight";
+inline constexpr const char* kOutputE = "output.E";
+inline constexpr const char* kOutputP = "output.P";
 inline constexpr const char* kFinalNorm = "norm.weight";
 
 inline std::string attnNorm(int64_t layer) { return "layers." + std::to_string(layer) + ".attention_norm.weight"; }

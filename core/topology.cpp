@@ -175,10 +175,8 @@ void validateTopology(const Topology& t, const std::string& where) {
             std::to_string(m.kvHeads));
   if (m.headDim % 2 != 0)
     invalid(where + ".model.head_dim", "RoPE needs an even head_dim", "an even number", std::to_string(m.headDim));
-  if (m.heads * m.headDim != m.dModel)
-    invalid(where + ".model.n_heads", "heads x head_dim must equal d_model", std::to_string(m.dModel),
-            std::to_string(m.heads) + " x " + std::to_string(m.headDim) + " = " + std::to_string(m.heads * m.headDim),
-            "choose n_heads dividing d_model; head_dim = d_model / n_heads");
+  // n_heads x head_dim may differ from d_model (Gemma 3 shapes): Q/K/V project d_model to heads x head_dim
+  // and O projects back (projShape).
   if (!(m.ropeTheta > 0)) invalid(where + ".model.rope_theta", "must be positive", "> 0", std::to_string(m.ropeTheta));
 
   validateAssignment(t.attention, m.layers, where + ".attention");

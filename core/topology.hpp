@@ -63,6 +63,9 @@ struct Masa {
   std::vector<std::vector<int64_t>> effectiveGroups(int64_t layers) const;
 };
 
+// Tied: one table for input and output (logits = h (E P)^T when factorised). Untied and factorised: the input
+// is E P and the output head U Q has its own factors of the same rank r_e, so "untied at r" holds as many
+// embedding parameters as "tied at 2r" (the low-rank sharing paper's comparison).
 struct Embedding {
   bool tied = true;
   int64_t factorRank = 0;  // r_e > 0: E (V x r_e) P (r_e x d); 0: a plain V x d table

@@ -14,7 +14,7 @@ constexpr std::string_view kNotes[] = {
     "every layer its own weights",
     "consecutive layers share: floor(l U / L)",
     "blocks repeat in order: l mod U",
-    "blocks go forth and back: 0..U-1, U-1..0",
+    "Takase & Kiyono: cycle, then the last U layers in reverse order",
     "our reading: ends unique, middle groups largest in the centre",
     "our reading: first layer unique, groups grow with depth",
     "one block for every layer",
@@ -80,12 +80,13 @@ std::vector<int64_t> patternAssignment(SharingPattern pattern, int64_t L, int64_
     case SharingPattern::Cycle:
       for (int64_t l = 0; l < L; ++l) a[static_cast<size_t>(l)] = l % U;
       return a;
-    case SharingPattern::CycleRev:
-      for (int64_t l = 0; l < L; ++l) {
-        const int64_t p = l % (2 * U);
-        a[static_cast<size_t>(l)] = p < U ? p : 2 * U - 1 - p;
-      }
+    case SharingPattern::CycleRev: {
+      // Takase & Kiyono (2023), Sec. 2: layers 1..M(ceil(N/M) - 1) cycle through the M blocks, the remaining
+      // ones take them in reverse order. L = 12, U = 4: 0 1 2 3 0 1 2 3 3 2 1 0.
+      const int64_t cycled = U * ((L + U - 1) / U - 1);
+      for (int64_t l = 0; l < L; ++l) a[static_cast<size_t>(l)] = l < cycled ? l % U : U - 1 - (l - cycled);
       return a;
+    }
     case SharingPattern::Bulge: {
       if (U < 3 || L < U)
         impossible("bulge needs U >= 3 and L >= U", "U >= 3", "U = " + std::to_string(U),

@@ -1,7 +1,8 @@
 // Sharing-pattern presets (DESIGN.md section 5), generated from (pattern, L, U, depth multiplier).
 //   Vanilla   assign[l] = l (U = L)         Universal  all 0 (U = 1)
 //   Sequence  floor(l U / L)                Cycle      l mod U
-//   CycleRev  0..U-1 then U-1..0, repeated (zig-zag when L > 2U)
+//   CycleRev  the first U (ceil(L/U) - 1) layers cycle (l mod U), the rest count down from U-1
+//             (Takase & Kiyono): L = 12, U = 4 gives 0 1 2 3 0 1 2 3 3 2 1 0
 //   Bulge     first and last layers unique; the middle L-2 layers in U-2 contiguous groups whose sizes follow
 //             a tent, largest in the centre (U >= 3)
 //   Hierarchy first layer unique; the other L-1 layers in U-1 contiguous groups whose sizes grow linearly

@@ -401,6 +401,10 @@ class BpeModel {
 
   void addToken(const std::string& token, int id) { m_vocab.emplace(token, id); }
   const std::unordered_map<std::string, int>& vocab() const { return m_vocab; }
+  int idOf(const std::string& token) const {
+    auto it = m_vocab.find(token);
+    return it == m_vocab.end() ? -1 : it->second;
+  }
 
   void encodeWord(const std::string& word, std::vector<int>& out) const {
     if (m_ignoreMerges)
@@ -561,6 +565,17 @@ class HfTokenizer : public TextTokenizer {
     return top;
   }
 
+  // The special added token that ends a sequence in the common vocabularies (GPT-2 and Qwen "<|endoftext|>",
+  // Llama 3 "<|end_of_text|>", Llama 2 / Mistral "</s>", Gemma "<eos>").
+  int eosId() const override {
+    for (std::string_view name : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"})
+      for (const AddedToken& t : m_added)
+        if (t.content == name) return t.id;
+    for (std::string_view name : {"<|endoftext|>", "</s>", "<eos>"})
+      if (const int id = m_model->idOf(std::string(name)); id >= 0) return id;
+    return -1;
+  }
+
   std::string describe() const override {
     return m_file.filename().string() + ": BPE (" + (m_byteLevel ? "byte-level" : "SentencePiece-style") + "), " +
            std::to_string(vocabSize()) + " tokens";
@@ -632,6 +647,7 @@ class SentencePieceTokenizer : public TextTokenizer {
   }
   std::string decode(const std::vector<int>& ids) const override { return m_model->decode(ids); }
   int vocabSize() const override { return m_model->vocabSize(); }
+  int eosId() const override { return m_model->eosId(); }
   std::string describe() const override {
     return m_model->path().filename().string() + ": SentencePiece, " + std::to_string(vocabSize()) + " pieces";
   }

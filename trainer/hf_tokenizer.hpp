@@ -23,6 +23,7 @@ class TextTokenizer {
   virtual std::vector<int> encode(std::string_view text, bool addSpecialTokens) const = 0;
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual int vocabSize() const = 0;
+  virtual int eosId() const = 0;  // end of sequence (documents are joined with it), -1 when there is none
   virtual std::string describe() const = 0;  // "tokenizer.json: BPE (byte-level), 50257 tokens"
 };
 

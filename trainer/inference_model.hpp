@@ -51,6 +51,8 @@ class InferenceModel {
   int64_t layers() const { return static_cast<int64_t>(m_layers.size()); }
   int64_t heads() const { return m_shape.heads; }
   int64_t context() const { return m_shape.context; }
+  int64_t vocab() const { return m_shape.vocab; }
+  torch::Device device() const { return m_device; }
   const ArchitectureParams& params() const { return m_params; }
 
  private:

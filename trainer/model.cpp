@@ -59,7 +59,12 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
   } else {
     make(n::kEmbedding, {m.vocab, d}, init, true, true);
   }
-  if (!t.embedding.tied) make(n::kOutput, {m.vocab, d}, init, true, true);
+  if (!t.embedding.tied && t.embedding.factorRank > 0) {
+    make(n::kOutputE, {m.vocab, t.embedding.factorRank}, init, true, true);
+    make(n::kOutputP, {t.embedding.factorRank, d}, 1.0 / std::sqrt(static_cast<double>(t.embedding.factorRank)), true, true);
+  } else if (!t.embedding.tied) {
+    make(n::kOutput, {m.vocab, d}, init, true, true);
+  }
   for (int64_t l = 0; l < m.layers; ++l) {
     m_params.push_back({n::attnNorm(l), at::ones({d}).to(m_device).set_requires_grad(true), false, true});
     m_index[n::attnNorm(l)] = m_params.size() - 1;
@@ -245,10 +250,11 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
                        feedForwardWeight(l, Proj::Down));
   }
   x = rmsNorm(x, parameter(n::kFinalNorm), m.normEps);
-  if (!t.embedding.tied) return at::linear(x, parameter(n::kOutput));
-  if (t.embedding.factorRank > 0)  // logits = x (E P)^T = (x P^T) E^T
-    return at::linear(at::linear(x, parameter(n::kEmbeddingP)), parameter(n::kEmbeddingE));
-  return at::linear(x, parameter(n::kEmbedding));
+  if (t.embedding.factorRank > 0) {  // logits = x (E P)^T = (x P^T) E^T, with the output's own factors if untied
+    const bool tied = t.embedding.tied;
+    return at::linear(at::linear(x, parameter(tied ? n::kEmbeddingP : n::kOutputP)), parameter(tied ? n::kEmbeddingE : n::kOutputE));
+  }
+  return at::linear(x, parameter(t.embedding.tied ? n::kEmbedding : n::kOutput));
 }
 
 torch::Tensor SharedTransformer::loss(const torch::Tensor& tokens) const {

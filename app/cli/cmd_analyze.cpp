@@ -29,6 +29,7 @@ int runAnalyze(Args& args) {
   bool spectra = args.flag("spectra"), heads = args.flag("heads"), layers = args.flag("layers"),
        masa = args.flag("masa"), embedding = args.flag("embedding");
   const bool activations = args.flag("activations");
+  const bool headsQkvOnly = args.flag("heads-qkv-only");
   ProbeOptions probe;
   probe.tokens = args.integer("tokens", 2, 100'000'000).value_or(probe.tokens);
   probe.corpus = args.option("corpus", probe.corpus);
@@ -123,7 +124,7 @@ int runAnalyze(Args& args) {
     timed("spectra", [&] { report["spectra"] = toJson(computeSpectra(*ckpt, view, *backend, {threshold}, ctx)); });
   if (heads)
     timed("head_differences",
-          [&] { report["head_differences"] = toJson(computeHeadDifferences(*ckpt, view, *backend, threshold, 50, ctx)); });
+          [&] { report["head_differences"] = toJson(computeHeadDifferences(*ckpt, view, *backend, {.threshold = threshold, .includeOutput = !headsQkvOnly}, ctx)); });
   if (layers)
     timed("layer_differences", [&] {
       report["layer_differences"] = toJson(computeLayerDifferences(*ckpt, view, *backend, threshold, kAllProjs, ctx));

@@ -117,7 +117,7 @@ int runExport(Args& args) {
       figure = plot::spectrumFigure(chosen, true, "Singular-value spectra: " + projText);
     } else if (viewName == "heads") {
       const HeadDiffResult h = src.report("head_differences") ? headDiffFromJson(*src.report("head_differences"))
-                                                               : computeHeadDifferences(src.ckpt(), src.view(), src.backend(), t, 20, ctx);
+                                                               : computeHeadDifferences(src.ckpt(), src.view(), src.backend(), {.threshold = t}, ctx);
       if (layer >= static_cast<int64_t>(h.layers.size()))
         throw Error({.what = "layer out of range", .where = "--layer", .expected = "< " + std::to_string(h.layers.size()), .found = std::to_string(layer)});
       figure = plot::headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, *colormap);

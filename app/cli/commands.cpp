@@ -14,7 +14,7 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH [--spectra] [--heads] [--layers] [--masa] [--directshare RATIO] [--embedding] "
+       "sharelens analyze PATH [--spectra] [--heads [--heads-qkv-only]] [--layers] [--masa] [--directshare RATIO] [--embedding] "
        "[--activations [--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] "
        "[--attention-tokens N]] [--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11|kl] "
        "[--directshare-out DIR] --json FILE",
@@ -32,6 +32,10 @@ const std::vector<Command>& commands() {
        "sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] "
        "[--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N]",
        "pretrain a topology (and with --compare its parameter-matched baseline) with LibTorch", runTrain},
+      {"eval",
+       "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
+       "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",
+       "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer", runEval},
       {"export-hf", "sharelens export-hf PATH OUT_DIR",
        "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout", runExportHf},
       {"export",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/cli/args.hpp"
+#include "trainer/evaluate.hpp"
 
 namespace sharelens::cli {
 
@@ -34,6 +35,11 @@ int runExportHf(Args& args);
 int runHiddenStates(Args& args);
 int runTokenize(Args& args);
 int runExport(Args& args);
+int runEval(Args& args);
 std::vector<int> readTokenIds(const std::string& path);
+// --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
+// command that evaluates), and the result as `eval` prints it.
+EvalOptions parseEvalOptions(Args& args);
+void printEval(const EvalResult& r);
 
 }  // namespace sharelens::cli

@@ -135,7 +135,7 @@ void Workspace::analyse(int64_t key, double threshold) {
          [](AnalysisSet& r, auto v) { r.spectra = v; });
   if (view->hasHeads())
     submit("head differences", [=](const TaskContext& ctx) {
-             return std::make_shared<const HeadDiffResult>(computeHeadDifferences(*ckpt, *view, *backend, threshold, 50, ctx));
+             return std::make_shared<const HeadDiffResult>(computeHeadDifferences(*ckpt, *view, *backend, {.threshold = threshold}, ctx));
            },
            [](AnalysisSet& r, auto v) { r.heads = v; });
   submit("layer differences", [=](const TaskContext& ctx) {

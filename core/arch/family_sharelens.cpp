@@ -55,30 +55,30 @@ class ShareLensViewBuilder {
     return true;
   }
 
-  void buildEmbedding() {
+  // V x d as a stored table, or E P (V x r, r x d).
+  MatrixExpr table(const char* plain, const char* e, const char* p, TensorRole role) {
     const ModelDims& m = m_t.model;
-    MatrixExpr e;
-    e.rows = m.vocab;
-    e.cols = m.dModel;
-    if (m_t.embedding.factorRank > 0) {
-      const int64_t r = m_t.embedding.factorRank;
-      claim(n::kEmbeddingE, TensorRole::Embedding);
-      claim(n::kEmbeddingP, TensorRole::Embedding);
-      MatrixTerm term;
-      term.left = whole(n::kEmbeddingE, m.vocab, r);
-      term.right = whole(n::kEmbeddingP, r, m.dModel);
-      e.terms.push_back(term);
-    } else {
-      claim(n::kEmbedding, TensorRole::Embedding);
-      e = MatrixExpr::fromTensor(n::kEmbedding, m.vocab, m.dModel);
+    const int64_t r = m_t.embedding.factorRank;
+    if (r == 0) {
+      claim(plain, role);
+      return MatrixExpr::fromTensor(plain, m.vocab, m.dModel);
     }
-    m_view.embedding = e;
-    if (m_t.embedding.tied) {
-      m_view.outputHead = e;
-    } else {
-      claim(n::kOutput, TensorRole::OutputHead);
-      m_view.outputHead = MatrixExpr::fromTensor(n::kOutput, m.vocab, m.dModel);
-    }
+    claim(e, role);
+    claim(p, role);
+    MatrixExpr expr;
+    expr.rows = m.vocab;
+    expr.cols = m.dModel;
+    MatrixTerm term;
+    term.left = whole(e, m.vocab, r);
+    term.right = whole(p, r, m.dModel);
+    expr.terms.push_back(term);
+    return expr;
+  }
+
+  void buildEmbedding() {
+    m_view.embedding = table(n::kEmbedding, n::kEmbeddingE, n::kEmbeddingP, TensorRole::Embedding);
+    m_view.outputHead = m_t.embedding.tied ? *m_view.embedding
+                                           : table(n::kOutput, n::kOutputE, n::kOutputP, TensorRole::OutputHead);
   }
 
   // + B_l A_l when layer l's block is shared by several layers and LoRA is on.

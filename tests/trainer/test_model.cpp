@@ -67,6 +67,13 @@ std::vector<std::pair<std::string, Topology>> families() {
   Topology untied = base;
   untied.embedding = {false, 0};
   out.emplace_back("untied_embedding", untied);
+  Topology untiedFactor = base;
+  untiedFactor.embedding = {false, 8};  // input E P and output U Q, each of rank 8
+  out.emplace_back("untied_factorised_embedding", untiedFactor);
+  Topology wideHeads = base;  // Gemma 3 shapes: n_heads x head_dim != d_model
+  wideHeads.model.headDim = 24;
+  wideHeads.headSharing = {HeadSharingMode::SharedBase, 3, {Proj::Q, Proj::K, Proj::V}};
+  out.emplace_back("head_sharing_wide_heads", wideHeads);
   Topology ties = vanilla;
   ties.tiedHeads = {{2, 1, 0, 3}, {3, 0, 1, 2}};
   ties.postShare = {0.05, {{3, 3, 1, 1}}};

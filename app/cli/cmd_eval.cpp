@@ -1,0 +1,50 @@
+// sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens N] [--window W] [--token-ids FILE]
+//                [--validation-fraction F] [--device cpu|cuda] [--threads N] [--json FILE]
+// Validation NLL per token and perplexity of anything the model views open (trainer/evaluate.hpp).
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli/commands.hpp"
+#include "app/cli/progress_printer.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "trainer/evaluate.hpp"
+
+namespace sharelens::cli {
+
+EvalOptions parseEvalOptions(Args& args) {
+  EvalOptions o;
+  o.corpus = args.option("corpus", o.corpus);
+  o.tokens = args.integer("tokens", 1, 1'000'000'000).value_or(o.tokens);
+  o.window = args.integer("window", 1, 1 << 20).value_or(0);
+  o.validationFraction = args.number("validation-fraction").value_or(o.validationFraction);
+  if (!(o.validationFraction > 0.0 && o.validationFraction < 1.0))
+    throw Error({.what = "validation fraction out of range", .where = "--validation-fraction",
+                 .expected = "a fraction in (0, 1)", .found = std::to_string(o.validationFraction)});
+  if (const auto ids = args.option("token-ids")) o.tokenIds = readTokenIds(*ids);
+  o.device = args.option("device", o.device);
+  o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+  return o;
+}
+
+void printEval(const EvalResult& r) {
+  std::printf("%s\n  nll %.4f nats/token (+- %.4f), perplexity %.3f\n  %lld tokens in %zu windows of %lld, %s\n"
+              "  tokenizer: %s\n",
+              r.source.c_str(), r.nll, r.standardError(), r.perplexity, static_cast<long long>(r.tokens),
+              r.windowNll.size(), static_cast<long long>(r.window), r.text.c_str(), r.tokenizer.c_str());
+}
+
+int runEval(Args& args) {
+  const std::string path = args.positional("CHECKPOINT");
+  const EvalOptions options = parseEvalOptions(args);
+  const auto jsonOut = args.option("json");
+  args.finish();
+  CancellableTask task(options.threads);
+  const EvalResult r = evaluateCheckpoint(path, options, task.context());
+  task.finish();
+  printEval(r);
+  if (jsonOut) writeFileAtomically(*jsonOut, evalResultToJson(r).dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace sharelens::cli

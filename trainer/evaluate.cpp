@@ -1,0 +1,167 @@
+#include "trainer/evaluate.hpp"
+
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "core/arch/family.hpp"
+#include "core/corpus.hpp"
+#include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "trainer/hf_tokenizer.hpp"
+#include "trainer/inference_model.hpp"
+#include "trainer/scoring.hpp"
+#include "trainer/torch_compat.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+// Logits of one batch are B x W x V floats; keep them near 256 MB whatever the vocabulary.
+constexpr int64_t kLogitBudget = int64_t{64} << 20;
+
+torch::Device deviceFor(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (name == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda",
+                   .found = "LibTorch " + std::string(TORCH_VERSION) + " without a usable GPU", .hint = "use --device cpu"});
+    return torch::Device(torch::kCUDA, 0);
+  }
+  throw Error({.what = "unknown device", .where = "--device", .expected = "cpu or cuda", .found = name});
+}
+
+}  // namespace
+
+double EvalResult::standardError() const {
+  const size_t n = windowNll.size();
+  if (n < 2 || tokens == 0) return NAN;
+  // Ratio estimator of a mean over clusters (windows) of unequal size.
+  const double mean = nll, avgTokens = static_cast<double>(tokens) / static_cast<double>(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = windowNll[i] - mean * static_cast<double>(windowTokens[i]);
+    sum += r * r;
+  }
+  return std::sqrt(sum / static_cast<double>(n - 1) / static_cast<double>(n)) / avgTokens;
+}
+
+HeldOutText heldOutTokens(const fs::path& path, const EvalOptions& options, const TaskContext& ctx) {
+  HeldOutText out;
+  if (!options.tokenIds.empty()) {
+    out.ids = options.tokenIds;
+    if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1) out.ids.resize(static_cast<size_t>(options.tokens + 1));
+    out.tokenizer = "token ids given by the caller";
+    out.description = "token ids";
+    return out;
+  }
+  const auto tokenizer = tokenizerForCheckpoint(path);
+  out.tokenizer = tokenizer->describe();
+  ctx.report(0.02, "eval: tokenising the held-out split of " + options.corpus);
+  const Corpus corpus = loadCorpus(options.corpus);
+  const CorpusSplit split = splitByDocument(corpus, options.validationFraction);
+  const int eos = tokenizer->eosId();
+  size_t documents = 0;
+  for (const Document* d : split.validation) {
+    ctx.throwIfCancelled();
+    const std::vector<int> ids = tokenizer->encode(d->text, false);
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+    if (eos >= 0) out.ids.push_back(eos);
+    ++documents;
+    if (static_cast<int64_t>(out.ids.size()) > options.tokens) break;
+  }
+  if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1) out.ids.resize(static_cast<size_t>(options.tokens + 1));
+  char share[32];
+  std::snprintf(share, sizeof share, "%g%%", 100.0 * options.validationFraction);
+  out.description = "held-out split of " + corpus.name + " (" + share + " of documents; " + std::to_string(documents) +
+                    " of " + std::to_string(split.validation.size()) + " used)";
+  return out;
+}
+
+EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids, int64_t window, const TaskContext& ctx) {
+  EvalResult r;
+  r.window = window;
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const torch::Device device = model.device();
+  const int64_t perBatch = std::max<int64_t>(1, kLogitBudget / std::max<int64_t>(1, model.vocab()) / window);
+  double total = 0;
+  std::vector<int64_t> starts;
+  for (int64_t s = 0; s + 1 < n; s += window) starts.push_back(s);
+  for (size_t i = 0; i < starts.size();) {
+    ctx.throwIfCancelled();
+    // Consecutive windows of equal length go in one batch (only the last window can be shorter).
+    const int64_t length = std::min(window + 1, n - starts[i]);
+    std::vector<int64_t> batch;
+    size_t j = i;
+    for (; j < starts.size() && static_cast<int64_t>(j - i) < perBatch && std::min(window + 1, n - starts[j]) == length; ++j)
+      batch.insert(batch.end(), ids.begin() + starts[j], ids.begin() + starts[j] + length);
+    const int64_t b = static_cast<int64_t>(j - i);
+    const torch::Tensor tokens = at::tensor(batch, at::kLong).view({b, length}).to(device);
+    const torch::Tensor hidden = model.forward(tokens.narrow(1, 0, length - 1));
+    const torch::Tensor logProbs = at::log_softmax(model.logits(hidden).to(at::kFloat), -1);  // [b, T, V]
+    const torch::Tensor nll = -logProbs.gather(-1, tokens.narrow(1, 1, length - 1).unsqueeze(-1)).squeeze(-1);
+    const torch::Tensor perWindow = nll.to(at::kDouble).sum(1).to(at::kCPU).contiguous();
+    for (int64_t k = 0; k < b; ++k) {
+      const double v = perWindow.data_ptr<double>()[k];
+      r.windowNll.push_back(v);
+      r.windowTokens.push_back(length - 1);
+      total += v;
+      r.tokens += length - 1;
+    }
+    i = j;
+    ctx.report(0.05 + 0.95 * static_cast<double>(i) / static_cast<double>(starts.size()),
+               "eval: " + std::to_string(r.tokens) + " tokens scored");
+  }
+  r.nll = r.tokens ? total / static_cast<double>(r.tokens) : NAN;
+  r.perplexity = std::exp(r.nll);
+  return r;
+}
+
+EvalResult evaluateCheckpoint(const fs::path& path, const EvalOptions& options, const TaskContext& ctx) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  if (options.tokens < 1)
+    throw Error({.what = "nothing to evaluate", .where = "--tokens", .expected = ">= 1", .found = std::to_string(options.tokens)});
+  setComputeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
+  const torch::Device device = deviceFor(options.device);
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  const HeldOutText text = heldOutTokens(path, options, ctx);
+  if (text.ids.size() < 2)
+    throw Error({.what = "too little text to evaluate", .where = text.description,
+                 .expected = ">= 2 tokens", .found = std::to_string(text.ids.size()),
+                 .hint = "use a larger corpus or a larger validation share"});
+  for (int id : text.ids)
+    if (id < 0 || id >= view.shape.vocab)
+      throw Error({.what = "token id outside the model's vocabulary", .where = text.tokenizer,
+                   .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")", .found = std::to_string(id),
+                   .hint = "the tokenizer beside the weights belongs to another model"});
+  ctx.report(0.04, "eval: loading the model");
+  const InferenceModel model(*ckpt, view, device);
+  const int64_t window = options.window > 0 ? std::min(options.window, model.context()) : std::min<int64_t>(model.context(), 1024);
+  EvalResult r = scoreTokens(model, text.ids, window, ctx);
+  r.source = path.string();
+  r.tokenizer = text.tokenizer;
+  r.text = text.description;
+  r.seconds = std::chrono::duration<double>(clock::now() - started).count();
+  return r;
+}
+
+Json evalResultToJson(const EvalResult& r) {
+  const double se = r.standardError();
+  return {{"schema", "sharelens.eval/1"},
+          {"source", r.source},
+          {"tokenizer", r.tokenizer},
+          {"text", r.text},
+          {"tokens", r.tokens},
+          {"window", r.window},
+          {"windows", r.windowNll.size()},
+          {"nll", r.nll},
+          {"nll_standard_error", std::isfinite(se) ? Json(se) : Json(nullptr)},
+          {"perplexity", r.perplexity},
+          {"seconds", r.seconds}};
+}
+
+}  // namespace sharelens

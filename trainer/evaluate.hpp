@@ -1,0 +1,59 @@
+// Evaluation of any checkpoint the model views open (DESIGN.md section 4, "Evaluation"): the mean
+// next-token negative log-likelihood in nats per token, and perplexity exp(NLL), on held-out text tokenised
+// with the checkpoint's own tokenizer. Torch-free interface; every derived model (DirectShare, PostShare,
+// compressed, truncated embeddings) is scored through the same function, so their numbers are comparable.
+//
+// Text: the corpus's held-out documents (the same document-hash split training uses, so a ShareLens run is
+// scored on text it never saw), each encoded without special tokens and joined with the tokenizer's EOS
+// token. Windows: W + 1 tokens with stride W (W = min(context, 1024) unless given), so every token after
+// the first of the stream is predicted exactly once, from the tokens before it in its window.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/task.hpp"
+
+namespace sharelens {
+
+struct EvalOptions {
+  std::string corpus = "brown";      // brown, nlp or a directory of .txt files
+  int64_t tokens = 32768;            // at most this many tokens of held-out text are scored
+  int64_t window = 0;                // tokens predicted per window; 0: min(context, 1024)
+  double validationFraction = 0.05;  // the held-out share of documents (training's default)
+  std::vector<int> tokenIds;         // when given: score exactly these tokens instead of corpus text
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+struct EvalResult {
+  std::string source;      // the path evaluated
+  std::string tokenizer;   // what tokenised the text
+  std::string text;        // "held-out split of brown (5% of documents, 23 documents)" or "token ids"
+  int64_t tokens = 0;      // predicted tokens
+  int64_t window = 0;
+  double nll = 0;          // nats per token
+  double perplexity = 0;   // exp(nll)
+  double seconds = 0;
+  std::vector<double> windowNll;     // summed NLL of each window (for paired comparisons)
+  std::vector<int64_t> windowTokens; // predicted tokens of each window
+  // Standard error of the mean NLL, treating windows as independent samples (ratio estimator).
+  double standardError() const;
+};
+
+EvalResult evaluateCheckpoint(const std::filesystem::path& checkpointPath, const EvalOptions& options,
+                              const TaskContext& ctx);
+
+// The held-out token stream eval scores (exposed for other callers that must score the same text).
+struct HeldOutText {
+  std::vector<int> ids;
+  std::string tokenizer, description;
+};
+HeldOutText heldOutTokens(const std::filesystem::path& checkpointPath, const EvalOptions& options,
+                          const TaskContext& ctx);
+
+Json evalResultToJson(const EvalResult& r);
+
+}  // namespace sharelens
