@@ -1,4 +1,5 @@
 // sharelens: with a subcommand, the headless CLI; without one, the GUI.
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,12 +11,24 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty()) {
-    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    const std::string& first = args[0];
+    if (first == "--help" || first == "-h" || first == "help") {
       sharelens::cli::printUsage();
       return 0;
     }
-    if (const auto* command = sharelens::cli::findCommand(args[0]))
+    if (const auto* command = sharelens::cli::findCommand(first))
       return sharelens::cli::runCommand(*command, std::vector<std::string>(args.begin() + 1, args.end()));
+    // A bare word that names neither a command nor something on disk is a mistyped command, not a model.
+    std::error_code ec;
+    if (!first.empty() && first[0] != '-' && !std::filesystem::exists(first, ec) && first.find('/') == std::string::npos &&
+        first.find('.') == std::string::npos) {
+      std::cerr << "error: "
+                << sharelens::Error({.what = "unknown command", .where = "sharelens", .found = "'" + first + "'",
+                                     .hint = "`sharelens --help` lists the commands; to open a model, give its path"})
+                       .what()
+                << "\n";
+      return 2;
+    }
   }
   return sharelens::gui::runGuiFromArgs(args);
 }

@@ -4,6 +4,7 @@
 // react to the parts reads error.details().
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,12 @@ class Error : public std::runtime_error {
  private:
   ErrorDetails m_details;
 };
+
+// Any exception as the error model, for the outermost catch of an entry point (a command, a job, a training
+// thread): a sharelens::Error as it is; a std::filesystem::filesystem_error with its path and the system's
+// reason (a symlink loop, a path through a file, no permission); std::bad_alloc and length errors as "out of
+// memory" with a hint; anything else as an internal error. `internal` says which of these it was not.
+Error errorFromException(std::exception_ptr exception, bool* internal = nullptr);
 
 // Thrown when a job is cancelled through its stop token; never shown as an error.
 class Cancelled : public std::runtime_error {

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 
@@ -106,7 +108,9 @@ size_t MetricsReader::poll() {
       m_events.push_back(std::move(j));
       continue;
     }
-    if (!j.contains("step") || !j["step"].is_number_integer()) {
+    // A step is a non-negative integer of plausible size (JSON's 2^64 - 1 would read back as -1).
+    if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<double>() < 0 ||
+        j["step"].get<double>() > kMaxMetricStep) {
       ++m_malformed;
       continue;
     }
@@ -121,6 +125,34 @@ size_t MetricsReader::poll() {
     for (auto& [step, p] : byStep) m_points.push_back(p);
   }
   return consumed;
+}
+
+int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return 0;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string kept;
+  int64_t dropped = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) {  // a torn last line: the write the kill interrupted
+      ++dropped;
+      break;
+    }
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool after = j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<double>() > static_cast<double>(maxStep);
+    if (after) {
+      ++dropped;
+      continue;
+    }
+    kept.append(line);
+    kept.push_back('\n');
+  }
+  if (dropped > 0) writeFileAtomically(file, kept);
+  return dropped;
 }
 
 fs::path resolveModelPath(const fs::path& path) {

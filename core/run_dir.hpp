@@ -68,6 +68,13 @@ Json metricToJson(const MetricPoint& p);
 // complete checkpoint). Throws a named Error when a run has no complete checkpoint yet.
 std::filesystem::path resolveModelPath(const std::filesystem::path& path);
 
+// On resume: drops every line of metrics.jsonl whose step is after `maxStep` (the checkpoint the run continues
+// from) and a torn last line, so that no step is recorded twice; rewrites the file atomically. Returns the
+// number of lines dropped.
+int64_t trimMetricsFile(const std::filesystem::path& file, int64_t maxStep);
+
+inline constexpr double kMaxMetricStep = 9007199254740992.0;  // 2^53: larger steps are not plausible records
+
 // Appends one JSON line and flushes (no fsync: metrics are advisory; checkpoints carry the state).
 void appendJsonLine(const std::filesystem::path& file, const Json& line);
 

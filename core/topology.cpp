@@ -1,6 +1,7 @@
 #include "core/topology.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/atomic_file.hpp"
@@ -158,18 +159,23 @@ std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
 
 void validateTopology(const Topology& t, const std::string& where) {
   const ModelDims& m = t.model;
-  auto positive = [&](const char* field, int64_t v, int64_t minimum = 1) {
+  // Bounds that keep every size computation far from overflow and every allocation conceivable; a model
+  // past them is a typo, not a design (the largest open models sit well inside).
+  auto inRange = [&](const char* field, int64_t v, int64_t minimum, int64_t maximum) {
     if (v < minimum)
       invalid(where + ".model." + field, "value too small", ">= " + std::to_string(minimum), std::to_string(v));
+    if (v > maximum)
+      invalid(where + ".model." + field, "value too large", "<= " + std::to_string(maximum), std::to_string(v),
+              "no model ShareLens can build or train is this large");
   };
-  positive("vocab", m.vocab, 16);
-  positive("d_model", m.dModel, 8);
-  positive("n_layers", m.layers);
-  positive("n_heads", m.heads);
-  positive("n_kv_heads", m.kvHeads);
-  positive("head_dim", m.headDim, 2);
-  positive("ffn_dim", m.ffn);
-  positive("context", m.context, 2);
+  inRange("vocab", m.vocab, 16, int64_t{1} << 22);
+  inRange("d_model", m.dModel, 8, int64_t{1} << 16);
+  inRange("n_layers", m.layers, 1, 1024);
+  inRange("n_heads", m.heads, 1, 1024);
+  inRange("n_kv_heads", m.kvHeads, 1, 1024);
+  inRange("head_dim", m.headDim, 2, 1024);
+  inRange("ffn_dim", m.ffn, 1, int64_t{1} << 20);
+  inRange("context", m.context, 2, int64_t{1} << 20);
   if (m.heads % m.kvHeads != 0)
     invalid(where + ".model.n_kv_heads", "must divide n_heads (GQA groups)", "a divisor of " + std::to_string(m.heads),
             std::to_string(m.kvHeads));
@@ -177,7 +183,10 @@ void validateTopology(const Topology& t, const std::string& where) {
     invalid(where + ".model.head_dim", "RoPE needs an even head_dim", "an even number", std::to_string(m.headDim));
   // n_heads x head_dim may differ from d_model (Gemma 3 shapes): Q/K/V project d_model to heads x head_dim
   // and O projects back (projShape).
-  if (!(m.ropeTheta > 0)) invalid(where + ".model.rope_theta", "must be positive", "> 0", std::to_string(m.ropeTheta));
+  if (!(m.ropeTheta > 0 && std::isfinite(m.ropeTheta)))
+    invalid(where + ".model.rope_theta", "must be positive and finite", "> 0", std::to_string(m.ropeTheta));
+  if (!(m.normEps > 0 && m.normEps < 1))
+    invalid(where + ".model.norm_eps", "out of range", "(0, 1)", std::to_string(m.normEps));
 
   validateAssignment(t.attention, m.layers, where + ".attention");
   validateAssignment(t.ffn, m.layers, where + ".ffn");
@@ -228,8 +237,9 @@ void validateTopology(const Topology& t, const std::string& where) {
     if (static_cast<int64_t>(seen.size()) != m.layers)
       invalid(where + ".masa.groups", "every layer needs a group", std::to_string(m.layers) + " layers",
               std::to_string(seen.size()) + " covered");
-    if (t.masa.mlpCoefficients && (t.masa.blockEmbeddingDim < 1 || t.masa.mlpHidden < 1))
-      invalid(where + ".masa", "MLP coefficient sizes must be positive", ">= 1",
+    if (t.masa.mlpCoefficients && (t.masa.blockEmbeddingDim < 1 || t.masa.mlpHidden < 1 ||
+                                   t.masa.blockEmbeddingDim > 4096 || t.masa.mlpHidden > 4096))
+      invalid(where + ".masa", "MLP coefficient sizes out of range", "1..4096",
               std::to_string(t.masa.blockEmbeddingDim) + ", " + std::to_string(t.masa.mlpHidden));
   }
   if (!t.tiedHeads.empty()) {
@@ -251,8 +261,8 @@ void validateTopology(const Topology& t, const std::string& where) {
                 "[" + std::to_string(tie.sourceLayer) + ", " + std::to_string(tie.sourceHead) + "]",
                 "point the tie at the original source");
   }
-  if (t.postShare.gamma < 0)
-    invalid(where + ".postshare.gamma", "negative penalty weight", ">= 0", std::to_string(t.postShare.gamma));
+  if (!(t.postShare.gamma >= 0 && std::isfinite(t.postShare.gamma)))
+    invalid(where + ".postshare.gamma", "penalty weight must be finite and >= 0", ">= 0", std::to_string(t.postShare.gamma));
   for (size_t i = 0; i < t.postShare.pairs.size(); ++i)
     validateHeadTie(t.postShare.pairs[i], m, where + ".postshare.pairs[" + std::to_string(i) + "]");
   if (t.postShare.gamma > 0 && t.postShare.pairs.empty())

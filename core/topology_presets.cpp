@@ -149,8 +149,8 @@ Topology makePreset(const PresetSpec& spec) {
       impossible("depth multiplier out of range", "1..8 or skinny", m, "depth multipliers grow the model");
     t.model.layers = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(spec.base.layers) * factor)));
   }
-  const int64_t U = std::min(spec.uniqueBlocks, t.model.layers);
-  t.attention.assign = patternAssignment(spec.pattern, t.model.layers, U);
+  // U > L is refused by patternAssignment, never silently clamped.
+  t.attention.assign = patternAssignment(spec.pattern, t.model.layers, spec.uniqueBlocks);
   t.ffn.assign = spec.shareFfn ? t.attention.assign : patternAssignment(SharingPattern::Vanilla, t.model.layers, 0);
   const bool shared = t.attention.uniqueBlocks() < t.model.layers;
   t.attention.loraRank = shared ? spec.loraRank : 0;

@@ -34,31 +34,43 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
   ++g_checkpointWrites;
   const fs::path final = checkpointDirectory(runDir, step);
   const fs::path temp = final.parent_path() / (".tmp-" + final.filename().string() + "-" + std::to_string(::getpid()));
+  const Topology& topology = model.topology();
+  const bool hfLayout = topology.isUnshared();
+  const NamedTensors tensors = model.checkpointTensors(hfLayout);
+  // The invariant every reader relies on: no checkpoint ever holds a non-finite value, whatever caused it.
+  for (const auto& [name, tensor] : tensors)
+    if (!tensor.isfinite().all().item<bool>())
+      throw Error({.what = "refusing to write a checkpoint with non-finite weights", .where = final.string() + ": tensor '" + name + "'",
+                   .expected = "finite values", .found = "NaN or Inf",
+                   .hint = "the previous checkpoint holds the last finite state; lower the learning rate and resume from it"});
   fs::create_directories(final.parent_path());
   fs::remove_all(temp);
   fs::create_directories(temp);
-  const Topology& topology = model.topology();
-  const bool hfLayout = topology.isUnshared();
-  const std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {names::kTopologyMetadataKey, topologyToJson(topology).dump()}, {"sharelens.step", std::to_string(step)}};
-
-  maybeDie("model");
-  writeTensors(temp / "model.safetensors", model.checkpointTensors(hfLayout), metadata);
-  if (hfLayout) writeFileAtomically(temp / "config.json", llamaConfigFor(topology).dump(2) + "\n");
-  maybeDie("optim");
-  NamedTensors optim = optimizer.stateTensors();
-  for (const NamedParameter& p : model.parameters())
-    if (!p.inCheckpoint) optim.emplace_back("param." + p.name, p.tensor.detach().to(at::kCPU).contiguous());
-  writeTensors(temp / "optim.safetensors", optim, {{"optimizer", "adamw"}, {"steps", std::to_string(optimizer.steps())}});
-  maybeDie("state");
-  writeFileAtomically(temp / "state.json", state.dump(2) + "\n");
-  maybeDie("marker");
-  writeFileAtomically(temp / kCompleteMarker, "step " + std::to_string(step) + "\n");
-  fsyncDirectory(temp);
-  maybeDie("rename");
-  if (fs::exists(final)) fs::remove_all(final);  // re-saving a step (checkpoint-now at a save step)
-  fs::rename(temp, final);
-  fsyncDirectory(final.parent_path());
+  try {
+    const std::map<std::string, std::string> metadata = {
+        {"format", "pt"}, {names::kTopologyMetadataKey, topologyToJson(topology).dump()}, {"sharelens.step", std::to_string(step)}};
+    maybeDie("model");
+    writeTensors(temp / "model.safetensors", tensors, metadata);
+    if (hfLayout) writeFileAtomically(temp / "config.json", llamaConfigFor(topology).dump(2) + "\n");
+    maybeDie("optim");
+    NamedTensors optim = optimizer.stateTensors();
+    for (const NamedParameter& p : model.parameters())
+      if (!p.inCheckpoint) optim.emplace_back("param." + p.name, p.tensor.detach().to(at::kCPU).contiguous());
+    writeTensors(temp / "optim.safetensors", optim, {{"optimizer", "adamw"}, {"steps", std::to_string(optimizer.steps())}});
+    maybeDie("state");
+    writeFileAtomically(temp / "state.json", state.dump(2) + "\n");
+    maybeDie("marker");
+    writeFileAtomically(temp / kCompleteMarker, "step " + std::to_string(step) + "\n");
+    fsyncDirectory(temp);
+    maybeDie("rename");
+    if (fs::exists(final)) fs::remove_all(final);  // re-saving a step (checkpoint-now at a save step)
+    fs::rename(temp, final);
+    fsyncDirectory(final.parent_path());
+  } catch (...) {  // a failed write (disk full, permissions) leaves no temporary directory behind
+    std::error_code ec;
+    fs::remove_all(temp, ec);
+    throw;
+  }
 
   auto all = listCheckpoints(runDir);
   for (size_t i = 0; keepLast > 0 && i + static_cast<size_t>(keepLast) < all.size(); ++i) fs::remove_all(all[i].dir);

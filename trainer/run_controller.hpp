@@ -40,6 +40,8 @@ struct RunRequest {
   bool resume = false;          // continue the run in runDir from its latest complete checkpoint; the topology
                                 // and config then come from its run.json, except for:
   std::optional<int64_t> resumeToSteps;  // extend (never shorten) the resumed run to this many steps
+  bool startIfNothingToResume = false;   // resume of a directory without run.json (killed while preparing):
+                                         // start it from `topology` instead of refusing
   std::string role = "model";   // "model" or "baseline" (recorded in run.json)
   std::string sibling;          // the other run of a --compare pair, relative to runDir's parent
 };

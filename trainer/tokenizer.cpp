@@ -109,10 +109,16 @@ fs::path trainedTokenizer(const std::vector<const Document*>& docs, const std::s
   };
   std::string error;
   const std::string serialized = spmEngine().train(options, documentLines(docs), &error);
-  if (serialized.empty())
+  if (serialized.empty()) {
+    // SentencePiece fails both ways: too few pieces for the corpus's characters (and the 256 byte-fallback
+    // pieces), or more pieces than the corpus can produce.
+    const bool tooSmall = error.find("smaller than required_chars") != std::string::npos;
     throw Error({.what = "SentencePiece training failed", .where = "tokenizer for corpus " + corpusFingerprint,
+                 .expected = tooSmall ? "a vocabulary of at least the corpus's characters plus 256 byte pieces" : "",
                  .found = error,
-                 .hint = "a vocab larger than the corpus supports fails; lower model.vocab in the topology"});
+                 .hint = tooSmall ? "raise model.vocab in the topology (" + std::to_string(vocabSize) + " is too small for this corpus)"
+                                  : "a vocab larger than the corpus supports fails; lower model.vocab in the topology"});
+  }
   writeFileAtomically(model, serialized);
   return model;
 }

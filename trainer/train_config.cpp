@@ -1,6 +1,7 @@
 #include "trainer/train_config.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 
@@ -51,12 +52,42 @@ TrainConfig trainConfigFromJson(const Json& j, const std::string& where) {
   c.device = o.optionalString("device").value_or(c.device);
   c.maxConsecutiveNonFinite = o.optionalInt("max_consecutive_nonfinite", 1).value_or(c.maxConsecutiveNonFinite);
   c.validationFraction = o.optionalNumber("validation_fraction").value_or(c.validationFraction);
-  if (!(c.lr > 0)) o.fail("lr", "learning rate must be positive", "> 0", std::to_string(c.lr));
-  if (c.minLrRatio < 0 || c.minLrRatio > 1) o.fail("min_lr_ratio", "out of range", "0..1", std::to_string(c.minLrRatio));
-  if (c.device != "cpu" && c.device != "cuda") o.fail("device", "unknown device", "cpu or cuda", c.device);
-  if (!(c.validationFraction > 0 && c.validationFraction < 0.5))
-    o.fail("validation_fraction", "out of range", "(0, 0.5)", std::to_string(c.validationFraction));
+  validateTrainConfig(c, where);
   return c;
+}
+
+void validateTrainConfig(const TrainConfig& c, const std::string& where) {
+  // Each real-valued field: finite and inside its (open or closed) range. NaN fails every comparison.
+  auto check = [&](const char* field, double v, double lo, bool loOpen, double hi, bool hiOpen, const char* hint) {
+    const bool ok = std::isfinite(v) && (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi);
+    if (ok) return;
+    char range[96];
+    std::snprintf(range, sizeof range, "%c%g, %g%c", loOpen ? '(' : '[', lo, hi, hiOpen ? ')' : ']');
+    throw Error({.what = "out of range", .where = where + "." + field, .expected = range, .found = std::to_string(v), .hint = hint});
+  };
+  check("lr", c.lr, 0, true, 10, false, "a peak learning rate like 3e-3; a negative one would ascend the loss");
+  check("min_lr_ratio", c.minLrRatio, 0, false, 1, false, "");
+  check("weight_decay", c.weightDecay, 0, false, 10, false, "");
+  check("beta1", c.beta1, 0, false, 1, true, "");
+  check("beta2", c.beta2, 0, false, 1, true, "");
+  check("eps", c.eps, 0, true, 1, false, "");
+  check("grad_clip", c.gradClip, 0, true, 1e6, false, "");
+  check("validation_fraction", c.validationFraction, 0, true, 0.5, true, "");
+  auto positive = [&](const char* field, int64_t v, int64_t lo) {
+    if (v < lo)
+      throw Error({.what = "out of range", .where = where + "." + field, .expected = ">= " + std::to_string(lo),
+                   .found = std::to_string(v)});
+  };
+  positive("steps", c.steps, 1);
+  positive("batch_size", c.batchSize, 1);
+  positive("warmup_steps", c.warmupSteps, 0);
+  positive("eval_every", c.evalEvery, 1);
+  positive("eval_batches", c.evalBatches, 1);
+  positive("checkpoint_every", c.checkpointEvery, 1);
+  positive("keep_last", c.keepLast, 1);
+  positive("max_consecutive_nonfinite", c.maxConsecutiveNonFinite, 1);
+  if (c.device != "cpu" && c.device != "cuda")
+    throw Error({.what = "unknown device", .where = where + ".device", .expected = "cpu or cuda", .found = c.device});
 }
 
 }  // namespace sharelens

@@ -33,6 +33,9 @@ struct TrainConfig {
 };
 
 Json trainConfigToJson(const TrainConfig& c);
+// Every field finite and in range (a NaN or negative learning rate never reaches the optimiser); throws a
+// named Error ("WHERE.lr: out of range ...").
+void validateTrainConfig(const TrainConfig& c, const std::string& where);
 TrainConfig trainConfigFromJson(const Json& j, const std::string& where);
 
 }  // namespace sharelens

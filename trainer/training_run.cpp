@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/model.hpp"
@@ -113,10 +114,16 @@ void TrainingRun::prepare() {
   RunRequest& r = m_request;
   const fs::path runJson = r.runDir / "run.json";
   Json record;
+  if (r.resume && !fs::exists(runJson)) {
+    // Killed before run.json was written: nothing was trained. Start it, if we know what to start.
+    if (!r.startIfNothingToResume)
+      throw Error({.what = "nothing to resume: the run stopped before it wrote run.json, so no step was trained",
+                   .where = r.runDir.string(), .expected = "a run directory with run.json",
+                   .hint = "start it again with `sharelens train --topology FILE --out " + r.runDir.string() +
+                           "` (the directory is reused), or add --topology FILE to this --resume"});
+    r.resume = false;
+  }
   if (r.resume) {
-    if (!fs::exists(runJson))
-      throw Error({.what = "nothing to resume", .where = r.runDir.string(), .expected = "a run directory with run.json",
-                   .hint = "start the run without --resume"});
     record = readJsonFile(runJson);
     const int threadsOverride = r.config.threads;
     r.topology = topologyFromJson(record.at("topology"), runJson.string() + ": topology");
@@ -133,6 +140,11 @@ void TrainingRun::prepare() {
                    .hint = "pass --resume to continue it, or choose another --out"});
     validateTopology(r.topology, "topology");
   }
+  validateTrainConfig(r.config, "training options");
+  if (r.config.device == "cpu")
+    requireFitsInMemory(estimateTrainingMemory(r.topology, r.config.batchSize).total(),
+                        "training '" + r.topology.name + "' at batch " + std::to_string(r.config.batchSize),
+                        "shrink the model or the batch (`sharelens params` shows where the memory goes)");
   fs::create_directories(r.runDir);
   const TrainConfig& c = r.config;
   const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
@@ -171,9 +183,12 @@ void TrainingRun::prepare() {
   m_model = std::make_unique<SharedTransformer>(r.topology, m_device, c.seed);
   m_optimizer = std::make_unique<AdamW>(m_model->parameters(), c.beta1, c.beta2, c.eps, c.weightDecay);
 
+  removeIncompleteCheckpoints(r.runDir);  // a killed write's temporary directory, on any start
   if (r.resume) {
-    removeIncompleteCheckpoints(r.runDir);
-    if (const auto latest = latestCheckpoint(r.runDir)) {
+    const auto latest = latestCheckpoint(r.runDir);
+    // Steps logged after the checkpoint are trained again: drop their old records so none appears twice.
+    trimMetricsFile(r.runDir / "metrics.jsonl", latest ? latest->step : 0);
+    if (latest) {
       const Json state = readTrainingCheckpoint(*latest, *m_model, *m_optimizer);
       m_step = latest->step;
       m_tokens = state.value("tokens", 0.0);

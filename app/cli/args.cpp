@@ -1,6 +1,8 @@
 #include "app/cli/args.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
 
@@ -35,17 +37,24 @@ std::string Args::option(std::string_view name, std::string fallback) {
   return v ? *v : std::move(fallback);
 }
 
-std::optional<double> Args::number(std::string_view name) {
+std::optional<double> Args::number(std::string_view name, double minValue, double maxValue) {
   auto text = option(name);
   if (!text) return std::nullopt;
+  double value = 0;
   try {
     size_t used = 0;
-    const double value = std::stod(*text, &used);
+    value = std::stod(*text, &used);
     if (used != text->size()) throw std::invalid_argument("trailing");
-    return value;
   } catch (const std::exception&) {
     fail("option --" + std::string(name) + " needs a number", "'" + *text + "'");
   }
+  if (!std::isfinite(value)) fail("option --" + std::string(name) + " needs a finite number", "'" + *text + "'");
+  if (value < minValue || value > maxValue) {
+    char range[96];
+    std::snprintf(range, sizeof range, "[%g, %g]", minValue, maxValue);
+    fail("option --" + std::string(name) + " out of range " + range, "'" + *text + "'");
+  }
+  return value;
 }
 
 std::optional<long long> Args::integer(std::string_view name, long long minValue, long long maxValue) {

@@ -15,7 +15,8 @@ class Args {
 
   std::optional<std::string> option(std::string_view name);  // consumes --name VALUE
   std::string option(std::string_view name, std::string fallback);
-  std::optional<double> number(std::string_view name);
+  // A finite number in [minValue, maxValue] (NaN, infinities and out-of-range values are errors).
+  std::optional<double> number(std::string_view name, double minValue, double maxValue);
   std::optional<long long> integer(std::string_view name, long long minValue, long long maxValue);
   bool flag(std::string_view name);  // consumes --name
   std::string positional(std::string_view what);  // next positional; error when absent

@@ -36,10 +36,10 @@ int runAnalyze(Args& args) {
   probe.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(probe.logitLensTokens);
   probe.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(probe.attentionTokens);
   const auto tokenIdsFile = args.option("token-ids");
-  auto directShareRatio = args.number("directshare");
+  auto directShareRatio = args.number("directshare", 0.0, 1.0);
   const auto directShareOut = args.option("directshare-out");
   const auto masaGroups = args.option("masa-groups");
-  const double threshold = args.number("threshold").value_or(0.95);
+  const double threshold = args.number("threshold", 1e-6, 1.0).value_or(0.95);
   const std::string device = args.option("device", "cpu");
   const int threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto jsonOut = args.option("json");

@@ -17,7 +17,7 @@ EvalOptions parseEvalOptions(Args& args) {
   o.corpus = args.option("corpus", o.corpus);
   o.tokens = args.integer("tokens", 1, 1'000'000'000).value_or(o.tokens);
   o.window = args.integer("window", 1, 1 << 20).value_or(0);
-  o.validationFraction = args.number("validation-fraction").value_or(o.validationFraction);
+  o.validationFraction = args.number("validation-fraction", 1e-6, 1.0 - 1e-6).value_or(o.validationFraction);
   if (!(o.validationFraction > 0.0 && o.validationFraction < 1.0))
     throw Error({.what = "validation fraction out of range", .where = "--validation-fraction",
                  .expected = "a fraction in (0, 1)", .found = std::to_string(o.validationFraction)});

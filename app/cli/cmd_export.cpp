@@ -68,8 +68,8 @@ int runExport(Args& args) {
   const std::string out = args.option("out", "");
   const int64_t layer = args.integer("layer", 0, 1 << 20).value_or(0);
   const std::string projText = args.option("proj", "q");
-  const double ratio = args.number("ratio").value_or(0.25);
-  const double threshold = args.number("threshold").value_or(0.95);
+  const double ratio = args.number("ratio", 0.0, 1.0).value_or(0.25);
+  const double threshold = args.number("threshold", 1e-6, 1.0).value_or(0.95);
   const int64_t tokens = args.integer("tokens", 2, 100'000'000).value_or(4096);
   const std::string metricText = args.option("metric", "loss");
   const std::string colormapText = args.option("colormap", "viridis");

@@ -13,6 +13,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/hf_export.hpp"
+#include "core/machine.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
@@ -54,6 +55,9 @@ void printBudget(const Json& r) {
               humanBytes(m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>()).c_str(),
               humanBytes(m["parameters_and_optimizer"].get<double>()).c_str(), static_cast<long long>(m["batch"].get<int64_t>()),
               humanBytes(m["activations"].get<double>()).c_str());
+  const double memory = static_cast<double>(physicalMemoryBytes());
+  if (memory > 0 && m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>() > memory)
+    std::printf("  note: more than this machine's %s; `train` here would refuse it\n", humanBytes(memory).c_str());
 }
 
 }  // namespace
@@ -133,7 +137,7 @@ int runTrain(Args& args) {
   if (request.resume) request.resumeToSteps = steps;
   request.config.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
-  request.config.lr = args.number("lr").value_or(request.config.lr);
+  request.config.lr = args.number("lr", 1e-12, 10.0).value_or(request.config.lr);
   request.config.seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
   request.config.device = args.option("device", request.config.device);
   request.config.checkpointEvery = args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
@@ -144,6 +148,10 @@ int runTrain(Args& args) {
   if (request.config.device != "cpu" && request.config.device != "cuda")
     throw Error({.what = "unknown device", .where = "sharelens train --device", .expected = "cpu or cuda", .found = request.config.device});
   request.runDir = *out;
+  if (request.resume && topologyPath) {  // only used if the run never got as far as run.json
+    request.topology = readTopologyFile(*topologyPath);
+    request.startIfNothingToResume = true;
+  }
   if (!request.resume) {
     if (!topologyPath)
       throw Error({.what = "missing --topology FILE", .where = "sharelens train",

@@ -59,8 +59,15 @@ const Command* findCommand(std::string_view name) {
 }
 
 void printUsage() {
-  std::cout << "usage: sharelens [PATH]            open the GUI (on a checkpoint or run directory)\n"
-               "       sharelens COMMAND [ARGS]\n\ncommands:\n";
+  std::cout << "usage: sharelens [PATH] [GUI OPTIONS]   open the GUI (on a checkpoint, run directory or topology)\n"
+               "       sharelens COMMAND [ARGS]\n\n"
+               "GUI options:\n"
+               "  --demo                  train the demo topology and its baseline, and follow them\n"
+               "  --view NAME             start on a view (model, spectrum, heads, layers, masa, directshare,\n"
+               "                          embedding, designer, training; any case)\n"
+               "  --screenshot FILE.png   save a screenshot after --frames N frames and exit\n"
+               "  --size WxH              window size\n\n"
+               "commands:\n";
   for (const Command& c : commands()) std::cout << "  " << c.usage << "\n      " << c.summary << "\n";
 }
 
@@ -76,9 +83,11 @@ int runCommand(const Command& command, std::vector<std::string> argv) {
   } catch (const Cancelled&) {
     std::cerr << "sharelens " << command.name << ": cancelled\n";
     return 130;
-  } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+  } catch (...) {
+    bool internal = false;
+    const Error error = errorFromException(std::current_exception(), &internal);
+    std::cerr << "error: " << error.what() << "\n";
+    return internal ? 1 : 2;
   }
 }
 

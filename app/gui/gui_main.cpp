@@ -33,9 +33,11 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
     o.path = args.optionalPositional();
     args.finish();
     return runGui(o);
-  } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+  } catch (...) {
+    bool internal = false;
+    const Error error = errorFromException(std::current_exception(), &internal);
+    std::cerr << "error: " << error.what() << "\n";
+    return internal ? 1 : 2;
   }
 }
 

@@ -82,6 +82,19 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   r = runProcess(kBinary + " --help");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("inspect"), std::string::npos);
+  for (const char* guiFlag : {"--demo", "--view", "--screenshot"}) EXPECT_NE(r.out.find(guiFlag), std::string::npos) << guiFlag;
+  // A mistyped command is an error, not a model path for the GUI.
+  r = runProcess(kBinary + " frobnicate");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'frobnicate'"), std::string::npos) << r.err;
+  // More unique blocks than layers is refused, not silently clamped.
+  const fs::path dir = testing::makeTempDir("cli-bad-args");
+  r = runProcess(kBinary + " topology --preset cycle --layers 4 --unique 9 --out " + shellQuote((dir / "t.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("unique blocks out of range"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "t.json"));
+  fs::remove_all(dir);
 }
 
 TEST(Cli, DumpViewWritesEveryCanonicalMatrix) {

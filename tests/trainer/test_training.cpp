@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "core/arch/family.hpp"
+#include "core/atomic_file.hpp"
 #include "core/corpus.hpp"
 #include "core/hash.hpp"
 #include "core/param_count.hpp"
@@ -151,6 +153,18 @@ TEST(Training, ResumeAfterSigkillIsBitIdentical) {
   ASSERT_EQ(whole.size(), 50u);
   ASSERT_EQ(resumed.size(), 50u);
   for (const auto& [step, loss] : whole) EXPECT_EQ(resumed.at(step), loss) << "step " << step << " (" << killedAt << ")";
+  // The file itself, not just the reader's view of it: every step and the finish exactly once.
+  std::map<int64_t, int> records;
+  int finishes = 0;
+  std::istringstream lines(readTextFile(dir / "killed" / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line);
+    if (j.value("event", "") == "finish") ++finishes;
+    if (!j.contains("event")) ++records[j.at("step").get<int64_t>()];
+  }
+  EXPECT_EQ(finishes, 1) << killedAt;
+  EXPECT_EQ(records.size(), 50u) << killedAt;
+  for (const auto& [step, count] : records) EXPECT_EQ(count, 1) << "step " << step << " recorded twice (" << killedAt << ")";
   const fs::path a = checkpointDirectory(dir / "whole", 50), b = checkpointDirectory(dir / "killed", 50);
   EXPECT_EQ(tensorHash(a / "model.safetensors"), tensorHash(b / "model.safetensors")) << "weights";
   EXPECT_EQ(tensorHash(a / "optim.safetensors"), tensorHash(b / "optim.safetensors")) << "optimizer state";
@@ -264,6 +278,48 @@ TEST(Training, BadRequestsAreNamedErrors) {
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "nothing").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("nothing to resume"), std::string::npos) << r.err;
+  // Killed before run.json existed: --resume says how, and with the topology given it starts the run there.
+  fs::create_directories(dir / "early" / "checkpoints" / ".tmp-step-0000010-1");
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "early").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("stopped before it wrote run.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--topology"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " train --resume --topology " + shellQuote((dir / "t.json").string()) + " --out " +
+                 shellQuote((dir / "early").string()) + " --steps 2 --batch 2 --threads 1 --checkpoint-every 2");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "early" / "checkpoints" / ".tmp-step-0000010-1")) << "a killed write's temporary is removed";
+  EXPECT_TRUE(fs::exists(checkpointDirectory(dir / "early", 2) / kCompleteMarker));
+  // Numeric options that would put NaN into the weights or ascend the loss, and places that cannot hold a run.
+  for (const char* lr : {"nan", "inf", "-inf", "-1", "0", "1e308"}) {
+    r = runProcess(trainCommand(dir / "t.json", dir / ("lr-" + std::string(lr)), 2, " --lr " + std::string(lr)));
+    EXPECT_EQ(r.exitCode, 2) << "--lr " << lr << ": " << r.err;
+    EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / ("lr-" + std::string(lr)) / "checkpoints")) << "nothing trained with --lr " << lr;
+  }
+  for (const char* out : {"/proc/sharelens-run", "/dev/null/run"}) {
+    r = runProcess(trainCommand(dir / "t.json", out, 2));
+    EXPECT_EQ(r.exitCode, 2) << out << ": " << r.err;
+    EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+  // Sizes no machine can train are refused before anything is allocated, by `params` and `train` alike.
+  Json huge = topologyToJson(debugTopology());
+  huge["model"]["d_model"] = 1'000'000'000;
+  writeFileAtomically(dir / "huge.json", huge.dump());
+  for (const std::string& command : {kBinary + " params " + shellQuote((dir / "huge.json").string()),
+                                    trainCommand(dir / "huge.json", dir / "huge", 2)}) {
+    r = runProcess(command);
+    EXPECT_EQ(r.exitCode, 2) << command << r.err;
+    EXPECT_NE(r.err.find("model.d_model: value too large"), std::string::npos) << r.err;
+  }
+  Json wide = topologyToJson(debugTopology());  // inside the bounds but far beyond this machine
+  wide["model"]["ffn_dim"] = 1 << 20;
+  wide["model"]["d_model"] = 1 << 15;
+  wide["model"]["head_dim"] = 4096 / 4;
+  writeFileAtomically(dir / "wide.json", wide.dump());
+  r = runProcess(trainCommand(dir / "wide.json", dir / "wide", 2));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("does not fit in this machine's memory"), std::string::npos) << r.err;
   if (!cudaTrainingAvailable()) {
     r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) + " --out " +
                    shellQuote((dir / "gpu").string()) + " --device cuda --steps 1");
