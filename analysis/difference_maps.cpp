@@ -77,15 +77,19 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
     }
     const auto pairs = backend.blockPairDifferenceSpectra(stacked, hd, ctx);
     out.map = rankMapFromPairs(pairs, norms, options.threshold);
+    for (double n : norms) out.norms.push_back(static_cast<float>(std::sqrt(n)));
     result.layers.push_back(std::move(out));
     ctx.report(static_cast<double>(layer.index + 1) / static_cast<double>(view.layers.size()),
                "head differences: layer " + std::to_string(layer.index));
   }
   for (const HeadDiffLayer& l : result.layers)
     for (int64_t a = 0; a < l.map.n; ++a)
-      for (int64_t b = a + 1; b < l.map.n; ++b)
+      for (int64_t b = a + 1; b < l.map.n; ++b) {
+        const int zeros = (l.norms[static_cast<size_t>(a)] == 0.0f) + (l.norms[static_cast<size_t>(b)] == 0.0f);
         result.lowest.push_back({l.layer, a, b, l.labels[static_cast<size_t>(a)], l.labels[static_cast<size_t>(b)],
-                                 l.map.rankAt(a, b), l.map.relativeDifference[static_cast<size_t>(a * l.map.n + b)]});
+                                 l.map.rankAt(a, b), l.map.relativeDifference[static_cast<size_t>(a * l.map.n + b)],
+                                 zeros == 2 ? "both are zero matrices" : zeros == 1 ? "one is a zero matrix" : ""});
+      }
   std::sort(result.lowest.begin(), result.lowest.end(), [](const HeadPair& x, const HeadPair& y) {
     return x.rank != y.rank ? x.rank < y.rank : x.relativeDifference < y.relativeDifference;
   });
@@ -114,7 +118,7 @@ LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView&
     std::vector<FloatMatrix> matrices;
     for (const LayerView& layer : view.layers) {
       if (!layer.has(p)) break;
-      matrices.push_back(materialize(ckpt, layer.at(p)));
+      matrices.push_back(materializeFinite(ckpt, layer.at(p)));
     }
     ++done;
     if (matrices.size() != view.layers.size() || matrices.empty()) continue;  // e.g. GPT-2 has no gate

@@ -33,6 +33,7 @@ struct HeadDiffOptions {
 struct HeadDiffLayer {
   int64_t layer = 0;
   std::vector<std::string> labels;  // "q0".."q{H-1}", "k0".., "v0"..,  "o0".. (when included)
+  std::vector<float> norms;         // ||W_head||_F of each label
   RankMap map;
 };
 
@@ -42,6 +43,7 @@ struct HeadPair {
   std::string labelA, labelB;
   int32_t rank = 0;
   float relativeDifference = 0;
+  std::string note;  // "both are zero matrices" / "one is a zero matrix": a rank that says nothing about sharing
 };
 
 struct HeadDiffResult {

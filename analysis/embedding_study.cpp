@@ -13,7 +13,7 @@ EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& vi
     throw Error({.what = "the checkpoint has no token embedding", .where = view.source,
                  .hint = "the embedding study needs the embedding matrix"});
   EmbeddingStudy s;
-  const FloatMatrix e = materialize(ckpt, *view.embedding);
+  const FloatMatrix e = materializeFinite(ckpt, *view.embedding);
   s.vocab = e.rows;
   s.hidden = e.cols;
   s.tied = view.shape.tiedEmbeddings;
@@ -39,7 +39,7 @@ EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& vi
 
   if (!s.tied && view.outputHead) {
     ctx.report(0.7, "embedding: tying gap");
-    const FloatMatrix u = materialize(ckpt, *view.outputHead);
+    const FloatMatrix u = materializeFinite(ckpt, *view.outputHead);
     if (u.rows == e.rows && u.cols == e.cols) {
       std::vector<double> cosines(static_cast<size_t>(e.rows));
       s.tyingCosineHistogram.assign(40, 0);

@@ -162,7 +162,7 @@ std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const Model
       for (int64_t l : group) present = present && view.layers.at(static_cast<size_t>(l)).has(p);
       if (!present) continue;
       parallelFor(group.size(), ctx, [&](size_t i) {
-        w[i] = materialize(ckpt, view.layers[static_cast<size_t>(group[i])].at(p));
+        w[i] = materializeFinite(ckpt, view.layers[static_cast<size_t>(group[i])].at(p));
       });
       out.push_back(pcaOfGroup(p, group, w, options.keepAtoms));
       ctx.report(static_cast<double>(step) / static_cast<double>(steps), "matrix PCA: " + std::string(projName(p)));
@@ -194,7 +194,7 @@ std::vector<TrainedDictionary> trainedDictionaries(const Checkpoint& ckpt) {
         MatrixTerm term;
         term.left = TensorSlice{atomsName, false, s, 0, e.rows, 0, e.cols};
         e.terms.push_back(term);
-        d.atoms.push_back(materialize(ckpt, e));
+        d.atoms.push_back(materializeFinite(ckpt, e));
       }
       const int64_t atoms = static_cast<int64_t>(d.atoms.size());
       d.coefficients = FloatMatrix(atoms, static_cast<int64_t>(d.layers.size()));

@@ -100,12 +100,15 @@ Json toJson(const HeadDiffResult& h) {
   for (const HeadDiffLayer& l : h.layers)
     layers.push_back({{"layer", l.layer},
                       {"labels", l.labels},
+                      {"norms", l.norms},
                       {"effective_rank", square(l.map.rank, l.map.n)},
                       {"relative_difference", square(l.map.relativeDifference, l.map.n)}});
   Json lowest = Json::array();
-  for (const HeadPair& p : h.lowest)
+  for (const HeadPair& p : h.lowest) {
     lowest.push_back({{"layer", p.layer}, {"a", p.labelA}, {"b", p.labelB}, {"effective_rank", p.rank},
                       {"relative_difference", p.relativeDifference}});
+    if (!p.note.empty()) lowest.back()["note"] = p.note;
+  }
   return {{"threshold", h.threshold}, {"head_dim", h.headDim}, {"hidden", h.hidden}, {"layers", layers},
           {"lowest_pairs", lowest}};
 }
@@ -119,6 +122,7 @@ HeadDiffResult headDiffFromJson(const Json& j) {
     HeadDiffLayer layer;
     layer.layer = field(l, "layer").get<int64_t>();
     layer.labels = field(l, "labels").get<std::vector<std::string>>();
+    if (l.contains("norms")) layer.norms = l["norms"].get<std::vector<float>>();
     layer.map.rank = flatten<int32_t>(field(l, "effective_rank"), layer.map.n, "effective_rank");
     layer.map.relativeDifference = flatten<float>(field(l, "relative_difference"), layer.map.n, "relative_difference");
     h.layers.push_back(std::move(layer));
@@ -126,7 +130,7 @@ HeadDiffResult headDiffFromJson(const Json& j) {
   for (const Json& p : field(j, "lowest_pairs"))
     h.lowest.push_back({field(p, "layer").get<int64_t>(), 0, 0, field(p, "a").get<std::string>(),
                         field(p, "b").get<std::string>(), field(p, "effective_rank").get<int32_t>(),
-                        field(p, "relative_difference").get<float>()});
+                        field(p, "relative_difference").get<float>(), p.value("note", "")});
   return h;
 }
 

@@ -24,11 +24,11 @@ std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelVi
     std::vector<FloatMatrix> matrices;
     if (view.embedding) {
       ids.push_back({"embedding"});
-      matrices.push_back(materialize(ckpt, *view.embedding));
+      matrices.push_back(materializeFinite(ckpt, *view.embedding));
     }
     if (view.outputHead && !view.shape.tiedEmbeddings) {
       ids.push_back({"output_head"});
-      matrices.push_back(materialize(ckpt, *view.outputHead));
+      matrices.push_back(materializeFinite(ckpt, *view.outputHead));
     }
     run(ids, matrices);
     ctx.report(1.0 / static_cast<double>(steps), "spectra: embeddings");

@@ -10,8 +10,9 @@ namespace sharelens {
 const FloatMatrix& LayerWeights::at(Proj p) const {
   const auto& m = proj[static_cast<int>(p)];
   if (!m)
-    throw Error({.what = "projection '" + std::string(projName(p)) + "' not loaded for layer " + std::to_string(layer),
-                 .where = "analysis"});
+    throw Error({.what = "layer " + std::to_string(layer) + " has no '" + std::string(projName(p)) + "' projection",
+                 .where = source, .expected = "a " + std::string(projName(p)) + " weight in every layer",
+                 .hint = "`sharelens inspect` lists what the checkpoint holds; this analysis needs that projection"});
   return *m;
 }
 
@@ -19,12 +20,13 @@ LayerWeights loadLayer(const Checkpoint& ckpt, const ModelView& view, int64_t la
                        std::span<const Proj> projs) {
   LayerWeights w;
   w.layer = layer;
+  w.source = view.source;
   const LayerView& lv = view.layers.at(static_cast<size_t>(layer));
   std::vector<Proj> present;
   for (Proj p : projs)
     if (lv.has(p)) present.push_back(p);
   parallelFor(present.size(), ctx, [&](size_t i) {
-    w.proj[static_cast<int>(present[i])] = materialize(ckpt, lv.at(present[i]));
+    w.proj[static_cast<int>(present[i])] = materializeFinite(ckpt, lv.at(present[i]));
   });
   return w;
 }

@@ -22,6 +22,7 @@ struct MatrixId {
 // A layer's projections materialised (absent ones stay empty).
 struct LayerWeights {
   int64_t layer = 0;
+  std::string source;  // the checkpoint, for error messages
   std::array<std::optional<FloatMatrix>, kProjCount> proj;
   const FloatMatrix& at(Proj p) const;
 };

@@ -118,7 +118,14 @@ void Checkpoint::openSharded(const fs::path& indexPath) {
   const fs::path dir = indexPath.parent_path();
   for (const auto& [shard, tensors] : byShard) {
     const fs::path shardPath = dir / shard;
-    if (!fs::exists(shardPath))
+    std::error_code ec;
+    const bool present = fs::exists(shardPath, ec);
+    if (ec)  // a symlink loop, a component that is a file, no permission
+      throw Error({.what = "cannot reach shard: " + ec.message(),
+                   .where = shardPath.string(),
+                   .expected = "the file named by " + indexPath.filename().string() + " for '" + tensors.front() + "'",
+                   .hint = "fix the file or the symbolic link the index points at"});
+    if (!present)
       throw Error({.what = "missing shard",
                    .where = shardPath.string(),
                    .expected = "the file named by " + indexPath.filename().string() + " (it holds '" +

@@ -1,6 +1,7 @@
 #include "core/model_view.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/error.hpp"
@@ -199,6 +200,19 @@ std::string MatrixExpr::describe() const {
     if (t.atRow || t.atCol) out += " at (" + std::to_string(t.atRow) + ", " + std::to_string(t.atCol) + ")";
   }
   return out;
+}
+
+FloatMatrix materializeFinite(const Checkpoint& ckpt, const MatrixExpr& expr) {
+  FloatMatrix m = materialize(ckpt, expr);
+  const auto bad = std::find_if(m.data.begin(), m.data.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != m.data.end()) {
+    const int64_t at = bad - m.data.begin();
+    throw Error({.what = "weight holds a non-finite value", .where = ckpt.path().string() + ": " + expr.describe(),
+                 .expected = "finite values", .found = std::string(std::isnan(*bad) ? "NaN" : "Inf") + " at [" +
+                                                      std::to_string(at / m.cols) + ", " + std::to_string(at % m.cols) + "]",
+                 .hint = "the checkpoint is corrupt or its training diverged; analyses and forward passes need finite weights"});
+  }
+  return m;
 }
 
 FloatMatrix materialize(const Checkpoint& ckpt, const MatrixExpr& expr) {

@@ -81,6 +81,9 @@ struct MatrixExpr {
 
 // Reads (and, for sums and products, computes) the matrix. Checks every slice against the stored shape.
 FloatMatrix materialize(const Checkpoint& checkpoint, const MatrixExpr& expr);
+// materialize(), then a named Error (file, tensor slice, position) if any value is NaN or Inf: what every
+// analysis and forward pass reads its weights through, so LAPACK never meets a NaN.
+FloatMatrix materializeFinite(const Checkpoint& checkpoint, const MatrixExpr& expr);
 
 struct ModelShape {
   int64_t vocab = 0;

@@ -118,16 +118,16 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
     if (ref->bias) n.bias = vectorOf(ckpt.readFloat(*ref->bias), device);
     return n;
   };
-  m_embedding = tensorOf(materialize(ckpt, *view.embedding), device);
-  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : tensorOf(materialize(ckpt, *view.outputHead), device);
-  if (view.positionEmbedding) m_positions = tensorOf(materialize(ckpt, *view.positionEmbedding), device);
+  m_embedding = tensorOf(materializeFinite(ckpt, *view.embedding), device);
+  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : tensorOf(materializeFinite(ckpt, *view.outputHead), device);
+  if (view.positionEmbedding) m_positions = tensorOf(materializeFinite(ckpt, *view.positionEmbedding), device);
   m_finalNorm = *normOf(view.finalNorm);
   const auto globalRope = ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
   const auto localRope =
       ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
   for (const LayerView& lv : view.layers) {
     Layer layer;
-    auto weight = [&](Proj p) { return lv.has(p) ? tensorOf(materialize(ckpt, lv.at(p)), device) : torch::Tensor(); };
+    auto weight = [&](Proj p) { return lv.has(p) ? tensorOf(materializeFinite(ckpt, lv.at(p)), device) : torch::Tensor(); };
     auto bias = [&](Proj p) {
       const auto& b = lv.bias[static_cast<int>(p)];
       return b ? vectorOf(materialize(ckpt, *b), device) : torch::Tensor();

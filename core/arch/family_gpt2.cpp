@@ -101,7 +101,7 @@ class Gpt2Adapter : public FamilyAdapter {
     std::set<int64_t> indices;
     for (const std::string& name : ckpt.tensorNames())
       if (auto idx = layerIndexAfter(name, prefix + "h.")) indices.insert(*idx);
-    const int64_t tensorLayers = indices.empty() ? 0 : *indices.rbegin() + 1;
+    const int64_t tensorLayers = contiguousLayerCount(ckpt, indices, prefix + "h.");
     if (s.layers != 0 && s.layers != tensorLayers)
       throw Error({.what = "layer count contradicts the tensors",
                    .where = configName + " field 'n_layer'",

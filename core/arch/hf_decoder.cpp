@@ -83,6 +83,19 @@ ModelShape readConfigShape(const JsonObject& cfg, const ConfigFieldNames& names,
   return s;
 }
 
+int64_t contiguousLayerCount(const Checkpoint& ckpt, const std::set<int64_t>& indices, const std::string& prefix) {
+  if (indices.empty()) return 0;
+  const int64_t count = static_cast<int64_t>(indices.size()), top = *indices.rbegin();
+  if (top == count - 1) return count;
+  int64_t gap = 0;
+  while (indices.count(gap)) ++gap;
+  throw Error({.what = "layer indices are not contiguous", .where = ckpt.path().string(),
+               .expected = "tensors for layers " + prefix + "0.." + prefix + std::to_string(count - 1),
+               .found = std::to_string(count) + " layers with indices up to " + std::to_string(top) + "; none for layer " +
+                        std::to_string(gap),
+               .hint = "a shard is missing or a tensor is misnamed; `sharelens inspect` lists the tensor names"});
+}
+
 void checkDimension(const Checkpoint& ckpt, std::string_view configField, int64_t configValue,
                     const std::string& tensor, int dim, int64_t tensorValue, const std::string& relation) {
   if (configValue == 0 || configValue == tensorValue) return;
@@ -148,7 +161,7 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
   std::set<int64_t> layerIndices;
   for (const std::string& name : ckpt.tensorNames())
     if (auto idx = layerIndexAfter(name, layersPrefix)) layerIndices.insert(*idx);
-  const int64_t tensorLayers = layerIndices.empty() ? 0 : *layerIndices.rbegin() + 1;
+  const int64_t tensorLayers = contiguousLayerCount(ckpt, layerIndices, layersPrefix);
   if (view.shape.layers != 0 && view.shape.layers != tensorLayers)
     throw Error({.what = "layer count contradicts the tensors",
                  .where = configFile(ckpt) + " field '" + std::string(L.config.layers) + "'",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -63,6 +64,11 @@ class DecoderAdapter : public FamilyAdapter {
 // Shape fields read from a config (flat or nested), validated against each other. Missing fields stay 0.
 ModelShape readConfigShape(const JsonObject& config, const ConfigFieldNames& names, bool tiedByDefault,
                            const ConfigDefaults& defaults);
+
+// The number of layers from the indices found in tensor names ("<prefix>{L}."). Indices must run 0..L-1 without
+// gaps; otherwise a named Error says which are missing (a lost shard, a misnamed tensor) -- never a count taken
+// from a stray huge index.
+int64_t contiguousLayerCount(const Checkpoint& checkpoint, const std::set<int64_t>& indices, const std::string& prefix);
 
 // Checks that config and tensor shapes agree, naming the config field and the tensor when they do not.
 void checkDimension(const Checkpoint& checkpoint, std::string_view configField, int64_t configValue,

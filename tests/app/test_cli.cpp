@@ -128,7 +128,7 @@ TEST(CliAnalyze, WritesEverySectionOfTheReport) {
   EXPECT_EQ(report["schema"], "sharelens.analysis/1");
   for (const char* key : {"spectra", "head_differences", "layer_differences", "matrix_pca", "directshare", "embedding"})
     EXPECT_TRUE(report.contains(key)) << key;
-  EXPECT_EQ(report["head_differences"]["layers"][0]["labels"].size(), 4u + 1u + 1u) << "Gemma: 4 q, 1 k, 1 v heads";
+  EXPECT_EQ(report["head_differences"]["layers"][0]["labels"].size(), 4u + 1u + 1u + 4u) << "Gemma: 4 q, 1 k, 1 v and 4 o heads";
   EXPECT_EQ(report["layer_differences"]["maps"].size(), 7u);
   EXPECT_TRUE(std::filesystem::exists(dir / "shared" / "model.safetensors"));
   std::filesystem::remove_all(dir);

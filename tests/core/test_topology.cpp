@@ -154,7 +154,7 @@ TEST(ParamCount, ClosedFormsPerGroup) {
   t.headSharing = {HeadSharingMode::SharedBase, 2, {Proj::Q, Proj::K}};
   const ParamBudget h = countParameters(t);
   EXPECT_EQ(h.of(ParamGroup::Embedding), 8 * (V + d));
-  EXPECT_EQ(h.of(ParamGroup::OutputHead), V * d);
+  EXPECT_EQ(h.of(ParamGroup::OutputHead), 8 * (V + d)) << "untied and factorised: the output head has its own E P";
   const int64_t hd = 16;
   EXPECT_EQ(h.of(ParamGroup::Attention), 2 * (hd * d + hd * d + kv * d + d * q)) << "q, k bases; v, o full";
   EXPECT_EQ(h.of(ParamGroup::Lora), b.of(ParamGroup::Lora) + 2 * (4 * 2 * (hd + d) + 2 * 2 * (hd + d)));

@@ -4,7 +4,9 @@
 On the same checkpoint files, for every family fixture:
   spectra           torch.linalg.svdvals (float64) of every matrix: identical effective ranks, singular values
                     within 1e-4 relative where sigma / sigma_1 > 1e-3;
-  head differences  svdvals of every pair difference among a layer's Q, K, V heads: identical ranks;
+  head differences  svdvals of every pair difference among all of a layer's attention heads -- Q, K, V heads
+                    (head_dim x hidden) and O heads (hidden x head_dim, compared transposed), as the low-rank
+                    sharing paper compares every pair of a layer's attention weight matrices: identical ranks;
   layer differences svdvals of W_l - W_m for every projection and pair: identical ranks;
   matrix PCA        numpy SVD of the stacked vec(W_l): singular values and explained variance;
   DirectShare       cosine similarities of [W_q || W_k] and the best earlier match of every head;
@@ -83,9 +85,11 @@ def check_head_differences(report, view, cfg, name):
     layers, heads, kv, _ = shape_of(cfg)
     for entry in report["head_differences"]["layers"]:
         l = entry["layer"]
-        labels = [f"q{h}" for h in range(heads)] + [f"k{h}" for h in range(kv)] + [f"v{h}" for h in range(kv)]
+        labels = ([f"q{h}" for h in range(heads)] + [f"k{h}" for h in range(kv)] + [f"v{h}" for h in range(kv)] +
+                  [f"o{h}" for h in range(heads)])
         check(entry["labels"] == labels, f"{name} layer {l}: head labels {entry['labels']}")
         mats = [view[f"layers.{l}.{lab[0]}.head.{lab[1:]}"] for lab in labels]
+        mats = [m.T if lab[0] == "o" else m for m, lab in zip(mats, labels)]  # O heads: hidden x head_dim
         pairs = [(a, b) for a in range(len(mats)) for b in range(a + 1, len(mats))]
         sig = svdvals([mats[a].astype(np.float64) - mats[b].astype(np.float64) for a, b in pairs])
         for (a, b), s in zip(pairs, sig):
