@@ -62,9 +62,13 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
   report["tensors"] = tensors;
   report["unindexed_tensors"] = ckpt.unindexedTensors();
 
+  Json fileWarnings = Json::array();
+  for (const auto& f : ckpt.files())
+    for (const std::string& w : f->warnings()) fileWarnings.push_back(f->path().filename().string() + ": " + w);
   if (!view) {
     report["family"] = nullptr;
-    report["notes"] = {"architecture not recognised: tensors listed, no canonical view"};
+    report["notes"] = fileWarnings;
+    report["notes"].push_back("architecture not recognised: tensors listed, no canonical view");
     return report;
   }
   report["family"] = familyName(view->family);
@@ -82,7 +86,9 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
   report["missing"] = view->missing;
   report["unexpected"] = view->unexpected;
   report["ignored"] = view->ignored;
-  report["notes"] = view->notes;
+  Json notes = view->notes;
+  for (const Json& w : fileWarnings) notes.push_back(w);
+  report["notes"] = notes;
   return report;
 }
 

@@ -49,7 +49,9 @@ struct SafetensorsHeader {
   std::map<std::string, std::string> metadata;
   uint64_t jsonBytes = 0;   // N
   uint64_t dataOffset = 0;  // 8 + N: where the data section starts in the file
+  std::vector<std::string> warnings;  // accepted oddities (unknown entry fields), at most kMaxWarnings
 };
+inline constexpr size_t kMaxWarnings = 20;
 
 // `file` is the whole file; only its first 8 + N bytes are read. `label` names the file in errors.
 // Throws sharelens::Error on any violation.
@@ -66,6 +68,7 @@ class SafetensorsFile {
   uint64_t fileSize() const { return m_file.size(); }
   const std::vector<TensorInfo>& tensors() const { return m_header.tensors; }
   const std::map<std::string, std::string>& metadata() const { return m_header.metadata; }
+  const std::vector<std::string>& warnings() const { return m_header.warnings; }
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
   const TensorInfo& at(std::string_view name) const;    // throws a named Error when absent
 

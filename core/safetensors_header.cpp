@@ -181,6 +181,9 @@ class HeaderSax {
       case State::Entry:
         if (!m_entry.seenFields.insert(k).second)
           return fail(entryWhere(), "duplicate field " + inQuotes(k), "each field once", inQuotes(k) + " twice");
+        // Accepted, as the reference reader accepts it, but said: an exporter that adds fields may mean more.
+        if (!isKnownField(k) && m_out.warnings.size() < kMaxWarnings)
+          m_out.warnings.push_back("tensor " + inQuotes(m_entry.name) + " has an unknown field " + inQuotes(k) + " (ignored)");
         m_field = std::move(k);
         return true;
       default: return true;  // keys inside skipped values

@@ -25,9 +25,19 @@ const Json& textConfig(const Json& config) {
   return config;
 }
 
-double number(const Json& j, const char* key, double fallback) {
+// A numeric config field: absent or null takes transformers' default; any other type, a non-finite or a
+// non-positive value is refused with the field named (a silent default would run a different model).
+double number(const Json& j, const char* key, double fallback, const std::string& where) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number())
+    throw Error({.what = "wrong type", .where = where + " field '" + key + "'", .expected = "a number", .found = jsonTypeName(*it),
+                 .hint = "fix config.json; it must come from the model's own export"});
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v <= 0)
+    throw Error({.what = "out of range", .where = where + " field '" + key + "'", .expected = "a positive number",
+                 .found = std::to_string(v)});
+  return v;
 }
 
 // HF's RoPE inverse frequencies (float32, as transformers computes them), with llama3 / linear scaling.
@@ -67,13 +77,14 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   }
   const Json empty = Json::object();
   const Json& config = ckpt.config() ? *ckpt.config() : empty;
+  const std::string where = ckpt.configPath() ? ckpt.configPath()->string() : std::string("config.json");
   const Json& c = textConfig(config);
   switch (view.family) {
-    case Family::Gpt2: p.normEps = number(c, "layer_norm_epsilon", 1e-5); return p;
-    case Family::Gemma3: p.normEps = number(c, "rms_norm_eps", 1e-6); break;
-    default: p.normEps = number(c, "rms_norm_eps", 1e-6); break;
+    case Family::Gpt2: p.normEps = number(c, "layer_norm_epsilon", 1e-5, where); return p;
+    case Family::Gemma3: p.normEps = number(c, "rms_norm_eps", 1e-6, where); break;
+    default: p.normEps = number(c, "rms_norm_eps", 1e-6, where); break;
   }
-  p.ropeTheta = number(c, "rope_theta", view.family == Family::Gemma3 ? 1e6 : 10000.0);
+  p.ropeTheta = number(c, "rope_theta", view.family == Family::Gemma3 ? 1e6 : 10000.0, where);
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
     p.ropeScaling = it->value("rope_type", it->value("type", ""));
     if (p.ropeScaling == "default") p.ropeScaling.clear();
@@ -81,19 +92,19 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
       throw Error({.what = "unsupported rope_scaling", .where = "config.json field 'rope_scaling'",
                    .expected = "llama3 or linear", .found = p.ropeScaling,
                    .hint = "hidden states would not match the model's own implementation"});
-    p.ropeFactor = number(*it, "factor", 1.0);
-    p.lowFreqFactor = number(*it, "low_freq_factor", 1.0);
-    p.highFreqFactor = number(*it, "high_freq_factor", 4.0);
-    p.originalContext = number(*it, "original_max_position_embeddings", 8192);
+    p.ropeFactor = number(*it, "factor", 1.0, where);
+    p.lowFreqFactor = number(*it, "low_freq_factor", 1.0, where);
+    p.highFreqFactor = number(*it, "high_freq_factor", 4.0, where);
+    p.originalContext = number(*it, "original_max_position_embeddings", 8192, where);
   }
   if (view.family == Family::Gemma3) {
-    p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0);
-    p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0));
-    p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096));
+    p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0, where);
+    p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
+    p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096, where));
     if (auto it = c.find("layer_types"); it != c.end() && it->is_array() && it->size() == view.layers.size()) {
       for (size_t l = 0; l < it->size(); ++l) p.slidingLayers[l] = (*it)[l] == "sliding_attention";
     } else {
-      const int64_t pattern = static_cast<int64_t>(number(c, "sliding_window_pattern", 6));
+      const int64_t pattern = static_cast<int64_t>(number(c, "sliding_window_pattern", 6, where));
       for (size_t l = 0; l < view.layers.size(); ++l) p.slidingLayers[l] = pattern > 0 && (static_cast<int64_t>(l) + 1) % pattern != 0;
     }
   }

@@ -200,6 +200,10 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
       view.notes.push_back("config says tied embeddings, but the checkpoint stores an output head; using it");
     view.shape.tiedEmbeddings = false;
   } else {
+    if (ckpt.config() && !view.shape.tiedEmbeddings)
+      view.notes.push_back("config says untied embeddings (" + std::string(L.config.tie) +
+                           " false), but the checkpoint stores no output head; using the embedding as the output head "
+                           "(transformers would start a random one)");
     view.shape.tiedEmbeddings = true;
     view.outputHead = view.embedding;
   }

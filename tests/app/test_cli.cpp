@@ -72,6 +72,32 @@ TEST(Cli, ContradictingConfigAndMissingShardExitTwo) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, ShardSymlinkLoopsAndConfigFieldsOfTheWrongTypeAreNamedErrors) {
+  const auto dir = testing::makeTempDir("cli-lenient");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.shards = 2;
+  testing::writeHfFixture(dir / "loop", spec);
+  fs::remove(dir / "loop" / "model-00002-of-00002.safetensors");
+  fs::create_symlink("model-00002-of-00002.safetensors", dir / "loop" / "model-00002-of-00002.safetensors");
+  auto r = runProcess(kBinary + " inspect " + shellQuote((dir / "loop").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("model-00002-of-00002.safetensors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+
+  // A forward pass never runs on a silently substituted default.
+  testing::writeHfFixture(dir / "eps", testing::defaultSpec(Family::Llama));
+  Json config = readJsonFile(dir / "eps" / "config.json");
+  config["rms_norm_eps"] = "llama";
+  std::ofstream(dir / "eps" / "config.json") << config.dump();
+  std::ofstream(dir / "ids.txt") << "1, 2, 3";
+  r = runProcess(kBinary + " hidden-states " + shellQuote((dir / "eps").string()) + " --token-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --out " + shellQuote((dir / "h.safetensors").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("field 'rms_norm_eps': wrong type (expected a number, found a string"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "h.safetensors"));
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadArgumentsExitTwoWithUsage) {
   auto r = runProcess(kBinary + " inspect");
   EXPECT_EQ(r.exitCode, 2);

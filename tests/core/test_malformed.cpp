@@ -55,7 +55,20 @@ TEST(Malformed, UnknownEntryFieldsAreIgnoredAsTheReferenceReaderDoes) {
   const std::string header =
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":{"nested":[1,{"a":2}]},"x":3}})";
   const auto bytes = testing::makeSafetensorsBytes(header, 4);
-  EXPECT_EQ(parseSafetensorsHeader(bytes, "x").tensors.size(), 1u);
+  const SafetensorsHeader parsed = parseSafetensorsHeader(bytes, "x");
+  EXPECT_EQ(parsed.tensors.size(), 1u);
+  // Accepted, but said (inspect lists these under notes).
+  EXPECT_EQ(parsed.warnings, (std::vector<std::string>{"tensor 'w' has an unknown field 'extra' (ignored)",
+                                                       "tensor 'w' has an unknown field 'x' (ignored)"}));
+}
+
+TEST(Malformed, TrailingSpacesAfterTheHeaderAreValidAnythingElseIsNot) {
+  // As the reference reader (serde_json::from_str on the header bytes): whitespace padding is allowed, any
+  // other byte after the JSON object is an error.
+  const std::string entry = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  EXPECT_EQ(parseSafetensorsHeader(testing::makeSafetensorsBytes(entry + "    ", 4), "x").tensors.size(), 1u);
+  EXPECT_THROW(parseSafetensorsHeader(testing::makeSafetensorsBytes(entry + "xyz", 4), "x"), Error);
+  EXPECT_THROW(parseSafetensorsHeader(testing::makeSafetensorsBytes(entry + "{}", 4), "x"), Error);
 }
 
 TEST(Malformed, ZeroSizedTensorsShareAnOffset) {

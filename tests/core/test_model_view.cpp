@@ -280,6 +280,27 @@ TEST(ModelView, MissingAndUnexpectedTensorsAreReportedByName) {
   fs::remove_all(dir);
 }
 
+TEST(ModelView, AStrayHugeLayerIndexIsANamedErrorNotAnAllocation) {
+  // Found by the bad-input probe: "model.layers.4294967296..." made the view allocate 2^32 layers.
+  const auto dir = testing::makeTempDir("huge-index");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Llama));
+  {
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    std::vector<TensorWrite> keep;
+    for (const TensorInfo& t : file->tensors()) keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
+    const std::vector<float> extra(8, 1.0f);
+    keep.push_back({"model.layers.4294967296.mlp.up_proj.weight", DType::F32, {8}, std::as_bytes(std::span(extra))});
+    writeSafetensors(dir / "rewritten.safetensors", keep);
+  }
+  fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
+  const auto ckpt = Checkpoint::open(dir);
+  const std::string error = errorOf([&] { openModelView(*ckpt); });
+  EXPECT_NE(error.find("layer indices are not contiguous"), std::string::npos) << error;
+  EXPECT_NE(error.find("4294967296"), std::string::npos) << error;
+  EXPECT_NE(error.find("none for layer 3"), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
 TEST(ModelView, WithoutConfigTheShapeIsInferredAndHeadsNeedConfig) {
   auto spec = testing::defaultSpec(Family::Qwen2);
   spec.writeConfig = false;
