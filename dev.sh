@@ -6,6 +6,7 @@
 #   ./dev.sh setup   only install (apt packages, npm corpora and tokenizer references)
 #   ./dev.sh build   only configure + build build/ (Release)
 #   ./dev.sh bench   build and run the benchmarks beside their PyTorch/numpy peers
+#   ./dev.sh fuzz S  build the sanitizer build and run every fuzz target for S seconds in all
 #
 # Runs as root, or as a user with sudo (used only for apt-get). Re-running is quick: installs are skipped
 # when present, and the build is incremental.
@@ -92,12 +93,31 @@ run_tests() {
   log "ctest under AddressSanitizer + UndefinedBehaviorSanitizer (core, malformed corpus)"
   build_sanitized
   (cd "$ROOT/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$JOBS")
-  log "libFuzzer: safetensors header parser, 60 s"
-  local seeds="$ROOT/build-asan/fuzz-seeds" corpus="$ROOT/build-asan/fuzz-corpus"
-  rm -rf "$seeds" && mkdir -p "$corpus"
+  run_fuzzers 60
+}
+
+# run_fuzzers SECONDS: every libFuzzer target (tests/fuzz/) for an equal share of SECONDS, from its seeds
+# (make_fixtures --seeds) and the corpus kept in build-asan/fuzz-corpus/<target> between runs. A crash, a leak
+# or a timeout fails the run (libFuzzer's exit status), and its input is kept in build-asan/fuzz-artifacts/.
+FUZZ_TARGETS=(safetensors model_view shard_index topology metrics)
+run_fuzzers() {
+  local share=$(( $1 / ${#FUZZ_TARGETS[@]} ))
+  local seeds="$ROOT/build-asan/fuzz-seeds" artifacts="$ROOT/build-asan/fuzz-artifacts"
+  rm -rf "$seeds" && mkdir -p "$artifacts"
   "$ROOT/build-asan/tests/make_fixtures" --seeds "$seeds"
-  "$ROOT/build-asan/tests/fuzz_safetensors" -max_total_time=60 -rss_limit_mb=2048 -print_final_stats=1 \
-    "$corpus" "$seeds" 2>&1 | tail -n 12
+  for target in "${FUZZ_TARGETS[@]}"; do
+    log "libFuzzer: $target, ${share} s"
+    mkdir -p "$ROOT/build-asan/fuzz-corpus/$target"
+    local status=0 output="$artifacts/$target.log"
+    "$ROOT/build-asan/tests/fuzz_$target" -max_total_time="$share" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$artifacts/$target-" "$ROOT/build-asan/fuzz-corpus/$target" "$seeds/$target" >"$output" 2>&1 || status=$?
+    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+[[:space:]]+DONE)" "$output" || true
+    if [ "$status" -ne 0 ]; then
+      tail -n 40 "$output"
+      log "fuzz_$target failed (status $status); the input is in $artifacts"
+      return 1
+    fi
+  done
 }
 
 demo() {
@@ -116,6 +136,7 @@ case "${1:-}" in
   demo) setup; build; demo ;;
   test) setup; setup_test_extras; build; run_tests ;;
   bench) setup; build; "$ROOT/tests/bench/run_benchmarks.sh" "$BUILD" ;;
+  fuzz) setup; build_sanitized; run_fuzzers "${2:-600}" ;;
   *)
     sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2

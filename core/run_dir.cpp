@@ -144,7 +144,8 @@ int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
     start = end + 1;
     const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     const bool after = j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<double>() > static_cast<double>(maxStep);
-    if (after) {
+    const bool finish = j.is_object() && j.value("event", "") == "finish";  // the resumed run logs its own
+    if (after || finish) {
       ++dropped;
       continue;
     }

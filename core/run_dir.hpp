@@ -69,8 +69,9 @@ Json metricToJson(const MetricPoint& p);
 std::filesystem::path resolveModelPath(const std::filesystem::path& path);
 
 // On resume: drops every line of metrics.jsonl whose step is after `maxStep` (the checkpoint the run continues
-// from) and a torn last line, so that no step is recorded twice; rewrites the file atomically. Returns the
-// number of lines dropped.
+// from), any "finish" event (the resumed run logs its own, also when it had nothing left to train) and a torn
+// last line, so that no step and no finish is recorded twice; rewrites the file atomically. Returns the number
+// of lines dropped.
 int64_t trimMetricsFile(const std::filesystem::path& file, int64_t maxStep);
 
 inline constexpr double kMaxMetricStep = 9007199254740992.0;  // 2^53: larger steps are not plausible records

@@ -66,6 +66,12 @@ EncodedTensor EncodedTensor::fromFloats(std::string name, DType dtype, std::vect
   return t;
 }
 
+void TensorInfo::throwRankError(size_t i) const {
+  throw Error({.what = "tensor has fewer dimensions than its role needs", .where = "tensor '" + name + "'",
+               .expected = "at least " + std::to_string(i + 1) + " dimensions", .found = "shape " + shapeToString(shape),
+               .hint = "the checkpoint is corrupt or the tensor belongs to another architecture"});
+}
+
 void writeSafetensors(const std::filesystem::path& path, std::span<const TensorWrite> tensors,
                       const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -93,7 +99,13 @@ void writeSafetensors(const std::filesystem::path& path, std::span<const TensorW
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string json = header.dump();
+  std::string json;
+  try {
+    json = header.dump();
+  } catch (const nlohmann::json::exception&) {  // the only failure of dump(): a string that is not UTF-8
+    throw Error({.what = "a tensor name or metadata string is not valid UTF-8", .where = path.string(),
+                 .expected = "UTF-8 names (the format's header is JSON)", .hint = "rename the tensor"});
+  }
   json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
   const uint64_t jsonBytes = json.size();
 

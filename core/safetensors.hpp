@@ -34,7 +34,11 @@ struct TensorInfo {
   uint64_t dataEnd = 0;
 
   uint64_t byteSize() const { return dataEnd - dataBegin; }
-  int64_t dim(size_t i) const { return shape.at(i); }
+  int64_t dim(size_t i) const {  // a named Error (not std::out_of_range) past the tensor's rank
+    if (i >= shape.size()) throwRankError(i);
+    return shape[i];
+  }
+  [[noreturn]] void throwRankError(size_t i) const;
   size_t rank() const { return shape.size(); }
 };
 

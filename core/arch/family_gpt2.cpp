@@ -90,6 +90,7 @@ class Gpt2Adapter : public FamilyAdapter {
     if (claim(prefix + "ln_f.weight", TensorRole::Norm) && claim(prefix + "ln_f.bias", TensorRole::Norm))
       view.finalNorm = NormRef{prefix + "ln_f.weight", prefix + "ln_f.bias"};
     if (const TensorRef* head = ckpt.find("lm_head.weight")) {
+      require2d(head->info);
       view.roles[head->info->name] = TensorRole::OutputHead;
       view.outputHead = MatrixExpr::fromTensor(head->info->name, head->info->dim(0), head->info->dim(1));
       s.tiedEmbeddings = false;

@@ -195,7 +195,10 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     }
   if (!headName.empty()) {
     const TensorInfo* h = claims.claim(headName, TensorRole::OutputHead, true);
-    view.outputHead = MatrixExpr::fromTensor(headName, h->dim(0), h->rank() > 1 ? h->dim(1) : 1);
+    if (h->rank() != 2)
+      throw Error({.what = "output head must be 2-D", .where = ckpt.path().string() + ": tensor '" + headName + "'",
+                   .expected = "[vocab, hidden]", .found = shapeToString(h->shape)});
+    view.outputHead = MatrixExpr::fromTensor(headName, h->dim(0), h->dim(1));
     if (ckpt.config() && view.shape.tiedEmbeddings)
       view.notes.push_back("config says tied embeddings, but the checkpoint stores an output head; using it");
     view.shape.tiedEmbeddings = false;

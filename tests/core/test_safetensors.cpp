@@ -160,6 +160,14 @@ TEST(Safetensors, WriterRejectsBadInputWithoutLeavingFiles) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("12 bytes"), std::string::npos) << e.what();
   }
+  // Found by fuzz_model_view: a name that is not UTF-8 escaped as a JSON library exception.
+  const std::vector<EncodedTensor> notUtf8 = {EncodedTensor::fromFloats("w\xff\xfe", DType::F32, {2}, v)};
+  try {
+    writeSafetensors(dir / "u.safetensors", notUtf8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid UTF-8"), std::string::npos) << e.what();
+  }
   EXPECT_TRUE(fs::is_empty(dir)) << "a failed write left files behind";
   fs::remove_all(dir);
 }

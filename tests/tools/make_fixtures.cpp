@@ -1,56 +1,31 @@
 // make_fixtures OUT_DIR            writes one HF-layout checkpoint per family (the peer tests read them)
-// make_fixtures --seeds OUT_DIR    writes the fuzzer's seed corpus (valid files + the malformed corpus)
+// make_fixtures --seeds OUT_DIR    writes each fuzz target's seed corpus (OUT_DIR/<target>/: valid inputs + the
+//                                  malformed safetensors corpus)
 // make_fixtures --bench-shape gpt2-124m|llama-3.2-1b OUT_DIR
 //                                  a full-size checkpoint with the real model's shapes, random weights
 #include <fstream>
 #include <iostream>
+#include <string_view>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "core/topology_presets.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
 
 using namespace sharelens;
 
-int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--seeds") {
-    const std::filesystem::path dir = argv[2];
-    std::filesystem::create_directories(dir);
-    auto write = [&](const std::string& name, const std::vector<std::byte>& bytes) {
-      std::ofstream out(dir / name, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    };
-    write("valid", testing::validSafetensorsBytes());
-    for (const auto& c : testing::malformedCorpus())
-      if (c.bytes.size() < 4096) write(c.name, c.bytes);
-    return 0;
-  }
-  if (argc == 4 && std::string(argv[1]) == "--bench-shape") {
-    const std::string shape = argv[2];
-    testing::FixtureSpec spec;
-    if (shape == "gpt2-124m") {
-      spec = testing::defaultSpec(Family::Gpt2);
-      spec.layers = 12, spec.hidden = 768, spec.heads = spec.kvHeads = 12, spec.headDim = 64;
-      spec.ffn = 3072, spec.vocab = 50257, spec.context = 1024, spec.dtype = DType::F32;
-    } else if (shape == "llama-3.2-1b") {
-      spec = testing::defaultSpec(Family::Llama);
-      spec.layers = 16, spec.hidden = 2048, spec.heads = 32, spec.kvHeads = 8, spec.headDim = 64;
-      spec.ffn = 8192, spec.vocab = 128256, spec.context = 131072, spec.dtype = DType::BF16, spec.tied = true;
-    } else {
-      std::cerr << "unknown shape '" << shape << "': use gpt2-124m or llama-3.2-1b\n";
-      return 2;
-    }
-    testing::writeHfFixture(argv[3], spec);
-    return 0;
-  }
-  if (argc != 2) {
-    std::cerr << "usage: make_fixtures OUT_DIR | make_fixtures --seeds OUT_DIR\n";
-    return 2;
-  }
-  const std::filesystem::path out = argv[1];
-  struct Named {
-    const char* name;
-    testing::FixtureSpec spec;
-  };
+namespace {
+
+struct Named {
+  const char* name;
+  testing::FixtureSpec spec;
+};
+
+// The checkpoint fixtures the peer checks run over: every family and its variants.
+std::vector<Named> fixtureList() {
   std::vector<Named> all;
   all.push_back({"llama", testing::defaultSpec(Family::Llama)});
   auto structured = testing::defaultSpec(Family::Llama);
@@ -78,6 +53,94 @@ int main(int argc, char** argv) {
   gpt2Prefix.gpt2TransformerPrefix = true;
   gpt2Prefix.tied = false;
   all.push_back({"gpt2_transformer_prefix_untied", gpt2Prefix});
+  return all;
+}
+
+void writeBytes(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// One seed directory per fuzz target (tests/fuzz/): valid inputs of every kind plus the malformed corpus.
+int writeSeeds(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  for (const char* target : {"safetensors", "model_view", "shard_index", "topology", "metrics"})
+    fs::create_directories(dir / target);
+  auto bytes = [](const std::vector<std::byte>& b) { return std::string_view(reinterpret_cast<const char*>(b.data()), b.size()); };
+  writeBytes(dir / "safetensors" / "valid", bytes(testing::validSafetensorsBytes()));
+  for (const auto& c : testing::malformedCorpus())
+    if (c.bytes.size() < 4096) writeBytes(dir / "safetensors" / c.name, bytes(c.bytes));
+
+  const fs::path scratch = dir / ".scratch";
+  for (const Named& n : fixtureList()) {
+    if (n.spec.shards > 1) continue;  // the model-view format holds one file
+    testing::writeHfFixture(scratch / n.name, n.spec);
+    writeBytes(dir / "model_view" / n.name, fuzz::checkpointAsText(scratch / n.name));
+  }
+  auto sharded = testing::defaultSpec(Family::Llama);  // as tests/fuzz/fuzz_shard_index.cpp writes it
+  sharded.shards = 2;
+  sharded.layers = 2;
+  testing::writeHfFixture(scratch / "sharded", sharded);
+  writeBytes(dir / "shard_index" / "valid", readTextFile(scratch / "sharded" / "model.safetensors.index.json"));
+  fs::remove_all(scratch);
+
+  std::vector<std::pair<std::string, Topology>> topologies = {{"debug", debugTopology()}, {"demo", demoTopology()}};
+  for (SharingPattern p : kAllPatterns) {
+    PresetSpec spec;
+    spec.pattern = p;
+    spec.uniqueBlocks = 4;
+    spec.base.layers = 8;
+    topologies.emplace_back(std::string(patternName(p)), makePreset(spec));
+  }
+  Topology masa = debugTopology();
+  masa.attention.assign = masa.ffn.assign = {0, 1, 2, 3};
+  masa.masa = {true, {Proj::Q, Proj::K, Proj::V, Proj::O}, 2, {{0, 1}, {2, 3}}, true, 8, 16};
+  topologies.emplace_back("masa", masa);
+  Topology heads = debugTopology();
+  heads.headSharing = {HeadSharingMode::SharedBase, 4, {Proj::Q, Proj::K, Proj::V}};
+  heads.embedding = {false, 8};
+  topologies.emplace_back("heads_untied_factorised", heads);
+  for (const auto& [name, t] : topologies) writeBytes(dir / "topology" / name, topologyToJson(t).dump(1));
+
+  std::string metrics;
+  for (int step = 1; step <= 12; ++step) {
+    MetricPoint p{step, 512.0 * step, 5.0 - 0.1 * step, step % 4 == 0 ? 4.9 : NAN, 1e-3, 0.5, 1000, 0.1 * step};
+    metrics += metricToJson(p).dump() + "\n";
+    if (step % 5 == 0) metrics += Json{{"event", "checkpoint"}, {"step", step}}.dump() + "\n";
+  }
+  metrics += R"({"event":"resume","step":10})" "\n" R"({"step":11,"loss":4.)";
+  writeBytes(dir / "metrics" / "run", metrics);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--seeds") return writeSeeds(argv[2]);
+  if (argc == 4 && std::string(argv[1]) == "--bench-shape") {
+    const std::string shape = argv[2];
+    testing::FixtureSpec spec;
+    if (shape == "gpt2-124m") {
+      spec = testing::defaultSpec(Family::Gpt2);
+      spec.layers = 12, spec.hidden = 768, spec.heads = spec.kvHeads = 12, spec.headDim = 64;
+      spec.ffn = 3072, spec.vocab = 50257, spec.context = 1024, spec.dtype = DType::F32;
+    } else if (shape == "llama-3.2-1b") {
+      spec = testing::defaultSpec(Family::Llama);
+      spec.layers = 16, spec.hidden = 2048, spec.heads = 32, spec.kvHeads = 8, spec.headDim = 64;
+      spec.ffn = 8192, spec.vocab = 128256, spec.context = 131072, spec.dtype = DType::BF16, spec.tied = true;
+    } else {
+      std::cerr << "unknown shape '" << shape << "': use gpt2-124m or llama-3.2-1b\n";
+      return 2;
+    }
+    testing::writeHfFixture(argv[3], spec);
+    return 0;
+  }
+  if (argc != 2) {
+    std::cerr << "usage: make_fixtures OUT_DIR | make_fixtures --seeds OUT_DIR\n";
+    return 2;
+  }
+  const std::filesystem::path out = argv[1];
+  const std::vector<Named> all = fixtureList();
   try {
     for (const auto& n : all) {
       testing::writeHfFixture(out / n.name, n.spec);
