@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -84,6 +85,7 @@ ParamBudget countParameters(const Topology& t) {
     }
   }
   for (int64_t n : b.groups) b.total += n;
+  b.nonEmbedding = b.total - b.of(ParamGroup::Embedding) - b.of(ParamGroup::OutputHead);
 
   // What each token multiplies through: every layer's full projections and the output projection.
   int64_t applied = 0;
@@ -117,56 +119,125 @@ MemoryEstimate estimateTrainingMemory(const Topology& t, int64_t batch) {
   return e;
 }
 
+double depthFactor(const std::string& m) {
+  if (m == "skinny") return 2.0;
+  try {
+    size_t used = 0;
+    const double f = std::stod(m, &used);
+    if (used == m.size() && f >= 1.0 && f <= 8.0) return f;
+  } catch (const std::exception&) {
+  }
+  throw Error({.what = "unknown depth multiplier", .where = "provenance.depth_multiplier", .expected = "1..8 or skinny",
+               .found = "'" + m + "'"});
+}
+
+int64_t referenceDepth(const Topology& t) {
+  const double factor = depthFactor(t.provenance.depthMultiplier);
+  return std::max<int64_t>(1, std::llround(static_cast<double>(t.model.layers) / factor));
+}
+
 Topology parameterMatchedBaseline(const Topology& t) {
-  const int64_t target = countParameters(t).total;
+  const int64_t target = countParameters(t).nonEmbedding;
   Topology base;
   base.name = t.name + "-baseline";
   base.model = t.model;
-  base.embedding = {t.embedding.tied, 0};
-  auto countFor = [&](int64_t dModel, int64_t ffn) {
-    base.model.dModel = dModel;
-    base.model.headDim = dModel / base.model.heads;
-    base.model.ffn = ffn;
-    return countParameters(base).total;
-  };
-  base.attention.assign.resize(static_cast<size_t>(t.model.layers));
-  for (int64_t l = 0; l < t.model.layers; ++l) base.attention.assign[static_cast<size_t>(l)] = l;
+  base.model.layers = referenceDepth(t);
+  base.embedding = t.embedding;  // tying and factor rank carried over, never silently dropped
+  base.attention.assign.resize(static_cast<size_t>(base.model.layers));
+  for (int64_t l = 0; l < base.model.layers; ++l) base.attention.assign[static_cast<size_t>(l)] = l;
   base.ffn.assign = base.attention.assign;
-  // Common shrink factor s with count(d s, ffn s) = target, by bisection (the count grows with s).
-  double lo = 0.0, hi = 1.5;
-  const double d0 = static_cast<double>(t.model.dModel), f0 = static_cast<double>(t.model.ffn);
-  auto continuous = [&](double s) {
-    const int64_t d = std::max<int64_t>(2 * t.model.heads, static_cast<int64_t>(std::llround(d0 * s / (2.0 * t.model.heads))) * 2 * t.model.heads);
-    return countFor(d, std::max<int64_t>(1, std::llround(f0 * s)));
+  const bool square = t.model.heads * t.model.headDim == t.model.dModel;  // the usual d = heads x head_dim
+  // Width at shrink factor s: head_dim even; d_model = heads x head_dim, or scaled on its own (Gemma 3 shapes).
+  auto widths = [&](double s) {
+    const int64_t hd = std::max<int64_t>(2, std::llround(static_cast<double>(t.model.headDim) * s / 2.0) * 2);
+    const int64_t d = square ? hd * t.model.heads : std::max<int64_t>(8, std::llround(static_cast<double>(t.model.dModel) * s));
+    return std::pair{hd, d};
   };
+  auto countFor = [&](int64_t headDim, int64_t dModel, int64_t ffn) {
+    base.model.headDim = headDim;
+    base.model.dModel = dModel;
+    base.model.ffn = ffn;
+    return countParameters(base).nonEmbedding;
+  };
+  auto continuous = [&](double s) {
+    const auto [hd, d] = widths(s);
+    return countFor(hd, d, std::max<int64_t>(1, std::llround(static_cast<double>(t.model.ffn) * s)));
+  };
+  // Common shrink factor s with count(s) = target, by bisection (the count grows with s).
+  double lo = 0.0, hi = 1.5;
   while (continuous(hi) < target && hi < 64) hi *= 2;
   for (int i = 0; i < 60; ++i) {
     const double mid = 0.5 * (lo + hi);
     (continuous(mid) < target ? lo : hi) = mid;
   }
-  const double s = hi;
-  const int64_t step = 2 * t.model.heads;
-  const int64_t d = std::max<int64_t>(step, static_cast<int64_t>(std::llround(d0 * s / static_cast<double>(step))) * step);
-  // Exact FFN width for this d_model: count is linear in ffn.
-  const int64_t withoutFfn = countFor(d, 0);
-  const int64_t perFfnUnit = countFor(d, 1) - withoutFfn;
+  const auto [hd, d] = widths(hi);
+  // Exact FFN width for this d_model: the count is linear in ffn.
+  const int64_t withoutFfn = countFor(hd, d, 0);
+  const int64_t perFfnUnit = countFor(hd, d, 1) - withoutFfn;
   const int64_t ffn = std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
   if (ffn < 1)
-    throw Error({.what = "no unshared model with these heads and vocab is that small",
+    throw Error({.what = "no unshared model with these heads is that small",
                  .where = "parameter-matched baseline of '" + t.name + "'",
-                 .expected = std::to_string(target) + " parameters",
-                 .found = "the embedding and attention alone need " + std::to_string(withoutFfn),
-                 .hint = "use fewer heads or a smaller vocab, or compare against a deeper shared model"});
-  const int64_t count = countFor(d, ffn);
+                 .expected = std::to_string(target) + " non-embedding parameters",
+                 .found = "attention and norms alone need " + std::to_string(withoutFfn),
+                 .hint = "use fewer heads, or compare against a deeper shared model"});
+  const int64_t count = countFor(hd, d, ffn);
   const double error = std::abs(static_cast<double>(count - target)) / static_cast<double>(target);
   if (error > 0.005)
-    throw Error({.what = "cannot match the parameter count within 0.5%", .where = "baseline of '" + t.name + "'",
+    throw Error({.what = "cannot match the non-embedding parameter count within 0.5%", .where = "baseline of '" + t.name + "'",
                  .expected = std::to_string(target), .found = std::to_string(count)});
-  base.provenance = {"vanilla", t.model.layers, "1",
-                     "parameter-matched baseline of " + t.name + ": d_model and ffn_dim shrunk to " +
-                         std::to_string(count) + " parameters (target " + std::to_string(target) + ")"};
+  if (base.embedding.factorRank >= base.model.dModel)
+    throw Error({.what = "the factorised embedding's rank does not fit the narrower baseline",
+                 .where = "baseline of '" + t.name + "'", .expected = "factor rank < d_model " + std::to_string(base.model.dModel),
+                 .found = std::to_string(base.embedding.factorRank), .hint = "lower the embedding factor rank"});
+  const ParamBudget b = countParameters(base);
+  base.provenance = {"vanilla", base.model.layers, "1",
+                     "parameter-matched baseline of " + t.name + ": " + std::to_string(count) +
+                         " non-embedding parameters (target " + std::to_string(target) + "), at depth " +
+                         std::to_string(base.model.layers) + "; d_model, head_dim and ffn_dim shrunk uniformly; embedding " +
+                         (base.embedding.tied ? "tied" : "untied") +
+                         (base.embedding.factorRank > 0 ? ", factorised at rank " + std::to_string(base.embedding.factorRank) : "") +
+                         " (" + std::to_string(b.of(ParamGroup::Embedding) + b.of(ParamGroup::OutputHead)) + " parameters)"};
   validateTopology(base, "baseline of " + t.name);
   return base;
+}
+
+Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& which) {
+  if (which != "layer" && which != "head")
+    throw Error({.what = "unknown LoRA kind", .where = "--lora", .expected = "layer or head", .found = which});
+  Topology out = t;
+  auto withRank = [&](int64_t r) {
+    if (which == "head") {
+      out.headSharing.loraRank = r;
+    } else {
+      out.attention.loraRank = out.attention.uniqueBlocks() < out.model.layers ? r : 0;
+      out.ffn.loraRank = out.ffn.uniqueBlocks() < out.model.layers ? r : 0;
+    }
+    return countParameters(out).nonEmbedding;
+  };
+  if (which == "head" && t.headSharing.mode == HeadSharingMode::None)
+    throw Error({.what = "no head sharing to give a LoRA rank", .where = "topology '" + t.name + "'",
+                 .hint = "turn on head sharing (shared base or QKV) first, or solve the layer LoRA rank"});
+  if (which == "layer" && t.attention.uniqueBlocks() == t.model.layers && t.ffn.uniqueBlocks() == t.model.layers)
+    throw Error({.what = "no shared layers to give a LoRA rank", .where = "topology '" + t.name + "'",
+                 .hint = "share layers (a sharing pattern) first, or solve the head LoRA rank"});
+  const int64_t zero = withRank(0), perRank = withRank(1) - zero;
+  // The largest rank validation allows: half the smallest matrix side (layer LoRA), head_dim (head LoRA).
+  const int64_t maxRank = which == "head" ? t.model.headDim
+                                          : std::min({t.model.dModel, t.model.heads * t.model.headDim, t.model.ffn}) / 2;
+  const int64_t rank = std::clamp<int64_t>(std::llround(static_cast<double>(budget - zero) / static_cast<double>(perRank)), 0, maxRank);
+  const int64_t count = withRank(rank);
+  const double error = std::abs(static_cast<double>(count - budget)) / static_cast<double>(std::max<int64_t>(budget, 1));
+  if (error > 0.005)
+    throw Error({.what = "no " + which + " LoRA rank meets the budget within 0.5%", .where = "topology '" + t.name + "'",
+                 .expected = std::to_string(budget) + " non-embedding parameters",
+                 .found = "rank 0 gives " + std::to_string(zero) + ", rank " + std::to_string(maxRank) + " gives " +
+                          std::to_string(withRank(maxRank)) + ", each rank adds " + std::to_string(perRank) +
+                          "; the nearest is rank " + std::to_string(rank) + " with " + std::to_string(count),
+                 .hint = "change the budget, the sharing pattern or the width"});
+  out.name = t.name + "-r" + std::to_string(rank);
+  validateTopology(out, "topology with solved LoRA rank");
+  return out;
 }
 
 }  // namespace sharelens

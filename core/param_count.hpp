@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/topology.hpp"
@@ -18,6 +19,7 @@ std::string_view paramGroupName(ParamGroup g);  // "embedding", "output_head", .
 struct ParamBudget {
   std::array<int64_t, kParamGroupCount> groups{};
   int64_t total = 0;           // unique parameters: what the model holds and the checkpoint stores
+  int64_t nonEmbedding = 0;    // total minus the embedding and output head: the low-rank sharing paper's model size
   int64_t denseEquivalent = 0; // parameters of the vanilla model with the same dims (what sharing saves against)
   double rho = 0;              // embedding proportion (embedding + output head) / total
   double trainFlopsPerToken = 0;   // 6 N_applied + 12 L H hd T (PaLM's convention), N_applied excludes lookups
@@ -37,10 +39,24 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimateTrainingMemory(const Topology& topology, int64_t batch);
 
-// The unshared model (vanilla layers, no LoRA, no head sharing, no MASA, no ties, unfactorised embedding of the
-// same tying) with the same depth, heads, vocab and context whose parameter count matches `topology`'s within
-// 0.5%: d_model and ffn_dim shrink by one common factor, d_model rounds to a multiple of 2 x heads, and
-// ffn_dim is then solved exactly. Throws a named Error when no such model exists.
+// The parameter-matched baseline as the low-rank sharing paper builds it: the unshared model (vanilla layers,
+// no LoRA, head sharing, MASA or ties) at the depth of the unshared reference (the 1x depth of a depth-multiplied
+// preset), with the same heads, vocab, context and embedding treatment (tied or not, and a factorised
+// embedding's rank carried over), whose NON-EMBEDDING parameter count matches `topology`'s within 0.5%:
+// d_model, head_dim and ffn_dim shrink by one common factor (head_dim even, d_model = heads x head_dim when the
+// topology has that shape), then ffn_dim is solved exactly. Throws a named Error when no such model exists.
 Topology parameterMatchedBaseline(const Topology& topology);
+
+// The depth of the unshared model a (possibly depth-multiplied) topology is compared with.
+int64_t referenceDepth(const Topology& topology);
+
+// The inverse problem the paper also solves: the LoRA rank that brings `topology`'s non-embedding parameters
+// to `budget` within 0.5%. `which`: "layer" (the per-layer LoRA of shared attention and FFN blocks) or "head"
+// (the per-head LoRA of head sharing). Returns the topology with that rank; throws a named Error (with the
+// nearest reachable counts) when no rank meets the budget.
+Topology solveLoraRank(const Topology& topology, int64_t budget, const std::string& which);
+
+// "1" -> 1, "1.5" -> 1.5, "skinny" -> 2 (twice the layers); throws a named Error for anything else.
+double depthFactor(const std::string& multiplier);
 
 }  // namespace sharelens

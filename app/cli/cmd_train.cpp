@@ -29,6 +29,7 @@ Json budgetReport(const Topology& t, int64_t batch) {
   for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
   return {{"name", t.name},
           {"total", b.total},
+          {"non_embedding", b.nonEmbedding},
           {"dense_equivalent", b.denseEquivalent},
           {"groups", groups},
           {"rho", b.rho},
@@ -48,6 +49,8 @@ void printBudget(const Json& r) {
   std::printf("  %-18s %12lld  %8s  (%.1f%% of the unshared %s)\n", "total", static_cast<long long>(r["total"].get<int64_t>()),
               humanCount(total).c_str(), 100.0 * total / r["dense_equivalent"].get<double>(),
               humanCount(r["dense_equivalent"].get<double>()).c_str());
+  std::printf("  %-18s %12lld  %8s\n", "non-embedding", static_cast<long long>(r["non_embedding"].get<int64_t>()),
+              humanCount(r["non_embedding"].get<double>()).c_str());
   std::printf("  rho (embedding share)   %.3f\n", r["rho"].get<double>());
   std::printf("  training FLOPs / token  %s\n", humanCount(r["train_flops_per_token"].get<double>()).c_str());
   const Json& m = r["training_memory_bytes"];
@@ -105,21 +108,44 @@ int runTopology(Args& args) {
 int runParams(Args& args) {
   const std::string path = args.positional("TOPOLOGY");
   const auto baselineOut = args.option("match-baseline");
+  const auto budget = args.integer("solve-lora-rank", 1, int64_t{1} << 50);
+  const auto budgetOf = args.option("budget-of");
+  const std::string loraKind = args.option("lora", "layer");
+  const auto solvedOut = args.option("out");
   const int64_t batch = args.integer("batch", 1, 1 << 20).value_or(16);
   const auto jsonOut = args.option("json");
   args.finish();
-  const Topology t = readTopologyFile(path);
+  Topology t = readTopologyFile(path);
+  if (budgetOf && budget)
+    throw Error({.what = "give the budget once", .where = "sharelens params", .hint = "--solve-lora-rank N or --budget-of FILE"});
+  if (budgetOf || budget) {  // the inverse problem: the LoRA rank that meets a non-embedding budget
+    const int64_t target = budget ? *budget : countParameters(readTopologyFile(*budgetOf)).nonEmbedding;
+    if (!solvedOut) throw Error({.what = "missing --out FILE for the solved topology", .where = "sharelens params"});
+    t = solveLoraRank(t, target, loraKind);
+    writeTopologyFile(t, *solvedOut);
+    std::printf("%s LoRA rank %lld meets %lld non-embedding parameters (%+.3f%%) -> %s\n\n", loraKind.c_str(),
+                static_cast<long long>(loraKind == "head" ? t.headSharing.loraRank : t.attention.loraRank),
+                static_cast<long long>(target),
+                100.0 * (static_cast<double>(countParameters(t).nonEmbedding) / static_cast<double>(target) - 1.0),
+                solvedOut->c_str());
+  }
   Json report = {{"topology", budgetReport(t, batch)}};
   printBudget(report["topology"]);
   if (baselineOut) {
     const Topology base = parameterMatchedBaseline(t);
     writeTopologyFile(base, *baselineOut);
     report["baseline"] = budgetReport(base, batch);
-    std::printf("\nparameter-matched baseline -> %s (d_model %lld, ffn_dim %lld)\n", baselineOut->c_str(),
-                static_cast<long long>(base.model.dModel), static_cast<long long>(base.model.ffn));
+    report["matched"] = "non_embedding";
+    std::printf("\nparameter-matched baseline -> %s (depth %lld, d_model %lld, head_dim %lld, ffn_dim %lld)\n", baselineOut->c_str(),
+                static_cast<long long>(base.model.layers), static_cast<long long>(base.model.dModel),
+                static_cast<long long>(base.model.headDim), static_cast<long long>(base.model.ffn));
     printBudget(report["baseline"]);
-    const double diff = report["baseline"]["total"].get<double>() / report["topology"]["total"].get<double>() - 1.0;
-    std::printf("  difference vs topology  %+.3f%%\n", 100.0 * diff);
+    const double diff = report["baseline"]["non_embedding"].get<double>() / report["topology"]["non_embedding"].get<double>() - 1.0;
+    std::printf("  matched: non-embedding parameters (attention, FFN, LoRA, MASA, norms), %+.3f%%\n", 100.0 * diff);
+    std::printf("  embedding carried over (%s%s): %s vs %s\n", base.embedding.tied ? "tied" : "untied",
+                base.embedding.factorRank > 0 ? (", rank " + std::to_string(base.embedding.factorRank)).c_str() : "",
+                humanCount(report["baseline"]["total"].get<double>() - report["baseline"]["non_embedding"].get<double>()).c_str(),
+                humanCount(report["topology"]["total"].get<double>() - report["topology"]["non_embedding"].get<double>()).c_str());
   }
   if (jsonOut) writeFileAtomically(*jsonOut, report.dump(2) + "\n");
   return 0;

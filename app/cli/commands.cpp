@@ -26,8 +26,12 @@ const std::vector<Command>& commands() {
        "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context T] "
        "[--lora-rank R] [--ffn-tie-interior K] [--embedding-rank R] [--untied-embeddings] --out FILE",
        "write a sharing-topology preset as a topology file, and print its parameter budget", runTopology},
-      {"params", "sharelens params TOPOLOGY [--match-baseline OUT.json] [--batch N] [--json FILE]",
-       "parameters by group, rho, FLOPs per token, training memory; solve the parameter-matched baseline", runParams},
+      {"params",
+       "sharelens params TOPOLOGY [--match-baseline OUT.json] [--solve-lora-rank N | --budget-of OTHER.json "
+       "[--lora layer|head] --out SOLVED.json] [--batch N] [--json FILE]",
+       "parameters by group, rho, FLOPs per token, training memory; the parameter-matched baseline (non-embedding "
+       "parameters matched); the LoRA rank that meets a non-embedding budget",
+       runParams},
       {"train",
        "sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] "
        "[--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N]",

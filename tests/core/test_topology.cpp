@@ -178,7 +178,9 @@ TEST(ParamCount, ClosedFormsPerGroup) {
   EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention), 4 * (q * d + 2 * kv * d + d * q) - 2 * hd * d);
 }
 
-TEST(ParamCount, TheBaselineMatchesWithinHalfAPercentAndIsUnshared) {
+// The low-rank sharing paper's baseline: non-embedding parameters matched within 0.5%, the embedding treatment
+// carried over, width shrunk uniformly at the unshared reference's depth.
+TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIsUnshared) {
   for (SharingPattern p : kAllPatterns) {
     PresetSpec spec;
     spec.pattern = p;
@@ -187,16 +189,64 @@ TEST(ParamCount, TheBaselineMatchesWithinHalfAPercentAndIsUnshared) {
     spec.base.layers = 12;
     const Topology t = makePreset(spec);
     const Topology base = parameterMatchedBaseline(t);
-    const double ratio = static_cast<double>(countParameters(base).total) / static_cast<double>(countParameters(t).total);
+    const double ratio = static_cast<double>(countParameters(base).nonEmbedding) / static_cast<double>(countParameters(t).nonEmbedding);
     EXPECT_NEAR(ratio, 1.0, 0.005) << patternName(p);
     EXPECT_TRUE(base.isUnshared());
     EXPECT_EQ(base.model.layers, t.model.layers);
     EXPECT_EQ(base.model.heads, t.model.heads);
     EXPECT_EQ(base.model.vocab, t.model.vocab);
+    EXPECT_EQ(base.model.heads * base.model.headDim, base.model.dModel);
+    EXPECT_EQ(base.model.headDim % 2, 0);
     if (p != SharingPattern::Vanilla) {
       EXPECT_LT(base.model.dModel, t.model.dModel) << "it shrinks";
     }
   }
+  // A factorised, untied embedding is carried over, and a depth-multiplied model is compared at the 1x depth.
+  PresetSpec deep;
+  deep.pattern = SharingPattern::Cycle;
+  deep.uniqueBlocks = 4;
+  deep.base = demoTopology().model;
+  deep.base.layers = 8;
+  deep.depthMultiplier = "3";
+  Topology t = makePreset(deep);
+  t.embedding = {false, 32};
+  const Topology base = parameterMatchedBaseline(t);
+  EXPECT_EQ(t.model.layers, 24);
+  EXPECT_EQ(base.model.layers, 8) << "the 1x depth";
+  EXPECT_EQ(base.embedding.tied, false);
+  EXPECT_EQ(base.embedding.factorRank, 32);
+  EXPECT_NEAR(static_cast<double>(countParameters(base).nonEmbedding) / static_cast<double>(countParameters(t).nonEmbedding), 1.0, 0.005);
+  deep.depthMultiplier = "skinny";
+  EXPECT_EQ(parameterMatchedBaseline(makePreset(deep)).model.layers, 8) << "skinny doubles depth; its reference is 1x";
+  // Gemma-3-style heads (n_heads x head_dim != d_model) shrink head_dim and d_model separately.
+  Topology wide = makePreset(deep);
+  wide.model.headDim = 48;
+  const Topology wideBase = parameterMatchedBaseline(wide);
+  EXPECT_NEAR(static_cast<double>(countParameters(wideBase).nonEmbedding) / static_cast<double>(countParameters(wide).nonEmbedding), 1.0, 0.005);
+}
+
+TEST(ParamCount, SolvedLoraRankMeetsTheBudgetAndImpossibleBudgetsAreNamedErrors) {
+  Topology t = demoTopology();  // Cycle, L = 6, U = 3: every layer shares its block, so each has its own LoRA
+  const ModelDims& m = t.model;
+  // Non-embedding parameters are linear in r: r x (sum over layers of (out + in) of q, k, v, o, gate, up, down).
+  const int64_t perRank = m.layers * ((m.heads * m.headDim + m.dModel) + 2 * (m.kvHeads * m.headDim + m.dModel) +
+                                      (m.dModel + m.heads * m.headDim) + 3 * (m.ffn + m.dModel));
+  t.attention.loraRank = t.ffn.loraRank = 0;
+  const int64_t zero = countParameters(t).nonEmbedding;
+  const Topology solved = solveLoraRank(t, zero + 13 * perRank, "layer");
+  EXPECT_EQ(solved.attention.loraRank, 13);
+  EXPECT_EQ(solved.ffn.loraRank, 13);
+  EXPECT_EQ(countParameters(solved).nonEmbedding, zero + 13 * perRank);
+  EXPECT_EQ(solveLoraRank(t, zero + 13 * perRank + perRank / 5, "layer").attention.loraRank, 13);  // nearest, within 0.5%
+  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero + 13 * perRank + perRank / 2, "layer"); }).find("the nearest is rank"), std::string::npos);
+  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero / 2, "layer"); }).find("no layer LoRA rank meets the budget"), std::string::npos);
+  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero, "head"); }).find("no head sharing"), std::string::npos);
+  Topology heads = t;
+  heads.headSharing = {HeadSharingMode::SharedBase, 0, {Proj::Q, Proj::K, Proj::V}};
+  const int64_t h0 = countParameters(heads).nonEmbedding;
+  // Per unique block: every Q, K and V head has A (head_dim x r) and B (r x d_model).
+  const int64_t perHeadRank = t.attention.uniqueBlocks() * (m.heads + 2 * m.kvHeads) * (m.headDim + m.dModel);
+  EXPECT_EQ(solveLoraRank(heads, h0 + 5 * perHeadRank, "head").headSharing.loraRank, 5);
 }
 
 TEST(ParamCount, FlopsAndMemoryEstimates) {
