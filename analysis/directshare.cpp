@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 
-#include "core/atomic_file.hpp"
+#include "core/derived_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
 
@@ -16,79 +15,87 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-constexpr size_t kCandidatesPerHead = 8;  // fallbacks when a head's best source is itself replaced
+constexpr size_t kCandidatesPerUnit = 8;  // fallbacks when a unit's best source is itself replaced
 
-// Loaded float copies of the tensors being edited; slices written in canonical coordinates.
-class TensorEditor {
- public:
-  explicit TensorEditor(const Checkpoint& ckpt) : m_ckpt(ckpt) {}
+// The unit's rows of a projection: Q holds G query heads per unit, K and V one head each.
+int64_t unitRows(const ModelView& view, Proj p) {
+  return (p == Proj::Q ? view.shape.heads / view.shape.kvHeads : 1) * view.shape.headDim;
+}
 
-  void write(const MatrixExpr& where, const FloatMatrix& values) {
-    if (where.terms.size() != 1 || where.terms[0].right || where.terms[0].coefficient || where.terms[0].scale != 1.0f)
-      throw Error({.what = "cannot write into a composite matrix", .where = where.describe(),
-                   .hint = "DirectShare export needs plain (unshared) checkpoints"});
-    const TensorSlice& s = where.terms[0].left;
-    const TensorInfo& info = *m_ckpt.at(s.tensor).info;
-    auto [it, inserted] = m_edited.try_emplace(s.tensor);
-    if (inserted) it->second = m_ckpt.readFloat(s.tensor);
-    std::vector<float>& data = it->second;
-    const int64_t storedCols = info.dim(info.rank() - 1);
-    for (int64_t r = 0; r < s.rows; ++r)
-      for (int64_t c = 0; c < s.cols; ++c) {
-        const int64_t sr = s.transposed ? s.col0 + c : s.row0 + r;
-        const int64_t sc = s.transposed ? s.row0 + r : s.col0 + c;
-        data[static_cast<size_t>(sr * storedCols + sc)] = values(r, c);
-      }
-  }
+MatrixExpr unitMatrix(const ModelView& view, int64_t layer, Proj p, int64_t unit) {
+  const int64_t rows = unitRows(view, p);
+  return view.layers.at(static_cast<size_t>(layer)).at(p).sliceRows(unit * rows, rows);
+}
 
-  void save(const fs::path& path, const std::map<std::string, std::string>& metadata) const {
-    std::vector<EncodedTensor> encoded;
-    std::vector<TensorWrite> writes;
-    encoded.reserve(m_edited.size());
-    for (const std::string& name : m_ckpt.tensorNames()) {
-      const TensorRef& ref = m_ckpt.at(name);
-      if (auto it = m_edited.find(name); it != m_edited.end()) {
-        encoded.push_back(EncodedTensor::fromFloats(name, ref.info->dtype, ref.info->shape, it->second));
-        writes.push_back(encoded.back().view());
-      } else {
-        writes.push_back({name, ref.info->dtype, ref.info->shape, ref.file->bytes(*ref.info)});
-      }
-    }
-    writeSafetensors(path, writes, metadata);
-  }
-
- private:
-  const Checkpoint& m_ckpt;
-  std::map<std::string, std::vector<float>> m_edited;
-};
+std::optional<VectorSlice> unitBias(const ModelView& view, int64_t layer, Proj p, int64_t unit) {
+  const auto& bias = view.layers.at(static_cast<size_t>(layer)).bias[static_cast<int>(p)];
+  if (!bias) return std::nullopt;
+  const int64_t rows = unitRows(view, p);
+  return VectorSlice{bias->tensor, bias->offset + unit * rows, rows};
+}
 
 }  // namespace
 
-DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& view, double ratio,
-                                     const TaskContext& ctx) {
-  if (!view.hasHeads())
-    throw Error({.what = "DirectShare needs the head count and head_dim", .where = view.source,
+void chooseSharedPairs(DirectShareResult& r, double ratio) {
+  // Algorithm 2: take the best-scoring matches until alpha of all units share; a unit that gives its weights
+  // away cannot be a source, and a source cannot be replaced (no chains), so each unit's next-best earlier
+  // unit stands in when its best is taken (kCandidatesPerUnit of them are kept per unit).
+  r.ratio = ratio;
+  r.chosen.clear();
+  std::vector<UnitMatch> candidates;
+  for (int64_t l = 1; l < r.layers; ++l)
+    for (int64_t u = 0; u < r.units; ++u) {
+      std::vector<UnitMatch> mine;
+      for (int64_t sl = 0; sl < l; ++sl)
+        for (int64_t su = 0; su < r.units; ++su) mine.push_back({{l, u}, {sl, su}, r.similarityOf({l, u}, {sl, su})});
+      const size_t keep = std::min(mine.size(), kCandidatesPerUnit);
+      std::partial_sort(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(keep), mine.end(),
+                        [](const UnitMatch& a, const UnitMatch& b) { return a.similarity > b.similarity; });
+      candidates.insert(candidates.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(keep));
+    }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const UnitMatch& a, const UnitMatch& b) { return a.similarity > b.similarity; });
+  const int64_t wanted = std::llround(ratio * static_cast<double>(r.layers * r.units));
+  std::set<std::pair<int64_t, int64_t>> targets, sources;
+  for (const UnitMatch& m : candidates) {
+    if (static_cast<int64_t>(r.chosen.size()) >= wanted) break;
+    const auto t = std::pair{m.target.layer, m.target.unit}, s = std::pair{m.source.layer, m.source.unit};
+    if (targets.count(t) || sources.count(t) || targets.count(s)) continue;
+    r.chosen.push_back(m);
+    targets.insert(t);
+    sources.insert(s);
+  }
+  r.parametersSaved = r.parametersPerUnit * static_cast<int64_t>(r.chosen.size());
+}
+
+DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& view, double ratio, const TaskContext& ctx) {
+  if (!view.hasHeads() || view.shape.kvHeads <= 0)
+    throw Error({.what = "DirectShare needs the head counts and head_dim", .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
-  if (!(ratio >= 0.0 && ratio <= 1.0))
-    throw Error({.what = "sharing ratio out of range", .where = "--directshare", .expected = "a fraction in [0, 1]",
-                 .found = std::to_string(ratio)});
+  if (!(ratio > 0.0 && ratio < 1.0))
+    throw Error({.what = "sharing ratio out of range", .where = "DirectShare ratio", .expected = "a fraction in (0, 1)",
+                 .found = std::to_string(ratio), .hint = "alpha = shared units / all units, e.g. 0.25"});
+  if (view.layers.size() < 2)
+    throw Error({.what = "DirectShare needs at least two layers", .where = view.source,
+                 .found = std::to_string(view.layers.size()) + " layer", .hint = "a unit shares with an earlier layer's"});
   DirectShareResult r;
   r.layers = static_cast<int64_t>(view.layers.size());
-  r.heads = view.shape.heads;
-  r.ratio = ratio;
-  const int64_t hd = view.shape.headDim, d = view.shape.hidden, group = view.shape.heads / view.shape.kvHeads;
-  const int64_t width = 2 * hd * d, count = r.layers * r.heads;
+  r.units = view.shape.kvHeads;
+  r.queryHeadsPerUnit = view.shape.heads / view.shape.kvHeads;
+  r.unitKind = r.queryHeadsPerUnit == 1 ? "head" : "kv_group";
+  const int64_t d = view.shape.hidden, qRows = unitRows(view, Proj::Q), kRows = unitRows(view, Proj::K);
+  const int64_t width = (qRows + kRows) * d, count = r.layers * r.units;
 
-  // X: one normalised [W_q || W_k] row per head.
+  // X: one normalised vec([W_q ; W_k]) row per unit (Eq. 3's cosine is then one GEMM, X X^T).
   std::vector<float> x(static_cast<size_t>(count * width));
   const Proj qk[] = {Proj::Q, Proj::K};
   for (int64_t l = 0; l < r.layers; ++l) {
     ctx.throwIfCancelled();
     const LayerWeights w = loadLayer(ckpt, view, l, ctx, qk);
-    for (int64_t h = 0; h < r.heads; ++h) {
-      float* row = x.data() + (l * r.heads + h) * width;
-      std::copy(w.at(Proj::Q).row(h * hd), w.at(Proj::Q).row((h + 1) * hd), row);
-      std::copy(w.at(Proj::K).row((h / group) * hd), w.at(Proj::K).row((h / group + 1) * hd), row + hd * d);
+    for (int64_t u = 0; u < r.units; ++u) {
+      float* row = x.data() + (l * r.units + u) * width;
+      std::copy(w.at(Proj::Q).row(u * qRows), w.at(Proj::Q).row((u + 1) * qRows), row);
+      std::copy(w.at(Proj::K).row(u * kRows), w.at(Proj::K).row((u + 1) * kRows), row + qRows * d);
       double norm = 0;
       for (int64_t i = 0; i < width; ++i) norm += static_cast<double>(row[i]) * row[i];
       const float scale = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
@@ -97,70 +104,72 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
     ctx.report(0.8 * static_cast<double>(l + 1) / static_cast<double>(r.layers), "DirectShare: reading heads");
   }
   r.similarity.assign(static_cast<size_t>(count * count), 0.0f);
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(count), static_cast<int>(width), 1.0f,
-              x.data(), static_cast<int>(width), 0.0f, r.similarity.data(), static_cast<int>(count));
+  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(count), static_cast<int>(width), 1.0f, x.data(),
+              static_cast<int>(width), 0.0f, r.similarity.data(), static_cast<int>(count));
   for (int64_t i = 0; i < count; ++i)
     for (int64_t j = 0; j < i; ++j) r.similarity[static_cast<size_t>(i * count + j)] = r.similarity[static_cast<size_t>(j * count + i)];
 
-  // Candidates: each head of layer >= 1 with its best few earlier heads.
-  std::vector<HeadMatch> candidates;
+  // Algorithm 1: each unit of a later layer with its most similar unit of the earlier layers.
   for (int64_t l = 1; l < r.layers; ++l)
-    for (int64_t h = 0; h < r.heads; ++h) {
-      std::vector<HeadMatch> mine;
+    for (int64_t u = 0; u < r.units; ++u) {
+      UnitMatch best{{l, u}, {0, 0}, -2.0f};
       for (int64_t sl = 0; sl < l; ++sl)
-        for (int64_t sh = 0; sh < r.heads; ++sh) mine.push_back({{l, h}, {sl, sh}, r.similarityOf({l, h}, {sl, sh})});
-      std::sort(mine.begin(), mine.end(), [](const HeadMatch& a, const HeadMatch& b) { return a.similarity > b.similarity; });
-      r.bestMatches.push_back(mine.front());
-      mine.resize(std::min(mine.size(), kCandidatesPerHead));
-      candidates.insert(candidates.end(), mine.begin(), mine.end());
+        for (int64_t su = 0; su < r.units; ++su)
+          if (const float s = r.similarityOf({l, u}, {sl, su}); s > best.similarity) best = {{l, u}, {sl, su}, s};
+      r.bestMatches.push_back(best);
     }
-  auto bySimilarity = [](const HeadMatch& a, const HeadMatch& b) { return a.similarity > b.similarity; };
-  std::sort(r.bestMatches.begin(), r.bestMatches.end(), bySimilarity);
-  std::stable_sort(candidates.begin(), candidates.end(), bySimilarity);
+  std::stable_sort(r.bestMatches.begin(), r.bestMatches.end(),
+                   [](const UnitMatch& a, const UnitMatch& b) { return a.similarity > b.similarity; });
 
-  const int64_t wanted = static_cast<int64_t>(std::llround(ratio * static_cast<double>(count)));
-  std::set<std::pair<int64_t, int64_t>> targets, sources;
-  for (const HeadMatch& m : candidates) {
-    if (static_cast<int64_t>(r.chosen.size()) >= wanted) break;
-    const auto t = std::pair{m.target.layer, m.target.head}, s = std::pair{m.source.layer, m.source.head};
-    if (targets.count(t) || sources.count(t) || targets.count(s)) continue;  // no chains, one source per target
-    r.chosen.push_back(m);
-    targets.insert(t);
-    sources.insert(s);
-  }
-  const bool mha = view.shape.kvHeads == view.shape.heads;
-  r.sharedProjections = mha ? "q,k" : "q";
-  r.parametersPerPair = hd * d * (mha ? 2 : 1);
-  if (view.layers[0].bias[static_cast<int>(Proj::Q)]) r.parametersPerPair += hd * (mha ? 2 : 1);
-  r.parametersSaved = r.parametersPerPair * static_cast<int64_t>(r.chosen.size());
+  // Parameters of one unit: its Q, K and V rows, and their biases where the family has them.
+  r.parametersPerUnit = (qRows + 2 * kRows) * d;
+  for (Proj p : {Proj::Q, Proj::K, Proj::V})
+    if (view.layers[0].bias[static_cast<int>(p)]) r.parametersPerUnit += unitRows(view, p);
   r.parametersTotal = countParameters(ckpt, view).total;
+  chooseSharedPairs(r, ratio);
   ctx.report(1.0, "DirectShare: done");
   return r;
 }
 
+void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view) {
+  for (const LayerView& layer : view.layers)
+    for (Proj p : {Proj::Q, Proj::K, Proj::V})
+      if (layer.has(p) && !isPlainSlice(layer.at(p)))
+        throw Error({.what = "cannot write a DirectShare model of a checkpoint whose attention weights are composed",
+                     .where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " +
+                              std::string(projName(p)) + " = " + layer.at(p).describe(),
+                     .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
+                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its output"});
+}
+
 void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const DirectShareResult& result,
                                  const fs::path& outDir) {
-  fs::create_directories(outDir);
+  checkDirectShareWritable(ckpt, view);  // before anything is created
+  if (fs::exists(outDir / "model.safetensors"))
+    throw Error({.what = "the output directory already holds a model", .where = outDir.string(),
+                 .hint = "choose an empty or new directory"});
   TensorEditor editor(ckpt);
-  const int64_t group = view.shape.heads / view.shape.kvHeads;
-  const bool mha = group == 1;
   Json pairs = Json::array();
-  for (const HeadMatch& m : result.chosen) {
-    editor.write(view.headMatrix(m.target.layer, Proj::Q, m.target.head),
-                 materialize(ckpt, view.headMatrix(m.source.layer, Proj::Q, m.source.head)));
-    if (mha)
-      editor.write(view.headMatrix(m.target.layer, Proj::K, m.target.head),
-                   materialize(ckpt, view.headMatrix(m.source.layer, Proj::K, m.source.head)));
-    pairs.push_back({{"target", {m.target.layer, m.target.head}},
-                     {"source", {m.source.layer, m.source.head}},
+  for (const UnitMatch& m : result.chosen) {
+    for (Proj p : {Proj::Q, Proj::K, Proj::V}) {
+      editor.write(unitMatrix(view, m.target.layer, p, m.target.unit),
+                   materializeFinite(ckpt, unitMatrix(view, m.source.layer, p, m.source.unit)));
+      if (const auto target = unitBias(view, m.target.layer, p, m.target.unit))
+        editor.write(*target, materialize(ckpt, *unitBias(view, m.source.layer, p, m.source.unit)));
+    }
+    pairs.push_back({{"target", {m.target.layer, m.target.unit}},
+                     {"source", {m.source.layer, m.source.unit}},
                      {"similarity", m.similarity}});
   }
-  const Json record = {{"ratio", result.ratio}, {"shared", result.sharedProjections}, {"pairs", pairs},
-                       {"parameters_saved", result.parametersSaved}};
+  const Json record = {{"ratio", result.ratio},         {"achieved_ratio", result.achievedRatio()},
+                       {"unit", result.unitKind},       {"query_heads_per_unit", result.queryHeadsPerUnit},
+                       {"shared", "q,k,v"},             {"pairs", pairs},
+                       {"parameters_saved", result.parametersSaved}, {"parameters_unique", result.parametersTotal - result.parametersSaved}};
   auto metadata = ckpt.metadata();
   metadata["sharelens.directshare"] = record.dump();
+  fs::create_directories(outDir);
   editor.save(outDir / "model.safetensors", metadata);
-  if (ckpt.configPath()) writeFileAtomically(outDir / "config.json", ckpt.config()->dump(2));
+  copyCompanionFiles(ckpt, outDir);
 }
 
 }  // namespace sharelens

@@ -1,7 +1,14 @@
-// DirectShare (head-wise shareable attention, DESIGN.md section 4): score head pairs across layers by the
-// cosine similarity of [W_q || W_k] (GQA: the query head with its group's key head), find each head's best
-// match in earlier layers, and choose pairs for a sharing ratio alpha: the later head reuses the earlier
-// one's weights. The shared model can be written as a checkpoint the model views open.
+// DirectShare (head-wise shareable attention, Cao et al. 2024, Eq. 3 and Algorithms 1-2; DESIGN.md section 4).
+//
+// The unit of sharing is an attention head with its own key and value (MHA), or, for GQA/MQA models, a KV
+// group: its query heads, its key head and its value head. A unit's signature is vec([W_q ; W_k]) -- the
+// query rows of the unit stacked on its key rows -- and two units are scored by the cosine of their
+// signatures (Eq. 3). Every unit of a layer >= 1 finds its most similar unit in the earlier layers; the
+// matches are sorted by score and the best ones are taken until the sharing ratio
+//     alpha = shared units / all units
+// is reached. A chosen pair shares W_q, W_k and W_v: the later (target) unit reuses the earlier (source)
+// unit's weights, biases included. The shared model is written as a checkpoint the model views open, the
+// forward pass runs and `sharelens eval` scores.
 #pragma once
 
 #include <filesystem>
@@ -11,38 +18,51 @@
 
 namespace sharelens {
 
-struct HeadRef {
-  int64_t layer = 0, head = 0;
+struct UnitRef {
+  int64_t layer = 0, unit = 0;  // unit: the head (MHA) or the KV group (GQA, MQA) within the layer
 };
 
-struct HeadMatch {
-  HeadRef target;  // the later head, which gives up its weights
-  HeadRef source;  // the earlier head, which is kept
+struct UnitMatch {
+  UnitRef target;  // the later unit, which gives up its Q, K and V weights
+  UnitRef source;  // the earlier unit, which is kept
   float similarity = 0;
 };
 
 struct DirectShareResult {
-  int64_t layers = 0, heads = 0;
-  std::vector<float> similarity;         // (layers*heads)^2, row-major; index = layer * heads + head
-  std::vector<HeadMatch> bestMatches;    // each head of layer >= 1 with its best earlier head, best first
-  double ratio = 0;                      // requested: the fraction of all heads that become shared
-  std::vector<HeadMatch> chosen;         // no head is both a target and a source
-  int64_t parametersPerPair = 0;         // Q slice (+ K slice when every query head has its own key head)
+  int64_t layers = 0;
+  int64_t units = 0;           // per layer: kv_heads (= heads for MHA)
+  int64_t queryHeadsPerUnit = 1;
+  std::string unitKind;        // "head" (MHA) or "kv_group" (GQA, MQA)
+  std::vector<float> similarity;      // (layers * units)^2, row-major; index = layer * units + unit
+  std::vector<UnitMatch> bestMatches; // each unit of layer >= 1 with its best earlier unit, best first
+  double ratio = 0;                   // requested alpha
+  std::vector<UnitMatch> chosen;      // the shared pairs; no unit is both a target and a source
+  int64_t parametersPerUnit = 0;      // Q, K, V weights (and biases) of one unit
   int64_t parametersSaved = 0;
   int64_t parametersTotal = 0;
-  std::string sharedProjections;         // "q,k" (MHA) or "q" (GQA: key heads serve whole groups)
 
-  float similarityOf(const HeadRef& a, const HeadRef& b) const {
-    return similarity[static_cast<size_t>((a.layer * heads + a.head) * layers * heads + b.layer * heads + b.head)];
+  double achievedRatio() const {
+    return layers * units > 0 ? static_cast<double>(chosen.size()) / static_cast<double>(layers * units) : 0.0;
+  }
+  float similarityOf(const UnitRef& a, const UnitRef& b) const {
+    return similarity[static_cast<size_t>((a.layer * units + a.unit) * layers * units + b.layer * units + b.unit)];
   }
 };
 
 DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& view, double ratio,
                                      const TaskContext& ctx);
 
-// Writes OUT_DIR/model.safetensors (+ config.json) with each chosen target head's Q (and K, for MHA) rows
-// replaced by its source's, in the original dtype; the pairs are recorded in the file's metadata under
-// "sharelens.directshare".
+// The pairs for `ratio` from a result's best matches (what the GUI's ratio slider recomputes without reading
+// the weights again). Fills result.chosen, result.ratio and the parameter counts.
+void chooseSharedPairs(DirectShareResult& result, double ratio);
+
+// Checks that the checkpoint's attention weights can be edited in place (plain tensors, as Hugging Face
+// checkpoints store them); a named Error before anything is written otherwise.
+void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view);
+
+// Writes OUT_DIR/model.safetensors with each chosen target unit's Q, K and V rows (and biases) replaced by its
+// source's, in the original dtypes, beside copies of config.json and the tokenizer, so that the result opens,
+// runs and evaluates like the original; the pairs are recorded in the metadata under "sharelens.directshare".
 void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const DirectShareResult& result,
                                  const std::filesystem::path& outDir);
 

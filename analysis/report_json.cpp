@@ -192,36 +192,40 @@ std::vector<MatrixPcaGroup> matrixPcaFromJson(const Json& j) {
 }
 
 Json toJson(const DirectShareResult& r) {
-  auto match = [](const HeadMatch& m) {
-    return Json{{"target", {m.target.layer, m.target.head}}, {"source", {m.source.layer, m.source.head}},
+  auto match = [](const UnitMatch& m) {
+    return Json{{"target", {m.target.layer, m.target.unit}}, {"source", {m.source.layer, m.source.unit}},
                 {"similarity", m.similarity}};
   };
   Json best = Json::array(), chosen = Json::array();
-  for (const HeadMatch& m : r.bestMatches) best.push_back(match(m));
-  for (const HeadMatch& m : r.chosen) chosen.push_back(match(m));
+  for (const UnitMatch& m : r.bestMatches) best.push_back(match(m));
+  for (const UnitMatch& m : r.chosen) chosen.push_back(match(m));
   return {{"layers", r.layers},
-          {"heads", r.heads},
+          {"units", r.units},
+          {"unit", r.unitKind},
+          {"query_heads_per_unit", r.queryHeadsPerUnit},
           {"ratio", r.ratio},
-          {"shared_projections", r.sharedProjections},
-          {"parameters_per_pair", r.parametersPerPair},
+          {"achieved_ratio", r.achievedRatio()},
+          {"shared_projections", "q,k,v"},
+          {"parameters_per_unit", r.parametersPerUnit},
           {"parameters_saved", r.parametersSaved},
           {"parameters_total", r.parametersTotal},
           {"best_matches", best},
           {"chosen", chosen},
-          {"similarity", square(r.similarity, r.layers * r.heads)}};
+          {"similarity", square(r.similarity, r.layers * r.units)}};
 }
 
 DirectShareResult directShareFromJson(const Json& j) {
   DirectShareResult r;
   r.layers = field(j, "layers").get<int64_t>();
-  r.heads = field(j, "heads").get<int64_t>();
+  r.units = field(j, "units").get<int64_t>();
+  r.unitKind = field(j, "unit").get<std::string>();
+  r.queryHeadsPerUnit = field(j, "query_heads_per_unit").get<int64_t>();
   r.ratio = field(j, "ratio").get<double>();
-  r.sharedProjections = field(j, "shared_projections").get<std::string>();
-  r.parametersPerPair = field(j, "parameters_per_pair").get<int64_t>();
+  r.parametersPerUnit = field(j, "parameters_per_unit").get<int64_t>();
   r.parametersSaved = field(j, "parameters_saved").get<int64_t>();
   r.parametersTotal = field(j, "parameters_total").get<int64_t>();
   auto match = [](const Json& m) {
-    return HeadMatch{{m["target"][0].get<int64_t>(), m["target"][1].get<int64_t>()},
+    return UnitMatch{{m["target"][0].get<int64_t>(), m["target"][1].get<int64_t>()},
                      {m["source"][0].get<int64_t>(), m["source"][1].get<int64_t>()}, m["similarity"].get<float>()};
   };
   for (const Json& m : field(j, "best_matches")) r.bestMatches.push_back(match(m));

@@ -13,10 +13,6 @@ namespace {
 constexpr std::string_view kGroupNames[kParamGroupCount] = {"embedding", "output_head", "attention", "ffn",
                                                             "lora", "masa_atoms", "masa_coefficients", "norms"};
 
-// Heads of layer `l` whose Q (and, for MHA, K) come from an earlier head.
-int64_t tiedTargetsIn(const Topology& t, int64_t layer) {
-  return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& tie) { return tie.targetLayer == layer; });
-}
 
 }  // namespace
 
@@ -33,7 +29,6 @@ ParamBudget countParameters(const Topology& t) {
   if (!t.embedding.tied) add(ParamGroup::OutputHead, table);
   add(ParamGroup::Norms, (2 * m.layers + 1) * d);
 
-  const bool mha = m.heads == m.kvHeads;
   const Proj attnProjs[] = {Proj::Q, Proj::K, Proj::V, Proj::O};
   // Attention blocks (projections not under MASA).
   for (int64_t u = 0; u < t.attention.uniqueBlocks(); ++u) {
@@ -46,7 +41,7 @@ ParamBudget countParameters(const Topology& t) {
                               std::find(hs.projections.begin(), hs.projections.end(), p) != hs.projections.end();
       if (!headShared) {
         int64_t rows = out;
-        if (!t.tiedHeads.empty() && (p == Proj::Q || (p == Proj::K && mha))) rows -= tiedTargetsIn(t, u) * hd;
+        if (storesCompactRows(t, p)) rows -= tiedUnitsIn(t, u) * unitRows(m, p);
         add(ParamGroup::Attention, rows * in);
         continue;
       }

@@ -36,16 +36,17 @@ void validateAssignment(const BlockSharing& s, int64_t layers, const std::string
 }
 
 void validateHeadTie(const HeadTie& t, const ModelDims& m, const std::string& where) {
-  auto inRange = [&](int64_t layer, int64_t head, const std::string& which) {
-    if (layer < 0 || layer >= m.layers || head < 0 || head >= m.heads)
-      invalid(where + "." + which, "head out of range",
-              "layer 0.." + std::to_string(m.layers - 1) + ", head 0.." + std::to_string(m.heads - 1),
-              "[" + std::to_string(layer) + ", " + std::to_string(head) + "]");
+  auto inRange = [&](int64_t layer, int64_t unit, const std::string& which) {
+    if (layer < 0 || layer >= m.layers || unit < 0 || unit >= m.kvHeads)
+      invalid(where + "." + which, "unit out of range",
+              "layer 0.." + std::to_string(m.layers - 1) + ", unit 0.." + std::to_string(m.kvHeads - 1) +
+                  (m.kvHeads < m.heads ? " (a unit is a KV group)" : " (a unit is a head)"),
+              "[" + std::to_string(layer) + ", " + std::to_string(unit) + "]");
   };
-  inRange(t.targetLayer, t.targetHead, "target");
-  inRange(t.sourceLayer, t.sourceHead, "source");
+  inRange(t.targetLayer, t.targetUnit, "target");
+  inRange(t.sourceLayer, t.sourceUnit, "source");
   if (t.sourceLayer >= t.targetLayer)
-    invalid(where, "a tied head's source must be in an earlier layer", "source layer < target layer",
+    invalid(where, "a tied unit's source must be in an earlier layer", "source layer < target layer",
             std::to_string(t.sourceLayer) + " >= " + std::to_string(t.targetLayer));
 }
 
@@ -67,14 +68,14 @@ std::vector<Proj> parseProjList(const JsonObject& obj, std::string_view key, std
 }
 
 Json tieJson(const HeadTie& t) {
-  return {{"target", {t.targetLayer, t.targetHead}}, {"source", {t.sourceLayer, t.sourceHead}}};
+  return {{"target", {t.targetLayer, t.targetUnit}}, {"source", {t.sourceLayer, t.sourceUnit}}};
 }
 
 HeadTie tieFromJson(const Json& j, const std::string& where) {
   auto pairOf = [&](const char* key) {
     if (!j.is_object() || !j.contains(key) || !j[key].is_array() || j[key].size() != 2 || !j[key][0].is_number_integer() ||
         !j[key][1].is_number_integer())
-      invalid(where + "." + key, "expected [layer, head]", "two integers",
+      invalid(where + "." + key, "expected [layer, unit]", "two integers",
               j.is_object() && j.contains(key) ? jsonTypeName(j[key]) : "nothing");
     return std::pair{j[key][0].get<int64_t>(), j[key][1].get<int64_t>()};
   };
@@ -131,6 +132,27 @@ std::vector<std::vector<int64_t>> Masa::effectiveGroups(int64_t layers) const {
 
 bool Topology::masaCovers(Proj p) const {
   return masa.enabled && std::find(masa.projections.begin(), masa.projections.end(), p) != masa.projections.end();
+}
+
+int64_t unitRows(const ModelDims& m, Proj p) { return (p == Proj::Q ? m.heads / m.kvHeads : 1) * m.headDim; }
+
+const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t unit) {
+  for (const HeadTie& tie : t.tiedHeads)
+    if (tie.targetLayer == layer && tie.targetUnit == unit) return &tie;
+  return nullptr;
+}
+
+int64_t tiedUnitsIn(const Topology& t, int64_t layer) {
+  return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& x) { return x.targetLayer == layer; });
+}
+
+bool storesCompactRows(const Topology& t, Proj p) { return !t.tiedHeads.empty() && (p == Proj::Q || p == Proj::K || p == Proj::V); }
+
+int64_t compactUnitIndex(const Topology& t, int64_t layer, int64_t unit) {
+  int64_t index = 0;
+  for (int64_t u = 0; u < unit; ++u)
+    if (!tieOf(t, layer, u)) ++index;
+  return index;
 }
 
 bool Topology::isUnshared() const {
@@ -245,20 +267,20 @@ void validateTopology(const Topology& t, const std::string& where) {
   if (!t.tiedHeads.empty()) {
     for (int64_t l = 0; l < m.layers; ++l)
       if (t.attention.assign[static_cast<size_t>(l)] != l || hs.mode != HeadSharingMode::None || t.masaCovers(Proj::Q))
-        invalid(where + ".tied_heads", "tied heads need unshared attention", "every layer its own attention block",
+        invalid(where + ".tied_heads", "tied units need unshared attention", "every layer its own attention block",
                 "layer sharing, head sharing or MASA on q", "tie heads in an unshared model (DirectShare)");
     std::set<std::pair<int64_t, int64_t>> targets;
     for (size_t i = 0; i < t.tiedHeads.size(); ++i) {
       const HeadTie& tie = t.tiedHeads[i];
       validateHeadTie(tie, m, where + ".tied_heads[" + std::to_string(i) + "]");
-      if (!targets.insert({tie.targetLayer, tie.targetHead}).second)
-        invalid(where + ".tied_heads[" + std::to_string(i) + "]", "head tied twice", "one source per target",
-                "[" + std::to_string(tie.targetLayer) + ", " + std::to_string(tie.targetHead) + "] again");
+      if (!targets.insert({tie.targetLayer, tie.targetUnit}).second)
+        invalid(where + ".tied_heads[" + std::to_string(i) + "]", "unit tied twice", "one source per target",
+                "[" + std::to_string(tie.targetLayer) + ", " + std::to_string(tie.targetUnit) + "] again");
     }
     for (const HeadTie& tie : t.tiedHeads)
-      if (targets.count({tie.sourceLayer, tie.sourceHead}))
-        invalid(where + ".tied_heads", "a tied head's source is itself tied", "sources that keep their weights",
-                "[" + std::to_string(tie.sourceLayer) + ", " + std::to_string(tie.sourceHead) + "]",
+      if (targets.count({tie.sourceLayer, tie.sourceUnit}))
+        invalid(where + ".tied_heads", "a tied unit's source is itself tied", "sources that keep their weights",
+                "[" + std::to_string(tie.sourceLayer) + ", " + std::to_string(tie.sourceUnit) + "]",
                 "point the tie at the original source");
   }
   if (!(t.postShare.gamma >= 0 && std::isfinite(t.postShare.gamma)))

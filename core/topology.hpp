@@ -71,14 +71,19 @@ struct Embedding {
   int64_t factorRank = 0;  // r_e > 0: E (V x r_e) P (r_e x d); 0: a plain V x d table
 };
 
+// A DirectShare tie (head-wise shareable attention): the target unit reuses the source unit's W_q, W_k and W_v.
+// A unit is a head with its own K and V (MHA), or a KV group -- its n_heads / n_kv_heads query heads, its key
+// head and value head -- under GQA/MQA; `unit` indexes units within a layer (0 .. n_kv_heads - 1).
 struct HeadTie {
-  int64_t targetLayer = 0, targetHead = 0;  // gives up its Q (and K for MHA) weights
-  int64_t sourceLayer = 0, sourceHead = 0;  // an earlier layer's head, kept
+  int64_t targetLayer = 0, targetUnit = 0;  // gives up its Q, K and V rows
+  int64_t sourceLayer = 0, sourceUnit = 0;  // an earlier layer's unit, kept
 };
 
+// PostShare (Eq. 4-5): loss += gamma * L_w, L_w = (1/|N|) sum over the pairs of sum over p in {q, k, v} of
+// ||W_p(target) - W_p(source)||_F. The pairs are soft ties: the weights stay separate until shared.
 struct PostShare {
-  double gamma = 0.0;           // loss += gamma * mean_pairs ||[Wq||Wk]_i - [Wq||Wk]_j||_F
-  std::vector<HeadTie> pairs;   // soft ties; weights stay separate
+  double gamma = 0.0;
+  std::vector<HeadTie> pairs;
 };
 
 // Where a topology came from (a preset and its parameters), kept for the UI and the record.
@@ -115,6 +120,14 @@ void writeTopologyFile(const Topology& topology, const std::filesystem::path& pa
 
 // Per-head projection row layout: number of heads of a projection (Q: heads, K/V: kvHeads).
 int64_t headsOf(const ModelDims& dims, Proj p);
+
+// DirectShare units in a topology's tensors. With tied units, a layer's Q, K and V are stored compactly: only
+// its untied units' rows, in unit order; a tied unit's rows are its source unit's rows in the source layer.
+int64_t unitRows(const ModelDims& dims, Proj p);  // Q: (heads / kv_heads) x head_dim; K, V: head_dim
+const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t unit);
+int64_t tiedUnitsIn(const Topology& t, int64_t layer);
+bool storesCompactRows(const Topology& t, Proj p);  // tied units exist and p is Q, K or V
+int64_t compactUnitIndex(const Topology& t, int64_t layer, int64_t unit);  // its place among the stored units
 // {out, in} of a projection's full matrix (Q: heads*head_dim x d_model, down: d_model x ffn, ...).
 std::pair<int64_t, int64_t> projShape(const ModelDims& dims, Proj p);
 

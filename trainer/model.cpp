@@ -20,20 +20,6 @@ bool headShares(const Topology& t, Proj p) {
   return t.headSharing.mode != HeadSharingMode::None && std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
-bool compactRows(const Topology& t, Proj p) {
-  return !t.tiedHeads.empty() && (p == Proj::Q || (p == Proj::K && t.model.heads == t.model.kvHeads));
-}
-
-const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t head) {
-  for (const HeadTie& tie : t.tiedHeads)
-    if (tie.targetLayer == layer && tie.targetHead == head) return &tie;
-  return nullptr;
-}
-
-int64_t tiedTargets(const Topology& t, int64_t layer) {
-  return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& x) { return x.targetLayer == layer; });
-}
-
 std::string masaMlp(Proj p, const char* part) { return "masa." + std::string(projName(p)) + ".mlp." + part; }
 
 }  // namespace
@@ -89,7 +75,7 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
         }
         continue;
       }
-      const int64_t rows = compactRows(t, p) ? out - tiedTargets(t, u) * hd : out;
+      const int64_t rows = storesCompactRows(t, p) ? out - tiedUnitsIn(t, u) * unitRows(m, p) : out;
       make(n::attnWeight(u, p), {rows, in}, p == Proj::O ? residual : init, true, true);
     }
   }
@@ -167,17 +153,15 @@ torch::Tensor SharedTransformer::withLayerLora(torch::Tensor w, int64_t layer, P
   return w + at::matmul(parameter(n::layerLoraB(layer, p)), parameter(n::layerLoraA(layer, p)));
 }
 
-torch::Tensor SharedTransformer::headRows(int64_t layer, Proj p) const {
-  const int64_t hd = m_topology.model.headDim;
-  std::vector<torch::Tensor> rows;
-  for (int64_t h = 0; h < headsOf(m_topology.model, p); ++h) {
-    const HeadTie* tie = tieOf(m_topology, layer, h);
-    const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcHead = tie ? tie->sourceHead : h;
-    int64_t compact = 0;
-    for (int64_t x = 0; x < srcHead; ++x) compact += tieOf(m_topology, srcLayer, x) ? 0 : 1;
-    rows.push_back(parameter(n::attnWeight(srcLayer, p)).narrow(0, compact * hd, hd));
+torch::Tensor SharedTransformer::unitRowsOf(int64_t layer, Proj p) const {
+  const int64_t rows = unitRows(m_topology.model, p);
+  std::vector<torch::Tensor> blocks;
+  for (int64_t u = 0; u < m_topology.model.kvHeads; ++u) {
+    const HeadTie* tie = tieOf(m_topology, layer, u);
+    const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcUnit = tie ? tie->sourceUnit : u;
+    blocks.push_back(parameter(n::attnWeight(srcLayer, p)).narrow(0, compactUnitIndex(m_topology, srcLayer, srcUnit) * rows, rows));
   }
-  return at::cat(rows, 0);
+  return at::cat(blocks, 0);
 }
 
 torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p, const std::map<Proj, torch::Tensor>& masa) const {
@@ -201,8 +185,8 @@ torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p, const st
     if (t.headSharing.loraRank > 0)
       perHead = perHead + at::bmm(parameter(n::headLoraA(block, p)), parameter(n::headLoraB(block, p)));
     w = perHead.reshape({out, in});
-  } else if (compactRows(t, p)) {
-    w = headRows(layer, p);
+  } else if (storesCompactRows(t, p)) {
+    w = unitRowsOf(layer, p);
   } else {
     w = parameter(n::attnWeight(block, p));
   }
@@ -264,18 +248,19 @@ torch::Tensor SharedTransformer::loss(const torch::Tensor& tokens) const {
 }
 
 torch::Tensor SharedTransformer::postSharePenalty() const {
+  // PostShare, Eq. 4-5: gamma * (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p(target) - W_p(source)||_F,
+  // the norm taken per projection on the unit's rows.
   const PostShare& ps = m_topology.postShare;
   if (ps.gamma == 0.0 || ps.pairs.empty()) return at::zeros({}, at::TensorOptions().device(m_device));
-  const int64_t hd = m_topology.model.headDim, group = m_topology.model.heads / m_topology.model.kvHeads;
-  std::vector<torch::Tensor> norms;
-  for (const HeadTie& pair : ps.pairs) {
-    auto headOf = [&](int64_t layer, int64_t head) {
-      return at::cat({effectiveWeight(layer, Proj::Q).narrow(0, head * hd, hd),
-                      effectiveWeight(layer, Proj::K).narrow(0, (head / group) * hd, hd)}, 0);
-    };
-    norms.push_back((headOf(pair.targetLayer, pair.targetHead) - headOf(pair.sourceLayer, pair.sourceHead)).norm());
-  }
-  return at::stack(norms).mean() * ps.gamma;
+  std::vector<torch::Tensor> distances;
+  for (const HeadTie& pair : ps.pairs)
+    for (Proj p : {Proj::Q, Proj::K, Proj::V}) {
+      const int64_t rows = unitRows(m_topology.model, p);
+      distances.push_back((effectiveWeight(pair.targetLayer, p).narrow(0, pair.targetUnit * rows, rows) -
+                           effectiveWeight(pair.sourceLayer, p).narrow(0, pair.sourceUnit * rows, rows))
+                              .norm());
+    }
+  return at::stack(distances).sum() * (ps.gamma / static_cast<double>(ps.pairs.size()));
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> SharedTransformer::checkpointTensors(bool hfLayout) const {

@@ -7,7 +7,7 @@
 //   W_l = W_u (+ B_l A_l)            layer sharing with LoRA
 //   W_{l,head i} = W_base + A_i B_i  head sharing / QKV sharing
 //   W_l = sum_s c_{l,s} D_s          MASA (c from a table, or from an MLP of a block embedding)
-//   tied heads: a target head's Q (K for MHA) rows are the source head's rows
+//   tied units (DirectShare): a target unit's Q, K and V rows are its source unit's rows
 #pragma once
 
 #include <torch/types.h>
@@ -35,7 +35,7 @@ class SharedTransformer {
   torch::Tensor forward(const torch::Tensor& tokens) const;
   // tokens [B, T + 1]: mean next-token cross-entropy over B x T positions
   torch::Tensor loss(const torch::Tensor& tokens) const;
-  // gamma * mean over the PostShare pairs of ||[Wq || Wk]_target - [Wq || Wk]_source||_F (0 when unused)
+  // PostShare (Eq. 4-5): gamma * (1/|pairs|) sum_pairs sum_{p in q,k,v} ||W_p(target) - W_p(source)||_F (0 when unused)
   torch::Tensor postSharePenalty() const;
 
   std::vector<NamedParameter>& parameters() { return m_params; }
@@ -59,7 +59,7 @@ class SharedTransformer {
   torch::Tensor attentionWeight(int64_t layer, Proj p, const std::map<Proj, torch::Tensor>& masa) const;
   torch::Tensor feedForwardWeight(int64_t layer, Proj p) const;
   torch::Tensor withLayerLora(torch::Tensor w, int64_t layer, Proj p, const BlockSharing& sharing) const;
-  torch::Tensor headRows(int64_t layer, Proj p) const;  // [heads * hd, d] for tied (compact) Q/K
+  torch::Tensor unitRowsOf(int64_t layer, Proj p) const;  // Q, K or V of a layer with tied units, from compact storage
 
   Topology m_topology;
   torch::Device m_device;

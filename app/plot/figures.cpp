@@ -196,27 +196,33 @@ Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::ve
   return f;
 }
 
+std::string unitLabel(const DirectShareResult& r, int64_t layer, int64_t unit) {
+  return "L" + std::to_string(layer) + (r.unitKind == "head" ? ".h" : ".g") + std::to_string(unit);
+}
+
 Figure directShareFigure(const DirectShareResult& r) {
   Figure f;
-  f.title = "DirectShare: cosine similarity of [W_q || W_k] between heads";
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "ratio %.2f: %zu pairs, %s parameters saved (%.2f%% of %s)", r.ratio, r.chosen.size(),
-                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+  const bool heads = r.unitKind == "head";
+  f.title = heads ? "DirectShare: cosine similarity of [W_q ; W_k] between heads"
+                  : "DirectShare: cosine similarity of [W_q ; W_k] between KV groups";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "alpha %.2f: %zu %s share Q, K, V; %s parameters saved (%.2f%% of %s)", r.achievedRatio(),
+                r.chosen.size(), heads ? "heads" : "KV groups", humanCount(static_cast<double>(r.parametersSaved)).c_str(),
                 100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)),
                 humanCount(static_cast<double>(r.parametersTotal)).c_str());
   f.subtitle = buf;
   Heatmap h;
-  h.rows = h.cols = r.layers * r.heads;
+  h.rows = h.cols = r.layers * r.units;
   h.values = r.similarity;
   h.colormap = Colormap::Diverging;  // cosine in [-1, 1]
   h.vmin = -1;
   h.vmax = 1;
   h.colorbarLabel = "cosine";
   for (int64_t l = 0; l < r.layers; ++l)
-    for (int64_t hd = 0; hd < r.heads; ++hd) h.rowLabels.push_back("L" + std::to_string(l) + "h" + std::to_string(hd));
+    for (int64_t u = 0; u < r.units; ++u) h.rowLabels.push_back(unitLabel(r, l, u));
   h.colLabels = h.rowLabels;
   f.heatmap = std::move(h);
-  f.xLabel = f.yLabel = "layer, head";
+  f.xLabel = f.yLabel = heads ? "layer, head" : "layer, KV group";
   return f;
 }
 

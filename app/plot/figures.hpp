@@ -30,7 +30,9 @@ Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups);    
 Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what);        // S x S, diverging
 Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups);
 
-Figure directShareFigure(const DirectShareResult& result);                           // (L H) x (L H) similarity
+// "L3.h5" (a head of an MHA model) or "L3.g1" (a KV group): the one naming style of DirectShare units.
+std::string unitLabel(const DirectShareResult& result, int64_t layer, int64_t unit);
+Figure directShareFigure(const DirectShareResult& result);                           // units x units similarity
 Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels, Colormap colormap);
 
 Figure embeddingSpectrumFigure(const EmbeddingStudy& study);

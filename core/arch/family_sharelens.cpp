@@ -3,7 +3,7 @@
 //   shared block + LoRA      W_l = W_u + B_l A_l
 //   head sharing             rows of head i = W_base + A_i B_i
 //   MASA                     W_l = sum_s c_{l,s} D_s
-//   tied heads (DirectShare) rows of a target head = the source head's rows in its layer's compact Q/K
+//   tied units (DirectShare)  rows of a target unit = the source unit's rows in its layer's compact Q, K, V
 // Unshared topologies are saved in Hugging Face Llama layout with a config.json and read by the Llama family.
 #include <algorithm>
 
@@ -95,19 +95,6 @@ class ShareLensViewBuilder {
     e.terms.push_back(term);
   }
 
-  // Position of `head` among the heads of `layer` that keep their own rows (tied targets are left out).
-  int64_t compactIndex(int64_t layer, int64_t head) const {
-    int64_t index = 0;
-    for (int64_t h = 0; h < head; ++h)
-      if (!tieOf(layer, h)) ++index;
-    return index;
-  }
-  const HeadTie* tieOf(int64_t layer, int64_t head) const {
-    for (const HeadTie& t : m_t.tiedHeads)
-      if (t.targetLayer == layer && t.targetHead == head) return &t;
-    return nullptr;
-  }
-
   MatrixExpr attention(int64_t layer, Proj p) {
     const ModelDims& m = m_t.model;
     const auto [out, in] = projShape(m, p);
@@ -156,18 +143,18 @@ class ShareLensViewBuilder {
         e.terms.push_back(lora);
       }
     } else {
-      const bool compact = !m_t.tiedHeads.empty() && (p == Proj::Q || (p == Proj::K && m.heads == m.kvHeads));
       claim(n::attnWeight(block, p), TensorRole::Attention);
-      if (!compact) {
+      if (!storesCompactRows(m_t, p)) {
         e.terms.push_back(MatrixExpr::fromTensor(n::attnWeight(block, p), out, in).terms[0]);
-      } else {
-        for (int64_t h = 0; h < headsOf(m, p); ++h) {
-          const HeadTie* tie = tieOf(layer, h);
-          const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcHead = tie ? tie->sourceHead : h;
+      } else {  // tied units: each unit's rows from its own or its source's compact tensor
+        const int64_t rows = unitRows(m, p);
+        for (int64_t u = 0; u < m.kvHeads; ++u) {
+          const HeadTie* tie = tieOf(m_t, layer, u);
+          const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcUnit = tie ? tie->sourceUnit : u;
           const std::string tensor = n::attnWeight(m_t.attention.assign[static_cast<size_t>(srcLayer)], p);
           MatrixTerm term;
-          term.left = TensorSlice{tensor, false, -1, compactIndex(srcLayer, srcHead) * hd, hd, 0, in};
-          term.atRow = h * hd;
+          term.left = TensorSlice{tensor, false, -1, compactUnitIndex(m_t, srcLayer, srcUnit) * rows, rows, 0, in};
+          term.atRow = u * rows;
           e.terms.push_back(term);
         }
       }

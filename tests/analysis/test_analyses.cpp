@@ -10,6 +10,8 @@
 #include "analysis/embedding_study.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "core/arch/family.hpp"
+#include "core/derived_checkpoint.hpp"
+#include "core/topology.hpp"
 #include "core/error.hpp"
 #include "tests/support/hf_fixtures.hpp"
 
@@ -126,67 +128,77 @@ TEST(AtomCorrelation, IsTheNormalisedInnerProduct) {
 
 class DirectShareOnFamily : public ::testing::TestWithParam<Family> {};
 
-TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndWritesACheckpointThatOpens) {
-  // Plant copies: layer 2's query head 1 = layer 0's head 3, and (for MHA) its key head too.
+// Head-wise shareable attention, Eq. 3 and Algorithms 1-2: a planted copy of a whole unit (a head under MHA,
+// a KV group under GQA: its query heads and its key head) is the best match, and the written model shares the
+// pair's W_q, W_k and W_v (and their biases).
+TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
   auto spec = testing::defaultSpec(GetParam());
   const auto dir = testing::makeTempDir("ds");
   testing::writeHfFixture(dir, spec);
+  const int64_t units = spec.kvHeads, srcUnit = units - 1, dstUnit = units > 1 ? 1 : 0;
   {
     const auto ckpt = Checkpoint::open(dir);
     const ModelView view = openModelView(*ckpt);
-    const int64_t group = view.shape.heads / view.shape.kvHeads;
-    const auto copyHead = [&](Proj p, int64_t srcLayer, int64_t srcHead, int64_t dstLayer, int64_t dstHead,
-                              std::map<std::string, std::vector<float>>& out) {
-      const MatrixExpr dst = view.headMatrix(dstLayer, p, dstHead);
-      const FloatMatrix values = materialize(*ckpt, view.headMatrix(srcLayer, p, srcHead));
-      const TensorSlice& s = dst.terms[0].left;
-      auto [it, inserted] = out.try_emplace(s.tensor);
-      if (inserted) it->second = ckpt->readFloat(s.tensor);
-      const int64_t storedCols = ckpt->at(s.tensor).info->dim(1);
-      for (int64_t r = 0; r < s.rows; ++r)
-        for (int64_t c = 0; c < s.cols; ++c) {
-          const int64_t sr = s.transposed ? s.col0 + c : s.row0 + r, sc = s.transposed ? s.row0 + r : s.col0 + c;
-          it->second[static_cast<size_t>(sr * storedCols + sc)] = values(r, c);
-        }
-    };
-    std::map<std::string, std::vector<float>> edits;
-    copyHead(Proj::Q, 0, 3, 2, 1, edits);
-    copyHead(Proj::K, 0, 3 / group, 2, 1 / group, edits);
-    rewrite(dir, edits);
+    TensorEditor editor(*ckpt);
+    for (Proj p : {Proj::Q, Proj::K}) {  // the signature only: V stays different until shared
+      const int64_t rows = unitRows(ModelDims{.heads = spec.heads, .kvHeads = spec.kvHeads, .headDim = spec.headDim}, p);
+      editor.write(view.layers[2].at(p).sliceRows(dstUnit * rows, rows),
+                   materialize(*ckpt, view.layers[0].at(p).sliceRows(srcUnit * rows, rows)));
+    }
+    editor.save(dir / "planted.safetensors", ckpt->metadata());
   }
+  fs::rename(dir / "planted.safetensors", dir / "model.safetensors");
   const auto ckpt = Checkpoint::open(dir);
   const ModelView view = openModelView(*ckpt);
-  const DirectShareResult r = computeDirectShare(*ckpt, view, 0.1, {});
+  const DirectShareResult r = computeDirectShare(*ckpt, view, 0.2, {});
+  EXPECT_EQ(r.units, units);
+  EXPECT_EQ(r.unitKind, spec.heads == spec.kvHeads ? "head" : "kv_group");
   ASSERT_FALSE(r.bestMatches.empty());
   EXPECT_EQ(r.bestMatches[0].target.layer, 2);
-  EXPECT_EQ(r.bestMatches[0].target.head, 1);
+  EXPECT_EQ(r.bestMatches[0].target.unit, dstUnit);
   EXPECT_EQ(r.bestMatches[0].source.layer, 0);
-  EXPECT_EQ(r.bestMatches[0].source.head, 3);
+  EXPECT_EQ(r.bestMatches[0].source.unit, srcUnit);
   EXPECT_NEAR(r.bestMatches[0].similarity, 1.0, 1e-5);
-  EXPECT_EQ(static_cast<int64_t>(r.chosen.size()), std::llround(0.1 * spec.layers * spec.heads));
-  for (const HeadMatch& m : r.chosen) EXPECT_LT(m.source.layer, m.target.layer);
-  const bool mha = spec.heads == spec.kvHeads;
-  EXPECT_EQ(r.sharedProjections, mha ? "q,k" : "q");
-  EXPECT_EQ(r.parametersSaved, static_cast<int64_t>(r.chosen.size()) * r.parametersPerPair);
-  // similarity is symmetric with a unit diagonal
-  EXPECT_NEAR(r.similarityOf({1, 2}, {1, 2}), 1.0, 1e-5);
-  EXPECT_FLOAT_EQ(r.similarityOf({0, 1}, {2, 3}), r.similarityOf({2, 3}, {0, 1}));
+  // alpha = shared units / all units
+  EXPECT_EQ(static_cast<int64_t>(r.chosen.size()), std::llround(0.2 * spec.layers * units));
+  EXPECT_NEAR(r.achievedRatio(), static_cast<double>(r.chosen.size()) / static_cast<double>(spec.layers * units), 1e-12);
+  for (const UnitMatch& m : r.chosen) EXPECT_LT(m.source.layer, m.target.layer);
+  // Every shared weight and bias: Q rows of the unit's query heads, K and V rows of its KV head.
+  const int64_t group = spec.heads / spec.kvHeads, d = spec.hidden, hd = spec.headDim;
+  const int64_t biases = view.layers[0].bias[static_cast<int>(Proj::Q)] ? (group + 2) * hd : 0;
+  EXPECT_EQ(r.parametersPerUnit, (group + 2) * hd * d + biases);
+  EXPECT_EQ(r.parametersSaved, static_cast<int64_t>(r.chosen.size()) * r.parametersPerUnit);
+  EXPECT_NEAR(r.similarityOf({1, 0}, {1, 0}), 1.0, 1e-5);
+  EXPECT_FLOAT_EQ(r.similarityOf({0, 0}, {2, units - 1}), r.similarityOf({2, units - 1}, {0, 0}));
 
   writeDirectSharedCheckpoint(*ckpt, view, r, dir / "shared");
   const auto shared = Checkpoint::open(dir / "shared");
   const ModelView sharedView = openModelView(*shared);
   EXPECT_TRUE(shared->metadata().count("sharelens.directshare"));
-  for (const HeadMatch& m : r.chosen) {
-    EXPECT_EQ(materialize(*shared, sharedView.headMatrix(m.target.layer, Proj::Q, m.target.head)).data,
-              materialize(*ckpt, view.headMatrix(m.source.layer, Proj::Q, m.source.head)).data);
-  }
-  // Heads that were not targets are untouched.
-  EXPECT_EQ(materialize(*shared, sharedView.headMatrix(0, Proj::Q, 0)).data,
-            materialize(*ckpt, view.headMatrix(0, Proj::Q, 0)).data);
+  EXPECT_TRUE(fs::exists(dir / "shared" / "config.json")) << "the shared model opens like the original";
+  for (const UnitMatch& m : r.chosen)
+    for (Proj p : {Proj::Q, Proj::K, Proj::V}) {
+      const int64_t rows = (p == Proj::Q ? group : 1) * hd;
+      EXPECT_EQ(materialize(*shared, sharedView.layers[m.target.layer].at(p).sliceRows(m.target.unit * rows, rows)).data,
+                materialize(*ckpt, view.layers[m.source.layer].at(p).sliceRows(m.source.unit * rows, rows)).data)
+          << projName(p) << " of L" << m.target.layer << " unit " << m.target.unit;
+      if (const auto& b = view.layers[m.source.layer].bias[static_cast<int>(p)]) {
+        const auto& tb = *sharedView.layers[m.target.layer].bias[static_cast<int>(p)];
+        EXPECT_EQ(materialize(*shared, VectorSlice{tb.tensor, tb.offset + m.target.unit * rows, rows}),
+                  materialize(*ckpt, VectorSlice{b->tensor, b->offset + m.source.unit * rows, rows}))
+            << "bias " << projName(p);
+      }
+    }
+  // Units that were not targets are untouched.
+  EXPECT_EQ(materialize(*shared, sharedView.layers[0].at(Proj::V)).data, materialize(*ckpt, view.layers[0].at(Proj::V)).data);
+  // Writing again into the same place, or from a ratio outside (0, 1), is refused before anything is written.
+  EXPECT_THROW(writeDirectSharedCheckpoint(*ckpt, view, r, dir / "shared"), Error);
+  EXPECT_THROW(computeDirectShare(*ckpt, view, 1.0, {}), Error);
+  EXPECT_THROW(computeDirectShare(*ckpt, view, 0.0, {}), Error);
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily, ::testing::Values(Family::Llama, Family::Gpt2),
+INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily, ::testing::Values(Family::Llama, Family::Qwen2, Family::Gpt2),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {

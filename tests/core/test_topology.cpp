@@ -104,6 +104,8 @@ TEST(TopologyValidation, ErrorsNameTheField) {
   EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source must be in an earlier layer"), std::string::npos);
   t.tiedHeads = {{2, 0, 1, 0}, {3, 1, 2, 0}};
   EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source is itself tied"), std::string::npos);
+  t.tiedHeads = {{2, 2, 1, 0}};  // GQA with 2 KV heads: units are the two KV groups
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("unit 0..1 (a unit is a KV group)"), std::string::npos);
   t = debugTopology();
   t.headSharing.mode = HeadSharingMode::SharedBase;
   t.masa.enabled = true;
@@ -116,7 +118,7 @@ TEST(TopologyJson, RoundTripsEveryFeatureAndRejectsBadFiles) {
   t.embedding = {false, 16};
   t.headSharing = {HeadSharingMode::QkvShared, 2, {Proj::Q, Proj::K, Proj::V}};
   t.ffn.assign = interiorTieAssignment(4, 1);
-  t.postShare = {0.1, {{2, 1, 0, 3}}};
+  t.postShare = {0.1, {{2, 1, 0, 0}}};
   const Topology back = topologyFromJson(topologyToJson(t), "round trip");
   EXPECT_EQ(topologyToJson(back), topologyToJson(t));
   Topology masa = debugTopology();
@@ -173,9 +175,10 @@ TEST(ParamCount, ClosedFormsPerGroup) {
   Topology ties = debugTopology();
   ties.attention.assign = {0, 1, 2, 3};
   ties.attention.loraRank = 0;
-  ties.tiedHeads = {{2, 1, 0, 3}, {3, 0, 1, 2}};
-  // GQA (4 query, 2 KV heads): only query rows are tied away, one head of 16 rows in layers 2 and 3.
-  EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention), 4 * (q * d + 2 * kv * d + d * q) - 2 * hd * d);
+  ties.tiedHeads = {{2, 1, 0, 0}, {3, 0, 1, 1}};
+  // GQA (4 query, 2 KV heads): a tied unit is a KV group -- 2 query heads, its key and its value head -- so layers
+  // 2 and 3 each store 2 x 16 fewer Q rows and 16 fewer K and V rows.
+  EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention), 4 * (q * d + 2 * kv * d + d * q) - 2 * (2 + 1 + 1) * hd * d);
 }
 
 // The low-rank sharing paper's baseline: non-embedding parameters matched within 0.5%, the embedding treatment

@@ -121,24 +121,38 @@ def check_matrix_pca(report, view, cfg, name):
 
 
 def check_directshare(report, view, cfg, name):
+    """Head-wise shareable attention (Cao et al. 2024), from the paper's text: a sharing unit is a head with
+    its own key (MHA) or a KV group -- its query heads and their shared key head -- under GQA; its signature is
+    [W_q ; W_k] flattened, units are scored by cosine similarity (Eq. 3), and every unit of a later layer is
+    matched to its most similar unit of the earlier layers (Algorithm 1). alpha = shared units / all units."""
     layers, heads, kv, hd = shape_of(cfg)
     group = heads // kv
+    ds = report["directshare"]
+    check(ds["units"] == kv and ds["unit"] == ("head" if group == 1 else "kv_group"), f"{name} DirectShare unit")
     rows = []
     for l in range(layers):
-        for h in range(heads):
-            v = np.concatenate([view[f"layers.{l}.q.head.{h}"].ravel(), view[f"layers.{l}.k.head.{h // group}"].ravel()])
+        for g in range(kv):
+            queries = [view[f"layers.{l}.q.head.{h}"] for h in range(g * group, (g + 1) * group)]
+            v = np.concatenate([q.ravel() for q in queries] + [view[f"layers.{l}.k.head.{g}"].ravel()])
             rows.append(v.astype(np.float64) / np.linalg.norm(v))
     x = np.stack(rows)
     sim = x @ x.T
-    ours = np.array(report["directshare"]["similarity"])
-    check(np.abs(ours - sim).max() < 1e-5, f"{name} DirectShare similarity off by {np.abs(ours - sim).max():.2e}")
-    for m in report["directshare"]["best_matches"]:
-        tl, th = m["target"]
-        earlier = sim[tl * heads + th, : tl * heads]
+    ours = np.array(ds["similarity"])
+    check(ours.shape == sim.shape and np.abs(ours - sim).max() < 1e-5, f"{name} DirectShare similarity")
+    check(len(ds["best_matches"]) == (layers - 1) * kv, f"{name} DirectShare: one best match per later unit")
+    for m in ds["best_matches"]:
+        tl, tu = m["target"]
+        earlier = sim[tl * kv + tu, : tl * kv]
         best = int(np.argmax(earlier))
         margin = np.sort(earlier)[-1] - np.sort(earlier)[-2] if len(earlier) > 1 else 1.0
         if margin > 1e-5:  # not a tie
-            check(m["source"] == [best // heads, best % heads], f"{name} DirectShare best match of {tl},{th}")
+            check(m["source"] == [best // kv, best % kv], f"{name} DirectShare best match of {tl},{tu}")
+    check(abs(ds["achieved_ratio"] - len(ds["chosen"]) / (layers * kv)) < 1e-12, f"{name} DirectShare alpha")
+    has_bias = "layers.0.q.bias" in view
+    text = cfg.get("text_config", cfg)
+    hidden = text.get("hidden_size", cfg.get("n_embd"))
+    per_unit = (group + 2) * hd * hidden + ((group + 2) * hd if has_bias else 0)
+    check(ds["parameters_per_unit"] == per_unit, f"{name} DirectShare parameters per unit {ds['parameters_per_unit']} vs {per_unit}")
 
 
 def check_embedding(report, view, raw, name):

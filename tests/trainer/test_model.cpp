@@ -75,8 +75,8 @@ std::vector<std::pair<std::string, Topology>> families() {
   wideHeads.headSharing = {HeadSharingMode::SharedBase, 3, {Proj::Q, Proj::K, Proj::V}};
   out.emplace_back("head_sharing_wide_heads", wideHeads);
   Topology ties = vanilla;
-  ties.tiedHeads = {{2, 1, 0, 3}, {3, 0, 1, 2}};
-  ties.postShare = {0.05, {{3, 3, 1, 1}}};
+  ties.tiedHeads = {{2, 1, 0, 0}, {3, 0, 1, 1}};  // units = KV groups (2 query heads each)
+  ties.postShare = {0.05, {{3, 1, 1, 0}}};
   out.emplace_back("tied_heads_postshare", ties);
   Topology mhaTies = vanilla;
   mhaTies.model.kvHeads = 4;
@@ -238,25 +238,35 @@ TEST(WeightSharing, HeadSharingRankZeroMakesHeadsIdenticalAndTiedHeadsCopyTheirS
   Topology ties = debugTopology();
   ties.attention.assign = ties.ffn.assign = {0, 1, 2, 3};
   ties.attention.loraRank = ties.ffn.loraRank = 0;
-  ties.tiedHeads = {{2, 1, 0, 3}};
+  ties.tiedHeads = {{2, 1, 0, 0}};  // layer 2's KV group 1 (query heads 2, 3; KV head 1) <- layer 0's group 0
   SharedTransformer t(ties, torch::kCPU, 2);
-  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::Q).narrow(0, 16, 16), t.effectiveWeight(0, Proj::Q).narrow(0, 48, 16)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::Q).narrow(0, 32, 32), t.effectiveWeight(0, Proj::Q).narrow(0, 0, 32)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::K).narrow(0, 16, 16), t.effectiveWeight(0, Proj::K).narrow(0, 0, 16)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 16, 16), t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
+  EXPECT_FALSE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 0, 16), t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
   t.loss(randomTokens(ties, 2, 12, 4)).backward();
-  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::Q)).size(0), 3 * 16) << "layer 2 stores only its own 3 heads";
+  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::Q)).size(0), 2 * 16) << "layer 2 stores only its own group's 2 heads";
+  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::K)).size(0), 16);
+  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::V)).size(0), 16);
 }
 
-TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanHeadDistance) {
+// PostShare, Eq. 4-5: L_w = (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p^i - W_p^j||_F, written out
+// here from the stored per-layer weights (not through the model's effectiveWeight).
+TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanOverPairsOfPerProjectionDistances) {
   Topology t = debugTopology();
   t.attention.assign = t.ffn.assign = {0, 1, 2, 3};
   t.attention.loraRank = t.ffn.loraRank = 0;
-  t.postShare = {0.5, {{2, 1, 0, 3}, {3, 0, 1, 2}}};
+  t.postShare = {0.5, {{2, 1, 0, 0}, {3, 0, 1, 1}}};
   SharedTransformer m(t, torch::kCPU, 8);
-  auto head = [&](int64_t l, int64_t h) {  // [Wq_h || Wk_{h / 2}] (GQA groups of 2)
-    return at::cat({m.parameter(names::attnWeight(l, Proj::Q)).narrow(0, h * 16, 16),
-                    m.parameter(names::attnWeight(l, Proj::K)).narrow(0, (h / 2) * 16, 16)});
+  auto rows = [&](int64_t l, Proj p, int64_t unit) {  // GQA groups of 2: Q has 32 rows per unit, K and V 16
+    const int64_t r = p == Proj::Q ? 32 : 16;
+    return m.parameter(names::attnWeight(l, p)).narrow(0, unit * r, r);
   };
-  const double expected = 0.5 * 0.5 * ((head(2, 1) - head(0, 3)).norm().item<double>() + (head(3, 0) - head(1, 2)).norm().item<double>());
-  EXPECT_NEAR(m.postSharePenalty().item<double>(), expected, 1e-5);
+  double sum = 0;
+  for (const HeadTie& pair : t.postShare.pairs)
+    for (Proj p : {Proj::Q, Proj::K, Proj::V})
+      sum += (rows(pair.targetLayer, p, pair.targetUnit) - rows(pair.sourceLayer, p, pair.sourceUnit)).norm().item<double>();
+  EXPECT_NEAR(m.postSharePenalty().item<double>(), 0.5 * sum / 2.0, 1e-5);
 }
 
 // The fused CPU kernels against the composite ATen expressions evaluated in float64: values and the

@@ -38,11 +38,11 @@ class DirectSharePanel : public View {
     }
     const DirectShareResult& r = *m.results.share;
     ImGui::SetNextItemWidth(260);
-    ImGui::SliderFloat("sharing ratio", &m_ratio, 0.0f, 0.9f, "%.2f");
+    ImGui::SliderFloat("sharing ratio alpha", &m_ratio, 0.01f, 0.9f, "%.2f");
     if (ImGui::IsItemDeactivatedAfterEdit()) ctx.workspace.runDirectShare(m_ratio);
     ImGui::SameLine();
-    ImGui::Text("%zu pairs share %s: %s parameters saved (%.2f%%)", r.chosen.size(), r.sharedProjections.c_str(),
-                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+    ImGui::Text("%zu %s share Q, K and V: %s parameters saved (%.2f%%)", r.chosen.size(),
+                r.unitKind == "head" ? "heads" : "KV groups", humanCount(static_cast<double>(r.parametersSaved)).c_str(),
                 100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)));
     if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
     ImGui::SameLine();
@@ -61,12 +61,12 @@ class DirectSharePanel : public View {
       if (ImGui::BeginTable("##pairs", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, side * 0.45f))) {
         for (const char* c : {"target", "source", "cosine"}) ImGui::TableSetupColumn(c);
         ImGui::TableHeadersRow();
-        for (const HeadMatch& p : r.chosen) {
+        for (const UnitMatch& p : r.chosen) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
-          ImGui::Text("L%lld h%lld", static_cast<long long>(p.target.layer), static_cast<long long>(p.target.head));
+          ImGui::TextUnformatted(plot::unitLabel(r, p.target.layer, p.target.unit).c_str());
           ImGui::TableNextColumn();
-          ImGui::Text("L%lld h%lld", static_cast<long long>(p.source.layer), static_cast<long long>(p.source.head));
+          ImGui::TextUnformatted(plot::unitLabel(r, p.source.layer, p.source.unit).c_str());
           ImGui::TableNextColumn();
           ImGui::Text("%.4f", p.similarity);
         }
@@ -104,7 +104,7 @@ class DirectSharePanel : public View {
     for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
     t.ffn.assign = t.attention.assign;
     t.embedding.tied = s.tiedEmbeddings;
-    for (const HeadMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.head, p.source.layer, p.source.head});
+    for (const UnitMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.unit, p.source.layer, p.source.unit});
     t.provenance = {"vanilla", s.layers, "1", "DirectShare at ratio " + std::to_string(r.ratio).substr(0, 4) + " of " + m.label};
     try {
       validateTopology(t, "DirectShare topology");
