@@ -1,5 +1,6 @@
 #include "core/hf_export.hpp"
 
+#include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/sharelens_names.hpp"
@@ -32,6 +33,42 @@ Json llamaConfigFor(const Topology& t) {
           {"tie_word_embeddings", t.embedding.tied},
           {"torch_dtype", "float32"},
           {"vocab_size", m.vocab}};
+}
+
+Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int64_t maxContext) {
+  Topology t;
+  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end() && view.family == Family::ShareLens) {
+    t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), ckpt.path().string() + ": topology");
+  } else {
+    const bool llama = view.family == Family::Llama;
+    bool biases = false;
+    for (const LayerView& l : view.layers)
+      for (const auto& b : l.bias) biases = biases || b.has_value();
+    if (!llama || biases || !view.shape.gatedFfn || !view.hasHeads())
+      throw Error({.what = "only Llama-layout and ShareLens checkpoints can be post-trained", .where = ckpt.path().string(),
+                   .expected = "a Llama-style decoder (RMSNorm, SwiGLU, RoPE, no biases)",
+                   .found = std::string(familyName(view.family)) + (biases ? " with biases" : ""),
+                   .hint = "Qwen2, Gemma 3 and GPT-2 checkpoints can be analysed and evaluated, not post-trained"});
+    const ModelShape& s = view.shape;
+    t.name = ckpt.directory().filename().string();
+    t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
+                        .headDim = s.headDim, .ffn = s.ffn, .context = s.context > 0 ? s.context : maxContext};
+    if (ckpt.config()) {
+      const JsonObject c(*ckpt.config(), ckpt.configPath()->string());
+      t.model.ropeTheta = c.optionalNumber("rope_theta").value_or(10000.0);
+      t.model.normEps = c.optionalNumber("rms_norm_eps").value_or(1e-6);
+      if (c.has("rope_scaling") && !c.raw()["rope_scaling"].is_null())
+        throw Error({.what = "RoPE scaling is not supported for post-training", .where = ckpt.configPath()->string() + " field 'rope_scaling'",
+                     .hint = "post-train a model without rope_scaling, or evaluate this one without training"});
+    }
+    for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
+    t.ffn.assign = t.attention.assign;
+    t.embedding.tied = s.tiedEmbeddings;
+    t.provenance = {"vanilla", s.layers, "1", "from " + ckpt.path().string()};
+  }
+  t.model.context = std::min(t.model.context, maxContext);
+  validateTopology(t, ckpt.path().string() + ": topology");
+  return t;
 }
 
 void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path& outDir) {

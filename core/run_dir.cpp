@@ -59,6 +59,7 @@ MetricPoint metricFromJson(const Json& j) {
   p.gradNorm = number("grad_norm", NAN);
   p.tokensPerSecond = number("tokens_per_s", NAN);
   p.elapsed = number("elapsed", 0);
+  p.penalty = number("postshare_penalty", NAN);
   return p;
 }
 
@@ -72,6 +73,7 @@ Json metricToJson(const MetricPoint& p) {
   put("lr", p.lr);
   put("grad_norm", p.gradNorm);
   put("tokens_per_s", p.tokensPerSecond);
+  put("postshare_penalty", p.penalty);
   return j;
 }
 

@@ -41,6 +41,7 @@ struct MetricPoint {
   double gradNorm = NAN;
   double tokensPerSecond = NAN;
   double elapsed = 0;
+  double penalty = NAN;  // "postshare_penalty": gamma L_w before this step's update (PostShare runs only)
 };
 
 // Tails metrics.jsonl: each poll() reads the complete lines appended since the last one. Points are kept

@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/checkpoint.hpp"
 #include "core/hf_export.hpp"
 #include "core/naming.hpp"
 #include "core/sharelens_names.hpp"
@@ -90,6 +91,20 @@ Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& mod
   optimizer.loadState(optim, JsonObject(state, (entry.dir / "state.json").string()).requireInt("optimizer_steps", 0),
                       (entry.dir / "optim.safetensors").string());
   return state;
+}
+
+void loadInitialWeights(SharedTransformer& model, const fs::path& path) {
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const bool hf = model.topology().isUnshared();
+  std::map<std::string, torch::Tensor> params;
+  for (const std::string& name : ckpt->tensorNames()) {
+    const std::string internal = hf ? internalNameOfHf(name) : name;
+    if (internal.empty()) continue;  // buffers such as rotary_emb.inv_freq
+    const TensorInfo& info = *ckpt->at(name).info;
+    std::vector<float> values = ckpt->readFloat(name);
+    params[internal] = at::from_blob(values.data(), info.shape, at::kFloat).clone();
+  }
+  model.load(params, ckpt->path().string());
 }
 
 int removeIncompleteCheckpoints(const fs::path& runDir) {

@@ -19,6 +19,11 @@ void writeTrainingCheckpoint(const std::filesystem::path& runDir, int64_t step, 
 // Restores model and optimizer; returns state.json.
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer);
 
+// Post-training: copies a checkpoint's weights into a model built from its topology (topologyOfCheckpoint):
+// ShareLens names as they are, Hugging Face Llama names mapped to them. Every parameter must be found with its
+// shape; a named Error otherwise.
+void loadInitialWeights(SharedTransformer& model, const std::filesystem::path& checkpoint);
+
 // Removes temporary checkpoint directories a killed run left behind; returns how many.
 int removeIncompleteCheckpoints(const std::filesystem::path& runDir);
 

@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/tokenizer.hpp"
@@ -481,6 +482,7 @@ struct AddedToken {
 class HfTokenizer : public TextTokenizer {
  public:
   explicit HfTokenizer(const fs::path& file) : m_file(file) {
+    m_fingerprint = fnv1aHex(readTextFile(file));
     const Json j = readJsonFile(file);
     const Json& model = j.at("model");
     if (model.value("type", "BPE") != "BPE") unsupported(file, "model.type", model.value("type", ""));
@@ -576,6 +578,8 @@ class HfTokenizer : public TextTokenizer {
     return -1;
   }
 
+  std::string fingerprint() const override { return m_fingerprint; }
+
   std::string describe() const override {
     return m_file.filename().string() + ": BPE (" + (m_byteLevel ? "byte-level" : "SentencePiece-style") + "), " +
            std::to_string(vocabSize()) + " tokens";
@@ -623,6 +627,7 @@ class HfTokenizer : public TextTokenizer {
   }
 
   fs::path m_file;
+  std::string m_fingerprint;
   std::unique_ptr<BpeModel> m_model;
   Normalizer m_normalizer;
   PreTokenizer m_preTokenizer;
@@ -648,6 +653,7 @@ class SentencePieceTokenizer : public TextTokenizer {
   std::string decode(const std::vector<int>& ids) const override { return m_model->decode(ids); }
   int vocabSize() const override { return m_model->vocabSize(); }
   int eosId() const override { return m_model->eosId(); }
+  std::string fingerprint() const override { return m_model->fingerprint(); }
   std::string describe() const override {
     return m_model->path().filename().string() + ": SentencePiece, " + std::to_string(vocabSize()) + " pieces";
   }
@@ -663,18 +669,23 @@ std::unique_ptr<TextTokenizer> loadSentencePieceTokenizer(const fs::path& file) 
   return std::make_unique<SentencePieceTokenizer>(file);
 }
 
-std::unique_ptr<TextTokenizer> tokenizerForCheckpoint(const fs::path& path) {
+fs::path tokenizerFileForCheckpoint(const fs::path& path) {
   const fs::path resolved = resolveModelPath(path);
   const fs::path dir = fs::is_directory(resolved) ? resolved : resolved.parent_path();
-  const std::vector<fs::path> candidates = {dir / "tokenizer.json", dir / "tokenizer.model",
-                                            dir.parent_path().parent_path() / "tokenizer.model"};
-  for (const fs::path& c : candidates) {
-    if (!fs::exists(c)) continue;
-    return c.extension() == ".json" ? loadHfTokenizer(c) : loadSentencePieceTokenizer(c);
-  }
+  const fs::path run = dir.parent_path().parent_path();  // RUN/checkpoints/step-N -> RUN
+  for (const fs::path& c : {dir / "tokenizer.json", dir / "tokenizer.model", run / "tokenizer.json", run / "tokenizer.model"})
+    if (fs::exists(c)) return c;
   throw Error({.what = "no tokenizer for the checkpoint", .where = path.string(),
                .expected = "tokenizer.json or tokenizer.model beside the weights (or in the run directory)",
                .found = "none", .hint = "copy the model's tokenizer files next to its safetensors"});
+}
+
+std::unique_ptr<TextTokenizer> loadTokenizerFile(const fs::path& file) {
+  return file.extension() == ".json" ? loadHfTokenizer(file) : loadSentencePieceTokenizer(file);
+}
+
+std::unique_ptr<TextTokenizer> tokenizerForCheckpoint(const fs::path& path) {
+  return loadTokenizerFile(tokenizerFileForCheckpoint(path));
 }
 
 }  // namespace sharelens

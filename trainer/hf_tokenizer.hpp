@@ -25,6 +25,7 @@ class TextTokenizer {
   virtual int vocabSize() const = 0;
   virtual int eosId() const = 0;  // end of sequence (documents are joined with it), -1 when there is none
   virtual std::string describe() const = 0;  // "tokenizer.json: BPE (byte-level), 50257 tokens"
+  virtual std::string fingerprint() const = 0;  // FNV-1a of the tokenizer file (caches of tokenised text key on it)
 };
 
 std::unique_ptr<TextTokenizer> loadHfTokenizer(const std::filesystem::path& tokenizerJson);
@@ -34,5 +35,9 @@ std::unique_ptr<TextTokenizer> loadSentencePieceTokenizer(const std::filesystem:
 // ShareLens run's checkpoint (RUN/checkpoints/step-N), the run's tokenizer.model. Throws a named Error
 // listing the places it looked.
 std::unique_ptr<TextTokenizer> tokenizerForCheckpoint(const std::filesystem::path& checkpointPath);
+// The file tokenizerForCheckpoint() loads, or a named Error listing where it looked.
+std::filesystem::path tokenizerFileForCheckpoint(const std::filesystem::path& checkpointPath);
+// A tokenizer file by its kind: .json (Hugging Face) or .model (SentencePiece).
+std::unique_ptr<TextTokenizer> loadTokenizerFile(const std::filesystem::path& file);
 
 }  // namespace sharelens

@@ -27,6 +27,7 @@ struct StepMetrics {
   double gradNorm = 0;
   double tokensPerSecond = 0;
   double elapsed = 0;
+  double penalty = NAN;  // gamma L_w of PostShare (Eq. 4-5), NaN without it; `loss` is the cross-entropy alone
   bool skipped = false;  // non-finite loss or gradient: no update
 };
 
@@ -42,6 +43,8 @@ struct RunRequest {
   std::optional<int64_t> resumeToSteps;  // extend (never shorten) the resumed run to this many steps
   bool startIfNothingToResume = false;   // resume of a directory without run.json (killed while preparing):
                                          // start it from `topology` instead of refusing
+  std::optional<std::filesystem::path> initFrom;  // post-training: start from this checkpoint's weights (ShareLens
+                                                  // or Hugging Face Llama layout) and train with its tokenizer
   std::string role = "model";   // "model" or "baseline" (recorded in run.json)
   std::string sibling;          // the other run of a --compare pair, relative to runDir's parent
 };

@@ -1,4 +1,5 @@
 #include "trainer/token_data.hpp"
+#include "trainer/tokenizer.hpp"
 
 #include <cstring>
 #include <fstream>
@@ -19,13 +20,14 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::vector<int32_t> tokenizeDocuments(const std::vector<const Document*>& docs, const SpmTokenizer& tok,
+std::vector<int32_t> tokenizeDocuments(const std::vector<const Document*>& docs, const TextTokenizer& tok,
                                        const TaskContext& ctx) {
   std::vector<std::vector<int32_t>> parts(docs.size());
+  const int eos = tok.eosId();
   parallelFor(docs.size(), ctx, [&](size_t i) {
-    const std::vector<int> ids = tok.encode(docs[i]->text);
+    const std::vector<int> ids = tok.encode(docs[i]->text, false);
     parts[i].assign(ids.begin(), ids.end());
-    parts[i].push_back(tok.eosId());
+    if (eos >= 0) parts[i].push_back(eos);
   });
   std::vector<int32_t> stream;
   for (const auto& p : parts) stream.insert(stream.end(), p.begin(), p.end());
@@ -47,7 +49,7 @@ bool readStream(std::ifstream& in, std::vector<int32_t>& v) {
 
 }  // namespace
 
-TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const SpmTokenizer& tokenizer,
+TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const TextTokenizer& tokenizer,
                         const TaskContext& ctx) {
   TokenData data;
   data.vocab = tokenizer.vocabSize();

@@ -10,7 +10,7 @@
 
 #include "core/corpus.hpp"
 #include "core/task.hpp"
-#include "trainer/tokenizer.hpp"
+#include "trainer/hf_tokenizer.hpp"
 
 namespace sharelens {
 
@@ -22,8 +22,9 @@ struct TokenData {
   int64_t trainDocuments = 0, validationDocuments = 0;
 };
 
-// Tokenises the split (cached next to the tokenizer, keyed by tokenizer and corpus fingerprints).
-TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const SpmTokenizer& tokenizer,
+// Tokenises the split with any tokenizer (a run's own SentencePiece model, or the tokenizer of the checkpoint a
+// run starts from); documents are joined with its EOS token. Cached, keyed by tokenizer and corpus fingerprints.
+TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const TextTokenizer& tokenizer,
                         const TaskContext& ctx);
 
 // batch x (length + 1) tokens, row-major: inputs are [:, :length], targets [:, 1:].

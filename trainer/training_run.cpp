@@ -17,7 +17,9 @@
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/model.hpp"
 #include "trainer/run_controller.hpp"
+#include "trainer/hf_tokenizer.hpp"
 #include "trainer/token_data.hpp"
+#include "trainer/tokenizer.hpp"
 #include "trainer/torch_compat.hpp"
 
 
@@ -165,22 +167,41 @@ void TrainingRun::prepare() {
     throw Error({.what = "the corpus changed since the run started", .where = c.corpus,
                  .expected = "fingerprint " + record["corpus"].value("fingerprint", ""), .found = corpus.fingerprint,
                  .hint = "resume with the same corpus, or start a new run"});
-  const fs::path tokenizerFile = r.runDir / "tokenizer.model";
+  // The run's tokenizer, kept in the run directory: the checkpoint's own when the run starts from one (--init),
+  // else a SentencePiece BPE trained on the corpus's training documents (cached by corpus and vocab).
+  fs::path tokenizerFile = fs::exists(r.runDir / "tokenizer.json") ? r.runDir / "tokenizer.json" : r.runDir / "tokenizer.model";
   if (!r.resume || !fs::exists(tokenizerFile)) {
-    m_channel.setState(RunState::Preparing, "training the tokenizer");
-    const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
-    fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
+    if (r.initFrom) {
+      const fs::path source = tokenizerFileForCheckpoint(*r.initFrom);
+      tokenizerFile = r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model");
+      fs::copy_file(source, tokenizerFile, fs::copy_options::overwrite_existing);
+    } else {
+      m_channel.setState(RunState::Preparing, "training the tokenizer");
+      const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
+      tokenizerFile = r.runDir / "tokenizer.model";
+      fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
+    }
   }
-  const auto tokenizer = SpmTokenizer::load(tokenizerFile);
-  if (tokenizer->vocabSize() != r.topology.model.vocab)
+  const auto tokenizer = loadTokenizerFile(tokenizerFile);
+  // A trained tokenizer has exactly the topology's vocabulary; a checkpoint's may be smaller than its (padded)
+  // embedding table, never larger.
+  const bool initRun = r.initFrom || (record.contains("init") && !record["init"].is_null());
+  const bool exact = !initRun;
+  if (exact ? tokenizer->vocabSize() != r.topology.model.vocab : tokenizer->vocabSize() > r.topology.model.vocab)
     throw Error({.what = "tokenizer and topology disagree on the vocabulary", .where = tokenizerFile.string(),
-                 .expected = std::to_string(r.topology.model.vocab) + " pieces", .found = std::to_string(tokenizer->vocabSize()),
-                 .hint = "the corpus cannot support this vocab size; lower model.vocab"});
+                 .expected = (exact ? "" : "at most ") + std::to_string(r.topology.model.vocab) + " tokens",
+                 .found = std::to_string(tokenizer->vocabSize()),
+                 .hint = exact ? "the corpus cannot support this vocab size; lower model.vocab"
+                               : "the tokenizer beside the checkpoint belongs to another model"});
   m_channel.setState(RunState::Preparing, "tokenising");
   m_data = tokenizeSplit(split, corpus.fingerprint, *tokenizer, m_ctx);
 
   m_channel.setState(RunState::Preparing, "building the model");
   m_model = std::make_unique<SharedTransformer>(r.topology, m_device, c.seed);
+  if (r.initFrom && !r.resume) {
+    m_channel.setState(RunState::Preparing, "loading the weights of " + r.initFrom->string());
+    loadInitialWeights(*m_model, *r.initFrom);
+  }
   m_optimizer = std::make_unique<AdamW>(m_model->parameters(), c.beta1, c.beta2, c.eps, c.weightDecay);
 
   removeIncompleteCheckpoints(r.runDir);  // a killed write's temporary directory, on any start
@@ -210,7 +231,9 @@ void TrainingRun::prepare() {
                {{"spec", c.corpus}, {"fingerprint", corpus.fingerprint}, {"documents", corpus.documents.size()},
                 {"train_documents", m_data.trainDocuments}, {"validation_documents", m_data.validationDocuments},
                 {"train_tokens", m_data.train.size()}, {"validation_tokens", m_data.validation.size()}}},
-              {"tokenizer", {{"file", "tokenizer.model"}, {"fingerprint", tokenizer->fingerprint()}, {"vocab", tokenizer->vocabSize()}}},
+              {"tokenizer", {{"file", tokenizerFile.filename().string()}, {"fingerprint", tokenizer->fingerprint()},
+                             {"vocab", tokenizer->vocabSize()}}},
+              {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
               {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
     writeFileAtomically(runJson, record.dump(2) + "\n");
   }
@@ -273,22 +296,27 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     const auto stepStart = clock::now();
     const double lr = c.learningRate(step);
     const torch::Tensor tokens = toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context));
-    torch::Tensor loss;
+    torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
+    StepMetrics metrics;
     {
       ScopedCudaAutocast autocast(m_device.is_cuda());
       loss = m_model->loss(tokens);
-      if (m_request.topology.postShare.gamma > 0) loss = loss + m_model->postSharePenalty();
+      objective = loss;
+      if (m_request.topology.postShare.gamma > 0) {
+        const torch::Tensor penalty = m_model->postSharePenalty();
+        metrics.penalty = penalty.item<double>();
+        objective = loss + penalty;
+      }
     }
-    if (injectedNonFinite(step)) loss = loss * NAN;
-    StepMetrics metrics;
+    if (injectedNonFinite(step)) objective = objective * NAN;
     metrics.step = step;
     metrics.loss = loss.item<double>();
     metrics.lr = lr;
     std::string nonFinite;
-    if (!std::isfinite(metrics.loss)) {
-      nonFinite = "loss " + std::to_string(metrics.loss);
+    if (const double total = objective.item<double>(); !std::isfinite(total)) {
+      nonFinite = "loss " + std::to_string(total);
     } else {
-      loss.backward();
+      objective.backward();
       metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
       if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
     }
@@ -313,7 +341,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     if (step % c.evalEvery == 0 || step == c.steps) metrics.valLoss = m_lastValLoss = validationLoss();
     metrics.elapsed = elapsed();
     MetricPoint point{step, metrics.tokens, metrics.skipped ? NAN : metrics.loss, metrics.valLoss, lr,
-                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed};
+                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed, metrics.penalty};
     log(metricToJson(point));
     {
       std::lock_guard lock(m_channel.mutex);

@@ -10,6 +10,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/progress_printer.hpp"
 #include "core/arch/family.hpp"
+#include "core/run_dir.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/hf_export.hpp"
@@ -17,6 +18,7 @@
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
+#include "app/workflows/post_share.hpp"
 #include "trainer/run_controller.hpp"
 
 namespace sharelens::cli {
@@ -154,6 +156,10 @@ int runParams(Args& args) {
 int runTrain(Args& args) {
   RunRequest request;
   const auto topologyPath = args.option("topology");
+  const auto init = args.option("init");
+  const auto postShareRatio = args.number("postshare", 0.0, 1.0);
+  const double gamma = args.number("gamma", 0.0, 1e6).value_or(0.01);
+  const int64_t context = args.integer("context", 2, 1 << 20).value_or(256);
   request.config.corpus = args.option("corpus", request.config.corpus);
   const auto out = args.option("out");
   request.resume = args.flag("resume");
@@ -164,26 +170,26 @@ int runTrain(Args& args) {
   request.config.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
   request.config.lr = args.number("lr", 1e-12, 10.0).value_or(request.config.lr);
+  request.config.warmupSteps = args.integer("warmup", 0, 1 << 30).value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
   request.config.seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
   request.config.device = args.option("device", request.config.device);
   request.config.checkpointEvery = args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
   request.config.evalEvery = args.integer("eval-every", 1, 1 << 30).value_or(request.config.evalEvery);
   request.config.keepLast = args.integer("keep-last", 1, 1 << 20).value_or(request.config.keepLast);
+  EvalOptions eval;
+  eval.corpus = request.config.corpus;
+  eval.tokens = args.integer("eval-tokens", 1, 1'000'000'000).value_or(eval.tokens);
   args.finish();
   if (!out) throw Error({.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
   if (request.config.device != "cpu" && request.config.device != "cuda")
     throw Error({.what = "unknown device", .where = "sharelens train --device", .expected = "cpu or cuda", .found = request.config.device});
+  if (postShareRatio && !init)
+    throw Error({.what = "--postshare needs --init CHECKPOINT", .where = "sharelens train",
+                 .hint = "PostShare post-trains a pretrained checkpoint"});
+  if (postShareRatio && (*postShareRatio <= 0.0 || *postShareRatio >= 1.0))
+    throw Error({.what = "sharing ratio out of range", .where = "sharelens train --postshare", .expected = "a fraction in (0, 1)",
+                 .found = std::to_string(*postShareRatio)});
   request.runDir = *out;
-  if (request.resume && topologyPath) {  // only used if the run never got as far as run.json
-    request.topology = readTopologyFile(*topologyPath);
-    request.startIfNothingToResume = true;
-  }
-  if (!request.resume) {
-    if (!topologyPath)
-      throw Error({.what = "missing --topology FILE", .where = "sharelens train",
-                   .hint = "write one with `sharelens topology --preset cycle --out t.json`, or pass --resume"});
-    request.topology = readTopologyFile(*topologyPath);
-  }
   CancellableTask task(request.config.threads);
   auto printer = [&](const std::string& role, const StepMetrics& m) {
     if (m.step % 10 != 0 && !std::isfinite(m.valLoss)) return;
@@ -192,6 +198,38 @@ int runTrain(Args& args) {
                  std::isfinite(m.valLoss) ? ("  val " + std::to_string(m.valLoss).substr(0, 6)).c_str() : "", m.lr,
                  m.tokensPerSecond);
   };
+  if (postShareRatio) {  // post-train with the PostShare penalty on the DirectShare pairs, then share them
+    PostShareOptions o{.init = *init, .ratio = *postShareRatio, .gamma = gamma, .maxContext = context,
+                       .config = request.config, .eval = eval, .outDir = *out};
+    const PostShareReport r = runPostShare(o, task.context(), [&](const StepMetrics& m) { printer("", m); });
+    task.finish();
+    std::printf("PostShare at alpha %.3f (%zu %s, %s parameters saved), held-out NLL on %s:\n", r.pairs.achievedRatio(),
+                r.pairs.chosen.size(), r.pairs.unitKind == "head" ? "heads" : "KV groups",
+                humanCount(static_cast<double>(r.pairs.parametersSaved)).c_str(), r.original.text.c_str());
+    for (const auto& [label, e] : {std::pair{"original", &r.original}, {"DirectShare alone", &r.directShare},
+                                   {"post-trained, unshared", &r.postTrained}, {"PostShare", &r.postShare}})
+      std::printf("  %-24s nll %.4f (+- %.4f)  perplexity %8.3f\n", label, e->nll, e->standardError(), e->perplexity);
+    std::printf("wrote %s/postshare.json\n", out->c_str());
+    return r.training == RunState::Finished ? 0 : 1;
+  }
+  if (init && !request.resume) {  // post-training: the checkpoint's topology, weights and tokenizer
+    const auto ckpt = Checkpoint::open(resolveModelPath(*init));
+    request.topology = topologyOfCheckpoint(*ckpt, openModelView(*ckpt), context);
+    if (topologyPath)
+      throw Error({.what = "give --init or --topology, not both", .where = "sharelens train",
+                   .hint = "a post-training run takes its topology from the checkpoint"});
+    request.initFrom = *init;
+  }
+  if (request.resume && topologyPath) {  // only used if the run never got as far as run.json
+    request.topology = readTopologyFile(*topologyPath);
+    request.startIfNothingToResume = true;
+  }
+  if (!request.resume && !init) {
+    if (!topologyPath)
+      throw Error({.what = "missing --topology FILE", .where = "sharelens train",
+                   .hint = "write one with `sharelens topology --preset cycle --out t.json`, or pass --resume or --init"});
+    request.topology = readTopologyFile(*topologyPath);
+  }
   if (compare) {
     if (request.resume) throw Error({.what = "--compare cannot --resume", .where = "sharelens train",
                                      .hint = "resume each run directory (RUN_DIR/model, RUN_DIR/baseline) on its own"});

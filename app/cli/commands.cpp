@@ -33,9 +33,12 @@ const std::vector<Command>& commands() {
        "parameters matched); the LoRA rank that meets a non-embedding budget",
        runParams},
       {"train",
-       "sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] "
-       "[--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N]",
-       "pretrain a topology (and with --compare its parameter-matched baseline) with LibTorch", runTrain},
+       "sharelens train (--topology FILE | --init CHECKPOINT [--postshare ALPHA --gamma G] [--context T]) "
+       "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] [--lr X] "
+       "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N] [--eval-tokens N]",
+       "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a checkpoint "
+       "(with --postshare: PostShare on its DirectShare pairs, then the four models evaluated)",
+       runTrain},
       {"eval",
        "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
        "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",

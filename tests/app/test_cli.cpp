@@ -123,6 +123,41 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   fs::remove_all(dir);
 }
 
+// Issue-9 bad input: a ratio outside (0, 1), a checkpoint without a tokenizer, a budget no LoRA rank meets --
+// each a named error, and nothing written.
+TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
+  const auto dir = testing::makeTempDir("cli-methods");
+  testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Llama));
+  Json config = readJsonFile(dir / "m" / "config.json");
+  config["rope_scaling"] = nullptr;  // post-training refuses llama3 RoPE scaling; this test is about the tokenizer
+  std::ofstream(dir / "m" / "config.json") << config.dump();
+  const std::string m = shellQuote((dir / "m").string());
+  auto r = runProcess(kBinary + " eval " + m + " --json " + shellQuote((dir / "e.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("no tokenizer for the checkpoint"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "e.json"));
+  for (const char* ratio : {"1.5", "0", "1", "nan"}) {
+    r = runProcess(kBinary + " train --init " + m + " --postshare " + ratio + " --out " + shellQuote((dir / "ps").string()));
+    EXPECT_EQ(r.exitCode, 2) << ratio;
+    EXPECT_NE(r.err.find("--postshare"), std::string::npos) << r.err;
+  }
+  r = runProcess(kBinary + " train --init " + m + " --postshare 0.25 --out " + shellQuote((dir / "ps").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("no tokenizer for the checkpoint"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ps"));
+  r = runProcess(kBinary + " analyze " + m + " --directshare 1.2 --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_FALSE(fs::exists(dir / "a.json"));
+  r = runProcess(kBinary + " topology --preset cycle --layers 6 --unique 3 --out " + shellQuote((dir / "t.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(kBinary + " params " + shellQuote((dir / "t.json").string()) + " --solve-lora-rank 10 --out " +
+                 shellQuote((dir / "solved.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("no layer LoRA rank meets the budget within 0.5%"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "solved.json"));
+  fs::remove_all(dir);
+}
+
 TEST(Cli, DumpViewWritesEveryCanonicalMatrix) {
   const auto dir = testing::makeTempDir("cli");
   testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Gpt2));

@@ -10,7 +10,10 @@ Conv1D weights). On the same checkpoint files and the same token ids:
     those from float64 SVDs of the reference's own dh, except where the cumulative energy lies within 1e-5 of
     the threshold (two float32 forward passes agree to ~1e-6, so closer calls are not decidable);
   * a ShareLens checkpoint of a shared topology (run from `sharelens train`) gives the same hidden states as
-    the reference run on its `sharelens export-hf` export.
+    the reference run on its `sharelens export-hf` export;
+  * `sharelens eval` on the same ids gives the reference's mean next-token negative log-likelihood, evaluated
+    as fixed-length models are (windows of W + 1 tokens, stride W: every token after the first predicted once
+    from the tokens before it in its window), within 1e-5 relative.
 """
 import json
 import math
@@ -227,6 +230,25 @@ def compare_rank_map(name, directory, ids, ids_file, cfg, sharelens, work):
     print(f"   {name}: {compared} layer-output ranks identical ({skipped} within 1e-5 of the threshold skipped)")
 
 
+def compare_eval(name, directory, ids, ids_file, sharelens, work, window=32):
+    out = os.path.join(work, name + ".eval.json")
+    subprocess.run([sharelens, "eval", directory, "--token-ids", ids_file, "--window", str(window), "--json", out],
+                   check=True, capture_output=True)
+    ours = json.load(open(out))
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(ids) - 1, window):
+            chunk = ids[start:start + window + 1]
+            (_, logits), _ = reference(directory, chunk[:-1])
+            logp = torch.log_softmax(logits.double(), dim=-1)
+            total -= logp[torch.arange(len(chunk) - 1), torch.tensor(chunk[1:])].sum().item()
+            count += len(chunk) - 1
+    check(ours["tokens"] == count, f"{name}: eval scored {ours['tokens']} tokens, reference {count}")
+    rel = abs(ours["nll"] - total / count) / (total / count)
+    check(rel < 1e-5, f"{name}: eval NLL {ours['nll']:.6f} vs reference {total / count:.6f}")
+    print(f"   {name}: eval NLL {ours['nll']:.5f} over {count} tokens, relative difference {rel:.1e}")
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(2)
@@ -250,6 +272,7 @@ def main():
         with open(long_file, "w") as f:
             f.write(" ".join(map(str, long_ids)))
         compare_rank_map(name, directory, long_ids, long_file, cfg, args.sharelens, args.workdir)
+        compare_eval(name, directory, long_ids, long_file, args.sharelens, args.workdir)
 
     # A ShareLens checkpoint of a shared topology: its composed weights, run forward by ShareLens, against the
     # reference on its Hugging Face export.

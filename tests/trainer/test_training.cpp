@@ -278,6 +278,15 @@ TEST(Training, BadRequestsAreNamedErrors) {
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "nothing").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("nothing to resume"), std::string::npos) << r.err;
+  // DirectShare of a shared ShareLens checkpoint is refused before anything is written.
+  r = runProcess(trainCommand(dir / "t.json", dir / "shared", 2));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(kBinary + " analyze " + shellQuote((dir / "shared").string()) + " --directshare 0.25 --directshare-out " +
+                 shellQuote((dir / "ds").string()) + " --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("export-hf"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ds"));
+  EXPECT_FALSE(fs::exists(dir / "a.json"));
   // Killed before run.json existed: --resume says how, and with the topology given it starts the run there.
   fs::create_directories(dir / "early" / "checkpoints" / ".tmp-step-0000010-1");
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "early").string()));
