@@ -5,7 +5,9 @@
 // and output row u_j.
 #pragma once
 
+#include <cmath>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/backend.hpp"
@@ -18,6 +20,7 @@ struct FactorizationPoint {
   double fractionOfHidden = 0;
   double relativeError = 0;
   int64_t parameters = 0;  // r (V + d)
+  double validationNll = NAN;  // held-out NLL with the embedding truncated to this rank (Fig. 2c), when computed
 };
 
 struct EmbeddingStudy {
@@ -30,6 +33,8 @@ struct EmbeddingStudy {
   bool tied = false;
   std::optional<double> tyingCosineMean, tyingCosineMedian;
   std::vector<int64_t> tyingCosineHistogram;  // 40 bins over [-1, 1]
+  double fullRankValidationNll = NAN;          // the same held-out NLL of the checkpoint as stored
+  std::string validationText;                  // what those NLLs were computed on
 };
 
 EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,

@@ -1,5 +1,7 @@
 #include "analysis/report_json.hpp"
 
+#include <cmath>
+
 #include "core/error.hpp"
 
 namespace sharelens {
@@ -237,9 +239,11 @@ DirectShareResult directShareFromJson(const Json& j) {
 
 Json toJson(const EmbeddingStudy& e) {
   Json curve = Json::array();
-  for (const FactorizationPoint& p : e.curve)
+  for (const FactorizationPoint& p : e.curve) {
     curve.push_back({{"rank", p.rank}, {"fraction_of_hidden", p.fractionOfHidden}, {"relative_error", p.relativeError},
                      {"parameters", p.parameters}});
+    if (std::isfinite(p.validationNll)) curve.back()["validation_nll"] = p.validationNll;
+  }
   Json j = {{"vocab", e.vocab},
             {"hidden", e.hidden},
             {"tied", e.tied},
@@ -251,6 +255,8 @@ Json toJson(const EmbeddingStudy& e) {
   if (e.tyingCosineMean)
     j["tying_gap"] = {{"mean_cosine", *e.tyingCosineMean}, {"median_cosine", *e.tyingCosineMedian},
                       {"histogram", e.tyingCosineHistogram}};
+  if (std::isfinite(e.fullRankValidationNll))
+    j["validation"] = {{"full_rank_nll", e.fullRankValidationNll}, {"text", e.validationText}};
   return j;
 }
 
@@ -272,7 +278,11 @@ EmbeddingStudy embeddingFromJson(const Json& j) {
   e.spectrum.frobeniusSquared = f * f;
   for (const Json& p : field(j, "factorization"))
     e.curve.push_back({p["rank"].get<int64_t>(), p["fraction_of_hidden"].get<double>(), p["relative_error"].get<double>(),
-                       p["parameters"].get<int64_t>()});
+                       p["parameters"].get<int64_t>(), p.value("validation_nll", NAN)});
+  if (auto it = j.find("validation"); it != j.end()) {
+    e.fullRankValidationNll = (*it)["full_rank_nll"].get<double>();
+    e.validationText = (*it)["text"].get<std::string>();
+  }
   if (auto it = j.find("tying_gap"); it != j.end()) {
     e.tyingCosineMean = (*it)["mean_cosine"].get<double>();
     e.tyingCosineMedian = (*it)["median_cosine"].get<double>();

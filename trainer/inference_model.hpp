@@ -52,6 +52,13 @@ class InferenceModel {
   int64_t heads() const { return m_shape.heads; }
   int64_t context() const { return m_shape.context; }
   int64_t vocab() const { return m_shape.vocab; }
+  const torch::Tensor& embeddingTable() const { return m_embedding; }  // [V, d]
+  const torch::Tensor& outputTable() const { return m_outputHead; }    // [V, d]; the embedding itself when tied
+  // Replaces the token embedding and output head (the same tensor for a tied model).
+  void setEmbeddingTables(torch::Tensor embedding, torch::Tensor outputHead) {
+    m_embedding = std::move(embedding);
+    m_outputHead = std::move(outputHead);
+  }
   torch::Device device() const { return m_device; }
   const ArchitectureParams& params() const { return m_params; }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "analysis/report_json.hpp"
+#include "trainer/embedding_truncation.hpp"
 #include "trainer/forward_probe.hpp"
 #include "app/cli/commands.hpp"
 #include "core/run_dir.hpp"
@@ -30,6 +31,9 @@ int runAnalyze(Args& args) {
        masa = args.flag("masa"), embedding = args.flag("embedding");
   const bool activations = args.flag("activations");
   const bool headsQkvOnly = args.flag("heads-qkv-only");
+  const bool embeddingLoss = args.flag("embedding-loss");
+  EvalOptions lossEval;
+  lossEval.tokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(8192);
   ProbeOptions probe;
   probe.tokens = args.integer("tokens", 2, 100'000'000).value_or(probe.tokens);
   probe.corpus = args.option("corpus", probe.corpus);
@@ -151,9 +155,22 @@ int runAnalyze(Args& args) {
         std::cerr << "wrote the shared model to " << *directShareOut << "\n";
       }
     });
-  if (embedding)
-    timed("embedding",
-          [&] { report["embedding"] = toJson(computeEmbeddingStudy(*ckpt, view, *backend, threshold, ctx)); });
+  if (embedding || embeddingLoss)
+    timed("embedding", [&] {
+      EmbeddingStudy study = computeEmbeddingStudy(*ckpt, view, *backend, threshold, ctx);
+      if (embeddingLoss) {  // Fig. 2c: held-out loss with the trained embedding truncated to each rank
+        lossEval.corpus = probe.corpus;
+        lossEval.threads = threads;
+        if (tokenIdsFile) lossEval.tokenIds = readTokenIds(*tokenIdsFile);
+        std::vector<int64_t> ranks;
+        for (const FactorizationPoint& p : study.curve) ranks.push_back(p.rank);
+        const auto losses = truncatedEmbeddingLosses(path, ranks, lossEval, ctx);
+        study.fullRankValidationNll = losses.front().eval.nll;
+        study.validationText = losses.front().eval.text + ", " + std::to_string(losses.front().eval.tokens) + " tokens";
+        for (size_t i = 0; i < study.curve.size(); ++i) study.curve[i].validationNll = losses[i + 1].eval.nll;
+      }
+      report["embedding"] = toJson(study);
+    });
   report["timing"] = timing;
   task.finish();
   writeFileAtomically(*jsonOut, report.dump() + "\n");

@@ -14,7 +14,7 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH [--spectra] [--heads [--heads-qkv-only]] [--layers] [--masa] [--directshare RATIO] [--embedding] "
+       "sharelens analyze PATH [--spectra] [--heads [--heads-qkv-only]] [--layers] [--masa] [--directshare RATIO] [--embedding [--embedding-loss [--embedding-loss-tokens N]]] "
        "[--activations [--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] "
        "[--attention-tokens N]] [--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11|kl] "
        "[--directshare-out DIR] --json FILE",

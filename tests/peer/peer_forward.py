@@ -249,6 +249,44 @@ def compare_eval(name, directory, ids, ids_file, sharelens, work, window=32):
     print(f"   {name}: eval NLL {ours['nll']:.5f} over {count} tokens, relative difference {rel:.1e}")
 
 
+def truncated(table, r):
+    """The best rank-r approximation of a V x d table (Eckart-Young), from numpy's SVD in float64."""
+    u, s, vh = np.linalg.svd(table.astype(np.float64), full_matrices=False)
+    return ((u[:, :r] * s[:r]) @ vh[:r]).astype(np.float32)
+
+
+def compare_embedding_loss(name, directory, ids, ids_file, sharelens, work):
+    """The low-rank sharing paper's Fig. 2c experiment: the trained embedding truncated to rank r (a tied
+    table changes input and output together; an untied model truncates both), evaluated on the same tokens."""
+    out = os.path.join(work, name + ".embedding.json")
+    subprocess.run([sharelens, "analyze", directory, "--embedding", "--embedding-loss", "--token-ids", ids_file,
+                    "--json", out], check=True, capture_output=True)
+    ours = json.load(open(out))["embedding"]
+    cfg = json.load(open(os.path.join(directory, "config.json")))
+    window = min(context_of(cfg), 1024)  # eval's default window
+    raw = read_checkpoint(directory)
+    emb_name = next(k for k in raw if k.endswith("embed_tokens.weight") or k.endswith("wte.weight"))
+    head_name = next((k for k in raw if k == "lm_head.weight"), None)
+    points = ours["factorization"]
+    for p in (points[0], points[len(points) // 2]):
+        r = p["rank"]
+        changed = dict(raw)
+        changed[emb_name] = truncated(raw[emb_name], r)
+        if head_name:
+            changed[head_name] = truncated(raw[head_name], r)
+        total, count = 0.0, 0
+        with torch.no_grad():
+            for start in range(0, len(ids) - 1, window):
+                chunk = ids[start:start + window + 1]
+                states, logits = (gpt2_reference if cfg["model_type"] == "gpt2" else decoder_reference)(changed, cfg, chunk[:-1])
+                logp = torch.log_softmax(logits.double(), dim=-1)
+                total -= logp[torch.arange(len(chunk) - 1), torch.tensor(chunk[1:])].sum().item()
+                count += len(chunk) - 1
+        rel = abs(p["validation_nll"] - total / count) / (total / count)
+        check(rel < 1e-4, f"{name}: embedding at rank {r}: NLL {p['validation_nll']:.6f} vs reference {total / count:.6f}")
+    print(f"   {name}: truncated-embedding NLL at ranks {points[0]['rank']} and {points[len(points) // 2]['rank']} agree")
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(2)
@@ -273,6 +311,8 @@ def main():
             f.write(" ".join(map(str, long_ids)))
         compare_rank_map(name, directory, long_ids, long_file, cfg, args.sharelens, args.workdir)
         compare_eval(name, directory, long_ids, long_file, args.sharelens, args.workdir)
+        if name in ("llama", "qwen2_f16", "gpt2_transformer_prefix_untied"):
+            compare_embedding_loss(name, directory, long_ids, long_file, args.sharelens, args.workdir)
 
     # A ShareLens checkpoint of a shared topology: its composed weights, run forward by ShareLens, against the
     # reference on its Hugging Face export.
