@@ -65,6 +65,7 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
       const int64_t heads = (p == Proj::O ? m.cols : m.rows) / hd;
       for (int64_t h = 0; h < heads; ++h) {
         out.labels.push_back(std::string(projName(p)) + std::to_string(h));
+        out.heads.push_back({p, h});
         if (p == Proj::O) {
           for (int64_t c = 0; c < hd; ++c)
             for (int64_t r = 0; r < m.rows; ++r) stacked(at + c, r) = m(r, h * hd + c);
@@ -95,6 +96,15 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
   });
   if (result.lowest.size() > options.lowestCount) result.lowest.resize(options.lowestCount);
   return result;
+}
+
+FloatMatrix comparableHeadMatrix(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId head) {
+  const FloatMatrix m = materializeFinite(ckpt, view.headMatrix(layer, head.proj, head.head));
+  if (head.proj != Proj::O) return m;
+  FloatMatrix t(m.cols, m.rows);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) t(c, r) = m(r, c);
+  return t;
 }
 
 RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,

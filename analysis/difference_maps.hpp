@@ -30,8 +30,14 @@ struct HeadDiffOptions {
   bool includeOutput = true;  // O heads beside Q, K and V (false: Q, K, V only)
 };
 
+struct HeadId {
+  Proj proj = Proj::Q;
+  int64_t head = 0;
+};
+
 struct HeadDiffLayer {
   int64_t layer = 0;
+  std::vector<HeadId> heads;        // what each row/column is (the labels, structured)
   std::vector<std::string> labels;  // "q0".."q{H-1}", "k0".., "v0"..,  "o0".. (when included)
   std::vector<float> norms;         // ||W_head||_F of each label
   RankMap map;
@@ -69,6 +75,9 @@ struct LayerDiffResult {
 
 LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                         double threshold, std::span<const Proj> projections, const TaskContext& ctx);
+
+// A head's matrix as the head maps compare it: head_dim x hidden (an O head, hidden x head_dim, transposed).
+FloatMatrix comparableHeadMatrix(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId head);
 
 // Fills a RankMap from all-pairs spectra (pair order of allPairs) and each item's ||.||_F^2.
 RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vector<double>& squaredNorms,

@@ -222,3 +222,14 @@ FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms) {
 }
 
 }  // namespace sharelens
+
+namespace sharelens {
+
+std::vector<LearnedDictionaryMap> learnedDictionaryMaps(const Checkpoint& checkpoint) {
+  std::vector<LearnedDictionaryMap> out;
+  for (const TrainedDictionary& d : trainedDictionaries(checkpoint))
+    out.push_back({d.proj, d.group, d.layers, atomCorrelation(d.atoms), d.coefficients});
+  return out;
+}
+
+}  // namespace sharelens

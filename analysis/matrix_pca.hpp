@@ -50,6 +50,16 @@ struct TrainedDictionary {
 };
 std::vector<TrainedDictionary> trainedDictionaries(const Checkpoint& checkpoint);
 
+// What the views show of a learned dictionary: its atom correlation map and its coefficient table.
+struct LearnedDictionaryMap {
+  Proj proj = Proj::Q;
+  int64_t group = 0;
+  std::vector<int64_t> layers;
+  FloatMatrix correlation;   // S x S, Phi below
+  FloatMatrix coefficients;  // S x |layers|
+};
+std::vector<LearnedDictionaryMap> learnedDictionaryMaps(const Checkpoint& checkpoint);
+
 // Atom correlation map Phi(D_i, D_j) = tr(D_i^T D_j) / (||D_i||_F ||D_j||_F), S x S. For PCA atoms it is the
 // identity; for trained MASA atoms it shows how much they overlap.
 FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms);

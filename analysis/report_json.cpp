@@ -125,6 +125,11 @@ HeadDiffResult headDiffFromJson(const Json& j) {
     layer.layer = field(l, "layer").get<int64_t>();
     layer.labels = field(l, "labels").get<std::vector<std::string>>();
     if (l.contains("norms")) layer.norms = l["norms"].get<std::vector<float>>();
+    for (const std::string& label : layer.labels) {  // "q3", "o12": the projection's letter, then the head
+      const auto proj = label.empty() ? std::nullopt : parseProj(label.substr(0, 1));
+      if (!proj) throw Error({.what = "unknown head label", .where = "analysis report: head_differences", .found = label});
+      layer.heads.push_back({*proj, std::stoll(label.substr(1))});
+    }
     layer.map.rank = flatten<int32_t>(field(l, "effective_rank"), layer.map.n, "effective_rank");
     layer.map.relativeDifference = flatten<float>(field(l, "relative_difference"), layer.map.n, "relative_difference");
     h.layers.push_back(std::move(layer));
@@ -289,6 +294,70 @@ EmbeddingStudy embeddingFromJson(const Json& j) {
     e.tyingCosineHistogram = (*it)["histogram"].get<std::vector<int64_t>>();
   }
   return e;
+}
+
+Json toJson(const ActivationResults& r) {
+  return {{"tokens", r.tokens},
+          {"layers", r.layers},
+          {"corpus", r.corpus},
+          {"tokenizer", r.tokenizer},
+          {"token_ids", r.tokenIds},
+          {"layer_output_differences", {{"threshold", r.threshold},
+                                        {"effective_rank", square(r.layerOutputs.rank, r.layerOutputs.n)},
+                                        {"relative_difference", square(r.layerOutputs.relativeDifference, r.layerOutputs.n)}}},
+          {"logit_lens", {{"tokens", r.logitLensTokens}, {"kl_drift", r.klDrift}, {"groups", r.groups}}},
+          {"attention_similarity", {{"tokens", r.attentionTokens}, {"labels", r.headLabels},
+                                    {"similarity", matrixJson(r.attentionSimilarity)}}},
+          {"timing", {{"forward_s", r.forwardSeconds}, {"logit_lens_s", r.logitLensSeconds}, {"rank_map_s", r.rankMapSeconds}}},
+          {"peak_resident_bytes", r.peakResidentBytes}};
+}
+
+ActivationResults activationResultsFromJson(const Json& j) {
+  ActivationResults r;
+  r.tokens = field(j, "tokens").get<int64_t>();
+  r.layers = j.value("layers", int64_t{0});
+  r.corpus = field(j, "corpus").get<std::string>();
+  r.tokenizer = field(j, "tokenizer").get<std::string>();
+  r.tokenIds = field(j, "token_ids").get<std::vector<int>>();
+  const Json& map = field(j, "layer_output_differences");
+  r.threshold = field(map, "threshold").get<double>();
+  r.layerOutputs.rank = flatten<int32_t>(field(map, "effective_rank"), r.layerOutputs.n, "effective_rank");
+  r.layerOutputs.relativeDifference = flatten<float>(field(map, "relative_difference"), r.layerOutputs.n, "relative_difference");
+  const Json& lens = field(j, "logit_lens");
+  r.logitLensTokens = field(lens, "tokens").get<int64_t>();
+  r.klDrift = field(lens, "kl_drift").get<std::vector<double>>();
+  r.groups = field(lens, "groups").get<std::vector<std::vector<int64_t>>>();
+  const Json& att = field(j, "attention_similarity");
+  r.attentionTokens = field(att, "tokens").get<int64_t>();
+  r.headLabels = field(att, "labels").get<std::vector<std::string>>();
+  r.attentionSimilarity = matrixFromJson(field(att, "similarity"));
+  if (auto t = j.find("timing"); t != j.end()) {
+    r.forwardSeconds = t->value("forward_s", 0.0);
+    r.logitLensSeconds = t->value("logit_lens_s", 0.0);
+    r.rankMapSeconds = t->value("rank_map_s", 0.0);
+  }
+  r.peakResidentBytes = j.value("peak_resident_bytes", int64_t{0});
+  if (r.layers == 0) r.layers = r.layerOutputs.n;
+  return r;
+}
+
+Json toJson(const std::vector<LearnedDictionaryMap>& maps) {
+  Json out = Json::array();
+  for (const LearnedDictionaryMap& m : maps)
+    out.push_back({{"proj", projName(m.proj)}, {"group", m.group}, {"layers", m.layers},
+                   {"correlation", matrixJson(m.correlation)}, {"coefficients", matrixJson(m.coefficients)}});
+  return out;
+}
+
+std::vector<LearnedDictionaryMap> learnedDictionaryMapsFromJson(const Json& j) {
+  std::vector<LearnedDictionaryMap> out;
+  for (const Json& m : j) {
+    const auto proj = parseProj(field(m, "proj").get<std::string>());
+    if (!proj) throw Error({.what = "unknown projection", .where = "analysis report: masa_trained", .found = m["proj"].dump()});
+    out.push_back({*proj, field(m, "group").get<int64_t>(), field(m, "layers").get<std::vector<int64_t>>(),
+                   matrixFromJson(field(m, "correlation")), matrixFromJson(field(m, "coefficients"))});
+  }
+  return out;
 }
 
 }  // namespace sharelens

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/activations.hpp"
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
@@ -23,6 +24,8 @@ Json toJson(const std::vector<MatrixPcaGroup>& groups);
 Json toJson(const DirectShareResult& share);
 Json toJson(const EmbeddingStudy& embedding);
 Json toJson(const Spectrum& spectrum);
+Json toJson(const ActivationResults& activations);
+Json toJson(const std::vector<LearnedDictionaryMap>& dictionaries);
 
 // Reading back (for the GUI and `sharelens export`); errors name the field.
 HeadDiffResult headDiffFromJson(const Json& j);
@@ -31,5 +34,7 @@ std::vector<MatrixSpectrum> spectraFromJson(const Json& j);
 std::vector<MatrixPcaGroup> matrixPcaFromJson(const Json& j);
 DirectShareResult directShareFromJson(const Json& j);
 EmbeddingStudy embeddingFromJson(const Json& j);
+ActivationResults activationResultsFromJson(const Json& j);
+std::vector<LearnedDictionaryMap> learnedDictionaryMapsFromJson(const Json& j);
 
 }  // namespace sharelens

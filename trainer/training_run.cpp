@@ -61,7 +61,8 @@ Json budgetJson(const Topology& t) {
   const ParamBudget b = countParameters(t);
   Json groups = Json::object();
   for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
-  return {{"total", b.total}, {"groups", groups}, {"rho", b.rho}, {"train_flops_per_token", b.trainFlopsPerToken}};
+  return {{"total", b.total}, {"non_embedding", b.nonEmbedding}, {"groups", groups}, {"rho", b.rho},
+          {"train_flops_per_token", b.trainFlopsPerToken}};
 }
 
 }  // namespace

@@ -1,20 +1,21 @@
-// sharelens analyze PATH [--spectra] [--heads] [--layers] [--masa] [--directshare RATIO] [--embedding]
-//                        [--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups G]
-//                        [--directshare-out DIR] --json FILE
-// With no analysis flags, runs them all (DirectShare at ratio 0.25). Progress goes to stderr; Ctrl-C stops
-// at the next matrix, writes nothing and exits 130.
+// sharelens analyze PATH [--ID ...] [parameters] --json FILE
+// Runs the analyses of the registry (analysis/registry.hpp) named by their flags -- all of the default set
+// without flags -- and writes them as one report (schema sharelens.analysis/1). Progress goes to stderr;
+// Ctrl-C stops at the next matrix, writes nothing and exits 130.
 #include <chrono>
 #include <iostream>
 
+#include "analysis/embedding_study.hpp"
+#include "analysis/registry.hpp"
 #include "analysis/report_json.hpp"
-#include "trainer/embedding_truncation.hpp"
-#include "trainer/forward_probe.hpp"
 #include "app/cli/commands.hpp"
-#include "core/run_dir.hpp"
 #include "app/cli/progress_printer.hpp"
+#include "app/workflows/model_runner.hpp"
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "trainer/embedding_truncation.hpp"
 
 namespace sharelens::cli {
 namespace {
@@ -25,152 +26,109 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+AnalysisParams parseAnalysisParams(Args& args) {
+  AnalysisParams p;
+  p.threshold = args.number("threshold", 1e-6, 1.0).value_or(p.threshold);
+  p.lowestPairs = static_cast<size_t>(args.integer("lowest-pairs", 0, 1'000'000).value_or(static_cast<long long>(p.lowestPairs)));
+  p.headsIncludeOutput = !args.flag("heads-qkv-only");
+  if (const auto ratio = args.number("ratio", 0.0, 1.0)) {
+    if (*ratio <= 0.0 || *ratio >= 1.0)
+      throw Error({.what = "sharing ratio out of range", .where = "--ratio", .expected = "a fraction in (0, 1)",
+                   .found = std::to_string(*ratio)});
+    p.directShareRatio = *ratio;
+  }
+  p.activationTokens = args.integer("tokens", 2, 100'000'000).value_or(p.activationTokens);
+  p.corpus = args.option("corpus", p.corpus);
+  p.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(p.logitLensTokens);
+  p.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(p.attentionTokens);
+  if (const auto ids = args.option("token-ids")) p.tokenIds = readTokenIds(*ids);
+  return p;
+}
+
 int runAnalyze(Args& args) {
   const std::string path = args.positional("PATH");
-  bool spectra = args.flag("spectra"), heads = args.flag("heads"), layers = args.flag("layers"),
-       masa = args.flag("masa"), embedding = args.flag("embedding");
-  const bool activations = args.flag("activations");
-  const bool headsQkvOnly = args.flag("heads-qkv-only");
-  const bool embeddingLoss = args.flag("embedding-loss");
-  EvalOptions lossEval;
-  lossEval.tokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(8192);
-  ProbeOptions probe;
-  probe.tokens = args.integer("tokens", 2, 100'000'000).value_or(probe.tokens);
-  probe.corpus = args.option("corpus", probe.corpus);
-  probe.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(probe.logitLensTokens);
-  probe.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(probe.attentionTokens);
-  const auto tokenIdsFile = args.option("token-ids");
-  auto directShareRatio = args.number("directshare", 0.0, 1.0);
+  std::vector<const AnalysisKind*> requested;
+  for (const AnalysisKind& k : analysisKinds())
+    if (args.flag(k.id)) requested.push_back(&k);
+  const std::string masaGroups = args.option("masa-groups", "");  // "0-5,6-11", or "kl": from the logit-lens drift
+  const bool klGroups = masaGroups == "kl";
   const auto directShareOut = args.option("directshare-out");
-  const auto masaGroups = args.option("masa-groups");
-  const double threshold = args.number("threshold", 1e-6, 1.0).value_or(0.95);
+  const bool embeddingLoss = args.flag("embedding-loss");
+  const int64_t embeddingLossTokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(8192);
   const std::string device = args.option("device", "cpu");
   const int threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto jsonOut = args.option("json");
-  args.finish();
-  if (!jsonOut)
-    throw Error({.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
-  if (!(threshold > 0.0 && threshold <= 1.0))
-    throw Error({.what = "threshold out of range", .where = "sharelens analyze --threshold",
-                 .expected = "a fraction in (0, 1]", .found = std::to_string(threshold)});
   if (device != "cpu" && device != "cuda")
-    throw Error({.what = "unknown device", .where = "sharelens analyze --device", .expected = "cpu or cuda",
-                 .found = device});
-  if (!spectra && !heads && !layers && !masa && !embedding && !directShareRatio && !activations) {
-    spectra = heads = layers = masa = embedding = true;
-    directShareRatio = 0.25;
-  }
-
+    throw Error({.what = "unknown device", .where = "sharelens analyze --device", .expected = "cpu or cuda", .found = device});
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
+  AnalysisParams p = parseAnalysisParams(args);
+  args.finish();
+  if (!masaGroups.empty() && !klGroups) p.masaGroups = parseLayerGroups(masaGroups, view.shape.layers);
+  if (!jsonOut) throw Error({.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
+  const bool explicitSelection = !requested.empty();
+  if (!explicitSelection)
+    for (const AnalysisKind& k : analysisKinds())
+      if (k.inDefaultSet) requested.push_back(&k);
+  auto isRequested = [&](std::string_view id) { return std::find(requested.begin(), requested.end(), &analysis(id)) != requested.end(); };
+  if (klGroups && !isRequested("activations"))
+    throw Error({.what = "--masa-groups kl needs the logit-lens drift", .where = "sharelens analyze", .hint = "add --activations"});
+  if (embeddingLoss && !isRequested("embedding"))
+    throw Error({.what = "--embedding-loss needs the embedding study", .where = "sharelens analyze", .hint = "add --embedding"});
+
   std::string note;
   auto backend = selectBackend(device == "cuda" ? Device::Cuda : Device::Cpu, &note);
   if (!note.empty()) std::cerr << "note: " << note << "\n";
-
   CancellableTask task(threads);
+  const TaskContext& ctx = task.context();
+  Json notes = note.empty() ? Json::array() : Json::array({note});
   Json report = {{"schema", kAnalysisSchema},
                  {"source", path},
                  {"family", familyName(view.family)},
                  {"model_type", view.modelType},
-                 {"threshold", threshold},
+                 {"threshold", p.threshold},
                  {"backend", backend->name()},
                  {"shape",
                   {{"layers", view.shape.layers}, {"hidden", view.shape.hidden}, {"heads", view.shape.heads},
                    {"kv_heads", view.shape.kvHeads}, {"head_dim", view.shape.headDim}, {"ffn", view.shape.ffn},
-                   {"vocab", view.shape.vocab}, {"tied_embeddings", view.shape.tiedEmbeddings}}},
-                 {"notes", note.empty() ? Json::array() : Json::array({note})}};
+                   {"vocab", view.shape.vocab}, {"tied_embeddings", view.shape.tiedEmbeddings}}}};
   Json timing = Json::object();
-  auto timed = [&](const char* name, auto&& fn) {
+  const AnalysisInput input{*ckpt, view, *backend, makeModelRunner(path, device, threads)};
+  for (const AnalysisKind& kind : analysisKinds()) {  // the table's order: activations first (MASA may use them)
+    if (std::find(requested.begin(), requested.end(), &kind) == requested.end()) continue;
+    if (const std::string why = kind.unavailable(input); !why.empty()) {
+      if (explicitSelection)
+        throw Error({.what = std::string(kind.title) + " cannot run on this model", .where = path, .found = why});
+      notes.push_back(std::string(kind.title) + " skipped: " + why);
+      continue;
+    }
     const auto start = std::chrono::steady_clock::now();
-    task.progress().set(0.0, name);
-    fn();
-    timing[std::string(name) + "_s"] = secondsSince(start);
-  };
-  const TaskContext& ctx = task.context();
-  std::optional<ProbeResult> probed;
-  if (activations)
-    timed("activations", [&] {
-      probe.device = device;
-      probe.threads = threads;
-      if (tokenIdsFile) {
-        probe.tokenIds = readTokenIds(*tokenIdsFile);
-        probe.tokens = static_cast<int64_t>(probe.tokenIds.size());
-      }
-      probed = probeCheckpoint(path, probe, ctx);
-      const auto rankStart = std::chrono::steady_clock::now();
-      const RankMap map = pairwiseDifferenceMap(probed->residualDeltas, *backend, threshold, ctx);
-      const double rankSeconds = secondsSince(rankStart);
-      Json similarity = Json::array();
-      const FloatMatrix& s = probed->attentionSimilarity;
-      for (int64_t r = 0; r < s.rows; ++r) similarity.push_back(std::vector<float>(s.row(r), s.row(r) + s.cols));
-      report["activations"] = {
-          {"tokens", probed->tokens},
-          {"corpus", tokenIdsFile ? *tokenIdsFile : probe.corpus},
-          {"tokenizer", probed->tokenizer},
-          {"token_ids", probed->tokenIds},
-          {"layer_output_differences",
-           {{"threshold", threshold}, {"effective_rank", Json::array()}, {"relative_difference", Json::array()}}},
-          {"logit_lens", {{"tokens", std::min(probe.logitLensTokens, probed->tokens)}, {"kl_drift", probed->klDrift},
-                          {"groups", groupsFromKlDrift(probed->klDrift, probed->layers)}}},
-          {"attention_similarity", {{"tokens", std::min(probe.attentionTokens, probed->tokens)}, {"labels", probed->headLabels},
-                                    {"similarity", similarity}}},
-          {"timing", {{"forward_s", probed->forwardSeconds}, {"logit_lens_s", probed->logitLensSeconds},
-                      {"rank_map_s", rankSeconds}}},
-          {"peak_resident_bytes", probed->peakResidentBytes}};
-      Json& maps = report["activations"]["layer_output_differences"];
-      for (int64_t i = 0; i < map.n; ++i) {
-        maps["effective_rank"].push_back(std::vector<int32_t>(map.rank.begin() + i * map.n, map.rank.begin() + (i + 1) * map.n));
-        maps["relative_difference"].push_back(
-            std::vector<float>(map.relativeDifference.begin() + i * map.n, map.relativeDifference.begin() + (i + 1) * map.n));
-      }
-    });
-  if (spectra)
-    timed("spectra", [&] { report["spectra"] = toJson(computeSpectra(*ckpt, view, *backend, {threshold}, ctx)); });
-  if (heads)
-    timed("head_differences",
-          [&] { report["head_differences"] = toJson(computeHeadDifferences(*ckpt, view, *backend, {.threshold = threshold, .includeOutput = !headsQkvOnly}, ctx)); });
-  if (layers)
-    timed("layer_differences", [&] {
-      report["layer_differences"] = toJson(computeLayerDifferences(*ckpt, view, *backend, threshold, kAllProjs, ctx));
-    });
-  if (masa)
-    timed("matrix_pca", [&] {
-      MatrixPcaOptions options;
-      if (masaGroups && *masaGroups == "kl") {
-        if (!probed)
-          throw Error({.what = "--masa-groups kl needs the logit-lens drift", .where = "sharelens analyze",
-                       .hint = "add --activations"});
-        options.groups = groupsFromKlDrift(probed->klDrift, view.shape.layers);
-      } else if (masaGroups) {
-        options.groups = parseLayerGroups(*masaGroups, view.shape.layers);
-      }
-      report["matrix_pca"] = toJson(computeMatrixPca(*ckpt, view, options, ctx));
-    });
-  if (directShareRatio)
-    timed("directshare", [&] {
-      const DirectShareResult share = computeDirectShare(*ckpt, view, *directShareRatio, ctx);
-      report["directshare"] = toJson(share);
-      if (directShareOut) {
-        writeDirectSharedCheckpoint(*ckpt, view, share, *directShareOut);
-        std::cerr << "wrote the shared model to " << *directShareOut << "\n";
-      }
-    });
-  if (embedding || embeddingLoss)
-    timed("embedding", [&] {
-      EmbeddingStudy study = computeEmbeddingStudy(*ckpt, view, *backend, threshold, ctx);
-      if (embeddingLoss) {  // Fig. 2c: held-out loss with the trained embedding truncated to each rank
-        lossEval.corpus = probe.corpus;
-        lossEval.threads = threads;
-        if (tokenIdsFile) lossEval.tokenIds = readTokenIds(*tokenIdsFile);
-        std::vector<int64_t> ranks;
-        for (const FactorizationPoint& p : study.curve) ranks.push_back(p.rank);
-        const auto losses = truncatedEmbeddingLosses(path, ranks, lossEval, ctx);
-        study.fullRankValidationNll = losses.front().eval.nll;
-        study.validationText = losses.front().eval.text + ", " + std::to_string(losses.front().eval.tokens) + " tokens";
-        for (size_t i = 0; i < study.curve.size(); ++i) study.curve[i].validationNll = losses[i + 1].eval.nll;
-      }
-      report["embedding"] = toJson(study);
-    });
+    task.progress().set(0.0, std::string(kind.title));
+    AnalysisResult result = kind.run(input, p, ctx);
+    if (kind.id == "activations" && klGroups) p.masaGroups = resultAs<ActivationResults>(result)->groups;
+    if (kind.id == "directshare" && directShareOut) {
+      writeDirectSharedCheckpoint(*ckpt, view, *resultAs<DirectShareResult>(result), *directShareOut);
+      std::cerr << "wrote the shared model to " << *directShareOut << "\n";
+    }
+    if (kind.id == "embedding" && embeddingLoss) {  // Fig. 2c: held-out loss with the embedding truncated to each rank
+      EmbeddingStudy study = *resultAs<EmbeddingStudy>(result);
+      EvalOptions e;
+      e.corpus = p.corpus;
+      e.tokens = embeddingLossTokens;
+      e.tokenIds = p.tokenIds;
+      e.threads = threads;
+      std::vector<int64_t> ranks;
+      for (const FactorizationPoint& point : study.curve) ranks.push_back(point.rank);
+      const auto losses = truncatedEmbeddingLosses(path, ranks, e, ctx);
+      study.fullRankValidationNll = losses.front().eval.nll;
+      study.validationText = losses.front().eval.text + ", " + std::to_string(losses.front().eval.tokens) + " tokens";
+      for (size_t i = 0; i < study.curve.size(); ++i) study.curve[i].validationNll = losses[i + 1].eval.nll;
+      result = makeResult(std::move(study));
+    }
+    report[std::string(kind.jsonKey)] = kind.toJson(result);
+    timing[std::string(kind.id) + "_s"] = secondsSince(start);
+  }
+  report["notes"] = notes;
   report["timing"] = timing;
   task.finish();
   writeFileAtomically(*jsonOut, report.dump() + "\n");

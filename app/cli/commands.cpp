@@ -14,12 +14,14 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH [--spectra] [--heads [--heads-qkv-only]] [--layers] [--masa] [--directshare RATIO] [--embedding [--embedding-loss [--embedding-loss-tokens N]]] "
-       "[--activations [--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] "
-       "[--attention-tokens N]] [--threshold 0.95] [--device cpu|cuda] [--threads N] [--masa-groups 0-5,6-11|kl] "
-       "[--directshare-out DIR] --json FILE",
-       "spectra, head/layer difference maps (of weights and of layer outputs over text), Matrix PCA, DirectShare, "
-       "embedding study, logit-lens drift and attention similarity as one JSON report",
+       "sharelens analyze PATH [--activations] [--spectra] [--heads] [--layers] [--masa] [--masa-trained] [--directshare] "
+       "[--embedding [--embedding-loss [--embedding-loss-tokens N]]] [--threshold 0.95] [--lowest-pairs 50] "
+       "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl] [--directshare-out DIR] [--tokens 25000] "
+       "[--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] [--attention-tokens N] "
+       "[--device cpu|cuda] [--threads N] --json FILE",
+       "the analyses of the registry as one JSON report (all but --activations when no analysis is named): spectra, "
+       "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, and the "
+       "model run over text (layer-output differences, logit-lens drift, attention similarity)",
        runAnalyze},
       {"topology",
        "sharelens topology --preset vanilla|sequence|cycle|cycle-rev|bulge|hierarchy|universal --layers L --unique U "
@@ -46,9 +48,12 @@ const std::vector<Command>& commands() {
       {"export-hf", "sharelens export-hf PATH OUT_DIR",
        "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout", runExportHf},
       {"export",
-       "sharelens export --view NAME --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--ratio R] "
-       "[--threshold T] [--tokens N] [--metric M] [--colormap C] [--width W] [--height H]",
-       "render a view's figure to PNG, SVG or PDF without a window", runExport},
+       "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G] "
+       "[--colormap C] [--metric M] [--width W] [--height H] [analysis parameters as for analyze]",
+       "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, masa-coefficients, "
+       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, topology) without "
+       "a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
+       runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
        "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},
       {"tokenize", "sharelens tokenize PATH [--text TEXT | --file FILE] [--special] [--json FILE]",

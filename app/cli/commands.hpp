@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/cli/args.hpp"
+#include "analysis/registry.hpp"
 #include "trainer/evaluate.hpp"
 
 namespace sharelens::cli {
@@ -40,6 +41,9 @@ std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.
 EvalOptions parseEvalOptions(Args& args);
+// --threshold, --lowest-pairs, --heads-qkv-only, --ratio, --tokens, --corpus, --token-ids, --logit-lens-tokens,
+// --attention-tokens: the registry's parameters (analysis/registry.hpp), shared by `analyze` and `export`.
+AnalysisParams parseAnalysisParams(Args& args);
 void printEval(const EvalResult& r);
 
 }  // namespace sharelens::cli

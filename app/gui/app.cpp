@@ -72,7 +72,7 @@ class App {
                     .iniPath = (Settings::file().parent_path() / "imgui.ini").string()}),
         m_jobs(2, [] { Platform::wake(); }, [this](const std::string& job, const std::string& message) { error(job + ": " + message); }),
         m_workspace(m_jobs, [this](const std::string& message) { error(message); }),
-        m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, plot::Style::dark(),
+        m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, m_figures, plot::Style::dark(),
                   [this](const std::string& m) { error(m); }, [this](const std::string& m) { notify(m); },
                   [this](const fs::path& p) { open(p); }, [this](const Topology& t) { toDesigner(t); },
                   [this](const std::string& v) { m_requestedView = v; }} {
@@ -127,6 +127,7 @@ class App {
       m_frameMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
       m_platform.present();
       m_textures.endFrame();
+      m_figures.endFrame();
       if (capture) {
         const RgbaImage& image = m_platform.lastCapture();
         writePngRgba(*m_options.screenshot, image.width, image.height, image.pixels);
@@ -399,6 +400,7 @@ class App {
   Workspace m_workspace;
   RunBook m_runs;
   plot::TextureCache m_textures;
+  plot::FigureCache m_figures;
   AppContext m_context;
   std::vector<std::unique_ptr<View>> m_views;
   View* m_current = nullptr;

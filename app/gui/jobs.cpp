@@ -18,10 +18,11 @@ JobSystem::~JobSystem() {
   m_workers.clear();  // joins
 }
 
-uint64_t JobSystem::submit(std::string name, Work work) {
+uint64_t JobSystem::submit(std::string name, Work work, Finished finished) {
   auto job = std::make_shared<Job>();
   job->name = std::move(name);
   job->work = std::move(work);
+  job->finished = std::move(finished);
   {
     std::lock_guard lock(m_mutex);
     job->id = m_next++;
@@ -33,13 +34,19 @@ uint64_t JobSystem::submit(std::string name, Work work) {
 
 void JobSystem::cancel(uint64_t id) {
   std::lock_guard lock(m_mutex);
-  std::erase_if(m_queue, [&](const std::shared_ptr<Job>& j) { return j->id == id; });
+  std::erase_if(m_queue, [&](const std::shared_ptr<Job>& j) {
+    if (j->id != id) return false;
+    if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
+    return true;
+  });
   for (auto& j : m_running)
     if (j->id == id) j->stop.request_stop();
 }
 
 void JobSystem::cancelAll() {
   std::lock_guard lock(m_mutex);
+  for (auto& j : m_queue)
+    if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
   m_queue.clear();
   for (auto& j : m_running) j->stop.request_stop();
 }
@@ -82,17 +89,27 @@ void JobSystem::workerLoop(std::stop_token stop) {
     ctx.stop = job->stop.get_token();
     ctx.progress = &job->progress;
     Completion completion;
+    Status status = Status::Ok;
+    std::string error;
     try {
       completion = job->work(ctx);
     } catch (const Cancelled&) {
-    } catch (const std::exception& e) {
-      const std::string name = job->name, message = e.what();
-      completion = [this, name, message] { m_onError(name, message); };
+      status = Status::Cancelled;
+    } catch (...) {
+      status = Status::Failed;
+      error = errorFromException(std::current_exception()).what();
+      const std::string name = job->name;
+      completion = [this, name, error] { m_onError(name, error); };
+    }
+    if (status == Status::Ok && job->stop.stop_requested()) {  // finished, but its result is no longer wanted
+      status = Status::Cancelled;
+      completion = nullptr;
     }
     {
       std::lock_guard lock(m_mutex);
       std::erase(m_running, job);
-      if (completion && !job->stop.stop_requested()) m_completions.push_back(std::move(completion));
+      if (completion) m_completions.push_back(std::move(completion));
+      if (job->finished) m_completions.push_back([f = job->finished, status, error] { f(status, error); });
     }
     if (m_wake) m_wake();
   }

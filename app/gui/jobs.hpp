@@ -1,6 +1,8 @@
 // Background jobs for the GUI (DESIGN.md section 2): a small pool of std::jthreads, each job with a name,
 // progress and a stop source. A job's work returns a completion that the UI thread runs when it drains the
 // mailbox once per frame (the only place results reach UI state), so no lock is ever held across a frame.
+// Every job ends as a value -- ok, cancelled or failed(error) -- handed to its `finished` callback on the UI
+// thread, so whoever waits for it (a view saying "computing ...") always learns how it ended.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +23,8 @@ class JobSystem {
  public:
   using Completion = std::function<void()>;
   using Work = std::function<Completion(const TaskContext&)>;
+  enum class Status { Ok, Cancelled, Failed };
+  using Finished = std::function<void(Status, const std::string& error)>;
   using ErrorHandler = std::function<void(const std::string& job, const std::string& message)>;
 
   JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError);
@@ -28,7 +32,8 @@ class JobSystem {
   JobSystem(const JobSystem&) = delete;
   JobSystem& operator=(const JobSystem&) = delete;
 
-  uint64_t submit(std::string name, Work work);
+  // `finished` (optional) runs on the UI thread once the job has ended, after its completion when it succeeded.
+  uint64_t submit(std::string name, Work work, Finished finished = {});
   void cancel(uint64_t id);
   void cancelAll();
   void drainCompletions();  // UI thread, once per frame
@@ -47,6 +52,7 @@ class JobSystem {
     uint64_t id;
     std::string name;
     Work work;
+    Finished finished;
     std::stop_source stop;
     TaskProgress progress;
     bool started = false;

@@ -13,6 +13,7 @@
 #include "app/gui/settings.hpp"
 #include "app/gui/workspace.hpp"
 #include "app/plot/figure.hpp"
+#include "app/plot/figure_cache.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/plot_widget.hpp"
 
@@ -24,6 +25,7 @@ struct AppContext {
   JobSystem& jobs;
   Settings& settings;
   plot::TextureCache& textures;
+  plot::FigureCache& figures;  // figures of results, built once while shown (the app ends its frame)
   plot::Style style;
   std::function<void(const std::string&)> reportError;  // shown in the error panel
   std::function<void(const std::string&)> notify;       // shown in the status line
@@ -56,6 +58,9 @@ void sendTopologyToDesigner(View& designer, const Topology& topology);
 void drawStepSlider(AppContext& ctx);                       // scrub a followed run's checkpoints
 bool drawNoModelHint(AppContext& ctx);                      // true when there is no model (and a hint was drawn)
 void drawPending(const char* what);
+// How the model's analysis `id` stands: true when its result is there; otherwise draws "computing ...", why it
+// cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns false.
+bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id);
 void drawSectionHeader(const char* label);                 // a labelled separator between groups of controls                         // "computing ..." with a spinner
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem, const plot::PlotState* state);
 

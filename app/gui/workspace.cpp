@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "core/inspect_report.hpp"
 #include "core/run_dir.hpp"
-#include "trainer/forward_probe.hpp"
+#include "app/workflows/model_runner.hpp"
 
 namespace fs = std::filesystem;
 
@@ -102,123 +102,77 @@ void Workspace::load(const fs::path& path, int64_t step, double threshold, bool 
         if (oldest->first == m_selected) ++oldest;
         m_models.erase(oldest);
       }
-      if (analyse && view && !large()) this->analyse(step, threshold);
+      if (analyse && view && !large()) {
+        m_params.threshold = threshold;
+        for (const AnalysisKind& kind : analysisKinds())
+          if (kind.inDefaultSet) this->analyse(step, kind.id);
+      }
     };
   });
 }
 
 void Workspace::analyseAll(double threshold) {
-  if (const LoadedModel* m = current()) analyse(m->step, threshold);
+  m_params.threshold = threshold;
+  LoadedModel* m = byKey(m_selected);
+  if (!m || !m->view) return;
+  m->threshold = threshold;
+  for (const AnalysisKind& kind : analysisKinds())
+    if (kind.inDefaultSet) analyse(m->step, kind.id);
 }
 
-void Workspace::analyse(int64_t key, double threshold) {
+void Workspace::run(std::string_view analysisId) {
+  if (const LoadedModel* m = current(); m && m->view) analyse(m->step, analysisId);
+}
+
+// Submits one analysis of one loaded model; its outcome (ok with the result, cancelled, failed with the error)
+// lands in the model's results if the model is still loaded and the request not superseded when the job ends.
+// An analysis that cannot run on the model is recorded as failed with the reason, so its view says why.
+void Workspace::analyse(int64_t key, std::string_view analysisId) {
   LoadedModel* model = byKey(key);
   if (!model || !model->view) return;
-  model->threshold = threshold;
+  const AnalysisKind& kind = analysis(analysisId);
   std::string backendName;
   auto backend = sharedBackend(&backendName);
   model->results.backend = backendName;
   const auto ckpt = model->checkpoint;
   const auto view = model->view;
-  // Each analysis is its own job; its completion stores the result if the model is still loaded.
-  auto submit = [&](const std::string& name, auto compute, auto store) {
-    m_jobs.submit(name + " (" + model->label + ")", [this, key, ckpt, compute, store](const TaskContext& ctx) -> JobSystem::Completion {
-      auto result = compute(ctx);
-      return [this, key, ckpt, result, store] {
-        if (LoadedModel* m = byKey(key); m && m->checkpoint == ckpt) store(m->results, result);
-      };
-    });
-  };
-  submit("spectra", [=](const TaskContext& ctx) {
-           return std::make_shared<const std::vector<MatrixSpectrum>>(computeSpectra(*ckpt, *view, *backend, {threshold}, ctx));
-         },
-         [](AnalysisSet& r, auto v) { r.spectra = v; });
-  if (view->hasHeads())
-    submit("head differences", [=](const TaskContext& ctx) {
-             return std::make_shared<const HeadDiffResult>(computeHeadDifferences(*ckpt, *view, *backend, {.threshold = threshold}, ctx));
-           },
-           [](AnalysisSet& r, auto v) { r.heads = v; });
-  submit("layer differences", [=](const TaskContext& ctx) {
-           return std::make_shared<const LayerDiffResult>(computeLayerDifferences(*ckpt, *view, *backend, threshold, kAllProjs, ctx));
-         },
-         [](AnalysisSet& r, auto v) { r.layers = v; });
-  submit("matrix PCA", [=](const TaskContext& ctx) {
-           return std::make_shared<const std::vector<MatrixPcaGroup>>(computeMatrixPca(*ckpt, *view, {}, ctx));
-         },
-         [](AnalysisSet& r, auto v) { r.masa = v; });
-  if (view->family == Family::ShareLens)
-    submit("trained MASA atoms", [=](const TaskContext&) {
-             auto out = std::make_shared<std::vector<TrainedMasa>>();
-             for (const TrainedDictionary& d : trainedDictionaries(*ckpt))
-               out->push_back({d.proj, d.group, atomCorrelation(d.atoms), d.coefficients});
-             return std::shared_ptr<const std::vector<TrainedMasa>>(out);
-           },
-           [](AnalysisSet& r, auto v) { r.trainedMasa = v; });
-  if (view->hasHeads() && view->layers.size() > 1)
-    submit("DirectShare", [=](const TaskContext& ctx) { return std::make_shared<const DirectShareResult>(computeDirectShare(*ckpt, *view, 0.25, ctx)); },
-           [](AnalysisSet& r, auto v) { r.share = v; });
-  if (view->embedding)
-    submit("embedding study", [=](const TaskContext& ctx) {
-             return std::make_shared<const EmbeddingStudy>(computeEmbeddingStudy(*ckpt, *view, *backend, threshold, ctx));
-           },
-           [](AnalysisSet& r, auto v) { r.embedding = v; });
+  const AnalysisParams params = m_params;
+  const ModelRunner runner = makeModelRunner(model->path);
+  const uint64_t request = ++m_requests;
+  model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Pending, nullptr, {}, params, request};
+  if (const std::string why = kind.unavailable({*ckpt, *view, *backend, runner}); !why.empty()) {
+    model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Failed, nullptr, why, params, request};
+    return;
+  }
+  auto slot = std::make_shared<AnalysisResult>();
+  m_jobs.submit(
+      std::string(kind.title) + " (" + model->label + ")",
+      [&kind, ckpt, view, backend, runner, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
+        *slot = kind.run({*ckpt, *view, *backend, runner}, params, ctx);
+        return nullptr;
+      },
+      [this, key, ckpt, id = std::string(kind.id), request, slot](JobSystem::Status status, const std::string& error) {
+        LoadedModel* m = byKey(key);
+        if (!m || m->checkpoint != ckpt) return;
+        const auto it = m->results.outcomes.find(id);
+        if (it == m->results.outcomes.end() || it->second.request != request) return;  // superseded by a newer request
+        AnalysisOutcome& o = it->second;
+        o.state = status == JobSystem::Status::Ok          ? AnalysisOutcome::State::Ok
+                  : status == JobSystem::Status::Cancelled ? AnalysisOutcome::State::Cancelled
+                                                           : AnalysisOutcome::State::Failed;
+        o.result = status == JobSystem::Status::Ok ? *slot : nullptr;
+        o.error = error;
+      });
 }
 
-void Workspace::runDirectShare(double ratio) {
-  const LoadedModel* m = current();
-  if (!m || !m->view) return;
-  const int64_t key = m->step;
-  const auto ckpt = m->checkpoint;
-  const auto view = m->view;
-  m_jobs.submit("DirectShare ratio " + std::to_string(ratio).substr(0, 4), [=, this](const TaskContext& ctx) -> JobSystem::Completion {
-    auto result = std::make_shared<const DirectShareResult>(computeDirectShare(*ckpt, *view, ratio, ctx));
-    return [this, key, ckpt, result] {
-      if (LoadedModel* model = byKey(key); model && model->checkpoint == ckpt) model->results.share = result;
-    };
-  });
+const AnalysisOutcome* AnalysisSet::find(std::string_view id) const {
+  const auto it = outcomes.find(id);
+  return it == outcomes.end() ? nullptr : &it->second;
 }
 
-void Workspace::runMatrixPca(const std::vector<std::vector<int64_t>>& groups) {
-  const LoadedModel* m = current();
-  if (!m || !m->view) return;
-  const int64_t key = m->step;
-  const auto ckpt = m->checkpoint;
-  const auto view = m->view;
-  m_jobs.submit("matrix PCA over " + std::to_string(groups.size()) + " groups", [=, this](const TaskContext& ctx) -> JobSystem::Completion {
-    MatrixPcaOptions options;
-    options.groups = groups;
-    auto result = std::make_shared<const std::vector<MatrixPcaGroup>>(computeMatrixPca(*ckpt, *view, options, ctx));
-    return [this, key, ckpt, result] {
-      if (LoadedModel* model = byKey(key); model && model->checkpoint == ckpt) model->results.masa = result;
-    };
-  });
-}
-
-void Workspace::runActivations(int64_t tokens, const std::string& corpus, double threshold) {
-  const LoadedModel* m = current();
-  if (!m || !m->view) return;
-  const int64_t key = m->step;
-  const auto ckpt = m->checkpoint;
-  const fs::path path = m->path;
-  m_jobs.submit("activations over " + std::to_string(tokens) + " tokens", [=, this](const TaskContext& ctx) -> JobSystem::Completion {
-    ProbeOptions options;
-    options.tokens = tokens;
-    options.corpus = corpus;
-    options.logitLensTokens = std::min<int64_t>(tokens, 2048);
-    const ProbeResult probe = probeCheckpoint(path, options, ctx);
-    auto result = std::make_shared<ActivationResults>();
-    result->map = pairwiseDifferenceMap(probe.residualDeltas, *sharedBackend(nullptr), threshold, ctx);
-    result->tokens = probe.tokens;
-    result->klDrift = probe.klDrift;
-    result->groups = groupsFromKlDrift(probe.klDrift, probe.layers);
-    result->attention = probe.attentionSimilarity;
-    result->labels = probe.headLabels;
-    result->tokenizer = probe.tokenizer;
-    std::shared_ptr<const ActivationResults> shared = result;
-    return [this, key, ckpt, shared] {
-      if (LoadedModel* model = byKey(key); model && model->checkpoint == ckpt) model->results.activations = shared;
-    };
-  });
+AnalysisResult AnalysisSet::result(std::string_view id) const {
+  const AnalysisOutcome* o = find(id);
+  return o && o->state == AnalysisOutcome::State::Ok ? o->result : nullptr;
 }
 
 }  // namespace sharelens::gui

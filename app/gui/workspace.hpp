@@ -1,6 +1,7 @@
 // The GUI's data model, free of ImGui: the open checkpoint with its canonical view and inspect report, the
-// analyses computed for it (immutable, shared with the views), and -- when following a training run -- the
-// same for each of the run's checkpoints, so a step slider can scrub through training.
+// analyses of the registry computed for it (immutable results, shared with the views, each with how its job
+// ended), and -- when following a training run -- the same for each of the run's checkpoints, so a step slider
+// can scrub through training.
 #pragma once
 
 #include <filesystem>
@@ -10,43 +11,32 @@
 #include <string>
 #include <vector>
 
-#include "analysis/difference_maps.hpp"
-#include "analysis/directshare.hpp"
-#include "analysis/embedding_study.hpp"
-#include "analysis/matrix_pca.hpp"
-#include "analysis/spectra.hpp"
+#include "analysis/registry.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/poll_throttle.hpp"
 #include "core/json_util.hpp"
 
 namespace sharelens::gui {
 
-struct ActivationResults {
-  RankMap map;
-  int64_t tokens = 0;
-  std::vector<double> klDrift;
-  std::vector<std::vector<int64_t>> groups;
-  FloatMatrix attention;
-  std::vector<std::string> labels;
-  std::string tokenizer;
+// An analysis of one model: not started, computing, or ended as ok (with its result), cancelled or failed.
+struct AnalysisOutcome {
+  enum class State { Pending, Ok, Cancelled, Failed } state = State::Pending;
+  AnalysisResult result;
+  std::string error;
+  AnalysisParams params;  // what it was (or is being) computed with
+  uint64_t request = 0;   // which request this is: a later one supersedes it
 };
 
-struct TrainedMasa {  // the learned dictionary of a ShareLens MASA checkpoint
-  Proj proj;
-  int64_t group;
-  FloatMatrix correlation;   // S x S
-  FloatMatrix coefficients;  // S x |group|
-};
-
-struct AnalysisSet {
-  std::shared_ptr<const std::vector<MatrixSpectrum>> spectra;
-  std::shared_ptr<const HeadDiffResult> heads;
-  std::shared_ptr<const LayerDiffResult> layers;
-  std::shared_ptr<const std::vector<MatrixPcaGroup>> masa;
-  std::shared_ptr<const std::vector<TrainedMasa>> trainedMasa;
-  std::shared_ptr<const DirectShareResult> share;
-  std::shared_ptr<const EmbeddingStudy> embedding;
-  std::shared_ptr<const ActivationResults> activations;
+class AnalysisSet {
+ public:
+  const AnalysisOutcome* find(std::string_view id) const;
+  template <class T>
+  const T* get(std::string_view id) const {  // the result when it is there
+    const AnalysisOutcome* o = find(id);
+    return o && o->state == AnalysisOutcome::State::Ok ? resultAs<T>(o->result) : nullptr;
+  }
+  AnalysisResult result(std::string_view id) const;  // null unless ok
+  std::map<std::string, AnalysisOutcome, std::less<>> outcomes;
   std::string backend;
 };
 
@@ -76,16 +66,17 @@ class Workspace {
   int64_t selectedStep() const { return m_selected; }
   const std::optional<std::filesystem::path>& followed() const { return m_follow; }
 
-  void analyseAll(double threshold);
-  void runActivations(int64_t tokens, const std::string& corpus, double threshold);
-  void runDirectShare(double ratio);
-  void runMatrixPca(const std::vector<std::vector<int64_t>>& groups);
+  // The parameters every analysis of the current model is computed with (views change them, then run()).
+  AnalysisParams& params() { return m_params; }
+  void analyseAll(double threshold);  // the registry's default set, with the current parameters
+  // (Re)computes one analysis of the current model with the current parameters (a retry, a new ratio, ...).
+  void run(std::string_view analysisId);
   bool busy() const;
   bool large() const;  // too big to analyse automatically (views offer a button instead)
 
  private:
   void load(const std::filesystem::path& path, int64_t step, double threshold, bool analyse);
-  void analyse(int64_t key, double threshold);
+  void analyse(int64_t key, std::string_view analysisId);
   LoadedModel* byKey(int64_t key);
 
   JobSystem& m_jobs;
@@ -95,6 +86,8 @@ class Workspace {
   std::optional<std::filesystem::path> m_follow;
   int64_t m_lastFollowedStep = -1;
   PollThrottle m_followThrottle;  // listing the followed run's checkpoints, at most 4 times a second
+  AnalysisParams m_params;
+  uint64_t m_requests = 0;
 };
 
 }  // namespace sharelens::gui

@@ -312,3 +312,21 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
 }
 
 }  // namespace sharelens::plot
+
+namespace sharelens::plot {
+
+uint64_t Heatmap::fingerprint() const {
+  if (cachedFingerprint != 0) return cachedFingerprint;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over rows, cols and the values' bytes
+  auto mix = [&](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  mix(&rows, sizeof rows);
+  mix(&cols, sizeof cols);
+  mix(values.data(), values.size() * sizeof(float));
+  cachedFingerprint = h == 0 ? 1 : h;
+  return cachedFingerprint;
+}
+
+}  // namespace sharelens::plot

@@ -44,8 +44,11 @@ struct Heatmap {
   double vmin = 0, vmax = 1;
   std::string colorbarLabel;
   std::vector<std::string> rowLabels, colLabels;  // optional; shown when they fit
-  uint64_t version = 0;                           // bump when values change (texture caches key on it)
   float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
+  // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept: texture
+  // caches key on it, so two different maps never share a texture and an unchanged one is uploaded once.
+  uint64_t fingerprint() const;
+  mutable uint64_t cachedFingerprint = 0;  // 0: not computed yet
 };
 
 struct Figure {

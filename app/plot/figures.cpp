@@ -85,7 +85,7 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
 Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap) {
   Figure f;
   f.title = "Head differences, layer " + std::to_string(layer.layer);
-  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_a - W_b for every pair of Q, K, V heads";
+  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_a - W_b for every pair of the layer's attention heads";
   f.heatmap = rankHeatmap(layer.map, colormap, "effective rank");
   f.heatmap->rowLabels = f.heatmap->colLabels = layer.labels;
   f.xLabel = f.yLabel = "head";

@@ -34,8 +34,12 @@ TextureCache::~TextureCache() {
   for (auto& [c, t] : m_colorbars) glDeleteTextures(1, &t);
 }
 
+TextureCache::Key TextureCache::keyOf(const Heatmap& h) {
+  return {h.fingerprint(), static_cast<int>(h.colormap), h.vmin, h.vmax, h.rows, h.cols};
+}
+
 ImTextureID TextureCache::heatmap(const Heatmap& h) {
-  const Key key{&h.values, h.version, static_cast<int>(h.colormap), h.vmin, h.vmax, h.rows, h.cols};
+  const Key key = keyOf(h);
   auto it = m_textures.find(key);
   if (it == m_textures.end()) {
     std::vector<uint8_t> rgba(static_cast<size_t>(h.rows * h.cols * 4));

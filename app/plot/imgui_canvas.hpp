@@ -11,17 +11,18 @@
 
 namespace sharelens::plot {
 
-// GL textures for heatmaps, keyed by (heatmap identity, version, colormap, value range); evicts what a
+// GL textures for heatmaps, keyed by the heatmap's content fingerprint, colormap and value range; evicts what a
 // frame did not use.
 class TextureCache {
  public:
+  using Key = std::tuple<uint64_t, int, double, double, int64_t, int64_t>;
+  static Key keyOf(const Heatmap& h);
   ~TextureCache();
   ImTextureID heatmap(const Heatmap& h);
   ImTextureID colorbar(Colormap c);
   void endFrame();  // frees textures not used since the previous endFrame
 
  private:
-  using Key = std::tuple<const void*, uint64_t, int, double, double, int64_t, int64_t>;
   struct Entry {
     unsigned texture = 0;
     bool used = true;

@@ -145,8 +145,9 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("no tokenizer for the checkpoint"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ps"));
-  r = runProcess(kBinary + " analyze " + m + " --directshare 1.2 --json " + shellQuote((dir / "a.json").string()));
+  r = runProcess(kBinary + " analyze " + m + " --directshare --ratio 1.2 --json " + shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--ratio"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "a.json"));
   r = runProcess(kBinary + " topology --preset cycle --layers 6 --unique 3 --out " + shellQuote((dir / "t.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;

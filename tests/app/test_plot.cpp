@@ -10,6 +10,7 @@
 #include "app/export/figure_export.hpp"
 #include "app/gui/designer_logic.hpp"
 #include "app/plot/figures.hpp"
+#include "app/plot/imgui_canvas.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/param_count.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -162,6 +163,37 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   EXPECT_EQ(training.series[1].label, "cycle");
   const Figure validation = trainingFigure({{"cycle", &points}}, RunMetric::ValidationLoss, RunAxis::Tokens, 0.5);
   EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));
+}
+
+// A texture belongs to a map's content: two different maps of the same size (built one after the other in the
+// same stack slot, as a view rebuilding its figure would) never share a texture; equal content does.
+TEST(Figures, HeatmapTexturesKeyOnContentNotOnWhereTheFigureLives) {
+  auto build = [](float base) {
+    HeadDiffLayer layer;
+    layer.labels = {"q0", "q1"};
+    layer.map.n = 2;
+    layer.map.rank = {0, static_cast<int32_t>(base), static_cast<int32_t>(base), 0};
+    layer.map.relativeDifference.assign(4, 0.5f);
+    return headDifferenceFigure(layer, 0.95, Colormap::Viridis);
+  };
+  TextureCache::Key first, second, again;
+  {
+    const Figure f = build(3);
+    first = TextureCache::keyOf(*f.heatmap);
+  }
+  {
+    const Figure f = build(5);
+    second = TextureCache::keyOf(*f.heatmap);
+  }
+  {
+    const Figure f = build(3);
+    again = TextureCache::keyOf(*f.heatmap);
+  }
+  EXPECT_NE(first, second) << "two different maps of equal size";
+  EXPECT_EQ(first, again) << "the same map is the same texture";
+  Figure magma = build(3);
+  magma.heatmap->colormap = Colormap::Magma;
+  EXPECT_NE(TextureCache::keyOf(*magma.heatmap), first) << "another colormap is another texture";
 }
 
 TEST(Designer, PaintingRenumbersAndResizingKeepsTheTopologyValid) {

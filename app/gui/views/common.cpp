@@ -40,6 +40,29 @@ void drawPending(const char* what) {
   ImGui::TextDisabled("%c computing %s ...", spinner[static_cast<int>(ImGui::GetTime() * 8) % 4], what);
 }
 
+bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id) {
+  const AnalysisOutcome* o = model.results.find(id);
+  const AnalysisKind& kind = analysis(id);
+  const std::string title(kind.title);
+  if (o && o->state == AnalysisOutcome::State::Ok) return true;
+  if (o && o->state == AnalysisOutcome::State::Pending) {
+    drawPending(title.c_str());
+    return false;
+  }
+  if (!o) {
+    ImGui::TextDisabled("%s not computed yet", title.c_str());
+  } else if (o->state == AnalysisOutcome::State::Cancelled) {
+    ImGui::TextDisabled("%s: cancelled", title.c_str());
+  } else {
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s failed: %s", title.c_str(), o->error.c_str());
+    ImGui::PopTextWrapPos();
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton(o ? ("Retry##" + title).c_str() : ("Compute##" + title).c_str())) ctx.workspace.run(id);
+  return false;
+}
+
 void drawSectionHeader(const char* label) {
   ImGui::Spacing();
   ImGui::TextDisabled("%s", label);

@@ -3,6 +3,7 @@
 // model as a checkpoint, or send the tied heads to the topology designer.
 #include <imgui.h>
 
+#include "analysis/activations.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -20,10 +21,10 @@ class DirectSharePanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
-    if (m && m->results.share) out.emplace_back("directshare", plot::directShareFigure(*m->results.share));
-    if (m && m->results.activations && m->results.activations->attention.rows > 0)
-      out.emplace_back("attention-similarity", plot::attentionSimilarityFigure(m->results.activations->attention,
-                                                                               m->results.activations->labels, ctx.settings.colormap));
+    if (!m) return out;
+    if (const auto* r = m->results.get<DirectShareResult>("directshare")) out.emplace_back("directshare", plot::directShareFigure(*r));
+    if (const auto* a = m->results.get<ActivationResults>("activations"); a && a->attentionSimilarity.rows > 0)
+      out.emplace_back("attention-similarity", plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap));
     return out;
   }
 
@@ -31,15 +32,14 @@ class DirectSharePanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!m.results.share) {
-      if (m.view && (!m.view->hasHeads() || m.view->layers.size() < 2)) ImGui::TextDisabled("DirectShare needs heads and two or more layers");
-      else drawPending("DirectShare");
-      return;
-    }
-    const DirectShareResult& r = *m.results.share;
+    if (!drawAnalysisState(ctx, m, "directshare")) return;
+    const DirectShareResult& r = *m.results.get<DirectShareResult>("directshare");
     ImGui::SetNextItemWidth(260);
     ImGui::SliderFloat("sharing ratio alpha", &m_ratio, 0.01f, 0.9f, "%.2f");
-    if (ImGui::IsItemDeactivatedAfterEdit()) ctx.workspace.runDirectShare(m_ratio);
+    if (ImGui::IsItemDeactivatedAfterEdit()) {
+      ctx.workspace.params().directShareRatio = m_ratio;
+      ctx.workspace.run("directshare");
+    }
     ImGui::SameLine();
     ImGui::Text("%zu %s share Q, K and V: %s parameters saved (%.2f%%)", r.chosen.size(),
                 r.unitKind == "head" ? "heads" : "KV groups", humanCount(static_cast<double>(r.parametersSaved)).c_str(),
@@ -47,7 +47,7 @@ class DirectSharePanel : public View {
     if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
-    const plot::Figure f = plot::directShareFigure(r);
+    const plot::Figure& f = ctx.figures.get(m.results.result("directshare"), "directshare", [&] { return plot::directShareFigure(r); });
     drawExportButtons(ctx, f, "directshare", &m_similarity);
     const float height = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##ds", 2, ImGuiTableFlags_Resizable)) {
@@ -72,8 +72,8 @@ class DirectSharePanel : public View {
         }
         ImGui::EndTable();
       }
-      if (const auto& a = m.results.activations; a && a->attention.rows > 0) {
-        plot::plotWidget("##attention", plot::attentionSimilarityFigure(a->attention, a->labels, ctx.settings.colormap), m_attention,
+      if (const auto* a = m.results.get<ActivationResults>("activations"); a && a->attentionSimilarity.rows > 0) {
+        plot::plotWidget("##attention", plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap), m_attention,
                          ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
       } else {
         ImGui::TextWrapped("Run the model over text (Layers tab) to compare heads by their attention maps too.");

@@ -18,20 +18,17 @@ class EmbeddingPanel : public View {
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const LoadedModel* m = ctx.workspace.current();
-    if (!m || !m->results.embedding) return {};
-    return {{"embedding-spectrum", plot::embeddingSpectrumFigure(*m->results.embedding)},
-            {"embedding-factorization", plot::factorizationFigure(*m->results.embedding)}};
+    const EmbeddingStudy* e = m ? m->results.get<EmbeddingStudy>("embedding") : nullptr;
+    if (!e) return {};
+    return {{"embedding-spectrum", plot::embeddingSpectrumFigure(*e)}, {"embedding-factorization", plot::factorizationFigure(*e)}};
   }
 
   void draw(AppContext& ctx) override {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!m.results.embedding) {
-      drawPending("the embedding study");
-      return;
-    }
-    const EmbeddingStudy& e = *m.results.embedding;
+    if (!drawAnalysisState(ctx, m, "embedding")) return;
+    const EmbeddingStudy& e = *m.results.get<EmbeddingStudy>("embedding");
     ImGui::Text("E: %lld x %lld, %s;  rho = %.3f (%s of %s parameters are embeddings)", static_cast<long long>(e.vocab),
                 static_cast<long long>(e.hidden), e.tied ? "tied" : "untied", e.rho,
                 humanCount(static_cast<double>(e.embeddingParameters)).c_str(), humanCount(static_cast<double>(e.totalParameters)).c_str());

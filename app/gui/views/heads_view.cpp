@@ -1,4 +1,4 @@
-// Head differences: per-layer heatmap of effective ranks of W_a - W_b among the layer's Q, K, V heads;
+// Head differences: per-layer heatmap of effective ranks of W_a - W_b among the layer's Q, K, V and O heads;
 // clicking a cell computes that difference's spectrum; the lowest-rank pairs of the whole model beside it.
 #include <imgui.h>
 
@@ -10,10 +10,6 @@
 namespace sharelens::gui {
 namespace {
 
-std::pair<Proj, int64_t> parseHeadLabel(const std::string& label) {
-  return {*parseProj(label.substr(0, 1)), std::stoll(label.substr(1))};
-}
-
 class HeadsPanel : public View {
  public:
   const char* name() const override { return "Heads"; }
@@ -21,11 +17,10 @@ class HeadsPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
-    if (!m || !m->results.heads || m->results.heads->layers.empty()) return out;
-    const auto& layers = m->results.heads->layers;
-    const auto& layer = layers[static_cast<size_t>(std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(layers.size()) - 1))];
-    out.emplace_back("heads-layer" + std::to_string(layer.layer),
-                     plot::headDifferenceFigure(layer, m->results.heads->threshold, ctx.settings.colormap));
+    const HeadDiffResult* h = m ? m->results.get<HeadDiffResult>("heads") : nullptr;
+    if (!h || h->layers.empty()) return out;
+    const auto& layer = h->layers[static_cast<size_t>(std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(h->layers.size()) - 1))];
+    out.emplace_back("heads-layer" + std::to_string(layer.layer), plot::headDifferenceFigure(layer, h->threshold, ctx.settings.colormap));
     if (m_pair) out.emplace_back("head-pair-spectrum", plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name));
     return out;
   }
@@ -34,21 +29,17 @@ class HeadsPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (m.view && !m.view->hasHeads()) {
-      ImGui::TextWrapped("Head differences need the head count: put the model's config.json next to its weights.");
-      return;
-    }
-    if (!m.results.heads) {
-      drawPending("head differences");
-      return;
-    }
-    const HeadDiffResult& h = *m.results.heads;
+    if (!drawAnalysisState(ctx, m, "heads")) return;
+    const HeadDiffResult& h = *m.results.get<HeadDiffResult>("heads");
     const int maxLayer = static_cast<int>(h.layers.size()) - 1;
     int layer = static_cast<int>(std::clamp<int64_t>(m_layer, 0, maxLayer));
     ImGui::SetNextItemWidth(240);
     if (ImGui::SliderInt("layer", &layer, 0, maxLayer)) m_layer = layer;
     m_layer = layer;
-    const plot::Figure figure = plot::headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, ctx.settings.colormap);
+    const plot::Figure& figure = ctx.figures.get(m.results.result("heads"), "heads/" + std::to_string(layer) + "/" +
+                                                 std::to_string(static_cast<int>(ctx.settings.colormap)), [&] {
+      return plot::headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, ctx.settings.colormap);
+    });
     drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer), &m_plot);
     if (ImGui::BeginTable("##heads", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableNextColumn();
@@ -71,6 +62,7 @@ class HeadsPanel : public View {
           ImGui::Text("%d", p.rank);
           ImGui::TableNextColumn();
           ImGui::Text("%.3f", p.relativeDifference);
+          if (!p.note.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", p.note.c_str());
         }
         ImGui::EndTable();
       }
@@ -89,8 +81,7 @@ class HeadsPanel : public View {
 
  private:
   void computePair(AppContext& ctx, const LoadedModel& m, const HeadDiffLayer& layer, int64_t a, int64_t b) {
-    const auto [pa, ha] = parseHeadLabel(layer.labels[static_cast<size_t>(a)]);
-    const auto [pb, hb] = parseHeadLabel(layer.labels[static_cast<size_t>(b)]);
+    const HeadId ha = layer.heads[static_cast<size_t>(a)], hb = layer.heads[static_cast<size_t>(b)];
     const std::string name = "layer " + std::to_string(layer.layer) + ": " + layer.labels[static_cast<size_t>(a)] + " - " +
                              layer.labels[static_cast<size_t>(b)];
     const auto ckpt = m.checkpoint;
@@ -98,20 +89,22 @@ class HeadsPanel : public View {
     const int64_t l = layer.layer;
     const double threshold = m.threshold;
     m_computing = true;
-    ctx.jobs.submit("spectrum of " + name, [=, this](const TaskContext& task) -> JobSystem::Completion {
-      FloatMatrix diff = materialize(*ckpt, view->headMatrix(l, pa, ha));
-      const FloatMatrix other = materialize(*ckpt, view->headMatrix(l, pb, hb));
-      for (size_t i = 0; i < diff.data.size(); ++i) diff.data[i] -= other.data[i];
-      auto backend = makeCpuBackend();
-      MatrixSpectrum result;
-      result.id.name = name;
-      result.spectrum = computeSpectrum(diff, *backend, threshold, task);
-      return [this, result] {
-        m_pair = result;
-        m_computing = false;
-        m_pairPlot.reset();
-      };
-    });
+    ctx.jobs.submit(
+        "spectrum of " + name,
+        [=, this](const TaskContext& task) -> JobSystem::Completion {
+          FloatMatrix diff = comparableHeadMatrix(*ckpt, *view, l, ha);
+          const FloatMatrix other = comparableHeadMatrix(*ckpt, *view, l, hb);
+          for (size_t i = 0; i < diff.data.size(); ++i) diff.data[i] -= other.data[i];
+          auto backend = makeCpuBackend();
+          MatrixSpectrum result;
+          result.id.name = name;
+          result.spectrum = computeSpectrum(diff, *backend, threshold, task);
+          return [this, result] {
+            m_pair = result;
+            m_pairPlot.reset();
+          };
+        },
+        [this](JobSystem::Status, const std::string&) { m_computing = false; });  // however it ended
   }
 
   int64_t m_layer = 0;

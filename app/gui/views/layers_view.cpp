@@ -2,6 +2,7 @@
 // the layers' outputs over real text (dh_l - dh_m), computed on request.
 #include <imgui.h>
 
+#include "analysis/activations.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -19,9 +20,8 @@ class LayersPanel : public View {
     if (!m) return out;
     if (const LayerDiffMap* map = chosen(*m)) out.emplace_back("layers-" + std::string(projName(map->proj)),
                                                                plot::layerDifferenceFigure(*map, m->threshold, ctx.settings.colormap));
-    if (m->results.activations)
-      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(m->results.activations->map, m->results.activations->tokens,
-                                                                          m->threshold, ctx.settings.colormap));
+    if (const auto* a = m->results.get<ActivationResults>("activations"))
+      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap));
     return out;
   }
 
@@ -29,13 +29,10 @@ class LayersPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!m.results.layers) {
-      drawPending("layer differences");
-      return;
-    }
+    if (!drawAnalysisState(ctx, m, "layers")) return;
     ImGui::SetNextItemWidth(140);
     if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
-      for (const LayerDiffMap& map : m.results.layers->maps)
+      for (const LayerDiffMap& map : m.results.get<LayerDiffResult>("layers")->maps)
         if (ImGui::Selectable(std::string(projName(map.proj)).c_str(), map.proj == m_proj)) m_proj = map.proj;
       ImGui::EndCombo();
     }
@@ -48,13 +45,19 @@ class LayersPanel : public View {
     const char* corpora[] = {"brown", "nlp"};
     ImGui::Combo("corpus", &m_corpus, corpora, 2);
     ImGui::SameLine();
-    if (ImGui::Button("Run over text")) ctx.workspace.runActivations(m_tokens, corpora[m_corpus], m.threshold);
+    if (ImGui::Button("Run over text")) {
+      ctx.workspace.params().activationTokens = m_tokens;
+      ctx.workspace.params().corpus = corpora[m_corpus];
+      ctx.workspace.run("activations");
+    }
     const float width = ImGui::GetContentRegionAvail().x / 2 - 8;
     const float side = std::min(width, ImGui::GetContentRegionAvail().y - 40);
     if (ImGui::BeginTable("##maps", 2)) {
       ImGui::TableNextColumn();
       if (const LayerDiffMap* map = chosen(m)) {
-        const plot::Figure f = plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap);
+        const plot::Figure& f = ctx.figures.get(m.results.result("layers"),
+                                                "layers/" + std::string(projName(map->proj)) + "/" + std::to_string(static_cast<int>(ctx.settings.colormap)),
+                                                [&] { return plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap); });
         ImGui::TextUnformatted("weights");
         drawExportButtons(ctx, f, "layers-" + std::string(projName(map->proj)), &m_weights);
         plot::plotWidget("##weights", f, m_weights, ImVec2(side, side), ctx.textures, ctx.style);
@@ -63,11 +66,15 @@ class LayersPanel : public View {
       }
       ImGui::TableNextColumn();
       ImGui::TextUnformatted("layer outputs over text");
-      if (const auto& a = m.results.activations) {
-        const plot::Figure f = plot::layerOutputDifferenceFigure(a->map, a->tokens, m.threshold, ctx.settings.colormap);
+      if (const auto* a = m.results.get<ActivationResults>("activations")) {
+        const plot::Figure& f = ctx.figures.get(m.results.result("activations"),
+                                                "layer-outputs/" + std::to_string(static_cast<int>(ctx.settings.colormap)),
+                                                [&] { return plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap); });
         drawExportButtons(ctx, f, "layer-outputs", &m_outputs);
         plot::plotWidget("##outputs", f, m_outputs, ImVec2(side, side), ctx.textures, ctx.style);
         ImGui::TextDisabled("%s", a->tokenizer.c_str());
+      } else if (m.results.find("activations")) {
+        drawAnalysisState(ctx, m, "activations");
       } else {
         ImGui::TextWrapped("Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
                            corpora[m_corpus]);
@@ -78,8 +85,9 @@ class LayersPanel : public View {
 
  private:
   const LayerDiffMap* chosen(const LoadedModel& m) const {
-    if (!m.results.layers) return nullptr;
-    for (const LayerDiffMap& map : m.results.layers->maps)
+    const auto* layers = m.results.get<LayerDiffResult>("layers");
+    if (!layers) return nullptr;
+    for (const LayerDiffMap& map : layers->maps)
       if (map.proj == m_proj) return &map;
     return nullptr;
   }

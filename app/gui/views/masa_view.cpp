@@ -3,6 +3,7 @@
 // and a group editor, including groups from the logit-lens KL drift.
 #include <imgui.h>
 
+#include "analysis/activations.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -27,14 +28,14 @@ class MasaPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
-    if (!m || !m->results.masa) return out;
+    if (!m || !m->results.get<std::vector<MatrixPcaGroup>>("masa")) return out;
     const auto groups = ofProjection(*m);
     if (!groups.empty()) {
       out.emplace_back("masa-coefficients", plot::masaCoefficientFigure(*groups[std::min(m_group, groups.size() - 1)]));
       out.emplace_back("masa-variance", plot::masaVarianceFigure(groups));
     }
-    if (const TrainedMasa* t = trained(*m)) out.emplace_back("masa-atom-correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
-    if (m->results.activations) out.emplace_back("kl-drift", plot::klDriftFigure(m->results.activations->klDrift, m->results.activations->groups));
+    if (const LearnedDictionaryMap* t = trained(*m)) out.emplace_back("masa-atom-correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
+    if (const auto* a = m->results.get<ActivationResults>("activations")) out.emplace_back("kl-drift", plot::klDriftFigure(a->klDrift, a->groups));
     return out;
   }
 
@@ -42,10 +43,7 @@ class MasaPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!m.results.masa) {
-      drawPending("matrix PCA");
-      return;
-    }
+    if (!drawAnalysisState(ctx, m, "masa")) return;
     ImGui::SetNextItemWidth(100);
     if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
       for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::O})
@@ -58,17 +56,19 @@ class MasaPanel : public View {
     ImGui::SameLine();
     if (ImGui::Button("Recompute with groups")) {
       try {
-        ctx.workspace.runMatrixPca(parseLayerGroups(m_groups, m.view->shape.layers));
+        ctx.workspace.params().masaGroups = parseLayerGroups(m_groups, m.view->shape.layers);
+        ctx.workspace.run("masa");
       } catch (const Error& e) {
         ctx.reportError(e.what());
       }
     }
-    if (m.results.activations) {
+    if (const auto* a = m.results.get<ActivationResults>("activations")) {
       ImGui::SameLine();
       if (ImGui::Button("Groups from KL drift")) {
-        const std::string text = groupsText(m.results.activations->groups);
+        const std::string text = groupsText(a->groups);
         std::snprintf(m_groups, sizeof m_groups, "%s", text.c_str());
-        ctx.workspace.runMatrixPca(m.results.activations->groups);
+        ctx.workspace.params().masaGroups = a->groups;
+        ctx.workspace.run("masa");
       }
     }
     const auto groups = ofProjection(m);
@@ -90,7 +90,7 @@ class MasaPanel : public View {
       ImGui::TableNextColumn();
       plot::plotWidget("##variance", plot::masaVarianceFigure(groups), m_variance, ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      if (const TrainedMasa* t = trained(m)) {
+      if (const LearnedDictionaryMap* t = trained(m)) {
         plot::plotWidget("##correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"), m_correlation, ImVec2(w, h),
                          ctx.textures, ctx.style);
       } else {
@@ -101,7 +101,7 @@ class MasaPanel : public View {
           ImGui::BulletText("S = %zu: %.4f  (%.1f%% variance)", s + 1, group.reconstructionError[s], 100 * group.explainedVariance[s]);
       }
       ImGui::TableNextColumn();
-      if (const auto& a = m.results.activations)
+      if (const auto* a = m.results.get<ActivationResults>("activations"))
         plot::plotWidget("##kl", plot::klDriftFigure(a->klDrift, a->groups), m_kl, ImVec2(w, h), ctx.textures, ctx.style);
       else
         ImGui::TextWrapped("Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups from it.");
@@ -112,13 +112,14 @@ class MasaPanel : public View {
  private:
   std::vector<const MatrixPcaGroup*> ofProjection(const LoadedModel& m) const {
     std::vector<const MatrixPcaGroup*> out;
-    for (const MatrixPcaGroup& g : *m.results.masa)
+    for (const MatrixPcaGroup& g : *m.results.get<std::vector<MatrixPcaGroup>>("masa"))
       if (g.proj == m_proj) out.push_back(&g);
     return out;
   }
-  const TrainedMasa* trained(const LoadedModel& m) const {
-    if (!m.results.trainedMasa) return nullptr;
-    for (const TrainedMasa& t : *m.results.trainedMasa)
+  const LearnedDictionaryMap* trained(const LoadedModel& m) const {
+    const auto* maps = m.results.get<std::vector<LearnedDictionaryMap>>("masa-trained");
+    if (!maps) return nullptr;
+    for (const LearnedDictionaryMap& t : *maps)
       if (t.proj == m_proj) return &t;
     return nullptr;
   }

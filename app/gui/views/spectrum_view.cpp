@@ -24,11 +24,8 @@ class SpectrumPanel : public View {
   void draw(AppContext& ctx) override {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
-    const auto& spectra = ctx.workspace.current()->results.spectra;
-    if (!spectra) {
-      drawPending("spectra");
-      return;
-    }
+    if (!drawAnalysisState(ctx, *ctx.workspace.current(), "spectra")) return;
+    const auto* spectra = ctx.workspace.current()->results.get<std::vector<MatrixSpectrum>>("spectra");
     if (m_chosen.empty()) chooseDefaults(*spectra);
     ImGui::Checkbox("normalise by sigma_1", &m_normalised);
     ImGui::SameLine();
@@ -52,8 +49,9 @@ class SpectrumPanel : public View {
   std::vector<const MatrixSpectrum*> selected(AppContext& ctx) const {
     std::vector<const MatrixSpectrum*> out;
     const LoadedModel* m = ctx.workspace.current();
-    if (!m || !m->results.spectra) return out;
-    for (const MatrixSpectrum& s : *m->results.spectra)
+    const auto* spectra = m ? m->results.get<std::vector<MatrixSpectrum>>("spectra") : nullptr;
+    if (!spectra) return out;
+    for (const MatrixSpectrum& s : *spectra)
       if (m_chosen.count(s.id.name)) out.push_back(&s);
     return out;
   }

@@ -1,0 +1,33 @@
+#include "analysis/activations.hpp"
+
+#include <chrono>
+
+#include "analysis/matrix_pca.hpp"
+
+namespace sharelens {
+
+ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend, const AnalysisParams& params,
+                                     const TaskContext& ctx) {
+  ActivationResults r;
+  r.tokens = data.tokens;
+  r.layers = data.layers;
+  r.corpus = params.tokenIds.empty() ? params.corpus : "token ids";
+  r.tokenizer = data.tokenizer;
+  r.tokenIds = data.tokenIds;
+  r.threshold = params.threshold;
+  const auto start = std::chrono::steady_clock::now();
+  r.layerOutputs = pairwiseDifferenceMap(data.residualDeltas, backend, params.threshold, ctx);
+  r.rankMapSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.klDrift = data.klDrift;
+  r.groups = groupsFromKlDrift(data.klDrift, data.layers);
+  r.logitLensTokens = std::min(params.logitLensTokens, data.tokens);
+  r.attentionSimilarity = data.attentionSimilarity;
+  r.headLabels = data.headLabels;
+  r.attentionTokens = std::min(params.attentionTokens, data.tokens);
+  r.forwardSeconds = data.forwardSeconds;
+  r.logitLensSeconds = data.logitLensSeconds;
+  r.peakResidentBytes = data.peakResidentBytes;
+  return r;
+}
+
+}  // namespace sharelens

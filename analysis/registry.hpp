@@ -1,0 +1,84 @@
+// The analyses ShareLens runs on a checkpoint, in one table. Everything that lists analyses -- `sharelens
+// analyze` (its flags and its report), `sharelens export`, the GUI's workspace and views -- iterates it, so
+// adding an analysis is one entry in registry.cpp beside its computation, and every parameter has one default.
+#pragma once
+
+#include <any>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/backend.hpp"
+#include "core/json_util.hpp"
+#include "core/model_view.hpp"
+#include "core/task.hpp"
+
+namespace sharelens {
+
+// Every analysis parameter, once, with its default.
+struct AnalysisParams {
+  double threshold = 0.95;              // effective-rank energy threshold
+  size_t lowestPairs = 50;              // head pairs listed in head_differences.lowest_pairs
+  bool headsIncludeOutput = true;       // O heads beside Q, K, V in the head maps
+  double directShareRatio = 0.25;       // alpha of the DirectShare pairs
+  std::vector<std::vector<int64_t>> masaGroups;  // Matrix PCA layer groups; empty: one group of all layers
+  int64_t activationTokens = 25000;     // tokens of text the model runs over
+  int64_t logitLensTokens = 2048;
+  int64_t attentionTokens = 128;
+  std::string corpus = "brown";
+  std::vector<int> tokenIds;            // when given: run over these instead of corpus text
+};
+
+// What running the model over text gives the analyses (filled by the trainer's forward probe, which the
+// caller supplies: analysis/ does not run models).
+struct ActivationData {
+  std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]: dh_l = h_l - h_{l-1}
+  std::vector<double> klDrift;              // KL(p_l || p_{l+1})
+  FloatMatrix attentionSimilarity;          // (layers * heads)^2
+  std::vector<std::string> headLabels;
+  std::vector<int> tokenIds;
+  int64_t tokens = 0, layers = 0;
+  std::string tokenizer, corpus;
+  double forwardSeconds = 0, logitLensSeconds = 0;
+  int64_t peakResidentBytes = 0;
+};
+using ModelRunner = std::function<ActivationData(const AnalysisParams&, const TaskContext&)>;
+
+struct AnalysisInput {
+  const Checkpoint& checkpoint;
+  const ModelView& view;
+  LinalgBackend& backend;
+  ModelRunner runModel;  // may be empty: analyses that need it then say why they cannot run
+};
+
+// An immutable result of any kind, shared between threads; resultAs<T>() gives it typed (nullptr when it is
+// empty or of another kind).
+using AnalysisResult = std::shared_ptr<const std::any>;
+template <class T>
+const T* resultAs(const AnalysisResult& r) {
+  return r ? std::any_cast<T>(r.get()) : nullptr;
+}
+template <class T>
+AnalysisResult makeResult(T value) {
+  return std::make_shared<const std::any>(std::in_place_type<T>, std::move(value));
+}
+
+struct AnalysisKind {
+  std::string_view id;       // "spectra": the CLI flag --spectra, and the name results are kept under
+  std::string_view jsonKey;  // its section of the report ("spectra", "head_differences", ...)
+  std::string_view title;    // for people: "singular-value spectra"
+  bool inDefaultSet = true;  // run by `analyze` without flags and by the GUI when a model opens
+  // Why it cannot run on this model ("" when it can): heads unknown, one layer, no model runner, ...
+  std::function<std::string(const AnalysisInput&)> unavailable;
+  std::function<AnalysisResult(const AnalysisInput&, const AnalysisParams&, const TaskContext&)> run;
+  std::function<Json(const AnalysisResult&)> toJson;
+  std::function<AnalysisResult(const Json&)> fromJson;
+};
+
+const std::vector<AnalysisKind>& analysisKinds();
+const AnalysisKind* findAnalysis(std::string_view id);  // by id or by JSON key
+const AnalysisKind& analysis(std::string_view id);      // throws a named Error listing the ids
+
+}  // namespace sharelens

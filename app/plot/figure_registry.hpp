@@ -1,0 +1,42 @@
+// The figures of the analyses, in one table: each names the analysis result it draws (analysis/registry.hpp)
+// and builds its Figure from that result and the few choices a view makes (layer, projection, colormap).
+// `sharelens export --view ID`, the views' export buttons and the GUI's generic analysis view iterate it,
+// so a view and its export always agree. Training curves and topologies are figures of runs and topology
+// files, not of analyses (figures.hpp builds them).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/registry.hpp"
+#include "app/plot/colormap.hpp"
+#include "app/plot/figure.hpp"
+
+namespace sharelens::plot {
+
+// The choices a figure depends on, each with its default.
+struct FigureParams {
+  int64_t layer = 0;          // head maps
+  Proj proj = Proj::Q;        // layer maps, spectra, MASA figures
+  size_t group = 0;           // MASA coefficient map: which layer group of the projection
+  bool normalised = true;     // spectra divided by sigma_1
+  Colormap colormap = Colormap::Viridis;
+  std::vector<std::string> matrices;  // spectra of these matrices (MatrixId names); empty: the projection at
+                                      // the first, middle and last layer
+};
+
+struct FigureKind {
+  std::string_view id;        // "heads": the --view name and the export file stem
+  std::string_view analysis;  // the registry id of the result it draws
+  std::string_view summary;
+  // Throws a named Error when the result cannot give this figure for these params (no such layer, ...).
+  std::function<Figure(const AnalysisResult&, const FigureParams&)> build;
+};
+
+const std::vector<FigureKind>& figureKinds();
+const FigureKind& figureKind(std::string_view id);  // a named Error listing the ids for an unknown one
+std::string figureIds();                             // "spectrum, heads, ..." for usage and errors
+
+}  // namespace sharelens::plot

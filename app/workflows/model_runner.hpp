@@ -1,0 +1,15 @@
+// The ModelRunner the analyses use to run a checkpoint over text (analysis/registry.hpp): the trainer's
+// forward probe, with the registry's parameters, its result handed over as ActivationData.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "analysis/registry.hpp"
+
+namespace sharelens {
+
+// `device` "cpu" or "cuda"; `threads` 0 for all cores.
+ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string device = "cpu", int threads = 0);
+
+}  // namespace sharelens
