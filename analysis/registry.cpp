@@ -6,6 +6,7 @@
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
+#include "analysis/esd.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/report_json.hpp"
 #include "analysis/spectra.hpp"
@@ -94,6 +95,12 @@ std::vector<AnalysisKind> makeKinds() {
                  return makeResult(computeEmbeddingStudy(in.checkpoint, in.view, in.backend, p.threshold, ctx));
                },
                .toJson = jsonOf<EmbeddingStudy>(), .fromJson = parsed<EmbeddingStudy, embeddingFromJson>()});
+  k.push_back({.id = "esd", .jsonKey = "esd", .title = "empirical spectral densities (power-law alpha)",
+               .unavailable = [](const AnalysisInput&) { return std::string(); },
+               .run = [](const AnalysisInput& in, const AnalysisParams&, const TaskContext& ctx) {
+                 return makeResult(computeEsd(in.checkpoint, in.view, in.backend, ctx));
+               },
+               .toJson = jsonOf<std::vector<MatrixEsd>>(), .fromJson = parsed<std::vector<MatrixEsd>, esdFromJson>()});
   return k;
 }
 

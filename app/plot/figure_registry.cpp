@@ -1,11 +1,14 @@
 #include "app/plot/figure_registry.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "analysis/activations.hpp"
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
+#include "analysis/esd.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/spectra.hpp"
 #include "app/plot/figures.hpp"
@@ -96,6 +99,74 @@ std::vector<FigureKind> makeKinds() {
                [](const AnalysisResult& r, const FigureParams&) { return embeddingSpectrumFigure(*resultAs<EmbeddingStudy>(r)); }});
   k.push_back({"factorization", "embedding", "factorisation error (and validation loss) against the rank",
                [](const AnalysisResult& r, const FigureParams&) { return factorizationFigure(*resultAs<EmbeddingStudy>(r)); }});
+  k.push_back({"esd", "esd", "eigenvalue density of one matrix with its power-law fit (log-log)",
+               [](const AnalysisResult& r, const FigureParams& p) {
+                 const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
+                 const auto it = std::find_if(all.begin(), all.end(), [&](const MatrixEsd& e) { return e.id.layer == p.layer && e.id.proj == p.proj; });
+                 if (it == all.end()) noSuch("no such matrix", "an analysed layer and projection",
+                                             "layer " + std::to_string(p.layer) + " " + std::string(projName(p.proj)));
+                 const MatrixEsd& e = *it;
+                 Figure f;
+                 f.title = "Empirical spectral density of " + e.id.name;
+                 char buf[160];
+                 std::snprintf(buf, sizeof buf, "power-law alpha %.2f above x_min %.3g (%lld of %zu eigenvalues, KS distance %.3f)",
+                               e.fit.alpha, e.fit.xmin, static_cast<long long>(e.fit.tail), e.eigenvalues.size(), e.fit.ks);
+                 f.subtitle = buf;
+                 f.xLabel = "eigenvalue of W^T W";
+                 f.yLabel = "density";
+                 f.xScale = f.yScale = Scale::Log10;
+                 std::vector<double> positive;
+                 for (double v : e.eigenvalues)
+                   if (v > 0) positive.push_back(v);
+                 if (positive.size() < 2) return f;
+                 const double lo = std::log10(*std::min_element(positive.begin(), positive.end()));
+                 const double hi = std::log10(*std::max_element(positive.begin(), positive.end())) + 1e-9;
+                 const int bins = std::clamp(static_cast<int>(positive.size() / 4), 8, 60);
+                 std::vector<double> counts(static_cast<size_t>(bins), 0.0);
+                 for (double v : positive) counts[static_cast<size_t>(std::min(bins - 1, static_cast<int>((std::log10(v) - lo) / (hi - lo) * bins)))] += 1;
+                 Series hist{"eigenvalues", {}, {}, {0, 114, 178}, SeriesStyle::Markers};
+                 for (int b = 0; b < bins; ++b) {
+                   const double a = std::pow(10.0, lo + (hi - lo) * b / bins), z = std::pow(10.0, lo + (hi - lo) * (b + 1) / bins);
+                   if (counts[static_cast<size_t>(b)] > 0) {
+                     hist.x.push_back(std::sqrt(a * z));
+                     hist.y.push_back(counts[static_cast<size_t>(b)] / (static_cast<double>(positive.size()) * (z - a)));
+                   }
+                 }
+                 f.series.push_back(std::move(hist));
+                 if (std::isfinite(e.fit.alpha)) {  // p(x) = (alpha - 1)/x_min (x/x_min)^-alpha, weighted by the tail's share
+                   Series fit{"power law", {}, {}, {213, 94, 0}, SeriesStyle::Line, 2.0f};
+                   const double share = static_cast<double>(e.fit.tail) / static_cast<double>(positive.size());
+                   for (int i = 0; i <= 40; ++i) {
+                     const double x = e.fit.xmin * std::pow(std::pow(10.0, hi) / e.fit.xmin, i / 40.0);
+                     fit.x.push_back(x);
+                     fit.y.push_back(share * (e.fit.alpha - 1) / e.fit.xmin * std::pow(x / e.fit.xmin, -e.fit.alpha));
+                   }
+                   f.series.push_back(std::move(fit));
+                   f.markers.push_back({e.fit.xmin, "x_min", {213, 94, 0}});
+                 }
+                 return f;
+               }});
+  k.push_back({"esd-alpha", "esd", "power-law alpha of every projection against the layer",
+               [](const AnalysisResult& r, const FigureParams&) {
+                 const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
+                 Figure f;
+                 f.title = "Power-law alpha of the weight ESDs";
+                 f.subtitle = "WeightWatcher's reading: 2..4 well trained, above 6 under-trained";
+                 f.xLabel = "layer";
+                 f.yLabel = "alpha";
+                 f.xIntegers = true;
+                 const Rgb colors[] = {{0, 114, 178}, {213, 94, 0}, {0, 158, 115}, {204, 121, 167}, {230, 159, 0}, {86, 180, 233}, {120, 120, 120}};
+                 for (Proj p : kAllProjs) {
+                   Series s{std::string(projName(p)), {}, {}, colors[static_cast<int>(p)], SeriesStyle::LineAndMarkers};
+                   for (const MatrixEsd& e : all)
+                     if (e.id.proj == p && std::isfinite(e.fit.alpha)) {
+                       s.x.push_back(static_cast<double>(e.id.layer));
+                       s.y.push_back(e.fit.alpha);
+                     }
+                   if (!s.x.empty()) f.series.push_back(std::move(s));
+                 }
+                 return f;
+               }});
   return k;
 }
 

@@ -10,7 +10,9 @@ On the same checkpoint files, for every family fixture:
   layer differences svdvals of W_l - W_m for every projection and pair: identical ranks;
   matrix PCA        numpy SVD of the stacked vec(W_l): singular values and explained variance;
   DirectShare       cosine similarities of [W_q || W_k] and the best earlier match of every head;
-  embedding         factorisation errors (Eckart-Young from numpy's SVD), rho, tying-gap cosine.
+  embedding         factorisation errors (Eckart-Young from numpy's SVD), rho, tying-gap cosine;
+  ESD               eigenvalues of W^T W from numpy's SVD and the power-law fit of Clauset, Shalizi & Newman
+                    (2009): MLE alpha for every x_min leaving >= 10 values, the x_min of least KS distance.
 A rank may differ only where the cumulative energy lies within 1e-9 of the threshold.
 """
 import json
@@ -175,6 +177,45 @@ def check_embedding(report, view, raw, name):
         check(abs(e["tying_gap"]["mean_cosine"] - cos.mean()) < 1e-9, f"{name} tying gap mean cosine")
 
 
+def csn_fit(values, min_tail=10):
+    """Clauset, Shalizi & Newman (2009): alpha_hat = 1 + n / sum ln(x_i / x_min) (Eq. 3.1) for each candidate
+    x_min, and the x_min minimising D = max |S(x) - P(x)| over the tail (Sec. 3.3), P(x) = 1 - (x/x_min)^(1-alpha)."""
+    x = np.sort(values[values > 0])
+    best = (np.inf, None, None)
+    for i in range(len(x) - min_tail + 1):
+        if i > 0 and x[i] == x[i - 1]:
+            continue
+        tail = x[i:]
+        k = len(tail)
+        alpha = 1 + k / np.log(tail / tail[0]).sum()
+        model = 1 - (tail / tail[0]) ** (1 - alpha)
+        empirical_hi = np.arange(1, k + 1) / k
+        empirical_lo = np.arange(0, k) / k
+        d = max(np.abs(empirical_hi - model).max(), np.abs(empirical_lo - model).max())
+        if d < best[0]:
+            best = (d, alpha, tail[0])
+    return best
+
+
+def check_esd(sharelens, fixture, view, name, work):
+    out = os.path.join(work, name + ".esd.json")
+    run = subprocess.run([sharelens, "analyze", fixture, "--esd", "--json", out], capture_output=True, text=True)
+    check(run.returncode == 0, f"{name}: analyze --esd failed: {run.stderr}")
+    compared = 0
+    for m in json.load(open(out))["esd"]:
+        w = view[m["name"]].astype(np.float64)
+        eig = np.linalg.svd(w, compute_uv=False) ** 2
+        d, alpha, xmin = csn_fit(eig)
+        if alpha is None:
+            check(m["alpha"] is None, f"{name} {m['name']}: a fit with fewer than 10 eigenvalues")
+            continue
+        check(abs(m["xmin"] - xmin) <= 1e-6 * xmin, f"{name} {m['name']}: x_min {m['xmin']} vs {xmin}")
+        check(abs(m["alpha"] - alpha) <= 1e-6 * alpha, f"{name} {m['name']}: alpha {m['alpha']} vs {alpha}")
+        check(abs(m["ks_distance"] - d) <= 1e-6, f"{name} {m['name']}: KS distance {m['ks_distance']} vs {d}")
+        compared += 1
+    print(f"   {name}: {compared} power-law fits agree with Clauset-Shalizi-Newman")
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(2)
@@ -197,6 +238,8 @@ def main():
         check_matrix_pca(report, view, cfg, name)
         check_directshare(report, view, cfg, name)
         check_embedding(report, view, raw, name)
+        if name in ("llama_structured", "gpt2"):
+            check_esd(args.sharelens, fixture, view, name, args.workdir)
         print(f"== {name}: checked")
     print(f"{STATS['ranks']} effective ranks compared ({STATS['near_threshold_skipped']} within {NEAR} of the "
           f"threshold skipped), {STATS['sigmas']} singular values compared")
