@@ -45,6 +45,12 @@ const std::vector<Command>& commands() {
        "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
        "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",
        "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer", runEval},
+      {"experiment",
+       "sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N] | "
+       "sharelens experiment report DIR [--json FILE] [--md FILE] [--reproduce COMMAND]",
+       "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with 95% "
+       "intervals over seeds, paired differences to the reference arm, and a verdict",
+       runExperimentCommand},
       {"export-hf", "sharelens export-hf PATH OUT_DIR",
        "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout", runExportHf},
       {"export",

@@ -37,6 +37,7 @@ int runHiddenStates(Args& args);
 int runTokenize(Args& args);
 int runExport(Args& args);
 int runEval(Args& args);
+int runExperimentCommand(Args& args);
 std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.

@@ -1,0 +1,344 @@
+#include "core/experiment.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+#include "core/run_dir.hpp"
+#include "core/topology_presets.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+[[noreturn]] void bad(const std::string& where, const std::string& what, const std::string& expected, const std::string& found,
+                      const std::string& hint = {}) {
+  throw Error({.what = what, .where = where, .expected = expected, .found = found, .hint = hint});
+}
+
+// {"preset": "cycle", "layers": 8, "unique": 4, "depth": "1", "d_model": 128, "heads": 4, "kv_heads": 2,
+//  "ffn": 352, "vocab": 2048, "context": 128, "lora_rank": 8, "share_ffn": true, "tied": true,
+//  "overrides": {partial topology JSON, merged over the preset}}
+Topology topologyFromPreset(const JsonObject& o) {
+  const std::string name = o.requireString("preset");
+  const auto pattern = parsePattern(name);
+  if (!pattern) o.fail("preset", "unknown sharing pattern", "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", name);
+  PresetSpec spec;
+  spec.pattern = *pattern;
+  ModelDims& m = spec.base;
+  m.layers = o.optionalInt("layers", 1).value_or(m.layers);
+  spec.uniqueBlocks = o.optionalInt("unique", 1).value_or(m.layers);
+  spec.depthMultiplier = o.optionalString("depth").value_or("1");
+  m.dModel = o.optionalInt("d_model", 1).value_or(m.dModel);
+  m.heads = o.optionalInt("heads", 1).value_or(m.heads);
+  m.kvHeads = o.optionalInt("kv_heads", 1).value_or(m.heads);
+  m.headDim = o.optionalInt("head_dim", 2).value_or(m.dModel / m.heads);
+  m.ffn = o.optionalInt("ffn", 1).value_or(m.ffn);
+  m.vocab = o.optionalInt("vocab", 16).value_or(m.vocab);
+  m.context = o.optionalInt("context", 2).value_or(m.context);
+  spec.loraRank = o.optionalInt("lora_rank", 0).value_or(spec.loraRank);
+  spec.shareFfn = o.optionalBool("share_ffn").value_or(true);
+  spec.tiedEmbeddings = o.optionalBool("tied").value_or(true);
+  Topology t = makePreset(spec);
+  if (o.has("overrides")) {
+    Json merged = topologyToJson(t);
+    merged.merge_patch(o.raw()["overrides"]);
+    t = topologyFromJson(merged, o.where() + ".overrides");
+  }
+  if (o.has("name")) t.name = o.requireString("name");
+  return t;
+}
+
+Topology armTopology(const JsonObject& arm, const fs::path& baseDir) {
+  const Json& spec = arm.raw()["topology"];
+  const std::string where = arm.where() + ".topology";
+  if (spec.is_string()) return readTopologyFile(baseDir / spec.get<std::string>());
+  if (!spec.is_object()) arm.fail("topology", "wrong type", "a file name, a topology or a preset object", jsonTypeName(spec));
+  if (spec.contains("preset")) return topologyFromPreset(JsonObject(spec, where));
+  return topologyFromJson(spec, where);
+}
+
+std::string formatNumber(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+const ExperimentArm& Experiment::arm(const std::string& name) const {
+  for (const ExperimentArm& a : arms)
+    if (a.name == name) return a;
+  throw Error({.what = "no such arm", .where = "experiment '" + this->name + "'", .found = "'" + name + "'"});
+}
+
+Experiment experimentFromJson(const Json& j, const std::string& where, const fs::path& baseDir) {
+  const JsonObject o(j, where);
+  if (o.optionalString("schema").value_or("") != kExperimentSchema)
+    o.fail("schema", "not an experiment file", kExperimentSchema, o.has("schema") ? o.raw()["schema"].dump() : "nothing");
+  Experiment e;
+  e.name = o.requireString("name");
+  e.description = o.optionalString("description").value_or("");
+  if (const auto c = o.optionalObject("claim")) {
+    e.claim.paper = c->optionalString("paper").value_or("");
+    e.claim.section = c->optionalString("section").value_or("");
+    e.claim.statement = c->optionalString("statement").value_or("");
+    e.claim.number = c->optionalString("number").value_or("");
+  }
+  e.corpus = o.optionalString("corpus").value_or(e.corpus);
+  if (o.has("seeds")) {
+    const Json& s = o.raw()["seeds"];
+    e.seeds.clear();
+    if (s.is_number_integer()) {
+      for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
+    } else if (s.is_array()) {
+      for (const Json& v : s) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0) o.fail("seeds", "seeds are non-negative integers", "[1, 2, 3]", v.dump());
+        e.seeds.push_back(v.get<uint64_t>());
+      }
+    } else {
+      o.fail("seeds", "wrong type", "a count or a list of seeds", jsonTypeName(s));
+    }
+  }
+  if (e.seeds.size() < 2)
+    o.fail("seeds", "an interval over seeds needs at least 2 seeds", ">= 2 seeds", std::to_string(e.seeds.size()),
+           "3 seeds is the default; the papers' effects are as large as seed-to-seed spread at this scale");
+  if (std::set<uint64_t>(e.seeds.begin(), e.seeds.end()).size() != e.seeds.size())
+    o.fail("seeds", "a seed listed twice", "distinct seeds", "a repeated seed");
+  e.tokens = o.requireInt("tokens", 1);
+  e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
+  if (o.has("train")) e.train = o.requireObject("train").raw();
+  for (const char* fixed : {"corpus", "steps", "seed"})
+    if (e.train.contains(fixed))
+      o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options", "no '" + std::string(fixed) + "'",
+             "'" + std::string(fixed) + "'", "use the experiment's corpus, tokens and seeds");
+
+  const Json& arms = o.requireArray("arms");
+  std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
+  for (size_t i = 0; i < arms.size(); ++i) {
+    const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
+    ExperimentArm arm;
+    arm.name = a.requireString("name");
+    if (arm.name.empty() || arm.name.find('/') != std::string::npos || arm.name == "." || arm.name == "..")
+      a.fail("name", "arm names are directory names", "letters, digits, '-', '_'", "'" + arm.name + "'");
+    for (const ExperimentArm& other : e.arms)
+      if (other.name == arm.name) a.fail("name", "two arms with one name", "unique names", "'" + arm.name + "'");
+    if (a.has("corpus") && a.requireString("corpus") != e.corpus)
+      a.fail("corpus", "arms of one comparison train on one corpus", "'" + e.corpus + "'", "'" + a.requireString("corpus") + "'");
+    if (a.has("matched_baseline_of")) {
+      arm.matchedBaselineOf = a.requireString("matched_baseline_of");
+      baselines.emplace_back(arm.name, arm.matchedBaselineOf);
+    } else if (a.has("topology")) {
+      arm.topology = armTopology(a, baseDir);
+    } else {
+      a.fail("topology", "an arm needs a topology or matched_baseline_of", "one of them", "neither");
+    }
+    e.arms.push_back(std::move(arm));
+  }
+  if (e.arms.size() < 2) o.fail("arms", "a comparison needs two arms or more", ">= 2 arms", std::to_string(e.arms.size()));
+  for (const auto& [name, of] : baselines) {
+    auto target = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == of; });
+    if (target == e.arms.end() || !target->matchedBaselineOf.empty())
+      bad(where + ".arms['" + name + "'].matched_baseline_of", "unknown arm reference", "an arm given by its topology",
+          "'" + of + "'");
+    auto self = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == name; });
+    self->topology = parameterMatchedBaseline(target->topology);
+    self->topology.name = name;
+  }
+  e.reference = o.optionalString("reference").value_or(e.arms.back().name);
+  if (std::none_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& a) { return a.name == e.reference; }))
+    o.fail("reference", "unknown arm reference", "one of the arms' names", "'" + e.reference + "'");
+  for (const ExperimentArm& a : e.arms)
+    if (a.topology.model.vocab != e.arms.front().topology.model.vocab)
+      bad(where + ".arms['" + a.name + "']", "arms of one comparison share a vocabulary",
+          std::to_string(e.arms.front().topology.model.vocab) + " (arm '" + e.arms.front().name + "')",
+          std::to_string(a.topology.model.vocab), "the tokenizer is trained per vocabulary; losses of different ones do not compare");
+  return e;
+}
+
+Experiment readExperimentFile(const fs::path& path) {
+  return experimentFromJson(readJsonFile(path), path.string(), path.parent_path());
+}
+
+Json experimentToJson(const Experiment& e) {
+  Json arms = Json::array();
+  for (const ExperimentArm& a : e.arms) {
+    Json arm = {{"name", a.name}, {"topology", topologyToJson(a.topology)}};
+    if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
+    arms.push_back(arm);
+  }
+  return {{"schema", kExperimentSchema},
+          {"name", e.name},
+          {"description", e.description},
+          {"claim", {{"paper", e.claim.paper}, {"section", e.claim.section}, {"statement", e.claim.statement}, {"number", e.claim.number}}},
+          {"corpus", e.corpus},
+          {"seeds", e.seeds},
+          {"tokens", e.tokens},
+          {"eval_tokens", e.evalTokens},
+          {"train", e.train},
+          {"reference", e.reference},
+          {"arms", arms}};
+}
+
+fs::path experimentRunDirectory(const fs::path& outDir, const std::string& arm, uint64_t seed) {
+  return outDir / arm / ("seed-" + std::to_string(seed));
+}
+
+// ---- the report ----------------------------------------------------------------------------------------------
+
+ExperimentReport reportExperiment(const fs::path& outDir) {
+  const fs::path file = outDir / "experiment.json";
+  if (!fs::exists(file))
+    throw Error({.what = "not an experiment directory", .where = outDir.string(), .expected = "experiment.json",
+                 .hint = "pass the --out of `sharelens experiment run`"});
+  ExperimentReport r;
+  r.experiment = experimentFromJson(readJsonFile(file), file.string(), outDir);
+  const Experiment& e = r.experiment;
+  r.complete = true;
+  std::map<std::string, std::map<uint64_t, double>> nll;  // arm -> seed -> final NLL
+  for (const ExperimentArm& arm : e.arms) {
+    ArmSummary a;
+    a.name = arm.name;
+    a.matchedBaselineOf = arm.matchedBaselineOf;
+    const ParamBudget budget = countParameters(arm.topology);
+    a.parameters = budget.total;
+    a.nonEmbedding = budget.nonEmbedding;
+    a.flopsPerToken = budget.trainFlopsPerToken;
+    std::vector<double> finals;
+    std::map<double, std::vector<double>> curve;  // tokens -> validation losses of the seeds
+    for (uint64_t seed : e.seeds) {
+      RunSummary run{arm.name, seed};
+      const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
+      if (fs::exists(dir / "metrics.jsonl")) {
+        MetricsReader metrics(dir / "metrics.jsonl");
+        metrics.poll();
+        for (const MetricPoint& p : metrics.points()) {
+          run.tokens = p.tokens;
+          run.seconds = p.elapsed;
+          if (std::isfinite(p.valLoss)) {
+            run.curveTokens.push_back(p.tokens);
+            run.curveValLoss.push_back(p.valLoss);
+            curve[p.tokens].push_back(p.valLoss);
+          }
+        }
+      }
+      if (fs::exists(dir / "eval.json")) {
+        const Json ev = readJsonFile(dir / "eval.json");
+        run.finalNll = ev.at("nll").get<double>();
+        run.finished = true;
+        finals.push_back(run.finalNll);
+        nll[arm.name][seed] = run.finalNll;
+        a.tokens = std::max(a.tokens, run.tokens);
+        a.seconds += run.seconds;
+      } else {
+        r.complete = false;
+      }
+      r.runs.push_back(std::move(run));
+    }
+    a.finishedSeeds = static_cast<int>(finals.size());
+    a.nll = meanInterval(finals);
+    for (const auto& [tokens, losses] : curve) {
+      if (losses.size() != e.seeds.size()) continue;  // a point every seed has reached
+      const MeanInterval m = meanInterval(losses);
+      a.curveTokens.push_back(tokens);
+      a.curveMean.push_back(m.mean);
+      a.curveSd.push_back(m.sd);
+    }
+    r.arms.push_back(std::move(a));
+  }
+  for (ArmSummary& a : r.arms) {  // paired over the seeds both arms finished
+    if (a.name == e.reference) continue;
+    for (uint64_t seed : e.seeds)
+      if (nll[a.name].count(seed) && nll[e.reference].count(seed)) a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
+    a.difference = meanInterval(a.differences);
+    a.verdict = verdictOf(a.difference);
+  }
+  return r;
+}
+
+Json ExperimentReport::toJson() const {
+  auto number = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+  auto interval = [&](const MeanInterval& m) {
+    return Json{{"n", m.n}, {"mean", number(m.mean)}, {"sd", number(m.sd)}, {"ci95", {number(m.lo()), number(m.hi())}}};
+  };
+  Json arms = Json::array();
+  for (const ArmSummary& a : this->arms) {
+    std::vector<double> flops;
+    for (double t : a.curveTokens) flops.push_back(t * a.flopsPerToken);
+    Json j = {{"name", a.name},
+              {"parameters", a.parameters},
+              {"non_embedding_parameters", a.nonEmbedding},
+              {"train_flops_per_token", a.flopsPerToken},
+              {"tokens", a.tokens},
+              {"train_flops", a.tokens * a.flopsPerToken},
+              {"wall_seconds", a.seconds},
+              {"seeds_finished", a.finishedSeeds},
+              {"final_nll", interval(a.nll)},
+              {"curve", {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
+    if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
+    if (a.name != experiment.reference)
+      j["vs_reference"] = {{"paired_differences", a.differences}, {"difference", interval(a.difference)},
+                           {"verdict", std::string(verdictName(a.verdict))}};
+    arms.push_back(j);
+  }
+  Json runs = Json::array();
+  for (const RunSummary& s : this->runs)
+    runs.push_back({{"arm", s.arm}, {"seed", s.seed}, {"finished", s.finished}, {"final_nll", number(s.finalNll)}, {"tokens", s.tokens},
+                    {"seconds", s.seconds}});
+  return {{"schema", "sharelens.experiment-report/1"},
+          {"experiment", experiment.name},
+          {"claim", {{"paper", experiment.claim.paper}, {"section", experiment.claim.section},
+                     {"statement", experiment.claim.statement}, {"number", experiment.claim.number}}},
+          {"reference", experiment.reference},
+          {"corpus", experiment.corpus},
+          {"seeds", experiment.seeds},
+          {"complete", complete},
+          {"arms", arms},
+          {"runs", runs}};
+}
+
+std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
+  const Experiment& e = experiment;
+  std::string md = "## " + e.name + "\n\n";
+  if (!e.claim.paper.empty())
+    md += "**Claim** (" + e.claim.paper + (e.claim.section.empty() ? "" : ", " + e.claim.section) + "): " + e.claim.statement +
+          (e.claim.number.empty() ? "" : " The paper reports: " + e.claim.number) + "\n\n";
+  if (!e.description.empty()) md += e.description + "\n\n";
+  md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " + std::to_string(e.seeds.size()) +
+        " seeds; differences paired by seed against **" + e.reference + "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") +
+        "M training tokens per run on " + e.corpus + ".\n\n";
+  md += "| arm | parameters (non-embedding) | FLOPs/token | final NLL | vs " + e.reference + " | verdict | wall time |\n";
+  md += "| --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const ArmSummary& a : arms) {
+    const std::string nllText = a.nll.n == 0 ? "not run" : formatNumber(a.nll.mean, "%.4f") + " ± " + formatNumber(a.nll.halfWidth, "%.4f") +
+                                                              " (" + std::to_string(a.nll.n) + " seeds)";
+    std::string diff = "reference", verdict = "";
+    if (a.name != e.reference) {
+      diff = a.difference.n == 0 ? "n/a" : formatNumber(a.difference.mean, "%+.4f") + " ± " + formatNumber(a.difference.halfWidth, "%.4f");
+      verdict = std::string(verdictName(a.verdict));
+    }
+    md += "| " + a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") + " | " +
+          formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" + formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") +
+          "M) | " + formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + nllText + " | " + diff + " | " + verdict + " | " +
+          formatNumber(a.seconds / 60.0, "%.1f") + " min |\n";
+  }
+  // What the numbers say about the claim, plainly.
+  md += "\n";
+  for (const ArmSummary& a : arms) {
+    if (a.name == e.reference) continue;
+    md += "- **" + a.name + "** vs **" + e.reference + "**: ";
+    if (a.verdict == Verdict::Better) md += "lower loss, with the whole 95% interval of the paired difference below zero.\n";
+    else if (a.verdict == Verdict::Worse) md += "higher loss, with the whole 95% interval of the paired difference above zero.\n";
+    else md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.\n";
+  }
+  if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";
+  md += "\nReproduce: `" + reproduce + "`\n\n";
+  return md;
+}
+
+}  // namespace sharelens

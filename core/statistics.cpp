@@ -1,0 +1,88 @@
+#include "core/statistics.hpp"
+
+#include <cmath>
+#include <numeric>
+
+namespace sharelens {
+namespace {
+
+// The continued fraction of I_x(a, b) (valid, and fast, for x < (a + 1) / (a + b + 2)).
+double betaContinuedFraction(double x, double a, double b) {
+  constexpr double tiny = 1e-300, eps = 1e-15;
+  double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::abs(d) < tiny) d = tiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double m2 = 2.0 * m;
+    for (const double coefficient : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),  // the even step
+                                     -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {  // the odd step
+      d = 1.0 + coefficient * d;
+      if (std::abs(d) < tiny) d = tiny;
+      c = 1.0 + coefficient / c;
+      if (std::abs(c) < tiny) c = tiny;
+      d = 1.0 / d;
+      h *= d * c;
+    }
+    if (std::abs(d * c - 1.0) < eps) break;
+  }
+  return h;
+}
+
+}  // namespace
+
+double regularizedIncompleteBeta(double x, double a, double b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * betaContinuedFraction(x, a, b) / a;
+  return 1.0 - front * betaContinuedFraction(1 - x, b, a) / b;  // I_x(a, b) = 1 - I_{1-x}(b, a)
+}
+
+double studentTCdf(double t, double df) {
+  const double tail = 0.5 * regularizedIncompleteBeta(df / (df + t * t), df / 2, 0.5);  // P(T > |t|)
+  return t >= 0 ? 1 - tail : tail;
+}
+
+double studentTQuantile(double p, double df) {
+  if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+  double lo = -1e6, hi = 1e6;  // the CDF is monotone: bisect
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * std::max(1.0, std::abs(lo)); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (studentTCdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+MeanInterval meanInterval(std::span<const double> v, double level) {
+  MeanInterval r;
+  r.n = static_cast<int>(v.size());
+  if (r.n == 0) return {0, NAN, NAN, NAN};
+  r.mean = std::accumulate(v.begin(), v.end(), 0.0) / r.n;
+  if (r.n < 2) {
+    r.sd = r.halfWidth = NAN;
+    return r;
+  }
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.sd = std::sqrt(ss / (r.n - 1));
+  r.halfWidth = studentTQuantile(0.5 + level / 2, r.n - 1) * r.sd / std::sqrt(static_cast<double>(r.n));
+  return r;
+}
+
+Verdict verdictOf(const MeanInterval& d) {
+  if (!std::isfinite(d.halfWidth)) return Verdict::Inconclusive;
+  if (d.hi() < 0) return Verdict::Better;
+  if (d.lo() > 0) return Verdict::Worse;
+  return Verdict::Inconclusive;
+}
+
+std::string_view verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Better: return "better";
+    case Verdict::Worse: return "worse";
+    default: return "inconclusive";
+  }
+}
+
+}  // namespace sharelens

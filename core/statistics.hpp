@@ -1,0 +1,30 @@
+// The statistics of a comparison over seeds: Student t quantiles, means with confidence intervals, paired
+// differences, and the verdict they support. No dependencies; the t distribution's CDF comes from the
+// regularised incomplete beta function, I_x(a, b), evaluated by its continued fraction (modified Lentz).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace sharelens {
+
+double regularizedIncompleteBeta(double x, double a, double b);
+double studentTCdf(double t, double df);
+double studentTQuantile(double p, double df);  // the inverse of studentTCdf, p in (0, 1)
+
+// mean +- t_{(1+level)/2, n-1} * sd / sqrt(n); needs n >= 2 (halfWidth NaN otherwise).
+struct MeanInterval {
+  int n = 0;
+  double mean = 0, sd = 0, halfWidth = 0;
+  double lo() const { return mean - halfWidth; }
+  double hi() const { return mean + halfWidth; }
+};
+MeanInterval meanInterval(std::span<const double> values, double level = 0.95);
+
+// For a loss difference (arm minus reference): better when the whole interval is below 0, worse when above,
+// inconclusive when it contains 0.
+enum class Verdict { Better, Worse, Inconclusive };
+Verdict verdictOf(const MeanInterval& difference);
+std::string_view verdictName(Verdict v);
+
+}  // namespace sharelens

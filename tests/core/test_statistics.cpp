@@ -1,0 +1,47 @@
+// The interval arithmetic of experiment reports against published values: Student t quantiles t_{0.975, df}
+// (the two-sided 95% critical values of any statistics table), intervals of small samples worked by hand, and
+// the verdicts they give.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/statistics.hpp"
+
+namespace sharelens {
+namespace {
+
+TEST(Statistics, StudentTQuantilesMatchTheTables) {
+  const std::vector<std::pair<double, double>> table = {{1, 12.7062047}, {2, 4.30265273}, {3, 3.18244631}, {4, 2.77644511},
+                                                        {5, 2.57058184}, {9, 2.26215716}, {19, 2.09302405}, {29, 2.04522964},
+                                                        {120, 1.97993040}};
+  for (const auto& [df, t] : table) EXPECT_NEAR(studentTQuantile(0.975, df), t, 1e-6 * t) << "df " << df;
+  EXPECT_NEAR(studentTQuantile(0.95, 4), 2.13184679, 1e-6);  // one-sided 95%, df 4
+  EXPECT_NEAR(studentTQuantile(0.5, 7), 0.0, 1e-7);
+  EXPECT_NEAR(studentTQuantile(0.025, 2), -4.30265273, 1e-6);
+  EXPECT_NEAR(studentTQuantile(0.975, 1e6), 1.95996398, 1e-5) << "the normal limit";
+  EXPECT_NEAR(studentTCdf(2.0, 10), 0.963305, 1e-6);
+  EXPECT_TRUE(std::isnan(studentTQuantile(1.0, 3)));
+}
+
+TEST(Statistics, IntervalsOfSmallSamplesAndVerdicts) {
+  const std::vector<double> three = {1.0, 2.0, 3.0};  // mean 2, sd 1, half-width 4.30265 / sqrt(3)
+  const MeanInterval m = meanInterval(three);
+  EXPECT_EQ(m.n, 3);
+  EXPECT_DOUBLE_EQ(m.mean, 2.0);
+  EXPECT_NEAR(m.sd, 1.0, 1e-12);
+  EXPECT_NEAR(m.halfWidth, 4.30265273 / std::sqrt(3.0), 1e-7);
+  EXPECT_EQ(verdictOf(m), Verdict::Inconclusive) << "2 +- 2.48 contains zero";
+  const std::vector<double> worse = {1.0, 1.2, 1.1};
+  EXPECT_EQ(verdictOf(meanInterval(worse)), Verdict::Worse) << "an interval above zero: the arm's loss is higher";
+  const std::vector<double> better = {-0.03, -0.02, -0.025};
+  EXPECT_EQ(verdictOf(meanInterval(better)), Verdict::Better);
+  const std::vector<double> straddles = {-0.03, 0.01, -0.01};
+  EXPECT_EQ(verdictOf(meanInterval(straddles)), Verdict::Inconclusive);
+  const std::vector<double> one = {0.5};
+  EXPECT_TRUE(std::isnan(meanInterval(one).halfWidth)) << "no interval from one seed";
+  EXPECT_EQ(verdictOf(meanInterval(one)), Verdict::Inconclusive);
+}
+
+}  // namespace
+}  // namespace sharelens
