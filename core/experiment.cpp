@@ -141,7 +141,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     e.arms.push_back(std::move(arm));
   }
   if (e.arms.size() < 2) o.fail("arms", "a comparison needs two arms or more", ">= 2 arms", std::to_string(e.arms.size()));
-  for (const auto& [name, of] : baselines) {
+  for (const auto& baseline : baselines) {
+    // Plain names, not structured bindings: clang 14 cannot capture a binding in a lambda.
+    const std::string& name = baseline.first;
+    const std::string& of = baseline.second;
     auto target = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == of; });
     if (target == e.arms.end() || !target->matchedBaselineOf.empty())
       bad(where + ".arms['" + name + "'].matched_baseline_of", "unknown arm reference", "an arm given by its topology",

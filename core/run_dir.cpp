@@ -60,6 +60,10 @@ MetricPoint metricFromJson(const Json& j) {
   p.tokensPerSecond = number("tokens_per_s", NAN);
   p.elapsed = number("elapsed", 0);
   p.penalty = number("postshare_penalty", NAN);
+  p.worldSize = static_cast<int>(number("world_size", 1));
+  if (auto it = j.find("rank_tokens_per_s"); it != j.end() && it->is_array())
+    for (const Json& v : *it)
+      if (v.is_number()) p.rankTokensPerSecond.push_back(v.get<double>());
   return p;
 }
 
@@ -74,6 +78,10 @@ Json metricToJson(const MetricPoint& p) {
   put("grad_norm", p.gradNorm);
   put("tokens_per_s", p.tokensPerSecond);
   put("postshare_penalty", p.penalty);
+  if (p.worldSize > 1) {
+    j["world_size"] = p.worldSize;
+    j["rank_tokens_per_s"] = p.rankTokensPerSecond;
+  }
   return j;
 }
 

@@ -42,6 +42,8 @@ struct MetricPoint {
   double tokensPerSecond = NAN;
   double elapsed = 0;
   double penalty = NAN;  // "postshare_penalty": gamma L_w before this step's update (PostShare runs only)
+  int worldSize = 1;     // "world_size": ranks of a distributed run
+  std::vector<double> rankTokensPerSecond;  // "rank_tokens_per_s": each rank's throughput (distributed runs)
 };
 
 // Tails metrics.jsonl: each poll() reads the complete lines appended since the last one. Points are kept

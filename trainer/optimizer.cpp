@@ -61,6 +61,12 @@ void AdamW::loadState(const std::map<std::string, torch::Tensor>& tensors, int64
   m_steps = steps;
 }
 
+std::vector<torch::Tensor> AdamW::stateTensorsForSync() const {
+  std::vector<torch::Tensor> out = m_expAvg;
+  out.insert(out.end(), m_expAvgSq.begin(), m_expAvgSq.end());
+  return out;
+}
+
 double clipGradientNorm(std::vector<NamedParameter>& params, double maxNorm) {
   torch::NoGradGuard noGrad;
   std::vector<torch::Tensor> norms;

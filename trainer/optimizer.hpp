@@ -18,6 +18,9 @@ class AdamW {
   void step(double lr);  // one update from the parameters' .grad()
   void zeroGrad();
   int64_t steps() const { return m_steps; }
+  void setSteps(int64_t steps) { m_steps = steps; }
+  // The moment tensors themselves (not copies), for a distributed run to give every rank rank 0's.
+  std::vector<torch::Tensor> stateTensorsForSync() const;
 
   // "exp_avg.<name>" and "exp_avg_sq.<name>" (CPU float32), and their restoration.
   std::vector<std::pair<std::string, torch::Tensor>> stateTensors() const;

@@ -19,6 +19,8 @@
 namespace sharelens {
 
 struct StepMetrics {
+  int worldSize = 1;
+  std::vector<double> rankTokensPerSecond;  // each rank's throughput (distributed runs)
   int64_t step = 0;
   double tokens = 0;
   double loss = 0;
@@ -34,6 +36,23 @@ struct StepMetrics {
 enum class RunState : uint8_t { Preparing, Running, Paused, Finished, Stopped, Failed };
 std::string_view runStateName(RunState s);
 
+// Data-parallel training on LibTorch's c10d (TCPStore rendezvous, ProcessGroupGloo on CPU, ProcessGroupNCCL on
+// CUDA): every rank trains on a disjoint shard of each global batch; rank 0 writes the run directory.
+struct DistributedConfig {
+  int rank = 0, worldSize = 1;            // RANK, WORLD_SIZE
+  int localRank = 0, localWorldSize = 1;  // LOCAL_RANK, LOCAL_WORLD_SIZE: ranks sharing this machine's cores
+  std::string masterAddr = "127.0.0.1";   // MASTER_ADDR: where rank 0's TCPStore listens
+  int masterPort = 29500;                 // MASTER_PORT
+  double timeoutSeconds = 120;            // a rank that stops answering makes the others stop after this
+  int64_t checkWeightsEvery = 0;          // debug: compare weight hashes across ranks every K steps (0: never)
+  bool enabled() const { return worldSize > 1; }
+};
+
+// The rank's place from the usual launcher variables (torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT; Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE); a single
+// process when none is set. A malformed or inconsistent variable is a named Error.
+DistributedConfig distributedFromEnvironment();
+
 struct RunRequest {
   Topology topology;
   TrainConfig config;
@@ -47,6 +66,7 @@ struct RunRequest {
                                                   // or Hugging Face Llama layout) and train with its tokenizer
   std::string role = "model";   // "model" or "baseline" (recorded in run.json)
   std::string sibling;          // the other run of a --compare pair, relative to runDir's parent
+  DistributedConfig distributed;
 };
 
 class TrainingRun;

@@ -76,17 +76,19 @@ TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFinge
   return data;
 }
 
-TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length) {
+TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length, int64_t rowBegin,
+                         int64_t rowEnd) {
+  if (rowEnd < 0) rowEnd = batch;
   const int64_t span = static_cast<int64_t>(data.train.size()) - (length + 1);
   if (span <= 0)
     throw Error({.what = "the training corpus is shorter than one sequence",
                  .where = "training data", .expected = "more than " + std::to_string(length + 1) + " tokens",
                  .found = std::to_string(data.train.size()), .hint = "use a larger corpus or a shorter context"});
-  TokenBatch b{std::vector<int32_t>(static_cast<size_t>(batch * (length + 1))), batch, length};
-  for (int64_t row = 0; row < batch; ++row) {
+  TokenBatch b{std::vector<int32_t>(static_cast<size_t>((rowEnd - rowBegin) * (length + 1))), rowEnd - rowBegin, length};
+  for (int64_t row = rowBegin; row < rowEnd; ++row) {
     const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ splitmix64(static_cast<uint64_t>(step) * 1315423911ull + row));
     const int64_t offset = static_cast<int64_t>(r % static_cast<uint64_t>(span + 1));
-    std::memcpy(b.tokens.data() + row * (length + 1), data.train.data() + offset, static_cast<size_t>(length + 1) * 4);
+    std::memcpy(b.tokens.data() + (row - rowBegin) * (length + 1), data.train.data() + offset, static_cast<size_t>(length + 1) * 4);
   }
   return b;
 }

@@ -33,8 +33,10 @@ struct TokenBatch {
   int64_t batch = 0, length = 0;
 };
 
-// Windows at offsets drawn by a counter-based generator from (seed, step, row).
-TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length);
+// Windows at offsets drawn by a counter-based generator from (seed, step, row): rows [rowBegin, rowEnd) of the
+// step's global batch (a distributed rank takes its own rows; all rows by default), the same whoever draws them.
+TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length,
+                         int64_t rowBegin = 0, int64_t rowEnd = -1);
 // The index-th of the fixed validation batches: windows evenly spaced over the validation stream.
 TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, int64_t batch, int64_t length);
 

@@ -15,6 +15,7 @@
 #include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
+#include "trainer/distributed.hpp"
 #include "trainer/model.hpp"
 #include "trainer/run_controller.hpp"
 #include "trainer/hf_tokenizer.hpp"
@@ -57,6 +58,10 @@ bool injectedNonFinite(int64_t step) {
   return false;
 }
 
+// The rows of a global batch of B rows that rank r of N takes: contiguous, as even as the division allows.
+int64_t rowStart(int64_t batch, int rank, int world) { return batch * rank / world; }
+int64_t rowsOf(int64_t batch, int rank, int world) { return rowStart(batch, rank + 1, world) - rowStart(batch, rank, world); }
+
 Json budgetJson(const Topology& t) {
   const ParamBudget b = countParameters(t);
   Json groups = Json::object();
@@ -95,10 +100,16 @@ class TrainingRun {
   const RunRequest& request() const { return m_request; }
 
  private:
-  void log(const Json& line) { appendJsonLine(m_request.runDir / "metrics.jsonl", line); }
+  // Rank 0 (or the only rank) writes the run directory; other ranks train and write nothing.
+  bool writer() const { return !m_group || m_group->rank() == 0; }
+  void log(const Json& line) {
+    if (writer()) appendJsonLine(m_request.runDir / "metrics.jsonl", line);
+  }
   double validationLoss();
   void saveCheckpoint(int64_t step, double elapsedSeconds);
   torch::Tensor toDevice(const TokenBatch& b) const;
+  void joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint);
+  RunState step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite);
 
   RunRequest m_request;
   RunChannel& m_channel;
@@ -106,6 +117,7 @@ class TrainingRun {
   TokenData m_data;
   std::unique_ptr<SharedTransformer> m_model;
   std::unique_ptr<AdamW> m_optimizer;
+  std::unique_ptr<DistributedGroup> m_group;  // distributed runs only
   torch::Device m_device = torch::kCPU;
   int64_t m_step = 0;
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
@@ -134,21 +146,29 @@ void TrainingRun::prepare() {
     if (r.resumeToSteps && *r.resumeToSteps > r.config.steps) {  // extended: readers see the new length
       r.config.steps = *r.resumeToSteps;
       record["config"]["steps"] = r.config.steps;
-      writeFileAtomically(runJson, record.dump(2) + "\n");
+      if (r.distributed.rank == 0) writeFileAtomically(runJson, record.dump(2) + "\n");
     }
     if (threadsOverride > 0) r.config.threads = threadsOverride;
   } else {
-    if (fs::exists(runJson))
+    if (fs::exists(runJson) && r.distributed.rank == 0)
       throw Error({.what = "the directory already holds a run", .where = r.runDir.string(),
                    .hint = "pass --resume to continue it, or choose another --out"});
     validateTopology(r.topology, "topology");
+  }
+  if (r.distributed.enabled()) {
+    m_channel.setState(RunState::Preparing, "joining the distributed run");
+    m_group = std::make_unique<DistributedGroup>(r.distributed);
+    if (r.config.batchSize < r.distributed.worldSize)
+      throw Error({.what = "the global batch has fewer rows than there are ranks", .where = "--batch",
+                   .expected = ">= " + std::to_string(r.distributed.worldSize) + " rows", .found = std::to_string(r.config.batchSize),
+                   .hint = "every rank trains on its own rows of each global batch"});
   }
   validateTrainConfig(r.config, "training options");
   if (r.config.device == "cpu")
     requireFitsInMemory(estimateTrainingMemory(r.topology, r.config.batchSize).total(),
                         "training '" + r.topology.name + "' at batch " + std::to_string(r.config.batchSize),
                         "shrink the model or the batch (`sharelens params` shows where the memory goes)");
-  fs::create_directories(r.runDir);
+  if (writer()) fs::create_directories(r.runDir);
   const TrainConfig& c = r.config;
   const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
   setComputeThreads(threads);
@@ -170,17 +190,19 @@ void TrainingRun::prepare() {
                  .hint = "resume with the same corpus, or start a new run"});
   // The run's tokenizer, kept in the run directory: the checkpoint's own when the run starts from one (--init),
   // else a SentencePiece BPE trained on the corpus's training documents (cached by corpus and vocab).
+  // Other ranks use the same file where they find it (the checkpoint's, or their own cache: training the
+  // tokenizer is deterministic), without writing into the run directory; the fingerprints are compared below.
   fs::path tokenizerFile = fs::exists(r.runDir / "tokenizer.json") ? r.runDir / "tokenizer.json" : r.runDir / "tokenizer.model";
   if (!r.resume || !fs::exists(tokenizerFile)) {
     if (r.initFrom) {
       const fs::path source = tokenizerFileForCheckpoint(*r.initFrom);
-      tokenizerFile = r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model");
-      fs::copy_file(source, tokenizerFile, fs::copy_options::overwrite_existing);
+      tokenizerFile = writer() ? r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model") : source;
+      if (writer()) fs::copy_file(source, tokenizerFile, fs::copy_options::overwrite_existing);
     } else {
       m_channel.setState(RunState::Preparing, "training the tokenizer");
       const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
-      tokenizerFile = r.runDir / "tokenizer.model";
-      fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
+      tokenizerFile = writer() ? r.runDir / "tokenizer.model" : cached;
+      if (writer()) fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
     }
   }
   const auto tokenizer = loadTokenizerFile(tokenizerFile);
@@ -205,11 +227,11 @@ void TrainingRun::prepare() {
   }
   m_optimizer = std::make_unique<AdamW>(m_model->parameters(), c.beta1, c.beta2, c.eps, c.weightDecay);
 
-  removeIncompleteCheckpoints(r.runDir);  // a killed write's temporary directory, on any start
+  if (writer()) removeIncompleteCheckpoints(r.runDir);  // a killed write's temporary directory, on any start
   if (r.resume) {
     const auto latest = latestCheckpoint(r.runDir);
     // Steps logged after the checkpoint are trained again: drop their old records so none appears twice.
-    trimMetricsFile(r.runDir / "metrics.jsonl", latest ? latest->step : 0);
+    if (writer()) trimMetricsFile(r.runDir / "metrics.jsonl", latest ? latest->step : 0);
     if (latest) {
       const Json state = readTrainingCheckpoint(*latest, *m_model, *m_optimizer);
       m_step = latest->step;
@@ -235,9 +257,28 @@ void TrainingRun::prepare() {
               {"tokenizer", {{"file", tokenizerFile.filename().string()}, {"fingerprint", tokenizer->fingerprint()},
                              {"vocab", tokenizer->vocabSize()}}},
               {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
+              {"distributed", {{"world_size", r.distributed.worldSize}, {"backend", r.distributed.enabled() ? "gloo" : "none"}}},
               {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
-    writeFileAtomically(runJson, record.dump(2) + "\n");
+    if (writer()) writeFileAtomically(runJson, record.dump(2) + "\n");
   }
+  if (m_group) joinDistributed(corpus.fingerprint, tokenizer->fingerprint());
+}
+
+// Every rank holds the same run before the first step: the same topology, corpus, tokenizer, options and start
+// step (a named error otherwise), and rank 0's weights, optimizer state and counters.
+void TrainingRun::joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint) {
+  const TrainConfig& c = m_request.config;
+  m_group->agree("topology", topologyToJson(m_request.topology).dump());
+  m_group->agree("corpus", corpusFingerprint);
+  m_group->agree("tokenizer", tokenizerFingerprint);
+  m_group->agree("training options", Json{{"steps", c.steps}, {"batch", c.batchSize}, {"lr", c.lr}, {"seed", c.seed},
+                                          {"warmup", c.warmupSteps}, {"weight_decay", c.weightDecay}}.dump());
+  m_group->agree("start step", std::to_string(m_step));
+  torch::NoGradGuard noGrad;
+  m_group->broadcastFromZero(m_model->parameters(), *m_optimizer);
+  m_tokens = m_group->broadcastFromZero(m_tokens);
+  m_elapsedAtResume = m_group->broadcastFromZero(m_elapsedAtResume);
+  m_group->attach(m_model->parameters());
 }
 
 torch::Tensor TrainingRun::toDevice(const TokenBatch& b) const {
@@ -250,9 +291,11 @@ double TrainingRun::validationLoss() {
   ScopedCudaAutocast autocast(m_device.is_cuda());
   double total = 0;
   const TrainConfig& c = m_request.config;
-  for (int64_t i = 0; i < c.evalBatches; ++i)
+  const int rank = m_group ? m_group->rank() : 0, world = m_group ? m_group->worldSize() : 1;
+  for (int64_t i = rank; i < c.evalBatches; i += world)  // distributed: the batches are shared out
     total += m_model->loss(toDevice(validationBatch(m_data, i, c.evalBatches, c.batchSize, m_request.topology.model.context)))
                  .item<double>();
+  if (m_group) total = m_group->sum(total);
   return total / static_cast<double>(c.evalBatches);
 }
 
@@ -265,6 +308,7 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
                       {"consecutive_nonfinite", m_consecutiveNonFinite},
                       {"loss", std::isfinite(m_lastLoss) ? Json(m_lastLoss) : Json(nullptr)},
                       {"val_loss", std::isfinite(m_lastValLoss) ? Json(m_lastValLoss) : Json(nullptr)}};
+  if (!writer()) return;
   writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state, m_request.config.keepLast);
   log({{"event", "checkpoint"}, {"step", step}});
 }
@@ -292,46 +336,33 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
         lastSaved = m_step;
       }
     }
-    if (m_ctx.stop.stop_requested()) break;
+    bool stop = m_ctx.stop.stop_requested();
+    if (m_group) {  // a stop requested on any rank stops every rank at the same step
+      try {
+        m_group->heartbeat(m_step);
+        stop = m_group->sum(stop ? 1.0 : 0.0) > 0;
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        m_group->fail(e, m_step);
+      }
+    }
+    if (stop) break;
     const int64_t step = m_step + 1;
     const auto stepStart = clock::now();
     const double lr = c.learningRate(step);
-    const torch::Tensor tokens = toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context));
-    torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
     StepMetrics metrics;
-    {
-      ScopedCudaAutocast autocast(m_device.is_cuda());
-      loss = m_model->loss(tokens);
-      objective = loss;
-      if (m_request.topology.postShare.gamma > 0) {
-        const torch::Tensor penalty = m_model->postSharePenalty();
-        metrics.penalty = penalty.item<double>();
-        objective = loss + penalty;
-      }
-    }
-    if (injectedNonFinite(step)) objective = objective * NAN;
     metrics.step = step;
-    metrics.loss = loss.item<double>();
     metrics.lr = lr;
     std::string nonFinite;
-    if (const double total = objective.item<double>(); !std::isfinite(total)) {
-      nonFinite = "loss " + std::to_string(total);
-    } else {
-      objective.backward();
-      metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
-      if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
+    try {
+      this->step(step, lr, metrics, nonFinite);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!m_group) throw;
+      m_group->fail(e, step);
     }
-    if (nonFinite.empty()) {
-      m_optimizer->step(lr);
-      m_consecutiveNonFinite = 0;
-      m_lastLoss = metrics.loss;
-    } else {  // never let it reach the weights
-      metrics.skipped = true;
-      ++m_skipped;
-      ++m_consecutiveNonFinite;
-      log({{"event", "skip"}, {"step", step}, {"reason", nonFinite}});
-    }
-    m_optimizer->zeroGrad();
     m_step = step;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
                  "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));
@@ -339,17 +370,25 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     m_tokens += static_cast<double>(c.batchSize * context);
     metrics.tokens = m_tokens;
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
+    if (m_group) {  // each rank's own rows per second; the step's throughput is the slowest rank's
+      const double rows = static_cast<double>(rowsOf(c.batchSize, m_group->rank(), m_group->worldSize()));
+      metrics.rankTokensPerSecond = m_group->allGather(rows * static_cast<double>(context) / std::max(seconds, 1e-9));
+      metrics.worldSize = m_group->worldSize();
+    }
     if (step % c.evalEvery == 0 || step == c.steps) metrics.valLoss = m_lastValLoss = validationLoss();
+    if (m_group && m_request.distributed.checkWeightsEvery > 0 && step % m_request.distributed.checkWeightsEvery == 0)
+      m_group->checkWeightsAgree(m_model->parameters(), step);
     metrics.elapsed = elapsed();
     MetricPoint point{step, metrics.tokens, metrics.skipped ? NAN : metrics.loss, metrics.valLoss, lr,
-                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed, metrics.penalty};
+                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed, metrics.penalty,
+                      metrics.worldSize, metrics.rankTokensPerSecond};
     log(metricToJson(point));
     {
       std::lock_guard lock(m_channel.mutex);
       m_channel.metrics.push_back(metrics);
     }
     if (onStep) onStep(metrics);
-    if (m_consecutiveNonFinite >= c.maxConsecutiveNonFinite) {
+    if (m_consecutiveNonFinite >= c.maxConsecutiveNonFinite) {  // the same on every rank: the decision is global
       const std::string why = std::to_string(m_consecutiveNonFinite) + " non-finite steps in a row (last: " + nonFinite +
                               " at step " + std::to_string(step) + "); the weights hold the last finite update";
       saveCheckpoint(m_step, elapsed());
@@ -371,6 +410,57 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
   log({{"event", "finish"}, {"step", m_step}});
   m_channel.setState(RunState::Finished, "finished " + std::to_string(m_step) + " steps");
   return RunState::Finished;
+}
+
+// One optimisation step: this rank's rows of the global batch, forward and backward (its gradients all-reduced
+// as backward produces them, weighted by its share of the rows), then the update -- unless the global objective
+// or the gradient norm is not finite, which every rank sees alike.
+RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite) {
+  const TrainConfig& c = m_request.config;
+  const int64_t context = m_request.topology.model.context;
+  const int rank = m_group ? m_group->rank() : 0, world = m_group ? m_group->worldSize() : 1;
+  const int64_t begin = rowStart(c.batchSize, rank, world), end = begin + rowsOf(c.batchSize, rank, world);
+  const double share = static_cast<double>(end - begin) / static_cast<double>(c.batchSize);
+  const torch::Tensor tokens = toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context, begin, end));
+  torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
+  {
+    ScopedCudaAutocast autocast(m_device.is_cuda());
+    loss = m_model->loss(tokens);
+    objective = loss;
+    if (m_request.topology.postShare.gamma > 0) {
+      const torch::Tensor penalty = m_model->postSharePenalty();
+      metrics.penalty = penalty.item<double>();
+      objective = loss + penalty;
+    }
+  }
+  if (injectedNonFinite(step)) objective = objective * NAN;
+  metrics.loss = loss.item<double>();
+  double total = objective.item<double>();
+  if (m_group) {  // the global batch's mean: the rows' shares of every rank's mean
+    metrics.loss = m_group->sum(share * metrics.loss);
+    total = m_group->sum(share * total);
+  }
+  if (!std::isfinite(total)) {
+    nonFinite = "loss " + std::to_string(total);
+  } else {
+    if (m_group) m_group->begin(share);
+    objective.backward();
+    if (m_group) m_group->finish();
+    metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
+    if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
+  }
+  if (nonFinite.empty()) {
+    m_optimizer->step(lr);
+    m_consecutiveNonFinite = 0;
+    m_lastLoss = metrics.loss;
+  } else {  // never let it reach the weights
+    metrics.skipped = true;
+    ++m_skipped;
+    ++m_consecutiveNonFinite;
+    log({{"event", "skip"}, {"step", step}, {"reason", nonFinite}});
+  }
+  m_optimizer->zeroGrad();
+  return RunState::Running;
 }
 
 // ---- RunController ------------------------------------------------------------------------------------

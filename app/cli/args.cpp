@@ -96,6 +96,13 @@ std::string Args::positional(std::string_view what) {
   return *v;
 }
 
+std::vector<std::string> Args::remaining() const {
+  std::vector<std::string> out = {m_command};
+  for (size_t i = 0; i < m_args.size(); ++i)
+    if (!m_used[i]) out.push_back(m_args[i]);
+  return out;
+}
+
 void Args::finish() {
   for (size_t i = 0; i < m_args.size(); ++i)
     if (!m_used[i]) fail("unknown or misplaced argument", "'" + m_args[i] + "'");

@@ -22,6 +22,7 @@ class Args {
   std::string positional(std::string_view what);  // next positional; error when absent
   std::optional<std::string> optionalPositional();
   void finish();  // error on anything not consumed
+  std::vector<std::string> remaining() const;  // the arguments not consumed yet, in order
 
   const std::string& usage() const { return m_usage; }
 

@@ -5,9 +5,11 @@
 //                 [--eval-every N]
 // sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout
 #include <cstdio>
+#include <thread>
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/launcher.hpp"
 #include "app/cli/progress_printer.hpp"
 #include "core/arch/family.hpp"
 #include "core/run_dir.hpp"
@@ -154,7 +156,16 @@ int runParams(Args& args) {
 }
 
 int runTrain(Args& args) {
+  if (const auto nproc = args.integer("nproc", 1, 256); nproc && *nproc > 1) {  // launch the local ranks
+    if (distributedFromEnvironment().enabled())
+      throw Error({.what = "--nproc inside a distributed launch", .where = "sharelens train",
+                   .hint = "let torchrun (or this launcher) start the ranks, not both"});
+    return launchLocalRanks(static_cast<int>(*nproc), args.remaining(), 30.0);
+  }
   RunRequest request;
+  request.distributed = distributedFromEnvironment();
+  request.distributed.checkWeightsEvery = args.integer("check-weights-every", 1, 1 << 30).value_or(0);
+  request.distributed.timeoutSeconds = args.number("dist-timeout", 1, 86400).value_or(request.distributed.timeoutSeconds);
   const auto topologyPath = args.option("topology");
   const auto init = args.option("init");
   const auto postShareRatio = args.number("postshare", 0.0, 1.0);
@@ -168,6 +179,8 @@ int runTrain(Args& args) {
   request.config.steps = steps.value_or(request.config.steps);
   if (request.resume) request.resumeToSteps = steps;
   request.config.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+  if (request.config.threads == 0 && request.distributed.localWorldSize > 1)  // the machine's cores shared by its ranks
+    request.config.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / request.distributed.localWorldSize);
   request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
   request.config.lr = args.number("lr", 1e-12, 10.0).value_or(request.config.lr);
   request.config.warmupSteps = args.integer("warmup", 0, 1 << 30).value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
@@ -191,8 +204,9 @@ int runTrain(Args& args) {
                  .found = std::to_string(*postShareRatio)});
   request.runDir = *out;
   CancellableTask task(request.config.threads);
+  const bool quiet = request.distributed.rank != 0;  // rank 0 speaks for the run
   auto printer = [&](const std::string& role, const StepMetrics& m) {
-    if (m.step % 10 != 0 && !std::isfinite(m.valLoss)) return;
+    if (quiet || (m.step % 10 != 0 && !std::isfinite(m.valLoss))) return;
     std::fprintf(stderr, "\r\033[K%s%s step %6lld  loss %.4f%s  lr %.2e  %.0f tok/s\n", role.c_str(), role.empty() ? "" : ":",
                  static_cast<long long>(m.step), m.loss,
                  std::isfinite(m.valLoss) ? ("  val " + std::to_string(m.valLoss).substr(0, 6)).c_str() : "", m.lr,
@@ -241,7 +255,7 @@ int runTrain(Args& args) {
   std::string message;
   const RunState state = runTraining(request, task.context(), [&](const StepMetrics& m) { printer("", m); }, &message);
   task.finish();
-  std::cout << runStateName(state) << ": " << message << " (" << *out << ")\n";
+  if (!quiet) std::cout << runStateName(state) << ": " << message << " (" << *out << ")\n";
   if (state == RunState::Stopped) return 130;
   return state == RunState::Finished ? 0 : 1;
 }

@@ -1,0 +1,119 @@
+#include "app/cli/launcher.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "core/error.hpp"
+
+namespace sharelens::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void onInterrupt(int) { g_interrupted = true; }
+
+// A port the kernel says is free on loopback (bound and released: rank 0 binds it again at once).
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw Error({.what = "no free loopback port for the ranks' rendezvous", .where = "sharelens train --nproc",
+                 .found = std::strerror(errno)});
+  }
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "stopped";
+}
+
+}  // namespace
+
+int launchLocalRanks(int ranks, const std::vector<std::string>& args, double graceSeconds) {
+  const std::string port = std::to_string(freeLoopbackPort());
+  std::vector<pid_t> children(static_cast<size_t>(ranks), -1);
+  for (int r = 0; r < ranks; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error({.what = "cannot start a rank", .where = "sharelens train --nproc", .found = std::strerror(errno)});
+    if (pid == 0) {
+      for (const auto& [name, value] : {std::pair{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(ranks)},
+                                        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(ranks)},
+                                        {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port}})
+        ::setenv(name, value.c_str(), 1);
+      std::vector<char*> argv = {const_cast<char*>("sharelens")};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      std::_Exit(127);
+    }
+    children[static_cast<size_t>(r)] = pid;
+  }
+  struct sigaction action {}, previous{};
+  action.sa_handler = onInterrupt;
+  ::sigaction(SIGINT, &action, &previous);
+  int running = ranks, failedRank = -1, failedStatus = 0, exitStatus = 0;
+  std::chrono::steady_clock::time_point stopping{};
+  bool forwarded = false;
+  while (running > 0) {
+    if (g_interrupted && !forwarded) {  // Ctrl-C: every rank stops at the same step and rank 0 saves
+      for (pid_t pid : children)
+        if (pid > 0) ::kill(pid, SIGINT);
+      forwarded = true;
+    }
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      const auto it = std::find(children.begin(), children.end(), done);
+      const int rank = static_cast<int>(it - children.begin());
+      *it = -1;
+      --running;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && failedRank < 0 && !g_interrupted) {
+        failedRank = rank;
+        failedStatus = status;
+        exitStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        for (pid_t pid : children)
+          if (pid > 0) ::kill(pid, SIGTERM);
+        stopping = std::chrono::steady_clock::now();
+      } else if (!ok && exitStatus == 0) {
+        exitStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 130;
+      }
+      continue;
+    }
+    if (failedRank >= 0 && std::chrono::steady_clock::now() - stopping > std::chrono::duration<double>(graceSeconds))
+      for (pid_t pid : children)
+        if (pid > 0) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::sigaction(SIGINT, &previous, nullptr);
+  if (failedRank >= 0) {
+    std::cerr << "error: " << Error({.what = "rank " + std::to_string(failedRank) + " " + describe(failedStatus) + "; the other ranks were stopped",
+                                     .where = "sharelens train --nproc " + std::to_string(ranks),
+                                     .hint = "the last complete checkpoint is intact: add --resume to continue (with any --nproc)"})
+                                  .what()
+              << "\n";
+    return exitStatus == 0 ? 1 : exitStatus;
+  }
+  return exitStatus;
+}
+
+}  // namespace sharelens::cli

@@ -1,0 +1,72 @@
+// Data parallelism on LibTorch's c10d (trainer-internal: includes torch). One DistributedGroup per rank:
+// rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors), with a
+// timeout on every operation so that no rank waits forever for one that died.
+//
+// Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
+// bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM) is
+// launched as soon as it is complete -- overlapping the rest of backward, as DDP does -- always in the same bucket
+// order on every rank (collectives are matched by order). finish() waits for the buckets and writes the summed
+// gradients back. A shared weight is one parameter, so it is reduced once however many layers use it.
+#pragma once
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/model.hpp"
+#include "trainer/optimizer.hpp"
+#include "trainer/run_controller.hpp"
+
+namespace c10d {
+class Store;
+class ProcessGroup;
+}  // namespace c10d
+
+namespace sharelens {
+
+class DistributedGroup {
+ public:
+  explicit DistributedGroup(const DistributedConfig& config);
+  ~DistributedGroup();
+  int rank() const { return m_config.rank; }
+  int worldSize() const { return m_config.worldSize; }
+
+  // Fails on every rank, naming the field and the ranks, unless every rank holds the same value (checked at the
+  // start: topology, corpus, tokenizer, start step).
+  void agree(const std::string& field, const std::string& value);
+
+  // Gradient all-reduce: attach() once, then per step begin(share) before backward and finish() after it.
+  // `share` = this rank's rows / the global batch's rows.
+  void attach(std::vector<NamedParameter>& params);
+  void begin(double share);
+  void finish();
+
+  // Rank 0's weights and optimizer state (and counters) to every rank, so all start from one state.
+  void broadcastFromZero(std::vector<NamedParameter>& params, AdamW& optimizer);
+  double broadcastFromZero(double value);
+  std::vector<double> allGather(double value);  // every rank's value, by rank
+  double sum(double value);
+  // Debug: a hash of every weight, compared across ranks; a named Error when they differ.
+  void checkWeightsAgree(const std::vector<NamedParameter>& params, int64_t step);
+  // The ranks that no longer answer after a collective failed at `step`.
+  void heartbeat(int64_t step);
+  std::string stoppedRanks(int64_t step);
+  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped.
+  [[noreturn]] void fail(const std::exception& cause, int64_t step);
+
+ private:
+  struct Bucket;
+  void launchReady();
+  DistributedConfig m_config;
+  c10::intrusive_ptr<c10d::Store> m_store;
+  c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+  std::vector<NamedParameter>* m_params = nullptr;
+  std::vector<std::unique_ptr<Bucket>> m_buckets;
+  std::vector<std::pair<size_t, int64_t>> m_slot;  // parameter -> (bucket, offset)
+  size_t m_launched = 0;                           // buckets launched this step, in order
+  double m_share = 1.0;
+};
+
+}  // namespace sharelens
