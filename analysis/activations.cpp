@@ -19,8 +19,11 @@ ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& 
   r.layerOutputs = pairwiseDifferenceMap(data.residualDeltas, backend, params.threshold, ctx);
   r.rankMapSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.klDrift = data.klDrift;
-  r.groups = groupsFromKlDrift(data.klDrift, data.layers);
-  r.logitLensTokens = std::min(params.logitLensTokens, data.tokens);
+  r.logitLens = params.logitLens;
+  r.klGroupCount = params.klGroups;
+  r.groups = params.klGroups > 0 ? groupsFromKlDrift(data.klDrift, data.layers, params.klGroups)
+                                 : groupsAtKlPeaks(data.klDrift, data.layers);
+  r.logitLensTokens = data.logitLensTokens;
   r.attentionSimilarity = data.attentionSimilarity;
   r.headLabels = data.headLabels;
   r.attentionTokens = std::min(params.attentionTokens, data.tokens);

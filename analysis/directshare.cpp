@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
+#include "core/atomic_file.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
@@ -132,22 +134,33 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
 }
 
 void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view) {
+  // Each layer's Q, K and V must be its own stored rows: an edit through a composed matrix (LoRA, MASA) is
+  // impossible, and one through a tensor that several layers read (strict layer sharing, a shared head
+  // base) would silently change every layer that uses it, the sources included.
+  std::map<std::string, int64_t> owner;  // stored tensor -> the layer whose Q/K/V read it
   for (const LayerView& layer : view.layers)
-    for (Proj p : {Proj::Q, Proj::K, Proj::V})
-      if (layer.has(p) && !isPlainSlice(layer.at(p)))
+    for (Proj p : {Proj::Q, Proj::K, Proj::V}) {
+      if (!layer.has(p)) continue;
+      const std::string where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " +
+                                std::string(projName(p)) + " = " + layer.at(p).describe();
+      if (!isPlainSlice(layer.at(p)))
         throw Error({.what = "cannot write a DirectShare model of a checkpoint whose attention weights are composed",
-                     .where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " +
-                              std::string(projName(p)) + " = " + layer.at(p).describe(),
-                     .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
+                     .where = where, .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
                      .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its output"});
+      const std::string& tensor = layer.at(p).terms[0].left.tensor;
+      const auto [it, fresh] = owner.emplace(tensor, layer.index);
+      if (!fresh && it->second != layer.index)
+        throw Error({.what = "cannot write a DirectShare model of a checkpoint whose layers share attention weights",
+                     .where = where, .expected = "one stored tensor per layer",
+                     .found = "'" + tensor + "' also holds layer " + std::to_string(it->second) + "'s weights",
+                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its output"});
+    }
 }
 
 void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const DirectShareResult& result,
                                  const fs::path& outDir) {
   checkDirectShareWritable(ckpt, view);  // before anything is created
-  if (fs::exists(outDir / "model.safetensors"))
-    throw Error({.what = "the output directory already holds a model", .where = outDir.string(),
-                 .hint = "choose an empty or new directory"});
+  StagedDirectory out(outDir);  // refuses a non-empty directory; removed again unless everything is written
   TensorEditor editor(ckpt);
   Json pairs = Json::array();
   for (const UnitMatch& m : result.chosen) {
@@ -167,9 +180,9 @@ void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, 
                        {"parameters_saved", result.parametersSaved}, {"parameters_unique", result.parametersTotal - result.parametersSaved}};
   auto metadata = ckpt.metadata();
   metadata["sharelens.directshare"] = record.dump();
-  fs::create_directories(outDir);
-  editor.save(outDir / "model.safetensors", metadata);
-  copyCompanionFiles(ckpt, outDir);
+  editor.save(out.path() / "model.safetensors", metadata);
+  copyCompanionFiles(ckpt, out.path());
+  out.commit();
 }
 
 }  // namespace sharelens

@@ -79,7 +79,38 @@ MatrixPcaGroup pcaOfGroup(Proj proj, const std::vector<int64_t>& layers, const s
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers) {
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers, int64_t count) {
+  if (count < 1 || count > layers)
+    throw Error({.what = "group count out of range", .where = "kl:" + std::to_string(count),
+                 .expected = "1.." + std::to_string(layers) + " groups", .found = std::to_string(count),
+                 .hint = "at most one group per layer"});
+  std::vector<size_t> order(std::min<size_t>(drift.size(), static_cast<size_t>(std::max<int64_t>(0, layers - 1))));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return drift[a] > drift[b]; });
+  std::vector<bool> cutAfter(static_cast<size_t>(layers), false);
+  for (size_t i = 0; i < order.size() && static_cast<int64_t>(i) + 1 < count; ++i) cutAfter[order[i]] = true;
+  std::vector<std::vector<int64_t>> groups(1);
+  for (int64_t l = 0; l < layers; ++l) {
+    groups.back().push_back(l);
+    if (cutAfter[static_cast<size_t>(l)] && l + 1 < layers) groups.emplace_back();
+  }
+  return groups;
+}
+
+std::optional<int64_t> parseKlGrouping(const std::string& spec) {
+  if (spec == "kl") return 3;
+  if (spec == "kl-peaks") return 0;
+  if (spec.rfind("kl:", 0) != 0) return std::nullopt;
+  int64_t g = 0;
+  const char* begin = spec.data() + 3;
+  const auto [end, ec] = std::from_chars(begin, spec.data() + spec.size(), g);
+  if (ec != std::errc() || end != spec.data() + spec.size() || g < 1)
+    throw Error({.what = "not a group count", .where = "layer groups '" + spec + "'", .expected = "kl:G with G >= 1",
+                 .found = "'" + spec.substr(3) + "'"});
+  return g;
+}
+
+std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& drift, int64_t layers) {
   std::vector<std::vector<int64_t>> groups(1);
   for (int64_t l = 0; l < layers; ++l) {
     groups.back().push_back(l);

@@ -32,9 +32,15 @@ struct MatrixPcaOptions {
 std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
                                              const MatrixPcaOptions& options, const TaskContext& ctx);
 
-// MASA layer groups from the logit-lens KL drift between consecutive layers: drift[l] = KL(p_l || p_{l+1});
-// a new group starts after each local maximum.
-std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers);
+// MASA layer groups from the logit-lens KL drift between consecutive layers, drift[l] = KL(p_l || p_{l+1})
+// (the MASA paper's grouping strategy: groups of consecutive blocks with small intra-group drift). With G
+// groups the boundaries go where the drift is largest: after layer l for the G-1 largest drift[l] (ties to
+// the earlier layer), which makes the largest drift left inside any group as small as it can be.
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers, int64_t groups);
+// The older reading, kept as the named option "kl-peaks": a new group starts after each local maximum.
+std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& drift, int64_t layers);
+// "kl" (G = 3), "kl:G" or "kl-peaks" -> G (0 for kl-peaks); nullopt for anything else (explicit groups).
+std::optional<int64_t> parseKlGrouping(const std::string& spec);
 
 // "0-5,6-11" or "0,1,2;3,4" -> groups of layer indices, each validated against `layers`.
 std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers);

@@ -34,11 +34,11 @@ std::vector<AnalysisKind> makeKinds() {
   // Running the model over text comes first: the MASA groups may be taken from its logit-lens drift.
   k.push_back({.id = "activations", .jsonKey = "activations", .title = "layer outputs over text", .inDefaultSet = false,
                .unavailable = [](const AnalysisInput& in) {
-                 if (!in.runModel) return std::string("running the model over text is not available here");
+                 if (!in.services.runModel) return std::string("running the model over text is not available here");
                  return needsHeads(in);
                },
                .run = [](const AnalysisInput& in, const AnalysisParams& p, const TaskContext& ctx) {
-                 return makeResult(analyseActivations(in.runModel(p, ctx), in.backend, p, ctx));
+                 return makeResult(analyseActivations(in.services.runModel(p, ctx), in.backend, p, ctx));
                },
                .toJson = jsonOf<ActivationResults>(), .fromJson = parsed<ActivationResults, activationResultsFromJson>()});
   k.push_back({.id = "spectra", .jsonKey = "spectra", .title = "singular-value spectra",
@@ -93,6 +93,24 @@ std::vector<AnalysisKind> makeKinds() {
                .unavailable = [](const AnalysisInput& in) { return in.view.embedding ? "" : std::string("no token embedding"); },
                .run = [](const AnalysisInput& in, const AnalysisParams& p, const TaskContext& ctx) {
                  return makeResult(computeEmbeddingStudy(in.checkpoint, in.view, in.backend, p.threshold, ctx));
+               },
+               .toJson = jsonOf<EmbeddingStudy>(), .fromJson = parsed<EmbeddingStudy, embeddingFromJson>()});
+  k.push_back({.id = "embedding-loss", .jsonKey = "embedding_loss",
+               .title = "held-out loss per embedding rank (Fig. 2c)", .inDefaultSet = false,
+               .unavailable = [](const AnalysisInput& in) {
+                 if (!in.view.embedding) return std::string("no token embedding");
+                 if (!in.services.scoreTruncatedEmbedding) return std::string("running the model is not available here");
+                 return needsHeads(in);
+               },
+               .run = [](const AnalysisInput& in, const AnalysisParams& p, const TaskContext& ctx) {
+                 EmbeddingStudy study = computeEmbeddingStudy(in.checkpoint, in.view, in.backend, p.threshold, ctx);
+                 std::vector<int64_t> ranks;
+                 for (const FactorizationPoint& point : study.curve) ranks.push_back(point.rank);
+                 const TruncatedEmbeddingScores scores = in.services.scoreTruncatedEmbedding(ranks, p, ctx);
+                 study.fullRankValidationNll = scores.storedNll;
+                 study.validationText = scores.text;
+                 for (size_t i = 0; i < study.curve.size(); ++i) study.curve[i].validationNll = scores.nll.at(i);
+                 return makeResult(std::move(study));
                },
                .toJson = jsonOf<EmbeddingStudy>(), .fromJson = parsed<EmbeddingStudy, embeddingFromJson>()});
   k.push_back({.id = "esd", .jsonKey = "esd", .title = "empirical spectral densities (power-law alpha)",

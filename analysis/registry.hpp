@@ -25,8 +25,11 @@ struct AnalysisParams {
   double directShareRatio = 0.25;       // alpha of the DirectShare pairs
   std::vector<std::vector<int64_t>> masaGroups;  // Matrix PCA layer groups; empty: one group of all layers
   int64_t activationTokens = 25000;     // tokens of text the model runs over
-  int64_t logitLensTokens = 2048;
+  std::string logitLens = "mean-state";  // "mean-state" (the MASA paper's) or "per-token" (trainer/forward_probe.hpp)
+  int64_t logitLensTokens = 2048;       // "per-token" only
+  int64_t klGroups = 3;                 // MASA groups from the drift: split at the G-1 largest; 0: after local maxima
   int64_t attentionTokens = 128;
+  int64_t embeddingLossTokens = 8192;   // held-out tokens scored at each embedding rank
   std::string corpus = "brown";
   std::vector<int> tokenIds;            // when given: run over these instead of corpus text
 };
@@ -36,6 +39,7 @@ struct AnalysisParams {
 struct ActivationData {
   std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]: dh_l = h_l - h_{l-1}
   std::vector<double> klDrift;              // KL(p_l || p_{l+1})
+  int64_t logitLensTokens = 0;              // the tokens the drift was computed over
   FloatMatrix attentionSimilarity;          // (layers * heads)^2
   std::vector<std::string> headLabels;
   std::vector<int> tokenIds;
@@ -46,11 +50,28 @@ struct ActivationData {
 };
 using ModelRunner = std::function<ActivationData(const AnalysisParams&, const TaskContext&)>;
 
+// Held-out NLL of the checkpoint with its token embedding (and an untied output head) replaced by its best
+// rank-r approximation, for each rank (the low-rank sharing paper's Fig. 2c), beside the NLL as stored.
+struct TruncatedEmbeddingScores {
+  double storedNll = 0;         // the checkpoint as it is
+  std::vector<double> nll;      // one per requested rank
+  std::string text;             // what was scored ("held-out split of brown ..., 8192 tokens")
+};
+using EmbeddingScorer =
+    std::function<TruncatedEmbeddingScores(const std::vector<int64_t>& ranks, const AnalysisParams&, const TaskContext&)>;
+
+// What the analyses may ask of a model beyond its weights; analysis/ runs no models, the caller supplies these
+// (app/workflows/model_runner.hpp). Either may be empty: analyses that need it then say why they cannot run.
+struct ModelServices {
+  ModelRunner runModel;                   // the model over text (activations)
+  EmbeddingScorer scoreTruncatedEmbedding;
+};
+
 struct AnalysisInput {
   const Checkpoint& checkpoint;
   const ModelView& view;
   LinalgBackend& backend;
-  ModelRunner runModel;  // may be empty: analyses that need it then say why they cannot run
+  ModelServices services;
 };
 
 // An immutable result of any kind, shared between threads; resultAs<T>() gives it typed (nullptr when it is

@@ -305,7 +305,9 @@ Json toJson(const ActivationResults& r) {
           {"layer_output_differences", {{"threshold", r.threshold},
                                         {"effective_rank", square(r.layerOutputs.rank, r.layerOutputs.n)},
                                         {"relative_difference", square(r.layerOutputs.relativeDifference, r.layerOutputs.n)}}},
-          {"logit_lens", {{"tokens", r.logitLensTokens}, {"kl_drift", r.klDrift}, {"groups", r.groups}}},
+          {"logit_lens", {{"lens", r.logitLens}, {"tokens", r.logitLensTokens}, {"kl_drift", r.klDrift},
+                          {"grouping", r.klGroupCount > 0 ? "kl:" + std::to_string(r.klGroupCount) : std::string("kl-peaks")},
+                          {"groups", r.groups}}},
           {"attention_similarity", {{"tokens", r.attentionTokens}, {"labels", r.headLabels},
                                     {"similarity", matrixJson(r.attentionSimilarity)}}},
           {"timing", {{"forward_s", r.forwardSeconds}, {"logit_lens_s", r.logitLensSeconds}, {"rank_map_s", r.rankMapSeconds}}},
@@ -327,6 +329,11 @@ ActivationResults activationResultsFromJson(const Json& j) {
   r.logitLensTokens = field(lens, "tokens").get<int64_t>();
   r.klDrift = field(lens, "kl_drift").get<std::vector<double>>();
   r.groups = field(lens, "groups").get<std::vector<std::vector<int64_t>>>();
+  r.logitLens = lens.value("lens", std::string("per-token"));  // reports before the mean-state lens had none
+  if (const std::string g = lens.value("grouping", std::string("kl-peaks")); g.rfind("kl:", 0) == 0)
+    r.klGroupCount = std::stoll(g.substr(3));
+  else
+    r.klGroupCount = 0;
   const Json& att = field(j, "attention_similarity");
   r.attentionTokens = field(att, "tokens").get<int64_t>();
   r.headLabels = field(att, "labels").get<std::vector<std::string>>();

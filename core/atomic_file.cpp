@@ -76,6 +76,37 @@ void writeFileAtomically(const std::filesystem::path& target, std::string_view c
   file.commit();
 }
 
+StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::move(target)) {
+  namespace fs = std::filesystem;
+  if (m_target.filename().empty()) m_target = m_target.parent_path();  // "out/" names "out"
+  std::error_code ec;
+  if (fs::exists(m_target, ec) && !(fs::is_directory(m_target, ec) && fs::is_empty(m_target, ec)))
+    throw Error({.what = "the output directory already exists and is not empty", .where = m_target.string(),
+                 .hint = "choose a new directory, or remove this one first"});
+  const fs::path parent = m_target.has_parent_path() ? m_target.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  if (ec) throwIo("cannot create directory", parent, ec.value());
+  static std::atomic<unsigned> counter{0};
+  m_staging = parent / ("." + m_target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(counter.fetch_add(1)));
+  fs::remove_all(m_staging, ec);
+  if (!fs::create_directory(m_staging, ec) || ec) throwIo("cannot create directory", m_staging, ec ? ec.value() : EEXIST);
+}
+
+StagedDirectory::~StagedDirectory() {
+  if (m_committed) return;
+  std::error_code ec;
+  std::filesystem::remove_all(m_staging, ec);
+}
+
+void StagedDirectory::commit() {
+  std::error_code ec;
+  if (std::filesystem::is_directory(m_target, ec)) std::filesystem::remove(m_target, ec);  // empty, checked above
+  if (::rename(m_staging.c_str(), m_target.c_str()) != 0) throwIo("rename failed", m_target, errno);
+  m_committed = true;
+  fsyncDirectory(m_target.has_parent_path() ? m_target.parent_path() : std::filesystem::path("."));
+}
+
 void fsyncDirectory(const std::filesystem::path& directory) {
   const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throwIo("cannot open directory for fsync", directory, errno);

@@ -27,6 +27,27 @@ class AtomicFile {
 };
 
 void writeFileAtomically(const std::filesystem::path& target, std::string_view content);
+
+// The same promise for a whole output directory (a derived model: weights, config, tokenizer): files are
+// written into a hidden staging directory beside the target, and commit() renames it into place. A
+// StagedDirectory destroyed without commit() removes the staging directory, so a failed or refused write
+// leaves nothing behind. The target must not exist yet (or be an empty directory).
+class StagedDirectory {
+ public:
+  explicit StagedDirectory(std::filesystem::path target);
+  StagedDirectory(const StagedDirectory&) = delete;
+  StagedDirectory& operator=(const StagedDirectory&) = delete;
+  ~StagedDirectory();
+
+  const std::filesystem::path& path() const { return m_staging; }  // write here
+  const std::filesystem::path& target() const { return m_target; }
+  void commit();  // rename into place + fsync(parent); throws sharelens::Error on failure
+
+ private:
+  std::filesystem::path m_target;
+  std::filesystem::path m_staging;
+  bool m_committed = false;
+};
 void fsyncDirectory(const std::filesystem::path& directory);
 std::string readTextFile(const std::filesystem::path& path);  // throws a named Error
 

@@ -1,5 +1,7 @@
 #include "core/naming.hpp"
 
+#include <ctime>
+
 #include <cctype>
 #include <cstdio>
 
@@ -86,6 +88,27 @@ std::string humanBytes(double bytes) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string fileStem(std::string_view label) {
+  std::string out;
+  for (char c : label) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    if (keep) out.push_back(c);
+    else if (!out.empty() && out.back() != '-') out.push_back('-');
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  while (!out.empty() && (out.front() == '.' || out.front() == '-')) out.erase(out.begin());
+  return out.empty() ? "model" : out;
+}
+
+std::string timestampForFileName() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &local);
   return buf;
 }
 

@@ -26,4 +26,10 @@ bool endsWith(std::string_view s, std::string_view suffix);
 std::string humanCount(double count);
 std::string humanBytes(double bytes);
 
+// A file-name stem from any label: letters, digits, '.', '-' and '_' kept, runs of anything else become one
+// '-' ("run @ step 100" -> "run-step-100"); never empty.
+std::string fileStem(std::string_view label);
+// The local time as "20261122-184502", for names that must not collide with earlier ones.
+std::string timestampForFileName();
+
 }  // namespace sharelens

@@ -173,6 +173,14 @@ fs::path resolveModelPath(const fs::path& path) {
                .hint = "wait for the first checkpoint (checkpoint_every steps), or save one from the training monitor"});
 }
 
+std::optional<fs::path> runDirectoryOf(const fs::path& path) {
+  if (isRunDirectory(path)) return path;
+  const fs::path dir = fs::is_directory(path) ? path : path.parent_path();
+  const fs::path run = dir.parent_path().parent_path();  // RUN/checkpoints/step-N -> RUN
+  if (dir.parent_path().filename() == "checkpoints" && isRunDirectory(run)) return run;
+  return std::nullopt;
+}
+
 void appendJsonLine(const fs::path& file, const Json& line) {
   std::ofstream out(file, std::ios::app | std::ios::binary);
   if (!out)

@@ -71,6 +71,9 @@ Json metricToJson(const MetricPoint& p);
 // complete checkpoint). Throws a named Error when a run has no complete checkpoint yet.
 std::filesystem::path resolveModelPath(const std::filesystem::path& path);
 
+// The run directory a checkpoint belongs to (RUN for RUN or RUN/checkpoints/step-N), if any.
+std::optional<std::filesystem::path> runDirectoryOf(const std::filesystem::path& path);
+
 // On resume: drops every line of metrics.jsonl whose step is after `maxStep` (the checkpoint the run continues
 // from), any "finish" event (the resumed run logs its own, also when it had nothing left to train) and a torn
 // last line, so that no step and no finish is recorded twice; rewrites the file atomically. Returns the number

@@ -35,8 +35,9 @@ std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesyst
       throw Error({.what = "embedding rank out of range", .where = "embedding truncation", .expected = "1.." + std::to_string(view.shape.hidden),
                    .found = std::to_string(r)});
   const HeldOutText text = heldOutTokens(path, options, ctx);
+  requireScorable(text, view.shape.vocab);
   InferenceModel model(*ckpt, view, torch::kCPU);
-  const int64_t window = options.window > 0 ? std::min(options.window, model.context()) : std::min<int64_t>(model.context(), 1024);
+  const int64_t window = evalWindow(options, model.context());
   std::vector<TruncatedEmbeddingLoss> out;
   out.push_back({0, scoreTokens(model, text.ids, window, ctx)});
   const TableSvd input = svdOf(model.embeddingTable());

@@ -35,6 +35,21 @@ torch::Device deviceFor(const std::string& name) {
 
 }  // namespace
 
+HeldOutSource heldOutSource(const fs::path& path, const EvalOptions& options) {
+  HeldOutSource s{"brown", 0.05};
+  if (const auto run = runDirectoryOf(path)) {
+    const Json record = readJsonFile(*run / "run.json");
+    if (const Json* config = record.contains("config") ? &record["config"] : nullptr) {
+      if (config->contains("corpus") && (*config)["corpus"].is_string()) s.corpus = (*config)["corpus"].get<std::string>();
+      if (config->contains("validation_fraction") && (*config)["validation_fraction"].is_number())
+        s.validationFraction = (*config)["validation_fraction"].get<double>();
+    }
+  }
+  if (options.corpus) s.corpus = *options.corpus;
+  if (options.validationFraction) s.validationFraction = *options.validationFraction;
+  return s;
+}
+
 double EvalResult::standardError() const {
   const size_t n = windowNll.size();
   if (n < 2 || tokens == 0) return NAN;
@@ -59,9 +74,10 @@ HeldOutText heldOutTokens(const fs::path& path, const EvalOptions& options, cons
   }
   const auto tokenizer = tokenizerForCheckpoint(path);
   out.tokenizer = tokenizer->describe();
-  ctx.report(0.02, "eval: tokenising the held-out split of " + options.corpus);
-  const Corpus corpus = loadCorpus(options.corpus);
-  const CorpusSplit split = splitByDocument(corpus, options.validationFraction);
+  const HeldOutSource source = heldOutSource(path, options);
+  ctx.report(0.02, "eval: tokenising the held-out split of " + source.corpus);
+  const Corpus corpus = loadCorpus(source.corpus);
+  const CorpusSplit split = splitByDocument(corpus, source.validationFraction);
   const int eos = tokenizer->eosId();
   size_t documents = 0;
   for (const Document* d : split.validation) {
@@ -74,10 +90,26 @@ HeldOutText heldOutTokens(const fs::path& path, const EvalOptions& options, cons
   }
   if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1) out.ids.resize(static_cast<size_t>(options.tokens + 1));
   char share[32];
-  std::snprintf(share, sizeof share, "%g%%", 100.0 * options.validationFraction);
+  std::snprintf(share, sizeof share, "%g%%", 100.0 * source.validationFraction);
   out.description = "held-out split of " + corpus.name + " (" + share + " of documents; " + std::to_string(documents) +
                     " of " + std::to_string(split.validation.size()) + " used)";
   return out;
+}
+
+void requireScorable(const HeldOutText& text, int64_t vocab) {
+  if (text.ids.size() < 2)
+    throw Error({.what = "too little text to evaluate", .where = text.description,
+                 .expected = ">= 2 tokens", .found = std::to_string(text.ids.size()),
+                 .hint = "use a larger corpus or a larger validation share"});
+  for (int id : text.ids)
+    if (id < 0 || id >= vocab)
+      throw Error({.what = "token id outside the model's vocabulary", .where = text.tokenizer,
+                   .expected = "ids in [0, " + std::to_string(vocab) + ")", .found = std::to_string(id),
+                   .hint = "the tokenizer beside the weights belongs to another model"});
+}
+
+int64_t evalWindow(const EvalOptions& options, int64_t context) {
+  return options.window > 0 ? std::min(options.window, context) : std::min<int64_t>(context, 1024);
 }
 
 EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids, int64_t window, const TaskContext& ctx) {
@@ -129,18 +161,10 @@ EvalResult evaluateCheckpoint(const fs::path& path, const EvalOptions& options, 
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   const HeldOutText text = heldOutTokens(path, options, ctx);
-  if (text.ids.size() < 2)
-    throw Error({.what = "too little text to evaluate", .where = text.description,
-                 .expected = ">= 2 tokens", .found = std::to_string(text.ids.size()),
-                 .hint = "use a larger corpus or a larger validation share"});
-  for (int id : text.ids)
-    if (id < 0 || id >= view.shape.vocab)
-      throw Error({.what = "token id outside the model's vocabulary", .where = text.tokenizer,
-                   .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")", .found = std::to_string(id),
-                   .hint = "the tokenizer beside the weights belongs to another model"});
+  requireScorable(text, view.shape.vocab);
   ctx.report(0.04, "eval: loading the model");
   const InferenceModel model(*ckpt, view, device);
-  const int64_t window = options.window > 0 ? std::min(options.window, model.context()) : std::min<int64_t>(model.context(), 1024);
+  const int64_t window = evalWindow(options, model.context());
   EvalResult r = scoreTokens(model, text.ids, window, ctx);
   r.source = path.string();
   r.tokenizer = text.tokenizer;

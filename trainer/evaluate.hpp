@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,12 @@
 namespace sharelens {
 
 struct EvalOptions {
-  std::string corpus = "brown";      // brown, nlp or a directory of .txt files
+  // The text. Unset: a ShareLens run's own corpus and validation share (from its run.json), so a run is
+  // scored on the documents it held out; brown and 0.05 (training's defaults) for anything else.
+  std::optional<std::string> corpus;             // brown, nlp or a directory of .txt files
+  std::optional<double> validationFraction;      // the held-out share of documents
   int64_t tokens = 32768;            // at most this many tokens of held-out text are scored
   int64_t window = 0;                // tokens predicted per window; 0: min(context, 1024)
-  double validationFraction = 0.05;  // the held-out share of documents (training's default)
   std::vector<int> tokenIds;         // when given: score exactly these tokens instead of corpus text
   std::string device = "cpu";
   int threads = 0;
@@ -51,8 +54,20 @@ struct HeldOutText {
   std::vector<int> ids;
   std::string tokenizer, description;
 };
+// Where the held-out text comes from for `path` under `options` (the run's own corpus and share when unset).
+struct HeldOutSource {
+  std::string corpus;
+  double validationFraction = 0.05;
+};
+HeldOutSource heldOutSource(const std::filesystem::path& checkpointPath, const EvalOptions& options);
+
 HeldOutText heldOutTokens(const std::filesystem::path& checkpointPath, const EvalOptions& options,
                           const TaskContext& ctx);
+
+// A named Error unless `text` has two tokens or more, all in [0, vocab) (what every scorer checks first).
+void requireScorable(const HeldOutText& text, int64_t vocab);
+// Tokens predicted per window for a model of `context`: options.window capped at it, else min(context, 1024).
+int64_t evalWindow(const EvalOptions& options, int64_t context);
 
 Json evalResultToJson(const EvalResult& r);
 

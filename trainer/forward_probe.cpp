@@ -23,6 +23,21 @@ FloatMatrix toMatrix(const torch::Tensor& t2d) {
   return m;
 }
 
+// The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l [layers, d]
+// (double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits are
+// computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
+std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
+  const int64_t vocab = outputTable.size(0), slice = 8192;
+  std::vector<torch::Tensor> parts;
+  for (int64_t v0 = 0; v0 < vocab; v0 += slice)
+    parts.push_back(at::matmul(means, outputTable.narrow(0, v0, std::min(slice, vocab - v0)).to(at::kDouble).t()));
+  const torch::Tensor logp = at::log_softmax(at::cat(parts, 1), 1).to(at::kCPU);  // [layers, V]
+  std::vector<double> drift;
+  for (int64_t l = 0; l + 1 < logp.size(0); ++l)
+    drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
+  return drift;
+}
+
 int64_t peakResidentBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -75,9 +90,15 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
                    .hint = "the tokenizer beside the weights belongs to another model"});
 
   const int64_t chunk = std::min(options.chunk, model.context());
+  const bool perTokenLens = options.logitLens == "per-token";
+  if (!perTokenLens && options.logitLens != "mean-state")
+    throw Error({.what = "unknown logit lens", .where = "--logit-lens", .expected = "mean-state or per-token",
+                 .found = options.logitLens});
   r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));
   std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
   int64_t klTokens = 0;
+  // Sum over tokens of each block's output h_l (double), for the mean-state lens: [layers, d].
+  torch::Tensor stateSum = at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
   const auto started = clock::now();
   for (int64_t at = 0; at < r.tokens; at += chunk) {
     ctx.throwIfCancelled();
@@ -87,11 +108,12 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
     InferenceModel::Trace trace;
     model.forward(tokens, &trace);
     for (int64_t l = 0; l < r.layers; ++l) {
-      const torch::Tensor delta = (trace.residual[static_cast<size_t>(l + 1)] - trace.residual[static_cast<size_t>(l)])
-                                      .squeeze(0).to(at::kCPU).contiguous();
+      const torch::Tensor& after = trace.residual[static_cast<size_t>(l + 1)];
+      const torch::Tensor delta = (after - trace.residual[static_cast<size_t>(l)]).squeeze(0).to(at::kCPU).contiguous();
       std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(), r.residualDeltas[static_cast<size_t>(l)].row(at));
+      stateSum[l] += after.squeeze(0).to(at::kDouble).sum(0);
     }
-    if (klTokens < options.logitLensTokens && r.layers >= 2) {  // logit lens on the layer outputs
+    if (perTokenLens && klTokens < options.logitLensTokens && r.layers >= 2) {
       const auto lensStart = clock::now();
       torch::Tensor previous = at::log_softmax(model.logits(trace.residual[1].squeeze(0)), -1);
       for (int64_t l = 1; l < r.layers; ++l) {
@@ -106,7 +128,15 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
                "activations: " + std::to_string(at + n) + " / " + std::to_string(r.tokens) + " tokens");
   }
   r.forwardSeconds = std::chrono::duration<double>(clock::now() - started).count() - r.logitLensSeconds;
-  for (double sum : klSum) r.klDrift.push_back(klTokens ? sum / static_cast<double>(klTokens) : 0.0);
+  if (perTokenLens) {
+    for (double sum : klSum) r.klDrift.push_back(klTokens ? sum / static_cast<double>(klTokens) : 0.0);
+    r.logitLensTokens = klTokens;
+  } else if (r.layers >= 2 && r.tokens > 0) {
+    const auto lensStart = clock::now();
+    r.klDrift = meanStateKlDrift(stateSum / static_cast<double>(r.tokens), model.outputTable());
+    r.logitLensTokens = r.tokens;
+    r.logitLensSeconds = std::chrono::duration<double>(clock::now() - lensStart).count();
+  }
 
   // Attention maps of one sample sequence: cosine similarity between every pair of (layer, head).
   const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});

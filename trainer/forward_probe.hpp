@@ -17,7 +17,13 @@ struct ProbeOptions {
   int64_t tokens = 25000;          // tokens of text for the layer-output differences
   std::string corpus = "brown";    // brown, nlp or a directory of .txt files
   int64_t chunk = 512;             // tokens per forward pass (capped at the model's context)
-  int64_t logitLensTokens = 2048;  // of those, how many go through the logit lens (V-wide softmaxes)
+  // The logit lens behind the KL drift between consecutive layers (DESIGN.md section 4):
+  //   "mean-state"  the MASA paper's grouping probe: p_l = softmax(W_U h̄_l), the output projection applied to
+  //                 block l's output averaged over all the tokens; drift_l = KL(p_l || p_{l+1})
+  //   "per-token"   the older reading: the mean over the first logitLensTokens tokens of the per-token KL
+  //                 between softmax(W_U norm(h_l,t)) and softmax(W_U norm(h_{l+1},t)), final norm applied
+  std::string logitLens = "mean-state";
+  int64_t logitLensTokens = 2048;  // "per-token" only: how many tokens go through the V-wide softmaxes
   int64_t attentionTokens = 128;   // one sample sequence for the attention maps
   std::string device = "cpu";
   int threads = 0;
@@ -30,6 +36,7 @@ struct ProbeResult {
   int64_t tokens = 0, layers = 0, hidden = 0, heads = 0;
   std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]
   std::vector<double> klDrift;              // KL(p_l || p_{l+1}), l = 0..layers-2, over layer outputs
+  int64_t logitLensTokens = 0;              // the tokens the drift was computed over
   std::vector<std::string> headLabels;      // "L3.h5"
   FloatMatrix attentionSimilarity;          // (layers * heads)^2 cosine similarity of attention maps
   double forwardSeconds = 0, logitLensSeconds = 0;

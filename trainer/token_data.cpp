@@ -34,10 +34,10 @@ std::vector<int32_t> tokenizeDocuments(const std::vector<const Document*>& docs,
   return stream;
 }
 
-void writeStream(std::ofstream& out, const std::vector<int32_t>& v) {
+void writeStream(AtomicFile& out, const std::vector<int32_t>& v) {
   const uint64_t n = v.size();
-  out.write(reinterpret_cast<const char*>(&n), 8);
-  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(n * 4));
+  out.write(&n, 8);
+  out.write(v.data(), n * 4);
 }
 
 bool readStream(std::ifstream& in, std::vector<int32_t>& v) {
@@ -66,13 +66,12 @@ TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFinge
   data.train = tokenizeDocuments(split.train, tokenizer, ctx);
   data.validation = tokenizeDocuments(split.validation, tokenizer, ctx);
   fs::create_directories(cache.parent_path());
-  const fs::path temp = cache.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary);
-    writeStream(out, data.train);
-    writeStream(out, data.validation);
-  }
-  fs::rename(temp, cache);
+  // A temporary name of this process's own: runs tokenising the same corpus side by side (an experiment with
+  // --parallel) each write theirs, and the last rename wins with identical content.
+  AtomicFile out(cache);
+  writeStream(out, data.train);
+  writeStream(out, data.validation);
+  out.commit();
   return data;
 }
 

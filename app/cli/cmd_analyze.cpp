@@ -5,7 +5,8 @@
 #include <chrono>
 #include <iostream>
 
-#include "analysis/embedding_study.hpp"
+#include "analysis/directshare.hpp"
+#include "analysis/matrix_pca.hpp"
 #include "analysis/registry.hpp"
 #include "analysis/report_json.hpp"
 #include "app/cli/commands.hpp"
@@ -15,7 +16,6 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
-#include "trainer/embedding_truncation.hpp"
 
 namespace sharelens::cli {
 namespace {
@@ -39,8 +39,13 @@ AnalysisParams parseAnalysisParams(Args& args) {
   }
   p.activationTokens = args.integer("tokens", 2, 100'000'000).value_or(p.activationTokens);
   p.corpus = args.option("corpus", p.corpus);
+  p.logitLens = args.option("logit-lens", p.logitLens);
+  if (p.logitLens != "mean-state" && p.logitLens != "per-token")
+    throw Error({.what = "unknown logit lens", .where = "--logit-lens", .expected = "mean-state (the MASA paper's) or per-token",
+                 .found = p.logitLens});
   p.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(p.logitLensTokens);
   p.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(p.attentionTokens);
+  p.embeddingLossTokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(p.embeddingLossTokens);
   if (const auto ids = args.option("token-ids")) p.tokenIds = readTokenIds(*ids);
   return p;
 }
@@ -50,11 +55,11 @@ int runAnalyze(Args& args) {
   std::vector<const AnalysisKind*> requested;
   for (const AnalysisKind& k : analysisKinds())
     if (args.flag(k.id)) requested.push_back(&k);
-  const std::string masaGroups = args.option("masa-groups", "");  // "0-5,6-11", or "kl": from the logit-lens drift
-  const bool klGroups = masaGroups == "kl";
+  // "0-5,6-11", or from the logit-lens drift: "kl" (3 groups), "kl:G", "kl-peaks" (after each local maximum)
+  const std::string masaGroups = args.option("masa-groups", "");
+  const std::optional<int64_t> klGrouping = parseKlGrouping(masaGroups);
+  const bool klGroups = klGrouping.has_value();
   const auto directShareOut = args.option("directshare-out");
-  const bool embeddingLoss = args.flag("embedding-loss");
-  const int64_t embeddingLossTokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(8192);
   const std::string device = args.option("device", "cpu");
   const int threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto jsonOut = args.option("json");
@@ -65,16 +70,19 @@ int runAnalyze(Args& args) {
   AnalysisParams p = parseAnalysisParams(args);
   args.finish();
   if (!masaGroups.empty() && !klGroups) p.masaGroups = parseLayerGroups(masaGroups, view.shape.layers);
+  if (klGrouping) p.klGroups = *klGrouping;
+  if (p.klGroups > view.shape.layers)
+    throw Error({.what = "more groups than layers", .where = "--masa-groups " + masaGroups,
+                 .expected = "at most " + std::to_string(view.shape.layers), .found = std::to_string(p.klGroups)});
   if (!jsonOut) throw Error({.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
+  if (directShareOut) checkDirectShareWritable(*ckpt, view);  // refused before anything is computed or written
   const bool explicitSelection = !requested.empty();
   if (!explicitSelection)
     for (const AnalysisKind& k : analysisKinds())
       if (k.inDefaultSet) requested.push_back(&k);
   auto isRequested = [&](std::string_view id) { return std::find(requested.begin(), requested.end(), &analysis(id)) != requested.end(); };
   if (klGroups && !isRequested("activations"))
-    throw Error({.what = "--masa-groups kl needs the logit-lens drift", .where = "sharelens analyze", .hint = "add --activations"});
-  if (embeddingLoss && !isRequested("embedding"))
-    throw Error({.what = "--embedding-loss needs the embedding study", .where = "sharelens analyze", .hint = "add --embedding"});
+    throw Error({.what = "--masa-groups " + masaGroups + " needs the logit-lens drift", .where = "sharelens analyze", .hint = "add --activations"});
 
   std::string note;
   auto backend = selectBackend(device == "cuda" ? Device::Cuda : Device::Cpu, &note);
@@ -93,7 +101,7 @@ int runAnalyze(Args& args) {
                    {"kv_heads", view.shape.kvHeads}, {"head_dim", view.shape.headDim}, {"ffn", view.shape.ffn},
                    {"vocab", view.shape.vocab}, {"tied_embeddings", view.shape.tiedEmbeddings}}}};
   Json timing = Json::object();
-  const AnalysisInput input{*ckpt, view, *backend, makeModelRunner(path, device, threads)};
+  const AnalysisInput input{*ckpt, view, *backend, makeModelServices(path, device, threads)};
   for (const AnalysisKind& kind : analysisKinds()) {  // the table's order: activations first (MASA may use them)
     if (std::find(requested.begin(), requested.end(), &kind) == requested.end()) continue;
     if (const std::string why = kind.unavailable(input); !why.empty()) {
@@ -109,21 +117,6 @@ int runAnalyze(Args& args) {
     if (kind.id == "directshare" && directShareOut) {
       writeDirectSharedCheckpoint(*ckpt, view, *resultAs<DirectShareResult>(result), *directShareOut);
       std::cerr << "wrote the shared model to " << *directShareOut << "\n";
-    }
-    if (kind.id == "embedding" && embeddingLoss) {  // Fig. 2c: held-out loss with the embedding truncated to each rank
-      EmbeddingStudy study = *resultAs<EmbeddingStudy>(result);
-      EvalOptions e;
-      e.corpus = p.corpus;
-      e.tokens = embeddingLossTokens;
-      e.tokenIds = p.tokenIds;
-      e.threads = threads;
-      std::vector<int64_t> ranks;
-      for (const FactorizationPoint& point : study.curve) ranks.push_back(point.rank);
-      const auto losses = truncatedEmbeddingLosses(path, ranks, e, ctx);
-      study.fullRankValidationNll = losses.front().eval.nll;
-      study.validationText = losses.front().eval.text + ", " + std::to_string(losses.front().eval.tokens) + " tokens";
-      for (size_t i = 0; i < study.curve.size(); ++i) study.curve[i].validationNll = losses[i + 1].eval.nll;
-      result = makeResult(std::move(study));
     }
     report[std::string(kind.jsonKey)] = kind.toJson(result);
     timing[std::string(kind.id) + "_s"] = secondsSince(start);

@@ -14,13 +14,10 @@ namespace sharelens::cli {
 
 EvalOptions parseEvalOptions(Args& args) {
   EvalOptions o;
-  o.corpus = args.option("corpus", o.corpus);
+  o.corpus = args.option("corpus");
   o.tokens = args.integer("tokens", 1, 1'000'000'000).value_or(o.tokens);
   o.window = args.integer("window", 1, 1 << 20).value_or(0);
-  o.validationFraction = args.number("validation-fraction", 1e-6, 1.0 - 1e-6).value_or(o.validationFraction);
-  if (!(o.validationFraction > 0.0 && o.validationFraction < 1.0))
-    throw Error({.what = "validation fraction out of range", .where = "--validation-fraction",
-                 .expected = "a fraction in (0, 1)", .found = std::to_string(o.validationFraction)});
+  o.validationFraction = args.number("validation-fraction", 1e-6, 1.0 - 1e-6);
   if (const auto ids = args.option("token-ids")) o.tokenIds = readTokenIds(*ids);
   o.device = args.option("device", o.device);
   o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));

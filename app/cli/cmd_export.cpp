@@ -35,7 +35,7 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
   const auto ckpt = Checkpoint::open(resolveModelPath(input));
   const ModelView view = openModelView(*ckpt);
   const auto backend = makeCpuBackend();
-  const AnalysisInput in{*ckpt, view, *backend, makeModelRunner(input)};
+  const AnalysisInput in{*ckpt, view, *backend, makeModelServices(input)};
   if (const std::string why = kind.unavailable(in); !why.empty())
     throw Error({.what = std::string(kind.title) + " cannot run on this model", .where = input, .found = why});
   return kind.run(in, params, ctx);

@@ -15,9 +15,10 @@ const std::vector<Command>& commands() {
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
        "sharelens analyze PATH [--activations] [--spectra] [--heads] [--layers] [--masa] [--masa-trained] [--directshare] "
-       "[--embedding [--embedding-loss [--embedding-loss-tokens N]]] [--threshold 0.95] [--lowest-pairs 50] "
-       "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl] [--directshare-out DIR] [--tokens 25000] "
-       "[--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens-tokens N] [--attention-tokens N] "
+       "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] [--lowest-pairs 50] "
+       "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] "
+       "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens mean-state|per-token] "
+       "[--logit-lens-tokens N] [--attention-tokens N] "
        "[--device cpu|cuda] [--threads N] --json FILE",
        "the analyses of the registry as one JSON report (all but --activations when no analysis is named): spectra, "
        "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, and the "
@@ -45,7 +46,9 @@ const std::vector<Command>& commands() {
       {"eval",
        "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
        "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",
-       "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer", runEval},
+       "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer (a run's "
+       "checkpoint: its own corpus and held-out documents unless --corpus / --validation-fraction say otherwise)",
+       runEval},
       {"experiment",
        "sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--reproduce COMMAND]",

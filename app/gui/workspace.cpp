@@ -137,18 +137,18 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   const auto ckpt = model->checkpoint;
   const auto view = model->view;
   const AnalysisParams params = m_params;
-  const ModelRunner runner = makeModelRunner(model->path);
+  const ModelServices services = makeModelServices(model->path);
   const uint64_t request = ++m_requests;
   model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Pending, nullptr, {}, params, request};
-  if (const std::string why = kind.unavailable({*ckpt, *view, *backend, runner}); !why.empty()) {
+  if (const std::string why = kind.unavailable({*ckpt, *view, *backend, services}); !why.empty()) {
     model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Failed, nullptr, why, params, request};
     return;
   }
   auto slot = std::make_shared<AnalysisResult>();
   m_jobs.submit(
       std::string(kind.title) + " (" + model->label + ")",
-      [&kind, ckpt, view, backend, runner, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
-        *slot = kind.run({*ckpt, *view, *backend, runner}, params, ctx);
+      [&kind, ckpt, view, backend, services, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
+        *slot = kind.run({*ckpt, *view, *backend, services}, params, ctx);
         return nullptr;
       },
       [this, key, ckpt, id = std::string(kind.id), request, slot](JobSystem::Status status, const std::string& error) {

@@ -97,7 +97,9 @@ std::vector<FigureKind> makeKinds() {
                [](const AnalysisResult& r, const FigureParams&) { return directShareFigure(*resultAs<DirectShareResult>(r)); }});
   k.push_back({"embedding-spectrum", "embedding", "singular values of the token embedding",
                [](const AnalysisResult& r, const FigureParams&) { return embeddingSpectrumFigure(*resultAs<EmbeddingStudy>(r)); }});
-  k.push_back({"factorization", "embedding", "factorisation error (and validation loss) against the rank",
+  k.push_back({"embedding-loss", "embedding-loss", "held-out NLL with the embedding truncated to each rank (Fig. 2c)",
+               [](const AnalysisResult& r, const FigureParams&) { return embeddingLossFigure(*resultAs<EmbeddingStudy>(r)); }});
+  k.push_back({"factorization", "embedding", "factorisation error against the rank",
                [](const AnalysisResult& r, const FigureParams&) { return factorizationFigure(*resultAs<EmbeddingStudy>(r)); }});
   k.push_back({"esd", "esd", "eigenvalue density of one matrix with its power-law fit (log-log)",
                [](const AnalysisResult& r, const FigureParams& p) {

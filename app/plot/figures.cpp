@@ -283,6 +283,32 @@ Figure factorizationFigure(const EmbeddingStudy& e) {
   return f;
 }
 
+Figure embeddingLossFigure(const EmbeddingStudy& e) {
+  Figure f;
+  f.title = "Held-out loss with the embedding truncated to rank r";
+  f.subtitle = e.validationText;
+  f.xLabel = "rank r (fraction of d_model)";
+  f.yLabel = "validation NLL (nats / token)";
+  Series truncated;
+  truncated.label = "embedding at rank r";
+  truncated.style = SeriesStyle::LineAndMarkers;
+  Series stored;
+  stored.label = "as stored (full rank)";
+  stored.color = seriesColor(1);
+  stored.dashed = true;
+  for (const FactorizationPoint& p : e.curve) {
+    if (!std::isfinite(p.validationNll)) continue;
+    truncated.x.push_back(p.fractionOfHidden);
+    truncated.y.push_back(p.validationNll);
+  }
+  if (!truncated.x.empty() && std::isfinite(e.fullRankValidationNll)) {
+    stored.x = {truncated.x.front(), truncated.x.back()};
+    stored.y = {e.fullRankValidationNll, e.fullRankValidationNll};
+  }
+  f.series = {std::move(truncated), std::move(stored)};
+  return f;
+}
+
 std::string_view runMetricName(RunMetric m) {
   constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
   return names[static_cast<int>(m)];

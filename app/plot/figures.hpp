@@ -37,6 +37,9 @@ Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vecto
 
 Figure embeddingSpectrumFigure(const EmbeddingStudy& study);
 Figure factorizationFigure(const EmbeddingStudy& study);  // relative error vs r, parameters on the subtitle
+// The low-rank sharing paper's Fig. 2c: held-out NLL with the embedding truncated to rank r, against r, with
+// the NLL as stored as a dashed line.
+Figure embeddingLossFigure(const EmbeddingStudy& study);
 
 enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
 enum class RunAxis { Step, Tokens, Seconds };

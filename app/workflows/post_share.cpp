@@ -36,9 +36,6 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
   if (report.pairs.chosen.empty())
     throw Error({.what = "PostShare with no pairs", .where = "--postshare " + std::to_string(o.ratio),
                  .found = "0 units at this ratio", .hint = "raise the ratio"});
-  fs::create_directories(o.outDir);
-  writeDirectSharedCheckpoint(*ckpt, view, report.pairs, o.outDir / "directshare");
-
   RunRequest request;
   request.topology = topology;
   request.topology.name = topology.name + "-postshare";
@@ -51,14 +48,23 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
   report.training = runTraining(request, ctx, onStep, &report.message);
   const auto last = latestCheckpoint(request.runDir);
   if (!last) throw Error({.what = "post-training wrote no checkpoint", .where = request.runDir.string(), .found = report.message});
+  // The shared models are written once training has accepted the request (it validates before it trains).
+  writeDirectSharedCheckpoint(*ckpt, view, report.pairs, o.outDir / "directshare");
   {
     const auto trained = Checkpoint::open(last->dir);
     writeDirectSharedCheckpoint(*trained, openModelView(*trained), report.pairs, o.outDir / "postshare");
   }
-  report.original = evaluateCheckpoint(o.init, o.eval, ctx);
-  report.directShare = evaluateCheckpoint(o.outDir / "directshare", o.eval, ctx);
-  report.postTrained = evaluateCheckpoint(last->dir, o.eval, ctx);
-  report.postShare = evaluateCheckpoint(o.outDir / "postshare", o.eval, ctx);
+  // All four on the same text in the same windows: the post-trained models run at the (capped) training
+  // context, so the original is scored in windows no longer than that too; otherwise the NLLs differ by
+  // context length alone.
+  EvalOptions eval = o.eval;
+  if (eval.window <= 0) eval.window = std::min<int64_t>(topology.model.context, 1024);
+  if (!eval.corpus) eval.corpus = o.config.corpus;
+  if (!eval.validationFraction) eval.validationFraction = o.config.validationFraction;
+  report.original = evaluateCheckpoint(o.init, eval, ctx);
+  report.directShare = evaluateCheckpoint(o.outDir / "directshare", eval, ctx);
+  report.postTrained = evaluateCheckpoint(last->dir, eval, ctx);
+  report.postShare = evaluateCheckpoint(o.outDir / "postshare", eval, ctx);
   writeFileAtomically(o.outDir / "postshare.json", report.toJson().dump(2) + "\n");
   return report;
 }

@@ -113,6 +113,28 @@ TEST(MatrixPca, LayerGroupsParseAndRejectMistakes) {
   EXPECT_THROW(parseLayerGroups("", 6), Error);
 }
 
+// MASA's grouping strategy ("Share Your Attention", Sec. Grouping Strategy): consecutive blocks with small drift
+// stay together; G groups cut after the G-1 largest KL(p_l || p_{l+1}). Hand-worked cases.
+TEST(MatrixPca, KlGroupsCutAfterTheLargestDrifts) {
+  const std::vector<double> drift = {0.1, 0.9, 0.2, 0.05, 0.7};  // 6 layers
+  using Groups = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(groupsFromKlDrift(drift, 6, 1), (Groups{{0, 1, 2, 3, 4, 5}}));
+  EXPECT_EQ(groupsFromKlDrift(drift, 6, 2), (Groups{{0, 1}, {2, 3, 4, 5}}));
+  EXPECT_EQ(groupsFromKlDrift(drift, 6, 3), (Groups{{0, 1}, {2, 3, 4}, {5}}));
+  EXPECT_EQ(groupsFromKlDrift(drift, 6, 6), (Groups{{0}, {1}, {2}, {3}, {4}, {5}}));
+  EXPECT_EQ(groupsFromKlDrift({0.5, 0.5, 0.5}, 4, 2), (Groups{{0}, {1, 2, 3}})) << "ties go to the earlier layer";
+  EXPECT_THROW(groupsFromKlDrift(drift, 6, 7), Error);
+  EXPECT_THROW(groupsFromKlDrift(drift, 6, 0), Error);
+  // The older reading, kept as "kl-peaks": a group ends at each local maximum.
+  EXPECT_EQ(groupsAtKlPeaks(drift, 6), (Groups{{0, 1}, {2, 3, 4}, {5}}));
+  EXPECT_EQ(parseKlGrouping("kl"), 3);
+  EXPECT_EQ(parseKlGrouping("kl:5"), 5);
+  EXPECT_EQ(parseKlGrouping("kl-peaks"), 0);
+  EXPECT_EQ(parseKlGrouping("0-3,4-5"), std::nullopt);
+  EXPECT_THROW(parseKlGrouping("kl:x"), Error);
+  EXPECT_THROW(parseKlGrouping("kl:0"), Error);
+}
+
 TEST(AtomCorrelation, IsTheNormalisedInnerProduct) {
   FloatMatrix a(1, 2), b(1, 2), c(1, 2);
   a.data = {1, 0};

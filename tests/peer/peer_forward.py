@@ -11,6 +11,11 @@ Conv1D weights). On the same checkpoint files and the same token ids:
     the threshold (two float32 forward passes agree to ~1e-6, so closer calls are not decidable);
   * a ShareLens checkpoint of a shared topology (run from `sharelens train`) gives the same hidden states as
     the reference run on its `sharelens export-hf` export;
+  * the logit-lens KL drift behind MASA's layer groups (Zhussip et al., "Share Your Attention", Sec. "Grouping
+    Strategy"): each block's output averaged over the tokens, mapped to the vocabulary by the model's output
+    projection, p_l = softmax(W_U h_mean_l), drift_l = KL(p_l || p_{l+1}) -- computed here in float64 from
+    `sharelens hidden-states` -- equals `analyze --activations`'s within 1e-6 relative, and "kl:G" groups
+    split after the G-1 largest drifts;
   * `sharelens eval` on the same ids gives the reference's mean next-token negative log-likelihood, evaluated
     as fixed-length models are (windows of W + 1 tokens, stride W: every token after the first predicted once
     from the tokens before it in its window), within 1e-5 relative.
@@ -197,6 +202,52 @@ def compare_hidden(name, directory, ids, sharelens, work):
     return states, cfg, ids_file
 
 
+def output_projection(directory):
+    """W_U [V, d]: the output head, or the token embedding when the model ties them."""
+    raw = read_checkpoint(directory)
+    for name in ("lm_head.weight", "language_model.lm_head.weight"):
+        if name in raw:
+            return raw[name].astype(np.float64)
+    return next(t for k, t in raw.items() if k.endswith("embed_tokens.weight") or k.endswith("wte.weight")).astype(np.float64)
+
+
+def kl_groups(drift, layers, g):
+    """Groups of consecutive layers, cut after the g - 1 largest drifts (ties to the earlier layer)."""
+    cuts = set(sorted(range(len(drift)), key=lambda i: (-drift[i], i))[:g - 1])
+    groups = [[]]
+    for layer in range(layers):
+        groups[-1].append(layer)
+        if layer in cuts and layer + 1 < layers:
+            groups.append([])
+    return groups
+
+
+def compare_logit_lens(name, directory, ids_file, sharelens, work):
+    hidden = os.path.join(work, name + ".lens.hidden.safetensors")
+    subprocess.run([sharelens, "hidden-states", directory, "--token-ids", ids_file, "--out", hidden], check=True, capture_output=True)
+    states, _ = read_file(hidden)
+    layers = len([k for k in states if k.startswith("hidden.")]) - 1
+    w_u = output_projection(directory)
+    logp = []
+    for l in range(1, layers + 1):  # block outputs; hidden.0 is the embedding
+        mean = states[f"hidden.{l}"].astype(np.float64).mean(0)
+        z = w_u @ mean
+        z -= z.max()
+        logp.append(z - np.log(np.exp(z).sum()))
+    drift = [float((np.exp(logp[l]) * (logp[l] - logp[l + 1])).sum()) for l in range(layers - 1)]
+    g = min(3, layers)
+    out = os.path.join(work, name + ".lens.json")
+    subprocess.run([sharelens, "analyze", directory, "--activations", "--token-ids", ids_file, "--masa-groups", f"kl:{g}",
+                    "--json", out, "--threads", "2"], check=True, capture_output=True)
+    lens = json.load(open(out))["activations"]["logit_lens"]
+    check(lens["lens"] == "mean-state", f"{name}: logit lens {lens['lens']}")
+    worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(lens["kl_drift"], drift))
+    check(len(lens["kl_drift"]) == layers - 1 and worst < 1e-6,
+          f"{name}: KL drift {lens['kl_drift']} vs reference {drift} ({worst:.1e} relative)")
+    check(lens["groups"] == kl_groups(drift, layers, g), f"{name}: kl:{g} groups {lens['groups']} vs {kl_groups(drift, layers, g)}")
+    print(f"   {name}: logit-lens KL drift of {layers - 1} layer pairs within {worst:.1e} relative; kl:{g} groups agree")
+
+
 def ranks_with_margin(delta_a, delta_b):
     s = torch.linalg.svdvals((delta_a - delta_b).double())
     c = torch.cumsum(s ** 2, 0) / (s ** 2).sum()
@@ -259,9 +310,9 @@ def compare_embedding_loss(name, directory, ids, ids_file, sharelens, work):
     """The low-rank sharing paper's Fig. 2c experiment: the trained embedding truncated to rank r (a tied
     table changes input and output together; an untied model truncates both), evaluated on the same tokens."""
     out = os.path.join(work, name + ".embedding.json")
-    subprocess.run([sharelens, "analyze", directory, "--embedding", "--embedding-loss", "--token-ids", ids_file,
+    subprocess.run([sharelens, "analyze", directory, "--embedding-loss", "--token-ids", ids_file,
                     "--json", out], check=True, capture_output=True)
-    ours = json.load(open(out))["embedding"]
+    ours = json.load(open(out))["embedding_loss"]
     cfg = json.load(open(os.path.join(directory, "config.json")))
     window = min(context_of(cfg), 1024)  # eval's default window
     raw = read_checkpoint(directory)
@@ -305,6 +356,7 @@ def main():
         vocab = cfg.get("text_config", cfg)["vocab_size"]
         ids = [int(i) for i in rng.integers(0, vocab, size=min(48, context_of(cfg)))]
         states, cfg, ids_file = compare_hidden(name, directory, ids, args.sharelens, args.workdir)
+        compare_logit_lens(name, directory, ids_file, args.sharelens, args.workdir)
         long_ids = [int(i) for i in rng.integers(0, vocab, size=150)]
         long_file = os.path.join(args.workdir, name + ".long.ids")
         with open(long_file, "w") as f:
@@ -314,29 +366,34 @@ def main():
         if name in ("llama", "qwen2_f16", "gpt2_transformer_prefix_untied"):
             compare_embedding_loss(name, directory, long_ids, long_file, args.sharelens, args.workdir)
 
-    # A ShareLens checkpoint of a shared topology: its composed weights, run forward by ShareLens, against the
-    # reference on its Hugging Face export.
-    run = os.path.join(args.workdir, "sharelens-run")
-    topology = os.path.join(args.workdir, "topology.json")
-    subprocess.run([args.sharelens, "topology", "--preset", "cycle-rev", "--layers", "4", "--unique", "2", "--d-model", "64",
-                    "--heads", "4", "--kv-heads", "2", "--ffn", "160", "--vocab", "512", "--context", "64", "--lora-rank", "4",
-                    "--embedding-rank", "32", "--out", topology], check=True, capture_output=True)
-    subprocess.run([args.sharelens, "train", "--topology", topology, "--corpus", "brown", "--out", run, "--steps", "4",
-                    "--batch", "2", "--checkpoint-every", "4", "--threads", "2"], check=True, capture_output=True)
-    export = os.path.join(args.workdir, "sharelens-export")
-    subprocess.run([args.sharelens, "export-hf", run, export], check=True, capture_output=True)
-    ids = [int(i) for i in rng.integers(0, 512, size=40)]
-    ids_file = os.path.join(args.workdir, "run.ids")
-    with open(ids_file, "w") as f:
-        f.write(",".join(map(str, ids)))
-    out = os.path.join(args.workdir, "run.hidden.safetensors")
-    subprocess.run([args.sharelens, "hidden-states", run, "--token-ids", ids_file, "--out", out], check=True, capture_output=True)
-    ours, _ = read_file(out)
-    with torch.no_grad():
-        (states, logits), _ = reference(export, ids)
-    worst = max(((torch.from_numpy(ours[f"hidden.{i}"]) - s).norm() / s.norm()).item() for i, s in enumerate(states))
-    check(worst < 1e-4, f"ShareLens run: hidden states differ from the reference on its export by {worst:.2e}")
-    print(f"   sharelens cycle-rev run (LoRA, factorised embedding): worst relative difference {worst:.1e}")
+    # ShareLens checkpoints of shared topologies: their composed weights, run forward by ShareLens, against the
+    # reference on their Hugging Face exports. A tied factorised embedding (E P, output (E P)^T) and an untied one
+    # (input E P, output its own E' P') -- the low-rank sharing paper's "untied at r vs tied at 2r" comparison.
+    for label, extra in (("cycle-rev run (LoRA, tied factorised embedding)", ["--embedding-rank", "32"]),
+                         ("cycle run (LoRA, untied factorised embedding)", ["--embedding-rank", "16", "--untied-embeddings"])):
+        stem = label.split()[0] + ("-untied" if "untied" in label else "")
+        run = os.path.join(args.workdir, "sharelens-" + stem)
+        topology = os.path.join(args.workdir, stem + ".json")
+        subprocess.run([args.sharelens, "topology", "--preset", label.split()[0], "--layers", "4", "--unique", "2", "--d-model", "64",
+                        "--heads", "4", "--kv-heads", "2", "--ffn", "160", "--vocab", "512", "--context", "64", "--lora-rank", "4",
+                        "--out", topology] + extra, check=True, capture_output=True)
+        subprocess.run([args.sharelens, "train", "--topology", topology, "--corpus", "brown", "--out", run, "--steps", "4",
+                        "--batch", "2", "--checkpoint-every", "4", "--threads", "2"], check=True, capture_output=True)
+        export = os.path.join(args.workdir, "sharelens-export-" + stem)
+        subprocess.run([args.sharelens, "export-hf", run, export], check=True, capture_output=True)
+        ids = [int(i) for i in rng.integers(0, 512, size=40)]
+        ids_file = os.path.join(args.workdir, stem + ".ids")
+        with open(ids_file, "w") as f:
+            f.write(",".join(map(str, ids)))
+        out = os.path.join(args.workdir, stem + ".hidden.safetensors")
+        subprocess.run([args.sharelens, "hidden-states", run, "--token-ids", ids_file, "--out", out], check=True, capture_output=True)
+        ours, _ = read_file(out)
+        with torch.no_grad():
+            (states, logits), _ = reference(export, ids)
+        worst = max(((torch.from_numpy(ours[f"hidden.{i}"]) - s).norm() / s.norm()).item() for i, s in enumerate(states))
+        rel = ((torch.from_numpy(ours["logits"]) - logits).norm() / logits.norm()).item()
+        check(worst < 1e-4 and rel < 1e-4, f"ShareLens {label}: hidden states differ by {worst:.2e}, logits by {rel:.2e}")
+        print(f"   sharelens {label}: worst relative difference {max(worst, rel):.1e}")
 
     return finish("all forward-pass peer checks passed")
 

@@ -288,6 +288,21 @@ TEST(Training, BadRequestsAreNamedErrors) {
   EXPECT_NE(r.err.find("export-hf"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ds"));
   EXPECT_FALSE(fs::exists(dir / "a.json"));
+  // Strict layer sharing (LoRA rank 0): every layer's Q/K/V is a plain slice, but of a tensor that several layers
+  // read, so writing a pair would change the source too. Refused, naming the tensor, and nothing is left behind.
+  r = runProcess(kBinary + " topology --preset cycle --layers 4 --unique 2 --d-model 64 --heads 4 --kv-heads 2 --ffn 128 "
+                 "--vocab 512 --context 32 --lora-rank 0 --out " + shellQuote((dir / "strict.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(trainCommand(dir / "strict.json", dir / "strict", 2));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(kBinary + " analyze " + shellQuote((dir / "strict").string()) + " --directshare --ratio 0.25 --directshare-out " +
+                 shellQuote((dir / "ds").string()) + " --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("layers share attention weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("also holds layer"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ds"));
+  EXPECT_FALSE(fs::exists(dir / "a.json"));
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".ds.tmp"), std::string::npos);
   // Killed before run.json existed: --resume says how, and with the topology given it starts the run there.
   fs::create_directories(dir / "early" / "checkpoints" / ".tmp-step-0000010-1");
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "early").string()));

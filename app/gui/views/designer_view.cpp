@@ -29,10 +29,7 @@ class DesignerPanel : public View {
   DesignerPanel() : m_topology(demoTopology()) {}
   const char* name() const override { return "Designer"; }
 
-  void receive(const Topology& t) {
-    m_topology = t;
-    m_baseline.reset();
-  }
+  void receive(const Topology& t) { m_topology = t; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
     return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)}};
@@ -122,7 +119,11 @@ class DesignerPanel : public View {
     int mode = static_cast<int>(t.headSharing.mode);
     const char* modes[] = {"none", "shared base + per-head LoRA", "QKV shared + LoRA"};
     ImGui::SetNextItemWidth(240);
+    ImGui::BeginDisabled(t.masa.enabled);  // the two parameterisations of attention weights exclude each other
     if (ImGui::Combo("head sharing", &mode, modes, 3)) t.headSharing.mode = static_cast<HeadSharingMode>(mode);
+    ImGui::EndDisabled();
+    if (t.masa.enabled)
+      ImGui::TextDisabled("head sharing does not apply under MASA: each layer's\nattention weights are sums of atoms");
     if (t.headSharing.mode != HeadSharingMode::None) {
       int rank = static_cast<int>(t.headSharing.loraRank);
       ImGui::SetNextItemWidth(120);
@@ -139,7 +140,7 @@ class DesignerPanel : public View {
     drawSectionHeader("MASA");
     ImGui::Checkbox("matrix atoms in attention", &t.masa.enabled);
     if (t.masa.enabled) {
-      t.headSharing.mode = HeadSharingMode::None;
+      t.headSharing.mode = HeadSharingMode::None;  // said next to the (disabled) head-sharing control
       int atoms = static_cast<int>(t.masa.atoms);
       ImGui::SetNextItemWidth(120);
       if (ImGui::SliderInt("atoms S", &atoms, 1, static_cast<int>(t.model.layers))) t.masa.atoms = atoms;
@@ -248,19 +249,7 @@ class DesignerPanel : public View {
     ImGui::Text("rho %.3f, training %s FLOP/token", b.rho, humanCount(b.trainFlopsPerToken).c_str());
     const MemoryEstimate mem = estimateTrainingMemory(t, m_batch);
     ImGui::Text("training memory at batch %d: %s", m_batch, humanBytes(mem.total()).c_str());
-    if (ImGui::Button("Parameter-matched baseline")) {
-      try {
-        m_baseline = parameterMatchedBaseline(t);
-      } catch (const Error& e) {
-        ctx.reportError(e.what());
-      }
-    }
-    if (m_baseline) {
-      const ParamBudget bb = countParameters(*m_baseline);
-      ImGui::Text("baseline: d_model %lld, FFN %lld, %s (%+.2f%%)", static_cast<long long>(m_baseline->model.dModel),
-                  static_cast<long long>(m_baseline->model.ffn), humanCount(static_cast<double>(bb.total)).c_str(),
-                  100.0 * (static_cast<double>(bb.total) / static_cast<double>(b.total) - 1));
-    }
+    drawBaseline(b);
 
     drawSectionHeader("file");
     ImGui::SetNextItemWidth(-1);
@@ -300,6 +289,40 @@ class DesignerPanel : public View {
     }
   }
 
+  // The parameter-matched baseline, recomputed whenever the design changes (keyed on its JSON), so the number
+  // next to "Launch with baseline" is always the one that launch would train.
+  void drawBaseline(const ParamBudget& b) {
+    const std::string key = topologyToJson(m_topology).dump();
+    if (key != m_baselineKey) {
+      m_baselineKey = key;
+      m_baseline.reset();
+      m_baselineProblem.clear();
+      try {
+        m_baseline = parameterMatchedBaseline(m_topology);
+      } catch (const Error& e) {
+        m_baselineProblem = e.what();
+      }
+    }
+    drawSectionHeader("parameter-matched baseline");
+    ImGui::PushTextWrapPos();
+    if (!m_baseline) {
+      ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "no baseline: %s", m_baselineProblem.c_str());
+      ImGui::PopTextWrapPos();
+      return;
+    }
+    const ParamBudget bb = countParameters(*m_baseline);
+    ImGui::TextDisabled("matched: non-embedding parameters (the low-rank sharing paper's model size); the "
+                        "embedding treatment is carried over; depth %lld, width shrunk uniformly",
+                        static_cast<long long>(m_baseline->model.layers));
+    ImGui::Text("d_model %lld, head_dim %lld, FFN %lld", static_cast<long long>(m_baseline->model.dModel),
+                static_cast<long long>(m_baseline->model.headDim), static_cast<long long>(m_baseline->model.ffn));
+    ImGui::Text("non-embedding %s vs %s (%+.2f%%)", humanCount(static_cast<double>(bb.nonEmbedding)).c_str(),
+                humanCount(static_cast<double>(b.nonEmbedding)).c_str(),
+                100.0 * (static_cast<double>(bb.nonEmbedding) / static_cast<double>(b.nonEmbedding) - 1));
+    ImGui::Text("total %s vs %s", humanCount(static_cast<double>(bb.total)).c_str(), humanCount(static_cast<double>(b.total)).c_str());
+    ImGui::PopTextWrapPos();
+  }
+
   void launch(AppContext& ctx, bool withBaseline, const char* corpus) {
     TrainConfig c;
     c.steps = m_steps;
@@ -320,7 +343,8 @@ class DesignerPanel : public View {
   }
 
   Topology m_topology;
-  std::optional<Topology> m_baseline;
+  std::optional<Topology> m_baseline;  // of m_baselineKey's design
+  std::string m_baselineKey, m_baselineProblem;
   std::string m_note;
   int m_brush = 0, m_interior = 1, m_steps = 600, m_batch = 16, m_corpus = 0;
   float m_lr = 3e-3f;

@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
+#include "app/gui/derived_model_eval.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -47,6 +48,7 @@ class DirectSharePanel : public View {
     if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
+    m_eval.draw();
     const plot::Figure& f = ctx.figures.get(m.results.result("directshare"), "directshare", [&] { return plot::directShareFigure(r); });
     drawExportButtons(ctx, f, "directshare", &m_similarity);
     const float height = ImGui::GetContentRegionAvail().y - 10;
@@ -83,14 +85,24 @@ class DirectSharePanel : public View {
   }
 
  private:
+  // Writes the shared model to a new directory named by model, ratio and time, then scores it beside the
+  // original on the same held-out tokens (shown under the buttons).
   void writeShared(AppContext& ctx, const LoadedModel& m, const DirectShareResult& r) {
     const auto ckpt = m.checkpoint;
     const auto view = m.view;
     const auto result = std::make_shared<const DirectShareResult>(r);
-    const auto out = Settings::dataDirectory() / "exports" / (m.path.filename().string() + "-directshare");
-    ctx.jobs.submit("write the shared model", [ckpt, view, result, out, &ctx](const TaskContext&) -> JobSystem::Completion {
+    char name[96];
+    std::snprintf(name, sizeof name, "-directshare-a%.2f-", r.ratio);
+    const auto out = Settings::dataDirectory() / "exports" / (fileStem(m.label) + name + timestampForFileName());
+    const std::filesystem::path original = m.path;
+    ctx.jobs.submit("write the shared model", [ckpt, view, result, out, original, this, &ctx](const TaskContext&) -> JobSystem::Completion {
       writeDirectSharedCheckpoint(*ckpt, *view, *result, out);
-      return [out, &ctx] { ctx.notify("wrote " + out.string()); };
+      return [out, original, this, &ctx, ratio = result->ratio] {
+        ctx.notify("wrote " + out.string());
+        char what[64];
+        std::snprintf(what, sizeof what, "DirectShare at alpha %.2f", ratio);
+        m_eval.start(ctx, original, out, what);
+      };
     });
   }
 
@@ -116,6 +128,7 @@ class DirectSharePanel : public View {
 
   float m_ratio = 0.25f;
   plot::PlotState m_similarity, m_attention;
+  DerivedModelEval m_eval;
 };
 
 }  // namespace

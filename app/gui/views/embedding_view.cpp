@@ -20,7 +20,11 @@ class EmbeddingPanel : public View {
     const LoadedModel* m = ctx.workspace.current();
     const EmbeddingStudy* e = m ? m->results.get<EmbeddingStudy>("embedding") : nullptr;
     if (!e) return {};
-    return {{"embedding-spectrum", plot::embeddingSpectrumFigure(*e)}, {"embedding-factorization", plot::factorizationFigure(*e)}};
+    std::vector<std::pair<std::string, plot::Figure>> out = {{"embedding-spectrum", plot::embeddingSpectrumFigure(*e)},
+                                                              {"embedding-factorization", plot::factorizationFigure(*e)}};
+    if (const EmbeddingStudy* l = m->results.get<EmbeddingStudy>("embedding-loss"))
+      out.emplace_back("embedding-loss", plot::embeddingLossFigure(*l));
+    return out;
   }
 
   void draw(AppContext& ctx) override {
@@ -38,18 +42,36 @@ class EmbeddingPanel : public View {
       ImGui::PlotHistogram("##tying", histogram.data(), static_cast<int>(histogram.size()), 0, "cosine from -1 to 1", 0.0f,
                            FLT_MAX, ImVec2(-1, 60));
     }
-    const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = ImGui::GetContentRegionAvail().y - 10;
-    if (ImGui::BeginTable("##emb", 2)) {
+    // Fig. 2c runs the model once per rank: computed on request, not when the model opens.
+    const EmbeddingStudy* loss = m.results.get<EmbeddingStudy>("embedding-loss");
+    if (!loss) {
+      const AnalysisOutcome* o = m.results.find("embedding-loss");
+      if (o && o->state == AnalysisOutcome::State::Pending) {
+        ImGui::TextDisabled("held-out loss per rank: computing...");
+      } else {
+        if (o && o->state == AnalysisOutcome::State::Failed) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", o->error.c_str());
+        if (ImGui::SmallButton("Held-out loss per rank (Fig. 2c)")) ctx.workspace.run("embedding-loss");
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip("truncate the embedding to each rank of the curve and evaluate the model on held-out text");
+      }
+    }
+    const int panels = loss ? 3 : 2;
+    const float w = ImGui::GetContentRegionAvail().x / static_cast<float>(panels) - 8, h = ImGui::GetContentRegionAvail().y - 10;
+    if (ImGui::BeginTable("##emb", panels)) {
       ImGui::TableNextColumn();
       plot::plotWidget("##embspectrum", plot::embeddingSpectrumFigure(e), m_spectrum, ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
       plot::plotWidget("##factorization", plot::factorizationFigure(e), m_factorization, ImVec2(w, h), ctx.textures, ctx.style);
+      if (loss) {
+        ImGui::TableNextColumn();
+        plot::plotWidget("##embloss", plot::embeddingLossFigure(*loss), m_loss, ImVec2(w, h), ctx.textures, ctx.style);
+      }
       ImGui::EndTable();
     }
   }
 
  private:
-  plot::PlotState m_spectrum, m_factorization;
+  plot::PlotState m_spectrum, m_factorization, m_loss;
 };
 
 }  // namespace
