@@ -3,6 +3,9 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL  // defined by trainer/CMakeLists.txt for a CUDA LibTorch (which is built with NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 #include <thread>
@@ -64,7 +67,7 @@ struct DistributedGroup::Bucket {
   c10::intrusive_ptr<c10d::Work> work;
 };
 
-DistributedGroup::DistributedGroup(const DistributedConfig& config) : m_config(config) {
+DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) : m_config(config) {
   const std::string where = "rank " + std::to_string(config.rank) + " of " + std::to_string(config.worldSize);
   try {
     c10d::TCPStoreOptions store;
@@ -74,12 +77,23 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config) : m_config(c
     store.waitWorkers = true;
     store.timeout = millis(config.timeoutSeconds);
     m_store = c10::make_intrusive<c10d::TCPStore>(config.masterAddr, store);
+#ifdef USE_C10D_NCCL
+    if (cuda) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = millis(config.timeoutSeconds);
+      m_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(m_store, config.rank, config.worldSize, options);
+      m_backendName = "nccl";
+      return;
+    }
+#endif
+    (void)cuda;  // without NCCL, Gloo reduces CUDA tensors through host memory
     auto options = c10d::ProcessGroupGloo::Options::create(millis(config.timeoutSeconds));
     const bool loopback = config.masterAddr == "127.0.0.1" || config.masterAddr == "localhost";
     options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                         : c10d::ProcessGroupGloo::createDefaultDevice());
     options->threads = 2;
     m_group = c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, config.rank, config.worldSize, options);
+    m_backendName = "gloo";
   } catch (const c10::Error& e) {
     throw Error({.what = "could not join the distributed run", .where = where,
                  .found = e.what_without_backtrace(),

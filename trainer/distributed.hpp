@@ -1,6 +1,7 @@
 // Data parallelism on LibTorch's c10d (trainer-internal: includes torch). One DistributedGroup per rank:
-// rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors), with a
-// timeout on every operation so that no rank waits forever for one that died.
+// rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors) or, for
+// CUDA training on a LibTorch built with NCCL, ProcessGroupNCCL -- with a timeout on every operation so that no
+// rank waits forever for one that died.
 //
 // Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
 // bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM) is
@@ -19,16 +20,29 @@
 #include "trainer/optimizer.hpp"
 #include "trainer/run_controller.hpp"
 
+#include <torch/version.h>
+
 namespace c10d {
 class Store;
 class ProcessGroup;
+class Backend;
 }  // namespace c10d
 
 namespace sharelens {
 
+// LibTorch 2 made the Gloo and NCCL process groups backends of a ProcessGroup; their collectives kept their
+// signatures, so either base serves.
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveBackend = c10d::Backend;
+#else
+using CollectiveBackend = c10d::ProcessGroup;
+#endif
+
 class DistributedGroup {
  public:
-  explicit DistributedGroup(const DistributedConfig& config);
+  // `cuda`: the gradients live on this rank's GPU; NCCL carries them where LibTorch has it, Gloo otherwise.
+  DistributedGroup(const DistributedConfig& config, bool cuda);
+  std::string backendName() const { return m_backendName; }
   ~DistributedGroup();
   int rank() const { return m_config.rank; }
   int worldSize() const { return m_config.worldSize; }
@@ -61,7 +75,8 @@ class DistributedGroup {
   void launchReady();
   DistributedConfig m_config;
   c10::intrusive_ptr<c10d::Store> m_store;
-  c10::intrusive_ptr<c10d::ProcessGroup> m_group;
+  c10::intrusive_ptr<CollectiveBackend> m_group;
+  std::string m_backendName;
   std::vector<NamedParameter>* m_params = nullptr;
   std::vector<std::unique_ptr<Bucket>> m_buckets;
   std::vector<std::pair<size_t, int64_t>> m_slot;  // parameter -> (bucket, offset)

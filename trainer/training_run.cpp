@@ -157,7 +157,7 @@ void TrainingRun::prepare() {
   }
   if (r.distributed.enabled()) {
     m_channel.setState(RunState::Preparing, "joining the distributed run");
-    m_group = std::make_unique<DistributedGroup>(r.distributed);
+    m_group = std::make_unique<DistributedGroup>(r.distributed, r.config.device == "cuda");
     if (r.config.batchSize < r.distributed.worldSize)
       throw Error({.what = "the global batch has fewer rows than there are ranks", .where = "--batch",
                    .expected = ">= " + std::to_string(r.distributed.worldSize) + " rows", .found = std::to_string(r.config.batchSize),
@@ -178,7 +178,8 @@ void TrainingRun::prepare() {
       throw Error({.what = "CUDA training requested but unavailable", .where = "--device cuda",
                    .found = "LibTorch " + torchVersion() + (torch::cuda::device_count() ? "" : " without a usable GPU"),
                    .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use --device cpu"});
-    m_device = torch::Device(torch::kCUDA, 0);
+    // One GPU per local rank (torchrun's convention); a single process takes the first.
+    m_device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(r.distributed.localRank % torch::cuda::device_count()));
   }
 
   m_channel.setState(RunState::Preparing, "loading corpus '" + c.corpus + "'");
@@ -257,7 +258,7 @@ void TrainingRun::prepare() {
               {"tokenizer", {{"file", tokenizerFile.filename().string()}, {"fingerprint", tokenizer->fingerprint()},
                              {"vocab", tokenizer->vocabSize()}}},
               {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
-              {"distributed", {{"world_size", r.distributed.worldSize}, {"backend", r.distributed.enabled() ? "gloo" : "none"}}},
+              {"distributed", {{"world_size", r.distributed.worldSize}, {"backend", m_group ? m_group->backendName() : "none"}}},
               {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
     if (writer()) writeFileAtomically(runJson, record.dump(2) + "\n");
   }

@@ -124,8 +124,20 @@ class TrainingPanel : public View {
       std::snprintf(overlay, sizeof overlay, "%lld / %lld", static_cast<long long>(r->lastStep()), static_cast<long long>(r->totalSteps));
       ImGui::ProgressBar(fraction, ImVec2(160, 0), overlay);
       ImGui::TableNextColumn();
-      if (!points.empty())
-        ImGui::Text("loss %.3f  %s tok/s", points.back().loss, humanCount(points.back().tokensPerSecond).c_str());
+      if (!points.empty()) {
+        const MetricPoint& last = points.back();
+        ImGui::Text("loss %.3f  %s tok/s", last.loss, humanCount(last.tokensPerSecond).c_str());
+        if (last.worldSize > 1) {  // a distributed run: its world size, and each rank's throughput on hover
+          ImGui::SameLine();
+          ImGui::TextDisabled("%d ranks", last.worldSize);
+          if (ImGui::IsItemHovered()) {
+            std::string perRank;
+            for (size_t i = 0; i < last.rankTokensPerSecond.size(); ++i)
+              perRank += "rank " + std::to_string(i) + ": " + humanCount(last.rankTokensPerSecond[i]) + " tok/s\n";
+            ImGui::SetTooltip("data parallel over %d ranks (the step runs at the slowest)\n%s", last.worldSize, perRank.c_str());
+          }
+        }
+      }
       ImGui::TableNextColumn();
       bool controlsDrawn = false;  // SameLine before a cell's first item would follow the previous column
       if (r->controller) {
