@@ -207,7 +207,11 @@ FloatMatrix materializeFinite(const Checkpoint& ckpt, const MatrixExpr& expr) {
   const auto bad = std::find_if(m.data.begin(), m.data.end(), [](float v) { return !std::isfinite(v); });
   if (bad != m.data.end()) {
     const int64_t at = bad - m.data.begin();
-    throw Error({.what = "weight holds a non-finite value", .where = ckpt.path().string() + ": " + expr.describe(),
+    // The file that holds the offending tensor (a shard of a sharded checkpoint), not just the directory.
+    std::string file = ckpt.path().string();
+    for (const MatrixTerm& term : expr.terms)
+      if (const TensorRef* ref = ckpt.find(term.left.tensor)) file = ref->file->path().string();
+    throw Error({.what = "weight holds a non-finite value", .where = file + ": " + expr.describe(),
                  .expected = "finite values", .found = std::string(std::isnan(*bad) ? "NaN" : "Inf") + " at [" +
                                                       std::to_string(at / m.cols) + ", " + std::to_string(at % m.cols) + "]",
                  .hint = "the checkpoint is corrupt or its training diverged; analyses and forward passes need finite weights"});

@@ -123,6 +123,9 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
                  .found = view.missing.front() + (view.missing.size() > 1 ? " and more" : ""),
                  .hint = "run `sharelens inspect` to list what is missing"});
   if (m_shape.context == 0) m_shape.context = 4096;
+  // RoPE tables for the positions a window can reach: analyses and eval run windows of at most a few thousand
+  // tokens, and a 128k-context model's full tables would cost hundreds of MB for nothing.
+  m_ropeLength = std::min<int64_t>(m_shape.context, kMaxRopeTable);
   auto normOf = [&](const std::optional<NormRef>& ref) -> std::optional<Norm> {
     if (!ref) return std::nullopt;
     Norm n{vectorOf(ckpt.readFloat(ref->weight), device), {}};
@@ -133,9 +136,9 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
   m_outputHead = view.shape.tiedEmbeddings ? m_embedding : tensorOf(materializeFinite(ckpt, *view.outputHead), device);
   if (view.positionEmbedding) m_positions = tensorOf(materializeFinite(ckpt, *view.positionEmbedding), device);
   m_finalNorm = *normOf(view.finalNorm);
-  const auto globalRope = ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
+  const auto globalRope = ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
   const auto localRope =
-      ropeTables(m_shape.context, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
+      ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
   for (const LayerView& lv : view.layers) {
     Layer layer;
     auto weight = [&](Proj p) { return lv.has(p) ? tensorOf(materializeFinite(ckpt, lv.at(p)), device) : torch::Tensor(); };
@@ -213,6 +216,10 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
   if (t > m_shape.context)
     throw Error({.what = "sequence longer than the model's context", .where = "forward pass",
                  .expected = "<= " + std::to_string(m_shape.context), .found = std::to_string(t)});
+  if (t > m_ropeLength)
+    throw Error({.what = "sequence longer than the forward pass's position tables", .where = "forward pass",
+                 .expected = "<= " + std::to_string(m_ropeLength) + " tokens per window", .found = std::to_string(t),
+                 .hint = "use shorter windows (--window)"});
   torch::Tensor x = at::embedding(m_embedding, tokens);
   if (m_params.family == Family::Gemma3)
     x = x * static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype

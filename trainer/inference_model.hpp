@@ -78,7 +78,10 @@ class InferenceModel {
   torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const;
   torch::Tensor mlp(const Layer& layer, const torch::Tensor& h) const;
 
+  static constexpr int64_t kMaxRopeTable = 32768;  // positions with RoPE tables (min(context, this))
+
   ModelShape m_shape;
+  int64_t m_ropeLength = 0;
   ArchitectureParams m_params;
   torch::Device m_device;
   torch::Tensor m_embedding, m_positions, m_outputHead;

@@ -74,6 +74,9 @@ int runExport(Args& args) {
     if (!isRunDirectory(input)) throw Error({.what = "not a run directory", .where = input, .hint = "pass the --out of `sharelens train`"});
     MetricsReader reader(std::filesystem::path(input) / "metrics.jsonl");
     reader.poll();
+    if (reader.malformedLines() > 0)  // lenient as a live reader must be, but never silent about it
+      std::cerr << "note: " << reader.malformedLines() << " line(s) of " << input
+                << "/metrics.jsonl skipped (not JSON objects, or steps that are negative or implausibly large)\n";
     const std::vector<plot::RunCurve> curves = {{readJsonFile(std::filesystem::path(input) / "run.json")["topology"].value("name", input), &reader.points()}};
     const std::vector<std::string> metrics = {"loss", "val_loss", "lr", "grad_norm", "tokens_per_s"};
     const auto it = std::find(metrics.begin(), metrics.end(), metricText);

@@ -64,7 +64,7 @@ void printBudget(const Json& r) {
               humanBytes(m["activations"].get<double>()).c_str());
   const double memory = static_cast<double>(physicalMemoryBytes());
   if (memory > 0 && m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>() > memory)
-    std::printf("  note: more than this machine's %s; `train` here would refuse it\n", humanBytes(memory).c_str());
+    std::printf("  note: more than this machine's %s; `train` here would refuse it\n", humanBytes(memory).c_str());  // --anywhere
 }
 
 }  // namespace
@@ -118,8 +118,13 @@ int runParams(Args& args) {
   const auto solvedOut = args.option("out");
   const int64_t batch = args.integer("batch", 1, 1 << 20).value_or(16);
   const auto jsonOut = args.option("json");
+  const bool anywhere = args.flag("anywhere");  // plan for another machine: skip this one's memory check
   args.finish();
   Topology t = readTopologyFile(path);
+  // What `train` here would refuse, `params` refuses too (a plan for a bigger machine says --anywhere).
+  if (!anywhere)
+    requireFitsInMemory(estimateTrainingMemory(t, batch).total(), "training '" + t.name + "' at batch " + std::to_string(batch),
+                        "shrink the model or --batch; or add --anywhere to plan for a larger machine");
   if (budgetOf && budget)
     throw Error({.what = "give the budget once", .where = "sharelens params", .hint = "--solve-lora-rank N or --budget-of FILE"});
   if (budgetOf || budget) {  // the inverse problem: the LoRA rank that meets a non-embedding budget

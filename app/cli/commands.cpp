@@ -31,9 +31,10 @@ const std::vector<Command>& commands() {
        "write a sharing-topology preset as a topology file, and print its parameter budget", runTopology},
       {"params",
        "sharelens params TOPOLOGY [--match-baseline OUT.json] [--solve-lora-rank N | --budget-of OTHER.json "
-       "[--lora layer|head] --out SOLVED.json] [--batch N] [--json FILE]",
+       "[--lora layer|head] --out SOLVED.json] [--batch N] [--anywhere] [--json FILE]",
        "parameters by group, rho, FLOPs per token, training memory; the parameter-matched baseline (non-embedding "
-       "parameters matched); the LoRA rank that meets a non-embedding budget",
+       "parameters matched); the LoRA rank that meets a non-embedding budget. Refuses what `train` here cannot hold "
+       "(--anywhere plans for another machine)",
        runParams},
       {"train",
        "sharelens train (--topology FILE | --init CHECKPOINT [--postshare ALPHA --gamma G] [--context T]) "

@@ -68,6 +68,11 @@ ModelShape readConfigShape(const JsonObject& cfg, const ConfigFieldNames& names,
   s.ffn = field(names.ffn, 0);
   s.vocab = field(names.vocab, 0);
   s.context = field(names.context, 0);
+  // A context is only read, never allocated in full (the forward pass builds position tables for the windows it
+  // runs), but an absurd one is a broken config, not a model.
+  if (s.context > kMaxConfigContext)
+    cfg.fail(names.context, "out of range", "at most " + std::to_string(kMaxConfigContext) + " positions",
+             std::to_string(s.context), "fix config.json; it must come from the model's own export");
   s.tiedEmbeddings = cfg.optionalBool(names.tie).value_or(tiedByDefault);
   if (s.headDim == 0 && s.heads > 0 && s.hidden > 0) {
     if (s.hidden % s.heads != 0)

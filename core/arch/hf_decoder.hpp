@@ -25,6 +25,9 @@ struct ConfigFieldNames {
   std::string_view tie = "tie_word_embeddings";
 };
 
+// The largest context a config may declare (2^24 positions; the longest-context models ship about 2^20).
+inline constexpr int64_t kMaxConfigContext = int64_t{1} << 24;
+
 // transformers' config-class defaults, used for fields a config.json leaves out (Gemma 3's text_config
 // omits the head counts, for example).
 using ConfigDefaults = std::vector<std::pair<std::string_view, int64_t>>;

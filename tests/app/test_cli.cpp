@@ -1,8 +1,11 @@
 // The real sharelens executable, as a user runs it: output, --json, and exit status 2 with a named error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 
+#include "core/derived_checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
@@ -156,6 +159,61 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("no layer LoRA rank meets the budget within 0.5%"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "solved.json"));
+  fs::remove_all(dir);
+}
+
+// A copy of a Llama fixture with edits: `edit` changes tensors through a TensorEditor, `drop` removes some.
+fs::path editedFixture(const fs::path& dir, const std::string& name, const std::function<void(const Checkpoint&, TensorEditor&)>& edit,
+                       const std::vector<std::string>& drop = {}) {
+  const fs::path source = dir / "source";
+  if (!fs::exists(source)) testing::writeHfFixture(source, testing::defaultSpec(Family::Llama));
+  const auto ckpt = Checkpoint::open(source);
+  TensorEditor editor(*ckpt);
+  edit(*ckpt, editor);
+  fs::create_directories(dir / name);
+  editor.save(dir / name / "model.safetensors", ckpt->metadata(), drop);
+  fs::copy_file(source / "config.json", dir / name / "config.json");
+  return dir / name;
+}
+
+// Issue 15's messages: what went wrong names the file, the tensor, what was expected and found, and a hint.
+TEST(Cli, AnalysisErrorsNameTheFileTheTensorAndWhatToDo) {
+  const auto dir = testing::makeTempDir("cli-messages");
+  const std::string q1 = "model.layers.1.self_attn.q_proj.weight";
+  // A NaN in a weight: the error names the file, the tensor slice and the position, not LAPACK.
+  const fs::path nan = editedFixture(dir, "nan", [&](const Checkpoint& c, TensorEditor& e) {
+    FloatMatrix m = materialize(c, MatrixExpr::fromTensor(q1, 64, 64));
+    m(5, 7) = NAN;
+    e.write(MatrixExpr::fromTensor(q1, 64, 64), m);
+  });
+  auto r = runProcess(kBinary + " analyze " + shellQuote(nan.string()) + " --spectra --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find((nan / "model.safetensors").string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(q1), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("NaN at [5, 7]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Hint:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("dsyevd"), std::string::npos) << r.err;
+  // A projection missing from one layer: named with the file and what to do.
+  const fs::path missing = editedFixture(dir, "missing", [](const Checkpoint&, TensorEditor&) {}, {"model.layers.1.self_attn.k_proj.weight"});
+  r = runProcess(kBinary + " analyze " + shellQuote(missing.string()) + " --heads --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("layer 1 has no 'k' projection"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(missing.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Hint:"), std::string::npos) << r.err;
+  // Two all-zero query heads: their pair is listed with a note, not as two identical heads.
+  const fs::path zeros = editedFixture(dir, "zeros", [&](const Checkpoint& c, TensorEditor& e) {
+    FloatMatrix m = materialize(c, MatrixExpr::fromTensor(q1, 64, 64));
+    for (int64_t row = 0; row < 32; ++row)
+      for (int64_t col = 0; col < 64; ++col) m(row, col) = 0.0f;
+    e.write(MatrixExpr::fromTensor(q1, 64, 64), m);
+  });
+  r = runProcess(kBinary + " analyze " + shellQuote(zeros.string()) + " --heads --json " + shellQuote((dir / "z.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json report = readJsonFile(dir / "z.json");  // kept: a range-for over a temporary's member dangles
+  bool noted = false;
+  for (const Json& p : report["head_differences"]["lowest_pairs"])
+    if (p["layer"] == 1 && p.value("note", "") == "both are zero matrices") noted = true;
+  EXPECT_TRUE(noted) << "the pair of zero heads q0-q1 of layer 1 carries a note";
   fs::remove_all(dir);
 }
 

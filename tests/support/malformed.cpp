@@ -63,6 +63,9 @@ std::vector<MalformedCase> malformedCorpus() {
   withHeader("not_an_object", R"([1,2,3])", 0, {"not a JSON object"});
   withHeader("empty_header", "", 0, {"not a JSON object"});
   withHeader("trailing_json", std::string(kValidHeader) + "{}", 44, {"not valid JSON"});
+  withHeader("junk_after_json", std::string(kValidHeader) + "xyz", 44, {"not valid JSON"});  // the reference refuses it too
+  withHeader("nan_literal_shape", "{" + tensorEntry("w", "F32", "[NaN]", 0, 4) + "}", 4, {"not valid JSON"});
+  withHeader("shape_not_array", "{" + tensorEntry("w", "F32", "4", 0, 16) + "}", 16, {"'w'"});
   withHeader("non_utf8", "{\"a\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, {"UTF-8"});
   withHeader("duplicate_tensor",
              "{" + tensorEntry("a", "F32", "[1]", 0, 4) + "," + tensorEntry("a", "F32", "[1]", 4, 8) + "}", 8,

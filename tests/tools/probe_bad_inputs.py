@@ -4,18 +4,28 @@
     probe_bad_inputs.py --sharelens build/sharelens --make-fixtures build/tests/make_fixtures \\
                         --workdir /tmp/probe --inputs 10000 [--jobs 2] [--json summary.json]
 
-Every input is one fixture checkpoint (all families) with one mutation: header bytes flipped, the file cut
-short, the header length changed, a JSON-level edit (shape, offsets, dtype, field removed or added, tensor
-renamed to a huge or odd layer index), a config.json edit (field removed, wrong type, huge or negative value),
-a NaN/Inf written into tensor data, or a shard index edit. Each input goes through `sharelens inspect` and
-`sharelens analyze --spectra --heads`. Outcomes:
+Every input is one thing a user hands ShareLens, with one mutation:
+  checkpoints (70%)  a fixture checkpoint (all families): header bytes flipped, the file cut short, the header
+                     length changed, a JSON-level edit (shape, offsets, dtype, field removed or added, tensor
+                     renamed to a huge or odd layer index), a config.json edit (field removed, wrong type, huge or
+                     negative value), a NaN/Inf written into tensor data, or a shard index edit; run through
+                     `sharelens inspect` and `sharelens analyze --spectra --heads`;
+  topologies (15%)   a topology file with a field changed (sizes of 10^6..10^18, negative, wrong type, missing,
+                     assignments out of range, MASA and LoRA settings that do not fit); through `sharelens params`
+                     and `sharelens export --view topology`;
+  metrics logs (15%) a run directory whose metrics.jsonl is torn, holds negative or 2^64 steps, NaN, huge or
+                     wrongly typed values or binary junk; through `sharelens export --view training`.
+Before them, a fixed list of ~60 bad command lines (unknown commands and flags, out-of-range, non-finite and
+wrongly typed values, unwritable outputs) runs once each. Outcomes:
 
   crash          killed by a signal, "terminate called", a sanitizer report, or any exit status but 0, 1, 2
   hang           no exit within the timeout
+  memory         a real allocation failure ("out of memory") or more than 2 GiB resident for these tiny inputs:
+                 a size read from the input was trusted before it was checked
   wrong exit     exit 1 (internal error), or exit 2 without a named error ("error: WHERE: WHAT")
   silent garbage exit 0 although the independent strict reader below (written from the format's
                  specification and the reference implementation's rules) rejects the file, or an exit-0
-                 report that holds a non-finite number
+                 report that holds a non-finite number (written as null by the JSON writer)
 The strict reader is stricter than nothing and no stricter than the reference: duplicate keys, which the
 reference's map silently collapses, are refused by ShareLens on purpose and are not counted against it.
 """
@@ -30,6 +40,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 DTYPE_SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
@@ -245,12 +256,40 @@ MUTATIONS = [(m_flip_header, 30), (m_truncate, 8), (m_header_length, 6), (m_json
              (m_nonfinite, 8), (m_index, 6)]
 
 
-def classify(result, path, oracle_invalid):
-    code, out, err, seconds = result
+ALLOWED_NULLS = {"proj", "head", "layer", "nll_standard_error", "sibling", "init"}
+
+
+def holds_nonfinite(report_text):
+    """True when a JSON report holds a null where a number belongs (nlohmann writes NaN and Inf as null)."""
+    try:
+        report = json.loads(report_text)
+    except ValueError:
+        return True
+
+    def walk(x, key):
+        if x is None:
+            return key not in ALLOWED_NULLS
+        if isinstance(x, float):
+            return not math.isfinite(x)
+        if isinstance(x, dict):
+            return any(walk(v, k) for k, v in x.items())
+        if isinstance(x, list):
+            return any(walk(v, key) for v in x)
+        return False
+    return walk(report, "")
+
+
+MEMORY_LIMIT = 2 << 30  # resident bytes no run on these tiny inputs needs
+
+
+def classify(result, oracle_invalid, report=None):
+    code, out, err, seconds, peak = result
     if code is None:
         return "hang"
     if code < 0 or code not in (0, 1, 2) or any(s in err for s in ("terminate called", "Assertion", "Sanitizer", "Segmentation")):
         return "crash"
+    if "out of memory" in err or peak > MEMORY_LIMIT:
+        return "memory"
     if code == 1:
         return "wrong exit"
     if code == 2:
@@ -258,7 +297,7 @@ def classify(result, path, oracle_invalid):
     # exit 0
     if oracle_invalid and oracle_invalid != "duplicate":
         return "silent garbage"
-    if any(t in out for t in ("NaN", "Infinity")):
+    if report is not None and holds_nonfinite(report):
         return "silent garbage"
     return "ok"
 
@@ -268,18 +307,30 @@ def limit_memory():
 
 
 def run(cmd, timeout):
+    """(exit status -- negative for a signal, None on timeout --, stdout, stderr, seconds, peak resident bytes)."""
     start = time.monotonic()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, preexec_fn=limit_memory)
-        return p.returncode, p.stdout, p.stderr, time.monotonic() - start
-    except subprocess.TimeoutExpired:
-        return None, "", "", timeout
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, preexec_fn=limit_memory)
+        while True:  # wait4 gives this child's own peak resident size
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                p.returncode = 0  # reaped here; keep Popen from waiting again
+                return None, "", "", timeout, 0
+            time.sleep(0.005)
+        p.returncode = 0
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        out.seek(0)
+        err.seek(0)
+        return (code, out.read().decode(errors="replace"), err.read().decode(errors="replace"), time.monotonic() - start,
+                usage.ru_maxrss * 1024)
 
 
-def probe_one(args, fixtures, i):
-    rng = random.Random(args.seed * 1_000_003 + i)
+def probe_checkpoint(args, fixtures, rng, d):
     src = rng.choice(fixtures)
-    d = os.path.join(args.workdir, "in-%06d" % i)
     shutil.copytree(src, d, symlinks=True)
     weights = [m for m, w in MUTATIONS for _ in range(w)]
     desc = rng.choice(weights)(rng, d)
@@ -296,12 +347,157 @@ def probe_one(args, fixtures, i):
     for name, cmd in (("inspect", [args.sharelens, "inspect", d, "--json", os.path.join(d, "inspect.json")]),
                       ("analyze", [args.sharelens, "analyze", d, "--spectra", "--heads", "--json", report])):
         r = run(cmd, args.timeout)
-        out = r[1]
-        if r[0] == 0 and name == "analyze" and os.path.exists(report):
-            out += open(report).read()
-        outcomes[name] = (classify((r[0], out, r[2], r[3]), d, oracle), r[0], r[2][:300], round(r[3], 2))
+        text = open(report).read() if r[0] == 0 and name == "analyze" and os.path.exists(report) else None
+        outcomes[name] = (classify(r, oracle, text), r[0], r[2][:300], round(r[3], 2), r[4])
+    return os.path.basename(src), desc, oracle, outcomes
+
+
+TOPOLOGY_EDITS = [
+    ("model", "n_layers"), ("model", "d_model"), ("model", "ffn_dim"), ("model", "context"), ("model", "vocab"),
+    ("model", "n_heads"), ("model", "n_kv_heads"), ("model", "head_dim"), ("attention", "assign"), ("ffn", "assign"),
+    ("attention", "lora_rank"), ("ffn", "lora_rank"), ("embedding", "factor_rank"), ("embedding", "tied"),
+    ("masa", "atoms"), ("masa", "enabled"), ("head_sharing", "lora_rank"), ("head_sharing", "mode"), ("schema", None),
+    ("tied_heads", None), ("postshare", "gamma")]
+TOPOLOGY_VALUES = [None, -1, 0, 1, 3, 10 ** 6, 10 ** 9, 10 ** 10, 2 ** 63, 10 ** 18, 1e308, 0.5, "x", True, [], {}, [0, 99], [-1]]
+
+
+def probe_topology(args, base, rng, d):
+    os.makedirs(d)
+    t = json.loads(json.dumps(base))
+    descs = []
+    for _ in range(rng.choice([1, 1, 2])):
+        section, key = rng.choice(TOPOLOGY_EDITS)
+        value = rng.choice(TOPOLOGY_VALUES)
+        if key is None:
+            t[section] = value
+        elif rng.random() < 0.15:
+            (t.get(section) if isinstance(t.get(section), dict) else {}).pop(key, None)
+            value = "<removed>"
+        else:
+            if not isinstance(t.get(section), dict):
+                t[section] = {}
+            t[section][key] = value
+        descs.append("%s.%s = %r" % (section, key, value))
+    path = os.path.join(d, "t.json")
+    text = json.dumps(t)
+    if rng.random() < 0.05:
+        text = text[:rng.randrange(len(text))]  # a torn file
+        descs.append("torn")
+    open(path, "w").write(text)
+    outcomes = {}
+    for name, cmd in (("params", [args.sharelens, "params", path, "--json", os.path.join(d, "p.json")]),
+                      ("export-topology", [args.sharelens, "export", "--view", "topology", "--input", path,
+                                           "--out", os.path.join(d, "t.svg")])):
+        r = run(cmd, args.timeout)
+        text = open(os.path.join(d, "p.json")).read() if name == "params" and r[0] == 0 else None
+        outcomes[name] = (classify(r, None, text), r[0], r[2][:300], round(r[3], 2), r[4])
+    return "topology", "; ".join(descs), None, outcomes
+
+
+def mutate_metrics_line(rng, line):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        j = None
+    if not isinstance(j, dict):  # already broken by an earlier edit: break it further
+        return line[:len(line) // 2] + "\x00" + line[len(line) // 2:]
+    kind = rng.randrange(8)
+    if kind == 0:
+        return line[:rng.randrange(len(line))]  # torn
+    if kind == 1:
+        j["step"] = rng.choice([-1, -(2 ** 63), 2 ** 64 - 1, 2 ** 53 + 1, 1e300, "7", None])
+    elif kind == 2:
+        j[rng.choice(["loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "elapsed", "tokens"])] = rng.choice(
+            ["NaN", 1e308, -1e308, "x", None, [], {}])
+    elif kind == 3:
+        return "".join(chr(rng.randrange(1, 256)) for _ in range(rng.randrange(1, 200)))
+    elif kind == 4:
+        return json.dumps(rng.choice([[], 3, "x", None]))
+    elif kind == 5:
+        j["event"] = rng.choice(["finish", "resume", "skip", 3, None, "x" * 1000])
+    elif kind == 6:
+        j["world_size"], j["rank_tokens_per_s"] = rng.choice([(2, [1.0]), (-5, "x"), (10 ** 9, [None])])
+    else:
+        j.pop(rng.choice(list(j)), None)
+    return json.dumps(j)
+
+
+def probe_metrics(args, run_dir, rng, d):
+    shutil.copytree(run_dir, d)
+    path = os.path.join(d, "metrics.jsonl")
+    lines = open(path).read().splitlines()
+    descs = []
+    for _ in range(rng.choice([1, 2, 4])):
+        i = rng.randrange(len(lines))
+        lines[i] = mutate_metrics_line(rng, lines[i])
+        descs.append("line %d" % i)
+    open(path, "w", errors="surrogateescape").write("\n".join(lines) + ("\n" if rng.random() < 0.8 else ""))
+    r = run([args.sharelens, "export", "--view", "training", "--input", d, "--out", os.path.join(d, "t.png")], args.timeout)
+    return "metrics", "metrics.jsonl edits at " + ", ".join(descs), None, {"export-training": (classify(r, None), r[0], r[2][:300], round(r[3], 2), r[4])}
+
+
+def probe_one(args, fixtures, topology, run_dir, i):
+    rng = random.Random(args.seed * 1_000_003 + i)
+    d = os.path.join(args.workdir, "in-%06d" % i)
+    family = rng.random()
+    if family < 0.70:
+        source, desc, oracle, outcomes = probe_checkpoint(args, fixtures, rng, d)
+    elif family < 0.85:
+        source, desc, oracle, outcomes = probe_topology(args, topology, rng, d)
+    else:
+        source, desc, oracle, outcomes = probe_metrics(args, run_dir, rng, d)
     shutil.rmtree(d, ignore_errors=True)
-    return {"input": i, "fixture": os.path.basename(src), "mutation": desc, "oracle": oracle, "outcomes": outcomes}
+    return {"input": i, "fixture": source, "mutation": desc, "oracle": oracle, "outcomes": outcomes}
+
+
+def bad_command_lines(sb, work, topology, run_dir, fixture):
+    """Command lines a user may mistype: each must end in a named error (exit 2), never a crash."""
+    t, o = topology, os.path.join(work, "cli-out")
+    lines = [
+        ["frobnicate"], ["inspect"], ["inspect", "/no/such/path"], ["inspect", fixture, "--json"], ["analyze", fixture],
+        ["analyze", fixture, "--json", o + ".json", "--threshold", "nan"], ["analyze", fixture, "--json", o + ".json", "--threshold", "2"],
+        ["analyze", fixture, "--json", o + ".json", "--ratio", "1"], ["analyze", fixture, "--json", o + ".json", "--ratio", "-0.5"],
+        ["analyze", fixture, "--json", o + ".json", "--masa-groups", "0-99"], ["analyze", fixture, "--json", o + ".json", "--masa-groups", "kl:0"],
+        ["analyze", fixture, "--json", o + ".json", "--tokens", "-3"], ["analyze", fixture, "--json", o + ".json", "--device", "tpu"],
+        ["analyze", fixture, "--json", "/proc/x/report.json", "--spectra"], ["analyze", fixture, "--json", o + ".json", "--threads", "0"],
+        ["analyze", fixture, "--json", o + ".json", "--logit-lens", "sideways"], ["analyze", fixture, "--bogus-flag", "--json", o + ".json"],
+        ["train"], ["train", "--topology", t], ["train", "--topology", t, "--out", "/proc/x"], ["train", "--topology", t, "--out", "/dev/null/x"],
+        ["train", "--topology", t, "--out", o, "--lr", "nan"], ["train", "--topology", t, "--out", o, "--lr", "inf"],
+        ["train", "--topology", t, "--out", o, "--lr", "-1"], ["train", "--topology", t, "--out", o, "--lr", "1e308"],
+        ["train", "--topology", t, "--out", o, "--steps", "0"], ["train", "--topology", t, "--out", o, "--steps", "1e99"],
+        ["train", "--topology", t, "--out", o, "--batch", "-4"], ["train", "--topology", t, "--out", o, "--seed", "-1"],
+        ["train", "--topology", t, "--out", o, "--device", "cuda"], ["train", "--topology", t, "--out", o, "--nproc", "0"],
+        ["train", "--topology", t, "--out", o, "--corpus", "/no/such/corpus"], ["train", "--resume", "--out", "/no/such/run"],
+        ["train", "--init", "/no/such/ckpt", "--out", o], ["train", "--init", fixture, "--postshare", "2", "--gamma", "0.1", "--out", o],
+        ["topology", "--preset", "cycle", "--layers", "4", "--unique", "9", "--out", o + ".json"],
+        ["topology", "--preset", "zigzag", "--layers", "4", "--unique", "2", "--out", o + ".json"],
+        ["topology", "--preset", "cycle", "--layers", "1000000000", "--unique", "2", "--out", o + ".json"],
+        ["topology", "--preset", "cycle", "--layers", "4", "--unique", "2", "--d-model", "1e9", "--out", o + ".json"],
+        ["topology", "--preset", "cycle", "--layers", "4", "--unique", "2", "--depth", "9", "--out", o + ".json"],
+        ["params", "/no/such.json"], ["params", t, "--batch", "0"], ["params", t, "--solve-lora-rank", "-1", "--out", o + ".json"],
+        ["params", t, "--budget-of", "/no/such.json", "--out", o + ".json"],
+        ["eval", fixture], ["eval", fixture, "--tokens", "0"], ["eval", fixture, "--validation-fraction", "1.5"],
+        ["eval", fixture, "--window", "-1"], ["eval", "/no/such/ckpt"],
+        ["export", "--view", "nosuch", "--input", fixture, "--out", o + ".png"], ["export", "--view", "heads", "--input", fixture, "--out", o + ".bmp"],
+        ["export", "--view", "heads", "--input", fixture, "--out", o + ".png", "--layer", "99"],
+        ["export", "--view", "training", "--input", fixture, "--out", o + ".png"], ["export", "--view", "heads", "--out", o + ".png"],
+        ["hidden-states", fixture, "--token-ids", "/no/such.txt", "--out", o + ".st"], ["tokenize", fixture, "--text"],
+        ["convert", fixture, o + ".st", "--dtype", "F7"], ["dump-view", fixture], ["export-hf", fixture],
+        ["experiment", "run", "/no/such.json", "--out", o], ["experiment", "report", "/no/such/dir"], ["experiment", "fly"],
+        ["compress", fixture, "--method", "masa", "--ratio", "1.5", "--out", o], ["compress", fixture, "--method", "zip", "--ratio", "0.8", "--out", o],
+    ]
+    counts = {k: 0 for k in ("ok", "crash", "hang", "memory", "wrong exit", "silent garbage")}
+    failures = []
+    for line in lines:
+        r = run([sb] + line, 120)
+        outcome = classify(r, None)
+        if r[0] == 0:  # a bad command line must not succeed
+            outcome = "silent garbage"
+        counts[outcome] += 1
+        if outcome != "ok":
+            failures.append({"command": " ".join(line), "outcome": outcome, "exit": r[0], "stderr": r[2][:300]})
+        shutil.rmtree(o, ignore_errors=True)
+    return len(lines), counts, failures
 
 
 def main():
@@ -319,13 +515,31 @@ def main():
     os.makedirs(args.workdir)
     listed = subprocess.run([args.make_fixtures, os.path.join(args.workdir, "fixtures")], check=True, capture_output=True, text=True)
     fixtures = listed.stdout.split()
-    counts = {k: 0 for k in ("ok", "crash", "hang", "wrong exit", "silent garbage")}
+    # A valid topology and a short real run to mutate.
+    topo_path = os.path.join(args.workdir, "base-topology.json")
+    subprocess.run([args.sharelens, "topology", "--preset", "cycle", "--layers", "4", "--unique", "2", "--d-model", "64",
+                    "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--vocab", "512", "--context", "32", "--lora-rank", "4",
+                    "--out", topo_path], check=True, capture_output=True)
+    run_dir = os.path.join(args.workdir, "base-run")
+    subprocess.run([args.sharelens, "train", "--topology", topo_path, "--corpus", "brown", "--out", run_dir, "--steps", "12",
+                    "--batch", "2", "--threads", "1", "--eval-every", "4", "--checkpoint-every", "6"], check=True, capture_output=True)
+    topology = json.load(open(topo_path))
+    start = time.monotonic()
+    cli_lines, cli_counts, cli_failures = bad_command_lines(args.sharelens, args.workdir, topo_path, run_dir, fixtures[0])
+    print("bad command lines: %d, %s" % (cli_lines, cli_counts), flush=True)
+    counts = {k: 0 for k in ("ok", "crash", "hang", "memory", "wrong exit", "silent garbage")}
+    families = {}
     exits = {}
     failures = []
-    start = time.monotonic()
+    runs = 0
+    peak = 0
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for n, r in enumerate(pool.map(lambda i: probe_one(args, fixtures, i), range(args.inputs)), 1):
-            for cmd, (outcome, code, err, secs) in r["outcomes"].items():
+        for n, r in enumerate(pool.map(lambda i: probe_one(args, fixtures, topology, run_dir, i), range(args.inputs)), 1):
+            family = r["fixture"] if r["fixture"] in ("topology", "metrics") else "checkpoint"
+            families[family] = families.get(family, 0) + 1
+            for cmd, (outcome, code, err, secs, rss) in r["outcomes"].items():
+                runs += 1
+                peak = max(peak, rss)
                 counts[outcome] += 1
                 exits["%s exit %s" % (cmd, code)] = exits.get("%s exit %s" % (cmd, code), 0) + 1
                 if outcome != "ok":
@@ -333,17 +547,23 @@ def main():
                                      "fixture": r["fixture"], "oracle": r["oracle"], "exit": code, "stderr": err})
             if n % 500 == 0:
                 print("%d inputs, %s, %.0f s" % (n, counts, time.monotonic() - start), flush=True)
-    summary = {"inputs": args.inputs, "runs": 2 * args.inputs, "seconds": round(time.monotonic() - start),
-               "counts": counts, "exits": exits, "failures": failures[:200]}
-    print("| inputs | runs | crashes | hangs | wrong exits | silent garbage |")
-    print("| %d | %d | %d | %d | %d | %d |" % (args.inputs, 2 * args.inputs, counts["crash"], counts["hang"],
-                                              counts["wrong exit"], counts["silent garbage"]))
+    summary = {"inputs": args.inputs, "families": families, "runs": runs, "seconds": round(time.monotonic() - start),
+               "counts": counts, "exits": exits, "failures": failures[:200], "peak_resident_bytes": peak,
+               "command_lines": {"lines": cli_lines, "counts": cli_counts, "failures": cli_failures}}
+    print("| inputs | runs | crashes | hangs | memory blow-ups | wrong exits | silent garbage |")
+    print("| %d (%s) | %d | %d | %d | %d | %d | %d |" % (
+        args.inputs, ", ".join("%d %s" % (v, k) for k, v in sorted(families.items())), runs, counts["crash"], counts["hang"],
+        counts["memory"], counts["wrong exit"], counts["silent garbage"]))
+    print("| %d bad command lines | %d | %d | %d | %d | %d | %d |" % (
+        cli_lines, cli_lines, cli_counts["crash"], cli_counts["hang"], cli_counts["memory"], cli_counts["wrong exit"],
+        cli_counts["silent garbage"]))
+    print("largest resident size of any run: %.0f MiB" % (peak / 2 ** 20))
     print("exit statuses:", json.dumps(exits, sort_keys=True))
-    for f in failures[:20]:
+    for f in (cli_failures + failures)[:20]:
         print(json.dumps(f))
     if args.json:
         json.dump(summary, open(args.json, "w"), indent=1)
-    return 0 if len(failures) == 0 else 1
+    return 0 if not failures and not cli_failures else 1
 
 
 if __name__ == "__main__":

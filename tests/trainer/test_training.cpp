@@ -303,6 +303,13 @@ TEST(Training, BadRequestsAreNamedErrors) {
   EXPECT_FALSE(fs::exists(dir / "ds"));
   EXPECT_FALSE(fs::exists(dir / "a.json"));
   for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".ds.tmp"), std::string::npos);
+  // A vocabulary too small for the corpus's characters plus the 256 byte pieces: the hint says to raise it.
+  r = runProcess(kBinary + " topology --preset vanilla --layers 1 --unique 1 --d-model 32 --heads 2 --kv-heads 2 --ffn 64 "
+                 "--vocab 256 --context 16 --out " + shellQuote((dir / "tiny-vocab.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(trainCommand(dir / "tiny-vocab.json", dir / "tiny-vocab", 1));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("raise model.vocab"), std::string::npos) << r.err;
   // Killed before run.json existed: --resume says how, and with the topology given it starts the run there.
   fs::create_directories(dir / "early" / "checkpoints" / ".tmp-step-0000010-1");
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "early").string()));

@@ -107,6 +107,13 @@ class TrainingPanel : public View {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r->label.c_str());
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r->dir.c_str());
+      if (const size_t skipped = r->metrics.malformedLines(); skipped > 0) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "(!)");
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip("%zu line(s) of metrics.jsonl skipped: not JSON objects, or steps that are negative or "
+                            "implausibly large", skipped);
+      }
       ImGui::TableNextColumn();
       if (r->controller) {
         const RunState s = r->controller->state();
