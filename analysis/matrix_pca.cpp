@@ -19,8 +19,10 @@ double dot(const FloatMatrix& a, const FloatMatrix& b) {
   return s;
 }
 
-MatrixPcaGroup pcaOfGroup(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w,
-                          bool keepAtoms) {
+}  // namespace
+
+MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w,
+                                   bool keepAtoms) {
   const int64_t n = static_cast<int64_t>(w.size());
   SymmetricMatrix gram;
   gram.n = n;
@@ -77,7 +79,6 @@ MatrixPcaGroup pcaOfGroup(Proj proj, const std::vector<int64_t>& layers, const s
   return g;
 }
 
-}  // namespace
 
 std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers, int64_t count) {
   if (count < 1 || count > layers)
@@ -195,7 +196,7 @@ std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const Model
       parallelFor(group.size(), ctx, [&](size_t i) {
         w[i] = materializeFinite(ckpt, view.layers[static_cast<size_t>(group[i])].at(p));
       });
-      out.push_back(pcaOfGroup(p, group, w, options.keepAtoms));
+      out.push_back(matrixPcaOfMatrices(p, group, w, options.keepAtoms));
       ctx.report(static_cast<double>(step) / static_cast<double>(steps), "matrix PCA: " + std::string(projName(p)));
     }
   }

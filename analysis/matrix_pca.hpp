@@ -29,6 +29,9 @@ struct MatrixPcaOptions {
   bool keepAtoms = false;
 };
 
+// Matrix PCA of matrices already in memory (one projection's W_l for the layers of one group, equal shapes).
+MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w, bool keepAtoms);
+
 std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
                                              const MatrixPcaOptions& options, const TaskContext& ctx);
 

@@ -171,6 +171,10 @@ uint64_t Checkpoint::totalBytes() const {
   return total;
 }
 
+void Checkpoint::releasePages(std::string_view name) const {
+  if (const TensorRef* ref = find(name)) ref->file->releasePages(*ref->info);
+}
+
 std::vector<float> Checkpoint::readFloat(std::string_view name) const {
   const TensorRef& ref = at(name);
   return ref.file->readFloat(*ref.info);

@@ -47,7 +47,7 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
 
   const FamilyAdapter* adapter = detectFamily(ckpt);
   std::optional<ModelView> view;
-  if (adapter) view = adapter->build(ckpt);
+  if (adapter) view = openModelView(ckpt);  // the family's view, with a compressed checkpoint's overlay
 
   Json tensors = Json::array();
   for (const std::string& name : ckpt.tensorNames()) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <utility>
 
 #include "core/error.hpp"
@@ -72,6 +73,14 @@ void MappedFile::adviseSequential(uint64_t offset, uint64_t length) const {
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset / page * page;
   ::madvise(const_cast<std::byte*>(m_data) + start, offset + length - start, MADV_WILLNEED);
+}
+
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  if (!m_data || length == 0 || offset >= m_size) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t end = std::min<uint64_t>(offset + length, m_size);
+  const uint64_t first = (offset + page - 1) / page * page, last = end / page * page;  // whole pages only
+  if (last > first) ::madvise(const_cast<std::byte*>(m_data) + first, last - first, MADV_DONTNEED);
 }
 
 }  // namespace sharelens

@@ -58,6 +58,10 @@ void SafetensorsFile::adviseSequential(const TensorInfo& tensor) const {
   m_file.adviseSequential(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
 }
 
+void SafetensorsFile::releasePages(const TensorInfo& tensor) const {
+  m_file.release(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
+}
+
 EncodedTensor EncodedTensor::fromFloats(std::string name, DType dtype, std::vector<int64_t> shape,
                                         std::span<const float> values) {
   EncodedTensor t{std::move(name), dtype, std::move(shape), {}};

@@ -83,6 +83,7 @@ class SafetensorsFile {
   void readFloat(const TensorInfo& tensor, uint64_t first, std::span<float> out) const;
   std::vector<float> readFloat(const TensorInfo& tensor) const;
   void adviseSequential(const TensorInfo& tensor) const;
+  void releasePages(const TensorInfo& tensor) const;  // MappedFile::release of the tensor's bytes
 
  private:
   SafetensorsFile(MappedFile file, SafetensorsHeader header);

@@ -23,21 +23,6 @@ FloatMatrix toMatrix(const torch::Tensor& t2d) {
   return m;
 }
 
-// The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l [layers, d]
-// (double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits are
-// computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
-std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
-  const int64_t vocab = outputTable.size(0), slice = 8192;
-  std::vector<torch::Tensor> parts;
-  for (int64_t v0 = 0; v0 < vocab; v0 += slice)
-    parts.push_back(at::matmul(means, outputTable.narrow(0, v0, std::min(slice, vocab - v0)).to(at::kDouble).t()));
-  const torch::Tensor logp = at::log_softmax(at::cat(parts, 1), 1).to(at::kCPU);  // [layers, V]
-  std::vector<double> drift;
-  for (int64_t l = 0; l + 1 < logp.size(0); ++l)
-    drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
-  return drift;
-}
-
 int64_t peakResidentBytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -11,8 +11,21 @@
 namespace sharelens {
 namespace {
 
-torch::Tensor tensorOf(const FloatMatrix& m, torch::Device device) {
-  return at::from_blob(const_cast<float*>(m.data.data()), {m.rows, m.cols}, at::kFloat).clone().to(device);
+// The matrix as a tensor without a copy on the CPU: the tensor owns the FloatMatrix's storage (a 1 GB
+// embedding would otherwise exist twice while it is converted).
+torch::Tensor tensorOf(FloatMatrix&& m, torch::Device device) {
+  auto owner = std::make_shared<FloatMatrix>(std::move(m));
+  const torch::Tensor t = at::from_blob(owner->data.data(), {owner->rows, owner->cols}, [owner](void*) mutable { owner.reset(); },
+                                        at::TensorOptions().dtype(at::kFloat));
+  return device.is_cpu() ? t : t.to(device);
+}
+
+// A weight for the forward pass: read (checked finite), converted, and its mapped pages dropped from the
+// resident set -- the float copy is what the model keeps.
+torch::Tensor weightOf(const Checkpoint& ckpt, const MatrixExpr& expr, torch::Device device) {
+  torch::Tensor t = tensorOf(materializeFinite(ckpt, expr), device);
+  for (const std::string& name : expr.tensorNames()) ckpt.releasePages(name);
+  return t;
 }
 
 torch::Tensor vectorOf(const std::vector<float>& v, torch::Device device) {
@@ -63,6 +76,18 @@ std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch:
 }
 
 }  // namespace
+
+std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
+  const int64_t vocab = outputTable.size(0), slice = 8192;
+  std::vector<torch::Tensor> parts;
+  const torch::Tensor m = means.to(outputTable.device(), at::kDouble);
+  for (int64_t v0 = 0; v0 < vocab; v0 += slice)
+    parts.push_back(at::matmul(m, outputTable.narrow(0, v0, std::min(slice, vocab - v0)).to(at::kDouble).t()));
+  const torch::Tensor logp = at::log_softmax(at::cat(parts, 1), 1).to(at::kCPU);  // [layers, V]
+  std::vector<double> drift;
+  for (int64_t l = 0; l + 1 < logp.size(0); ++l) drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
+  return drift;
+}
 
 ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& view) {
   ArchitectureParams p;
@@ -132,16 +157,16 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
     if (ref->bias) n.bias = vectorOf(ckpt.readFloat(*ref->bias), device);
     return n;
   };
-  m_embedding = tensorOf(materializeFinite(ckpt, *view.embedding), device);
-  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : tensorOf(materializeFinite(ckpt, *view.outputHead), device);
-  if (view.positionEmbedding) m_positions = tensorOf(materializeFinite(ckpt, *view.positionEmbedding), device);
+  m_embedding = weightOf(ckpt, *view.embedding, device);
+  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : weightOf(ckpt, *view.outputHead, device);
+  if (view.positionEmbedding) m_positions = weightOf(ckpt, *view.positionEmbedding, device);
   m_finalNorm = *normOf(view.finalNorm);
   const auto globalRope = ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
   const auto localRope =
       ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
   for (const LayerView& lv : view.layers) {
     Layer layer;
-    auto weight = [&](Proj p) { return lv.has(p) ? tensorOf(materializeFinite(ckpt, lv.at(p)), device) : torch::Tensor(); };
+    auto weight = [&](Proj p) { return lv.has(p) ? weightOf(ckpt, lv.at(p), device) : torch::Tensor(); };
     auto bias = [&](Proj p) {
       const auto& b = lv.bias[static_cast<int>(p)];
       return b ? vectorOf(materialize(ckpt, *b), device) : torch::Tensor();
@@ -168,7 +193,8 @@ torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const 
   return rmsNorm(x, m_params.family == Family::Gemma3 ? 1.0 + n.weight : n.weight, m_params.normEps);
 }
 
-torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const {
+torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
+                                        torch::Tensor* outputInput) const {
   const int64_t b = h.size(0), t = h.size(1), hd = m_shape.headDim, heads = m_shape.heads, kv = m_shape.kvHeads;
   auto project = [&](const torch::Tensor& w, const torch::Tensor& bias, int64_t count) {
     return at::linear(h, w, bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt).view({b, t, count, hd});
@@ -196,6 +222,7 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
   const torch::Tensor p = at::softmax(scores.masked_fill(masked, -INFINITY), -1);
   if (probs) *probs = p;
   const torch::Tensor out = at::matmul(p, v).transpose(1, 2).reshape({b, t, heads * hd});
+  if (outputInput) *outputInput = out;
   return at::linear(out, layer.o, layer.bo.defined() ? c10::optional<torch::Tensor>(layer.bo) : c10::nullopt);
 }
 
@@ -226,13 +253,17 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
   if (m_params.family == Family::Gpt2) x = x + m_positions.narrow(0, 0, t);
   if (trace) trace->residual.push_back(x);
   for (const Layer& layer : m_layers) {
-    torch::Tensor probs;
+    torch::Tensor probs, outputInput;
     torch::Tensor* capture = trace && captureAttention ? &probs : nullptr;
+    const bool tapped = trace && trace->tap;
+    const torch::Tensor attentionInput = norm(x, *layer.attnIn);
+    const torch::Tensor attended = attention(layer, attentionInput, capture, tapped ? &outputInput : nullptr);
+    if (tapped) trace->tap(&layer - m_layers.data(), attentionInput, outputInput);
     if (m_params.family == Family::Gemma3) {
-      x = x + norm(attention(layer, norm(x, *layer.attnIn), capture), *layer.attnOut);
+      x = x + norm(attended, *layer.attnOut);
       x = x + norm(mlp(layer, norm(x, *layer.ffnIn)), *layer.ffnOut);
     } else {
-      x = x + attention(layer, norm(x, *layer.attnIn), capture);
+      x = x + attended;
       x = x + mlp(layer, norm(x, *layer.ffnIn));
     }
     if (trace) {

@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct ArchitectureParams {
 
 ArchitectureParams architectureParams(const Checkpoint& checkpoint, const ModelView& view);
 
+// The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l (`means` [layers, d],
+// double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits are
+// computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
+std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable);
+
 class InferenceModel {
  public:
   InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device);
@@ -41,6 +47,9 @@ class InferenceModel {
   struct Trace {
     std::vector<torch::Tensor> residual;   // layers + 1 tensors [B, T, d]: embeddings, then after each layer
     std::vector<torch::Tensor> attention;  // layers tensors [B, H, T, T] (when asked for)
+    // Called per layer with the input Q, K and V share (the normed residual, [B, T, d]) and the input of O
+    // (the heads' outputs, [B, T, H hd]) -- what calibration accumulates. Optional.
+    std::function<void(int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput)> tap;
   };
 
   // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm).
@@ -75,7 +84,7 @@ class InferenceModel {
   };
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
-  torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs) const;
+  torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs, torch::Tensor* outputInput) const;
   torch::Tensor mlp(const Layer& layer, const torch::Tensor& h) const;
 
   static constexpr int64_t kMaxRopeTable = 32768;  // positions with RoPE tables (min(context, this))

@@ -14,6 +14,7 @@
 #include "core/arch/family.hpp"
 #include "core/run_dir.hpp"
 #include "core/atomic_file.hpp"
+#include "core/compressed_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/hf_export.hpp"
 #include "core/machine.hpp"
@@ -271,6 +272,11 @@ int runExportHf(Args& args) {
   args.finish();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
+  if (compressionRecordOf(*ckpt)) {  // a compressed checkpoint goes back to its own family's layout
+    writeDecompressedCheckpoint(*ckpt, view, out);
+    std::cout << "wrote " << out << "/model.safetensors with every compressed matrix materialised, and its config.json\n";
+    return 0;
+  }
   exportHfLlama(*ckpt, view, out);
   std::cout << "wrote " << out << "/model.safetensors and config.json (" << view.layers.size() << " layers)\n";
   return 0;

@@ -56,8 +56,17 @@ const std::vector<Command>& commands() {
        "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with 95% "
        "intervals over seeds, paired differences to the reference arm, and a verdict",
        runExperimentCommand},
+      {"compress",
+       "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] [--atoms B] "
+       "[--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] [--eval [--eval-tokens N]] "
+       "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out DIR [--json FILE]",
+       "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + whitened "
+       "low-rank residuals, ranks balanced Q with K and O with V) or the SVD-LLM baseline, to a checkpoint every "
+       "command opens; --sweep writes models, a table and a figure of perplexity against ratio",
+       runCompress},
       {"export-hf", "sharelens export-hf PATH OUT_DIR",
-       "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout", runExportHf},
+       "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout (a compressed checkpoint: "
+       "its own family's layout)", runExportHf},
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G] "
        "[--colormap C] [--metric M] [--width W] [--height H] [analysis parameters as for analyze]",

@@ -38,6 +38,7 @@ int runTokenize(Args& args);
 int runExport(Args& args);
 int runEval(Args& args);
 int runExperimentCommand(Args& args);
+int runCompress(Args& args);
 std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.

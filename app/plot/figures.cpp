@@ -309,6 +309,46 @@ Figure embeddingLossFigure(const EmbeddingStudy& e) {
   return f;
 }
 
+Figure compressionSweepFigure(const SweepReport& sweep) {
+  Figure f;
+  f.title = "Perplexity against the attention parameters kept";
+  f.subtitle = sweep.original.text.empty() ? "" : std::to_string(sweep.original.tokens) + " held-out tokens of " + sweep.original.text;
+  f.xLabel = "share of attention parameters kept (achieved)";
+  f.yLabel = "held-out perplexity";
+  f.yScale = Scale::Log10;
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"masa", "MASA (atoms + refined residuals)"}, {"masa-noref", "MASA atoms only"}, {"svd", "SVD-LLM (whitened SVD)"}};
+  double lo = 1, hi = 0;
+  int color = 0;
+  for (const auto& [method, label] : methods) {
+    Series s;
+    s.label = label;
+    s.style = SeriesStyle::LineAndMarkers;
+    s.color = seriesColor(color++);
+    std::vector<std::pair<double, double>> xy;
+    for (const SweepPoint& p : sweep.points)
+      if (p.method == method && std::isfinite(p.eval.perplexity)) xy.emplace_back(p.achievedRatio, p.eval.perplexity);
+    std::sort(xy.begin(), xy.end());
+    for (const auto& [x, y] : xy) {
+      s.x.push_back(x);
+      s.y.push_back(y);
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    if (!s.x.empty()) f.series.push_back(std::move(s));
+  }
+  if (std::isfinite(sweep.original.perplexity) && hi > lo) {
+    Series original;
+    original.label = "original";
+    original.color = Rgb{90, 90, 90};
+    original.dashed = true;
+    original.x = {lo, hi};
+    original.y = {sweep.original.perplexity, sweep.original.perplexity};
+    f.series.push_back(std::move(original));
+  }
+  return f;
+}
+
 std::string_view runMetricName(RunMetric m) {
   constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
   return names[static_cast<int>(m)];

@@ -9,6 +9,7 @@
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
+#include "app/workflows/compress.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/spectra.hpp"
 #include "app/plot/figure.hpp"
@@ -40,6 +41,9 @@ Figure factorizationFigure(const EmbeddingStudy& study);  // relative error vs r
 // The low-rank sharing paper's Fig. 2c: held-out NLL with the embedding truncated to rank r, against r, with
 // the NLL as stored as a dashed line.
 Figure embeddingLossFigure(const EmbeddingStudy& study);
+// The MASA paper's pretrained-model comparison: held-out perplexity against the share of attention parameters kept,
+// one curve per method (MASA with refinement, without it, the SVD baseline), the original as a dashed line.
+Figure compressionSweepFigure(const SweepReport& sweep);
 
 enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
 enum class RunAxis { Step, Tokens, Seconds };

@@ -1,5 +1,6 @@
 #include "core/arch/family.hpp"
 
+#include "core/compressed_checkpoint.hpp"
 #include "core/error.hpp"
 
 namespace sharelens {
@@ -43,7 +44,9 @@ ModelView openModelView(const Checkpoint& checkpoint) {
                                             : "model_type '" + modelType + "'",
                  .hint = "`sharelens inspect` still lists the tensors; the analyses need a known family"});
   }
-  return best->build(checkpoint);
+  ModelView view = best->build(checkpoint);
+  applyCompressionOverlay(checkpoint, view);  // a compressed checkpoint's attention, from its atoms and factors
+  return view;
 }
 
 }  // namespace sharelens

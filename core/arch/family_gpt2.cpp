@@ -175,8 +175,10 @@ class Gpt2Adapter : public FamilyAdapter {
 
  private:
   static std::optional<std::string> prefixOf(const Checkpoint& ckpt) {
+    // c_attn or, in a compressed checkpoint that dropped it, the first block's norm.
     for (const char* prefix : {"", "transformer."})
-      if (ckpt.find(std::string(prefix) + "h.0." + std::string(kCAttnW))) return std::string(prefix);
+      if (ckpt.find(std::string(prefix) + "h.0." + std::string(kCAttnW)) || ckpt.find(std::string(prefix) + "h.0.ln_1.weight"))
+        return std::string(prefix);
     return std::nullopt;
   }
 };

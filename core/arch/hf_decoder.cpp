@@ -113,10 +113,10 @@ void checkDimension(const Checkpoint& ckpt, std::string_view configField, int64_
 }
 
 std::string DecoderAdapter::findPrefix(const Checkpoint& ckpt) const {
-  for (std::string_view prefix : m_layout.prefixes) {
-    const std::string probe = std::string(prefix) + "layers.0." + std::string(m_layout.proj[0]);
-    if (ckpt.find(probe)) return std::string(prefix);
-  }
+  // The first layer's q projection or, in a compressed checkpoint that dropped it, its FFN's first matrix.
+  for (std::string_view prefix : m_layout.prefixes)
+    for (std::string_view probe : {m_layout.proj[0], m_layout.proj[static_cast<int>(Proj::Down)]})
+      if (!probe.empty() && ckpt.find(std::string(prefix) + "layers.0." + std::string(probe))) return std::string(prefix);
   return {};
 }
 

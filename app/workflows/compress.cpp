@@ -1,0 +1,370 @@
+#include "app/workflows/compress.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "analysis/matrix_pca.hpp"
+#include "core/arch/family.hpp"
+#include "core/atomic_file.hpp"
+#include "core/derived_checkpoint.hpp"
+#include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "core/safetensors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double secondsSince(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+int64_t peakResidentBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Compression edits each selected projection of every layer as one stored tensor slice; composed matrices (a
+// ShareLens model's shared blocks, LoRA, MASA) and already compressed checkpoints are refused with a way on.
+void checkCompressible(const Checkpoint& ckpt, const ModelView& view, const std::vector<Proj>& projections) {
+  if (compressionRecordOf(ckpt))
+    throw Error({.what = "the checkpoint is already compressed", .where = ckpt.path().string(),
+                 .hint = "compress the original checkpoint (its path is in `sharelens inspect`'s notes), or `export-hf` this one first"});
+  if (!view.hasHeads())
+    throw Error({.what = "compression needs the head counts", .where = view.source, .hint = "put the model's config.json next to the weights"});
+  for (const LayerView& layer : view.layers)
+    for (Proj p : projections)
+      if (!layer.has(p) || !isPlainSlice(layer.at(p)))
+        throw Error({.what = "cannot compress a checkpoint whose attention weights are not stored per layer",
+                     .where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " + std::string(projName(p)) +
+                              (layer.has(p) ? " = " + layer.at(p).describe() : " (missing)"),
+                     .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
+                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; compress its output"});
+}
+
+std::vector<double> toDouble(const FloatMatrix& m) { return std::vector<double>(m.data.begin(), m.data.end()); }
+
+struct NewTensors {
+  std::vector<EncodedTensor> tensors;
+  int64_t parameters = 0;
+  void add(std::string name, DType dtype, std::vector<int64_t> shape, std::span<const float> values) {
+    parameters += static_cast<int64_t>(values.size());
+    tensors.push_back(EncodedTensor::fromFloats(std::move(name), dtype, std::move(shape), values));
+  }
+};
+
+DType storedDtype(const Checkpoint& ckpt, const ModelView& view, int64_t layer, Proj p) {
+  return ckpt.at(view.layers[static_cast<size_t>(layer)].at(p).terms[0].left.tensor).info->dtype;
+}
+
+// The original tensors the compressed projections came from: dropped when every canonical row they hold is
+// compressed (GPT-2's c_attn only when Q, K and V all are), kept otherwise.
+std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelView& view, const std::vector<Proj>& projections,
+                                          std::vector<std::string>& kept) {
+  std::map<std::string, DroppedTensor> byTensor;
+  std::map<std::string, int64_t> rowsCovered;
+  for (const LayerView& layer : view.layers)
+    for (Proj p : projections) {
+      const TensorSlice& s = layer.at(p).terms[0].left;
+      const TensorInfo& info = *ckpt.at(s.tensor).info;
+      DroppedTensor& d = byTensor[s.tensor];
+      d.name = s.tensor;
+      d.dtype = info.dtype;
+      d.shape = info.shape;
+      d.parts.push_back({layer.index, p, s.row0, s.transposed});
+      rowsCovered[s.tensor] += s.rows;
+    }
+  std::vector<DroppedTensor> out;
+  for (auto& [name, d] : byTensor) {
+    const int64_t rows = d.shape.size() == 2 ? (d.parts.front().transposed ? d.shape[1] : d.shape[0]) : 0;
+    if (rowsCovered[name] == rows) out.push_back(std::move(d));
+    else kept.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> resolveGroups(const CompressOptions& o, const CalibrationResult& calibration, int64_t layers) {
+  if (o.spec.method == "svd") return {};
+  if (!o.spec.groups.empty()) return o.spec.groups;
+  if (o.klGroups > layers)
+    throw Error({.what = "more groups than layers", .where = "--groups kl:" + std::to_string(o.klGroups),
+                 .expected = "at most " + std::to_string(layers), .found = std::to_string(o.klGroups)});
+  return groupsFromKlDrift(calibration.klDrift, layers, o.klGroups);
+}
+
+std::string ratioLabel(double ratio) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", ratio);
+  return buf;
+}
+
+}  // namespace
+
+void parseCalibrationSpec(const std::string& spec, CalibrationOptions& o) {
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos) {
+    o.corpus = spec;
+    return;
+  }
+  o.corpus = spec.substr(0, colon);
+  const std::string n = spec.substr(colon + 1);
+  try {
+    size_t used = 0;
+    const long long tokens = std::stoll(n, &used);
+    if (used != n.size() || tokens < 1) throw std::invalid_argument(n);
+    o.tokens = tokens;
+  } catch (const std::exception&) {
+    throw Error({.what = "not a token count", .where = "--calibration " + spec, .expected = "CORPUS:N with N >= 1, e.g. brown:2048",
+                 .found = "'" + n + "'"});
+  }
+}
+
+CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions& o, const TaskContext& ctx) {
+  {  // refuse what can be refused before the (long) calibration
+    const auto ckpt = Checkpoint::open(resolveModelPath(path));
+    const ModelView view = openModelView(*ckpt);
+    checkCompressible(*ckpt, view, o.spec.projections);
+    CompressionSpec probe = o.spec;
+    if (probe.method != "svd" && probe.groups.empty()) {  // the groups come from calibration; check the rest now
+      if (o.klGroups < 1 || o.klGroups > view.shape.layers)
+        throw Error({.what = "group count out of range", .where = "--groups kl:" + std::to_string(o.klGroups),
+                     .expected = "1.." + std::to_string(view.shape.layers), .found = std::to_string(o.klGroups)});
+      probe.groups = {{}};
+      for (int64_t l = 0; l < view.shape.layers; ++l) probe.groups[0].push_back(l);
+      probe.atoms.reset();
+    }
+    (void)planCompression(view.shape, probe);
+    if (fs::exists(o.out) && !(fs::is_directory(o.out) && fs::is_empty(o.out)))
+      throw Error({.what = "the output directory already exists and is not empty", .where = o.out.string(),
+                   .hint = "choose a new directory, or remove this one first"});
+  }
+  const CalibrationResult calibration = calibrate(path, o.calibration, ctx);
+  return compressCheckpoint(path, o, calibration, ctx);
+}
+
+CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions& o, const CalibrationResult& calibration,
+                                     const TaskContext& ctx) {
+  const auto started = clock_type::now();
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  checkCompressible(*ckpt, view, o.spec.projections);
+  const int64_t layers = static_cast<int64_t>(view.layers.size());
+  if (static_cast<int64_t>(calibration.layers.size()) != layers)
+    throw Error({.what = "the calibration belongs to another model", .where = path.string(),
+                 .expected = std::to_string(layers) + " layers", .found = std::to_string(calibration.layers.size())});
+  CompressionSpec spec = o.spec;
+  spec.groups = resolveGroups(o, calibration, layers);
+  CompressionReport report;
+  report.plan = planCompression(view.shape, spec);
+  report.klDrift = calibration.klDrift;
+  report.calibrationSeconds = calibration.seconds;
+  const CompressionPlan& plan = report.plan;
+  StagedDirectory out(o.out);  // removed again unless everything is written
+
+  CompressionRecord& record = report.record;
+  record.method = spec.method;
+  record.targetRatio = spec.ratio;
+  record.projections = spec.projections;
+  record.groups = spec.groups;
+  record.atoms = plan.atoms;
+  record.ranks = plan.ranks;
+  record.beta = plan.beta;
+  record.originalParameters = plan.originalParameters;
+  record.targetParameters = plan.targetParameters;
+  record.source = fs::absolute(resolveModelPath(path)).string();
+  std::vector<std::string> kept;
+  record.dropped = droppedTensors(*ckpt, view, spec.projections, kept);
+
+  // Whitening per layer and input, made when a layer first needs it (Q, K and V share the attention input's).
+  std::map<std::pair<int64_t, bool>, Whitening> whitenings;
+  Json damping = Json::object();
+  auto whiteningFor = [&](int64_t layer, Proj p) -> const Whitening& {
+    const bool output = p == Proj::O;
+    const auto key = std::pair{layer, output};
+    if (auto it = whitenings.find(key); it != whitenings.end()) return it->second;
+    const auto& inputs = calibration.layers[static_cast<size_t>(layer)];
+    const std::string where = "layer " + std::to_string(layer) + (output ? " O input" : " Q/K/V input");
+    Whitening w = whiteningOf(output ? inputs.outputInput : inputs.attentionInput, "calibration of " + where);
+    if (w.damping > 0) damping[where] = w.damping;
+    return whitenings.emplace(key, std::move(w)).first->second;
+  };
+  auto refine = [&](NewTensors& t, int64_t layer, Proj p, const std::vector<double>& residual) {
+    const int64_t rank = plan.ranks.at(p)[static_cast<size_t>(layer)];
+    if (rank <= 0) return;
+    const auto [rows, cols] = attentionShape(view.shape, p);
+    const LowRankTerm term = whitenedTruncation(residual, rows, cols, whiteningFor(layer, p), rank);
+    const DType dtype = storedDtype(*ckpt, view, layer, p);
+    t.add(compressedFactorName(layer, p, 'B'), dtype, {rows, rank}, term.b.data);
+    t.add(compressedFactorName(layer, p, 'A'), dtype, {rank, cols}, term.a.data);
+  };
+
+  NewTensors fresh;
+  const int64_t units = spec.method == "svd" ? layers : static_cast<int64_t>(spec.groups.size());
+  for (int64_t unit = 0; unit < units; ++unit) {
+    ctx.throwIfCancelled();
+    ctx.report(static_cast<double>(unit) / static_cast<double>(units),
+               spec.method == "svd" ? "compress: layer " + std::to_string(unit) : "compress: layer group " + std::to_string(unit));
+    if (spec.method == "svd") {  // SVD-LLM: every matrix replaced by its whitened truncated SVD
+      for (Proj p : spec.projections) refine(fresh, unit, p, toDouble(materializeFinite(*ckpt, view.layers[static_cast<size_t>(unit)].at(p))));
+      whitenings.clear();
+      continue;
+    }
+    const std::vector<int64_t>& group = spec.groups[static_cast<size_t>(unit)];
+    const int64_t atoms = plan.atoms[static_cast<size_t>(unit)];
+    for (Proj p : spec.projections) {
+      const auto [rows, cols] = attentionShape(view.shape, p);
+      std::vector<FloatMatrix> w;
+      for (int64_t l : group) w.push_back(materializeFinite(*ckpt, view.layers[static_cast<size_t>(l)].at(p)));
+      // Matrix PCA (MASA Eq. 4): the first B atoms and each layer's coefficients c_ls = tr(D_s^T W_l).
+      const MatrixPcaGroup pca = matrixPcaOfMatrices(p, group, w, /*keepAtoms=*/true);
+      std::vector<float> atomData, coefficients(static_cast<size_t>(group.size()) * static_cast<size_t>(atoms));
+      for (int64_t s = 0; s < atoms; ++s) {
+        atomData.insert(atomData.end(), pca.atoms[static_cast<size_t>(s)].data.begin(), pca.atoms[static_cast<size_t>(s)].data.end());
+        for (size_t i = 0; i < group.size(); ++i)
+          coefficients[i * static_cast<size_t>(atoms) + static_cast<size_t>(s)] = pca.coefficients(s, static_cast<int64_t>(i));
+      }
+      const DType dtype = storedDtype(*ckpt, view, group.front(), p);
+      fresh.add(compressedAtomsName(p, unit), dtype, {atoms, rows, cols}, atomData);
+      fresh.add(compressedCoefficientsName(p, unit), DType::F32, {static_cast<int64_t>(group.size()), atoms}, coefficients);
+      if (spec.method != "masa" || group.size() == 1) continue;  // single-layer groups are exact
+      // Local refinement: the residual dW_l = W_l - W^_l of each layer, approximated with its whitened low-rank term.
+      for (size_t i = 0; i < group.size(); ++i) {
+        std::vector<double> residual = toDouble(w[i]);
+        for (int64_t s = 0; s < atoms; ++s) {
+          const double c = pca.coefficients(s, static_cast<int64_t>(i));
+          const std::vector<float>& atom = pca.atoms[static_cast<size_t>(s)].data;
+          for (size_t k = 0; k < residual.size(); ++k) residual[k] -= c * static_cast<double>(atom[k]);
+        }
+        refine(fresh, group[i], p, residual);
+      }
+    }
+    whitenings.clear();
+  }
+  record.calibration = {{"tokens", calibration.tokens}, {"text", calibration.text}, {"tokenizer", calibration.tokenizer},
+                        {"damping", damping}, {"kl_drift", calibration.klDrift}};
+  if (!kept.empty()) record.calibration["kept_tensors"] = kept;  // only part of their rows were compressed
+  record.parameters = fresh.parameters;
+  if (record.parameters != plan.plannedParameters)
+    throw Error({.what = "internal: the compressed tensors do not hold the planned parameters", .where = o.out.string(),
+                 .expected = std::to_string(plan.plannedParameters), .found = std::to_string(record.parameters)});
+
+  auto metadata = ckpt->metadata();
+  metadata[kCompressedMetadataKey] = compressionRecordToJson(record).dump();
+  std::vector<std::string> drop;
+  for (const DroppedTensor& d : record.dropped) drop.push_back(d.name);
+  TensorEditor(*ckpt).save(out.path() / "model.safetensors", metadata, drop, fresh.tensors);
+  copyCompanionFiles(*ckpt, out.path());
+  fresh.tensors.clear();
+  // Read back: the view opens, and the compressed tensors hold exactly the planned parameters.
+  {
+    const auto written = Checkpoint::open(out.path());
+    const ModelView reopened = openModelView(*written);
+    for (const std::string& name : written->tensorNames())
+      if (name.rfind("compressed.", 0) == 0) report.storedParameters += static_cast<int64_t>(written->at(name).info->numel);
+    (void)reopened;
+  }
+  out.commit();
+  report.out = o.out;
+  report.compressionSeconds = secondsSince(started);
+  report.peakResidentBytes = peakResidentBytes();
+  return report;
+}
+
+Json CompressionReport::toJson() const {
+  Json ranks = Json::object();
+  for (const auto& [p, perLayer] : plan.ranks) ranks[std::string(projName(p))] = perLayer;
+  return {{"schema", "sharelens.compress/1"},
+          {"out", out.string()},
+          {"method", plan.spec.method},
+          {"target_ratio", plan.spec.ratio},
+          {"groups", plan.spec.groups},
+          {"atoms", plan.atoms},
+          {"beta", plan.beta},
+          {"ranks", ranks},
+          {"original_parameters", plan.originalParameters},
+          {"target_parameters", plan.targetParameters},
+          {"atom_parameters", plan.atomParameters},
+          {"parameters", storedParameters},
+          {"achieved_ratio", plan.originalParameters ? static_cast<double>(storedParameters) / static_cast<double>(plan.originalParameters) : 0.0},
+          {"kl_drift", klDrift},
+          {"calibration", record.calibration},
+          {"timing", {{"calibration_s", calibrationSeconds}, {"compression_s", compressionSeconds}}},
+          {"peak_resident_bytes", peakResidentBytes}};
+}
+
+SweepReport sweepCompression(const fs::path& path, const CompressOptions& base, const std::vector<double>& ratios,
+                             const std::vector<std::string>& methods, const EvalOptions& eval, const TaskContext& ctx) {
+  if (ratios.empty()) throw Error({.what = "no ratios to sweep", .where = "--sweep", .expected = "e.g. 0.9,0.8,0.7,0.6", .found = "none"});
+  {
+    const auto ckpt = Checkpoint::open(resolveModelPath(path));
+    checkCompressible(*ckpt, openModelView(*ckpt), base.spec.projections);
+  }
+  // Everything is written into a staging directory renamed into place at the end: a refused or failed sweep
+  // leaves nothing behind (StagedDirectory also refuses an OUT that is not empty).
+  StagedDirectory staging(base.out);
+  const CalibrationResult calibration = calibrate(path, base.calibration, ctx);
+  // Every point is planned -- and so refused, if it must be -- with the real groups before anything is compressed.
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  std::vector<CompressOptions> points;
+  for (double ratio : ratios)
+    for (const std::string& method : methods) {
+      CompressOptions o = base;
+      o.spec.method = method;
+      o.spec.ratio = ratio;
+      o.spec.groups = resolveGroups(o, calibration, view.shape.layers);
+      o.out = staging.path() / (method + "-" + ratioLabel(ratio));
+      (void)planCompression(view.shape, o.spec);
+      points.push_back(std::move(o));
+    }
+  SweepReport report;
+  report.source = path.string();
+  report.original = evaluateCheckpoint(path, eval, ctx);
+  for (const CompressOptions& o : points) {
+    const CompressionReport r = compressCheckpoint(path, o, calibration, ctx);
+    if (o.spec.method != "svd") report.groups = r.plan.spec.groups;
+    writeFileAtomically(o.out / "compress.json", r.toJson().dump(2) + "\n");
+    report.points.push_back({o.spec.method, o.spec.ratio,
+                             static_cast<double>(r.storedParameters) / static_cast<double>(r.plan.originalParameters), r.storedParameters,
+                             base.out / o.out.filename(), evaluateCheckpoint(o.out, eval, ctx)});
+    report.points.back().eval.source = report.points.back().dir.string();
+  }
+  writeFileAtomically(staging.path() / "sweep.json", report.toJson().dump(2) + "\n");
+  writeFileAtomically(staging.path() / "sweep.md", report.toMarkdown());
+  staging.commit();
+  return report;
+}
+
+Json SweepReport::toJson() const {
+  Json points = Json::array();
+  for (const SweepPoint& p : this->points)
+    points.push_back({{"method", p.method}, {"ratio", p.ratio}, {"achieved_ratio", p.achievedRatio}, {"parameters", p.parameters},
+                      {"dir", p.dir.string()}, {"eval", evalResultToJson(p.eval)}});
+  return {{"schema", "sharelens.compress-sweep/1"}, {"source", source}, {"groups", groups},
+          {"original", evalResultToJson(original)}, {"points", points}};
+}
+
+std::string SweepReport::toMarkdown() const {
+  std::string md = "# Compression sweep of " + source + "\n\nHeld-out perplexity against the share of attention parameters kept ("
+                   "target ratio; the achieved one in brackets), on " + std::to_string(original.tokens) + " tokens of " + original.text +
+                   ". Original: perplexity " + std::to_string(original.perplexity).substr(0, 7) + " (NLL " +
+                   std::to_string(original.nll).substr(0, 6) + ").\n\n| method | ratio | achieved | parameters | NLL | ± | perplexity |\n"
+                   "|---|---|---|---|---|---|---|\n";
+  for (const SweepPoint& p : points) {
+    char row[256];
+    std::snprintf(row, sizeof row, "| %s | %.2f | %.4f | %lld | %.4f | %.4f | %.3f |\n", p.method.c_str(), p.ratio, p.achievedRatio,
+                  static_cast<long long>(p.parameters), p.eval.nll, p.eval.standardError(), p.eval.perplexity);
+    md += row;
+  }
+  md += "\nmasa: Matrix PCA atoms per layer group plus whitened low-rank residuals; masa-noref: atoms only; svd: every matrix's "
+        "whitened truncated SVD (SVD-LLM). ± is the standard error of the NLL over evaluation windows.\n";
+  return md;
+}
+
+}  // namespace sharelens

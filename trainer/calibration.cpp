@@ -1,0 +1,113 @@
+#include "trainer/calibration.hpp"
+
+#include <sys/resource.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+
+#include "core/arch/family.hpp"
+#include "core/corpus.hpp"
+#include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "trainer/hf_tokenizer.hpp"
+#include "trainer/inference_model.hpp"
+#include "trainer/torch_compat.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+// Calibration text: the corpus's training documents (never the held-out ones eval scores), each encoded without
+// special tokens and followed by EOS, until `tokens` are there.
+std::vector<int> calibrationTokens(const fs::path& path, const CalibrationOptions& o, std::string& text, std::string& tokenizerName,
+                                   const TaskContext& ctx) {
+  if (!o.tokenIds.empty()) {
+    text = "token ids given by the caller";
+    tokenizerName = "none";
+    std::vector<int> ids = o.tokenIds;
+    if (static_cast<int64_t>(ids.size()) > o.tokens) ids.resize(static_cast<size_t>(o.tokens));
+    return ids;
+  }
+  const auto tokenizer = tokenizerForCheckpoint(path);
+  tokenizerName = tokenizer->describe();
+  ctx.report(0.01, "calibration: tokenising " + o.corpus);
+  const Corpus corpus = loadCorpus(o.corpus);
+  const CorpusSplit split = splitByDocument(corpus);
+  std::vector<int> ids;
+  for (const Document* d : split.train) {
+    const std::vector<int> piece = tokenizer->encode(d->text, false);
+    ids.insert(ids.end(), piece.begin(), piece.end());
+    if (tokenizer->eosId() >= 0) ids.push_back(tokenizer->eosId());
+    if (static_cast<int64_t>(ids.size()) >= o.tokens) break;
+  }
+  if (static_cast<int64_t>(ids.size()) > o.tokens) ids.resize(static_cast<size_t>(o.tokens));
+  text = "training split of " + corpus.name + ", " + std::to_string(ids.size()) + " tokens";
+  return ids;
+}
+
+// X += A^T A for the rows of a [B, T, n] activation, in double.
+void accumulate(PackedSymmetric& x, const torch::Tensor& activation) {
+  const torch::Tensor a = activation.reshape({-1, activation.size(-1)}).to(at::kDouble);
+  const torch::Tensor gram = at::matmul(a.t(), a).to(at::kCPU).contiguous();
+  x.addFull(gram.data_ptr<double>(), a.size(0));
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, const TaskContext& ctx) {
+  const auto started = std::chrono::steady_clock::now();
+  setComputeThreads(o.threads > 0 ? o.threads : ctx.threadCount());
+  torch::Device device = torch::kCPU;
+  if (o.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
+    device = torch::Device(torch::kCUDA, 0);
+  }
+  CalibrationResult r;
+  const std::vector<int> ids = calibrationTokens(path, o, r.text, r.tokenizer, ctx);
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  const ModelView view = openModelView(*ckpt);
+  if (!view.hasHeads())
+    throw Error({.what = "calibration needs the head counts", .where = view.source, .hint = "put the model's config.json next to the weights"});
+  const int64_t widest = std::max(view.shape.hidden, view.shape.heads * view.shape.headDim);
+  if (static_cast<int64_t>(ids.size()) < widest)
+    throw Error({.what = "too few calibration tokens", .where = r.text,
+                 .expected = "at least " + std::to_string(widest) + " (the widest projection input; fewer make its autocorrelation singular)",
+                 .found = std::to_string(ids.size()), .hint = "raise N in --calibration CORPUS:N, or give a longer --calibration-ids file"});
+  for (int id : ids)
+    if (id < 0 || id >= view.shape.vocab)
+      throw Error({.what = "calibration token outside the model's vocabulary", .where = r.text,
+                   .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")", .found = std::to_string(id),
+                   .hint = "the ids (or the tokenizer beside the weights) belong to another model"});
+  ctx.report(0.03, "calibration: loading the model");
+  const InferenceModel model(*ckpt, view, device);
+  const int64_t layers = model.layers(), d = view.shape.hidden, o_in = view.shape.heads * view.shape.headDim;
+  r.layers.resize(static_cast<size_t>(layers));
+  for (LayerInputAutocorrelation& l : r.layers) l = {PackedSymmetric(d), PackedSymmetric(o_in)};
+  torch::Tensor stateSum = at::zeros({layers, d}, at::TensorOptions().dtype(at::kDouble).device(device));
+  const int64_t chunk = std::min(o.chunk, model.context()), total = static_cast<int64_t>(ids.size());
+  for (int64_t at = 0; at < total; at += chunk) {
+    ctx.throwIfCancelled();
+    const int64_t n = std::min(chunk, total - at);
+    const torch::Tensor tokens = at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong).unsqueeze(0).to(device);
+    InferenceModel::Trace trace;
+    trace.tap = [&](int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput) {
+      accumulate(r.layers[static_cast<size_t>(layer)].attentionInput, attentionInput);
+      accumulate(r.layers[static_cast<size_t>(layer)].outputInput, outputInput);
+    };
+    model.forward(tokens, &trace);
+    for (int64_t l = 0; l < layers; ++l) stateSum[l] += trace.residual[static_cast<size_t>(l + 1)].squeeze(0).to(at::kDouble).sum(0);
+    ctx.report(0.05 + 0.9 * static_cast<double>(at + n) / static_cast<double>(total),
+               "calibration: " + std::to_string(at + n) + " / " + std::to_string(total) + " tokens");
+  }
+  r.tokens = total;
+  if (layers >= 2) r.klDrift = meanStateKlDrift(stateSum / static_cast<double>(total), model.outputTable());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  r.peakResidentBytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+}  // namespace sharelens
