@@ -45,6 +45,12 @@ Topology topologyFromPreset(const JsonObject& o) {
   spec.shareFfn = o.optionalBool("share_ffn").value_or(true);
   spec.tiedEmbeddings = o.optionalBool("tied").value_or(true);
   Topology t = makePreset(spec);
+  if (const auto rank = o.optionalInt("embedding_rank", 0)) t.embedding.factorRank = *rank;
+  if (const auto interior = o.optionalInt("ffn_tie_interior", 0)) {  // the STLM report's interior FFN tying
+    if (2 * *interior >= t.model.layers) o.fail("ffn_tie_interior", "no interior left", "< half the layers", std::to_string(*interior));
+    t.ffn.assign = interiorTieAssignment(t.model.layers, *interior);
+    t.ffn.loraRank = spec.loraRank;
+  }
   if (o.has("overrides")) {
     Json merged = topologyToJson(t);
     merged.merge_patch(o.raw()["overrides"]);
@@ -130,13 +136,35 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
       if (other.name == arm.name) a.fail("name", "two arms with one name", "unique names", "'" + arm.name + "'");
     if (a.has("corpus") && a.requireString("corpus") != e.corpus)
       a.fail("corpus", "arms of one comparison train on one corpus", "'" + e.corpus + "'", "'" + a.requireString("corpus") + "'");
+    if (const auto expect = a.optionalString("expect")) {
+      if (*expect != "better" && *expect != "worse" && *expect != "no-worse")
+        a.fail("expect", "unknown claim", "better, worse or no-worse (against the reference)", "'" + *expect + "'");
+      arm.expect = *expect;
+    }
     if (a.has("matched_baseline_of")) {
       arm.matchedBaselineOf = a.requireString("matched_baseline_of");
       baselines.emplace_back(arm.name, arm.matchedBaselineOf);
+    } else if (a.has("derive")) {
+      const JsonObject d = a.requireObject("derive");
+      DerivedArm derived;
+      derived.from = d.requireString("from");
+      derived.method = d.requireString("method");
+      if (derived.method != "directshare" && derived.method != "postshare")
+        d.fail("method", "unknown derivation", "directshare or postshare", "'" + derived.method + "'");
+      derived.ratio = d.optionalNumber("ratio").value_or(derived.ratio);
+      if (!(derived.ratio > 0.0 && derived.ratio < 1.0))
+        d.fail("ratio", "sharing ratio out of range", "a fraction in (0, 1)", std::to_string(derived.ratio));
+      derived.gamma = d.optionalNumber("gamma").value_or(derived.gamma);
+      derived.steps = d.optionalInt("steps", 1).value_or(derived.steps);
+      derived.lr = d.optionalNumber("lr").value_or(derived.lr);
+      if (derived.method == "postshare" && !(derived.gamma > 0.0 && std::isfinite(derived.gamma)))
+        d.fail("gamma", "PostShare needs a positive penalty weight", "> 0", std::to_string(derived.gamma));
+      if (!(derived.lr > 0.0 && derived.lr <= 10.0)) d.fail("lr", "learning rate out of range", "(0, 10]", std::to_string(derived.lr));
+      arm.derive = derived;
     } else if (a.has("topology")) {
       arm.topology = armTopology(a, baseDir);
     } else {
-      a.fail("topology", "an arm needs a topology or matched_baseline_of", "one of them", "neither");
+      a.fail("topology", "an arm needs a topology, matched_baseline_of or derive", "one of them", "none");
     }
     e.arms.push_back(std::move(arm));
   }
@@ -152,6 +180,17 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     auto self = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == name; });
     self->topology = parameterMatchedBaseline(target->topology);
     self->topology.name = name;
+  }
+  for (ExperimentArm& arm : e.arms) {  // a derived arm starts from a trained arm's model: that arm must exist and be unshared
+    if (!arm.derive) continue;
+    const auto source = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == arm.derive->from; });
+    if (source == e.arms.end() || source->derive)
+      bad(where + ".arms['" + arm.name + "'].derive.from", "unknown arm reference", "a trained arm's name", "'" + arm.derive->from + "'");
+    if (!source->topology.isUnshared())
+      bad(where + ".arms['" + arm.name + "'].derive.from", "DirectShare and PostShare start from an unshared model",
+          "an arm with a vanilla topology", "'" + source->name + "' shares weights", "derive from a vanilla arm");
+    arm.topology = source->topology;
+    arm.topology.name = arm.name;
   }
   e.reference = o.optionalString("reference").value_or(e.arms.back().name);
   if (std::none_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& a) { return a.name == e.reference; }))
@@ -171,8 +210,15 @@ Experiment readExperimentFile(const fs::path& path) {
 Json experimentToJson(const Experiment& e) {
   Json arms = Json::array();
   for (const ExperimentArm& a : e.arms) {
-    Json arm = {{"name", a.name}, {"topology", topologyToJson(a.topology)}};
+    Json arm = {{"name", a.name}};
+    if (a.derive) {
+      arm["derive"] = {{"from", a.derive->from}, {"method", a.derive->method}, {"ratio", a.derive->ratio},
+                       {"gamma", a.derive->gamma}, {"steps", a.derive->steps}, {"lr", a.derive->lr}};
+    } else {
+      arm["topology"] = topologyToJson(a.topology);
+    }
     if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
+    if (!a.expect.empty()) arm["expect"] = a.expect;
     arms.push_back(arm);
   }
   return {{"schema", kExperimentSchema},
@@ -208,10 +254,20 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     ArmSummary a;
     a.name = arm.name;
     a.matchedBaselineOf = arm.matchedBaselineOf;
+    a.derivedFrom = arm.derive ? arm.derive->from + " (" + arm.derive->method + ")" : "";
+    a.expect = arm.expect;
     const ParamBudget budget = countParameters(arm.topology);
     a.parameters = budget.total;
     a.nonEmbedding = budget.nonEmbedding;
     a.flopsPerToken = budget.trainFlopsPerToken;
+    if (arm.derive)  // a shared model holds fewer unique parameters than its source: the runner records how many
+      for (uint64_t seed : e.seeds)
+        if (const fs::path f = experimentRunDirectory(outDir, arm.name, seed) / "derived.json"; fs::exists(f)) {
+          const Json d = readJsonFile(f);
+          a.parameters = d.value("parameters", a.parameters);
+          a.nonEmbedding = a.parameters - (budget.total - budget.nonEmbedding);
+          break;
+        }
     std::vector<double> finals;
     std::map<double, std::vector<double>> curve;  // tokens -> validation losses of the seeds
     for (uint64_t seed : e.seeds) {
@@ -260,8 +316,33 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       if (nll[a.name].count(seed) && nll[e.reference].count(seed)) a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
     a.difference = meanInterval(a.differences);
     a.verdict = verdictOf(a.difference);
+    a.claim = claimOutcome(a.expect, a.verdict);
   }
   return r;
+}
+
+std::string_view claimOutcomeName(ClaimOutcome c) {
+  constexpr std::string_view names[] = {"not stated", "holds", "does not hold", "inconclusive"};
+  return names[static_cast<int>(c)];
+}
+
+ClaimOutcome claimOutcome(const std::string& expect, Verdict v) {
+  if (expect.empty()) return ClaimOutcome::NotStated;
+  if (expect == "no-worse") return v == Verdict::Worse ? ClaimOutcome::DoesNotHold : ClaimOutcome::Holds;
+  if (v == Verdict::Inconclusive) return ClaimOutcome::Inconclusive;
+  const bool better = v == Verdict::Better;
+  return (expect == "better") == better ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
+}
+
+double ArmSummary::lossAtFlops(double flops) const {
+  for (size_t i = 0; i < curveTokens.size(); ++i) {
+    const double f = curveTokens[i] * flopsPerToken;
+    if (f < flops) continue;
+    if (i == 0) return curveMean[0];
+    const double f0 = curveTokens[i - 1] * flopsPerToken, t = (flops - f0) / (f - f0);
+    return curveMean[i - 1] + t * (curveMean[i] - curveMean[i - 1]);
+  }
+  return NAN;
 }
 
 Json ExperimentReport::toJson() const {
@@ -281,9 +362,12 @@ Json ExperimentReport::toJson() const {
               {"train_flops", a.tokens * a.flopsPerToken},
               {"wall_seconds", a.seconds},
               {"seeds_finished", a.finishedSeeds},
+              {"expect", a.expect},
+              {"claim", std::string(claimOutcomeName(a.claim))},
               {"final_nll", interval(a.nll)},
               {"curve", {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
     if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
+    if (!a.derivedFrom.empty()) j["derived_from"] = a.derivedFrom;
     if (a.name != experiment.reference)
       j["vs_reference"] = {{"paired_differences", a.differences}, {"difference", interval(a.difference)},
                            {"verdict", std::string(verdictName(a.verdict))}};
@@ -315,29 +399,49 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " + std::to_string(e.seeds.size()) +
         " seeds; differences paired by seed against **" + e.reference + "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") +
         "M training tokens per run on " + e.corpus + ".\n\n";
-  md += "| arm | parameters (non-embedding) | FLOPs/token | final NLL | vs " + e.reference + " | verdict | wall time |\n";
-  md += "| --- | --- | --- | --- | --- | --- | --- |\n";
+  md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference + " (per seed) | verdict | claim | wall time |\n";
+  md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ArmSummary& a : arms) {
     const std::string nllText = a.nll.n == 0 ? "not run" : formatNumber(a.nll.mean, "%.4f") + " ± " + formatNumber(a.nll.halfWidth, "%.4f") +
                                                               " (" + std::to_string(a.nll.n) + " seeds)";
     std::string diff = "reference", verdict = "";
     if (a.name != e.reference) {
       diff = a.difference.n == 0 ? "n/a" : formatNumber(a.difference.mean, "%+.4f") + " ± " + formatNumber(a.difference.halfWidth, "%.4f");
+      std::string seeds;
+      for (double d : a.differences) seeds += (seeds.empty() ? "" : ", ") + formatNumber(d, "%+.3f");
+      if (!seeds.empty()) diff += " (" + seeds + ")";
       verdict = std::string(verdictName(a.verdict));
     }
-    md += "| " + a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") + " | " +
-          formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" + formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") +
-          "M) | " + formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + nllText + " | " + diff + " | " + verdict + " | " +
-          formatNumber(a.seconds / 60.0, "%.1f") + " min |\n";
+    const std::string label = a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") +
+                              (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")");
+    md += "| " + label + " | " + formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" +
+          formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " + formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " +
+          formatNumber(a.tokens / 1e6, "%.2f") + "M | " + nllText + " | " + diff + " | " + verdict + " | " +
+          (a.expect.empty() ? "" : "expected " + a.expect + ": " + std::string(claimOutcomeName(a.claim))) + " | " +
+          formatNumber(a.seconds / 60.0, "%.1f") + " min (all seeds) |\n";
   }
   // What the numbers say about the claim, plainly.
   md += "\n";
   for (const ArmSummary& a : arms) {
     if (a.name == e.reference) continue;
     md += "- **" + a.name + "** vs **" + e.reference + "**: ";
-    if (a.verdict == Verdict::Better) md += "lower loss, with the whole 95% interval of the paired difference below zero.\n";
-    else if (a.verdict == Verdict::Worse) md += "higher loss, with the whole 95% interval of the paired difference above zero.\n";
-    else md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.\n";
+    if (a.verdict == Verdict::Better) md += "lower loss, with the whole 95% interval of the paired difference below zero.";
+    else if (a.verdict == Verdict::Worse) md += "higher loss, with the whole 95% interval of the paired difference above zero.";
+    else md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
+    if (a.claim == ClaimOutcome::Holds) md += " The paper's claim (" + a.expect + ") **holds** here.";
+    if (a.claim == ClaimOutcome::DoesNotHold) md += " The paper's claim (" + a.expect + ") **does not hold** at this scale.";
+    if (a.claim == ClaimOutcome::Inconclusive) md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale.";
+    md += "\n";
+  }
+  // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached.
+  double common = INFINITY;
+  for (const ArmSummary& a : arms)
+    if (!a.curveTokens.empty() && a.derivedFrom.empty()) common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
+  if (std::isfinite(common) && arms.size() > 1) {
+    md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") + ", the smallest budget any arm reached), mean validation loss:";
+    for (const ArmSummary& a : arms)
+      if (a.derivedFrom.empty()) md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f") + ";";
+    md += "\n";
   }
   if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";
   md += "\nReproduce: `" + reproduce + "`\n\n";

@@ -8,8 +8,16 @@
 //    "train": {"batch_size": 16, "lr": 0.003, ...},   overrides of the training options (trainer/train_config.hpp)
 //    "eval_tokens": 32768,                             held-out tokens of each run's final evaluation
 //    "arms": [{"name": "cycle", "topology": "file.json" | {topology} | {"preset": "cycle", "layers": 8, ...,
-//              "overrides": {partial topology}}},
-//             {"name": "baseline", "matched_baseline_of": "cycle"}]}
+//              "overrides": {partial topology}}, "expect": "better"},
+//             {"name": "baseline", "matched_baseline_of": "cycle"},
+//             {"name": "postshare", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25,
+//                                             "gamma": 0.1, "steps": 200, "lr": 0.001}}]}
+//
+// "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL), "worse",
+// or "no-worse" (not significantly higher) -- so the report can say whether the claim holds at this scale.
+// "derive": an arm made from another arm's final model of the same seed instead of trained from scratch:
+// "directshare" shares that model's DirectShare pairs at `ratio` (no training); "postshare" post-trains it for
+// `steps` with the PostShare penalty gamma, then shares (the head-wise sharing paper's pipeline).
 //
 // Directory: OUT/experiment.json (the resolved experiment), OUT/<arm>/seed-<s>/ (a run directory each, with
 // eval.json once its final evaluation is done).
@@ -32,10 +40,22 @@ struct Claim {
   std::string paper, section, statement, number;
 };
 
+// An arm made from another arm's trained model (see "derive" above).
+struct DerivedArm {
+  std::string from;     // the trained arm
+  std::string method;   // "directshare" or "postshare"
+  double ratio = 0.25;  // DirectShare's alpha
+  double gamma = 0.1;   // PostShare's penalty weight
+  int64_t steps = 200;  // PostShare's post-training steps
+  double lr = 1e-3;
+};
+
 struct ExperimentArm {
   std::string name;
-  Topology topology;              // resolved (a matched baseline is solved from its arm)
+  Topology topology;              // resolved (a matched baseline is solved from its arm; a derived arm has its source's)
   std::string matchedBaselineOf;  // "" for arms given as topologies
+  std::optional<DerivedArm> derive;
+  std::string expect;             // "", "better", "worse" or "no-worse": the paper's claim against the reference
 };
 
 struct Experiment {
@@ -71,8 +91,14 @@ struct RunSummary {
   std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
 };
 
+// Whether the paper's claim about an arm holds at this scale, from its paired verdict.
+enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
+std::string_view claimOutcomeName(ClaimOutcome c);
+ClaimOutcome claimOutcome(const std::string& expect, Verdict verdict);
+
 struct ArmSummary {
-  std::string name, matchedBaselineOf;
+  std::string name, matchedBaselineOf, derivedFrom, expect;
+  ClaimOutcome claim = ClaimOutcome::NotStated;
   int64_t parameters = 0, nonEmbedding = 0;
   double flopsPerToken = 0, tokens = 0, seconds = 0;
   MeanInterval nll;                  // final held-out NLL over seeds
@@ -81,6 +107,7 @@ struct ArmSummary {
   Verdict verdict = Verdict::Inconclusive;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
+  double lossAtFlops(double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
 };
 
 struct ExperimentReport {

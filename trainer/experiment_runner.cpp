@@ -1,6 +1,8 @@
 #include "trainer/experiment_runner.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cmath>
 #include <deque>
 #include <mutex>
@@ -54,14 +56,19 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     writeFileAtomically(file, resolved.dump(2) + "\n");
   }
 
+  if (std::any_of(e.arms.begin(), e.arms.end(), [](const ExperimentArm& a) { return a.derive.has_value(); }) && !o.deriveArm)
+    throw Error({.what = "derived arms need DirectShare and PostShare", .where = "experiment '" + e.name + "'",
+                 .hint = "run it with `sharelens experiment run`"});
+
   struct Job {
     const ExperimentArm* arm;
     uint64_t seed;
   };
-  std::deque<Job> queue;
+  // Two phases: the derived arms start from their sources' finished runs.
+  std::deque<Job> trained, derived;
   for (const ExperimentArm& arm : e.arms)
-    for (uint64_t seed : e.seeds) queue.push_back({&arm, seed});
-  const size_t total = queue.size();
+    for (uint64_t seed : e.seeds) (arm.derive ? derived : trained).push_back({&arm, seed});
+  const size_t total = trained.size() + derived.size();
   const int parallel = std::max(1, o.parallel);
   const int threads = std::max(1, (o.threads > 0 ? o.threads : ctx.threadCount()) / parallel);
   if (parallel > 1) openblas_set_num_threads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
@@ -72,7 +79,56 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     std::lock_guard lock(mutex);
     if (log) log(line);
   };
-  auto worker = [&] {
+  auto evaluate = [&](const fs::path& model, const fs::path& dir, const TaskContext& own) {
+    EvalOptions eo;
+    eo.corpus = e.corpus;
+    eo.tokens = e.evalTokens;
+    eo.threads = threads;
+    const EvalResult ev = evaluateCheckpoint(model, eo, own);
+    writeFileAtomically(dir / "eval.json", evalResultToJson(ev).dump(2) + "\n");
+    return ev.nll;
+  };
+  auto runOne = [&](const Job& job, const TaskContext& own) -> std::optional<double> {  // nullopt: stopped
+    const std::string name = job.arm->name + " seed " + std::to_string(job.seed);
+    const fs::path dir = experimentRunDirectory(outDir, job.arm->name, job.seed);
+    if (job.arm->derive) {
+      const DerivedArm& d = *job.arm->derive;
+      const fs::path source = experimentRunDirectory(outDir, d.from, job.seed);
+      if (!fs::exists(source / "eval.json"))
+        throw Error({.what = "the source run of a derived arm did not finish", .where = source.string()});
+      if (fs::exists(dir)) fs::remove_all(dir);  // a derived run killed half-way starts again: it is short
+      fs::create_directories(dir);
+      say("   " + name + ": " + d.method + " of " + d.from + " seed " + std::to_string(job.seed));
+      const DerivedModel m = o.deriveArm(e, *job.arm, job.seed, source, dir, threads, own);
+      writeFileAtomically(dir / "derived.json", Json{{"method", d.method}, {"from", d.from}, {"model", m.model.string()},
+                                                     {"parameters", m.parameters}, {"parameters_saved", m.parametersSaved}}
+                                                    .dump(2) + "\n");
+      return evaluate(m.model, dir, own);
+    }
+    RunRequest r;
+    r.topology = job.arm->topology;
+    r.config = experimentTrainConfig(e, *job.arm, job.seed);
+    r.config.threads = threads;
+    r.runDir = dir;
+    r.role = job.arm->matchedBaselineOf.empty() ? "model" : "baseline";
+    r.resume = isRunDirectory(dir);
+    r.startIfNothingToResume = true;
+    say("   " + name + ": " + (r.resume ? "resuming" : "training") + " " + std::to_string(r.config.steps) + " steps");
+    const int64_t every = std::max<int64_t>(1, r.config.steps / 10);
+    auto progress = [&](const StepMetrics& m) {
+      if (m.step % every != 0) return;
+      char line[160];
+      std::snprintf(line, sizeof line, "   %s: step %lld / %lld, loss %.4f, %.0f tokens/s", name.c_str(), static_cast<long long>(m.step),
+                    static_cast<long long>(r.config.steps), m.loss, m.tokensPerSecond);
+      say(line);
+    };
+    std::string message;
+    const RunState state = runTraining(r, own, progress, &message);
+    if (state == RunState::Stopped) return std::nullopt;
+    if (state != RunState::Finished) throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
+    return evaluate(dir, dir, own);
+  };
+  auto worker = [&](std::deque<Job>& queue) {
     for (;;) {
       Job job;
       {
@@ -82,37 +138,18 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         queue.pop_front();
       }
       const std::string name = job.arm->name + " seed " + std::to_string(job.seed);
-      const fs::path dir = experimentRunDirectory(outDir, job.arm->name, job.seed);
       try {
-        if (fs::exists(dir / "eval.json")) {
+        if (fs::exists(experimentRunDirectory(outDir, job.arm->name, job.seed) / "eval.json")) {
           say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": already finished");
           continue;
         }
-        RunRequest r;
-        r.topology = job.arm->topology;
-        r.config = experimentTrainConfig(e, *job.arm, job.seed);
-        r.config.threads = threads;
-        r.runDir = dir;
-        r.role = job.arm->matchedBaselineOf.empty() ? "model" : "baseline";
-        r.resume = isRunDirectory(dir);
-        r.startIfNothingToResume = true;
         TaskContext own = ctx;
         own.threads = threads;
-        say("   " + name + ": " + (r.resume ? "resuming" : "training") + " " + std::to_string(r.config.steps) + " steps");
-        std::string message;
-        const RunState state = runTraining(r, own, nullptr, &message);
-        if (state == RunState::Stopped) return;
-        if (state != RunState::Finished)
-          throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
-        EvalOptions eo;
-        eo.corpus = e.corpus;
-        eo.tokens = e.evalTokens;
-        eo.threads = threads;
-        const EvalResult ev = evaluateCheckpoint(dir, eo, own);
-        writeFileAtomically(dir / "eval.json", evalResultToJson(ev).dump(2) + "\n");
-        char nll[32];
-        std::snprintf(nll, sizeof nll, "%.4f", ev.nll);
-        say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": finished, held-out NLL " + nll);
+        const std::optional<double> nll = runOne(job, own);
+        if (!nll) return;
+        char text[32];
+        std::snprintf(text, sizeof text, "%.4f", *nll);
+        say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": finished, held-out NLL " + text);
       } catch (const Cancelled&) {
         return;
       } catch (...) {
@@ -122,12 +159,14 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       }
     }
   };
-  {
-    std::vector<std::jthread> workers;
-    for (int i = 0; i < parallel; ++i) workers.emplace_back(worker);
+  for (std::deque<Job>* phase : {&trained, &derived}) {
+    {
+      std::vector<std::jthread> workers;
+      for (int i = 0; i < parallel; ++i) workers.emplace_back([&] { worker(*phase); });
+    }
+    if (failure) std::rethrow_exception(failure);
+    ctx.throwIfCancelled();
   }
-  if (failure) std::rethrow_exception(failure);
-  ctx.throwIfCancelled();
 }
 
 }  // namespace sharelens

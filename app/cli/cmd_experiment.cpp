@@ -10,6 +10,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment.hpp"
+#include "app/workflows/experiment_derive.hpp"
 #include "trainer/experiment_runner.hpp"
 
 namespace sharelens::cli {
@@ -20,11 +21,13 @@ void printReport(const ExperimentReport& r) {
   std::printf("%s: %zu arms x %zu seeds, %s (reference: %s)\n", e.name.c_str(), e.arms.size(), e.seeds.size(),
               r.complete ? "complete" : "incomplete", e.reference.c_str());
   for (const ArmSummary& a : r.arms) {
-    std::printf("  %-22s %7.3fM params  NLL %.4f +- %.4f (%d seeds)", a.name.c_str(), static_cast<double>(a.parameters) / 1e6,
+    std::printf("  %-22s %7.3fM params (%.3fM non-embedding), %.2fM tokens, %.0f s  NLL %.4f +- %.4f (%d seeds)", a.name.c_str(),
+                static_cast<double>(a.parameters) / 1e6, static_cast<double>(a.nonEmbedding) / 1e6, a.tokens / 1e6, a.seconds,
                 a.nll.mean, a.nll.halfWidth, a.nll.n);
     if (a.name != e.reference)
       std::printf("  vs %s %+.4f +- %.4f: %s", e.reference.c_str(), a.difference.mean, a.difference.halfWidth,
                   std::string(verdictName(a.verdict)).c_str());
+    if (!a.expect.empty()) std::printf("; the paper's claim (%s): %s", a.expect.c_str(), std::string(claimOutcomeName(a.claim)).c_str());
     std::printf("\n");
   }
 }
@@ -41,6 +44,7 @@ int runExperimentCommand(Args& args) {
     o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
     if (const auto steps = args.integer("steps", 1, 100'000'000)) o.steps = *steps;
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);
+    o.deriveArm = experimentDeriver();
     args.finish();
     if (!out) throw Error({.what = "missing --out DIR", .where = "sharelens experiment run", .hint = "usage: " + args.usage()});
     const Experiment e = readExperimentFile(file);  // every mistake in the file is named before anything trains

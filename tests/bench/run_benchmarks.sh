@@ -11,6 +11,8 @@ echo "== analysis engine vs torch.linalg.svdvals"
 "$HERE/bench_analysis.sh" "$BUILD" gpt2-124m llama-3.2-1b
 echo "== training throughput vs eager PyTorch"
 "$HERE/bench_train.sh" "$BUILD"
+echo "== compression: MASA at ratio 0.8 with 2,048 calibration tokens"
+"$HERE/bench_compress.sh" "$BUILD"
 echo "== distributed training: 1 vs 2 ranks, Gloo all-reduce over loopback, expected scaling"
 "$HERE/bench_distributed.sh" "$BUILD"
 echo "== activations: 25,000 tokens through a Llama-3.2-1B shape"

@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/experiment.hpp"
+#include "core/param_count.hpp"
 #include "core/run_dir.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -91,6 +92,62 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   fs::remove_all(dir);
 }
 
+// assets/experiments: every shipped claim parses, resolves its arms (matched baselines solved), and is sized to
+// finish on two cores: 1-3M parameters per arm, 3 seeds, a small vocabulary so embeddings do not dominate.
+TEST(Experiment, ShippedExperimentsAreValidAndSized) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(SHARELENS_SOURCE_DIR) / "assets" / "experiments")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    const Experiment e = readExperimentFile(entry.path());
+    EXPECT_EQ(e.seeds.size(), 3u) << entry.path();
+    EXPECT_FALSE(e.claim.statement.empty()) << entry.path();
+    for (const ExperimentArm& a : e.arms) {
+      const ParamBudget b = countParameters(a.topology);
+      EXPECT_GE(b.total, 500'000) << entry.path() << " " << a.name;
+      EXPECT_LE(b.total, 3'000'000) << entry.path() << " " << a.name;
+      EXPECT_LE(a.topology.model.vocab, 2048) << entry.path() << " " << a.name;
+      EXPECT_LT(b.rho, 0.3) << entry.path() << " " << a.name << ": embeddings dominate";
+    }
+  }
+  EXPECT_EQ(count, 7) << "one experiment per claim of issue 11";
+}
+
+// Derived arms: DirectShare of the same seed's trained model (no training), and PostShare (post-trained with the
+// penalty, then shared) -- both hold the same unique parameters, fewer than the model they came from.
+TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
+  const fs::path dir = testing::makeTempDir("experiment-derived");
+  const Json e = Json::parse(R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 2, "tokens": 5120,
+    "eval_tokens": 2048, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 20}, "reference": "directshare",
+    "arms": [{"name": "pretrained", "topology": {"preset": "vanilla", "layers": 4, "unique": 4, "d_model": 64, "heads": 4,
+              "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
+             {"name": "directshare", "derive": {"from": "pretrained", "method": "directshare", "ratio": 0.25}},
+             {"name": "postshare", "expect": "better",
+              "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25, "gamma": 0.1, "steps": 4}}]})");
+  writeFileAtomically(dir / "d.json", e.dump());
+  auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "d.json").string()) + " --out " + shellQuote((dir / "out").string()) +
+                      " --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const ExperimentReport report = reportExperiment(dir / "out");
+  EXPECT_TRUE(report.complete);
+  const auto arm = [&](const std::string& name) {
+    return *std::find_if(report.arms.begin(), report.arms.end(), [&](const ArmSummary& a) { return a.name == name; });
+  };
+  EXPECT_LT(arm("directshare").parameters, arm("pretrained").parameters);
+  EXPECT_EQ(arm("directshare").parameters, arm("postshare").parameters);
+  EXPECT_EQ(arm("postshare").differences.size(), 2u);
+  EXPECT_NE(arm("postshare").claim, ClaimOutcome::NotStated);
+  for (uint64_t seed : {1, 2}) {
+    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "out", "directshare", seed) / "model" / "model.safetensors"));
+    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "out", "postshare", seed) / "postshare-run" / "postshare.json"));
+  }
+  // The DirectShare model of seed 1 is seed 1's pretrained model with its pairs shared: the same unshared tensors.
+  r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --md " + shellQuote((dir / "r.md").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(readTextFile(dir / "r.md").find("expected better"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   auto errorFor = [](const std::function<void(Json&)>& edit) {
     Json j = tinyExperiment();
@@ -108,6 +165,14 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             }).find("share a vocabulary"), std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["arms"][1]["corpus"] = "nlp"; }).find("one corpus"), std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["train"]["steps"] = 5; }).find("set by the experiment"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][0]["expect"] = "faster"; }).find("unknown claim"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "nope"}, {"method", "directshare"}}}}; })
+                .find("unknown arm reference"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "directshare"}}}}; })
+                .find("start from an unshared model"), std::string::npos)
+      << "DirectShare needs per-layer attention weights";
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "prune"}}}}; })
+                .find("unknown derivation"), std::string::npos);
   const fs::path dir = testing::makeTempDir("experiment-bad");
   Json j = tinyExperiment();
   j["arms"][1]["matched_baseline_of"] = "nope";

@@ -1,10 +1,12 @@
 // MASA: Matrix PCA of a projection across layer groups -- the coefficient map, variance explained against
 // the number of atoms S, the atom-correlation map (of the learned dictionary for ShareLens MASA checkpoints),
-// and a group editor, including groups from the logit-lens KL drift.
+// and a group editor, including groups from the logit-lens KL drift; and, on its second tab, compressing the
+// pretrained model with MASA or the SVD baseline (compress_panel.hpp).
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
 #include "app/gui/view.hpp"
+#include "app/gui/views/compress_panel.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/error.hpp"
@@ -26,7 +28,7 @@ class MasaPanel : public View {
   const char* name() const override { return "MASA"; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
-    std::vector<std::pair<std::string, plot::Figure>> out;
+    std::vector<std::pair<std::string, plot::Figure>> out = m_compress.figures();
     const LoadedModel* m = ctx.workspace.current();
     if (!m || !m->results.get<std::vector<MatrixPcaGroup>>("masa")) return out;
     const auto groups = ofProjection(*m);
@@ -43,6 +45,20 @@ class MasaPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
+    if (!ImGui::BeginTabBar("##masa-tabs")) return;
+    if (ImGui::BeginTabItem("Matrix PCA")) {
+      drawMatrixPca(ctx, m);
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Compress")) {
+      m_compress.draw(ctx, m);
+      ImGui::EndTabItem();
+    }
+    ImGui::EndTabBar();
+  }
+
+ private:
+  void drawMatrixPca(AppContext& ctx, const LoadedModel& m) {
     if (!drawAnalysisState(ctx, m, "masa")) return;
     ImGui::SetNextItemWidth(100);
     if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
@@ -109,7 +125,6 @@ class MasaPanel : public View {
     }
   }
 
- private:
   std::vector<const MatrixPcaGroup*> ofProjection(const LoadedModel& m) const {
     std::vector<const MatrixPcaGroup*> out;
     for (const MatrixPcaGroup& g : *m.results.get<std::vector<MatrixPcaGroup>>("masa"))
@@ -128,6 +143,7 @@ class MasaPanel : public View {
   size_t m_group = 0;
   char m_groups[256] = "";
   plot::PlotState m_coefficients, m_variance, m_correlation, m_kl;
+  CompressPanel m_compress;
 };
 
 }  // namespace
