@@ -80,29 +80,38 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
       throw Error({.what = "calibration token outside the model's vocabulary", .where = r.text,
                    .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")", .found = std::to_string(id),
                    .hint = "the ids (or the tokenizer beside the weights) belong to another model"});
-  ctx.report(0.03, "calibration: loading the model");
-  const InferenceModel model(*ckpt, view, device);
+  // A layer at a time over every window (SVD-LLM's streaming): one layer's weights and the windows' activations
+  // are all that is resident, beside the accumulators.
+  ctx.report(0.03, "calibration: embedding the tokens");
+  InferenceModel model(*ckpt, view, device, InferenceModel::Weights::Streamed);
   const int64_t layers = model.layers(), d = view.shape.hidden, o_in = view.shape.heads * view.shape.headDim;
   r.layers.resize(static_cast<size_t>(layers));
   for (LayerInputAutocorrelation& l : r.layers) l = {PackedSymmetric(d), PackedSymmetric(o_in)};
   torch::Tensor stateSum = at::zeros({layers, d}, at::TensorOptions().dtype(at::kDouble).device(device));
   const int64_t chunk = std::min(o.chunk, model.context()), total = static_cast<int64_t>(ids.size());
+  std::vector<torch::Tensor> windows;  // [1, n, d] each: the residual stream of every window, advanced layer by layer
   for (int64_t at = 0; at < total; at += chunk) {
-    ctx.throwIfCancelled();
     const int64_t n = std::min(chunk, total - at);
-    const torch::Tensor tokens = at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong).unsqueeze(0).to(device);
-    InferenceModel::Trace trace;
-    trace.tap = [&](int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput) {
-      accumulate(r.layers[static_cast<size_t>(layer)].attentionInput, attentionInput);
-      accumulate(r.layers[static_cast<size_t>(layer)].outputInput, outputInput);
-    };
-    model.forward(tokens, &trace);
-    for (int64_t l = 0; l < layers; ++l) stateSum[l] += trace.residual[static_cast<size_t>(l + 1)].squeeze(0).to(at::kDouble).sum(0);
-    ctx.report(0.05 + 0.9 * static_cast<double>(at + n) / static_cast<double>(total),
-               "calibration: " + std::to_string(at + n) + " / " + std::to_string(total) + " tokens");
+    windows.push_back(model.embed(at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong).unsqueeze(0).to(device)));
+  }
+  for (int64_t l = 0; l < layers; ++l) {
+    ctx.throwIfCancelled();
+    model.loadLayer(l);
+    for (torch::Tensor& x : windows) {
+      InferenceModel::Trace trace;
+      trace.tap = [&](int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput) {
+        accumulate(r.layers[static_cast<size_t>(layer)].attentionInput, attentionInput);
+        accumulate(r.layers[static_cast<size_t>(layer)].outputInput, outputInput);
+      };
+      x = model.runLayer(l, x, &trace);
+      stateSum[l] += x.squeeze(0).to(at::kDouble).sum(0);
+    }
+    model.unloadLayer(l);
+    ctx.report(0.05 + 0.9 * static_cast<double>(l + 1) / static_cast<double>(layers),
+               "calibration: layer " + std::to_string(l + 1) + " / " + std::to_string(layers));
   }
   r.tokens = total;
-  if (layers >= 2) r.klDrift = meanStateKlDrift(stateSum / static_cast<double>(total), model.outputTable());
+  if (layers >= 2) r.klDrift = model.klDriftOfMeans(stateSum / static_cast<double>(total));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   r.peakResidentBytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;

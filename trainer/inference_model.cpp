@@ -77,16 +77,27 @@ std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch:
 
 }  // namespace
 
-std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
-  const int64_t vocab = outputTable.size(0), slice = 8192;
-  std::vector<torch::Tensor> parts;
-  const torch::Tensor m = means.to(outputTable.device(), at::kDouble);
-  for (int64_t v0 = 0; v0 < vocab; v0 += slice)
-    parts.push_back(at::matmul(m, outputTable.narrow(0, v0, std::min(slice, vocab - v0)).to(at::kDouble).t()));
-  const torch::Tensor logp = at::log_softmax(at::cat(parts, 1), 1).to(at::kCPU);  // [layers, V]
+namespace {
+
+// KL(p_l || p_{l+1}) between consecutive rows of logits [layers, V] (double).
+std::vector<double> consecutiveKl(const torch::Tensor& logits) {
+  const torch::Tensor logp = at::log_softmax(logits, 1).to(at::kCPU);
   std::vector<double> drift;
   for (int64_t l = 0; l + 1 < logp.size(0); ++l) drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
   return drift;
+}
+
+constexpr int64_t kVocabSlice = 8192;  // rows of W_U converted to double at a time
+
+}  // namespace
+
+std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
+  const int64_t vocab = outputTable.size(0);
+  std::vector<torch::Tensor> parts;
+  const torch::Tensor m = means.to(outputTable.device(), at::kDouble);
+  for (int64_t v0 = 0; v0 < vocab; v0 += kVocabSlice)
+    parts.push_back(at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
+  return consecutiveKl(at::cat(parts, 1));
 }
 
 ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& view) {
@@ -136,8 +147,8 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   return p;
 }
 
-InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, torch::Device device)
-    : m_shape(view.shape), m_params(architectureParams(ckpt, view)), m_device(device) {
+InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, torch::Device device, Weights weights)
+    : m_ckpt(ckpt), m_view(view), m_mode(weights), m_shape(view.shape), m_params(architectureParams(ckpt, view)), m_device(device) {
   if (!view.hasHeads())
     throw Error({.what = "a forward pass needs the head count and head_dim", .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
@@ -157,24 +168,19 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
     if (ref->bias) n.bias = vectorOf(ckpt.readFloat(*ref->bias), device);
     return n;
   };
-  m_embedding = weightOf(ckpt, *view.embedding, device);
-  m_outputHead = view.shape.tiedEmbeddings ? m_embedding : weightOf(ckpt, *view.outputHead, device);
+  if (weights == Weights::Resident) {
+    m_embedding = weightOf(ckpt, *view.embedding, device);
+    m_outputHead = view.shape.tiedEmbeddings ? m_embedding : weightOf(ckpt, *view.outputHead, device);
+  }
   if (view.positionEmbedding) m_positions = weightOf(ckpt, *view.positionEmbedding, device);
   m_finalNorm = *normOf(view.finalNorm);
+  const bool anySliding = std::find(m_params.slidingLayers.begin(), m_params.slidingLayers.end(), true) != m_params.slidingLayers.end();
   const auto globalRope = ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
-  const auto localRope =
-      ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device);
+  const auto localRope = anySliding ? ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device)
+                                    : globalRope;
   for (const LayerView& lv : view.layers) {
     Layer layer;
-    auto weight = [&](Proj p) { return lv.has(p) ? weightOf(ckpt, lv.at(p), device) : torch::Tensor(); };
-    auto bias = [&](Proj p) {
-      const auto& b = lv.bias[static_cast<int>(p)];
-      return b ? vectorOf(materialize(ckpt, *b), device) : torch::Tensor();
-    };
-    layer.q = weight(Proj::Q), layer.k = weight(Proj::K), layer.v = weight(Proj::V), layer.o = weight(Proj::O);
-    layer.gate = weight(Proj::Gate), layer.up = weight(Proj::Up), layer.down = weight(Proj::Down);
-    layer.bq = bias(Proj::Q), layer.bk = bias(Proj::K), layer.bv = bias(Proj::V), layer.bo = bias(Proj::O);
-    layer.bup = bias(Proj::Up), layer.bdown = bias(Proj::Down);
+    if (weights == Weights::Resident) loadWeights(layer, lv);
     layer.attnIn = normOf(lv.normAt(NormSlot::AttnIn));
     layer.attnOut = normOf(lv.normAt(NormSlot::AttnOut));
     layer.ffnIn = normOf(lv.normAt(NormSlot::FfnIn));
@@ -185,6 +191,31 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
     std::tie(layer.cos, layer.sin) = layer.sliding ? localRope : globalRope;
     m_layers.push_back(std::move(layer));
   }
+}
+
+void InferenceModel::loadWeights(Layer& layer, const LayerView& lv) const {
+  auto weight = [&](Proj p) { return lv.has(p) ? weightOf(m_ckpt, lv.at(p), m_device) : torch::Tensor(); };
+  auto bias = [&](Proj p) {
+    const auto& b = lv.bias[static_cast<int>(p)];
+    return b ? vectorOf(materialize(m_ckpt, *b), m_device) : torch::Tensor();
+  };
+  layer.q = weight(Proj::Q), layer.k = weight(Proj::K), layer.v = weight(Proj::V), layer.o = weight(Proj::O);
+  layer.gate = weight(Proj::Gate), layer.up = weight(Proj::Up), layer.down = weight(Proj::Down);
+  layer.bq = bias(Proj::Q), layer.bk = bias(Proj::K), layer.bv = bias(Proj::V), layer.bo = bias(Proj::O);
+  layer.bup = bias(Proj::Up), layer.bdown = bias(Proj::Down);
+}
+
+void InferenceModel::loadLayer(int64_t l) {
+  Layer& layer = m_layers.at(static_cast<size_t>(l));
+  if (m_mode == Weights::Streamed && !layer.q.defined()) loadWeights(layer, m_view.layers[static_cast<size_t>(l)]);
+}
+
+void InferenceModel::unloadLayer(int64_t l) {
+  if (m_mode != Weights::Streamed) return;
+  Layer& layer = m_layers.at(static_cast<size_t>(l));
+  for (torch::Tensor* t : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down, &layer.bq, &layer.bk, &layer.bv,
+                           &layer.bo, &layer.bup, &layer.bdown})
+    *t = torch::Tensor();
 }
 
 torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const {
@@ -237,9 +268,7 @@ torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) co
   }
 }
 
-torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace, bool captureAttention) const {
-  torch::NoGradGuard noGrad;
-  const int64_t t = tokens.size(1);
+void InferenceModel::checkWindow(int64_t t) const {
   if (t > m_shape.context)
     throw Error({.what = "sequence longer than the model's context", .where = "forward pass",
                  .expected = "<= " + std::to_string(m_shape.context), .found = std::to_string(t)});
@@ -247,31 +276,75 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
     throw Error({.what = "sequence longer than the forward pass's position tables", .where = "forward pass",
                  .expected = "<= " + std::to_string(m_ropeLength) + " tokens per window", .found = std::to_string(t),
                  .hint = "use shorter windows (--window)"});
-  torch::Tensor x = at::embedding(m_embedding, tokens);
+}
+
+torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) const {
+  torch::NoGradGuard noGrad;
+  const int64_t t = tokens.size(1);
+  checkWindow(t);
+  torch::Tensor x;
+  if (m_mode == Weights::Resident) {
+    x = at::embedding(m_embedding, tokens);
+  } else {  // the rows of the tokens present, read from the checkpoint
+    const torch::Tensor cpu = tokens.to(at::kCPU).contiguous();
+    std::vector<torch::Tensor> rows;
+    for (int64_t i = 0; i < cpu.numel(); ++i)
+      rows.push_back(tensorOf(materializeFinite(m_ckpt, m_view.embedding->sliceRows(cpu.data_ptr<int64_t>()[i], 1)), m_device));
+    x = at::cat(rows, 0).view({tokens.size(0), t, m_shape.hidden});
+  }
   if (m_params.family == Family::Gemma3)
     x = x * static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype
   if (m_params.family == Family::Gpt2) x = x + m_positions.narrow(0, 0, t);
   if (trace) trace->residual.push_back(x);
-  for (const Layer& layer : m_layers) {
-    torch::Tensor probs, outputInput;
-    torch::Tensor* capture = trace && captureAttention ? &probs : nullptr;
-    const bool tapped = trace && trace->tap;
-    const torch::Tensor attentionInput = norm(x, *layer.attnIn);
-    const torch::Tensor attended = attention(layer, attentionInput, capture, tapped ? &outputInput : nullptr);
-    if (tapped) trace->tap(&layer - m_layers.data(), attentionInput, outputInput);
-    if (m_params.family == Family::Gemma3) {
-      x = x + norm(attended, *layer.attnOut);
-      x = x + norm(mlp(layer, norm(x, *layer.ffnIn)), *layer.ffnOut);
-    } else {
-      x = x + attended;
-      x = x + mlp(layer, norm(x, *layer.ffnIn));
-    }
-    if (trace) {
-      trace->residual.push_back(x);
-      if (captureAttention) trace->attention.push_back(probs);
-    }
+  return x;
+}
+
+torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Trace* trace, bool captureAttention) const {
+  torch::NoGradGuard noGrad;
+  const Layer& layer = m_layers.at(static_cast<size_t>(l));
+  if (!layer.q.defined())
+    throw Error({.what = "internal: a streamed layer was run before it was loaded", .where = "layer " + std::to_string(l)});
+  checkWindow(input.size(1));
+  torch::Tensor probs, outputInput, x = input;
+  torch::Tensor* capture = trace && captureAttention ? &probs : nullptr;
+  const bool tapped = trace && trace->tap;
+  const torch::Tensor attentionInput = norm(x, *layer.attnIn);
+  const torch::Tensor attended = attention(layer, attentionInput, capture, tapped ? &outputInput : nullptr);
+  if (tapped) trace->tap(l, attentionInput, outputInput);
+  if (m_params.family == Family::Gemma3) {
+    x = x + norm(attended, *layer.attnOut);
+    x = x + norm(mlp(layer, norm(x, *layer.ffnIn)), *layer.ffnOut);
+  } else {
+    x = x + attended;
+    x = x + mlp(layer, norm(x, *layer.ffnIn));
+  }
+  if (trace) {
+    trace->residual.push_back(x);
+    if (captureAttention) trace->attention.push_back(probs);
   }
   return x;
+}
+
+torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace, bool captureAttention) const {
+  if (m_mode != Weights::Resident)
+    throw Error({.what = "internal: forward() of a streamed model", .where = "forward pass", .hint = "run it a layer at a time"});
+  torch::Tensor x = embed(tokens, trace);
+  for (int64_t l = 0; l < layers(); ++l) x = runLayer(l, x, trace, captureAttention);
+  return x;
+}
+
+std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) const {
+  if (m_mode == Weights::Resident) return meanStateKlDrift(means, m_outputHead);
+  // The output head a slice of rows at a time, in double: the same logits meanStateKlDrift() computes.
+  const MatrixExpr& head = m_view.shape.tiedEmbeddings ? *m_view.embedding : *m_view.outputHead;
+  const torch::Tensor m = means.to(at::kCPU, at::kDouble);
+  std::vector<torch::Tensor> parts;
+  for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice) {
+    const MatrixExpr slice = head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0));
+    parts.push_back(at::matmul(m, tensorOf(materializeFinite(m_ckpt, slice), torch::kCPU).to(at::kDouble).t()));
+    for (const std::string& name : slice.tensorNames()) m_ckpt.releasePages(name);
+  }
+  return consecutiveKl(at::cat(parts, 1));
 }
 
 torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {

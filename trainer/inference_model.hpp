@@ -42,7 +42,13 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
 
 class InferenceModel {
  public:
-  InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device);
+  // Resident: every weight is loaded now (forward(), logits()). Streamed: only the norms and position tables; a
+  // layer's weights are read by loadLayer() and dropped by unloadLayer(), and the embedding and output head are
+  // read a slice of rows at a time -- for passes that take many tokens through one layer at a time (calibration,
+  // activations) in little more memory than one layer. A streamed model reads through `checkpoint` and `view`
+  // later: both must outlive it.
+  enum class Weights { Resident, Streamed };
+  InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device, Weights weights = Weights::Resident);
 
   struct Trace {
     std::vector<torch::Tensor> residual;   // layers + 1 tensors [B, T, d]: embeddings, then after each layer
@@ -52,8 +58,17 @@ class InferenceModel {
     std::function<void(int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput)> tap;
   };
 
-  // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm).
+  // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm). Resident only.
   torch::Tensor forward(const torch::Tensor& tokens, Trace* trace = nullptr, bool captureAttention = false) const;
+  // The same in pieces (both modes): the embeddings of `tokens` [B, T] -> [B, T, d] (appended to trace->residual),
+  // then block `layer` on x [B, T, d] (its output appended; the tap called; a streamed layer must be loaded).
+  torch::Tensor embed(const torch::Tensor& tokens, Trace* trace = nullptr) const;
+  torch::Tensor runLayer(int64_t layer, const torch::Tensor& x, Trace* trace = nullptr, bool captureAttention = false) const;
+  void loadLayer(int64_t layer);    // streamed: read layer's weights (no-op when resident)
+  void unloadLayer(int64_t layer);  // streamed: drop them again
+  // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d]): meanStateKlDrift() with
+  // this model's output projection (a streamed model reads it a slice at a time).
+  std::vector<double> klDriftOfMeans(const torch::Tensor& means) const;
   // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V].
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
@@ -84,11 +99,16 @@ class InferenceModel {
   };
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
+  void loadWeights(Layer& layer, const LayerView& view) const;
+  void checkWindow(int64_t tokens) const;
   torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs, torch::Tensor* outputInput) const;
   torch::Tensor mlp(const Layer& layer, const torch::Tensor& h) const;
 
   static constexpr int64_t kMaxRopeTable = 32768;  // positions with RoPE tables (min(context, this))
 
+  const Checkpoint& m_ckpt;
+  const ModelView& m_view;
+  Weights m_mode;
   ModelShape m_shape;
   int64_t m_ropeLength = 0;
   ArchitectureParams m_params;
