@@ -428,7 +428,8 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.verdict == Verdict::Better) md += "lower loss, with the whole 95% interval of the paired difference below zero.";
     else if (a.verdict == Verdict::Worse) md += "higher loss, with the whole 95% interval of the paired difference above zero.";
     else md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
-    if (a.claim == ClaimOutcome::Holds) md += " The paper's claim (" + a.expect + ") **holds** here.";
+    if (a.claim == ClaimOutcome::Holds)
+      md += " The paper's claim (" + a.expect + ") **holds** here" + (a.expect == "no-worse" ? " (not significantly worse at 95%)." : ".");
     if (a.claim == ClaimOutcome::DoesNotHold) md += " The paper's claim (" + a.expect + ") **does not hold** at this scale.";
     if (a.claim == ClaimOutcome::Inconclusive) md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale.";
     md += "\n";

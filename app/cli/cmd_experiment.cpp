@@ -7,6 +7,8 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/progress_printer.hpp"
+#include "app/export/figure_export.hpp"
+#include "app/plot/figures.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment.hpp"
@@ -59,9 +61,20 @@ int runExperimentCommand(Args& args) {
     const auto jsonOut = args.option("json");
     const auto mdOut = args.option("md");
     const auto reproduce = args.option("reproduce");
+    const auto figures = args.option("figures");
     args.finish();
     const ExperimentReport r = reportExperiment(dir);
     printReport(r);
+    if (figures) {  // bars with 95% intervals, and mean curves with +-1 sd bands against tokens and FLOPs
+      std::filesystem::create_directories(*figures);
+      const std::vector<std::pair<std::string, plot::Figure>> all = {{"bars", plot::experimentBarsFigure(r)},
+                                                                     {"curves-tokens", plot::experimentCurvesFigure(r, false)},
+                                                                     {"curves-flops", plot::experimentCurvesFigure(r, true)}};
+      for (const auto& [stem, figure] : all)
+        for (const char* ext : {"png", "svg", "pdf"})
+          exportFigure(figure, std::filesystem::path(*figures) / (r.experiment.name + "-" + stem + "." + ext), ExportOptions{});
+      std::cerr << "wrote the figures to " << *figures << "\n";
+    }
     if (jsonOut) writeFileAtomically(*jsonOut, r.toJson().dump(2) + "\n");
     if (mdOut) writeFileAtomically(*mdOut, r.toMarkdown(reproduce.value_or("sharelens experiment run ... --out " + dir)));
     return 0;

@@ -52,7 +52,7 @@ const std::vector<Command>& commands() {
        runEval},
       {"experiment",
        "sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N] | "
-       "sharelens experiment report DIR [--json FILE] [--md FILE] [--reproduce COMMAND]",
+       "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
        "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with 95% "
        "intervals over seeds, paired differences to the reference arm, and a verdict",
        runExperimentCommand},

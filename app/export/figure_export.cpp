@@ -56,6 +56,15 @@ class CairoCanvas : public Canvas {
     setColor(m_cr, color, alpha);
     cairo_fill(m_cr);
   }
+  void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) override {
+    cairo_move_to(m_cr, a.x, a.y);
+    cairo_line_to(m_cr, b.x, b.y);
+    cairo_line_to(m_cr, c.x, c.y);
+    cairo_line_to(m_cr, d.x, d.y);
+    cairo_close_path(m_cr);
+    setColor(m_cr, color, alpha);
+    cairo_fill(m_cr);
+  }
   void circle(Point c, float r, Rgb color) override {
     cairo_arc(m_cr, c.x, c.y, r, 0, 2 * M_PI);
     setColor(m_cr, color);

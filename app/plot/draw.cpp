@@ -32,6 +32,53 @@ std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, 
   return ticks;
 }
 
+// Ticks at category positions labelled by name; every k-th only, when their labels would overlap.
+std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Range& view, float pixels, Canvas& canvas,
+                                float fontSize) {
+  float widest = 0;
+  for (const std::string& n : names) widest = std::max(widest, canvas.textSize(n, fontSize).x);
+  const double perCategory = pixels / std::max(1e-9, view.span());
+  const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(std::ceil((widest + fontSize) / std::max(1e-9, perCategory))));
+  std::vector<Tick> ticks;
+  for (int64_t i = 0; i < static_cast<int64_t>(names.size()); i += every)
+    if (i >= view.min - 0.5 && i <= view.max + 0.5) ticks.push_back({static_cast<double>(i), names[static_cast<size_t>(i)], true});
+  return ticks;
+}
+
+// A bar from the bottom of the plot to its value, hatched with diagonal lines when asked, and its error bar.
+void drawBar(Canvas& c, const FigureLayout& l, const Series& s, size_t k, const Style& style) {
+  const double half = s.barWidth / 2;
+  const Point top = l.toPixel(s.x[k] - half, s.y[k]), bottom = l.toPixel(s.x[k] + half, l.y.range.min);
+  const Point min{top.x, std::min(top.y, bottom.y)}, max{bottom.x, std::max(top.y, bottom.y)};
+  if (s.hatched) {
+    c.fillRect(min, max, s.color, 0.18f);
+    c.pushClip(min, max);
+    const float h = max.y - min.y;
+    for (float x0 = min.x - h; x0 < max.x; x0 += 7.0f) c.line({x0, max.y}, {x0 + h, min.y}, s.color, 1.2f);
+    c.popClip();
+    c.rect(min, max, s.color, 1.2f);
+  } else {
+    c.fillRect(min, max, s.color, 0.9f);
+  }
+  if (k < s.error.size() && std::isfinite(s.error[k]) && s.error[k] > 0) {
+    const float cx = (min.x + max.x) / 2, cap = std::max(3.0f, (max.x - min.x) / 6);
+    const float lo = l.toPixel(s.x[k], s.y[k] - s.error[k]).y, hi = l.toPixel(s.x[k], s.y[k] + s.error[k]).y;
+    c.line({cx, lo}, {cx, hi}, style.foreground, 1.3f);
+    c.line({cx - cap, lo}, {cx + cap, lo}, style.foreground, 1.3f);
+    c.line({cx - cap, hi}, {cx + cap, hi}, style.foreground, 1.3f);
+  }
+}
+
+// The band [low, high] along a series, as one convex quad per segment (a band is rarely convex as a whole).
+void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
+  const size_t n = std::min({s.x.size(), s.bandLow.size(), s.bandHigh.size()});
+  for (size_t k = 0; k + 1 < n; ++k) {
+    if (!std::isfinite(s.bandLow[k]) || !std::isfinite(s.bandHigh[k]) || !std::isfinite(s.bandLow[k + 1]) || !std::isfinite(s.bandHigh[k + 1]))
+      continue;
+    c.fillQuad(l.toPixel(s.x[k], s.bandLow[k]), l.toPixel(s.x[k + 1], s.bandLow[k + 1]), l.toPixel(s.x[k + 1], s.bandHigh[k + 1]),
+               l.toPixel(s.x[k], s.bandHigh[k]), s.color, 0.18f);
+  }
+}
 
 // How many of the visible series' points (sampled) fall inside the box.
 size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden, Point min, Point max) {
@@ -103,6 +150,7 @@ double FigureLayout::yAt(float py) const {
 Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
   if (f.heatmap) return heatmapRange(f.heatmap->cols);
   if (f.xRange) return *f.xRange;
+  if (!f.xCategories.empty()) return heatmapRange(static_cast<int64_t>(f.xCategories.size()));
   std::vector<double> all;
   for (size_t i = 0; i < f.series.size(); ++i)
     if (!isHidden(hidden, i)) all.insert(all.end(), f.series[i].x.begin(), f.series[i].x.end());
@@ -114,8 +162,17 @@ Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
   if (f.heatmap) return heatmapRange(f.heatmap->rows);
   if (f.yRange) return *f.yRange;
   std::vector<double> all;
-  for (size_t i = 0; i < f.series.size(); ++i)
-    if (!isHidden(hidden, i)) all.insert(all.end(), f.series[i].y.begin(), f.series[i].y.end());
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (isHidden(hidden, i)) continue;
+    const Series& s = f.series[i];
+    all.insert(all.end(), s.y.begin(), s.y.end());
+    all.insert(all.end(), s.bandLow.begin(), s.bandLow.end());
+    all.insert(all.end(), s.bandHigh.begin(), s.bandHigh.end());
+    for (size_t k = 0; k < s.error.size() && k < s.y.size(); ++k) {  // error bars reach y +- e
+      all.push_back(s.y[k] - s.error[k]);
+      all.push_back(s.y[k] + s.error[k]);
+    }
+  }
   return dataRange(all, f.yScale, 0.05);
 }
 
@@ -218,8 +275,9 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.subtitle, style.frame, style.fontSize, Align::Center, Align::Start);
 
   const float plotW = l.plotMax.x - l.plotMin.x, plotH = l.plotMax.y - l.plotMin.y;
-  const auto xTicks = f.heatmap ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW, style.fontSize)
-                                : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
+  const auto xTicks = f.heatmap                ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW, style.fontSize)
+                      : !f.xCategories.empty() ? categoryTicks(f.xCategories, l.x.range, plotW, c, style.fontSize)
+                                               : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
   const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotH, style.fontSize)
                                 : niceTicks(l.y, yTickTarget(plotH, text));
   auto rowPixel = [&](double row) { return l.toPixel(0, row).y; };  // heatmaps: top-down rows
@@ -232,10 +290,11 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     c.heatmapCells(gridMin, gridMax, *f.heatmap);
     c.popClip();
   } else {
-    for (const Tick& t : xTicks) {
-      const float px = l.toPixel(t.value, l.y.range.min).x;
-      c.line({px, l.plotMin.y}, {px, l.plotMax.y}, style.grid, t.major ? 1.0f : 0.5f);
-    }
+    if (f.xCategories.empty())
+      for (const Tick& t : xTicks) {
+        const float px = l.toPixel(t.value, l.y.range.min).x;
+        c.line({px, l.plotMin.y}, {px, l.plotMax.y}, style.grid, t.major ? 1.0f : 0.5f);
+      }
     for (const Tick& t : yTicks) {
       const float py = l.toPixel(l.x.range.min, t.value).y;
       c.line({l.plotMin.x, py}, {l.plotMax.x, py}, style.grid, t.major ? 1.0f : 0.5f);
@@ -249,10 +308,23 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     for (size_t i = 0; i < f.series.size(); ++i) {
       if (isHidden(hidden, i)) continue;
       const Series& s = f.series[i];
+      if (!s.bandLow.empty()) drawBand(c, l, s);
+      if (s.style == SeriesStyle::Bars) {
+        for (size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k)
+          if (std::isfinite(s.y[k])) drawBar(c, l, s, k, style);
+        continue;
+      }
       const std::vector<Point> points = decimatedPolyline(s, l);
       if (s.style != SeriesStyle::Markers && points.size() >= 2) c.polyline(points, s.color, s.width, s.dashed);
       if (s.style != SeriesStyle::Line && points.size() < 2000)
         for (const Point& p : points) c.circle(p, 2.6f, s.color);
+      for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()}); ++k) {  // error bars of markers
+        if (!std::isfinite(s.error[k]) || s.error[k] <= 0 || !std::isfinite(s.y[k])) continue;
+        const Point lo = l.toPixel(s.x[k], s.y[k] - s.error[k]), hi = l.toPixel(s.x[k], s.y[k] + s.error[k]);
+        c.line(lo, hi, s.color, 1.2f);
+        c.line({lo.x - 3, lo.y}, {lo.x + 3, lo.y}, s.color, 1.2f);
+        c.line({hi.x - 3, hi.y}, {hi.x + 3, hi.y}, s.color, 1.2f);
+      }
     }
     c.popClip();
   }
@@ -305,7 +377,13 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       const Series& s = f.series[row.series];
       const bool off = isHidden(hidden, row.series);
       const float cy = (row.min.y + row.max.y) / 2;
-      c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
+      if (s.style == SeriesStyle::Bars) {  // a swatch, hatched like its bars
+        const Point a{row.min.x + 8, cy - 5}, b{row.min.x + 22, cy + 5};
+        c.fillRect(a, b, off ? style.grid : s.color, s.hatched ? 0.18f : 0.9f);
+        if (s.hatched) c.rect(a, b, off ? style.grid : s.color, 1.0f), c.line({a.x, b.y}, {b.x, a.y}, off ? style.grid : s.color, 1.0f);
+      } else {
+        c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
+      }
       c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize, Align::Start, Align::Center);
     }
   }

@@ -20,7 +20,7 @@ struct Point {
   float x = 0, y = 0;
 };
 
-enum class SeriesStyle : uint8_t { Line, Markers, LineAndMarkers };
+enum class SeriesStyle : uint8_t { Line, Markers, LineAndMarkers, Bars };
 
 struct Series {
   std::string label;
@@ -29,6 +29,11 @@ struct Series {
   SeriesStyle style = SeriesStyle::Line;
   float width = 1.6f;
   bool dashed = false;
+  std::vector<double> error;               // +- half-width per point: error bars (bars and markers); empty: none
+  std::vector<double> bandLow, bandHigh;   // a shaded band along the line (mean +- 1 sd); empty: none
+  double barWidth = 0.8;                   // Bars: in x units, centred on x
+  bool hatched = false;                    // Bars: diagonal hatching (a baseline beside its model, as in the
+                                           // low-rank sharing paper's Figure 4)
 };
 
 struct Marker {  // a vertical line at x (an effective-rank marker, a chosen S)
@@ -61,6 +66,7 @@ struct Figure {
   std::vector<Marker> markers;
   std::optional<Heatmap> heatmap;       // drawn as cells; the axes are then column and row indices
   bool legend = true;
+  std::vector<std::string> xCategories;  // x positions 0..n-1 are these categories (bar charts); ticks thinned to fit
 };
 
 enum class Align : uint8_t { Start, Center, End };
@@ -73,6 +79,7 @@ class Canvas {
   virtual void polyline(std::span<const Point> points, Rgb color, float width, bool dashed = false) = 0;
   virtual void rect(Point min, Point max, Rgb color, float width) = 0;
   virtual void fillRect(Point min, Point max, Rgb color, float alpha = 1.0f) = 0;
+  virtual void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) = 0;  // convex, in order
   virtual void circle(Point center, float radius, Rgb color) = 0;
   virtual void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical = false) = 0;
   virtual Point textSize(std::string_view text, float size) = 0;

@@ -349,6 +349,67 @@ Figure compressionSweepFigure(const SweepReport& sweep) {
   return f;
 }
 
+namespace {
+
+// One colour per trained arm; a matched baseline takes the colour of the arm it matches.
+Rgb armColor(const ExperimentReport& r, size_t index) {
+  const ArmSummary& a = r.arms[index];
+  const std::string& key = a.matchedBaselineOf.empty() ? a.name : a.matchedBaselineOf;
+  int slot = 0;
+  for (const ArmSummary& other : r.arms) {
+    if (!other.matchedBaselineOf.empty()) continue;
+    if (other.name == key) break;
+    ++slot;
+  }
+  return seriesColor(slot);
+}
+
+}  // namespace
+
+Figure experimentBarsFigure(const ExperimentReport& r) {
+  Figure f;
+  f.title = r.experiment.name + ": final held-out NLL, 95% interval over " + std::to_string(r.experiment.seeds.size()) + " seeds";
+  f.subtitle = r.experiment.claim.paper.empty() ? r.experiment.description : r.experiment.claim.paper + ", " + r.experiment.claim.section;
+  f.yLabel = "held-out NLL (nats / token)";
+  for (size_t i = 0; i < r.arms.size(); ++i) {
+    const ArmSummary& a = r.arms[i];
+    f.xCategories.push_back(a.name);
+    Series s;
+    s.label = a.name + (a.matchedBaselineOf.empty() ? "" : " (matched baseline)");
+    s.style = SeriesStyle::Bars;
+    s.color = armColor(r, i);
+    s.hatched = !a.matchedBaselineOf.empty();
+    s.x = {static_cast<double>(i)};
+    s.y = {a.nll.n > 0 ? a.nll.mean : NAN};
+    s.error = {a.nll.n > 1 ? a.nll.halfWidth : 0.0};
+    f.series.push_back(std::move(s));
+  }
+  return f;
+}
+
+Figure experimentCurvesFigure(const ExperimentReport& r, bool againstFlops) {
+  Figure f;
+  f.title = r.experiment.name + ": validation loss, mean +- 1 sd over seeds";
+  f.xLabel = againstFlops ? "training FLOPs" : "training tokens";
+  f.yLabel = "validation loss (nats / token)";
+  for (size_t i = 0; i < r.arms.size(); ++i) {
+    const ArmSummary& a = r.arms[i];
+    if (a.curveTokens.empty()) continue;
+    Series s;
+    s.label = a.name;
+    s.color = armColor(r, i);
+    s.dashed = !a.matchedBaselineOf.empty();
+    for (size_t k = 0; k < a.curveTokens.size(); ++k) {
+      s.x.push_back(againstFlops ? a.curveTokens[k] * a.flopsPerToken : a.curveTokens[k]);
+      s.y.push_back(a.curveMean[k]);
+      s.bandLow.push_back(a.curveMean[k] - a.curveSd[k]);
+      s.bandHigh.push_back(a.curveMean[k] + a.curveSd[k]);
+    }
+    f.series.push_back(std::move(s));
+  }
+  return f;
+}
+
 std::string_view runMetricName(RunMetric m) {
   constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
   return names[static_cast<int>(m)];

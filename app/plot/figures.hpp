@@ -10,6 +10,7 @@
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
 #include "app/workflows/compress.hpp"
+#include "core/experiment.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/spectra.hpp"
 #include "app/plot/figure.hpp"
@@ -44,6 +45,11 @@ Figure embeddingLossFigure(const EmbeddingStudy& study);
 // The MASA paper's pretrained-model comparison: held-out perplexity against the share of attention parameters kept,
 // one curve per method (MASA with refinement, without it, the SVD baseline), the original as a dashed line.
 Figure compressionSweepFigure(const SweepReport& sweep);
+// An experiment (core/experiment.hpp): each arm's final held-out NLL as a bar with its 95% interval over seeds, a
+// matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's Figure 4).
+Figure experimentBarsFigure(const ExperimentReport& report);
+// Each arm's mean validation curve over seeds with a +-1 sd band, against training tokens or training FLOPs.
+Figure experimentCurvesFigure(const ExperimentReport& report, bool againstFlops);
 
 enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
 enum class RunAxis { Step, Tokens, Seconds };

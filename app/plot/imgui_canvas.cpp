@@ -108,6 +108,9 @@ void ImGuiCanvas::polyline(std::span<const Point> points, Rgb color, float width
 
 void ImGuiCanvas::rect(Point min, Point max, Rgb color, float width) { m_list->AddRect(im(min), im(max), toImColor(color), 0, 0, width); }
 void ImGuiCanvas::fillRect(Point min, Point max, Rgb color, float alpha) { m_list->AddRectFilled(im(min), im(max), toImColor(color, alpha)); }
+void ImGuiCanvas::fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) {
+  m_list->AddQuadFilled(im(a), im(b), im(c), im(d), toImColor(color, alpha));
+}
 void ImGuiCanvas::circle(Point center, float radius, Rgb color) { m_list->AddCircleFilled(im(center), radius, toImColor(color), 10); }
 
 Point ImGuiCanvas::textSize(std::string_view text, float size) {

@@ -38,6 +38,7 @@ class ImGuiCanvas : public Canvas {
   void polyline(std::span<const Point> points, Rgb color, float width, bool dashed) override;
   void rect(Point min, Point max, Rgb color, float width) override;
   void fillRect(Point min, Point max, Rgb color, float alpha) override;
+  void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) override;
   void circle(Point center, float radius, Rgb color) override;
   void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) override;
   Point textSize(std::string_view text, float size) override;

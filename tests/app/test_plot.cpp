@@ -89,7 +89,8 @@ class MeasuringCanvas : public Canvas {
   void line(Point, Point, Rgb, float, bool) override { ++lines; }
   void polyline(std::span<const Point> p, Rgb, float, bool) override { points += p.size(); }
   void rect(Point, Point, Rgb, float) override {}
-  void fillRect(Point, Point, Rgb, float) override {}
+  void fillRect(Point, Point, Rgb, float) override { ++fills; }
+  void fillQuad(Point, Point, Point, Point, Rgb, float) override { ++quads; }
   void circle(Point, float, Rgb) override {}
   void text(Point, std::string_view t, Rgb, float, Align, Align, bool) override { texts.emplace_back(t); }
   Point textSize(std::string_view t, float s) override { return {0.6f * s * static_cast<float>(t.size()), s}; }
@@ -97,7 +98,7 @@ class MeasuringCanvas : public Canvas {
   void colorbar(Point, Point, Colormap) override {}
   void pushClip(Point, Point) override {}
   void popClip() override {}
-  size_t lines = 0, points = 0, heatmaps = 0;
+  size_t lines = 0, points = 0, heatmaps = 0, fills = 0, quads = 0;
   std::vector<std::string> texts;
 };
 
