@@ -75,6 +75,7 @@ class App {
         m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, m_figures, plot::Style::dark(),
                   [this](const std::string& m) { error(m); }, [this](const std::string& m) { notify(m); },
                   [this](const fs::path& p) { open(p); }, [this](const Topology& t) { toDesigner(t); },
+                  [this] { return designerTopology(*view("Designer")); },
                   [this](const std::string& v) { m_requestedView = v; }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
     std::error_code ec;
@@ -89,6 +90,7 @@ class App {
     m_views.push_back(makeEmbeddingView());
     m_views.push_back(makeDesignerView());
     m_views.push_back(makeTrainingView());
+    m_views.push_back(makeExperimentsView());
     if (options.benchUi) m_views.push_back(std::make_unique<HeatmapBenchView>());
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
@@ -164,6 +166,12 @@ class App {
     try {
       if (!fs::exists(path))
         throw Error({.what = "no such file or directory", .where = path.string(), .hint = "check the path"});
+      for (auto& v : m_views)  // a view that opens this kind of path itself (an experiment directory)
+        if (v->openPath(m_context, path)) {
+          if (!m_options.view) m_requestedView = v->name();
+          m_settings.addRecent(fs::absolute(path).string());
+          return;
+        }
       if (path.extension() == ".json" && !fs::is_directory(path) && path.filename() != "model.safetensors.index.json" &&
           path.filename() != "config.json") {
         toDesigner(readTopologyFile(path));
@@ -181,9 +189,14 @@ class App {
     }
   }
 
-  void toDesigner(const Topology& t) {
+  View* view(std::string_view name) {
     for (auto& v : m_views)
-      if (std::string(v->name()) == "Designer") sendTopologyToDesigner(*v, t);
+      if (v->name() == name) return v.get();
+    return nullptr;
+  }
+
+  void toDesigner(const Topology& t) {
+    sendTopologyToDesigner(*view("Designer"), t);
     m_requestedView = "Designer";
   }
 

@@ -31,6 +31,7 @@ struct AppContext {
   std::function<void(const std::string&)> notify;       // shown in the status line
   std::function<void(const std::filesystem::path&)> open;  // checkpoint, run directory or topology file
   std::function<void(const Topology&)> sendToDesigner;
+  std::function<Topology()> designerTopology;  // what the Designer holds now
   std::function<void(const std::string&)> showView;
 };
 
@@ -41,6 +42,8 @@ class View {
   virtual void draw(AppContext& ctx) = 0;
   // What the view shows now, as (file stem, figure), for export.
   virtual std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) { return {}; }
+  // A path this view opens itself (an experiment directory, ...): true when it took it.
+  virtual bool openPath(AppContext& ctx, const std::filesystem::path& path) { return false; }
 };
 
 std::unique_ptr<View> makeModelView();
@@ -52,7 +55,9 @@ std::unique_ptr<View> makeDirectShareView();
 std::unique_ptr<View> makeEmbeddingView();
 std::unique_ptr<View> makeDesignerView();
 std::unique_ptr<View> makeTrainingView();
+std::unique_ptr<View> makeExperimentsView();
 void sendTopologyToDesigner(View& designer, const Topology& topology);
+Topology designerTopology(View& designer);
 
 // Shared widgets.
 void drawStepSlider(AppContext& ctx);                       // scrub a followed run's checkpoints

@@ -30,6 +30,7 @@ class DesignerPanel : public View {
   const char* name() const override { return "Designer"; }
 
   void receive(const Topology& t) { m_topology = t; }
+  const Topology& topology() const { return m_topology; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
     return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)}};
@@ -354,6 +355,7 @@ class DesignerPanel : public View {
 }  // namespace
 
 void sendTopologyToDesigner(View& view, const Topology& t) { static_cast<DesignerPanel&>(view).receive(t); }
+Topology designerTopology(View& view) { return static_cast<DesignerPanel&>(view).topology(); }
 std::unique_ptr<View> makeDesignerView() { return std::make_unique<DesignerPanel>(); }
 
 }  // namespace sharelens::gui

@@ -1,0 +1,296 @@
+// Experiments (issue 11): a paper's claim as arms x seeds. Pick a shipped experiment (assets/experiments) or make
+// one of the Designer's topology and its parameter-matched baseline, run it in the background (N runs at a time,
+// resuming what is unfinished), watch the queue, and read the answer: each arm's final held-out NLL with its 95%
+// interval (a matched baseline hatched), mean validation curves with +-1 sd bands against tokens or FLOPs, and
+// the verdict on the paper's claim. Every figure exports to PNG, SVG and PDF.
+#include <imgui.h>
+
+#include <deque>
+#include <mutex>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/workflows/experiment_derive.hpp"
+#include "core/assets.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+#include "core/param_count.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a running experiment's job shares with the view: its log lines, and how it ended.
+struct RunLog {
+  std::mutex mutex;
+  std::deque<std::string> lines;
+  bool running = true;
+  std::string outcome;
+  void add(const std::string& line) {
+    std::lock_guard lock(mutex);
+    lines.push_back(line);
+    while (lines.size() > 200) lines.pop_front();
+  }
+};
+
+class ExperimentsPanel : public View {
+ public:
+  ExperimentsPanel() { listShipped(); }
+  const char* name() const override { return "Experiments"; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
+    if (!m_report) return {};
+    return {{m_report->experiment.name + "-bars", plot::experimentBarsFigure(*m_report)},
+            {m_report->experiment.name + "-curves", plot::experimentCurvesFigure(*m_report, m_flops)}};
+  }
+
+  // An experiment's directory (experiment.json inside) or an experiment file.
+  bool openPath(AppContext&, const fs::path& path) override {
+    if (fs::is_directory(path) && fs::exists(path / "experiment.json")) {
+      load(path / "experiment.json");
+      std::snprintf(m_out, sizeof m_out, "%s", path.string().c_str());
+      m_reportThrottle.reset();
+      return true;
+    }
+    if (path.extension() == ".json" && fs::is_regular_file(path)) {
+      try {
+        if (readJsonFile(path).value("schema", "") != kExperimentSchema) return false;
+      } catch (const Error&) {
+        return false;
+      }
+      load(path);
+      return true;
+    }
+    return false;
+  }
+
+  void draw(AppContext& ctx) override {
+    refreshReport(ctx);
+    if (ImGui::BeginTable("##experiments", 2, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupColumn("setup", ImGuiTableColumnFlags_WidthFixed, 430);
+      ImGui::TableSetupColumn("results", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableNextColumn();
+      ImGui::BeginChild("##setup");
+      drawSetup(ctx);
+      ImGui::EndChild();
+      ImGui::TableNextColumn();
+      drawResults(ctx);
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  void listShipped() {
+    m_shipped.clear();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(assetsDirectory() / "experiments", ec))
+      if (e.path().extension() == ".json") m_shipped.push_back(e.path());
+    std::sort(m_shipped.begin(), m_shipped.end());
+  }
+
+  // Reads the chosen experiment (a named error shown where the experiment would be).
+  void load(const fs::path& file) {
+    m_problem.clear();
+    try {
+      m_experiment = readExperimentFile(file);
+      setOutput(m_experiment->name);
+    } catch (const Error& e) {
+      m_experiment.reset();
+      m_problem = e.what();
+    }
+  }
+
+  void setOutput(const std::string& name) {
+    const std::string dir = (Settings::dataDirectory() / "experiments" / fileStem(name)).string();
+    std::snprintf(m_out, sizeof m_out, "%s", dir.c_str());
+    m_reportThrottle.reset();
+  }
+
+  // The Designer's topology as an arm, its parameter-matched baseline (solved as the low-rank sharing paper does)
+  // as the reference.
+  void fromDesigner(AppContext& ctx) {
+    const Topology t = ctx.designerTopology();
+    Json arm = {{"name", fileStem(t.name)}, {"topology", topologyToJson(t)}, {"expect", "no-worse"}};
+    const Json j = {{"schema", kExperimentSchema}, {"name", fileStem(t.name) + "-vs-baseline"},
+                    {"description", "The Designer's topology against its parameter-matched baseline."},
+                    {"corpus", "brown"}, {"seeds", 3}, {"tokens", 262144}, {"eval_tokens", 8192},
+                    {"train", {{"batch_size", 16}, {"eval_every", 32}}}, {"reference", "baseline"},
+                    {"arms", Json::array({arm, {{"name", "baseline"}, {"matched_baseline_of", fileStem(t.name)}}})}};
+    m_problem.clear();
+    try {
+      m_experiment = experimentFromJson(j, "the Designer's topology", ".");
+      setOutput(m_experiment->name);
+    } catch (const Error& e) {
+      m_experiment.reset();
+      m_problem = e.what();
+    }
+  }
+
+  void drawSetup(AppContext& ctx) {
+    drawSectionHeader("experiment");
+    const std::string current = m_experiment ? m_experiment->name : std::string("choose one");
+    ImGui::SetNextItemWidth(260);
+    if (ImGui::BeginCombo("##shipped", current.c_str())) {
+      for (const fs::path& f : m_shipped)
+        if (ImGui::Selectable(f.stem().string().c_str())) load(f);
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Designer's topology")) fromDesigner(ctx);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the topology in the Designer as an arm, beside its parameter-matched baseline");
+    if (!m_problem.empty()) {
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s", m_problem.c_str());
+      ImGui::PopTextWrapPos();
+    }
+    if (!m_experiment) return;
+    const Experiment& e = *m_experiment;
+    ImGui::PushTextWrapPos(0);
+    if (!e.claim.statement.empty()) ImGui::TextWrapped("Claim (%s, %s): %s", e.claim.paper.c_str(), e.claim.section.c_str(), e.claim.statement.c_str());
+    if (!e.description.empty()) ImGui::TextDisabled("%s", e.description.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Text("%zu seeds, %.2fM tokens per run on %s, reference: %s", e.seeds.size(), static_cast<double>(e.tokens) / 1e6,
+                e.corpus.c_str(), e.reference.c_str());
+    if (ImGui::BeginTable("##arms", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH)) {
+      for (const char* c : {"arm", "parameters (non-emb.)", "claim"}) ImGui::TableSetupColumn(c);
+      ImGui::TableHeadersRow();
+      for (const ExperimentArm& a : e.arms) {
+        const ParamBudget b = countParameters(a.topology);
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(a.name.c_str());
+        if (a.derive && ImGui::IsItemHovered()) ImGui::SetTooltip("%s of %s", a.derive->method.c_str(), a.derive->from.c_str());
+        if (!a.matchedBaselineOf.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("matched to %s", a.matchedBaselineOf.c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%s (%s)", humanCount(static_cast<double>(b.total)).c_str(), humanCount(static_cast<double>(b.nonEmbedding)).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(a.expect.empty() ? "" : a.expect.c_str());
+      }
+      ImGui::EndTable();
+    }
+    drawSectionHeader("run");
+    ImGui::SetNextItemWidth(-1);
+    ImGui::InputText("##out", m_out, sizeof m_out);
+    if (ImGui::IsItemDeactivatedAfterEdit()) m_reportThrottle.reset();
+    ImGui::SetNextItemWidth(100);
+    ImGui::SliderInt("runs at a time", &m_parallel, 1, 4);
+    const bool running = m_log && m_log->running;
+    ImGui::BeginDisabled(running);
+    if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
+    ImGui::EndDisabled();
+    if (running) {
+      ImGui::SameLine();
+      if (ImGui::Button("Stop")) ctx.jobs.cancel(m_job);
+    }
+    drawQueue();
+  }
+
+  void start(AppContext& ctx) {
+    auto log = std::make_shared<RunLog>();
+    m_log = log;
+    const Experiment e = *m_experiment;
+    const fs::path out = m_out;
+    ExperimentRunOptions options;
+    options.parallel = m_parallel;
+    options.deriveArm = experimentDeriver();
+    m_job = ctx.jobs.submit(
+        "experiment " + e.name,
+        [e, out, options, log](const TaskContext& task) -> JobSystem::Completion {
+          runExperiment(e, out, options, task, [log](const std::string& line) { log->add(line); });
+          return nullptr;
+        },
+        [log, &ctx, name = e.name](JobSystem::Status status, const std::string& error) {
+          log->running = false;
+          log->outcome = status == JobSystem::Status::Ok ? "finished" : status == JobSystem::Status::Cancelled ? "stopped" : error;
+          ctx.notify("experiment " + name + ": " + (status == JobSystem::Status::Ok ? "finished" : "ended"));
+        });
+    m_reportThrottle.reset();
+  }
+
+  // Every arm x seed with its state (from the directory: finished, training, queued), then the last log lines.
+  void drawQueue() {
+    if (m_report) {
+      drawSectionHeader("queue");
+      if (ImGui::BeginTable("##queue", 4, ImGuiTableFlags_RowBg)) {
+        for (const RunSummary& r : m_report->runs) {
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(r.arm.c_str());
+          ImGui::TableNextColumn();
+          ImGui::Text("seed %llu", static_cast<unsigned long long>(r.seed));
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(r.finished ? "finished" : r.tokens > 0 ? "training" : "queued");
+          ImGui::TableNextColumn();
+          if (r.finished) ImGui::TextDisabled("NLL %.4f", r.finalNll);
+          else if (r.tokens > 0) ImGui::TextDisabled("%.2fM tokens", r.tokens / 1e6);
+        }
+        ImGui::EndTable();
+      }
+    }
+    if (!m_log) return;
+    std::lock_guard lock(m_log->mutex);
+    if (!m_log->running) ImGui::TextColored(ImVec4(0.6f, 0.9f, 0.6f, 1), "%s", m_log->outcome.c_str());
+    ImGui::BeginChild("##log", ImVec2(0, 140), true);
+    for (const std::string& line : m_log->lines) ImGui::TextUnformatted(line.c_str());
+    if (m_log->running) ImGui::SetScrollHereY(1.0f);
+    ImGui::EndChild();
+  }
+
+  void refreshReport(AppContext& ctx) {
+    if (!m_reportThrottle.due()) return;
+    if (!fs::exists(fs::path(m_out) / "experiment.json")) {
+      m_report.reset();
+      return;
+    }
+    try {
+      m_report = std::make_shared<const ExperimentReport>(reportExperiment(m_out));
+    } catch (const Error& e) {
+      m_report.reset();
+      m_problem = e.what();
+    }
+    (void)ctx;
+  }
+
+  void drawResults(AppContext& ctx) {
+    if (!m_report) {
+      ImGui::TextWrapped("Run an experiment to see each arm's held-out NLL with its 95%% interval over seeds, the paired "
+                         "differences to the reference arm, and the mean curves.");
+      return;
+    }
+    const ExperimentReport& r = *m_report;
+    for (const ArmSummary& a : r.arms) {
+      if (a.name == r.experiment.reference || a.difference.n == 0) continue;
+      ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(), a.difference.mean,
+                  a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(), a.expect.empty() ? "" : "; the paper's claim: ",
+                  a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
+    }
+    const plot::Figure bars = plot::experimentBarsFigure(r);
+    const plot::Figure curves = plot::experimentCurvesFigure(r, m_flops);
+    ImGui::TextDisabled("bars:");
+    drawExportButtons(ctx, bars, r.experiment.name + "-bars", &m_barsState);
+    ImGui::Checkbox("curves against FLOPs", &m_flops);
+    drawExportButtons(ctx, curves, r.experiment.name + (m_flops ? "-curves-flops" : "-curves-tokens"), &m_curvesState);
+    const float h = (ImGui::GetContentRegionAvail().y - 10) / 2;
+    plot::plotWidget("##bars", bars, m_barsState, ImVec2(-1, h), ctx.textures, ctx.style);
+    plot::plotWidget("##curves", curves, m_curvesState, ImVec2(-1, h), ctx.textures, ctx.style);
+  }
+
+  std::vector<fs::path> m_shipped;
+  std::optional<Experiment> m_experiment;
+  std::string m_problem;
+  char m_out[512] = "";
+  int m_parallel = 1;
+  uint64_t m_job = 0;
+  std::shared_ptr<RunLog> m_log;
+  std::shared_ptr<const ExperimentReport> m_report;
+  PollThrottle m_reportThrottle{std::chrono::milliseconds(1000)};
+  bool m_flops = false;
+  plot::PlotState m_barsState, m_curvesState;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeExperimentsView() { return std::make_unique<ExperimentsPanel>(); }
+
+}  // namespace sharelens::gui
