@@ -103,24 +103,23 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
 ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& view) {
   ArchitectureParams p;
   p.family = view.family;
+  p.traits = forwardTraits(view.family);
+  const ForwardTraits& t = p.traits;
   p.slidingLayers.assign(view.layers.size(), false);
-  if (view.family == Family::ShareLens) {
+  if (view.family == Family::ShareLens) {  // its hyper-parameters live in the topology, not a config.json
     const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
-    const Topology t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
-    p.normEps = t.model.normEps;
-    p.ropeTheta = t.model.ropeTheta;
+    const Topology topology = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
+    p.normEps = topology.model.normEps;
+    p.ropeTheta = topology.model.ropeTheta;
     return p;
   }
   const Json empty = Json::object();
   const Json& config = ckpt.config() ? *ckpt.config() : empty;
   const std::string where = ckpt.configPath() ? ckpt.configPath()->string() : std::string("config.json");
   const Json& c = textConfig(config);
-  switch (view.family) {
-    case Family::Gpt2: p.normEps = number(c, "layer_norm_epsilon", 1e-5, where); return p;
-    case Family::Gemma3: p.normEps = number(c, "rms_norm_eps", 1e-6, where); break;
-    default: p.normEps = number(c, "rms_norm_eps", 1e-6, where); break;
-  }
-  p.ropeTheta = number(c, "rope_theta", view.family == Family::Gemma3 ? 1e6 : 10000.0, where);
+  p.normEps = number(c, std::string(t.normEpsField).c_str(), t.normEpsDefault, where);
+  if (t.positions != ForwardTraits::Positions::Rope) return p;
+  p.ropeTheta = number(c, "rope_theta", t.ropeThetaDefault, where);
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
     p.ropeScaling = it->value("rope_type", it->value("type", ""));
     if (p.ropeScaling == "default") p.ropeScaling.clear();
@@ -133,9 +132,9 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
     p.highFreqFactor = number(*it, "high_freq_factor", 4.0, where);
     p.originalContext = number(*it, "original_max_position_embeddings", 8192, where);
   }
-  if (view.family == Family::Gemma3) {
+  if (t.queryPreAttnScalar) p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
+  if (t.slidingWindowLayers) {
     p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0, where);
-    p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
     p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096, where));
     if (auto it = c.find("layer_types"); it != c.end() && it->is_array() && it->size() == view.layers.size()) {
       for (size_t l = 0; l < it->size(); ++l) p.slidingLayers[l] = (*it)[l] == "sliding_attention";
@@ -219,9 +218,9 @@ void InferenceModel::unloadLayer(int64_t l) {
 }
 
 torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const {
-  if (m_params.family == Family::Gpt2)
-    return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
-  return rmsNorm(x, m_params.family == Family::Gemma3 ? 1.0 + n.weight : n.weight, m_params.normEps);
+  const ForwardTraits& t = m_params.traits;
+  if (t.norm == ForwardTraits::Norm::Layer) return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
+  return rmsNorm(x, t.normWeightPlusOne ? 1.0 + n.weight : n.weight, m_params.normEps);
 }
 
 torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
@@ -233,7 +232,7 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
   torch::Tensor q = project(layer.q, layer.bq, heads), k = project(layer.k, layer.bk, kv), v = project(layer.v, layer.bv, kv);
   if (layer.qNorm) q = norm(q, *layer.qNorm);
   if (layer.kNorm) k = norm(k, *layer.kNorm);
-  if (m_params.family != Family::Gpt2) {  // on [B, T, H, hd]
+  if (m_params.traits.positions == ForwardTraits::Positions::Rope) {  // on [B, T, H, hd]
     q = applyRope(q, layer.cos, layer.sin);
     k = applyRope(k, layer.cos, layer.sin);
   }
@@ -258,14 +257,16 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
 }
 
 torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) const {
-  switch (m_params.family) {
-    case Family::Gpt2:
-      return at::linear(at::gelu(at::linear(h, layer.up, layer.bup), "tanh"), layer.down, layer.bdown);
-    case Family::Gemma3:
-      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up), layer.down);
-    default:
-      return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up), layer.down);
+  auto opt = [](const torch::Tensor& b) { return b.defined() ? c10::optional<torch::Tensor>(b) : c10::nullopt; };
+  switch (m_params.traits.mlp) {
+    case ForwardTraits::Mlp::GeluTanh:
+      return at::linear(at::gelu(at::linear(h, layer.up, opt(layer.bup)), "tanh"), layer.down, opt(layer.bdown));
+    case ForwardTraits::Mlp::GeGluTanh:
+      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up, opt(layer.bup)), layer.down, opt(layer.bdown));
+    case ForwardTraits::Mlp::SwiGlu:
+      break;
   }
+  return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down, opt(layer.bdown));
 }
 
 void InferenceModel::checkWindow(int64_t t) const {
@@ -292,9 +293,9 @@ torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) c
       rows.push_back(tensorOf(materializeFinite(m_ckpt, m_view.embedding->sliceRows(cpu.data_ptr<int64_t>()[i], 1)), m_device));
     x = at::cat(rows, 0).view({tokens.size(0), t, m_shape.hidden});
   }
-  if (m_params.family == Family::Gemma3)
+  if (m_params.traits.scaleEmbeddingBySqrtHidden)
     x = x * static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype
-  if (m_params.family == Family::Gpt2) x = x + m_positions.narrow(0, 0, t);
+  if (m_params.traits.positions == ForwardTraits::Positions::Learned) x = x + m_positions.narrow(0, 0, t);
   if (trace) trace->residual.push_back(x);
   return x;
 }
@@ -311,7 +312,7 @@ torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Tr
   const torch::Tensor attentionInput = norm(x, *layer.attnIn);
   const torch::Tensor attended = attention(layer, attentionInput, capture, tapped ? &outputInput : nullptr);
   if (tapped) trace->tap(l, attentionInput, outputInput);
-  if (m_params.family == Family::Gemma3) {
+  if (m_params.traits.sandwichNorms) {
     x = x + norm(attended, *layer.attnOut);
     x = x + norm(mlp(layer, norm(x, *layer.ffnIn)), *layer.ffnOut);
   } else {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
 #include "core/model_view.hpp"
 
@@ -23,6 +24,7 @@ namespace sharelens {
 
 struct ArchitectureParams {
   Family family = Family::Llama;
+  ForwardTraits traits;              // the family's (core/arch/family.hpp)
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
   double ropeLocalTheta = 10000.0;   // Gemma 3 sliding-window layers

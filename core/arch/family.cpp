@@ -20,6 +20,12 @@ std::string configModelType(const Checkpoint& checkpoint) {
   return {};
 }
 
+const ForwardTraits& forwardTraits(Family family) {
+  for (const FamilyAdapter* adapter : familyAdapters())
+    if (adapter->family() == family) return adapter->traits();
+  throw Error({.what = "internal: no adapter for a family", .where = std::string(familyName(family))});
+}
+
 const FamilyAdapter* detectFamily(const Checkpoint& checkpoint) {
   const FamilyAdapter* best = nullptr;
   int bestScore = 0;

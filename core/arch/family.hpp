@@ -10,10 +10,31 @@
 
 namespace sharelens {
 
+// How a family's forward pass computes, kept beside its tensor-name table (llama.cpp's per-architecture tables
+// are the model): the forward pass reads these instead of switching on the family, so a new family is its
+// adapter file and nothing else.
+struct ForwardTraits {
+  enum class Norm : uint8_t { Rms, Layer };
+  enum class Positions : uint8_t { Rope, Learned };
+  enum class Mlp : uint8_t { SwiGlu, GeGluTanh, GeluTanh };  // gated SiLU, gated tanh-GELU, ungated tanh-GELU
+  Norm norm = Norm::Rms;
+  bool normWeightPlusOne = false;         // RMSNorm scales by (1 + w) (Gemma)
+  bool scaleEmbeddingBySqrtHidden = false;  // embeddings x sqrt(d), in the weights' dtype (Gemma)
+  Positions positions = Positions::Rope;
+  Mlp mlp = Mlp::SwiGlu;
+  bool sandwichNorms = false;             // a norm after attention and after the FFN as well (Gemma 3)
+  bool slidingWindowLayers = false;       // some layers attend within a window with their own RoPE base (Gemma 3)
+  bool queryPreAttnScalar = false;        // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
+  std::string_view normEpsField = "rms_norm_eps";
+  double normEpsDefault = 1e-6;
+  double ropeThetaDefault = 10000.0;
+};
+
 class FamilyAdapter {
  public:
   virtual ~FamilyAdapter() = default;
   virtual Family family() const = 0;
+  virtual const ForwardTraits& traits() const = 0;
   // How well this family explains the checkpoint: 0 = not at all; a config.json model_type match scores
   // 100, tensor-name evidence 10..30. The highest score wins.
   virtual int score(const Checkpoint& checkpoint) const = 0;
@@ -24,6 +45,9 @@ const std::vector<const FamilyAdapter*>& familyAdapters();
 
 // The best-scoring adapter, or nullptr when no family recognises the checkpoint.
 const FamilyAdapter* detectFamily(const Checkpoint& checkpoint);
+
+// The forward traits of a family (from its adapter).
+const ForwardTraits& forwardTraits(Family family);
 
 // Detects the family and builds the view. Throws a named Error when no family fits.
 ModelView openModelView(const Checkpoint& checkpoint);

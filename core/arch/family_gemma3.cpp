@@ -29,6 +29,8 @@ const FamilyAdapter& gemma3Adapter() {
       .defaults = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
                    {"head_dim", 256}, {"max_position_embeddings", 131072}},
+      .traits = {.normWeightPlusOne = true, .scaleEmbeddingBySqrtHidden = true, .mlp = ForwardTraits::Mlp::GeGluTanh,
+                 .sandwichNorms = true, .slidingWindowLayers = true, .queryPreAttnScalar = true, .ropeThetaDefault = 1e6},
   });
   return adapter;
 }

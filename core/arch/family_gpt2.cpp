@@ -30,6 +30,12 @@ constexpr std::string_view kMlpProjW = "mlp.c_proj.weight", kMlpProjB = "mlp.c_p
 class Gpt2Adapter : public FamilyAdapter {
  public:
   Family family() const override { return Family::Gpt2; }
+  // LayerNorm with bias, learned positions, a tanh-GELU MLP (GPT2MLP).
+  const ForwardTraits& traits() const override {
+    static const ForwardTraits t{.norm = ForwardTraits::Norm::Layer, .positions = ForwardTraits::Positions::Learned,
+                                 .mlp = ForwardTraits::Mlp::GeluTanh, .normEpsField = "layer_norm_epsilon", .normEpsDefault = 1e-5};
+    return t;
+  }
 
   int score(const Checkpoint& ckpt) const override {
     if (configModelType(ckpt) == "gpt2") return 100;

@@ -192,6 +192,11 @@ class ShareLensViewBuilder {
 class ShareLensAdapter : public FamilyAdapter {
  public:
   Family family() const override { return Family::ShareLens; }
+  // A Llama-3-style decoder (RMSNorm, SwiGLU, RoPE); eps and theta come from the topology.
+  const ForwardTraits& traits() const override {
+    static const ForwardTraits t{};
+    return t;
+  }
 
   int score(const Checkpoint& ckpt) const override {
     return ckpt.metadata().count(names::kTopologyMetadataKey) && ckpt.find(names::kFinalNorm) ? 200 : 0;

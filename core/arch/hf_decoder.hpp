@@ -49,12 +49,14 @@ struct DecoderLayout {
   bool tiedByDefault = false;
   ConfigDefaults defaults;
   ConfigFieldNames config;
+  ForwardTraits traits;                         // how the forward pass computes (family.hpp)
 };
 
 class DecoderAdapter : public FamilyAdapter {
  public:
   explicit DecoderAdapter(DecoderLayout layout) : m_layout(std::move(layout)) {}
   Family family() const override { return m_layout.family; }
+  const ForwardTraits& traits() const override { return m_layout.traits; }
   int score(const Checkpoint& checkpoint) const override;
   ModelView build(const Checkpoint& checkpoint) const override;
   const DecoderLayout& layout() const { return m_layout; }
