@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -131,6 +132,23 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
   chooseSharedPairs(r, ratio);
   ctx.report(1.0, "DirectShare: done");
   return r;
+}
+
+Topology tiedHeadTopology(const ModelView& view, const DirectShareResult& r, const std::string& name) {
+  const ModelShape& s = view.shape;
+  Topology t;
+  t.name = name;
+  t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
+                      .headDim = s.headDim, .ffn = s.ffn, .context = std::clamp<int64_t>(s.context, 2, 2048)};
+  for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
+  t.ffn.assign = t.attention.assign;
+  t.embedding.tied = s.tiedEmbeddings;
+  for (const UnitMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.unit, p.source.layer, p.source.unit});
+  char ratio[16];
+  std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio);
+  t.provenance = {"vanilla", s.layers, "1", std::string("DirectShare at ratio ") + ratio + " of " + view.source};
+  validateTopology(t, "DirectShare topology");
+  return t;
 }
 
 void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view) {

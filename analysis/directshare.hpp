@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/weights.hpp"
+#include "core/topology.hpp"
 
 namespace sharelens {
 
@@ -55,6 +56,10 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
 // The pairs for `ratio` from a result's best matches (what the GUI's ratio slider recomputes without reading
 // the weights again). Fills result.chosen, result.ratio and the parameter counts.
 void chooseSharedPairs(DirectShareResult& result, double ratio);
+
+// The unshared topology of the checkpoint's shape with the chosen pairs as tied heads (what the Designer receives
+// to train a model that shares those units from the start). A named Error when the shape does not fit a topology.
+Topology tiedHeadTopology(const ModelView& view, const DirectShareResult& result, const std::string& name);
 
 // Checks that the checkpoint's attention weights can be edited in place (plain tensors, as Hugging Face
 // checkpoints store them); a named Error before anything is written otherwise.

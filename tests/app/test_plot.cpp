@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "app/export/figure_export.hpp"
-#include "app/gui/designer_logic.hpp"
+#include "core/topology_edit.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -199,21 +199,21 @@ TEST(Figures, HeatmapTexturesKeyOnContentNotOnWhereTheFigureLives) {
 
 TEST(Designer, PaintingRenumbersAndResizingKeepsTheTopologyValid) {
   Topology t = demoTopology();  // cycle L=6 U=3
-  gui::paintBlock(t, gui::DesignColumn::Attention, 4, 3);  // a new block
+  paintBlock(t, DesignColumn::Attention, 4, 3);  // a new block
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 3, 2}));
   EXPECT_EQ(t.provenance.pattern, "custom");
-  gui::paintBlock(t, gui::DesignColumn::Attention, 1, 0);  // block 1 disappears: 3 becomes 1? no -- renumbered by first use
+  paintBlock(t, DesignColumn::Attention, 1, 0);  // block 1 disappears: 3 becomes 1? no -- renumbered by first use
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 1, 0, 2, 1}));
   EXPECT_NO_THROW(validateTopology(t));
-  gui::resizeLayers(t, 8);
+  resizeLayers(t, 8);
   EXPECT_EQ(t.attention.assign.size(), 8u);
   EXPECT_NO_THROW(validateTopology(t));
-  gui::applyPattern(t, SharingPattern::Sequence, 4);
+  applyPattern(t, SharingPattern::Sequence, 4);
   EXPECT_EQ(t.ffn.assign, (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3}));
   ModelDims d = t.model;
   d.dModel = 100;
   d.heads = 6;
-  gui::syncHeadDim(d);
+  syncHeadDim(d);
   EXPECT_EQ(d.dModel % d.heads, 0);
   EXPECT_EQ(d.headDim % 2, 0);
   EXPECT_EQ(d.heads % d.kvHeads, 0);

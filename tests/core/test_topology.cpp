@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/param_count.hpp"
+#include "core/topology_edit.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/errors.hpp"
 
@@ -264,6 +265,42 @@ TEST(ParamCount, FlopsAndMemoryEstimates) {
   const MemoryEstimate mem = estimateTrainingMemory(t, 8);
   EXPECT_DOUBLE_EQ(mem.parameterBytes, 16.0 * b.total);
   EXPECT_GT(mem.activationBytes, estimateTrainingMemory(t, 4).activationBytes);
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// Topology edits (core/topology_edit.hpp), what the Designer does: presets name themselves, and an edit that must
+// drop the tied heads says so; tied heads from DirectShare merge into a design of the same shape only.
+TEST(TopologyEdit, PresetsNameThemselvesAndSayWhatTheyDrop) {
+  Topology t = demoTopology();
+  applyPattern(t, SharingPattern::Vanilla, t.model.layers);
+  t.tiedHeads = {{2, 0, 0, 1}};
+  EXPECT_EQ(applyPattern(t, SharingPattern::Vanilla, t.model.layers), "") << "unshared attention keeps its ties";
+  EXPECT_EQ(t.tiedHeads.size(), 1u);
+  const std::string note = applyPattern(t, SharingPattern::Cycle, 3);
+  EXPECT_NE(note.find("1 tied head pair dropped"), std::string::npos) << note;
+  EXPECT_TRUE(t.tiedHeads.empty());
+  EXPECT_EQ(t.name, "cycle-L6-U3");
+}
+
+TEST(TopologyEdit, TiedHeadsMergeIntoACompatibleDesignOnly) {
+  Topology design = demoTopology();
+  applyPattern(design, SharingPattern::Vanilla, design.model.layers);
+  design.tiedHeads = {{2, 0, 0, 1}};
+  Topology incoming = design;
+  incoming.tiedHeads = {{2, 0, 1, 1}, {3, 1, 0, 0}};
+  EXPECT_EQ(mergeTiedHeads(design, incoming), 1) << "layer 2 unit 0 is already tied in the design: the design's tie stays";
+  EXPECT_EQ(design.tiedHeads.size(), 2u);
+  EXPECT_EQ(design.tiedHeads[0].sourceLayer, 0);
+  Topology other = incoming;
+  other.model.heads *= 2;
+  EXPECT_THROW(mergeTiedHeads(design, other), Error);
+  applyPattern(design, SharingPattern::Cycle, 3);
+  EXPECT_THROW(mergeTiedHeads(design, incoming), Error) << "a design that shares attention cannot take ties";
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "app/gui/designer_logic.hpp"
+#include "core/topology_edit.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "core/error.hpp"
@@ -29,7 +29,16 @@ class DesignerPanel : public View {
   DesignerPanel() : m_topology(demoTopology()) {}
   const char* name() const override { return "Designer"; }
 
-  void receive(const Topology& t) { m_topology = t; }
+  // A topology from elsewhere: tied head pairs (DirectShare) ask whether to merge them into the design or replace
+  // it; anything else replaces it.
+  void receive(const Topology& t) {
+    if (t.tiedHeads.empty()) {
+      m_topology = t;
+      return;
+    }
+    m_pending = t;
+    m_askPending = true;
+  }
   const Topology& topology() const { return m_topology; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
@@ -37,6 +46,7 @@ class DesignerPanel : public View {
   }
 
   void draw(AppContext& ctx) override {
+    drawPendingQuestion(ctx);
     std::string problem;
     try {
       validateTopology(m_topology, "topology");
@@ -90,7 +100,7 @@ class DesignerPanel : public View {
       if (p == SharingPattern::Bulge) ImGui::NewLine();
       if (ImGui::SmallButton(std::string(patternName(p)).c_str())) {
         try {
-          applyPattern(t, p, unique);
+          m_note = applyPattern(t, p, unique);
         } catch (const Error& e) {
           m_note = e.what();
         }
@@ -290,6 +300,42 @@ class DesignerPanel : public View {
     }
   }
 
+  // Merge the incoming tied heads into the design, replace the design, or keep it.
+  void drawPendingQuestion(AppContext& ctx) {
+    if (m_askPending) {
+      ImGui::OpenPopup("Tied heads from DirectShare");
+      m_askPending = false;
+    }
+    if (!ImGui::BeginPopupModal("Tied heads from DirectShare", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    ImGui::Text("%zu tied head pairs from %s.", m_pending.tiedHeads.size(), m_pending.name.c_str());
+    std::string whyNot;
+    try {
+      Topology probe = m_topology;
+      mergeTiedHeads(probe, m_pending);
+    } catch (const Error& e) {
+      whyNot = e.what();
+    }
+    ImGui::BeginDisabled(!whyNot.empty());
+    if (ImGui::Button("Merge into the current design")) {
+      const int64_t added = mergeTiedHeads(m_topology, m_pending);
+      ctx.notify("merged " + std::to_string(added) + " tied head pairs into " + m_topology.name);
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndDisabled();
+    if (!whyNot.empty()) {
+      ImGui::PushTextWrapPos(480);
+      ImGui::TextDisabled("cannot merge: %s", whyNot.c_str());
+      ImGui::PopTextWrapPos();
+    }
+    if (ImGui::Button("Replace the design")) {
+      m_topology = m_pending;
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+
   // The parameter-matched baseline, recomputed whenever the design changes (keyed on its JSON), so the number
   // next to "Launch with baseline" is always the one that launch would train.
   void drawBaseline(const ParamBudget& b) {
@@ -344,6 +390,8 @@ class DesignerPanel : public View {
   }
 
   Topology m_topology;
+  Topology m_pending;                 // a topology with tied heads waiting for merge-or-replace
+  bool m_askPending = false;
   std::optional<Topology> m_baseline;  // of m_baselineKey's design
   std::string m_baselineKey, m_baselineProblem;
   std::string m_note;

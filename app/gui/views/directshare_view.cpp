@@ -107,20 +107,8 @@ class DirectSharePanel : public View {
   }
 
   static void sendToDesigner(AppContext& ctx, const LoadedModel& m, const DirectShareResult& r) {
-    const ModelShape& s = m.view->shape;
-    Topology t;
-    t.name = m.path.filename().string() + "-directshare";
-    t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
-                        .headDim = s.headDim, .ffn = s.ffn, .context = std::max<int64_t>(s.context, 2)};
-    t.model.context = std::min<int64_t>(t.model.context, 2048);
-    for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
-    t.ffn.assign = t.attention.assign;
-    t.embedding.tied = s.tiedEmbeddings;
-    for (const UnitMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.unit, p.source.layer, p.source.unit});
-    t.provenance = {"vanilla", s.layers, "1", "DirectShare at ratio " + std::to_string(r.ratio).substr(0, 4) + " of " + m.label};
     try {
-      validateTopology(t, "DirectShare topology");
-      ctx.sendToDesigner(t);
+      ctx.sendToDesigner(tiedHeadTopology(*m.view, r, fileStem(m.label) + "-directshare"));
     } catch (const Error& e) {
       ctx.reportError(e.what());
     }

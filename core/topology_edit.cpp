@@ -1,0 +1,86 @@
+#include "core/topology_edit.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace sharelens {
+
+void renumberBlocks(BlockSharing& s) {
+  std::map<int64_t, int64_t> renamed;
+  for (int64_t& b : s.assign) {
+    auto [it, inserted] = renamed.emplace(b, static_cast<int64_t>(renamed.size()));
+    b = it->second;
+  }
+}
+
+void paintBlock(Topology& t, DesignColumn column, int64_t layer, int64_t block) {
+  BlockSharing& s = column == DesignColumn::Attention ? t.attention : t.ffn;
+  if (layer < 0 || layer >= static_cast<int64_t>(s.assign.size())) return;
+  s.assign[static_cast<size_t>(layer)] = std::clamp<int64_t>(block, 0, s.uniqueBlocks());
+  renumberBlocks(s);
+  t.provenance.pattern = "custom";
+  t.provenance.note = "painted in the designer";
+}
+
+std::string applyPattern(Topology& t, SharingPattern pattern, int64_t unique) {
+  t.attention.assign = patternAssignment(pattern, t.model.layers, std::clamp<int64_t>(unique, 1, t.model.layers));
+  t.ffn.assign = t.attention.assign;
+  t.provenance.pattern = std::string(patternName(pattern));
+  t.provenance.uniqueBlocks = t.attention.uniqueBlocks();
+  t.provenance.note = std::string(patternNote(pattern));
+  t.name = std::string(patternName(pattern)) + "-L" + std::to_string(t.model.layers) + "-U" + std::to_string(t.attention.uniqueBlocks());
+  if (t.tiedHeads.empty() || t.attention.uniqueBlocks() == t.model.layers) return "";
+  const size_t dropped = t.tiedHeads.size();
+  t.tiedHeads.clear();  // ties need unshared attention
+  return std::to_string(dropped) + " tied head pair" + (dropped == 1 ? "" : "s") +
+         " dropped: tying heads needs every layer's attention unshared, and this pattern shares it";
+}
+
+int64_t mergeTiedHeads(Topology& design, const Topology& incoming) {
+  const ModelDims &a = design.model, &b = incoming.model;
+  if (a.layers != b.layers || a.heads != b.heads || a.kvHeads != b.kvHeads || a.headDim != b.headDim || a.dModel != b.dModel)
+    throw Error({.what = "the tied heads belong to a model of another shape", .where = "merge into the design '" + design.name + "'",
+                 .expected = std::to_string(a.layers) + " layers, " + std::to_string(a.heads) + " heads (" + std::to_string(a.kvHeads) +
+                             " KV) of " + std::to_string(a.headDim),
+                 .found = std::to_string(b.layers) + " layers, " + std::to_string(b.heads) + " heads (" + std::to_string(b.kvHeads) +
+                          " KV) of " + std::to_string(b.headDim),
+                 .hint = "replace the design instead, or load a design of the model's shape"});
+  if (design.attention.uniqueBlocks() != design.model.layers)
+    throw Error({.what = "the design shares attention between layers", .where = "merge into the design '" + design.name + "'",
+                 .hint = "tied head pairs need every layer's attention unshared; choose the vanilla pattern first, or replace the design"});
+  int64_t added = 0;
+  for (const HeadTie& tie : incoming.tiedHeads) {
+    const bool taken = std::any_of(design.tiedHeads.begin(), design.tiedHeads.end(), [&](const HeadTie& h) {
+      return h.targetLayer == tie.targetLayer && h.targetUnit == tie.targetUnit;
+    });
+    if (taken) continue;
+    design.tiedHeads.push_back(tie);
+    ++added;
+  }
+  return added;
+}
+
+void resizeLayers(Topology& t, int64_t layers) {
+  layers = std::max<int64_t>(1, layers);
+  for (BlockSharing* s : {&t.attention, &t.ffn}) {
+    while (static_cast<int64_t>(s->assign.size()) < layers) s->assign.push_back(s->uniqueBlocks());
+    s->assign.resize(static_cast<size_t>(layers));
+    renumberBlocks(*s);
+  }
+  t.model.layers = layers;
+  std::erase_if(t.tiedHeads, [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
+  std::erase_if(t.postShare.pairs, [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
+  t.masa.groups.clear();
+}
+
+void syncHeadDim(ModelDims& m) {
+  m.heads = std::max<int64_t>(1, m.heads);
+  m.kvHeads = std::clamp<int64_t>(m.kvHeads, 1, m.heads);
+  while (m.heads % m.kvHeads != 0) --m.kvHeads;
+  m.headDim = std::max<int64_t>(2, m.dModel / m.heads / 2 * 2);
+  m.dModel = m.headDim * m.heads;
+}
+
+}  // namespace sharelens
