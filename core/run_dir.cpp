@@ -114,8 +114,9 @@ size_t MetricsReader::poll() {
       ++m_malformed;
       continue;
     }
-    if (j.contains("event")) {
-      m_events.push_back(std::move(j));
+    if (j.contains("event")) {  // events() promises a string "event": readers compare it without checking
+      if (j["event"].is_string()) m_events.push_back(std::move(j));
+      else ++m_malformed;
       continue;
     }
     // A step is a non-negative integer of plausible size (JSON's 2^64 - 1 would read back as -1).
@@ -154,7 +155,8 @@ int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
     start = end + 1;
     const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
     const bool after = j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<double>() > static_cast<double>(maxStep);
-    const bool finish = j.is_object() && j.value("event", "") == "finish";  // the resumed run logs its own
+    // The resumed run logs its own finish; an "event" that is not a string is not one of ours, kept as it is.
+    const bool finish = j.is_object() && j.contains("event") && j["event"].is_string() && j["event"] == "finish";
     if (after || finish) {
       ++dropped;
       continue;

@@ -1,0 +1,68 @@
+// metrics.jsonl as its readers meet it: lines written by another version, by hand, or torn by a kill.
+// The regression input is the one libFuzzer found (an "event" that is a number, not a string).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/run_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace sharelens;
+
+namespace {
+
+fs::path writeLog(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("sharelens_metrics_" + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "metrics.jsonl", std::ios::binary) << text;
+  return dir / "metrics.jsonl";
+}
+
+std::string readAll(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST(MetricsLog, EventsWhoseNameIsNotAStringAreCountedNotKept) {
+  const fs::path file = writeLog("events",
+                                 "{\"step\":1,\"loss\":5.0}\n"
+                                 "{\"event\":7}\n"
+                                 "{\"event\":[\"finish\"]}\n"
+                                 "{\"event\":\"stop\",\"step\":1}\n");
+  MetricsReader reader(file);
+  EXPECT_EQ(reader.poll(), 4u);
+  ASSERT_EQ(reader.events().size(), 1u);
+  EXPECT_EQ(reader.events()[0]["event"], "stop");
+  EXPECT_EQ(reader.malformedLines(), 2u);
+  ASSERT_EQ(reader.points().size(), 1u);
+  EXPECT_DOUBLE_EQ(reader.points()[0].loss, 5.0);
+}
+
+TEST(MetricsLog, TrimmingForAResumeDropsLaterStepsAndTheFinishOnly) {
+  const fs::path file = writeLog("trim",
+                                 "{\"step\":1,\"loss\":5.0}\n"
+                                 "{\"event\":3}\n"
+                                 "{\"step\":2,\"loss\":4.0}\n"
+                                 "{\"step\":3,\"loss\":3.0}\n"
+                                 "{\"event\":\"finish\"}\n"
+                                 "{\"step\":4,\"lo");  // torn by the kill
+  EXPECT_EQ(trimMetricsFile(file, 2), 3);  // step 3, the finish, the torn line
+  EXPECT_EQ(readAll(file), "{\"step\":1,\"loss\":5.0}\n{\"event\":3}\n{\"step\":2,\"loss\":4.0}\n");
+  MetricsReader reader(file);
+  reader.poll();
+  ASSERT_EQ(reader.points().size(), 2u);
+  EXPECT_EQ(reader.points().back().step, 2);
+}
+
+TEST(MetricsLog, NothingToTrimLeavesTheFileAlone) {
+  const std::string text = "{\"step\":1,\"loss\":5.0}\n";
+  const fs::path file = writeLog("untouched", text);
+  const auto before = fs::last_write_time(file);
+  EXPECT_EQ(trimMetricsFile(file, 10), 0);
+  EXPECT_EQ(readAll(file), text);
+  EXPECT_EQ(fs::last_write_time(file), before);
+}
