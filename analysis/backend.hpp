@@ -14,6 +14,9 @@
 
 namespace sharelens {
 
+// Thread-safety contract: one instance serves one job at a time (its methods may use several threads inside,
+// through ctx). Jobs that run at the same time each use their own instance: the CUDA backend's streams,
+// handles and device buffers belong to the instance. The GUI leases one per running job (app/gui/workspace).
 class LinalgBackend {
  public:
   virtual ~LinalgBackend() = default;

@@ -3,7 +3,7 @@
 
 #include "analysis/backend.hpp"
 #include "analysis/linalg_cpu.hpp"
-#include "analysis/blas_threads.hpp"
+#include "core/blas_threads.hpp"
 #include "core/parallel.hpp"
 
 namespace sharelens {
@@ -15,7 +15,7 @@ class CpuBackend : public LinalgBackend {
 
   std::vector<GramSpectrum> gramSpectra(std::span<const FloatMatrix* const> matrices,
                                         const TaskContext& ctx) override {
-    ScopedBlasThreads single(1);
+    SingleThreadedBlas single;
     std::vector<GramSpectrum> out(matrices.size());
     parallelFor(matrices.size(), ctx, [&](size_t i) {
       SymmetricMatrix g = gramOfSmallerSide(*matrices[i]);
@@ -34,7 +34,7 @@ class CpuBackend : public LinalgBackend {
     auto at = [&](int64_t i, int64_t j) {  // symmetric read of the upper triangle
       return i <= j ? cross.a[static_cast<size_t>(i * n + j)] : cross.a[static_cast<size_t>(j * n + i)];
     };
-    ScopedBlasThreads single(1);
+    SingleThreadedBlas single;
     const auto pairs = allPairs(static_cast<size_t>(blocks));
     std::vector<GramSpectrum> out(pairs.size());
     parallelFor(out.size(), ctx, [&](size_t p) {
@@ -56,7 +56,7 @@ class CpuBackend : public LinalgBackend {
   std::vector<GramSpectrum> pairDifferenceSpectra(std::span<const FloatMatrix* const> matrices,
                                                   const TaskContext& ctx) override {
     const auto pairs = allPairs(matrices.size());
-    ScopedBlasThreads single(1);
+    SingleThreadedBlas single;
     std::vector<GramSpectrum> out(pairs.size());
     parallelFor(pairs.size(), ctx, [&](size_t p) {
       SymmetricMatrix g = gramOfDifference(*matrices[pairs[p].first], *matrices[pairs[p].second]);

@@ -66,6 +66,11 @@ Json parseJsonStrict(std::string_view text, const std::string& label) {
                  .where = label + ":" + std::to_string(line) + ":" + std::to_string(column),
                  .found = message,
                  .hint = "fix the JSON syntax (a JSON linter shows the exact spot)"});
+  } catch (const Json::exception& e) {  // out_of_range: a number beyond a double, like 1e1111111
+    std::string message = e.what();
+    if (auto pos = message.find("] "); pos != std::string::npos) message = message.substr(pos + 2);
+    throw Error({.what = "invalid JSON", .where = label, .expected = "numbers that fit a 64-bit float", .found = message,
+                 .hint = "fix or remove the out-of-range number"});
   }
   if (duplicate)
     throw Error({.what = "duplicate key '" + *duplicate + "'",

@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
-#include <cstdlib>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -12,6 +10,7 @@
 #include "core/hf_export.hpp"
 #include "core/naming.hpp"
 #include "core/sharelens_names.hpp"
+#include "core/fault_injection.hpp"
 #include "trainer/torch_io.hpp"
 
 namespace fs = std::filesystem;
@@ -19,14 +18,10 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-// Fault injection for the crash-safety test: SHARELENS_TEST_KILL_IN_CHECKPOINT=<stage> SIGKILLs the process
-// at that point of the second checkpoint write (stages: model, optim, state, marker, rename).
+// Counted for the crash-safety test's switch (core/fault_injection.hpp), which kills the second write.
 std::atomic<int> g_checkpointWrites{0};
 
-void maybeDie(const char* stage) {
-  const char* want = std::getenv("SHARELENS_TEST_KILL_IN_CHECKPOINT");
-  if (want && std::string(want) == stage && g_checkpointWrites.load() >= 2) ::kill(::getpid(), SIGKILL);
-}
+void maybeDie(const char* stage) { fault::maybeKillInCheckpoint(stage, g_checkpointWrites.load()); }
 
 }  // namespace
 

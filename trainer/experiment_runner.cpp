@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/atomic_file.hpp"
+#include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/evaluate.hpp"
@@ -71,7 +72,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   const size_t total = trained.size() + derived.size();
   const int parallel = std::max(1, o.parallel);
   const int threads = std::max(1, (o.threads > 0 ? o.threads : ctx.threadCount()) / parallel);
-  if (parallel > 1) openblas_set_num_threads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
+  if (parallel > 1) requestBlasThreads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
   std::mutex mutex;
   std::atomic<size_t> done{0};
   std::exception_ptr failure;

@@ -87,7 +87,7 @@ class RunController {
   RunState state() const;
   std::string message() const;  // why it failed or stopped, or the current preparation stage
   const std::filesystem::path& runDirectory() const;
-  const Topology& topology() const;
+  Topology topology() const;  // a resume's own once prepared (copies: the training thread may publish it meanwhile)
   int64_t totalSteps() const;
   TaskProgress& progress();
   std::vector<StepMetrics> takeMetrics();  // published since the last call

@@ -8,14 +8,15 @@
 
 #include <cmath>
 
-extern "C" void openblas_set_num_threads(int);
+#include "core/blas_threads.hpp"
+
 
 namespace sharelens {
 
 // Intra-op threads for LibTorch and for the OpenBLAS pool that its CPU matmuls (and Eigen's LAPACK) share.
 inline void setComputeThreads(int threads) {
   at::set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  requestBlasThreads(threads);
 }
 
 // Causal self-attention with grouped KV heads: softmax(q k^T / sqrt(hd) + causal mask) v.

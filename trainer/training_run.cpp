@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
@@ -34,28 +36,6 @@ std::string isoTimeNow() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return buf;
-}
-
-// SHARELENS_TEST_NONFINITE_STEPS="7" or "7,9" or "12-": steps whose loss is made NaN (fault injection).
-bool injectedNonFinite(int64_t step) {
-  static const std::string spec = [] {
-    const char* env = std::getenv("SHARELENS_TEST_NONFINITE_STEPS");
-    return std::string(env ? env : "");
-  }();
-  if (spec.empty()) return false;
-  size_t start = 0;
-  while (start < spec.size()) {
-    size_t end = spec.find(',', start);
-    if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(start, end - start);
-    start = end + 1;
-    if (!item.empty() && item.back() == '-') {
-      if (step >= std::stoll(item.substr(0, item.size() - 1))) return true;
-    } else if (!item.empty() && step == std::stoll(item)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 // The rows of a global batch of B rows that rank r of N takes: contiguous, as even as the division allows.
@@ -434,7 +414,7 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
       objective = loss + penalty;
     }
   }
-  if (injectedNonFinite(step)) objective = objective * NAN;
+  if (fault::nonFiniteLossAt(step)) objective = objective * NAN;
   metrics.loss = loss.item<double>();
   double total = objective.item<double>();
   if (m_group) {  // the global batch's mean: the rows' shares of every rank's mean
@@ -467,16 +447,16 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
 // ---- RunController ------------------------------------------------------------------------------------
 
 struct RunController::Shared {
-  RunRequest request;
+  explicit Shared(RunRequest r) : request(std::move(r)) {}
+  const RunRequest request;  // frozen before the thread starts: both threads read it, neither writes it
   RunChannel channel;
+  std::optional<RunRequest> resolved;  // guarded by channel.mutex: a resume's topology and config, once prepared
   std::stop_source stop;
   TaskContext ctx;
   std::jthread thread;
 };
 
-RunController::RunController(RunRequest request) : m_shared(std::make_shared<Shared>()) {
-  m_shared->request = std::move(request);
-}
+RunController::RunController(RunRequest request) : m_shared(std::make_shared<Shared>(std::move(request))) {}
 
 std::unique_ptr<RunController> RunController::start(RunRequest request) {
   std::unique_ptr<RunController> controller(new RunController(std::move(request)));
@@ -488,7 +468,10 @@ std::unique_ptr<RunController> RunController::start(RunRequest request) {
     try {
       TrainingRun run(shared->request, shared->channel, shared->ctx);
       run.prepare();
-      shared->request = run.request();  // resume fills in topology and config
+      {
+        std::lock_guard lock(shared->channel.mutex);
+        shared->resolved = run.request();  // resume fills in topology and config
+      }
       run.loop(nullptr);
     } catch (const Cancelled&) {
       shared->channel.setState(RunState::Stopped, "stopped while preparing");
@@ -535,8 +518,14 @@ std::string RunController::message() const {
   return m_shared->channel.message;
 }
 const fs::path& RunController::runDirectory() const { return m_shared->request.runDir; }
-const Topology& RunController::topology() const { return m_shared->request.topology; }
-int64_t RunController::totalSteps() const { return m_shared->request.config.steps; }
+Topology RunController::topology() const {
+  std::lock_guard lock(m_shared->channel.mutex);
+  return m_shared->resolved ? m_shared->resolved->topology : m_shared->request.topology;
+}
+int64_t RunController::totalSteps() const {
+  std::lock_guard lock(m_shared->channel.mutex);
+  return m_shared->resolved ? m_shared->resolved->config.steps : m_shared->request.config.steps;
+}
 TaskProgress& RunController::progress() { return m_shared->channel.progress; }
 std::vector<StepMetrics> RunController::takeMetrics() {
   std::lock_guard lock(m_shared->channel.mutex);
@@ -572,7 +561,7 @@ std::pair<RunState, RunState> runComparison(const RunRequest& request, const Tas
   base.sibling = "model";
   base.config.threads = threads;
   // Both threads share the OpenBLAS pool: one thread each keeps them from oversubscribing the cores.
-  openblas_set_num_threads(1);
+  requestBlasThreads(1);
   std::mutex reportMutex;
   RunState states[2] = {RunState::Failed, RunState::Failed};
   std::exception_ptr failures[2];

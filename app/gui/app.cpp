@@ -52,7 +52,7 @@ class HeatmapBenchView : public View {
     m_figure.title = "1000 x 1000 heatmap";
     m_figure.heatmap = std::move(h);
   }
-  const char* name() const override { return "Heatmap"; }
+  ViewId id() const override { return ViewId::HeatmapBench; }
   void draw(AppContext& ctx) override {
     plot::plotWidget("##bench", m_figure, m_state, ImVec2(-1, -1), ctx.textures, ctx.style);
   }
@@ -75,8 +75,8 @@ class App {
         m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, m_figures, plot::Style::dark(),
                   [this](const std::string& m) { error(m); }, [this](const std::string& m) { notify(m); },
                   [this](const fs::path& p) { open(p); }, [this](const Topology& t) { toDesigner(t); },
-                  [this] { return designerTopology(*view("Designer")); },
-                  [this](const std::string& v) { m_requestedView = v; }} {
+                  [this] { return m_designer->topology(); },
+                  [this](ViewId v) { m_requestedView = v; }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
     std::error_code ec;
     fs::create_directories(Settings::file().parent_path(), ec);
@@ -88,14 +88,16 @@ class App {
     m_views.push_back(makeMasaView());
     m_views.push_back(makeDirectShareView());
     m_views.push_back(makeEmbeddingView());
-    m_views.push_back(makeDesignerView());
+    auto designer = makeDesignerView();
+    m_designer = designer.get();
+    m_views.push_back(std::move(designer));
     m_views.push_back(makeTrainingView());
     m_views.push_back(makeExperimentsView());
     if (options.benchUi) m_views.push_back(std::make_unique<HeatmapBenchView>());
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
     });
-    m_requestedView = options.view ? *options.view : m_settings.lastView;
+    m_requestedView = options.view ? *options.view : viewFromLabel(m_settings.lastView).value_or(ViewId::Model);
   }
 
   ~App() {
@@ -118,6 +120,7 @@ class App {
       const auto frameStart = Clock::now();
       m_jobs.drainCompletions();
       m_workspace.poll(m_settings.threshold);
+      m_runs.poll();  // here, not in a view's draw: runs advance whichever tab is showing (rate-limited inside)
       m_platform.beginFrame();
       // Figures use the UI font's size; it is known only inside a frame (the atlas builds on the first).
       m_context.style.fontSize = ImGui::GetFontSize();
@@ -168,7 +171,7 @@ class App {
         throw Error({.what = "no such file or directory", .where = path.string(), .hint = "check the path"});
       for (auto& v : m_views)  // a view that opens this kind of path itself (an experiment directory)
         if (v->openPath(m_context, path)) {
-          if (!m_options.view) m_requestedView = v->name();
+          if (!m_options.view) m_requestedView = v->id();
           m_settings.addRecent(fs::absolute(path).string());
           return;
         }
@@ -178,10 +181,10 @@ class App {
       } else if (isRunDirectory(path)) {
         m_runs.attach(path);
         m_workspace.follow(path, m_settings.threshold);
-        if (!m_options.view) m_requestedView = "Training";
+        if (!m_options.view) m_requestedView = ViewId::Training;
       } else {
         m_workspace.open(path, m_settings.threshold);
-        if (!m_options.view) m_requestedView = "Model";
+        if (!m_options.view) m_requestedView = ViewId::Model;
       }
       m_settings.addRecent(fs::absolute(path).string());
     } catch (const Error& e) {
@@ -189,15 +192,9 @@ class App {
     }
   }
 
-  View* view(std::string_view name) {
-    for (auto& v : m_views)
-      if (v->name() == name) return v.get();
-    return nullptr;
-  }
-
   void toDesigner(const Topology& t) {
-    sendTopologyToDesigner(*view("Designer"), t);
-    m_requestedView = "Designer";
+    m_designer->receive(t);
+    m_requestedView = ViewId::Designer;
   }
 
   // The demo: the default shared topology and its parameter-matched baseline training on Brown, followed by
@@ -227,7 +224,7 @@ class App {
     } catch (const Error& e) {
       error(e.what());
     }
-    if (!m_options.view) m_requestedView = "Training";
+    if (!m_options.view) m_requestedView = ViewId::Training;
   }
 
   void startBenchUi() {
@@ -238,7 +235,7 @@ class App {
     c.threads = 1;
     const fs::path dir = fs::temp_directory_path() / ("sharelens-bench-ui-" + std::to_string(::getpid()));
     m_runs.launch(debugTopology(), c, dir, false);
-    m_requestedView = "Heatmap";
+    m_requestedView = ViewId::HeatmapBench;
   }
 
   void writeFrameStats(const std::string& path) {
@@ -266,7 +263,7 @@ class App {
     if (ImGui::BeginTabBar("##views")) {
       for (auto& view : m_views) {
         ImGuiTabItemFlags flags = 0;
-        if (!m_requestedView.empty() && m_requestedView == view->name()) flags |= ImGuiTabItemFlags_SetSelected;
+        if (m_requestedView == view->id()) flags |= ImGuiTabItemFlags_SetSelected;
         if (ImGui::BeginTabItem(view->name(), nullptr, flags)) {
           m_current = view.get();
           m_settings.lastView = view->name();
@@ -276,7 +273,7 @@ class App {
           ImGui::EndTabItem();
         }
       }
-      m_requestedView.clear();
+      m_requestedView.reset();
       ImGui::EndTabBar();
     }
     ImGui::EndChild();
@@ -314,7 +311,7 @@ class App {
     }
     if (ImGui::BeginMenu("View")) {
       for (auto& v : m_views)
-        if (ImGui::MenuItem(v->name())) m_requestedView = v->name();
+        if (ImGui::MenuItem(v->name())) m_requestedView = v->id();
       ImGui::Separator();
       if (ImGui::MenuItem("Dark theme", nullptr, &m_settings.darkTheme)) applyTheme();
       if (ImGui::BeginMenu("Colormap")) {
@@ -416,8 +413,9 @@ class App {
   plot::FigureCache m_figures;
   AppContext m_context;
   std::vector<std::unique_ptr<View>> m_views;
+  DesignerApi* m_designer = nullptr;  // one of m_views
   View* m_current = nullptr;
-  std::string m_requestedView;
+  std::optional<ViewId> m_requestedView;  // the tab to select on the next frame
   std::deque<Message> m_errors;
   Message m_status;
   bool m_showErrors = false, m_openDialog = false;

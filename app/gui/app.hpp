@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "app/gui/view_id.hpp"
+
 namespace sharelens::gui {
 
 struct GuiOptions {
@@ -14,7 +16,7 @@ struct GuiOptions {
   std::optional<std::string> screenshot;  // write a PNG after `frames` frames (and once jobs are idle)
   int frames = 3;
   int maxWaitSeconds = 120;               // screenshots wait at most this long for jobs
-  std::optional<std::string> view;        // tab to show first
+  std::optional<ViewId> view;             // tab to show first
   std::optional<std::string> frameStats;  // write p50/p99 UI-thread frame times (JSON) on exit
   bool benchUi = false;                   // a 1000 x 1000 heatmap on screen and a training run going
   int width = 1600, height = 1000;

@@ -19,7 +19,12 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
     o.screenshot = args.option("screenshot");
     o.frames = static_cast<int>(args.integer("frames", 1, 10'000'000).value_or(o.benchUi ? 600 : 3));
     o.maxWaitSeconds = static_cast<int>(args.integer("max-wait", 0, 86400).value_or(120));
-    o.view = args.option("view");
+    if (auto view = args.option("view")) {
+      o.view = viewFromLabel(*view);
+      if (!o.view)
+        throw Error({.what = "unknown view", .where = "--view", .expected = viewLabels(), .found = "'" + *view + "'",
+                     .hint = "name one of the main window's tabs (any case)"});
+    }
     o.frameStats = args.option("frame-stats");
     if (auto size = args.option("size")) {
       const auto x = size->find('x');

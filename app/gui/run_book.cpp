@@ -11,9 +11,20 @@ namespace sharelens::gui {
 namespace {
 
 // "topology name", or "topology name (baseline)" for the parameter-matched baseline of a comparison.
+// A run.json from another version or edited by hand may lack either: the directory's name stands in.
 std::string runLabel(const Json& record, const fs::path& dir) {
-  return record["topology"].value("name", dir.filename().string()) +
-         (record.value("role", "") == "baseline" ? " (baseline)" : "");
+  const JsonObject run(record, (dir / "run.json").string());
+  std::string name = dir.filename().string();
+  if (auto topology = run.optionalObject("topology"))
+    if (auto n = topology->optionalString("name")) name = *n;
+  return name + (run.optionalString("role").value_or("") == "baseline" ? " (baseline)" : "");
+}
+
+// The run's planned steps (config.steps), 0 when the record does not say.
+int64_t plannedSteps(const Json& record, const fs::path& dir) {
+  const JsonObject run(record, (dir / "run.json").string());
+  if (auto config = run.optionalObject("config")) return config->optionalInt("steps", 0).value_or(0);
+  return 0;
 }
 
 }  // namespace
@@ -52,7 +63,7 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
   request.resume = true;
   request.config.threads = threads;
   const Json record = readJsonFile(dir / "run.json");
-  const int64_t steps = record["config"].value("steps", int64_t{0});
+  const int64_t steps = plannedSteps(record, dir);
   RunEntry* entry = find(dir);
   if (!entry) entry = &add(runLabel(record, dir), dir);
   entry->totalSteps = steps;
@@ -67,7 +78,7 @@ void RunBook::attach(const fs::path& dir) {
   const Json record = readJsonFile(dir / "run.json");
   RunEntry& e = add(runLabel(record, dir), dir);
   e.record = record;
-  e.totalSteps = record["config"].value("steps", int64_t{0});
+  e.totalSteps = plannedSteps(record, dir);
   e.status = "attached";
   m_pollThrottle.reset();  // show its curves now
   poll();
@@ -86,7 +97,7 @@ void RunBook::poll() {
     }
     if (!r->controller) {
       for (const Json& e : r->metrics.events()) {
-        const std::string event = e.value("event", "");
+        const std::string event = e["event"].get<std::string>();  // MetricsReader keeps only string events
         if (event == "finish") r->status = "finished";
         else if (event == "stop") r->status = "stopped";
         else if (event == "resume") r->status = "running";

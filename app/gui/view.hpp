@@ -11,6 +11,7 @@
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
 #include "app/gui/settings.hpp"
+#include "app/gui/view_id.hpp"
 #include "app/gui/workspace.hpp"
 #include "app/plot/figure.hpp"
 #include "app/plot/figure_cache.hpp"
@@ -32,13 +33,14 @@ struct AppContext {
   std::function<void(const std::filesystem::path&)> open;  // checkpoint, run directory or topology file
   std::function<void(const Topology&)> sendToDesigner;
   std::function<Topology()> designerTopology;  // what the Designer holds now
-  std::function<void(const std::string&)> showView;
+  std::function<void(ViewId)> showView;
 };
 
 class View {
  public:
   virtual ~View() = default;
-  virtual const char* name() const = 0;
+  virtual ViewId id() const = 0;
+  const char* name() const { return viewLabel(id()); }
   virtual void draw(AppContext& ctx) = 0;
   // What the view shows now, as (file stem, figure), for export.
   virtual std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) { return {}; }
@@ -53,11 +55,15 @@ std::unique_ptr<View> makeLayersView();
 std::unique_ptr<View> makeMasaView();
 std::unique_ptr<View> makeDirectShareView();
 std::unique_ptr<View> makeEmbeddingView();
-std::unique_ptr<View> makeDesignerView();
+// The Designer as the app and the other views reach it: typed, so that nobody downcasts a View.
+class DesignerApi : public View {
+ public:
+  virtual void receive(const Topology& topology) = 0;  // a topology to edit (merge or replace is asked)
+  virtual Topology topology() const = 0;               // what it holds now
+};
+std::unique_ptr<DesignerApi> makeDesignerView();
 std::unique_ptr<View> makeTrainingView();
 std::unique_ptr<View> makeExperimentsView();
-void sendTopologyToDesigner(View& designer, const Topology& topology);
-Topology designerTopology(View& designer);
 
 // Shared widgets.
 void drawStepSlider(AppContext& ctx);                       // scrub a followed run's checkpoints

@@ -1,5 +1,8 @@
 #include "app/gui/workspace.hpp"
 
+#include <mutex>
+#include <vector>
+
 #include "analysis/backend.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
@@ -15,15 +18,36 @@ namespace {
 constexpr int64_t kAutomaticLimit = 300'000'000;  // parameters analysed without asking
 constexpr size_t kKeptSteps = 24;
 
-std::shared_ptr<LinalgBackend> sharedBackend(std::string* note) {
-  static std::mutex mutex;
-  static std::shared_ptr<LinalgBackend> backend;
-  static std::string backendNote;
-  std::lock_guard lock(mutex);
-  if (!backend) backend = selectBackend(Device::Cuda, &backendNote);
-  if (note) *note = backend->name();
-  return backend;
-}
+// Backends for the analysis jobs, one per running job (DESIGN.md section 2: an instance serves one job at a
+// time; the CUDA backend's streams and handles are its own). Returned ones are kept for the next job because
+// creating a CUDA backend costs handles and streams. The pool is never destroyed: jobs may end at exit.
+class BackendPool {
+ public:
+  static BackendPool& instance() {
+    static auto* pool = new BackendPool;
+    return *pool;
+  }
+  // A backend for this job; it goes back to the pool when the last copy of the pointer goes.
+  std::shared_ptr<LinalgBackend> lease() {
+    std::unique_ptr<LinalgBackend> backend;
+    {
+      std::lock_guard lock(m_mutex);
+      if (!m_idle.empty()) {
+        backend = std::move(m_idle.back());
+        m_idle.pop_back();
+      }
+    }
+    if (!backend) backend = selectBackend(Device::Cuda, nullptr);
+    return {backend.release(), [this](LinalgBackend* b) {
+              std::lock_guard lock(m_mutex);
+              m_idle.emplace_back(b);
+            }};
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::vector<std::unique_ptr<LinalgBackend>> m_idle;
+};
 
 }  // namespace
 
@@ -131,9 +155,8 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   LoadedModel* model = byKey(key);
   if (!model || !model->view) return;
   const AnalysisKind& kind = analysis(analysisId);
-  std::string backendName;
-  auto backend = sharedBackend(&backendName);
-  model->results.backend = backendName;
+  const auto backend = BackendPool::instance().lease();  // for the checks here; the job leases its own
+  model->results.backend = backend->name();
   const auto ckpt = model->checkpoint;
   const auto view = model->view;
   const AnalysisParams params = m_params;
@@ -147,7 +170,8 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   auto slot = std::make_shared<AnalysisResult>();
   m_jobs.submit(
       std::string(kind.title) + " (" + model->label + ")",
-      [&kind, ckpt, view, backend, services, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
+      [&kind, ckpt, view, services, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
+        const auto backend = BackendPool::instance().lease();
         *slot = kind.run({*ckpt, *view, *backend, services}, params, ctx);
         return nullptr;
       },

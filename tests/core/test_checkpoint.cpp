@@ -60,6 +60,17 @@ TEST(Checkpoint, IndexCannotPointOutsideTheDirectory) {
   fs::remove_all(dir);
 }
 
+// libFuzzer's find: a number beyond a double threw nlohmann's out_of_range past every handler.
+TEST(Checkpoint, AnIndexWithAnOutOfRangeNumberIsANamedError) {
+  const auto dir = testing::makeTempDir("ckpt");
+  writeFileAtomically(dir / "model.safetensors.index.json", R"({"metadata": {"total_size": 1e1111111}, "weight_map": {}})");
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("invalid JSON"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.safetensors.index.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("Hint"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
 TEST(Checkpoint, IndexNamingAnAbsentTensor) {
   const auto dir = testing::makeTempDir("ckpt");
   auto spec = testing::defaultSpec(Family::Llama);

@@ -10,6 +10,7 @@
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/corpus.hpp"
+#include "core/fault_injection.hpp"
 #include "core/hash.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
@@ -172,6 +173,7 @@ TEST(Training, ResumeAfterSigkillIsBitIdentical) {
 }
 
 TEST(Training, AKillWhileWritingACheckpointNeverLeavesOneThatLoadsAsComplete) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
   const fs::path dir = testing::makeTempDir("crash");
   writeTopologyFile(debugTopology(), dir / "t.json");
   ASSERT_EQ(runProcess(trainCommand(dir / "t.json", dir / "whole", 30)).exitCode, 0);
@@ -196,6 +198,7 @@ TEST(Training, AKillWhileWritingACheckpointNeverLeavesOneThatLoadsAsComplete) {
 }
 
 TEST(Training, NonFiniteStepsNeverReachTheWeights) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
   const fs::path dir = testing::makeTempDir("nan");
   writeTopologyFile(debugTopology(), dir / "t.json");
   auto r = runProcess("SHARELENS_TEST_NONFINITE_STEPS=7 " + trainCommand(dir / "t.json", dir / "one", 20));

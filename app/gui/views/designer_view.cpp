@@ -24,14 +24,14 @@ bool inputInt64(const char* label, int64_t& value, int64_t lo, int64_t hi) {
   return changed;
 }
 
-class DesignerPanel : public View {
+class DesignerPanel : public DesignerApi {
  public:
   DesignerPanel() : m_topology(demoTopology()) {}
-  const char* name() const override { return "Designer"; }
+  ViewId id() const override { return ViewId::Designer; }
 
   // A topology from elsewhere: tied head pairs (DirectShare) ask whether to merge them into the design or replace
   // it; anything else replaces it.
-  void receive(const Topology& t) {
+  void receive(const Topology& t) override {
     if (t.tiedHeads.empty()) {
       m_topology = t;
       return;
@@ -39,7 +39,7 @@ class DesignerPanel : public View {
     m_pending = t;
     m_askPending = true;
   }
-  const Topology& topology() const { return m_topology; }
+  Topology topology() const override { return m_topology; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
     return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)}};
@@ -383,7 +383,7 @@ class DesignerPanel : public View {
     try {
       const auto modelRun = ctx.runs.launch(m_topology, c, dir, withBaseline);
       ctx.workspace.follow(modelRun, ctx.settings.threshold);
-      ctx.showView("Training");
+      ctx.showView(ViewId::Training);
     } catch (const Error& e) {
       ctx.reportError(e.what());
     }
@@ -402,8 +402,6 @@ class DesignerPanel : public View {
 
 }  // namespace
 
-void sendTopologyToDesigner(View& view, const Topology& t) { static_cast<DesignerPanel&>(view).receive(t); }
-Topology designerTopology(View& view) { return static_cast<DesignerPanel&>(view).topology(); }
-std::unique_ptr<View> makeDesignerView() { return std::make_unique<DesignerPanel>(); }
+std::unique_ptr<DesignerApi> makeDesignerView() { return std::make_unique<DesignerPanel>(); }
 
 }  // namespace sharelens::gui

@@ -17,7 +17,7 @@ namespace {
 
 class DirectSharePanel : public View {
  public:
-  const char* name() const override { return "DirectShare"; }
+  ViewId id() const override { return ViewId::DirectShare; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;

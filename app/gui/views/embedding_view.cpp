@@ -14,7 +14,7 @@ namespace {
 
 class EmbeddingPanel : public View {
  public:
-  const char* name() const override { return "Embedding"; }
+  ViewId id() const override { return ViewId::Embedding; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const LoadedModel* m = ctx.workspace.current();

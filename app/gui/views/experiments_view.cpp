@@ -37,7 +37,7 @@ struct RunLog {
 class ExperimentsPanel : public View {
  public:
   ExperimentsPanel() { listShipped(); }
-  const char* name() const override { return "Experiments"; }
+  ViewId id() const override { return ViewId::Experiments; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
     if (!m_report) return {};

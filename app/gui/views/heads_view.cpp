@@ -12,7 +12,7 @@ namespace {
 
 class HeadsPanel : public View {
  public:
-  const char* name() const override { return "Heads"; }
+  ViewId id() const override { return ViewId::Heads; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;

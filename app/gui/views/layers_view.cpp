@@ -12,7 +12,7 @@ namespace {
 
 class LayersPanel : public View {
  public:
-  const char* name() const override { return "Layers"; }
+  ViewId id() const override { return ViewId::Layers; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;

@@ -25,7 +25,7 @@ std::string groupsText(const std::vector<std::vector<int64_t>>& groups) {
 
 class MasaPanel : public View {
  public:
-  const char* name() const override { return "MASA"; }
+  ViewId id() const override { return ViewId::Masa; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out = m_compress.figures();

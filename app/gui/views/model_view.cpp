@@ -10,7 +10,7 @@ namespace {
 
 class ModelPanel : public View {
  public:
-  const char* name() const override { return "Model"; }
+  ViewId id() const override { return ViewId::Model; }
 
   void draw(AppContext& ctx) override {
     drawStepSlider(ctx);

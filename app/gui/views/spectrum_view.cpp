@@ -13,7 +13,7 @@ namespace {
 
 class SpectrumPanel : public View {
  public:
-  const char* name() const override { return "Spectrum"; }
+  ViewId id() const override { return ViewId::Spectrum; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto chosen = selected(ctx);

@@ -14,7 +14,7 @@ namespace {
 
 class TrainingPanel : public View {
  public:
-  const char* name() const override { return "Training"; }
+  ViewId id() const override { return ViewId::Training; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto curves = visible(ctx);
@@ -24,7 +24,6 @@ class TrainingPanel : public View {
   }
 
   void draw(AppContext& ctx) override {
-    ctx.runs.poll();
     drawRunTable(ctx);
     ImGui::SetNextItemWidth(300);
     ImGui::InputTextWithHint("##attach", "run directory to attach", m_attach, sizeof m_attach);
@@ -163,7 +162,7 @@ class TrainingPanel : public View {
         if (controlsDrawn) ImGui::SameLine();
         if (ImGui::SmallButton("analyse")) {
           ctx.workspace.follow(r->dir, ctx.settings.threshold);
-          ctx.showView("Spectrum");
+          ctx.showView(ViewId::Spectrum);
         }
       }
       ImGui::PopID();

@@ -1,0 +1,33 @@
+// The main window's tabs, by identity. Views, menus, settings and `--view` name a tab through ViewId; its
+// label is derived from it, never compared as a string.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sharelens::gui {
+
+enum class ViewId : uint8_t {
+  Model,
+  Spectrum,
+  Heads,
+  Layers,
+  Masa,
+  DirectShare,
+  Embedding,
+  Designer,
+  Training,
+  Experiments,
+  HeatmapBench,  // --bench-ui only
+};
+
+// The tab's label: "Model", "Spectrum", ..., "MASA", "DirectShare", ...
+const char* viewLabel(ViewId id);
+// A label back to its view, ignoring case ("masa", "MASA"); nullopt for anything else.
+std::optional<ViewId> viewFromLabel(std::string_view label);
+// "Model, Spectrum, ..., Experiments": the labels `--view` accepts, for error messages.
+std::string viewLabels();
+
+}  // namespace sharelens::gui

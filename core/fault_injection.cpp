@@ -1,0 +1,60 @@
+#include "core/fault_injection.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+
+#include <unistd.h>
+
+namespace sharelens::fault {
+
+#ifdef SHARELENS_FAULT_INJECTION
+
+namespace {
+
+std::string variable(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// "7,9,12-": listed steps, and every step from a number followed by '-'. Unparsable items never match.
+bool stepListContains(const std::string& spec, int64_t step) {
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(start, end - start);
+    start = end + 1;
+    const bool openEnded = !item.empty() && item.back() == '-';
+    if (openEnded) item.pop_back();
+    char* parsedEnd = nullptr;
+    const long long first = std::strtoll(item.c_str(), &parsedEnd, 10);
+    if (item.empty() || *parsedEnd != '\0') continue;
+    if (openEnded ? step >= first : step == first) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool compiledIn() { return true; }
+
+bool nonFiniteLossAt(int64_t step) {
+  static const std::string spec = variable("SHARELENS_TEST_NONFINITE_STEPS");
+  return !spec.empty() && stepListContains(spec, step);
+}
+
+void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
+  static const std::string want = variable("SHARELENS_TEST_KILL_IN_CHECKPOINT");
+  if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
+}
+
+#else
+
+bool compiledIn() { return false; }
+bool nonFiniteLossAt(int64_t) { return false; }
+void maybeKillInCheckpoint(std::string_view, int) {}
+
+#endif
+
+}  // namespace sharelens::fault

@@ -1,0 +1,28 @@
+// Fault injection for tests, in one place. Each switch is an environment variable a test sets on the
+// process it starts; the code under test asks here whether to fail. Compiled in only when the build is
+// configured with -DSHARELENS_FAULT_INJECTION=ON (dev.sh's builds, which run the tests); in a default
+// (packaging) build every question answers "no fault" and the variables are never read.
+//
+//   SHARELENS_TEST_NONFINITE_STEPS     "7", "7,9" or "12-": training steps whose loss is made NaN
+//                                      (trainer/training_run.cpp; Training.NonFinite* tests)
+//   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
+//                                      the second checkpoint write (trainer/checkpoint_io.cpp;
+//                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sharelens::fault {
+
+// Whether this build has the switches at all; tests that need them skip, saying so, when it does not.
+bool compiledIn();
+
+// SHARELENS_TEST_NONFINITE_STEPS: should this step's loss be replaced by NaN?
+bool nonFiniteLossAt(int64_t step);
+
+// SHARELENS_TEST_KILL_IN_CHECKPOINT: SIGKILLs the process when `stage` is the one asked for and this is
+// the process's second (or later) checkpoint write.
+void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar);
+
+}  // namespace sharelens::fault

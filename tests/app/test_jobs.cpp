@@ -1,0 +1,187 @@
+// The GUI's machinery without a window: the job system (every job ends as a value the UI thread sees), the
+// run book (attached run directories, polled like the frame loop does) and the BLAS thread arbiter.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <latch>
+#include <optional>
+#include <thread>
+
+#include "app/gui/jobs.hpp"
+#include "app/gui/run_book.hpp"
+#include "core/blas_threads.hpp"
+#include "core/error.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace fs = std::filesystem;
+using namespace sharelens;
+using gui::JobSystem;
+
+namespace {
+
+struct Ended {
+  std::optional<JobSystem::Status> status;
+  std::string error;
+};
+
+// Drains the mailbox the way the frame loop does until `done` holds (or 10 s pass).
+template <class Done>
+void drainUntil(JobSystem& jobs, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    jobs.drainCompletions();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  jobs.drainCompletions();
+}
+
+JobSystem::Finished record(Ended& e) {
+  return [&e](JobSystem::Status s, const std::string& error) {
+    e.status = s;
+    e.error = error;
+  };
+}
+
+}  // namespace
+
+TEST(JobSystem, ASuccessfulJobRunsItsCompletionOnTheDrainingThreadThenSaysOk) {
+  std::vector<std::string> errors;
+  JobSystem jobs(2, {}, [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
+  Ended ended;
+  std::thread::id completedOn;
+  bool completedBeforeFinished = false;
+  jobs.submit("sum", [&](const TaskContext&) -> JobSystem::Completion {
+    return [&] { completedOn = std::this_thread::get_id(); completedBeforeFinished = !ended.status.has_value(); };
+  }, record(ended));
+  drainUntil(jobs, [&] { return ended.status.has_value(); });
+  ASSERT_TRUE(ended.status.has_value());
+  EXPECT_EQ(*ended.status, JobSystem::Status::Ok);
+  EXPECT_EQ(completedOn, std::this_thread::get_id()) << "results reach UI state only on the draining thread";
+  EXPECT_TRUE(completedBeforeFinished);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_TRUE(jobs.idle());
+}
+
+TEST(JobSystem, AFailingJobEndsFailedWithItsMessageAndReportsIt) {
+  std::vector<std::string> errors;
+  JobSystem jobs(1, {}, [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
+  Ended ended;
+  jobs.submit("spectra", [](const TaskContext&) -> JobSystem::Completion {
+    throw Error({.what = "tensor is not finite", .where = "model.safetensors: 'w'"});
+  }, record(ended));
+  drainUntil(jobs, [&] { return ended.status.has_value(); });
+  ASSERT_TRUE(ended.status.has_value());
+  EXPECT_EQ(*ended.status, JobSystem::Status::Failed);
+  EXPECT_NE(ended.error.find("tensor is not finite"), std::string::npos) << ended.error;
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("spectra: ", 0), 0u) << errors[0];
+}
+
+TEST(JobSystem, CancellingARunningOrAQueuedJobEndsItCancelled) {
+  JobSystem jobs(1, {}, {});
+  std::latch started(1);
+  std::atomic<bool> queuedRan{false};
+  Ended running, queued;
+  const uint64_t first = jobs.submit("long", [&](const TaskContext& ctx) -> JobSystem::Completion {
+    started.count_down();
+    while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    throw Cancelled();
+  }, record(running));
+  const uint64_t second = jobs.submit("queued", [&](const TaskContext&) -> JobSystem::Completion {
+    queuedRan = true;
+    return nullptr;
+  }, record(queued));
+  started.wait();
+  EXPECT_EQ(jobs.jobs().size(), 2u) << "one running, one queued";
+  jobs.cancel(second);
+  jobs.cancel(first);
+  drainUntil(jobs, [&] { return running.status && queued.status; });
+  ASSERT_TRUE(running.status && queued.status);
+  EXPECT_EQ(*running.status, JobSystem::Status::Cancelled);
+  EXPECT_EQ(*queued.status, JobSystem::Status::Cancelled);
+  EXPECT_FALSE(queuedRan) << "a job cancelled in the queue never starts";
+  EXPECT_TRUE(jobs.idle());
+}
+
+TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
+  JobSystem jobs(1, {}, {});
+  std::latch started(1), cancelled(1);
+  bool completionRan = false;
+  Ended ended;
+  const uint64_t id = jobs.submit("racing", [&](const TaskContext&) -> JobSystem::Completion {
+    started.count_down();
+    cancelled.wait();
+    return [&] { completionRan = true; };
+  }, record(ended));
+  started.wait();
+  jobs.cancel(id);
+  cancelled.count_down();
+  drainUntil(jobs, [&] { return ended.status.has_value(); });
+  ASSERT_TRUE(ended.status.has_value());
+  EXPECT_EQ(*ended.status, JobSystem::Status::Cancelled);
+  EXPECT_FALSE(completionRan);
+}
+
+TEST(RunBook, AnAttachedRunShowsItsCurveItsEventsAndItsPlannedSteps) {
+  const fs::path dir = sharelens::testing::makeTempDir("runbook");
+  std::ofstream(dir / "run.json") << R"({"schema":"sharelens.run/1","topology":{"name":"cycle-4"},"config":{"steps":40}})";
+  std::ofstream(dir / "metrics.jsonl") << "{\"step\":1,\"loss\":6.5}\n{\"step\":2,\"loss\":6.1}\n";
+  gui::RunBook book;
+  book.attach(dir);
+  ASSERT_EQ(book.runs().size(), 1u);
+  gui::RunEntry& run = *book.runs()[0];
+  EXPECT_EQ(run.label, "cycle-4");
+  EXPECT_EQ(run.totalSteps, 40);
+  EXPECT_EQ(run.lastStep(), 2);
+  std::ofstream(dir / "metrics.jsonl", std::ios::app) << "{\"step\":3,\"loss\":5.9}\n{\"event\":\"finish\"}\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is rate-limited (250 ms)
+  book.poll();
+  EXPECT_EQ(run.lastStep(), 3);
+  EXPECT_EQ(run.status, "finished");
+  book.attach(dir);
+  EXPECT_EQ(book.runs().size(), 1u) << "attaching the same directory twice keeps one entry";
+  fs::remove_all(dir);
+}
+
+TEST(RunBook, ARunRecordWithoutItsFieldsIsLabelledByItsDirectoryAndAWrongTypeIsANamedError) {
+  const fs::path dir = sharelens::testing::makeTempDir("runbook-bare");
+  std::ofstream(dir / "run.json") << "{}";
+  gui::RunBook book;
+  book.attach(dir);
+  ASSERT_EQ(book.runs().size(), 1u);
+  EXPECT_EQ(book.runs()[0]->label, dir.filename().string());
+  EXPECT_EQ(book.runs()[0]->totalSteps, 0);
+
+  const fs::path bad = sharelens::testing::makeTempDir("runbook-bad");
+  std::ofstream(bad / "run.json") << R"({"topology":7})";
+  try {
+    book.attach(bad);
+    FAIL() << "a topology that is a number was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("topology"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(book.attach(bad / "nothing-here"), Error);
+  fs::remove_all(dir);
+  fs::remove_all(bad);
+}
+
+TEST(BlasThreads, PinsNestAcrossThreadsAndTheRequestedCountComesBackWithTheLastOne) {
+  requestBlasThreads(2);
+  EXPECT_EQ(currentBlasThreads(), 2);
+  std::optional<SingleThreadedBlas> outer;
+  outer.emplace();
+  EXPECT_EQ(currentBlasThreads(), 1);
+  std::thread other([] {
+    SingleThreadedBlas inner;
+    EXPECT_EQ(currentBlasThreads(), 1);
+  });
+  other.join();
+  EXPECT_EQ(currentBlasThreads(), 1) << "the other thread's pin ending must not undo this one";
+  requestBlasThreads(2);  // a run starting meanwhile: deferred, not applied under a pin
+  EXPECT_EQ(currentBlasThreads(), 1);
+  outer.reset();
+  EXPECT_EQ(currentBlasThreads(), 2);
+}
