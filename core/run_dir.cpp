@@ -16,6 +16,15 @@ namespace sharelens {
 
 bool isRunDirectory(const fs::path& dir) { return fs::is_directory(dir) && fs::exists(dir / "run.json"); }
 
+std::vector<fs::path> runDirectoriesIn(const fs::path& dir) {
+  std::vector<fs::path> runs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (isRunDirectory(it->path())) runs.push_back(it->path());
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
 fs::path checkpointDirectory(const fs::path& runDir, int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step-%07lld", static_cast<long long>(step));

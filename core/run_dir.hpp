@@ -22,6 +22,8 @@ inline constexpr const char* kRunSchema = "sharelens.run/1";
 inline constexpr const char* kCompleteMarker = "COMPLETE";
 
 bool isRunDirectory(const std::filesystem::path& dir);
+// The run directories directly inside `dir` (what `train --compare` and `experiment run` write), by name.
+std::vector<std::filesystem::path> runDirectoriesIn(const std::filesystem::path& dir);
 std::filesystem::path checkpointDirectory(const std::filesystem::path& runDir, int64_t step);  // .../step-0000100
 
 struct CheckpointEntry {

@@ -26,7 +26,8 @@ void maybeDie(const char* stage) { fault::maybeKillInCheckpoint(stage, g_checkpo
 }  // namespace
 
 void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedTransformer& model, const AdamW& optimizer,
-                             const Json& state, int64_t keepLast) {
+                             const Json& state, const CheckpointRetention& keep,
+                             int64_t checkpointEvery) {
   ++g_checkpointWrites;
   const fs::path final = checkpointDirectory(runDir, step);
   const fs::path temp = final.parent_path() / (".tmp-" + final.filename().string() + "-" + std::to_string(::getpid()));
@@ -68,8 +69,9 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
     throw;
   }
 
-  auto all = listCheckpoints(runDir);
-  for (size_t i = 0; keepLast > 0 && i + static_cast<size_t>(keepLast) < all.size(); ++i) fs::remove_all(all[i].dir);
+  std::vector<int64_t> steps;
+  for (const CheckpointEntry& e : listCheckpoints(runDir)) steps.push_back(e.step);
+  for (int64_t drop : checkpointsToDrop(steps, keep, checkpointEvery)) fs::remove_all(checkpointDirectory(runDir, drop));
 }
 
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer) {

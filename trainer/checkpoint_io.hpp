@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "core/checkpoint_retention.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/optimizer.hpp"
@@ -14,7 +15,8 @@
 namespace sharelens {
 
 void writeTrainingCheckpoint(const std::filesystem::path& runDir, int64_t step, const SharedTransformer& model,
-                             const AdamW& optimizer, const Json& state, int64_t keepLast);
+                             const AdamW& optimizer, const Json& state, const CheckpointRetention& keep,
+                             int64_t checkpointEvery);
 
 // Restores model and optimizer; returns state.json.
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer);

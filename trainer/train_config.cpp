@@ -23,7 +23,7 @@ Json trainConfigToJson(const TrainConfig& c) {
           {"beta2", c.beta2},          {"eps", c.eps},
           {"grad_clip", c.gradClip},   {"eval_every", c.evalEvery},
           {"eval_batches", c.evalBatches}, {"checkpoint_every", c.checkpointEvery},
-          {"keep_last", c.keepLast},   {"seed", c.seed},
+          {"keep_checkpoints", checkpointRetentionToJson(c.keepCheckpoints)},   {"seed", c.seed},
           {"threads", c.threads},      {"device", c.device},
           {"max_consecutive_nonfinite", c.maxConsecutiveNonFinite},
           {"validation_fraction", c.validationFraction}};
@@ -46,7 +46,14 @@ TrainConfig trainConfigFromJson(const Json& j, const std::string& where) {
   c.evalEvery = o.optionalInt("eval_every", 1).value_or(c.evalEvery);
   c.evalBatches = o.optionalInt("eval_batches", 1).value_or(c.evalBatches);
   c.checkpointEvery = o.optionalInt("checkpoint_every", 1).value_or(c.checkpointEvery);
-  c.keepLast = o.optionalInt("keep_last", 1).value_or(c.keepLast);
+  if (auto n = o.optionalInt("keep_last", 1)) c.keepCheckpoints = CheckpointRetention::lastN(*n);  // older runs
+  if (o.has("keep_checkpoints")) {
+    const Json& keep = o.raw()["keep_checkpoints"];
+    if (keep.is_number_integer() || keep.is_string())
+      c.keepCheckpoints = parseCheckpointRetention(keep.is_string() ? keep.get<std::string>() : keep.dump(), where + ".keep_checkpoints");
+    else
+      o.fail("keep_checkpoints", "wrong type", "\"all\", \"log\" or a count", jsonTypeName(keep));
+  }
   c.seed = static_cast<uint64_t>(o.optionalInt("seed", 0).value_or(static_cast<int64_t>(c.seed)));
   c.threads = static_cast<int>(o.optionalInt("threads", 0).value_or(c.threads));
   c.device = o.optionalString("device").value_or(c.device);
@@ -84,7 +91,6 @@ void validateTrainConfig(const TrainConfig& c, const std::string& where) {
   positive("eval_every", c.evalEvery, 1);
   positive("eval_batches", c.evalBatches, 1);
   positive("checkpoint_every", c.checkpointEvery, 1);
-  positive("keep_last", c.keepLast, 1);
   positive("max_consecutive_nonfinite", c.maxConsecutiveNonFinite, 1);
   if (c.device != "cpu" && c.device != "cuda")
     throw Error({.what = "unknown device", .where = where + ".device", .expected = "cpu or cuda", .found = c.device});

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/checkpoint_retention.hpp"
 #include "core/json_util.hpp"
 
 namespace sharelens {
@@ -22,7 +23,7 @@ struct TrainConfig {
   int64_t evalEvery = 25;
   int64_t evalBatches = 8;
   int64_t checkpointEvery = 100;
-  int64_t keepLast = 3;
+  CheckpointRetention keepCheckpoints;  // log-spaced by default (core/checkpoint_retention.hpp)
   uint64_t seed = 1234;
   int threads = 0;                  // 0: all cores
   std::string device = "cpu";       // cpu or cuda (a CUDA build of LibTorch)

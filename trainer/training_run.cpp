@@ -290,7 +290,8 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
                       {"loss", std::isfinite(m_lastLoss) ? Json(m_lastLoss) : Json(nullptr)},
                       {"val_loss", std::isfinite(m_lastValLoss) ? Json(m_lastValLoss) : Json(nullptr)}};
   if (!writer()) return;
-  writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state, m_request.config.keepLast);
+  writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state, m_request.config.keepCheckpoints,
+                          m_request.config.checkpointEvery);
   log({{"event", "checkpoint"}, {"step", step}});
 }
 

@@ -39,7 +39,7 @@ const std::vector<Command>& commands() {
       {"train",
        "sharelens train (--topology FILE | --init CHECKPOINT [--postshare ALPHA --gamma G] [--context T]) "
        "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] [--lr X] "
-       "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--eval-every N] [--eval-tokens N] "
+       "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] [--eval-every N] [--eval-tokens N] "
        "[--nproc N] [--dist-timeout S] [--check-weights-every K]",
        "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a checkpoint "
        "(with --postshare: PostShare on its DirectShare pairs, then the four models evaluated)",

@@ -4,6 +4,7 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -192,6 +193,22 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
   if (status != CAIRO_STATUS_SUCCESS)
     throw Error({.what = "figure export failed", .where = path.string(), .found = cairo_status_to_string(status)});
   file.commit();
+}
+
+std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model, int64_t step,
+                                        const std::string& view, const std::string& extension) {
+  std::string safe;
+  for (char c : model) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (keep) safe.push_back(c);
+    else if (!safe.empty() && safe.back() != '_') safe.push_back('_');
+  }
+  while (!safe.empty() && (safe.back() == '_' || safe.back() == '.')) safe.pop_back();
+  if (safe.empty()) safe = "model";
+  const std::string stem = safe + (step >= 0 ? "-" + std::to_string(step) : "") + "-" + view;
+  std::filesystem::path path = dir / (stem + "." + extension);
+  for (int n = 2; std::filesystem::exists(path); ++n) path = dir / (stem + "-" + std::to_string(n) + "." + extension);
+  return path;
 }
 
 }  // namespace sharelens

@@ -182,6 +182,11 @@ class App {
         m_runs.attach(path);
         m_workspace.follow(path, m_settings.threshold);
         if (!m_options.view) m_requestedView = ViewId::Training;
+      } else if (const auto runs = runDirectoriesIn(path); !runs.empty()) {  // train --compare's directory
+        m_runs.attach(path);
+        const auto model = std::find_if(runs.begin(), runs.end(), [](const fs::path& r) { return r.filename() == "model"; });
+        m_workspace.follow(model != runs.end() ? *model : runs.front(), m_settings.threshold);
+        if (!m_options.view) m_requestedView = ViewId::Training;
       } else {
         m_workspace.open(path, m_settings.threshold);
         if (!m_options.view) m_requestedView = ViewId::Model;
@@ -216,7 +221,7 @@ class App {
         c.batchSize = 16;
         c.checkpointEvery = 25;
         c.evalEvery = 25;
-        c.keepLast = 30;
+        c.keepCheckpoints = CheckpointRetention::all();
         m_runs.launch(demoTopology(), c, dir, /*withBaseline=*/true);
       }
       m_workspace.follow(dir / "model", m_settings.threshold);
@@ -281,6 +286,7 @@ class App {
     ImGui::End();
     drawErrors();
     drawOpenDialog();
+    if (m_export) drawExportDialog();
   }
 
   void drawMenu() {
@@ -295,7 +301,7 @@ class App {
       if (ImGui::BeginMenu("Export view", m_current != nullptr)) {
         for (auto& [stem, figure] : m_current->figures(m_context))
           for (const char* ext : {"png", "svg", "pdf"})
-            if (ImGui::MenuItem((stem + "." + ext).c_str())) exportOne(figure, stem + "." + ext);
+            if (ImGui::MenuItem((stem + "." + ext + "...").c_str())) askExportPath(figure, stem, ext);
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Start the demo")) startDemo();
@@ -332,15 +338,49 @@ class App {
     ImGui::EndMenuBar();
   }
 
-  void exportOne(const plot::Figure& figure, const std::string& fileName) {
+  // Save As: the path is offered as <model>-<step>-<view>.<ext> in the exports folder (never an existing file),
+  // and the user may change it before saving.
+  void askExportPath(const plot::Figure& figure, const std::string& stem, const std::string& ext) {
     const fs::path dir = Settings::dataDirectory() / "exports";
-    try {
-      fs::create_directories(dir);
-      exportFigure(figure, dir / fileName);
-      notify("exported " + (dir / fileName).string());
-    } catch (const Error& e) {
-      error(e.what());
+    const LoadedModel* model = m_workspace.current();
+    const fs::path path = defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
+    m_export = PendingExport{figure, {}};
+    std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
+    m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it
+  }
+
+  void drawExportDialog() {
+    if (m_exportDialog) {
+      ImGui::OpenPopup("Save figure as");
+      m_exportDialog = false;
     }
+    if (!ImGui::BeginPopupModal("Save figure as", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    ImGui::TextUnformatted("PNG, SVG or PDF, from the extension:");
+    ImGui::SetNextItemWidth(640);
+    const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path, ImGuiInputTextFlags_EnterReturnsTrue);
+    const fs::path path = m_export->path;
+    std::error_code ec;
+    if (fs::exists(path, ec)) ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "%s exists: Save replaces it", path.filename().c_str());
+    if (ImGui::Button("Save") || enter) {
+      try {
+        if (path.has_parent_path()) fs::create_directories(path.parent_path());
+        exportFigure(m_export->figure, path);
+        notify("exported " + path.string());
+      } catch (const Error& e) {
+        error(e.what());
+      } catch (const fs::filesystem_error& e) {
+        error(Error({.what = "cannot create the folder", .where = path.parent_path().string(), .found = e.code().message(),
+                     .hint = "choose a folder you can write to"}).what());
+      }
+      m_export.reset();
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) {
+      m_export.reset();
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
   }
 
   void drawJobBar(const std::vector<JobSystem::Info>& jobs) {
@@ -414,6 +454,12 @@ class App {
   AppContext m_context;
   std::vector<std::unique_ptr<View>> m_views;
   DesignerApi* m_designer = nullptr;  // one of m_views
+  struct PendingExport {
+    plot::Figure figure;
+    char path[1024];
+  };
+  std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for
+  bool m_exportDialog = false;
   View* m_current = nullptr;
   std::optional<ViewId> m_requestedView;  // the tab to select on the next frame
   std::deque<Message> m_errors;

@@ -71,9 +71,15 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
 }
 
 void RunBook::attach(const fs::path& dir) {
-  if (!isRunDirectory(dir))
-    throw Error({.what = "not a run directory", .where = dir.string(), .expected = "a directory with run.json",
-                 .hint = "attach the directory `sharelens train --out` wrote"});
+  if (!isRunDirectory(dir)) {
+    const auto runs = runDirectoriesIn(dir);  // train --compare's pair, an experiment's runs
+    if (runs.empty())
+      throw Error({.what = "not a run directory", .where = dir.string(),
+                   .expected = "a directory with run.json, or one holding such directories",
+                   .hint = "attach the directory `sharelens train --out` wrote"});
+    for (const fs::path& run : runs) attach(run);
+    return;
+  }
   if (find(dir)) return;
   const Json record = readJsonFile(dir / "run.json");
   RunEntry& e = add(runLabel(record, dir), dir);

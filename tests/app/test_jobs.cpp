@@ -168,6 +168,27 @@ TEST(RunBook, ARunRecordWithoutItsFieldsIsLabelledByItsDirectoryAndAWrongTypeIsA
   fs::remove_all(bad);
 }
 
+TEST(RunBook, TheDirectoryOfACompareRunAttachesBothRuns) {
+  const fs::path dir = sharelens::testing::makeTempDir("runbook-pair");
+  for (const char* role : {"model", "baseline"}) {
+    fs::create_directories(dir / role);
+    std::ofstream(dir / role / "run.json") << R"({"topology":{"name":"t"},"role":")" << role << R"("})";
+  }
+  fs::create_directories(dir / "not-a-run");
+  gui::RunBook book;
+  book.attach(dir);
+  ASSERT_EQ(book.runs().size(), 2u);
+  EXPECT_EQ(book.runs()[0]->label, "t (baseline)");
+  EXPECT_EQ(book.runs()[1]->label, "t");
+  try {
+    book.attach(dir / "not-a-run");
+    FAIL() << "an empty directory was attached";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a run directory"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(BlasThreads, PinsNestAcrossThreadsAndTheRequestedCountComesBackWithTheLastOne) {
   requestBlasThreads(2);
   EXPECT_EQ(currentBlasThreads(), 2);

@@ -249,3 +249,21 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
 
 }  // namespace
 }  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// Save As names: <model>-<step>-<view>.<ext>, made safe for a file name, and never an existing file.
+TEST(Export, DefaultNamesCarryModelStepAndViewAndNeverOverwrite) {
+  const fs::path dir = testing::makeTempDir("export-names");
+  EXPECT_EQ(defaultExportPath(dir, "cycle-3of6 (model)", 400, "spectrum", "pdf"), dir / "cycle-3of6_model-400-spectrum.pdf");
+  EXPECT_EQ(defaultExportPath(dir, "gpt2", -1, "heads", "svg"), dir / "gpt2-heads.svg");
+  EXPECT_EQ(defaultExportPath(dir, "///", -1, "heads", "png"), dir / "model-heads.png");
+  std::ofstream(dir / "gpt2-heads.svg") << "x";
+  std::ofstream(dir / "gpt2-heads-2.svg") << "x";
+  EXPECT_EQ(defaultExportPath(dir, "gpt2", -1, "heads", "svg"), dir / "gpt2-heads-3.svg");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens

@@ -1,11 +1,14 @@
 // Opening checkpoints: single files, sharded directories, and the ways a directory can be wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <functional>
 
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
+#include "core/checkpoint_retention.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -114,6 +117,42 @@ TEST(Naming, NaturalOrderAndTemplates) {
   EXPECT_EQ(expandLayer("model.layers.{L}.mlp", 12), "model.layers.12.mlp");
   EXPECT_EQ(layerIndexAfter("model.layers.12.mlp.w", "model.layers."), 12);
   EXPECT_FALSE(layerIndexAfter("model.layers.x.mlp", "model.layers.").has_value());
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// Retention (train --keep-checkpoints): which of 20 checkpoints, every 10 steps, each policy keeps.
+TEST(CheckpointRetention, LogKeepsPowersOfTwoAndTheNewestThreeAllKeepsEveryOneNKeepsN) {
+  std::vector<int64_t> steps;
+  for (int64_t s = 10; s <= 200; s += 10) steps.push_back(s);
+  auto kept = [&](const CheckpointRetention& policy) {
+    const auto drop = checkpointsToDrop(steps, policy, 10);
+    std::vector<int64_t> out;
+    for (int64_t s : steps)
+      if (std::find(drop.begin(), drop.end(), s) == drop.end()) out.push_back(s);
+    return out;
+  };
+  EXPECT_EQ(kept(CheckpointRetention::logSpaced()), (std::vector<int64_t>{10, 20, 40, 80, 160, 180, 190, 200}));
+  EXPECT_EQ(kept(CheckpointRetention::all()), steps);
+  EXPECT_EQ(kept(CheckpointRetention::lastN(2)), (std::vector<int64_t>{190, 200}));
+  EXPECT_EQ(checkpointsToDrop({15, 30}, CheckpointRetention::logSpaced(), 10), std::vector<int64_t>{});
+}
+
+TEST(CheckpointRetention, ParsesAllLogAndCountsAndNamesTheFieldOtherwise) {
+  EXPECT_EQ(parseCheckpointRetention("all", "--keep-checkpoints").kind, CheckpointRetention::Kind::All);
+  EXPECT_EQ(parseCheckpointRetention("log", "--keep-checkpoints").kind, CheckpointRetention::Kind::Log);
+  EXPECT_EQ(parseCheckpointRetention("7", "--keep-checkpoints").newest, 7);
+  for (const char* bad : {"0", "-3", "every", "3x", ""}) {
+    const std::string e = errorOf([&] { parseCheckpointRetention(bad, "--keep-checkpoints"); });
+    EXPECT_NE(e.find("--keep-checkpoints"), std::string::npos) << e;
+    EXPECT_NE(e.find("all, log or a count"), std::string::npos) << e;
+  }
+  EXPECT_EQ(checkpointRetentionToJson(CheckpointRetention::lastN(4)), Json(4));
+  EXPECT_EQ(checkpointRetentionToJson(CheckpointRetention::logSpaced()), Json("log"));
 }
 
 }  // namespace

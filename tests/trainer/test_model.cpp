@@ -129,7 +129,7 @@ TEST_P(EveryFamily, CheckpointReadsBackAsTheSameEffectiveWeights) {
   }
   const fs::path dir = testing::makeTempDir("ckpt-" + GetParam().first);
   AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
-  writeTrainingCheckpoint(dir, 5, model, opt, Json{{"optimizer_steps", 0}}, 3);
+  writeTrainingCheckpoint(dir, 5, model, opt, Json{{"optimizer_steps", 0}}, CheckpointRetention::lastN(3), 5);
   const auto ckpt = Checkpoint::open(dir / "checkpoints" / "step-0000005");
   const ModelView view = openModelView(*ckpt);
   EXPECT_EQ(view.family, t.isUnshared() ? Family::Llama : Family::ShareLens);

@@ -37,7 +37,7 @@ TrainConfig smallConfig(int64_t steps) {
   c.evalEvery = 10;
   c.evalBatches = 2;
   c.checkpointEvery = 10;
-  c.keepLast = 2;
+  c.keepCheckpoints = CheckpointRetention::lastN(2);
   c.threads = 1;
   return c;
 }
