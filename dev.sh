@@ -7,6 +7,7 @@
 #   ./dev.sh build   only configure + build build/ (Release)
 #   ./dev.sh bench   build and run the benchmarks beside their PyTorch/numpy peers
 #   ./dev.sh fuzz S  build the sanitizer build and run every fuzz target for S seconds in all
+#   ./dev.sh format  format every C++ source with the committed .clang-format (test checks it)
 #
 # Runs as root, or as a user with sudo (used only for apt-get). Re-running is quick: installs are skipped
 # when present, and the build is incremental.
@@ -22,7 +23,7 @@ APT_PACKAGES=(
   libimgui-dev libglfw3-dev libgl-dev libcairo2-dev fonts-dejavu-core
   libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
   xvfb xauth libgl1-mesa-dri mesa-utils
   python3 python3-torch python3-numpy
 )
@@ -87,7 +88,20 @@ build_sanitized() {
   cmake --build "$ROOT/build-asan" -j"$JOBS"
 }
 
+# Every C++ source git knows, in the committed .clang-format's style (clang-format 14, Debian 12's).
+cxx_sources() { git -C "$ROOT" ls-files -- '*.cpp' '*.hpp' '*.cu' | sed "s|^|$ROOT/|"; }
+format_tree() { cxx_sources | xargs clang-format-14 -i; }
+check_format() {
+  log "clang-format: every C++ source in the committed style"
+  if ! cxx_sources | xargs clang-format-14 --dry-run -Werror 2>/dev/null; then
+    cxx_sources | xargs clang-format-14 --dry-run 2>&1 | grep -o '^[^:]*:[0-9]*' | sort -u | head -20 >&2
+    log "not formatted (above: file:line); ./dev.sh format fixes it"
+    return 1
+  fi
+}
+
 run_tests() {
+  check_format
   log "ctest (Release build)"
   (cd "$BUILD" && ctest --output-on-failure -j"$JOBS")
   log "ctest under AddressSanitizer + UndefinedBehaviorSanitizer (core, malformed corpus)"
@@ -137,8 +151,9 @@ case "${1:-}" in
   test) setup; setup_test_extras; build; run_tests ;;
   bench) setup; build; "$ROOT/tests/bench/run_benchmarks.sh" "$BUILD" ;;
   fuzz) setup; build_sanitized; run_fuzzers "${2:-600}" ;;
+  format) format_tree ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -6,8 +6,8 @@
 
 namespace sharelens {
 
-ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend, const AnalysisParams& params,
-                                     const TaskContext& ctx) {
+ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend,
+                                     const AnalysisParams& params, const TaskContext& ctx) {
   ActivationResults r;
   r.tokens = data.tokens;
   r.layers = data.layers;

@@ -56,6 +56,8 @@ inline std::vector<std::pair<size_t, size_t>> allPairs(size_t n) {
     for (size_t b = a + 1; b < n; ++b) pairs.emplace_back(a, b);
   return pairs;
 }
-inline size_t pairIndex(size_t a, size_t b, size_t n) { return a * n - a * (a + 1) / 2 + (b - a - 1); }
+inline size_t pairIndex(size_t a, size_t b, size_t n) {
+  return a * n - a * (a + 1) / 2 + (b - a - 1);
+}
 
 }  // namespace sharelens

@@ -69,7 +69,9 @@ class CpuBackend : public LinalgBackend {
 
 }  // namespace
 
-std::unique_ptr<LinalgBackend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<LinalgBackend> makeCpuBackend() {
+  return std::make_unique<CpuBackend>();
+}
 
 std::unique_ptr<LinalgBackend> selectBackend(Device requested, std::string* note) {
   if (requested == Device::Cuda) {

@@ -20,7 +20,9 @@ namespace sharelens {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& found) {
-  throw Error({.what = what, .where = "CUDA backend", .found = found,
+  throw Error({.what = what,
+               .where = "CUDA backend",
+               .found = found,
                .hint = "rerun with --device cpu; if it persists, check the driver with nvidia-smi"});
 }
 void check(cudaError_t e, const char* what) {
@@ -57,7 +59,8 @@ class DeviceBuffer {
 };
 
 __global__ void widen(const float* in, double* out, size_t n) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) out[i] = in[i];
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
 }
 
 __global__ void difference(const float* a, const float* b, double* out, size_t n) {
@@ -70,7 +73,8 @@ __global__ void difference(const float* a, const float* b, double* out, size_t n
 __global__ void assemblePairGrams(const double* cross, int64_t n, int64_t r, const int2* pairs, double* out,
                                   size_t pairCount) {
   const size_t total = pairCount * r * r;
-  for (size_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += size_t(gridDim.x) * blockDim.x) {
+  for (size_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += size_t(gridDim.x) * blockDim.x) {
     const size_t p = idx / (r * r);
     const int64_t i = (idx % (r * r)) % r, j = (idx % (r * r)) / r;
     const int64_t oa = int64_t(pairs[p].x) * r, ob = int64_t(pairs[p].y) * r;
@@ -90,7 +94,9 @@ __global__ void batchTrace(const double* m, int64_t n, size_t batch, double* out
   }
 }
 
-int gridFor(size_t n) { return static_cast<int>(std::min<size_t>((n + 255) / 256, 4096)); }
+int gridFor(size_t n) {
+  return static_cast<int>(std::min<size_t>((n + 255) / 256, 4096));
+}
 
 // One stream with its own cuBLAS/cuSOLVER handles and scratch space.
 struct Lane {
@@ -130,12 +136,12 @@ struct Lane {
     gram.resize(static_cast<size_t>(k * k));
     const double one = 1.0, zero = 0.0;
     if (m <= n)  // A A^T = (A^T)^T (A^T): op = T on the n x m column-major operand
-      check(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, static_cast<int>(m), static_cast<int>(n), &one,
-                        wide.get(), static_cast<int>(n), &zero, gram.get(), static_cast<int>(m)),
+      check(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, static_cast<int>(m), static_cast<int>(n),
+                        &one, wide.get(), static_cast<int>(n), &zero, gram.get(), static_cast<int>(m)),
             "cublasDsyrk");
     else  // A^T A = (A^T)(A^T)^T
-      check(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), &one,
-                        wide.get(), static_cast<int>(n), &zero, gram.get(), static_cast<int>(n)),
+      check(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                        &one, wide.get(), static_cast<int>(n), &zero, gram.get(), static_cast<int>(n)),
             "cublasDsyrk");
     return k;
   }
@@ -145,8 +151,8 @@ struct Lane {
     eig.resize(static_cast<size_t>(k));
     size_t deviceBytes = 0, hostBytes = 0;
     check(cusolverDnXsyevd_bufferSize(solver, params, CUSOLVER_EIG_MODE_NOVECTOR, CUBLAS_FILL_MODE_LOWER, k,
-                                      CUDA_R_64F, gram.get(), k, CUDA_R_64F, eig.get(), CUDA_R_64F, &deviceBytes,
-                                      &hostBytes),
+                                      CUDA_R_64F, gram.get(), k, CUDA_R_64F, eig.get(), CUDA_R_64F,
+                                      &deviceBytes, &hostBytes),
           "cusolverDnXsyevd_bufferSize");
     work.resize(deviceBytes / sizeof(double) + 1);
     hostWork.resize(std::max<size_t>(hostBytes, 1));
@@ -165,14 +171,17 @@ struct Lane {
       check(cudaMallocHost(&pinned, (k + 1) * sizeof(double)), "cudaMallocHost");
       pinnedCount = static_cast<size_t>(k) + 1;
     }
-    check(cudaMemcpyAsync(pinned, eig.get(), k * sizeof(double), cudaMemcpyDeviceToHost, stream), "cudaMemcpy eig");
-    check(cudaMemcpyAsync(pinned + k, trace.get(), sizeof(double), cudaMemcpyDeviceToHost, stream), "cudaMemcpy tr");
+    check(cudaMemcpyAsync(pinned, eig.get(), k * sizeof(double), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpy eig");
+    check(cudaMemcpyAsync(pinned + k, trace.get(), sizeof(double), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpy tr");
   }
 
   // Waits for the stream and moves the result (descending, clamped) into `out`.
   void collect(int64_t k, GramSpectrum& out) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    out.eigenvalues.assign(std::reverse_iterator<double*>(pinned + k), std::reverse_iterator<double*>(pinned));
+    out.eigenvalues.assign(std::reverse_iterator<double*>(pinned + k),
+                           std::reverse_iterator<double*>(pinned));
     for (double& x : out.eigenvalues) x = std::max(x, 0.0);
     out.trace = pinned[k];
   }
@@ -209,7 +218,8 @@ class CudaBackend : public LinalgBackend {
           const FloatMatrix& m = *matrices[large[j]];
           upload(lane, m, lane.a);
           lane.wide.resize(m.data.size());
-          widen<<<gridFor(m.data.size()), 256, 0, lane.stream>>>(lane.a.get(), lane.wide.get(), m.data.size());
+          widen<<<gridFor(m.data.size()), 256, 0, lane.stream>>>(lane.a.get(), lane.wide.get(),
+                                                                 m.data.size());
           const int64_t k = lane.gramOfWide(m.rows, m.cols);
           lane.launchSpectrum(k);
           return k;
@@ -227,7 +237,8 @@ class CudaBackend : public LinalgBackend {
     if (pairs.empty()) return out;
     upload(lane, stacked, lane.a);
     lane.wide.resize(stacked.data.size());
-    widen<<<gridFor(stacked.data.size()), 256, 0, lane.stream>>>(lane.a.get(), lane.wide.get(), stacked.data.size());
+    widen<<<gridFor(stacked.data.size()), 256, 0, lane.stream>>>(lane.a.get(), lane.wide.get(),
+                                                                 stacked.data.size());
     const int64_t n = lane.gramOfWide(stacked.rows, stacked.cols);  // rows <= cols: S S^T, N*r square
     if (n != stacked.rows) fail("cross-Gram of stacked heads has the wrong side", std::to_string(n));
     std::vector<int2> hostPairs;
@@ -242,8 +253,8 @@ class CudaBackend : public LinalgBackend {
       ctx.throwIfCancelled();
       const size_t count = std::min(chunk, pairs.size() - start);
       DeviceBuffer<double> batch(count * r * r);
-      assemblePairGrams<<<gridFor(count * r * r), 256, 0, lane.stream>>>(lane.gram.get(), n, r,
-                                                                          devicePairs.get() + start, batch.get(), count);
+      assemblePairGrams<<<gridFor(count * r * r), 256, 0, lane.stream>>>(
+          lane.gram.get(), n, r, devicePairs.get() + start, batch.get(), count);
       solveBatch(lane, batch, r, count, out.data() + start);
     }
     return out;
@@ -267,8 +278,8 @@ class CudaBackend : public LinalgBackend {
         [&](Lane& lane, size_t p) {
           lane.wide.resize(elements);
           difference<<<gridFor(elements), 256, 0, lane.stream>>>(all.get() + pairs[p].first * elements,
-                                                                  all.get() + pairs[p].second * elements,
-                                                                  lane.wide.get(), elements);
+                                                                 all.get() + pairs[p].second * elements,
+                                                                 lane.wide.get(), elements);
           const int64_t k = lane.gramOfWide(rows, cols);
           lane.launchSpectrum(k);
           return k;
@@ -301,9 +312,10 @@ class CudaBackend : public LinalgBackend {
           "cusolverDnXsyevBatched_bufferSize");
     DeviceBuffer<char> work(deviceBytes);
     std::vector<char> hostWork(std::max<size_t>(hostBytes, 1));
-    check(cusolverDnXsyevBatched(lane.solver, lane.params, CUSOLVER_EIG_MODE_NOVECTOR, CUBLAS_FILL_MODE_LOWER, k,
-                                 CUDA_R_64F, batch.get(), k, CUDA_R_64F, values.get(), CUDA_R_64F, work.get(),
-                                 deviceBytes, hostWork.data(), hostBytes, infos.get(), static_cast<int64_t>(count)),
+    check(cusolverDnXsyevBatched(lane.solver, lane.params, CUSOLVER_EIG_MODE_NOVECTOR, CUBLAS_FILL_MODE_LOWER,
+                                 k, CUDA_R_64F, batch.get(), k, CUDA_R_64F, values.get(), CUDA_R_64F,
+                                 work.get(), deviceBytes, hostWork.data(), hostBytes, infos.get(),
+                                 static_cast<int64_t>(count)),
           "cusolverDnXsyevBatched");
     std::vector<double> hostValues(count * k), hostTraces(count);
     check(cudaMemcpyAsync(hostValues.data(), values.get(), hostValues.size() * sizeof(double),
@@ -315,7 +327,8 @@ class CudaBackend : public LinalgBackend {
     check(cudaStreamSynchronize(lane.stream), "cudaStreamSynchronize");
     for (size_t i = 0; i < count; ++i) {
       out[i].trace = hostTraces[i];
-      out[i].eigenvalues.assign(hostValues.rbegin() + (count - 1 - i) * k, hostValues.rbegin() + (count - i) * k);
+      out[i].eigenvalues.assign(hostValues.rbegin() + (count - 1 - i) * k,
+                                hostValues.rbegin() + (count - i) * k);
       for (double& x : out[i].eigenvalues) x = std::max(x, 0.0);
     }
   }
@@ -328,9 +341,11 @@ class CudaBackend : public LinalgBackend {
     const size_t elements = static_cast<size_t>(m * n);
     std::vector<float> host(elements * indices.size());
     for (size_t j = 0; j < indices.size(); ++j)
-      std::copy(matrices[indices[j]]->data.begin(), matrices[indices[j]]->data.end(), host.begin() + j * elements);
+      std::copy(matrices[indices[j]]->data.begin(), matrices[indices[j]]->data.end(),
+                host.begin() + j * elements);
     DeviceBuffer<float> packed(host.size());
-    check(cudaMemcpyAsync(packed.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, lane.stream),
+    check(cudaMemcpyAsync(packed.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice,
+                          lane.stream),
           "cudaMemcpy");
     DeviceBuffer<double> wide(host.size()), batch(indices.size() * k * k);
     widen<<<gridFor(host.size()), 256, 0, lane.stream>>>(packed.get(), wide.get(), host.size());
@@ -377,7 +392,8 @@ extern "C" __attribute__((visibility("default"))) sharelens::LinalgBackend* shar
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    if (whyNot) *whyNot = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
+    if (whyNot)
+      *whyNot = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
     return nullptr;
   }
   cudaDeviceProp prop{};

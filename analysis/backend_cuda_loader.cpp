@@ -13,7 +13,8 @@ using Factory = LinalgBackend* (*)(std::string*);
 
 Factory loadFactory(std::string& error) {
   const PluginSpec spec{.fileName = "libsharelens_cuda.so", .envOverride = "SHARELENS_CUDA_PLUGIN"};
-  auto factory = reinterpret_cast<Factory>(loadPluginEntryPoint(spec, "sharelens_create_cuda_backend", &error));
+  auto factory =
+      reinterpret_cast<Factory>(loadPluginEntryPoint(spec, "sharelens_create_cuda_backend", &error));
   if (!factory && error.find("not found") != std::string::npos)
     error += "; this build has no CUDA support: configure with nvcc on the PATH";
   return factory;

@@ -27,7 +27,8 @@ RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vect
     const auto [a, b] = order[p];
     const int32_t r = static_cast<int32_t>(effectiveRank(pairs[p].eigenvalues, pairs[p].trace, threshold));
     const double scale = std::sqrt(0.5 * (squaredNorms[a] + squaredNorms[b]));
-    const float rel = scale > 0.0 ? static_cast<float>(std::sqrt(std::max(pairs[p].trace, 0.0)) / scale) : 0.0f;
+    const float rel =
+        scale > 0.0 ? static_cast<float>(std::sqrt(std::max(pairs[p].trace, 0.0)) / scale) : 0.0f;
     for (auto [i, j] : {std::pair{a, b}, std::pair{b, a}}) {
       map.rank[i * static_cast<size_t>(map.n) + j] = r;
       map.relativeDifference[i * static_cast<size_t>(map.n) + j] = rel;
@@ -39,7 +40,8 @@ RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vect
 HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                       const HeadDiffOptions& options, const TaskContext& ctx) {
   if (!view.hasHeads())
-    throw Error({.what = "head differences need the head count and head_dim", .where = view.source,
+    throw Error({.what = "head differences need the head count and head_dim",
+                 .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
   HeadDiffResult result;
   result.threshold = options.threshold;
@@ -86,10 +88,14 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
   for (const HeadDiffLayer& l : result.layers)
     for (int64_t a = 0; a < l.map.n; ++a)
       for (int64_t b = a + 1; b < l.map.n; ++b) {
-        const int zeros = (l.norms[static_cast<size_t>(a)] == 0.0f) + (l.norms[static_cast<size_t>(b)] == 0.0f);
-        result.lowest.push_back({l.layer, a, b, l.labels[static_cast<size_t>(a)], l.labels[static_cast<size_t>(b)],
-                                 l.map.rankAt(a, b), l.map.relativeDifference[static_cast<size_t>(a * l.map.n + b)],
-                                 zeros == 2 ? "both are zero matrices" : zeros == 1 ? "one is a zero matrix" : ""});
+        const int zeros =
+            (l.norms[static_cast<size_t>(a)] == 0.0f) + (l.norms[static_cast<size_t>(b)] == 0.0f);
+        result.lowest.push_back({l.layer, a, b, l.labels[static_cast<size_t>(a)],
+                                 l.labels[static_cast<size_t>(b)], l.map.rankAt(a, b),
+                                 l.map.relativeDifference[static_cast<size_t>(a * l.map.n + b)],
+                                 zeros == 2   ? "both are zero matrices"
+                                 : zeros == 1 ? "one is a zero matrix"
+                                              : ""});
       }
   std::sort(result.lowest.begin(), result.lowest.end(), [](const HeadPair& x, const HeadPair& y) {
     return x.rank != y.rank ? x.rank < y.rank : x.relativeDifference < y.relativeDifference;
@@ -119,7 +125,8 @@ RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBacke
 }
 
 LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                        double threshold, std::span<const Proj> projections, const TaskContext& ctx) {
+                                        double threshold, std::span<const Proj> projections,
+                                        const TaskContext& ctx) {
   LayerDiffResult result;
   result.threshold = threshold;
   size_t done = 0;

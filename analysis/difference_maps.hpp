@@ -1,9 +1,9 @@
 // Effective-rank maps of weight differences (DESIGN.md section 4):
 //   head differences  -- per layer, every pair among all its per-head attention matrices, as the low-rank
 //                        sharing paper computes them: Q, K, V heads (head_dim x hidden; GQA: the layer's KV
-//                        heads, not repeated) and O heads (the head's columns of W_o, hidden x head_dim, taken
-//                        transposed -- a transpose changes no singular value); an N x N map,
-//                        N = 2 heads + 2 kv_heads (heads + 2 kv_heads with O left out);
+//                        heads, not repeated) and O heads (the head's columns of W_o, hidden x head_dim,
+//                        taken transposed -- a transpose changes no singular value); an N x N map, N = 2
+//                        heads + 2 kv_heads (heads + 2 kv_heads with O left out);
 //   layer differences -- per projection, W_l - W_m for every pair of layers, an L x L map.
 // Each cell also carries the relative difference ||W_a - W_b||_F / sqrt((||W_a||_F^2 + ||W_b||_F^2) / 2).
 #pragma once
@@ -49,7 +49,8 @@ struct HeadPair {
   std::string labelA, labelB;
   int32_t rank = 0;
   float relativeDifference = 0;
-  std::string note;  // "both are zero matrices" / "one is a zero matrix": a rank that says nothing about sharing
+  std::string
+      note;  // "both are zero matrices" / "one is a zero matrix": a rank that says nothing about sharing
 };
 
 struct HeadDiffResult {
@@ -74,7 +75,8 @@ struct LayerDiffResult {
 };
 
 LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                        double threshold, std::span<const Proj> projections, const TaskContext& ctx);
+                                        double threshold, std::span<const Proj> projections,
+                                        const TaskContext& ctx);
 
 // A head's matrix as the head maps compare it: head_dim x hidden (an O head, hidden x head_dim, transposed).
 FloatMatrix comparableHeadMatrix(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId head);

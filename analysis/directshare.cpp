@@ -3,8 +3,8 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -50,7 +50,8 @@ void chooseSharedPairs(DirectShareResult& r, double ratio) {
     for (int64_t u = 0; u < r.units; ++u) {
       std::vector<UnitMatch> mine;
       for (int64_t sl = 0; sl < l; ++sl)
-        for (int64_t su = 0; su < r.units; ++su) mine.push_back({{l, u}, {sl, su}, r.similarityOf({l, u}, {sl, su})});
+        for (int64_t su = 0; su < r.units; ++su)
+          mine.push_back({{l, u}, {sl, su}, r.similarityOf({l, u}, {sl, su})});
       const size_t keep = std::min(mine.size(), kCandidatesPerUnit);
       std::partial_sort(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(keep), mine.end(),
                         [](const UnitMatch& a, const UnitMatch& b) { return a.similarity > b.similarity; });
@@ -71,16 +72,23 @@ void chooseSharedPairs(DirectShareResult& r, double ratio) {
   r.parametersSaved = r.parametersPerUnit * static_cast<int64_t>(r.chosen.size());
 }
 
-DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& view, double ratio, const TaskContext& ctx) {
+DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& view, double ratio,
+                                     const TaskContext& ctx) {
   if (!view.hasHeads() || view.shape.kvHeads <= 0)
-    throw Error({.what = "DirectShare needs the head counts and head_dim", .where = view.source,
+    throw Error({.what = "DirectShare needs the head counts and head_dim",
+                 .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
   if (!(ratio > 0.0 && ratio < 1.0))
-    throw Error({.what = "sharing ratio out of range", .where = "DirectShare ratio", .expected = "a fraction in (0, 1)",
-                 .found = std::to_string(ratio), .hint = "alpha = shared units / all units, e.g. 0.25"});
+    throw Error({.what = "sharing ratio out of range",
+                 .where = "DirectShare ratio",
+                 .expected = "a fraction in (0, 1)",
+                 .found = std::to_string(ratio),
+                 .hint = "alpha = shared units / all units, e.g. 0.25"});
   if (view.layers.size() < 2)
-    throw Error({.what = "DirectShare needs at least two layers", .where = view.source,
-                 .found = std::to_string(view.layers.size()) + " layer", .hint = "a unit shares with an earlier layer's"});
+    throw Error({.what = "DirectShare needs at least two layers",
+                 .where = view.source,
+                 .found = std::to_string(view.layers.size()) + " layer",
+                 .hint = "a unit shares with an earlier layer's"});
   DirectShareResult r;
   r.layers = static_cast<int64_t>(view.layers.size());
   r.units = view.shape.kvHeads;
@@ -104,13 +112,15 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
       const float scale = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
       for (int64_t i = 0; i < width; ++i) row[i] *= scale;
     }
-    ctx.report(0.8 * static_cast<double>(l + 1) / static_cast<double>(r.layers), "DirectShare: reading heads");
+    ctx.report(0.8 * static_cast<double>(l + 1) / static_cast<double>(r.layers),
+               "DirectShare: reading heads");
   }
   r.similarity.assign(static_cast<size_t>(count * count), 0.0f);
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(count), static_cast<int>(width), 1.0f, x.data(),
-              static_cast<int>(width), 0.0f, r.similarity.data(), static_cast<int>(count));
+  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(count), static_cast<int>(width), 1.0f,
+              x.data(), static_cast<int>(width), 0.0f, r.similarity.data(), static_cast<int>(count));
   for (int64_t i = 0; i < count; ++i)
-    for (int64_t j = 0; j < i; ++j) r.similarity[static_cast<size_t>(i * count + j)] = r.similarity[static_cast<size_t>(j * count + i)];
+    for (int64_t j = 0; j < i; ++j)
+      r.similarity[static_cast<size_t>(i * count + j)] = r.similarity[static_cast<size_t>(j * count + i)];
 
   // Algorithm 1: each unit of a later layer with its most similar unit of the earlier layers.
   for (int64_t l = 1; l < r.layers; ++l)
@@ -118,7 +128,8 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
       UnitMatch best{{l, u}, {0, 0}, -2.0f};
       for (int64_t sl = 0; sl < l; ++sl)
         for (int64_t su = 0; su < r.units; ++su)
-          if (const float s = r.similarityOf({l, u}, {sl, su}); s > best.similarity) best = {{l, u}, {sl, su}, s};
+          if (const float s = r.similarityOf({l, u}, {sl, su}); s > best.similarity)
+            best = {{l, u}, {sl, su}, s};
       r.bestMatches.push_back(best);
     }
   std::stable_sort(r.bestMatches.begin(), r.bestMatches.end(),
@@ -138,15 +149,23 @@ Topology tiedHeadTopology(const ModelView& view, const DirectShareResult& r, con
   const ModelShape& s = view.shape;
   Topology t;
   t.name = name;
-  t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
-                      .headDim = s.headDim, .ffn = s.ffn, .context = std::clamp<int64_t>(s.context, 2, 2048)};
+  t.model = ModelDims{.vocab = s.vocab,
+                      .dModel = s.hidden,
+                      .layers = s.layers,
+                      .heads = s.heads,
+                      .kvHeads = s.kvHeads,
+                      .headDim = s.headDim,
+                      .ffn = s.ffn,
+                      .context = std::clamp<int64_t>(s.context, 2, 2048)};
   for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
   t.embedding.tied = s.tiedEmbeddings;
-  for (const UnitMatch& p : r.chosen) t.tiedHeads.push_back({p.target.layer, p.target.unit, p.source.layer, p.source.unit});
+  for (const UnitMatch& p : r.chosen)
+    t.tiedHeads.push_back({p.target.layer, p.target.unit, p.source.layer, p.source.unit});
   char ratio[16];
   std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio);
-  t.provenance = {"vanilla", s.layers, "1", std::string("DirectShare at ratio ") + ratio + " of " + view.source};
+  t.provenance = {"vanilla", s.layers, "1",
+                  std::string("DirectShare at ratio ") + ratio + " of " + view.source};
   validateTopology(t, "DirectShare topology");
   return t;
 }
@@ -162,21 +181,27 @@ void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view) {
       const std::string where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " +
                                 std::string(projName(p)) + " = " + layer.at(p).describe();
       if (!isPlainSlice(layer.at(p)))
-        throw Error({.what = "cannot write a DirectShare model of a checkpoint whose attention weights are composed",
-                     .where = where, .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
-                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its output"});
+        throw Error(
+            {.what = "cannot write a DirectShare model of a checkpoint whose attention weights are composed",
+             .where = where,
+             .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
+             .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its "
+                     "output"});
       const std::string& tensor = layer.at(p).terms[0].left.tensor;
       const auto [it, fresh] = owner.emplace(tensor, layer.index);
       if (!fresh && it->second != layer.index)
-        throw Error({.what = "cannot write a DirectShare model of a checkpoint whose layers share attention weights",
-                     .where = where, .expected = "one stored tensor per layer",
-                     .found = "'" + tensor + "' also holds layer " + std::to_string(it->second) + "'s weights",
-                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its output"});
+        throw Error(
+            {.what = "cannot write a DirectShare model of a checkpoint whose layers share attention weights",
+             .where = where,
+             .expected = "one stored tensor per layer",
+             .found = "'" + tensor + "' also holds layer " + std::to_string(it->second) + "'s weights",
+             .hint = "`sharelens export-hf` materialises a shared ShareLens model; run DirectShare on its "
+                     "output"});
     }
 }
 
-void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const DirectShareResult& result,
-                                 const fs::path& outDir) {
+void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
+                                 const DirectShareResult& result, const fs::path& outDir) {
   checkDirectShareWritable(ckpt, view);  // before anything is created
   StagedDirectory out(outDir);  // refuses a non-empty directory; removed again unless everything is written
   TensorEditor editor(ckpt);
@@ -192,10 +217,14 @@ void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, 
                      {"source", {m.source.layer, m.source.unit}},
                      {"similarity", m.similarity}});
   }
-  const Json record = {{"ratio", result.ratio},         {"achieved_ratio", result.achievedRatio()},
-                       {"unit", result.unitKind},       {"query_heads_per_unit", result.queryHeadsPerUnit},
-                       {"shared", "q,k,v"},             {"pairs", pairs},
-                       {"parameters_saved", result.parametersSaved}, {"parameters_unique", result.parametersTotal - result.parametersSaved}};
+  const Json record = {{"ratio", result.ratio},
+                       {"achieved_ratio", result.achievedRatio()},
+                       {"unit", result.unitKind},
+                       {"query_heads_per_unit", result.queryHeadsPerUnit},
+                       {"shared", "q,k,v"},
+                       {"pairs", pairs},
+                       {"parameters_saved", result.parametersSaved},
+                       {"parameters_unique", result.parametersTotal - result.parametersSaved}};
   auto metadata = ckpt.metadata();
   metadata["sharelens.directshare"] = record.dump();
   editor.save(out.path() / "model.safetensors", metadata);

@@ -1,4 +1,5 @@
-// DirectShare (head-wise shareable attention, Cao et al. 2024, Eq. 3 and Algorithms 1-2; DESIGN.md section 4).
+// DirectShare (head-wise shareable attention, Cao et al. 2024, Eq. 3 and Algorithms 1-2; DESIGN.md section
+// 4).
 //
 // The unit of sharing is an attention head with its own key and value (MHA), or, for GQA/MQA models, a KV
 // group: its query heads, its key head and its value head. A unit's signature is vec([W_q ; W_k]) -- the
@@ -31,22 +32,24 @@ struct UnitMatch {
 
 struct DirectShareResult {
   int64_t layers = 0;
-  int64_t units = 0;           // per layer: kv_heads (= heads for MHA)
+  int64_t units = 0;  // per layer: kv_heads (= heads for MHA)
   int64_t queryHeadsPerUnit = 1;
-  std::string unitKind;        // "head" (MHA) or "kv_group" (GQA, MQA)
-  std::vector<float> similarity;      // (layers * units)^2, row-major; index = layer * units + unit
-  std::vector<UnitMatch> bestMatches; // each unit of layer >= 1 with its best earlier unit, best first
-  double ratio = 0;                   // requested alpha
-  std::vector<UnitMatch> chosen;      // the shared pairs; no unit is both a target and a source
-  int64_t parametersPerUnit = 0;      // Q, K, V weights (and biases) of one unit
+  std::string unitKind;                // "head" (MHA) or "kv_group" (GQA, MQA)
+  std::vector<float> similarity;       // (layers * units)^2, row-major; index = layer * units + unit
+  std::vector<UnitMatch> bestMatches;  // each unit of layer >= 1 with its best earlier unit, best first
+  double ratio = 0;                    // requested alpha
+  std::vector<UnitMatch> chosen;       // the shared pairs; no unit is both a target and a source
+  int64_t parametersPerUnit = 0;       // Q, K, V weights (and biases) of one unit
   int64_t parametersSaved = 0;
   int64_t parametersTotal = 0;
 
   double achievedRatio() const {
-    return layers * units > 0 ? static_cast<double>(chosen.size()) / static_cast<double>(layers * units) : 0.0;
+    return layers * units > 0 ? static_cast<double>(chosen.size()) / static_cast<double>(layers * units)
+                              : 0.0;
   }
   float similarityOf(const UnitRef& a, const UnitRef& b) const {
-    return similarity[static_cast<size_t>((a.layer * units + a.unit) * layers * units + b.layer * units + b.unit)];
+    return similarity[static_cast<size_t>((a.layer * units + a.unit) * layers * units + b.layer * units +
+                                          b.unit)];
   }
 };
 
@@ -57,18 +60,20 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
 // the weights again). Fills result.chosen, result.ratio and the parameter counts.
 void chooseSharedPairs(DirectShareResult& result, double ratio);
 
-// The unshared topology of the checkpoint's shape with the chosen pairs as tied heads (what the Designer receives
-// to train a model that shares those units from the start). A named Error when the shape does not fit a topology.
+// The unshared topology of the checkpoint's shape with the chosen pairs as tied heads (what the Designer
+// receives to train a model that shares those units from the start). A named Error when the shape does not
+// fit a topology.
 Topology tiedHeadTopology(const ModelView& view, const DirectShareResult& result, const std::string& name);
 
 // Checks that the checkpoint's attention weights can be edited in place (plain tensors, as Hugging Face
 // checkpoints store them); a named Error before anything is written otherwise.
 void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view);
 
-// Writes OUT_DIR/model.safetensors with each chosen target unit's Q, K and V rows (and biases) replaced by its
-// source's, in the original dtypes, beside copies of config.json and the tokenizer, so that the result opens,
-// runs and evaluates like the original; the pairs are recorded in the metadata under "sharelens.directshare".
-void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const DirectShareResult& result,
-                                 const std::filesystem::path& outDir);
+// Writes OUT_DIR/model.safetensors with each chosen target unit's Q, K and V rows (and biases) replaced by
+// its source's, in the original dtypes, beside copies of config.json and the tokenizer, so that the result
+// opens, runs and evaluates like the original; the pairs are recorded in the metadata under
+// "sharelens.directshare".
+void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
+                                 const DirectShareResult& result, const std::filesystem::path& outDir);
 
 }  // namespace sharelens

@@ -10,7 +10,8 @@ namespace sharelens {
 EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                      double threshold, const TaskContext& ctx) {
   if (!view.embedding)
-    throw Error({.what = "the checkpoint has no token embedding", .where = view.source,
+    throw Error({.what = "the checkpoint has no token embedding",
+                 .where = view.source,
                  .hint = "the embedding study needs the embedding matrix"});
   EmbeddingStudy s;
   const FloatMatrix e = materializeFinite(ckpt, *view.embedding);
@@ -27,7 +28,8 @@ EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& vi
     p.rank = std::max<int64_t>(1, std::llround(pct / 100.0 * static_cast<double>(s.hidden)));
     p.rank = std::min<int64_t>(p.rank, static_cast<int64_t>(energy.size()));
     p.fractionOfHidden = static_cast<double>(p.rank) / static_cast<double>(s.hidden);
-    p.relativeError = p.rank > 0 ? std::sqrt(std::max(0.0, 1.0 - energy[static_cast<size_t>(p.rank - 1)])) : 1.0;
+    p.relativeError =
+        p.rank > 0 ? std::sqrt(std::max(0.0, 1.0 - energy[static_cast<size_t>(p.rank - 1)])) : 1.0;
     p.parameters = p.rank * (s.vocab + s.hidden);
     s.curve.push_back(p);
   }
@@ -35,7 +37,8 @@ EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& vi
   const RoleCounts counts = countParameters(ckpt, view);
   s.embeddingParameters = counts.of(TensorRole::Embedding) + counts.of(TensorRole::OutputHead);
   s.totalParameters = counts.total;
-  s.rho = counts.total > 0 ? static_cast<double>(s.embeddingParameters) / static_cast<double>(counts.total) : 0.0;
+  s.rho =
+      counts.total > 0 ? static_cast<double>(s.embeddingParameters) / static_cast<double>(counts.total) : 0.0;
 
   if (!s.tied && view.outputHead) {
     ctx.report(0.7, "embedding: tying gap");
@@ -58,7 +61,8 @@ EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& vi
       double sum = 0;
       for (double c : cosines) sum += c;
       s.tyingCosineMean = sum / static_cast<double>(cosines.size());
-      std::nth_element(cosines.begin(), cosines.begin() + static_cast<std::ptrdiff_t>(cosines.size() / 2), cosines.end());
+      std::nth_element(cosines.begin(), cosines.begin() + static_cast<std::ptrdiff_t>(cosines.size() / 2),
+                       cosines.end());
       s.tyingCosineMedian = cosines[cosines.size() / 2];
     }
   }

@@ -20,21 +20,22 @@ struct FactorizationPoint {
   double fractionOfHidden = 0;
   double relativeError = 0;
   int64_t parameters = 0;  // r (V + d)
-  double validationNll = NAN;  // held-out NLL with the embedding truncated to this rank (Fig. 2c), when computed
+  double validationNll =
+      NAN;  // held-out NLL with the embedding truncated to this rank (Fig. 2c), when computed
 };
 
 struct EmbeddingStudy {
   int64_t vocab = 0, hidden = 0;
   Spectrum spectrum;
   std::vector<FactorizationPoint> curve;
-  int64_t embeddingParameters = 0;   // input embedding + untied output head
+  int64_t embeddingParameters = 0;  // input embedding + untied output head
   int64_t totalParameters = 0;
   double rho = 0;
   bool tied = false;
   std::optional<double> tyingCosineMean, tyingCosineMedian;
   std::vector<int64_t> tyingCosineHistogram;  // 40 bins over [-1, 1]
-  double fullRankValidationNll = NAN;          // the same held-out NLL of the checkpoint as stored
-  std::string validationText;                  // what those NLLs were computed on
+  double fullRankValidationNll = NAN;         // the same held-out NLL of the checkpoint as stored
+  std::string validationText;                 // what those NLLs were computed on
 };
 
 EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,

@@ -25,14 +25,16 @@ PowerLawFit fitPowerLaw(std::vector<double> x) {
     double d = 0;
     for (size_t j = i; j < n; ++j) {  // S jumps from (j - i) / k to (j - i + 1) / k at x_j
       const double model = 1.0 - std::pow(x[j] / xmin, 1.0 - alpha);
-      d = std::max({d, std::abs(static_cast<double>(j - i + 1) / k - model), std::abs(static_cast<double>(j - i) / k - model)});
+      d = std::max({d, std::abs(static_cast<double>(j - i + 1) / k - model),
+                    std::abs(static_cast<double>(j - i) / k - model)});
     }
     if (d < best.ks) best = {alpha, xmin, d, static_cast<int64_t>(n - i)};
   }
   return best;
 }
 
-std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend, const TaskContext& ctx) {
+std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                  const TaskContext& ctx) {
   std::vector<MatrixEsd> out;
   for (const LayerView& layer : view.layers) {
     ctx.throwIfCancelled();
@@ -42,7 +44,8 @@ std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view,
     for (Proj p : kAllProjs)
       if (w.proj[static_cast<int>(p)]) {
         matrices.push_back(&*w.proj[static_cast<int>(p)]);
-        ids.push_back({"layers." + std::to_string(layer.index) + "." + std::string(projName(p)), layer.index, p, -1});
+        ids.push_back(
+            {"layers." + std::to_string(layer.index) + "." + std::string(projName(p)), layer.index, p, -1});
       }
     const auto grams = backend.gramSpectra(matrices, ctx);
     for (size_t i = 0; i < grams.size(); ++i) {
@@ -50,7 +53,8 @@ std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view,
       e.fit = fitPowerLaw(e.eigenvalues);
       out.push_back(std::move(e));
     }
-    ctx.report(static_cast<double>(layer.index + 1) / static_cast<double>(view.layers.size()), "ESD: layer " + std::to_string(layer.index));
+    ctx.report(static_cast<double>(layer.index + 1) / static_cast<double>(view.layers.size()),
+               "ESD: layer " + std::to_string(layer.index));
   }
   return out;
 }
@@ -59,9 +63,16 @@ Json toJson(const std::vector<MatrixEsd>& esd) {
   Json out = Json::array();
   auto number = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
   for (const MatrixEsd& e : esd)
-    out.push_back({{"name", e.id.name}, {"layer", e.id.layer}, {"proj", e.id.proj ? Json(projName(*e.id.proj)) : Json(nullptr)},
-                   {"rows", e.rows}, {"cols", e.cols}, {"alpha", number(e.fit.alpha)}, {"xmin", number(e.fit.xmin)},
-                   {"ks_distance", number(e.fit.ks)}, {"tail", e.fit.tail}, {"lambda_max", e.lambdaMax()},
+    out.push_back({{"name", e.id.name},
+                   {"layer", e.id.layer},
+                   {"proj", e.id.proj ? Json(projName(*e.id.proj)) : Json(nullptr)},
+                   {"rows", e.rows},
+                   {"cols", e.cols},
+                   {"alpha", number(e.fit.alpha)},
+                   {"xmin", number(e.fit.xmin)},
+                   {"ks_distance", number(e.fit.ks)},
+                   {"tail", e.fit.tail},
+                   {"lambda_max", e.lambdaMax()},
                    {"eigenvalues", e.eigenvalues}});
   return out;
 }
@@ -76,7 +87,8 @@ std::vector<MatrixEsd> esdFromJson(const Json& j) {
     if (!e.at("proj").is_null()) m.id.proj = parseProj(e["proj"].get<std::string>());
     m.rows = e.at("rows").get<int64_t>();
     m.cols = e.at("cols").get<int64_t>();
-    m.fit = {number(e.at("alpha")), number(e.at("xmin")), number(e.at("ks_distance")), e.at("tail").get<int64_t>()};
+    m.fit = {number(e.at("alpha")), number(e.at("xmin")), number(e.at("ks_distance")),
+             e.at("tail").get<int64_t>()};
     m.eigenvalues = e.at("eigenvalues").get<std::vector<double>>();
     out.push_back(std::move(m));
   }

@@ -1,9 +1,9 @@
-// Empirical spectral densities with a power-law fit, as WeightWatcher reports them (Martin & Mahoney, "Implicit
-// self-regularization in deep neural networks"; Martin, Peng & Mahoney 2021): for every weight matrix W the
-// eigenvalues lambda_i = sigma_i^2 of its correlation matrix W^T W (the normalisation by N does not change the
-// exponent), and the exponent alpha of a power law p(lambda) ~ lambda^(-alpha) fitted to their tail by the method
-// of Clauset, Shalizi & Newman (2009, Eq. 3.1 and Sec. 3.3): for each candidate lower bound x_min (every
-// eigenvalue that leaves at least kMinTail above it), the maximum-likelihood
+// Empirical spectral densities with a power-law fit, as WeightWatcher reports them (Martin & Mahoney,
+// "Implicit self-regularization in deep neural networks"; Martin, Peng & Mahoney 2021): for every weight
+// matrix W the eigenvalues lambda_i = sigma_i^2 of its correlation matrix W^T W (the normalisation by N does
+// not change the exponent), and the exponent alpha of a power law p(lambda) ~ lambda^(-alpha) fitted to their
+// tail by the method of Clauset, Shalizi & Newman (2009, Eq. 3.1 and Sec. 3.3): for each candidate lower
+// bound x_min (every eigenvalue that leaves at least kMinTail above it), the maximum-likelihood
 //     alpha = 1 + n / sum_{i: lambda_i >= x_min} ln(lambda_i / x_min),
 // and the x_min kept is the one whose fitted CDF is closest to the tail's empirical CDF in the Kolmogorov-
 // Smirnov distance D = max |S(x) - P(x)|, P(x) = 1 - (x / x_min)^(1 - alpha). Smaller alpha (2..4) marks a
@@ -37,7 +37,8 @@ struct MatrixEsd {
 };
 
 // Every projection of every layer (whole matrices, as WeightWatcher analyses layers).
-std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend, const TaskContext& ctx);
+std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
+                                  const TaskContext& ctx);
 
 Json toJson(const std::vector<MatrixEsd>& esd);
 std::vector<MatrixEsd> esdFromJson(const Json& j);

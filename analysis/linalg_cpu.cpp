@@ -15,10 +15,11 @@ constexpr int64_t kBlockSpan = 256;  // long-side slice per dsyrk update: at mos
 
 void checkLapack(int info, const char* routine, int64_t n) {
   if (info != 0)
-    throw Error({.what = std::string(routine) + " did not converge",
-                 .where = "eigenvalues of a " + std::to_string(n) + " x " + std::to_string(n) + " Gram matrix",
-                 .found = "info = " + std::to_string(info),
-                 .hint = "the matrix probably holds NaN or Inf values; check the checkpoint"});
+    throw Error(
+        {.what = std::string(routine) + " did not converge",
+         .where = "eigenvalues of a " + std::to_string(n) + " x " + std::to_string(n) + " Gram matrix",
+         .found = "info = " + std::to_string(info),
+         .hint = "the matrix probably holds NaN or Inf values; check the checkpoint"});
 }
 
 }  // namespace
@@ -47,8 +48,8 @@ SymmetricMatrix gramOfSmallerSide(int64_t m, int64_t n, const BlockSource& sourc
                   static_cast<int>(count), 1.0, g.a.data(), dim);
     } else {  // block = A[k0:k0+count, :] (count x n); G += block^T block
       source(k0, count, 0, n, block.data());
-      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, dim, static_cast<int>(count), 1.0, block.data(), dim, 1.0,
-                  g.a.data(), dim);
+      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, dim, static_cast<int>(count), 1.0, block.data(), dim,
+                  1.0, g.a.data(), dim);
     }
   }
   return g;
@@ -67,7 +68,8 @@ SymmetricMatrix gramOfDifference(const FloatMatrix& a, const FloatMatrix& b) {
       const float* pa = a.row(r0 + r) + c0;
       const float* pb = b.row(r0 + r) + c0;
       double* o = out + r * nc;
-      for (int64_t c = 0; c < nc; ++c) o[c] = static_cast<double>(pa[c]) - static_cast<double>(pb[c]);  // exact
+      for (int64_t c = 0; c < nc; ++c)
+        o[c] = static_cast<double>(pa[c]) - static_cast<double>(pb[c]);  // exact
     }
   });
 }
@@ -77,8 +79,8 @@ SymmetricMatrix rowGram(const FloatMatrix& s) {
   g.n = s.rows;
   g.a.assign(static_cast<size_t>(g.n * g.n), 0.0);
   std::vector<double> all(s.data.begin(), s.data.end());
-  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(s.rows), static_cast<int>(s.cols), 1.0,
-              all.data(), static_cast<int>(s.cols), 0.0, g.a.data(), static_cast<int>(s.rows));
+  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<int>(s.rows), static_cast<int>(s.cols),
+              1.0, all.data(), static_cast<int>(s.cols), 0.0, g.a.data(), static_cast<int>(s.rows));
   return g;
 }
 
@@ -108,7 +110,8 @@ void eigenDecomposition(SymmetricMatrix&& g, std::vector<double>& values, std::v
   vectors.assign(static_cast<size_t>(n * n), 0.0);
   for (int64_t k = 0; k < n; ++k) {
     const int64_t src = n - 1 - k;
-    for (int64_t i = 0; i < n; ++i) vectors[static_cast<size_t>(i * n + k)] = g.a[static_cast<size_t>(src * n + i)];
+    for (int64_t i = 0; i < n; ++i)
+      vectors[static_cast<size_t>(i * n + k)] = g.a[static_cast<size_t>(src * n + i)];
   }
   std::reverse(values.begin(), values.end());
   for (double& x : values) x = std::max(x, 0.0);

@@ -18,25 +18,32 @@ namespace {
   throw Error({.what = what, .where = where, .expected = expected, .found = found, .hint = hint});
 }
 
-int64_t fullRank(std::pair<int64_t, int64_t> shape) { return std::min(shape.first, shape.second); }
+int64_t fullRank(std::pair<int64_t, int64_t> shape) {
+  return std::min(shape.first, shape.second);
+}
 
 void checkGroups(const CompressionSpec& spec, int64_t layers) {
   std::set<int64_t> seen;
   for (const auto& g : spec.groups) {
-    if (g.empty()) refuse("an empty layer group", "--groups", "groups of one layer or more", "an empty group");
+    if (g.empty())
+      refuse("an empty layer group", "--groups", "groups of one layer or more", "an empty group");
     for (size_t i = 0; i < g.size(); ++i) {
       if (g[i] < 0 || g[i] >= layers)
-        refuse("layer out of range", "--groups", "layers 0.." + std::to_string(layers - 1), std::to_string(g[i]));
+        refuse("layer out of range", "--groups", "layers 0.." + std::to_string(layers - 1),
+               std::to_string(g[i]));
       if (i > 0 && g[i] != g[i - 1] + 1)
         refuse("a layer group is not a run of consecutive layers", "--groups", "ranges like 0-0,1-10,11-11",
-               std::to_string(g[i - 1]) + " then " + std::to_string(g[i]), "MASA shares atoms within runs of consecutive blocks");
-      if (!seen.insert(g[i]).second) refuse("layer in two groups", "--groups", "each layer in one group", std::to_string(g[i]));
+               std::to_string(g[i - 1]) + " then " + std::to_string(g[i]),
+               "MASA shares atoms within runs of consecutive blocks");
+      if (!seen.insert(g[i]).second)
+        refuse("layer in two groups", "--groups", "each layer in one group", std::to_string(g[i]));
     }
   }
   if (static_cast<int64_t>(seen.size()) != layers)
     refuse("the groups do not cover every layer", "--groups", std::to_string(layers) + " layers",
-           std::to_string(seen.size()) + " grouped", "list every layer once, e.g. 0-0,1-" + std::to_string(layers - 2) + "," +
-                                                         std::to_string(layers - 1) + "-" + std::to_string(layers - 1));
+           std::to_string(seen.size()) + " grouped",
+           "list every layer once, e.g. 0-0,1-" + std::to_string(layers - 2) + "," +
+               std::to_string(layers - 1) + "-" + std::to_string(layers - 1));
 }
 
 int64_t atomCost(const ModelShape& shape, const CompressionSpec& spec, const std::vector<int64_t>& atoms) {
@@ -50,28 +57,36 @@ int64_t atomCost(const ModelShape& shape, const CompressionSpec& spec, const std
 }
 
 std::vector<double> lowerCholesky(std::vector<double> a, int64_t n, int* info) {
-  *info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', static_cast<lapack_int>(n), a.data(), static_cast<lapack_int>(n));
+  *info =
+      LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', static_cast<lapack_int>(n), a.data(), static_cast<lapack_int>(n));
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i + 1; j < n; ++j) a[static_cast<size_t>(i * n + j)] = 0.0;  // dpotrf leaves the upper triangle
+    for (int64_t j = i + 1; j < n; ++j)
+      a[static_cast<size_t>(i * n + j)] = 0.0;  // dpotrf leaves the upper triangle
   return a;
 }
 
 // Truncated SVD of y (out x in, row-major, consumed): the first `rank` left vectors scaled by their singular
 // values (B) and right vectors (V_r^T, rank x in).
-void truncatedSvd(std::vector<double>& y, int64_t out, int64_t in, int64_t rank, std::vector<double>& b, std::vector<double>& vt) {
+void truncatedSvd(std::vector<double>& y, int64_t out, int64_t in, int64_t rank, std::vector<double>& b,
+                  std::vector<double>& vt) {
   const int64_t k = std::min(out, in);
-  std::vector<double> sv(static_cast<size_t>(k)), u(static_cast<size_t>(out * k)), v(static_cast<size_t>(k * in));
-  const lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', static_cast<lapack_int>(out), static_cast<lapack_int>(in), y.data(),
-                                         static_cast<lapack_int>(in), sv.data(), u.data(), static_cast<lapack_int>(k), v.data(),
-                                         static_cast<lapack_int>(in));
+  std::vector<double> sv(static_cast<size_t>(k)), u(static_cast<size_t>(out * k)),
+      v(static_cast<size_t>(k * in));
+  const lapack_int info =
+      LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', static_cast<lapack_int>(out), static_cast<lapack_int>(in),
+                     y.data(), static_cast<lapack_int>(in), sv.data(), u.data(), static_cast<lapack_int>(k),
+                     v.data(), static_cast<lapack_int>(in));
   if (info != 0)
-    throw Error({.what = "dgesdd did not converge", .where = "truncated SVD of a " + std::to_string(out) + " x " + std::to_string(in) +
-                                                              " matrix",
-                 .found = "info = " + std::to_string(info), .hint = "the weights or the calibration statistics hold NaN or Inf"});
+    throw Error(
+        {.what = "dgesdd did not converge",
+         .where = "truncated SVD of a " + std::to_string(out) + " x " + std::to_string(in) + " matrix",
+         .found = "info = " + std::to_string(info),
+         .hint = "the weights or the calibration statistics hold NaN or Inf"});
   b.assign(static_cast<size_t>(out * rank), 0.0);
   vt.assign(static_cast<size_t>(rank * in), 0.0);
   for (int64_t i = 0; i < out; ++i)
-    for (int64_t r = 0; r < rank; ++r) b[static_cast<size_t>(i * rank + r)] = u[static_cast<size_t>(i * k + r)] * sv[static_cast<size_t>(r)];
+    for (int64_t r = 0; r < rank; ++r)
+      b[static_cast<size_t>(i * rank + r)] = u[static_cast<size_t>(i * k + r)] * sv[static_cast<size_t>(r)];
   std::copy(v.begin(), v.begin() + rank * in, vt.begin());
 }
 
@@ -91,7 +106,8 @@ int64_t lowRankParameters(const ModelShape& shape, Proj p, int64_t rank) {
 RankPair balancedRanks(int64_t budget, std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b) {
   if (budget <= 0) return {};
   const double rho = static_cast<double>(fullRank(b)) / static_cast<double>(fullRank(a));
-  const double perUnit = static_cast<double>(a.first + a.second) + rho * static_cast<double>(b.first + b.second);
+  const double perUnit =
+      static_cast<double>(a.first + a.second) + rho * static_cast<double>(b.first + b.second);
   RankPair r;
   r.a = std::min(fullRank(a), static_cast<int64_t>(std::floor(static_cast<double>(budget) / perUnit)));
   r.b = std::min(fullRank(b), static_cast<int64_t>(std::floor(rho * static_cast<double>(r.a))));
@@ -104,9 +120,11 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
            std::to_string(spec.ratio), "0.8 keeps 80% of the attention parameters");
   if (spec.method != "masa" && spec.method != "masa-noref" && spec.method != "svd")
     refuse("unknown compression method", "--method", "masa, masa-noref or svd", spec.method);
-  if (spec.projections.empty()) refuse("no projection to compress", "--projections", "some of q,k,v,o", "none");
+  if (spec.projections.empty())
+    refuse("no projection to compress", "--projections", "some of q,k,v,o", "none");
   for (Proj p : spec.projections)
-    if (!isAttentionProj(p)) refuse("not an attention projection", "--projections", "q, k, v or o", std::string(projName(p)));
+    if (!isAttentionProj(p))
+      refuse("not an attention projection", "--projections", "q, k, v or o", std::string(projName(p)));
   if (shape.heads <= 0 || shape.headDim <= 0 || shape.kvHeads <= 0)
     refuse("the head counts are unknown", "compression", "config.json with the head counts", "none",
            "put the model's config.json next to the weights");
@@ -118,15 +136,19 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
     plan.originalParameters += layers * out * in;
     plan.ranks[p].assign(static_cast<size_t>(layers), 0);
   }
-  plan.targetParameters = static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(plan.originalParameters)));
+  plan.targetParameters =
+      static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(plan.originalParameters)));
 
   if (spec.method == "svd") {
     for (Proj p : spec.projections) {
       const auto shapeP = attentionShape(shape, p);
-      const int64_t r = std::min(fullRank(shapeP), static_cast<int64_t>(std::floor(
-                                                       spec.ratio * static_cast<double>(shapeP.first * shapeP.second) /
-                                                       static_cast<double>(shapeP.first + shapeP.second))));
-      if (r < 1) refuse("ratio too small for rank 1", "--ratio", "a ratio that pays for one rank of every matrix", std::to_string(spec.ratio));
+      const int64_t r = std::min(
+          fullRank(shapeP),
+          static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(shapeP.first * shapeP.second) /
+                                          static_cast<double>(shapeP.first + shapeP.second))));
+      if (r < 1)
+        refuse("ratio too small for rank 1", "--ratio", "a ratio that pays for one rank of every matrix",
+               std::to_string(spec.ratio));
       std::fill(plan.ranks[p].begin(), plan.ranks[p].end(), r);
       plan.plannedParameters += layers * lowRankParameters(shape, p, r);
     }
@@ -139,16 +161,18 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
     const int64_t size = static_cast<int64_t>(spec.groups[g].size());
     if (size == 1) continue;  // the layer itself: one atom, exact
     if (spec.method == "masa-noref") {
-      plan.atoms[g] = std::max<int64_t>(1, static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(size))));
+      plan.atoms[g] =
+          std::max<int64_t>(1, static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(size))));
     } else if (spec.atoms) {
       if (*spec.atoms < 1 || *spec.atoms > size)
-        refuse("more atoms than layers in a group", "--atoms", "1.." + std::to_string(size) + " for the group of layers " +
-                                                                   std::to_string(spec.groups[g].front()) + "-" +
-                                                                   std::to_string(spec.groups[g].back()),
+        refuse("more atoms than layers in a group", "--atoms",
+               "1.." + std::to_string(size) + " for the group of layers " +
+                   std::to_string(spec.groups[g].front()) + "-" + std::to_string(spec.groups[g].back()),
                std::to_string(*spec.atoms), "Matrix PCA of |G| matrices has at most |G| atoms");
       plan.atoms[g] = *spec.atoms;
     } else {
-      plan.atoms[g] = std::max<int64_t>(1, static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(size) / 2.0)));
+      plan.atoms[g] = std::max<int64_t>(
+          1, static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(size) / 2.0)));
     }
   }
   if (spec.method == "masa-noref") {  // lower the largest atom shares until the atoms fit
@@ -165,9 +189,11 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
   }
   plan.atomParameters = atomCost(shape, spec, plan.atoms);
   if (plan.atomParameters > plan.targetParameters)
-    refuse("the atoms alone exceed the target", "--ratio " + std::to_string(spec.ratio).substr(0, 5),
-           "at most " + std::to_string(plan.targetParameters) + " parameters", std::to_string(plan.atomParameters) + " in atoms and coefficients",
-           "use fewer --atoms, larger groups, or a higher --ratio (single-layer groups keep their layer whole)");
+    refuse(
+        "the atoms alone exceed the target", "--ratio " + std::to_string(spec.ratio).substr(0, 5),
+        "at most " + std::to_string(plan.targetParameters) + " parameters",
+        std::to_string(plan.atomParameters) + " in atoms and coefficients",
+        "use fewer --atoms, larger groups, or a higher --ratio (single-layer groups keep their layer whole)");
   plan.plannedParameters = plan.atomParameters;
   if (spec.method == "masa-noref") return plan;
 
@@ -179,7 +205,9 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
     if (g.size() > 1) refined.insert(refined.end(), g.begin(), g.end());
   if (refined.empty()) return plan;
   const int64_t perLayer = residual / static_cast<int64_t>(refined.size());
-  auto selected = [&](Proj p) { return std::find(spec.projections.begin(), spec.projections.end(), p) != spec.projections.end(); };
+  auto selected = [&](Proj p) {
+    return std::find(spec.projections.begin(), spec.projections.end(), p) != spec.projections.end();
+  };
   int64_t layerSize = 0;
   for (Proj p : spec.projections) {
     const auto [out, in] = attentionShape(shape, p);
@@ -188,17 +216,20 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
   auto pairBudget = [&](std::initializer_list<Proj> pair) {
     int64_t size = 0;
     for (Proj p : pair) size += attentionShape(shape, p).first * attentionShape(shape, p).second;
-    return static_cast<int64_t>(std::floor(static_cast<double>(perLayer) * static_cast<double>(size) / static_cast<double>(layerSize)));
+    return static_cast<int64_t>(std::floor(static_cast<double>(perLayer) * static_cast<double>(size) /
+                                           static_cast<double>(layerSize)));
   };
   for (int64_t l : refined) {
     auto solo = [&](Proj p) {
       const auto s = attentionShape(shape, p);
       plan.ranks[p][static_cast<size_t>(l)] = std::min(fullRank(s), pairBudget({p}) / (s.first + s.second));
     };
-    // Q with K (the score x W_q^T W_k x'), O with V (the value path W_o W_v); a projection without its partner alone.
+    // Q with K (the score x W_q^T W_k x'), O with V (the value path W_o W_v); a projection without its
+    // partner alone.
     for (const auto& [a, b] : {std::pair{Proj::Q, Proj::K}, std::pair{Proj::O, Proj::V}}) {
       if (selected(a) && selected(b)) {
-        const RankPair r = balancedRanks(pairBudget({a, b}), attentionShape(shape, a), attentionShape(shape, b));
+        const RankPair r =
+            balancedRanks(pairBudget({a, b}), attentionShape(shape, a), attentionShape(shape, b));
         plan.ranks[a][static_cast<size_t>(l)] = r.a;
         plan.ranks[b][static_cast<size_t>(l)] = r.b;
       } else if (selected(a)) {
@@ -207,7 +238,8 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
         solo(b);
       }
     }
-    for (Proj p : spec.projections) plan.plannedParameters += lowRankParameters(shape, p, plan.ranks[p][static_cast<size_t>(l)]);
+    for (Proj p : spec.projections)
+      plan.plannedParameters += lowRankParameters(shape, p, plan.ranks[p][static_cast<size_t>(l)]);
   }
   return plan;
 }
@@ -218,15 +250,18 @@ Whitening whiteningOf(const PackedSymmetric& x, const std::string& where) {
   const std::vector<double> full = x.full();
   const double meanDiagonal = x.trace() / static_cast<double>(std::max<int64_t>(1, x.n));
   if (!(meanDiagonal > 0) || !std::isfinite(meanDiagonal))
-    throw Error({.what = "the calibration inputs are all zero or not finite", .where = where,
+    throw Error({.what = "the calibration inputs are all zero or not finite",
+                 .where = where,
                  .found = "mean of diag(X) = " + std::to_string(meanDiagonal),
                  .hint = "calibrate on real text (--calibration brown:2048)"});
   int info = 0;
   w.s = lowerCholesky(full, x.n, &info);
   for (double lambda = 1e-6; info != 0; lambda *= 10) {
     if (lambda > 0.1 + 1e-12)
-      throw Error({.what = "the input autocorrelation is not positive definite even when damped", .where = where,
-                   .expected = "X + lambda mean(diag X) I positive definite for some lambda <= 0.1", .found = "dpotrf info " + std::to_string(info),
+      throw Error({.what = "the input autocorrelation is not positive definite even when damped",
+                   .where = where,
+                   .expected = "X + lambda mean(diag X) I positive definite for some lambda <= 0.1",
+                   .found = "dpotrf info " + std::to_string(info),
                    .hint = "calibrate on more tokens (at least the input width)"});
     std::vector<double> damped = full;
     for (int64_t i = 0; i < x.n; ++i) damped[static_cast<size_t>(i * x.n + i)] += lambda * meanDiagonal;
@@ -236,21 +271,26 @@ Whitening whiteningOf(const PackedSymmetric& x, const std::string& where) {
   return w;
 }
 
-LowRankTerm whitenedTruncation(const std::vector<double>& w, int64_t out, int64_t in, const Whitening& white, int64_t rank) {
+LowRankTerm whitenedTruncation(const std::vector<double>& w, int64_t out, int64_t in, const Whitening& white,
+                               int64_t rank) {
   if (white.n != in)
-    throw Error({.what = "whitening of the wrong size", .where = "low-rank truncation", .expected = std::to_string(in),
+    throw Error({.what = "whitening of the wrong size",
+                 .where = "low-rank truncation",
+                 .expected = std::to_string(in),
                  .found = std::to_string(white.n)});
   rank = std::min(rank, std::min(out, in));
   LowRankTerm t;
   if (rank <= 0) return {FloatMatrix(out, 0), FloatMatrix(0, in)};
   std::vector<double> y = w;  // Y = W S
-  cblas_dtrmm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(out), static_cast<int>(in), 1.0,
-              white.s.data(), static_cast<int>(in), y.data(), static_cast<int>(in));
+  cblas_dtrmm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(out),
+              static_cast<int>(in), 1.0, white.s.data(), static_cast<int>(in), y.data(),
+              static_cast<int>(in));
   std::vector<double> b, vt;
   truncatedSvd(y, out, in, rank, b, vt);
   // A = V_r^T S^-1: solve A S = V_r^T.
-  cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(rank), static_cast<int>(in), 1.0,
-              white.s.data(), static_cast<int>(in), vt.data(), static_cast<int>(in));
+  cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(rank),
+              static_cast<int>(in), 1.0, white.s.data(), static_cast<int>(in), vt.data(),
+              static_cast<int>(in));
   t.b = toFloat(b, out, rank);
   t.a = toFloat(vt, rank, in);
   return t;
@@ -267,19 +307,22 @@ LowRankTerm plainTruncation(const std::vector<double>& w, int64_t out, int64_t i
 FloatMatrix product(const LowRankTerm& t) {
   FloatMatrix m(t.b.rows, t.a.cols);
   if (t.rank() == 0) return m;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(t.b.rows), static_cast<int>(t.a.cols), static_cast<int>(t.rank()),
-              1.0f, t.b.data.data(), static_cast<int>(t.rank()), t.a.data.data(), static_cast<int>(t.a.cols), 0.0f, m.data.data(),
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(t.b.rows),
+              static_cast<int>(t.a.cols), static_cast<int>(t.rank()), 1.0f, t.b.data.data(),
+              static_cast<int>(t.rank()), t.a.data.data(), static_cast<int>(t.a.cols), 0.0f, m.data.data(),
               static_cast<int>(m.cols));
   return m;
 }
 
-double activationWeightedError(const std::vector<double>& w, const FloatMatrix& approximation, const PackedSymmetric& x) {
+double activationWeightedError(const std::vector<double>& w, const FloatMatrix& approximation,
+                               const PackedSymmetric& x) {
   const int64_t out = approximation.rows, in = approximation.cols;
   std::vector<double> d(w.size()), dx(w.size());
   for (size_t i = 0; i < d.size(); ++i) d[i] = w[i] - static_cast<double>(approximation.data[i]);
   const std::vector<double> full = x.full();
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(out), static_cast<int>(in), static_cast<int>(in), 1.0, d.data(),
-              static_cast<int>(in), full.data(), static_cast<int>(in), 0.0, dx.data(), static_cast<int>(in));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(out), static_cast<int>(in),
+              static_cast<int>(in), 1.0, d.data(), static_cast<int>(in), full.data(), static_cast<int>(in),
+              0.0, dx.data(), static_cast<int>(in));
   double e = 0;
   for (size_t i = 0; i < d.size(); ++i) e += d[i] * dx[i];
   return e;

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "analysis/linalg_cpu.hpp"
-#include "core/parallel.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/sharelens_names.hpp"
 #include "core/topology.hpp"
 
@@ -21,8 +21,8 @@ double dot(const FloatMatrix& a, const FloatMatrix& b) {
 
 }  // namespace
 
-MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w,
-                                   bool keepAtoms) {
+MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers,
+                                   const std::vector<FloatMatrix>& w, bool keepAtoms) {
   const int64_t n = static_cast<int64_t>(w.size());
   SymmetricMatrix gram;
   gram.n = n;
@@ -36,7 +36,8 @@ MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers
   for (int64_t s = 0; s < n; ++s) {
     int64_t arg = 0;
     for (int64_t l = 1; l < n; ++l)
-      if (std::abs(v[static_cast<size_t>(l * n + s)]) > std::abs(v[static_cast<size_t>(arg * n + s)])) arg = l;
+      if (std::abs(v[static_cast<size_t>(l * n + s)]) > std::abs(v[static_cast<size_t>(arg * n + s)]))
+        arg = l;
     if (v[static_cast<size_t>(arg * n + s)] < 0)
       for (int64_t l = 0; l < n; ++l) v[static_cast<size_t>(l * n + s)] *= -1.0;
   }
@@ -79,13 +80,16 @@ MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers
   return g;
 }
 
-
-std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers, int64_t count) {
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers,
+                                                    int64_t count) {
   if (count < 1 || count > layers)
-    throw Error({.what = "group count out of range", .where = "kl:" + std::to_string(count),
-                 .expected = "1.." + std::to_string(layers) + " groups", .found = std::to_string(count),
+    throw Error({.what = "group count out of range",
+                 .where = "kl:" + std::to_string(count),
+                 .expected = "1.." + std::to_string(layers) + " groups",
+                 .found = std::to_string(count),
                  .hint = "at most one group per layer"});
-  std::vector<size_t> order(std::min<size_t>(drift.size(), static_cast<size_t>(std::max<int64_t>(0, layers - 1))));
+  std::vector<size_t> order(
+      std::min<size_t>(drift.size(), static_cast<size_t>(std::max<int64_t>(0, layers - 1))));
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return drift[a] > drift[b]; });
   std::vector<bool> cutAfter(static_cast<size_t>(layers), false);
@@ -106,7 +110,9 @@ std::optional<int64_t> parseKlGrouping(const std::string& spec) {
   const char* begin = spec.data() + 3;
   const auto [end, ec] = std::from_chars(begin, spec.data() + spec.size(), g);
   if (ec != std::errc() || end != spec.data() + spec.size() || g < 1)
-    throw Error({.what = "not a group count", .where = "layer groups '" + spec + "'", .expected = "kl:G with G >= 1",
+    throw Error({.what = "not a group count",
+                 .where = "layer groups '" + spec + "'",
+                 .expected = "kl:G with G >= 1",
                  .found = "'" + spec.substr(3) + "'"});
   return g;
 }
@@ -126,14 +132,17 @@ std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& dri
 
 std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers) {
   auto bad = [&](const std::string& what, const std::string& found) {
-    throw Error({.what = what, .where = "layer groups '" + text + "'",
+    throw Error({.what = what,
+                 .where = "layer groups '" + text + "'",
                  .expected = "ranges like 0-5,6-11, or lists like 0,1,2;3,4 (groups separated by ';')",
-                 .found = found, .hint = "layers are numbered 0.." + std::to_string(layers - 1)});
+                 .found = found,
+                 .hint = "layers are numbered 0.." + std::to_string(layers - 1)});
   };
   auto number = [&](std::string_view token) {
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
-    if (ec != std::errc() || end != token.data() + token.size()) bad("not a layer number", "'" + std::string(token) + "'");
+    if (ec != std::errc() || end != token.data() + token.size())
+      bad("not a layer number", "'" + std::string(token) + "'");
     if (v < 0 || v >= layers) bad("layer out of range", std::to_string(v));
     return v;
   };
@@ -197,7 +206,8 @@ std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const Model
         w[i] = materializeFinite(ckpt, view.layers[static_cast<size_t>(group[i])].at(p));
       });
       out.push_back(matrixPcaOfMatrices(p, group, w, options.keepAtoms));
-      ctx.report(static_cast<double>(step) / static_cast<double>(steps), "matrix PCA: " + std::string(projName(p)));
+      ctx.report(static_cast<double>(step) / static_cast<double>(steps),
+                 "matrix PCA: " + std::string(projName(p)));
     }
   }
   return out;
@@ -232,7 +242,8 @@ std::vector<TrainedDictionary> trainedDictionaries(const Checkpoint& ckpt) {
       d.coefficients = FloatMatrix(atoms, static_cast<int64_t>(d.layers.size()));
       for (int64_t s = 0; s < atoms; ++s)
         for (size_t i = 0; i < d.layers.size(); ++i)
-          d.coefficients(s, static_cast<int64_t>(i)) = coefficients[static_cast<size_t>(d.layers[i] * atoms + s)];
+          d.coefficients(s, static_cast<int64_t>(i)) =
+              coefficients[static_cast<size_t>(d.layers[i] * atoms + s)];
       out.push_back(std::move(d));
     }
   }

@@ -14,13 +14,13 @@ namespace sharelens {
 
 struct MatrixPcaGroup {
   Proj proj = Proj::Q;
-  std::vector<int64_t> layers;               // the group G
-  std::vector<double> singularValues;        // s_1 >= ... >= s_|G|
-  std::vector<double> explainedVariance;     // cumulative, for S = 1..|G|
-  std::vector<double> reconstructionError;   // ||X - U_S U_S^T X||_F / ||X||_F, for S = 1..|G|
-  FloatMatrix coefficients;                  // |G| x |G|: row s = atom, column = layer
-  FloatMatrix layerError;                    // |G| x |G|: row S-1 = atoms kept, column = layer: relative error
-  std::vector<FloatMatrix> atoms;            // filled only when asked for; each shaped like W_l
+  std::vector<int64_t> layers;              // the group G
+  std::vector<double> singularValues;       // s_1 >= ... >= s_|G|
+  std::vector<double> explainedVariance;    // cumulative, for S = 1..|G|
+  std::vector<double> reconstructionError;  // ||X - U_S U_S^T X||_F / ||X||_F, for S = 1..|G|
+  FloatMatrix coefficients;                 // |G| x |G|: row s = atom, column = layer
+  FloatMatrix layerError;                   // |G| x |G|: row S-1 = atoms kept, column = layer: relative error
+  std::vector<FloatMatrix> atoms;           // filled only when asked for; each shaped like W_l
 };
 
 struct MatrixPcaOptions {
@@ -30,7 +30,8 @@ struct MatrixPcaOptions {
 };
 
 // Matrix PCA of matrices already in memory (one projection's W_l for the layers of one group, equal shapes).
-MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers, const std::vector<FloatMatrix>& w, bool keepAtoms);
+MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers,
+                                   const std::vector<FloatMatrix>& w, bool keepAtoms);
 
 std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const ModelView& view,
                                              const MatrixPcaOptions& options, const TaskContext& ctx);
@@ -39,7 +40,8 @@ std::vector<MatrixPcaGroup> computeMatrixPca(const Checkpoint& ckpt, const Model
 // (the MASA paper's grouping strategy: groups of consecutive blocks with small intra-group drift). With G
 // groups the boundaries go where the drift is largest: after layer l for the G-1 largest drift[l] (ties to
 // the earlier layer), which makes the largest drift left inside any group as small as it can be.
-std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers, int64_t groups);
+std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& drift, int64_t layers,
+                                                    int64_t groups);
 // The older reading, kept as the named option "kl-peaks": a new group starts after each local maximum.
 std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& drift, int64_t layers);
 // "kl" (G = 3), "kl:G" or "kl-peaks" -> G (0 for kl-peaks); nullopt for anything else (explicit groups).

@@ -1,6 +1,7 @@
 // The analyses ShareLens runs on a checkpoint, in one table. Everything that lists analyses -- `sharelens
 // analyze` (its flags and its report), `sharelens export`, the GUI's workspace and views -- iterates it, so
-// adding an analysis is one entry in registry.cpp beside its computation, and every parameter has one default.
+// adding an analysis is one entry in registry.cpp beside its computation, and every parameter has one
+// default.
 #pragma once
 
 #include <any>
@@ -19,19 +20,20 @@ namespace sharelens {
 
 // Every analysis parameter, once, with its default.
 struct AnalysisParams {
-  double threshold = 0.95;              // effective-rank energy threshold
-  size_t lowestPairs = 50;              // head pairs listed in head_differences.lowest_pairs
-  bool headsIncludeOutput = true;       // O heads beside Q, K, V in the head maps
-  double directShareRatio = 0.25;       // alpha of the DirectShare pairs
+  double threshold = 0.95;                       // effective-rank energy threshold
+  size_t lowestPairs = 50;                       // head pairs listed in head_differences.lowest_pairs
+  bool headsIncludeOutput = true;                // O heads beside Q, K, V in the head maps
+  double directShareRatio = 0.25;                // alpha of the DirectShare pairs
   std::vector<std::vector<int64_t>> masaGroups;  // Matrix PCA layer groups; empty: one group of all layers
-  int64_t activationTokens = 25000;     // tokens of text the model runs over
-  std::string logitLens = "mean-state";  // "mean-state" (the MASA paper's) or "per-token" (trainer/forward_probe.hpp)
-  int64_t logitLensTokens = 2048;       // "per-token" only
-  int64_t klGroups = 3;                 // MASA groups from the drift: split at the G-1 largest; 0: after local maxima
+  int64_t activationTokens = 25000;              // tokens of text the model runs over
+  std::string logitLens =
+      "mean-state";  // "mean-state" (the MASA paper's) or "per-token" (trainer/forward_probe.hpp)
+  int64_t logitLensTokens = 2048;  // "per-token" only
+  int64_t klGroups = 3;  // MASA groups from the drift: split at the G-1 largest; 0: after local maxima
   int64_t attentionTokens = 128;
-  int64_t embeddingLossTokens = 8192;   // held-out tokens scored at each embedding rank
+  int64_t embeddingLossTokens = 8192;  // held-out tokens scored at each embedding rank
   std::string corpus = "brown";
-  std::vector<int> tokenIds;            // when given: run over these instead of corpus text
+  std::vector<int> tokenIds;  // when given: run over these instead of corpus text
 };
 
 // What running the model over text gives the analyses (filled by the trainer's forward probe, which the
@@ -53,17 +55,18 @@ using ModelRunner = std::function<ActivationData(const AnalysisParams&, const Ta
 // Held-out NLL of the checkpoint with its token embedding (and an untied output head) replaced by its best
 // rank-r approximation, for each rank (the low-rank sharing paper's Fig. 2c), beside the NLL as stored.
 struct TruncatedEmbeddingScores {
-  double storedNll = 0;         // the checkpoint as it is
-  std::vector<double> nll;      // one per requested rank
-  std::string text;             // what was scored ("held-out split of brown ..., 8192 tokens")
+  double storedNll = 0;     // the checkpoint as it is
+  std::vector<double> nll;  // one per requested rank
+  std::string text;         // what was scored ("held-out split of brown ..., 8192 tokens")
 };
-using EmbeddingScorer =
-    std::function<TruncatedEmbeddingScores(const std::vector<int64_t>& ranks, const AnalysisParams&, const TaskContext&)>;
+using EmbeddingScorer = std::function<TruncatedEmbeddingScores(const std::vector<int64_t>& ranks,
+                                                               const AnalysisParams&, const TaskContext&)>;
 
-// What the analyses may ask of a model beyond its weights; analysis/ runs no models, the caller supplies these
-// (app/workflows/model_runner.hpp). Either may be empty: analyses that need it then say why they cannot run.
+// What the analyses may ask of a model beyond its weights; analysis/ runs no models, the caller supplies
+// these (app/workflows/model_runner.hpp). Either may be empty: analyses that need it then say why they cannot
+// run.
 struct ModelServices {
-  ModelRunner runModel;                   // the model over text (activations)
+  ModelRunner runModel;  // the model over text (activations)
   EmbeddingScorer scoreTruncatedEmbedding;
 };
 

@@ -23,13 +23,16 @@ Json matrixJson(const FloatMatrix& m) {
 
 template <typename T>
 std::vector<T> flatten(const Json& rows, int64_t& n, const char* field) {
-  if (!rows.is_array()) throw Error({.what = "expected a square array", .where = std::string("analysis report: ") + field});
+  if (!rows.is_array())
+    throw Error({.what = "expected a square array", .where = std::string("analysis report: ") + field});
   n = static_cast<int64_t>(rows.size());
   std::vector<T> out;
   for (const Json& row : rows) {
     if (!row.is_array() || static_cast<int64_t>(row.size()) != n)
-      throw Error({.what = "rows of a square map must all have n entries", .where = std::string("analysis report: ") + field,
-                   .expected = std::to_string(n), .found = std::to_string(row.size())});
+      throw Error({.what = "rows of a square map must all have n entries",
+                   .where = std::string("analysis report: ") + field,
+                   .expected = std::to_string(n),
+                   .found = std::to_string(row.size())});
     for (const Json& v : row) out.push_back(v.get<T>());
   }
   return out;
@@ -46,8 +49,10 @@ FloatMatrix matrixFromJson(const Json& rows) {
 
 const Json& field(const Json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end()) throw Error({.what = std::string("missing field '") + key + "'", .where = "analysis report",
-                                  .hint = "regenerate it with `sharelens analyze`"});
+  if (it == j.end())
+    throw Error({.what = std::string("missing field '") + key + "'",
+                 .where = "analysis report",
+                 .hint = "regenerate it with `sharelens analyze`"});
   return *it;
 }
 
@@ -107,11 +112,17 @@ Json toJson(const HeadDiffResult& h) {
                       {"relative_difference", square(l.map.relativeDifference, l.map.n)}});
   Json lowest = Json::array();
   for (const HeadPair& p : h.lowest) {
-    lowest.push_back({{"layer", p.layer}, {"a", p.labelA}, {"b", p.labelB}, {"effective_rank", p.rank},
+    lowest.push_back({{"layer", p.layer},
+                      {"a", p.labelA},
+                      {"b", p.labelB},
+                      {"effective_rank", p.rank},
                       {"relative_difference", p.relativeDifference}});
     if (!p.note.empty()) lowest.back()["note"] = p.note;
   }
-  return {{"threshold", h.threshold}, {"head_dim", h.headDim}, {"hidden", h.hidden}, {"layers", layers},
+  return {{"threshold", h.threshold},
+          {"head_dim", h.headDim},
+          {"hidden", h.hidden},
+          {"layers", layers},
           {"lowest_pairs", lowest}};
 }
 
@@ -127,11 +138,14 @@ HeadDiffResult headDiffFromJson(const Json& j) {
     if (l.contains("norms")) layer.norms = l["norms"].get<std::vector<float>>();
     for (const std::string& label : layer.labels) {  // "q3", "o12": the projection's letter, then the head
       const auto proj = label.empty() ? std::nullopt : parseProj(label.substr(0, 1));
-      if (!proj) throw Error({.what = "unknown head label", .where = "analysis report: head_differences", .found = label});
+      if (!proj)
+        throw Error(
+            {.what = "unknown head label", .where = "analysis report: head_differences", .found = label});
       layer.heads.push_back({*proj, std::stoll(label.substr(1))});
     }
     layer.map.rank = flatten<int32_t>(field(l, "effective_rank"), layer.map.n, "effective_rank");
-    layer.map.relativeDifference = flatten<float>(field(l, "relative_difference"), layer.map.n, "relative_difference");
+    layer.map.relativeDifference =
+        flatten<float>(field(l, "relative_difference"), layer.map.n, "relative_difference");
     h.layers.push_back(std::move(layer));
   }
   for (const Json& p : field(j, "lowest_pairs"))
@@ -158,12 +172,16 @@ LayerDiffResult layerDiffFromJson(const Json& j) {
   for (const Json& m : field(j, "maps")) {
     LayerDiffMap map;
     const auto proj = parseProj(field(m, "proj").get<std::string>());
-    if (!proj) throw Error({.what = "unknown projection", .where = "analysis report: layer_differences", .found = m["proj"].dump()});
+    if (!proj)
+      throw Error({.what = "unknown projection",
+                   .where = "analysis report: layer_differences",
+                   .found = m["proj"].dump()});
     map.proj = *proj;
     map.rows = field(m, "rows").get<int64_t>();
     map.cols = field(m, "cols").get<int64_t>();
     map.map.rank = flatten<int32_t>(field(m, "effective_rank"), map.map.n, "effective_rank");
-    map.map.relativeDifference = flatten<float>(field(m, "relative_difference"), map.map.n, "relative_difference");
+    map.map.relativeDifference =
+        flatten<float>(field(m, "relative_difference"), map.map.n, "relative_difference");
     r.maps.push_back(std::move(map));
   }
   return r;
@@ -200,7 +218,8 @@ std::vector<MatrixPcaGroup> matrixPcaFromJson(const Json& j) {
 
 Json toJson(const DirectShareResult& r) {
   auto match = [](const UnitMatch& m) {
-    return Json{{"target", {m.target.layer, m.target.unit}}, {"source", {m.source.layer, m.source.unit}},
+    return Json{{"target", {m.target.layer, m.target.unit}},
+                {"source", {m.source.layer, m.source.unit}},
                 {"similarity", m.similarity}};
   };
   Json best = Json::array(), chosen = Json::array();
@@ -233,7 +252,8 @@ DirectShareResult directShareFromJson(const Json& j) {
   r.parametersTotal = field(j, "parameters_total").get<int64_t>();
   auto match = [](const Json& m) {
     return UnitMatch{{m["target"][0].get<int64_t>(), m["target"][1].get<int64_t>()},
-                     {m["source"][0].get<int64_t>(), m["source"][1].get<int64_t>()}, m["similarity"].get<float>()};
+                     {m["source"][0].get<int64_t>(), m["source"][1].get<int64_t>()},
+                     m["similarity"].get<float>()};
   };
   for (const Json& m : field(j, "best_matches")) r.bestMatches.push_back(match(m));
   for (const Json& m : field(j, "chosen")) r.chosen.push_back(match(m));
@@ -245,7 +265,9 @@ DirectShareResult directShareFromJson(const Json& j) {
 Json toJson(const EmbeddingStudy& e) {
   Json curve = Json::array();
   for (const FactorizationPoint& p : e.curve) {
-    curve.push_back({{"rank", p.rank}, {"fraction_of_hidden", p.fractionOfHidden}, {"relative_error", p.relativeError},
+    curve.push_back({{"rank", p.rank},
+                     {"fraction_of_hidden", p.fractionOfHidden},
+                     {"relative_error", p.relativeError},
                      {"parameters", p.parameters}});
     if (std::isfinite(p.validationNll)) curve.back()["validation_nll"] = p.validationNll;
   }
@@ -258,7 +280,8 @@ Json toJson(const EmbeddingStudy& e) {
             {"spectrum", toJson(e.spectrum)},
             {"factorization", curve}};
   if (e.tyingCosineMean)
-    j["tying_gap"] = {{"mean_cosine", *e.tyingCosineMean}, {"median_cosine", *e.tyingCosineMedian},
+    j["tying_gap"] = {{"mean_cosine", *e.tyingCosineMean},
+                      {"median_cosine", *e.tyingCosineMedian},
                       {"histogram", e.tyingCosineHistogram}};
   if (std::isfinite(e.fullRankValidationNll))
     j["validation"] = {{"full_rank_nll", e.fullRankValidationNll}, {"text", e.validationText}};
@@ -282,8 +305,9 @@ EmbeddingStudy embeddingFromJson(const Json& j) {
   const double f = s["frobenius_norm"].get<double>();
   e.spectrum.frobeniusSquared = f * f;
   for (const Json& p : field(j, "factorization"))
-    e.curve.push_back({p["rank"].get<int64_t>(), p["fraction_of_hidden"].get<double>(), p["relative_error"].get<double>(),
-                       p["parameters"].get<int64_t>(), p.value("validation_nll", NAN)});
+    e.curve.push_back({p["rank"].get<int64_t>(), p["fraction_of_hidden"].get<double>(),
+                       p["relative_error"].get<double>(), p["parameters"].get<int64_t>(),
+                       p.value("validation_nll", NAN)});
   if (auto it = j.find("validation"); it != j.end()) {
     e.fullRankValidationNll = (*it)["full_rank_nll"].get<double>();
     e.validationText = (*it)["text"].get<std::string>();
@@ -297,21 +321,31 @@ EmbeddingStudy embeddingFromJson(const Json& j) {
 }
 
 Json toJson(const ActivationResults& r) {
-  return {{"tokens", r.tokens},
-          {"layers", r.layers},
-          {"corpus", r.corpus},
-          {"tokenizer", r.tokenizer},
-          {"token_ids", r.tokenIds},
-          {"layer_output_differences", {{"threshold", r.threshold},
-                                        {"effective_rank", square(r.layerOutputs.rank, r.layerOutputs.n)},
-                                        {"relative_difference", square(r.layerOutputs.relativeDifference, r.layerOutputs.n)}}},
-          {"logit_lens", {{"lens", r.logitLens}, {"tokens", r.logitLensTokens}, {"kl_drift", r.klDrift},
-                          {"grouping", r.klGroupCount > 0 ? "kl:" + std::to_string(r.klGroupCount) : std::string("kl-peaks")},
-                          {"groups", r.groups}}},
-          {"attention_similarity", {{"tokens", r.attentionTokens}, {"labels", r.headLabels},
-                                    {"similarity", matrixJson(r.attentionSimilarity)}}},
-          {"timing", {{"forward_s", r.forwardSeconds}, {"logit_lens_s", r.logitLensSeconds}, {"rank_map_s", r.rankMapSeconds}}},
-          {"peak_resident_bytes", r.peakResidentBytes}};
+  return {
+      {"tokens", r.tokens},
+      {"layers", r.layers},
+      {"corpus", r.corpus},
+      {"tokenizer", r.tokenizer},
+      {"token_ids", r.tokenIds},
+      {"layer_output_differences",
+       {{"threshold", r.threshold},
+        {"effective_rank", square(r.layerOutputs.rank, r.layerOutputs.n)},
+        {"relative_difference", square(r.layerOutputs.relativeDifference, r.layerOutputs.n)}}},
+      {"logit_lens",
+       {{"lens", r.logitLens},
+        {"tokens", r.logitLensTokens},
+        {"kl_drift", r.klDrift},
+        {"grouping", r.klGroupCount > 0 ? "kl:" + std::to_string(r.klGroupCount) : std::string("kl-peaks")},
+        {"groups", r.groups}}},
+      {"attention_similarity",
+       {{"tokens", r.attentionTokens},
+        {"labels", r.headLabels},
+        {"similarity", matrixJson(r.attentionSimilarity)}}},
+      {"timing",
+       {{"forward_s", r.forwardSeconds},
+        {"logit_lens_s", r.logitLensSeconds},
+        {"rank_map_s", r.rankMapSeconds}}},
+      {"peak_resident_bytes", r.peakResidentBytes}};
 }
 
 ActivationResults activationResultsFromJson(const Json& j) {
@@ -324,7 +358,8 @@ ActivationResults activationResultsFromJson(const Json& j) {
   const Json& map = field(j, "layer_output_differences");
   r.threshold = field(map, "threshold").get<double>();
   r.layerOutputs.rank = flatten<int32_t>(field(map, "effective_rank"), r.layerOutputs.n, "effective_rank");
-  r.layerOutputs.relativeDifference = flatten<float>(field(map, "relative_difference"), r.layerOutputs.n, "relative_difference");
+  r.layerOutputs.relativeDifference =
+      flatten<float>(field(map, "relative_difference"), r.layerOutputs.n, "relative_difference");
   const Json& lens = field(j, "logit_lens");
   r.logitLensTokens = field(lens, "tokens").get<int64_t>();
   r.klDrift = field(lens, "kl_drift").get<std::vector<double>>();
@@ -351,8 +386,11 @@ ActivationResults activationResultsFromJson(const Json& j) {
 Json toJson(const std::vector<LearnedDictionaryMap>& maps) {
   Json out = Json::array();
   for (const LearnedDictionaryMap& m : maps)
-    out.push_back({{"proj", projName(m.proj)}, {"group", m.group}, {"layers", m.layers},
-                   {"correlation", matrixJson(m.correlation)}, {"coefficients", matrixJson(m.coefficients)}});
+    out.push_back({{"proj", projName(m.proj)},
+                   {"group", m.group},
+                   {"layers", m.layers},
+                   {"correlation", matrixJson(m.correlation)},
+                   {"coefficients", matrixJson(m.coefficients)}});
   return out;
 }
 
@@ -360,7 +398,10 @@ std::vector<LearnedDictionaryMap> learnedDictionaryMapsFromJson(const Json& j) {
   std::vector<LearnedDictionaryMap> out;
   for (const Json& m : j) {
     const auto proj = parseProj(field(m, "proj").get<std::string>());
-    if (!proj) throw Error({.what = "unknown projection", .where = "analysis report: masa_trained", .found = m["proj"].dump()});
+    if (!proj)
+      throw Error({.what = "unknown projection",
+                   .where = "analysis report: masa_trained",
+                   .found = m["proj"].dump()});
     out.push_back({*proj, field(m, "group").get<int64_t>(), field(m, "layers").get<std::vector<int64_t>>(),
                    matrixFromJson(field(m, "correlation")), matrixFromJson(field(m, "coefficients"))});
   }

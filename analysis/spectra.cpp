@@ -2,20 +2,23 @@
 
 namespace sharelens {
 
-Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold, const TaskContext& ctx) {
+Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold,
+                         const TaskContext& ctx) {
   const FloatMatrix* one[] = {&m};
   return makeSpectrum(backend.gramSpectra(one, ctx).front(), m.rows, m.cols, threshold);
 }
 
-std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                           const SpectraOptions& options, const TaskContext& ctx) {
+std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelView& view,
+                                           LinalgBackend& backend, const SpectraOptions& options,
+                                           const TaskContext& ctx) {
   std::vector<MatrixSpectrum> out;
   auto run = [&](std::vector<MatrixId>& ids, std::vector<FloatMatrix>& matrices) {
     std::vector<const FloatMatrix*> pointers;
     for (const FloatMatrix& m : matrices) pointers.push_back(&m);
     const auto grams = backend.gramSpectra(pointers, ctx);
     for (size_t i = 0; i < grams.size(); ++i)
-      out.push_back({std::move(ids[i]), makeSpectrum(grams[i], matrices[i].rows, matrices[i].cols, options.threshold)});
+      out.push_back(
+          {std::move(ids[i]), makeSpectrum(grams[i], matrices[i].rows, matrices[i].cols, options.threshold)});
   };
 
   const size_t steps = view.layers.size() + (options.embeddings ? 1 : 0);
@@ -50,8 +53,9 @@ std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelVi
       matrices.push_back(std::move(*w.proj[static_cast<int>(p)]));
     }
     run(ids, matrices);
-    ctx.report(static_cast<double>(layer.index + 1 + (options.embeddings ? 1 : 0)) / static_cast<double>(steps),
-               "spectra: layer " + std::to_string(layer.index));
+    ctx.report(
+        static_cast<double>(layer.index + 1 + (options.embeddings ? 1 : 0)) / static_cast<double>(steps),
+        "spectra: layer " + std::to_string(layer.index));
   }
   return out;
 }

@@ -21,10 +21,12 @@ struct MatrixSpectrum {
   Spectrum spectrum;
 };
 
-std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
-                                           const SpectraOptions& options, const TaskContext& ctx);
+std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelView& view,
+                                           LinalgBackend& backend, const SpectraOptions& options,
+                                           const TaskContext& ctx);
 
 // The spectrum of one matrix (the GUI's "open this cell's spectrum").
-Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold, const TaskContext& ctx);
+Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold,
+                         const TaskContext& ctx);
 
 }  // namespace sharelens

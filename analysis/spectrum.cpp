@@ -16,7 +16,9 @@ int64_t effectiveRank(std::span<const double> lambda, double total, double thres
   return static_cast<int64_t>(lambda.size());
 }
 
-double Spectrum::frobenius() const { return std::sqrt(frobeniusSquared); }
+double Spectrum::frobenius() const {
+  return std::sqrt(frobeniusSquared);
+}
 
 double Spectrum::stableRank() const {
   const double s1 = spectralNorm();

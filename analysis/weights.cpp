@@ -2,17 +2,19 @@
 
 #include <algorithm>
 
-#include "core/parallel.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace sharelens {
 
 const FloatMatrix& LayerWeights::at(Proj p) const {
   const auto& m = proj[static_cast<int>(p)];
   if (!m)
-    throw Error({.what = "layer " + std::to_string(layer) + " has no '" + std::string(projName(p)) + "' projection",
-                 .where = source, .expected = "a " + std::string(projName(p)) + " weight in every layer",
-                 .hint = "`sharelens inspect` lists what the checkpoint holds; this analysis needs that projection"});
+    throw Error(
+        {.what = "layer " + std::to_string(layer) + " has no '" + std::string(projName(p)) + "' projection",
+         .where = source,
+         .expected = "a " + std::string(projName(p)) + " weight in every layer",
+         .hint = "`sharelens inspect` lists what the checkpoint holds; this analysis needs that projection"});
   return *m;
 }
 

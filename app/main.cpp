@@ -20,11 +20,14 @@ int main(int argc, char** argv) {
       return sharelens::cli::runCommand(*command, std::vector<std::string>(args.begin() + 1, args.end()));
     // A bare word that names neither a command nor something on disk is a mistyped command, not a model.
     std::error_code ec;
-    if (!first.empty() && first[0] != '-' && !std::filesystem::exists(first, ec) && first.find('/') == std::string::npos &&
-        first.find('.') == std::string::npos) {
+    if (!first.empty() && first[0] != '-' && !std::filesystem::exists(first, ec) &&
+        first.find('/') == std::string::npos && first.find('.') == std::string::npos) {
       std::cerr << "error: "
-                << sharelens::Error({.what = "unknown command", .where = "sharelens", .found = "'" + first + "'",
-                                     .hint = "`sharelens --help` lists the commands; to open a model, give its path"})
+                << sharelens::Error(
+                       {.what = "unknown command",
+                        .where = "sharelens",
+                        .found = "'" + first + "'",
+                        .hint = "`sharelens --help` lists the commands; to open a model, give its path"})
                        .what()
                 << "\n";
       return 2;

@@ -15,10 +15,11 @@ namespace sharelens {
 namespace {
 
 [[noreturn]] void throwIo(const std::string& what, const std::filesystem::path& path, int err) {
-  throw Error({.what = what,
-               .where = path.string(),
-               .found = std::strerror(err),
-               .hint = err == ENOSPC ? "free some disk space" : "check the directory exists and is writable"});
+  throw Error(
+      {.what = what,
+       .where = path.string(),
+       .found = std::strerror(err),
+       .hint = err == ENOSPC ? "free some disk space" : "check the directory exists and is writable"});
 }
 
 std::filesystem::path tempPathFor(const std::filesystem::path& target) {
@@ -81,7 +82,8 @@ StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::m
   if (m_target.filename().empty()) m_target = m_target.parent_path();  // "out/" names "out"
   std::error_code ec;
   if (fs::exists(m_target, ec) && !(fs::is_directory(m_target, ec) && fs::is_empty(m_target, ec)))
-    throw Error({.what = "the output directory already exists and is not empty", .where = m_target.string(),
+    throw Error({.what = "the output directory already exists and is not empty",
+                 .where = m_target.string(),
                  .hint = "choose a new directory, or remove this one first"});
   const fs::path parent = m_target.has_parent_path() ? m_target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
@@ -90,7 +92,8 @@ StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::m
   m_staging = parent / ("." + m_target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                         std::to_string(counter.fetch_add(1)));
   fs::remove_all(m_staging, ec);
-  if (!fs::create_directory(m_staging, ec) || ec) throwIo("cannot create directory", m_staging, ec ? ec.value() : EEXIST);
+  if (!fs::create_directory(m_staging, ec) || ec)
+    throwIo("cannot create directory", m_staging, ec ? ec.value() : EEXIST);
 }
 
 StagedDirectory::~StagedDirectory() {
@@ -101,7 +104,8 @@ StagedDirectory::~StagedDirectory() {
 
 void StagedDirectory::commit() {
   std::error_code ec;
-  if (std::filesystem::is_directory(m_target, ec)) std::filesystem::remove(m_target, ec);  // empty, checked above
+  if (std::filesystem::is_directory(m_target, ec))
+    std::filesystem::remove(m_target, ec);  // empty, checked above
   if (::rename(m_staging.c_str(), m_target.c_str()) != 0) throwIo("rename failed", m_target, errno);
   m_committed = true;
   fsyncDirectory(m_target.has_parent_path() ? m_target.parent_path() : std::filesystem::path("."));
@@ -119,7 +123,9 @@ void fsyncDirectory(const std::filesystem::path& directory) {
 std::string readTextFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error({.what = "cannot open file", .where = path.string(), .found = std::strerror(errno),
+    throw Error({.what = "cannot open file",
+                 .where = path.string(),
+                 .found = std::strerror(errno),
                  .hint = "check the path"});
   std::ostringstream text;
   text << in.rdbuf();

@@ -46,6 +46,8 @@ SingleThreadedBlas::~SingleThreadedBlas() {
   if (--s.pins == 0) openblas_set_num_threads(s.requested);
 }
 
-int currentBlasThreads() { return openblas_get_num_threads(); }
+int currentBlasThreads() {
+  return openblas_get_num_threads();
+}
 
 }  // namespace sharelens

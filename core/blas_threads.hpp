@@ -1,5 +1,6 @@
 // OpenBLAS keeps one thread pool for the whole process, and LibTorch's CPU matmuls, Eigen's LAPACK calls and
-// our analyses all share it. Everything that sizes it goes through here, under one lock (DESIGN.md section 2):
+// our analyses all share it. Everything that sizes it goes through here, under one lock (DESIGN.md section
+// 2):
 //   - a run (training, evaluation, calibration) asks for its thread count: requestBlasThreads(n); the latest
 //     request is the process's count;
 //   - an analysis that parallelises over matrices holds a SingleThreadedBlas while it does: while any is

@@ -41,7 +41,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   ckpt->m_path = path;
   std::error_code ec;
   if (!fs::exists(path, ec))
-    throw Error({.what = "no such file or directory", .where = path.string(),
+    throw Error({.what = "no such file or directory",
+                 .where = path.string(),
                  .hint = "pass a .safetensors file or a model directory"});
   if (fs::is_directory(path)) {
     ckpt->m_directory = path;
@@ -61,8 +62,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
         throw Error({.what = "several safetensors files but no index",
                      .where = path.string(),
                      .expected = std::string(kIndexName) + " listing the shards",
-                     .found = std::to_string(files.size()) + " files (" + files[0].filename().string() + ", " +
-                              files[1].filename().string() + ", ...)",
+                     .found = std::to_string(files.size()) + " files (" + files[0].filename().string() +
+                              ", " + files[1].filename().string() + ", ...)",
                      .hint = "pass one file directly, or add the index"});
       ckpt->addFile(SafetensorsFile::open(files[0]));
     }
@@ -88,10 +89,11 @@ void Checkpoint::addFile(std::unique_ptr<SafetensorsFile> file) {
   for (const TensorInfo& t : file->tensors()) {
     auto [it, inserted] = m_byName.emplace(t.name, TensorRef{file.get(), &t});
     if (!inserted)
-      throw Error({.what = "tensor appears in two files",
-                   .where = "tensor '" + t.name + "'",
-                   .found = it->second.file->path().filename().string() + " and " + file->path().filename().string(),
-                   .hint = "the shards overlap; re-export the checkpoint"});
+      throw Error(
+          {.what = "tensor appears in two files",
+           .where = "tensor '" + t.name + "'",
+           .found = it->second.file->path().filename().string() + " and " + file->path().filename().string(),
+           .hint = "the shards overlap; re-export the checkpoint"});
   }
   for (const auto& [k, v] : file->metadata()) m_metadata.emplace(k, v);
   m_files.push_back(std::move(file));
@@ -114,7 +116,8 @@ void Checkpoint::openSharded(const fs::path& indexPath) {
     byShard[shard.get<std::string>()].push_back(tensor);
   }
   if (byShard.empty())
-    throw Error({.what = "weight_map is empty", .where = indexPath.string(), .hint = "the index lists no tensors"});
+    throw Error(
+        {.what = "weight_map is empty", .where = indexPath.string(), .hint = "the index lists no tensors"});
   const fs::path dir = indexPath.parent_path();
   for (const auto& [shard, tensors] : byShard) {
     const fs::path shardPath = dir / shard;
@@ -123,7 +126,8 @@ void Checkpoint::openSharded(const fs::path& indexPath) {
     if (ec)  // a symlink loop, a component that is a file, no permission
       throw Error({.what = "cannot reach shard: " + ec.message(),
                    .where = shardPath.string(),
-                   .expected = "the file named by " + indexPath.filename().string() + " for '" + tensors.front() + "'",
+                   .expected = "the file named by " + indexPath.filename().string() + " for '" +
+                               tensors.front() + "'",
                    .hint = "fix the file or the symbolic link the index points at"});
     if (!present)
       throw Error({.what = "missing shard",

@@ -49,7 +49,8 @@ class Checkpoint {
   const std::vector<std::string>& unindexedTensors() const { return m_unindexed; }
 
   std::vector<float> readFloat(std::string_view name) const;
-  // Drops a tensor's mapped pages from the resident set (a loader that has converted it keeps RSS to its copy).
+  // Drops a tensor's mapped pages from the resident set (a loader that has converted it keeps RSS to its
+  // copy).
   void releasePages(std::string_view name) const;
 
  private:

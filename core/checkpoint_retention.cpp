@@ -13,16 +13,22 @@ CheckpointRetention parseCheckpointRetention(const std::string& text, const std:
   int64_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec == std::errc() && end == text.data() + text.size() && n >= 1) return CheckpointRetention::lastN(n);
-  throw Error({.what = "unknown checkpoint retention", .where = where, .expected = "all, log or a count >= 1",
-               .found = "'" + text + "'",
-               .hint = "log keeps the newest 3 and log-spaced ones for the dynamics views; all keeps every one"});
+  throw Error(
+      {.what = "unknown checkpoint retention",
+       .where = where,
+       .expected = "all, log or a count >= 1",
+       .found = "'" + text + "'",
+       .hint = "log keeps the newest 3 and log-spaced ones for the dynamics views; all keeps every one"});
 }
 
 std::string checkpointRetentionName(const CheckpointRetention& r) {
   switch (r.kind) {
-    case CheckpointRetention::Kind::All: return "all";
-    case CheckpointRetention::Kind::Log: return "log";
-    case CheckpointRetention::Kind::Newest: return std::to_string(r.newest);
+    case CheckpointRetention::Kind::All:
+      return "all";
+    case CheckpointRetention::Kind::Log:
+      return "log";
+    case CheckpointRetention::Kind::Newest:
+      return std::to_string(r.newest);
   }
   return "log";
 }
@@ -40,7 +46,8 @@ std::vector<int64_t> checkpointsToDrop(const std::vector<int64_t>& steps, const 
   const size_t firstNewest = steps.size() > newest ? steps.size() - newest : 0;
   for (size_t i = 0; i < firstNewest; ++i) {
     bool keep = false;
-    if (policy.kind == CheckpointRetention::Kind::Log && checkpointEvery > 0 && steps[i] % checkpointEvery == 0) {
+    if (policy.kind == CheckpointRetention::Kind::Log && checkpointEvery > 0 &&
+        steps[i] % checkpointEvery == 0) {
       const int64_t index = steps[i] / checkpointEvery;
       keep = index > 0 && (index & (index - 1)) == 0;  // 1, 2, 4, 8, ... checkpoints in
     }

@@ -27,16 +27,22 @@ Proj projOf(const JsonObject& o, std::string_view key, const Json& v) {
 }
 
 // The shape a stored tensor must have, or a named error naming the file, the tensor and both shapes.
-const TensorInfo& requireShape(const Checkpoint& ckpt, const std::string& name, const std::vector<int64_t>& shape) {
+const TensorInfo& requireShape(const Checkpoint& ckpt, const std::string& name,
+                               const std::vector<int64_t>& shape) {
   const TensorRef* ref = ckpt.find(name);
   if (!ref)
-    throw Error({.what = "compressed tensor missing", .where = ckpt.path().string() + ": tensor '" + name + "'",
-                 .expected = "a tensor of shape " + shapeToString(shape), .found = "none",
+    throw Error({.what = "compressed tensor missing",
+                 .where = ckpt.path().string() + ": tensor '" + name + "'",
+                 .expected = "a tensor of shape " + shapeToString(shape),
+                 .found = "none",
                  .hint = "the file was cut or edited after `sharelens compress` wrote it; compress again"});
   if (ref->info->shape != shape)
-    throw Error({.what = "compressed tensor has the wrong shape", .where = ref->file->path().string() + ": tensor '" + name + "'",
-                 .expected = shapeToString(shape), .found = shapeToString(ref->info->shape),
-                 .hint = "the record in __metadata__['" + std::string(kCompressedMetadataKey) + "'] and the tensors disagree"});
+    throw Error({.what = "compressed tensor has the wrong shape",
+                 .where = ref->file->path().string() + ": tensor '" + name + "'",
+                 .expected = shapeToString(shape),
+                 .found = shapeToString(ref->info->shape),
+                 .hint = "the record in __metadata__['" + std::string(kCompressedMetadataKey) +
+                         "'] and the tensors disagree"});
   return *ref->info;
 }
 
@@ -44,11 +50,15 @@ const TensorInfo& requireShape(const Checkpoint& ckpt, const std::string& name, 
 
 std::pair<int64_t, int64_t> attentionShape(const ModelShape& s, Proj p) {
   switch (p) {
-    case Proj::Q: return {s.heads * s.headDim, s.hidden};
+    case Proj::Q:
+      return {s.heads * s.headDim, s.hidden};
     case Proj::K:
-    case Proj::V: return {s.kvHeads * s.headDim, s.hidden};
-    case Proj::O: return {s.hidden, s.heads * s.headDim};
-    default: return {0, 0};
+    case Proj::V:
+      return {s.kvHeads * s.headDim, s.hidden};
+    case Proj::O:
+      return {s.hidden, s.heads * s.headDim};
+    default:
+      return {0, 0};
   }
 }
 
@@ -59,12 +69,14 @@ std::string compressedCoefficientsName(Proj p, int64_t group) {
   return "compressed." + std::string(projName(p)) + ".group" + std::to_string(group) + ".coefficients";
 }
 std::string compressedFactorName(int64_t layer, Proj p, char which) {
-  return "compressed.layers." + std::to_string(layer) + "." + std::string(projName(p)) + "." + std::string(1, which);
+  return "compressed.layers." + std::to_string(layer) + "." + std::string(projName(p)) + "." +
+         std::string(1, which);
 }
 
 int64_t CompressionRecord::groupOf(int64_t layer) const {
   for (size_t g = 0; g < groups.size(); ++g)
-    if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end()) return static_cast<int64_t>(g);
+    if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end())
+      return static_cast<int64_t>(g);
   return -1;
 }
 
@@ -75,9 +87,12 @@ Json compressionRecordToJson(const CompressionRecord& r) {
   for (const DroppedTensor& d : r.dropped) {
     Json parts = Json::array();
     for (const DroppedTensor::Part& part : d.parts)
-      parts.push_back({{"layer", part.layer}, {"proj", std::string(projName(part.proj))}, {"row0", part.row0},
+      parts.push_back({{"layer", part.layer},
+                       {"proj", std::string(projName(part.proj))},
+                       {"row0", part.row0},
                        {"transposed", part.transposed}});
-    dropped.push_back({{"name", d.name}, {"dtype", std::string(dtypeName(d.dtype))}, {"shape", d.shape}, {"parts", parts}});
+    dropped.push_back(
+        {{"name", d.name}, {"dtype", std::string(dtypeName(d.dtype))}, {"shape", d.shape}, {"parts", parts}});
   }
   return {{"schema", kCompressedSchema},
           {"method", r.method},
@@ -98,7 +113,8 @@ Json compressionRecordToJson(const CompressionRecord& r) {
 CompressionRecord compressionRecordFromJson(const Json& j, const std::string& where) {
   const JsonObject o(j, where);
   if (o.requireString("schema") != kCompressedSchema)
-    o.fail("schema", "unknown schema", kCompressedSchema, o.requireString("schema"), "written by a newer ShareLens?");
+    o.fail("schema", "unknown schema", kCompressedSchema, o.requireString("schema"),
+           "written by a newer ShareLens?");
   CompressionRecord r;
   r.method = o.requireString("method");
   if (r.method != "masa" && r.method != "masa-noref" && r.method != "svd")
@@ -109,14 +125,16 @@ CompressionRecord compressionRecordFromJson(const Json& j, const std::string& wh
     std::vector<int64_t> layers;
     if (!g.is_array()) o.fail("groups", "not an array of layer lists", "[[0, 1], [2]]", g.dump());
     for (const Json& l : g) {
-      if (!l.is_number_integer() || l.get<int64_t>() < 0) o.fail("groups", "not a layer index", "integers >= 0", l.dump());
+      if (!l.is_number_integer() || l.get<int64_t>() < 0)
+        o.fail("groups", "not a layer index", "integers >= 0", l.dump());
       layers.push_back(l.get<int64_t>());
     }
     r.groups.push_back(std::move(layers));
   }
   r.atoms = intArray(o, "atoms", 1);
   if (r.atoms.size() != r.groups.size())
-    o.fail("atoms", "one atom count per group", std::to_string(r.groups.size()) + " counts", std::to_string(r.atoms.size()));
+    o.fail("atoms", "one atom count per group", std::to_string(r.groups.size()) + " counts",
+           std::to_string(r.atoms.size()));
   const JsonObject ranks = o.requireObject("ranks");
   for (const auto& [key, value] : ranks.raw().items()) {
     const Proj p = projOf(ranks, key, Json(key));
@@ -136,8 +154,8 @@ CompressionRecord compressionRecordFromJson(const Json& j, const std::string& wh
     t.shape = intArray(od, "shape", 0);
     for (const Json& part : od.requireArray("parts")) {
       const JsonObject op(part, where + ": dropped '" + t.name + "'");
-      t.parts.push_back({op.requireInt("layer", 0), projOf(op, "proj", op.raw().at("proj")), op.requireInt("row0", 0),
-                         op.optionalBool("transposed").value_or(false)});
+      t.parts.push_back({op.requireInt("layer", 0), projOf(op, "proj", op.raw().at("proj")),
+                         op.requireInt("row0", 0), op.optionalBool("transposed").value_or(false)});
     }
     r.dropped.push_back(std::move(t));
   }
@@ -161,8 +179,10 @@ void applyCompressionOverlay(const Checkpoint& ckpt, ModelView& view) {
   for (const auto& g : record->groups)
     for (int64_t l : g)
       if (l >= layers)
-        throw Error({.what = "compressed layer group names a layer the model does not have", .where = where,
-                     .expected = "layers 0.." + std::to_string(layers - 1), .found = std::to_string(l)});
+        throw Error({.what = "compressed layer group names a layer the model does not have",
+                     .where = where,
+                     .expected = "layers 0.." + std::to_string(layers - 1),
+                     .found = std::to_string(l)});
   auto claim = [&](const std::string& name, TensorRole role) {
     view.roles[name] = role;
     std::erase(view.unexpected, name);
@@ -170,7 +190,8 @@ void applyCompressionOverlay(const Checkpoint& ckpt, ModelView& view) {
   for (Proj p : record->projections) {
     const auto rankIt = record->ranks.find(p);
     if (rankIt == record->ranks.end() || static_cast<int64_t>(rankIt->second.size()) != layers)
-      throw Error({.what = "compression record lacks the ranks of a projection", .where = where + " field 'ranks'",
+      throw Error({.what = "compression record lacks the ranks of a projection",
+                   .where = where + " field 'ranks'",
                    .expected = std::to_string(layers) + " ranks for '" + std::string(projName(p)) + "'",
                    .found = rankIt == record->ranks.end() ? "none" : std::to_string(rankIt->second.size())});
     const auto [out, in] = attentionShape(view.shape, p);
@@ -206,7 +227,8 @@ void applyCompressionOverlay(const Checkpoint& ckpt, ModelView& view) {
         e.terms.push_back(term);
       }
       if (e.terms.empty())
-        throw Error({.what = "a compressed matrix has neither atoms nor factors", .where = where,
+        throw Error({.what = "a compressed matrix has neither atoms nor factors",
+                     .where = where,
                      .found = "layer " + std::to_string(l) + " " + std::string(projName(p)),
                      .hint = "the record was edited; compress again"});
       view.layers[static_cast<size_t>(l)].proj[static_cast<int>(p)] = std::move(e);
@@ -216,25 +238,30 @@ void applyCompressionOverlay(const Checkpoint& ckpt, ModelView& view) {
     std::erase(view.missing, d.name);
     view.roles.erase(d.name);
   }
-  view.notes.push_back("compressed (" + record->method + ") to " + std::to_string(record->parameters) + " of " +
-                       std::to_string(record->originalParameters) + " attention parameters; target ratio " +
+  view.notes.push_back("compressed (" + record->method + ") to " + std::to_string(record->parameters) +
+                       " of " + std::to_string(record->originalParameters) +
+                       " attention parameters; target ratio " +
                        std::to_string(record->targetRatio).substr(0, 5));
 }
 
-void writeDecompressedCheckpoint(const Checkpoint& ckpt, const ModelView& view, const std::filesystem::path& outDir) {
+void writeDecompressedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
+                                 const std::filesystem::path& outDir) {
   const auto record = compressionRecordOf(ckpt);
   if (!record)
-    throw Error({.what = "not a compressed checkpoint", .where = ckpt.path().string(),
+    throw Error({.what = "not a compressed checkpoint",
+                 .where = ckpt.path().string(),
                  .hint = "export-hf of a ShareLens model uses the Llama layout instead"});
   StagedDirectory out(outDir);
   std::vector<EncodedTensor> restored;
   for (const DroppedTensor& d : record->dropped) {
     if (d.shape.size() != 2)
-      throw Error({.what = "a dropped tensor that is not a matrix", .where = ckpt.path().string() + ": record of '" + d.name + "'",
+      throw Error({.what = "a dropped tensor that is not a matrix",
+                   .where = ckpt.path().string() + ": record of '" + d.name + "'",
                    .found = shapeToString(d.shape)});
     std::vector<float> values(static_cast<size_t>(d.shape[0] * d.shape[1]), 0.0f);
     for (const DroppedTensor::Part& part : d.parts) {
-      const FloatMatrix m = materializeFinite(ckpt, view.layers.at(static_cast<size_t>(part.layer)).at(part.proj));
+      const FloatMatrix m =
+          materializeFinite(ckpt, view.layers.at(static_cast<size_t>(part.layer)).at(part.proj));
       for (int64_t r = 0; r < m.rows; ++r)
         for (int64_t c = 0; c < m.cols; ++c) {  // canonical (row0 + r, c) -> stored
           const int64_t sr = part.transposed ? c : part.row0 + r, sc = part.transposed ? part.row0 + r : c;

@@ -1,17 +1,18 @@
 // Compressed checkpoints (issue 10): a Hugging Face checkpoint whose attention projections were replaced by
-// MASA's Matrix PCA atoms and refined residuals, or by the SVD baseline's low-rank factors. The file keeps the
-// family's own layout for everything else (embeddings, norms, FFN, biases, config.json, tokenizer) and stores
-// each replaced matrix only in its compressed form -- nothing twice:
+// MASA's Matrix PCA atoms and refined residuals, or by the SVD baseline's low-rank factors. The file keeps
+// the family's own layout for everything else (embeddings, norms, FFN, biases, config.json, tokenizer) and
+// stores each replaced matrix only in its compressed form -- nothing twice:
 //
-//   compressed.{p}.group{g}.atoms         [B_g, out, in]   Matrix PCA atoms D_s of projection p, layer group g
-//   compressed.{p}.group{g}.coefficients  [|g|, B_g]       c_{l,s} = tr(D_s^T W_l) (F32), row = layer of the group
-//   compressed.layers.{l}.{p}.B           [out, r]         the low-rank term B A of layer l's p:
-//   compressed.layers.{l}.{p}.A           [r, in]          MASA's refined residual, or the SVD baseline's factors
+//   compressed.{p}.group{g}.atoms         [B_g, out, in]   Matrix PCA atoms D_s of projection p, layer group
+//   g compressed.{p}.group{g}.coefficients  [|g|, B_g]       c_{l,s} = tr(D_s^T W_l) (F32), row = layer of
+//   the group compressed.layers.{l}.{p}.B           [out, r]         the low-rank term B A of layer l's p:
+//   compressed.layers.{l}.{p}.A           [r, in]          MASA's refined residual, or the SVD baseline's
+//   factors
 //
 // so that W_l = sum_s c_{l,s} D_s + B_l A_l. The metadata key "sharelens.compressed" holds the record below
 // (method, groups, atoms, ranks, target and achieved parameter counts, calibration, and the original tensors
-// that were dropped with the layout to restore them). openModelView() applies the record to the family's view,
-// so the analyses, the forward pass, eval and export-hf see each layer's effective matrices.
+// that were dropped with the layout to restore them). openModelView() applies the record to the family's
+// view, so the analyses, the forward pass, eval and export-hf see each layer's effective matrices.
 #pragma once
 
 #include <map>
@@ -28,7 +29,8 @@ namespace sharelens {
 inline constexpr const char* kCompressedMetadataKey = "sharelens.compressed";
 inline constexpr const char* kCompressedSchema = "sharelens.compressed/1";
 
-// (out, in) of an attention projection in canonical orientation: Q [H hd, d], K and V [KV hd, d], O [d, H hd].
+// (out, in) of an attention projection in canonical orientation: Q [H hd, d], K and V [KV hd, d], O [d, H
+// hd].
 std::pair<int64_t, int64_t> attentionShape(const ModelShape& shape, Proj p);
 
 std::string compressedAtomsName(Proj p, int64_t group);
@@ -41,8 +43,8 @@ struct DroppedTensor {
   struct Part {
     int64_t layer = 0;
     Proj proj = Proj::Q;
-    int64_t row0 = 0;          // first row of the canonical (out x in) matrix inside the canonical view of the tensor
-    bool transposed = false;   // stored as canonical^T
+    int64_t row0 = 0;  // first row of the canonical (out x in) matrix inside the canonical view of the tensor
+    bool transposed = false;  // stored as canonical^T
   };
   std::string name;
   DType dtype = DType::F32;
@@ -51,21 +53,21 @@ struct DroppedTensor {
 };
 
 struct CompressionRecord {
-  std::string method;                        // "masa", "masa-noref" or "svd"
-  double targetRatio = 0;                    // retained fraction of the compressed projections' parameters
+  std::string method;      // "masa", "masa-noref" or "svd"
+  double targetRatio = 0;  // retained fraction of the compressed projections' parameters
   std::vector<Proj> projections;
-  std::vector<std::vector<int64_t>> groups;  // layer groups (MASA); empty for svd
-  std::vector<int64_t> atoms;                // per group: B_g (MASA); empty for svd
+  std::vector<std::vector<int64_t>> groups;    // layer groups (MASA); empty for svd
+  std::vector<int64_t> atoms;                  // per group: B_g (MASA); empty for svd
   std::map<Proj, std::vector<int64_t>> ranks;  // per projection, per layer: rank of the B A term (0: none)
-  double beta = 0;                           // residual budget, as a fraction of the original parameters (MASA)
-  int64_t originalParameters = 0;            // of the compressed projections, before
+  double beta = 0;                 // residual budget, as a fraction of the original parameters (MASA)
+  int64_t originalParameters = 0;  // of the compressed projections, before
   int64_t targetParameters = 0;
-  int64_t parameters = 0;                    // stored for them now: atoms + coefficients + factors
+  int64_t parameters = 0;  // stored for them now: atoms + coefficients + factors
   std::vector<DroppedTensor> dropped;
-  Json calibration = Json::object();         // tokens, source, damping per layer
-  std::string source;                        // the checkpoint compressed
+  Json calibration = Json::object();  // tokens, source, damping per layer
+  std::string source;                 // the checkpoint compressed
 
-  int64_t groupOf(int64_t layer) const;      // -1 when the layer is in no group
+  int64_t groupOf(int64_t layer) const;  // -1 when the layer is in no group
 };
 
 Json compressionRecordToJson(const CompressionRecord& r);
@@ -73,13 +75,14 @@ CompressionRecord compressionRecordFromJson(const Json& j, const std::string& wh
 std::optional<CompressionRecord> compressionRecordOf(const Checkpoint& checkpoint);
 
 // Replaces the compressed projections of `view` (built by the checkpoint's family, which found their original
-// tensors missing) by their compressed expressions, checks every stored shape against the record (named errors),
-// and files the new tensors under their roles (atoms and coefficients: masa; factors: lora).
+// tensors missing) by their compressed expressions, checks every stored shape against the record (named
+// errors), and files the new tensors under their roles (atoms and coefficients: masa; factors: lora).
 void applyCompressionOverlay(const Checkpoint& checkpoint, ModelView& view);
 
 // export-hf of a compressed checkpoint: the original layout again, every dropped tensor rebuilt from the
 // compressed matrices it held (in its original dtype and orientation), the compressed tensors and the record
 // removed, config.json and the tokenizer copied -- a plain checkpoint of the family that any tool loads.
-void writeDecompressedCheckpoint(const Checkpoint& checkpoint, const ModelView& view, const std::filesystem::path& outDir);
+void writeDecompressedCheckpoint(const Checkpoint& checkpoint, const ModelView& view,
+                                 const std::filesystem::path& outDir);
 
 }  // namespace sharelens

@@ -34,7 +34,8 @@ std::string fingerprintOf(const std::vector<Document>& docs) {
   return h.hex();
 }
 
-std::vector<fs::path> sortedFiles(const fs::path& dir, const std::function<bool(const fs::path&)>& keep, bool recursive) {
+std::vector<fs::path> sortedFiles(const fs::path& dir, const std::function<bool(const fs::path&)>& keep,
+                                  bool recursive) {
   std::vector<fs::path> files;
   if (recursive) {
     for (const auto& e : fs::recursive_directory_iterator(dir))
@@ -43,13 +44,15 @@ std::vector<fs::path> sortedFiles(const fs::path& dir, const std::function<bool(
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_regular_file() && keep(e.path())) files.push_back(e.path());
   }
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return naturalLess(a.string(), b.string()); });
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return naturalLess(a.string(), b.string()); });
   return files;
 }
 
 // Joins tokens with spaces, without a space before closing punctuation or after opening quotes/brackets.
 void appendToken(std::string& out, std::string_view token, bool& openQuote) {
-  static const std::string_view closing[] = {",", ".", ";", ":", "!", "?", ")", "'s", "n't", "'", "'re", "'ll", "'ve", "'m", "'d"};
+  static const std::string_view closing[] = {",",   ".", ";",   ":",   "!",   "?",  ")", "'s",
+                                             "n't", "'", "'re", "'ll", "'ve", "'m", "'d"};
   bool glue = out.empty() || out.back() == '\n' || out.back() == '(' || (out.back() == '"' && openQuote);
   if (token == "``") {
     token = "\"";
@@ -84,7 +87,8 @@ fs::path corporaRoot() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec)
     for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
-      if (fs::exists(dir / "third_party" / "corpora" / "node_modules")) return dir / "third_party" / "corpora" / "node_modules";
+      if (fs::exists(dir / "third_party" / "corpora" / "node_modules"))
+        return dir / "third_party" / "corpora" / "node_modules";
 #ifdef SHARELENS_SOURCE_DIR
   return fs::path(SHARELENS_SOURCE_DIR) / "third_party" / "corpora" / "node_modules";
 #else
@@ -139,11 +143,15 @@ Corpus loadCorpus(const std::string& spec) {
   } else if (spec == "nlp") {
     const fs::path dir = corporaRoot() / "nlp-corpus" / "builds";
     if (!fs::exists(dir)) missingCorpus(spec, dir);
-    auto isDoc = [](const fs::path& p) { return p.extension() == ".json" && startsWith(p.filename().string(), "doc-"); };
+    auto isDoc = [](const fs::path& p) {
+      return p.extension() == ".json" && startsWith(p.filename().string(), "doc-");
+    };
     for (const fs::path& f : sortedFiles(dir, isDoc, false)) {
       const Json sentences = readJsonFile(f);
       if (!sentences.is_array())
-        throw Error({.what = "expected an array of sentences", .where = f.string(), .found = jsonTypeName(sentences)});
+        throw Error({.what = "expected an array of sentences",
+                     .where = f.string(),
+                     .found = jsonTypeName(sentences)});
       std::string text;
       for (const Json& s : sentences)
         if (s.is_string()) text += s.get<std::string>() + "\n";
@@ -152,13 +160,17 @@ Corpus loadCorpus(const std::string& spec) {
   } else {
     const fs::path dir(spec);
     if (!fs::is_directory(dir))
-      throw Error({.what = "unknown corpus", .where = spec, .expected = "brown, nlp or a directory of .txt files",
+      throw Error({.what = "unknown corpus",
+                   .where = spec,
+                   .expected = "brown, nlp or a directory of .txt files",
                    .found = fs::exists(dir) ? "a file" : "nothing at that path",
                    .hint = "pass --corpus brown, --corpus nlp or --corpus PATH/TO/DIR"});
-    for (const fs::path& f : sortedFiles(dir, [](const fs::path& p) { return p.extension() == ".txt"; }, true))
+    for (const fs::path& f : sortedFiles(
+             dir, [](const fs::path& p) { return p.extension() == ".txt"; }, true))
       corpus.documents.push_back({fs::relative(f, dir).string(), readTextFile(f)});
     if (corpus.documents.empty())
-      throw Error({.what = "no .txt files in the corpus directory", .where = spec, .hint = "add UTF-8 .txt files"});
+      throw Error(
+          {.what = "no .txt files in the corpus directory", .where = spec, .hint = "add UTF-8 .txt files"});
   }
   corpus.fingerprint = fingerprintOf(corpus.documents);
   return corpus;

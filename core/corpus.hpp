@@ -12,7 +12,7 @@
 namespace sharelens {
 
 struct Document {
-  std::string id;    // file path relative to the corpus root
+  std::string id;  // file path relative to the corpus root
   std::string text;
 };
 

@@ -24,8 +24,10 @@ std::vector<float>& TensorEditor::edited(const std::string& tensor) {
 
 void TensorEditor::write(const MatrixExpr& where, const FloatMatrix& values) {
   if (!isPlainSlice(where))
-    throw Error({.what = "cannot write into a composite matrix", .where = m_ckpt.path().string() + ": " + where.describe(),
-                 .hint = "derive from a checkpoint that stores plain per-layer weights (`sharelens export-hf` makes one)"});
+    throw Error({.what = "cannot write into a composite matrix",
+                 .where = m_ckpt.path().string() + ": " + where.describe(),
+                 .hint = "derive from a checkpoint that stores plain per-layer weights (`sharelens "
+                         "export-hf` makes one)"});
   const TensorSlice& s = where.terms[0].left;
   const TensorInfo& info = *m_ckpt.at(s.tensor).info;
   std::vector<float>& data = edited(s.tensor);
@@ -42,7 +44,8 @@ void TensorEditor::write(const VectorSlice& where, const std::vector<float>& val
   std::vector<float>& data = edited(where.tensor);
   if (where.offset < 0 || where.offset + where.length > static_cast<int64_t>(data.size()) ||
       static_cast<int64_t>(values.size()) != where.length)
-    throw Error({.what = "vector slice outside its tensor", .where = m_ckpt.path().string() + ": tensor '" + where.tensor + "'"});
+    throw Error({.what = "vector slice outside its tensor",
+                 .where = m_ckpt.path().string() + ": tensor '" + where.tensor + "'"});
   std::copy(values.begin(), values.end(), data.begin() + where.offset);
 }
 

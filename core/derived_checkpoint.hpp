@@ -37,6 +37,7 @@ bool isPlainSlice(const MatrixExpr& expr);
 // Copies config.json, the tokenizer files (tokenizer.json, tokenizer.model, tokenizer_config.json,
 // special_tokens_map.json) and generation_config.json from beside the checkpoint -- or, for a ShareLens run's
 // checkpoint, the run's tokenizer.model -- into outDir. Returns the names copied.
-std::vector<std::string> copyCompanionFiles(const Checkpoint& checkpoint, const std::filesystem::path& outDir);
+std::vector<std::string> copyCompanionFiles(const Checkpoint& checkpoint,
+                                            const std::filesystem::path& outDir);
 
 }  // namespace sharelens

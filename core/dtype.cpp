@@ -21,13 +21,15 @@ struct DTypeRow {
 };
 
 constexpr DTypeRow kRows[] = {
-    {DType::F64, "F64", 8, true},   {DType::F32, "F32", 4, true},  {DType::F16, "F16", 2, true},
-    {DType::BF16, "BF16", 2, true}, {DType::I64, "I64", 8, false}, {DType::I32, "I32", 4, false},
-    {DType::I16, "I16", 2, false},  {DType::I8, "I8", 1, false},   {DType::U8, "U8", 1, false},
+    {DType::F64, "F64", 8, true},    {DType::F32, "F32", 4, true},  {DType::F16, "F16", 2, true},
+    {DType::BF16, "BF16", 2, true},  {DType::I64, "I64", 8, false}, {DType::I32, "I32", 4, false},
+    {DType::I16, "I16", 2, false},   {DType::I8, "I8", 1, false},   {DType::U8, "U8", 1, false},
     {DType::Bool, "BOOL", 1, false},
 };
 
-const DTypeRow& row(DType dtype) { return kRows[static_cast<size_t>(dtype)]; }
+const DTypeRow& row(DType dtype) {
+  return kRows[static_cast<size_t>(dtype)];
+}
 
 template <typename T>
 T loadUnaligned(const std::byte* p) {
@@ -46,16 +48,26 @@ template <typename Out>
 void convert(DType dtype, const std::byte* src, size_t count, Out* dst) {
   auto identity = [](auto v) { return v; };
   switch (dtype) {
-    case DType::F64: return convertLoop<double>(src, count, dst, identity);
-    case DType::F32: return convertLoop<float>(src, count, dst, identity);
-    case DType::F16: return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return halfToFloat(b); });
-    case DType::BF16: return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return bfloat16ToFloat(b); });
-    case DType::I64: return convertLoop<int64_t>(src, count, dst, identity);
-    case DType::I32: return convertLoop<int32_t>(src, count, dst, identity);
-    case DType::I16: return convertLoop<int16_t>(src, count, dst, identity);
-    case DType::I8: return convertLoop<int8_t>(src, count, dst, identity);
-    case DType::U8: return convertLoop<uint8_t>(src, count, dst, identity);
-    case DType::Bool: return convertLoop<uint8_t>(src, count, dst, [](uint8_t v) { return v != 0 ? 1 : 0; });
+    case DType::F64:
+      return convertLoop<double>(src, count, dst, identity);
+    case DType::F32:
+      return convertLoop<float>(src, count, dst, identity);
+    case DType::F16:
+      return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return halfToFloat(b); });
+    case DType::BF16:
+      return convertLoop<uint16_t>(src, count, dst, [](uint16_t b) { return bfloat16ToFloat(b); });
+    case DType::I64:
+      return convertLoop<int64_t>(src, count, dst, identity);
+    case DType::I32:
+      return convertLoop<int32_t>(src, count, dst, identity);
+    case DType::I16:
+      return convertLoop<int16_t>(src, count, dst, identity);
+    case DType::I8:
+      return convertLoop<int8_t>(src, count, dst, identity);
+    case DType::U8:
+      return convertLoop<uint8_t>(src, count, dst, identity);
+    case DType::Bool:
+      return convertLoop<uint8_t>(src, count, dst, [](uint8_t v) { return v != 0 ? 1 : 0; });
   }
 }
 
@@ -67,9 +79,15 @@ std::optional<DType> parseDType(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view dtypeName(DType dtype) { return row(dtype).name; }
-size_t dtypeSize(DType dtype) { return row(dtype).size; }
-bool isFloatingDType(DType dtype) { return row(dtype).floating; }
+std::string_view dtypeName(DType dtype) {
+  return row(dtype).name;
+}
+size_t dtypeSize(DType dtype) {
+  return row(dtype).size;
+}
+bool isFloatingDType(DType dtype) {
+  return row(dtype).floating;
+}
 
 float halfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -106,7 +124,7 @@ uint16_t floatToHalf(float value) {
   }
   if (absBits >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to inf
   const int32_t exponent = static_cast<int32_t>(absBits >> 23) - 127;
-  if (exponent < -25) return sign;  // below half of the smallest subnormal: zero
+  if (exponent < -25) return sign;                        // below half of the smallest subnormal: zero
   uint32_t mantissa = (absBits & 0x7fffffu) | 0x800000u;  // 24 significant bits
   // Number of low bits to drop: 13 for normals, more for subnormals (exponent < -14).
   const int32_t shift = exponent < -14 ? 13 + (-14 - exponent) : 13;
@@ -120,7 +138,9 @@ uint16_t floatToHalf(float value) {
   return sign | static_cast<uint16_t>(encoded);
 }
 
-float bfloat16ToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bfloat16ToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 uint16_t floatToBfloat16(float value) {
   const uint32_t f = std::bit_cast<uint32_t>(value);
@@ -178,7 +198,9 @@ void convertToDouble(DType dtype, const std::byte* src, size_t count, double* ds
 
 void convertFromFloat(DType dtype, std::span<const float> src, std::byte* dst) {
   switch (dtype) {
-    case DType::F32: std::memcpy(dst, src.data(), src.size_bytes()); return;
+    case DType::F32:
+      std::memcpy(dst, src.data(), src.size_bytes());
+      return;
     case DType::F64:
       for (size_t i = 0; i < src.size(); ++i) {
         const double v = src[i];
@@ -192,7 +214,8 @@ void convertFromFloat(DType dtype, std::span<const float> src, std::byte* dst) {
         std::memcpy(dst + 2 * i, &v, 2);
       }
       return;
-    default: throw std::logic_error("convertFromFloat: not a floating dtype: " + std::string(dtypeName(dtype)));
+    default:
+      throw std::logic_error("convertFromFloat: not a floating dtype: " + std::string(dtypeName(dtype)));
   }
 }
 

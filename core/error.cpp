@@ -9,15 +9,22 @@ namespace {
 
 std::string filesystemHint(const std::error_code& code) {
   switch (code.value()) {
-    case ELOOP: return "a symbolic link in the path points back at itself; fix or remove the link";
-    case ENOTDIR: return "a part of the path is a file, not a directory; choose another path";
+    case ELOOP:
+      return "a symbolic link in the path points back at itself; fix or remove the link";
+    case ENOTDIR:
+      return "a part of the path is a file, not a directory; choose another path";
     case EACCES:
     case EPERM:
-    case EROFS: return "the place is not writable (or readable) by this user; choose another directory";
-    case ENOENT: return "check the path";
-    case ENOSPC: return "the disk is full; free space or write elsewhere";
-    case ENAMETOOLONG: return "shorten the path";
-    default: return {};
+    case EROFS:
+      return "the place is not writable (or readable) by this user; choose another directory";
+    case ENOENT:
+      return "check the path";
+    case ENOSPC:
+      return "the disk is full; free space or write elsewhere";
+    case ENAMETOOLONG:
+      return "shorten the path";
+    default:
+      return {};
   }
 }
 
@@ -47,13 +54,18 @@ Error errorFromException(std::exception_ptr exception, bool* internal) {
   } catch (const std::filesystem::filesystem_error& e) {
     std::string where = e.path1().string();
     if (!e.path2().empty()) where += " -> " + e.path2().string();
-    return Error({.what = e.code().message(), .where = where.empty() ? "the file system" : where,
+    return Error({.what = e.code().message(),
+                  .where = where.empty() ? "the file system" : where,
                   .hint = filesystemHint(e.code())});
   } catch (const std::bad_alloc&) {
-    return Error({.what = "out of memory", .where = "this machine",
-                  .hint = "the input asks for more memory than is available; use smaller sizes or a larger machine"});
+    return Error(
+        {.what = "out of memory",
+         .where = "this machine",
+         .hint = "the input asks for more memory than is available; use smaller sizes or a larger machine"});
   } catch (const std::length_error& e) {
-    return Error({.what = "a size too large to allocate", .where = "this machine", .found = e.what(),
+    return Error({.what = "a size too large to allocate",
+                  .where = "this machine",
+                  .found = e.what(),
                   .hint = "the input asks for more memory than is available; use smaller sizes"});
   } catch (const std::exception& e) {
     if (internal) *internal = true;
@@ -61,10 +73,12 @@ Error errorFromException(std::exception_ptr exception, bool* internal) {
                   .hint = "this is a ShareLens bug; please report it with the command that caused it"});
   } catch (...) {
     if (internal) *internal = true;
-    return Error({.what = "internal error: an unknown exception", .hint = "this is a ShareLens bug; please report it"});
+    return Error({.what = "internal error: an unknown exception",
+                  .hint = "this is a ShareLens bug; please report it"});
   }
 }
 
-Error::Error(ErrorDetails details) : std::runtime_error(formatError(details)), m_details(std::move(details)) {}
+Error::Error(ErrorDetails details)
+    : std::runtime_error(formatError(details)), m_details(std::move(details)) {}
 
 }  // namespace sharelens

@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-[[noreturn]] void bad(const std::string& where, const std::string& what, const std::string& expected, const std::string& found,
-                      const std::string& hint = {}) {
+[[noreturn]] void bad(const std::string& where, const std::string& what, const std::string& expected,
+                      const std::string& found, const std::string& hint = {}) {
   throw Error({.what = what, .where = where, .expected = expected, .found = found, .hint = hint});
 }
 
@@ -27,7 +27,9 @@ namespace {
 Topology topologyFromPreset(const JsonObject& o) {
   const std::string name = o.requireString("preset");
   const auto pattern = parsePattern(name);
-  if (!pattern) o.fail("preset", "unknown sharing pattern", "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", name);
+  if (!pattern)
+    o.fail("preset", "unknown sharing pattern",
+           "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", name);
   PresetSpec spec;
   spec.pattern = *pattern;
   ModelDims& m = spec.base;
@@ -47,7 +49,8 @@ Topology topologyFromPreset(const JsonObject& o) {
   Topology t = makePreset(spec);
   if (const auto rank = o.optionalInt("embedding_rank", 0)) t.embedding.factorRank = *rank;
   if (const auto interior = o.optionalInt("ffn_tie_interior", 0)) {  // the STLM report's interior FFN tying
-    if (2 * *interior >= t.model.layers) o.fail("ffn_tie_interior", "no interior left", "< half the layers", std::to_string(*interior));
+    if (2 * *interior >= t.model.layers)
+      o.fail("ffn_tie_interior", "no interior left", "< half the layers", std::to_string(*interior));
     t.ffn.assign = interiorTieAssignment(t.model.layers, *interior);
     t.ffn.loraRank = spec.loraRank;
   }
@@ -64,7 +67,8 @@ Topology armTopology(const JsonObject& arm, const fs::path& baseDir) {
   const Json& spec = arm.raw()["topology"];
   const std::string where = arm.where() + ".topology";
   if (spec.is_string()) return readTopologyFile(baseDir / spec.get<std::string>());
-  if (!spec.is_object()) arm.fail("topology", "wrong type", "a file name, a topology or a preset object", jsonTypeName(spec));
+  if (!spec.is_object())
+    arm.fail("topology", "wrong type", "a file name, a topology or a preset object", jsonTypeName(spec));
   if (spec.contains("preset")) return topologyFromPreset(JsonObject(spec, where));
   return topologyFromJson(spec, where);
 }
@@ -86,7 +90,8 @@ const ExperimentArm& Experiment::arm(const std::string& name) const {
 Experiment experimentFromJson(const Json& j, const std::string& where, const fs::path& baseDir) {
   const JsonObject o(j, where);
   if (o.optionalString("schema").value_or("") != kExperimentSchema)
-    o.fail("schema", "not an experiment file", kExperimentSchema, o.has("schema") ? o.raw()["schema"].dump() : "nothing");
+    o.fail("schema", "not an experiment file", kExperimentSchema,
+           o.has("schema") ? o.raw()["schema"].dump() : "nothing");
   Experiment e;
   e.name = o.requireString("name");
   e.description = o.optionalString("description").value_or("");
@@ -104,7 +109,8 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
       for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
     } else if (s.is_array()) {
       for (const Json& v : s) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0) o.fail("seeds", "seeds are non-negative integers", "[1, 2, 3]", v.dump());
+        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+          o.fail("seeds", "seeds are non-negative integers", "[1, 2, 3]", v.dump());
         e.seeds.push_back(v.get<uint64_t>());
       }
     } else {
@@ -112,7 +118,8 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     }
   }
   if (e.seeds.size() < 2)
-    o.fail("seeds", "an interval over seeds needs at least 2 seeds", ">= 2 seeds", std::to_string(e.seeds.size()),
+    o.fail("seeds", "an interval over seeds needs at least 2 seeds", ">= 2 seeds",
+           std::to_string(e.seeds.size()),
            "3 seeds is the default; the papers' effects are as large as seed-to-seed spread at this scale");
   if (std::set<uint64_t>(e.seeds.begin(), e.seeds.end()).size() != e.seeds.size())
     o.fail("seeds", "a seed listed twice", "distinct seeds", "a repeated seed");
@@ -121,8 +128,9 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (o.has("train")) e.train = o.requireObject("train").raw();
   for (const char* fixed : {"corpus", "steps", "seed"})
     if (e.train.contains(fixed))
-      o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options", "no '" + std::string(fixed) + "'",
-             "'" + std::string(fixed) + "'", "use the experiment's corpus, tokens and seeds");
+      o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options",
+             "no '" + std::string(fixed) + "'", "'" + std::string(fixed) + "'",
+             "use the experiment's corpus, tokens and seeds");
 
   const Json& arms = o.requireArray("arms");
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
@@ -133,12 +141,15 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     if (arm.name.empty() || arm.name.find('/') != std::string::npos || arm.name == "." || arm.name == "..")
       a.fail("name", "arm names are directory names", "letters, digits, '-', '_'", "'" + arm.name + "'");
     for (const ExperimentArm& other : e.arms)
-      if (other.name == arm.name) a.fail("name", "two arms with one name", "unique names", "'" + arm.name + "'");
+      if (other.name == arm.name)
+        a.fail("name", "two arms with one name", "unique names", "'" + arm.name + "'");
     if (a.has("corpus") && a.requireString("corpus") != e.corpus)
-      a.fail("corpus", "arms of one comparison train on one corpus", "'" + e.corpus + "'", "'" + a.requireString("corpus") + "'");
+      a.fail("corpus", "arms of one comparison train on one corpus", "'" + e.corpus + "'",
+             "'" + a.requireString("corpus") + "'");
     if (const auto expect = a.optionalString("expect")) {
       if (*expect != "better" && *expect != "worse" && *expect != "no-worse")
-        a.fail("expect", "unknown claim", "better, worse or no-worse (against the reference)", "'" + *expect + "'");
+        a.fail("expect", "unknown claim", "better, worse or no-worse (against the reference)",
+               "'" + *expect + "'");
       arm.expect = *expect;
     }
     if (a.has("matched_baseline_of")) {
@@ -159,7 +170,8 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
       derived.lr = d.optionalNumber("lr").value_or(derived.lr);
       if (derived.method == "postshare" && !(derived.gamma > 0.0 && std::isfinite(derived.gamma)))
         d.fail("gamma", "PostShare needs a positive penalty weight", "> 0", std::to_string(derived.gamma));
-      if (!(derived.lr > 0.0 && derived.lr <= 10.0)) d.fail("lr", "learning rate out of range", "(0, 10]", std::to_string(derived.lr));
+      if (!(derived.lr > 0.0 && derived.lr <= 10.0))
+        d.fail("lr", "learning rate out of range", "(0, 10]", std::to_string(derived.lr));
       arm.derive = derived;
     } else if (a.has("topology")) {
       arm.topology = armTopology(a, baseDir);
@@ -168,38 +180,47 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     }
     e.arms.push_back(std::move(arm));
   }
-  if (e.arms.size() < 2) o.fail("arms", "a comparison needs two arms or more", ">= 2 arms", std::to_string(e.arms.size()));
+  if (e.arms.size() < 2)
+    o.fail("arms", "a comparison needs two arms or more", ">= 2 arms", std::to_string(e.arms.size()));
   for (const auto& baseline : baselines) {
     // Plain names, not structured bindings: clang 14 cannot capture a binding in a lambda.
     const std::string& name = baseline.first;
     const std::string& of = baseline.second;
-    auto target = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == of; });
+    auto target =
+        std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == of; });
     if (target == e.arms.end() || !target->matchedBaselineOf.empty())
-      bad(where + ".arms['" + name + "'].matched_baseline_of", "unknown arm reference", "an arm given by its topology",
-          "'" + of + "'");
-    auto self = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == name; });
+      bad(where + ".arms['" + name + "'].matched_baseline_of", "unknown arm reference",
+          "an arm given by its topology", "'" + of + "'");
+    auto self =
+        std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == name; });
     self->topology = parameterMatchedBaseline(target->topology);
     self->topology.name = name;
   }
-  for (ExperimentArm& arm : e.arms) {  // a derived arm starts from a trained arm's model: that arm must exist and be unshared
+  for (ExperimentArm& arm :
+       e.arms) {  // a derived arm starts from a trained arm's model: that arm must exist and be unshared
     if (!arm.derive) continue;
-    const auto source = std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == arm.derive->from; });
+    const auto source = std::find_if(e.arms.begin(), e.arms.end(),
+                                     [&](const ExperimentArm& x) { return x.name == arm.derive->from; });
     if (source == e.arms.end() || source->derive)
-      bad(where + ".arms['" + arm.name + "'].derive.from", "unknown arm reference", "a trained arm's name", "'" + arm.derive->from + "'");
+      bad(where + ".arms['" + arm.name + "'].derive.from", "unknown arm reference", "a trained arm's name",
+          "'" + arm.derive->from + "'");
     if (!source->topology.isUnshared())
-      bad(where + ".arms['" + arm.name + "'].derive.from", "DirectShare and PostShare start from an unshared model",
-          "an arm with a vanilla topology", "'" + source->name + "' shares weights", "derive from a vanilla arm");
+      bad(where + ".arms['" + arm.name + "'].derive.from",
+          "DirectShare and PostShare start from an unshared model", "an arm with a vanilla topology",
+          "'" + source->name + "' shares weights", "derive from a vanilla arm");
     arm.topology = source->topology;
     arm.topology.name = arm.name;
   }
   e.reference = o.optionalString("reference").value_or(e.arms.back().name);
-  if (std::none_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& a) { return a.name == e.reference; }))
+  if (std::none_of(e.arms.begin(), e.arms.end(),
+                   [&](const ExperimentArm& a) { return a.name == e.reference; }))
     o.fail("reference", "unknown arm reference", "one of the arms' names", "'" + e.reference + "'");
   for (const ExperimentArm& a : e.arms)
     if (a.topology.model.vocab != e.arms.front().topology.model.vocab)
       bad(where + ".arms['" + a.name + "']", "arms of one comparison share a vocabulary",
           std::to_string(e.arms.front().topology.model.vocab) + " (arm '" + e.arms.front().name + "')",
-          std::to_string(a.topology.model.vocab), "the tokenizer is trained per vocabulary; losses of different ones do not compare");
+          std::to_string(a.topology.model.vocab),
+          "the tokenizer is trained per vocabulary; losses of different ones do not compare");
   return e;
 }
 
@@ -212,8 +233,8 @@ Json experimentToJson(const Experiment& e) {
   for (const ExperimentArm& a : e.arms) {
     Json arm = {{"name", a.name}};
     if (a.derive) {
-      arm["derive"] = {{"from", a.derive->from}, {"method", a.derive->method}, {"ratio", a.derive->ratio},
-                       {"gamma", a.derive->gamma}, {"steps", a.derive->steps}, {"lr", a.derive->lr}};
+      arm["derive"] = {{"from", a.derive->from},   {"method", a.derive->method}, {"ratio", a.derive->ratio},
+                       {"gamma", a.derive->gamma}, {"steps", a.derive->steps},   {"lr", a.derive->lr}};
     } else {
       arm["topology"] = topologyToJson(a.topology);
     }
@@ -224,7 +245,11 @@ Json experimentToJson(const Experiment& e) {
   return {{"schema", kExperimentSchema},
           {"name", e.name},
           {"description", e.description},
-          {"claim", {{"paper", e.claim.paper}, {"section", e.claim.section}, {"statement", e.claim.statement}, {"number", e.claim.number}}},
+          {"claim",
+           {{"paper", e.claim.paper},
+            {"section", e.claim.section},
+            {"statement", e.claim.statement},
+            {"number", e.claim.number}}},
           {"corpus", e.corpus},
           {"seeds", e.seeds},
           {"tokens", e.tokens},
@@ -238,12 +263,15 @@ fs::path experimentRunDirectory(const fs::path& outDir, const std::string& arm, 
   return outDir / arm / ("seed-" + std::to_string(seed));
 }
 
-// ---- the report ----------------------------------------------------------------------------------------------
+// ---- the report
+// ----------------------------------------------------------------------------------------------
 
 ExperimentReport reportExperiment(const fs::path& outDir) {
   const fs::path file = outDir / "experiment.json";
   if (!fs::exists(file))
-    throw Error({.what = "not an experiment directory", .where = outDir.string(), .expected = "experiment.json",
+    throw Error({.what = "not an experiment directory",
+                 .where = outDir.string(),
+                 .expected = "experiment.json",
                  .hint = "pass the --out of `sharelens experiment run`"});
   ExperimentReport r;
   r.experiment = experimentFromJson(readJsonFile(file), file.string(), outDir);
@@ -260,9 +288,11 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.parameters = budget.total;
     a.nonEmbedding = budget.nonEmbedding;
     a.flopsPerToken = budget.trainFlopsPerToken;
-    if (arm.derive)  // a shared model holds fewer unique parameters than its source: the runner records how many
+    if (arm.derive)  // a shared model holds fewer unique parameters than its source: the runner records how
+                     // many
       for (uint64_t seed : e.seeds)
-        if (const fs::path f = experimentRunDirectory(outDir, arm.name, seed) / "derived.json"; fs::exists(f)) {
+        if (const fs::path f = experimentRunDirectory(outDir, arm.name, seed) / "derived.json";
+            fs::exists(f)) {
           const Json d = readJsonFile(f);
           a.parameters = d.value("parameters", a.parameters);
           a.nonEmbedding = a.parameters - (budget.total - budget.nonEmbedding);
@@ -313,7 +343,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
   for (ArmSummary& a : r.arms) {  // paired over the seeds both arms finished
     if (a.name == e.reference) continue;
     for (uint64_t seed : e.seeds)
-      if (nll[a.name].count(seed) && nll[e.reference].count(seed)) a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
+      if (nll[a.name].count(seed) && nll[e.reference].count(seed))
+        a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
     a.difference = meanInterval(a.differences);
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcome(a.expect, a.verdict);
@@ -348,39 +379,52 @@ double ArmSummary::lossAtFlops(double flops) const {
 Json ExperimentReport::toJson() const {
   auto number = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
   auto interval = [&](const MeanInterval& m) {
-    return Json{{"n", m.n}, {"mean", number(m.mean)}, {"sd", number(m.sd)}, {"ci95", {number(m.lo()), number(m.hi())}}};
+    return Json{{"n", m.n},
+                {"mean", number(m.mean)},
+                {"sd", number(m.sd)},
+                {"ci95", {number(m.lo()), number(m.hi())}}};
   };
   Json arms = Json::array();
   for (const ArmSummary& a : this->arms) {
     std::vector<double> flops;
     for (double t : a.curveTokens) flops.push_back(t * a.flopsPerToken);
-    Json j = {{"name", a.name},
-              {"parameters", a.parameters},
-              {"non_embedding_parameters", a.nonEmbedding},
-              {"train_flops_per_token", a.flopsPerToken},
-              {"tokens", a.tokens},
-              {"train_flops", a.tokens * a.flopsPerToken},
-              {"wall_seconds", a.seconds},
-              {"seeds_finished", a.finishedSeeds},
-              {"expect", a.expect},
-              {"claim", std::string(claimOutcomeName(a.claim))},
-              {"final_nll", interval(a.nll)},
-              {"curve", {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
+    Json j = {
+        {"name", a.name},
+        {"parameters", a.parameters},
+        {"non_embedding_parameters", a.nonEmbedding},
+        {"train_flops_per_token", a.flopsPerToken},
+        {"tokens", a.tokens},
+        {"train_flops", a.tokens * a.flopsPerToken},
+        {"wall_seconds", a.seconds},
+        {"seeds_finished", a.finishedSeeds},
+        {"expect", a.expect},
+        {"claim", std::string(claimOutcomeName(a.claim))},
+        {"final_nll", interval(a.nll)},
+        {"curve",
+         {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
     if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.derivedFrom.empty()) j["derived_from"] = a.derivedFrom;
     if (a.name != experiment.reference)
-      j["vs_reference"] = {{"paired_differences", a.differences}, {"difference", interval(a.difference)},
+      j["vs_reference"] = {{"paired_differences", a.differences},
+                           {"difference", interval(a.difference)},
                            {"verdict", std::string(verdictName(a.verdict))}};
     arms.push_back(j);
   }
   Json runs = Json::array();
   for (const RunSummary& s : this->runs)
-    runs.push_back({{"arm", s.arm}, {"seed", s.seed}, {"finished", s.finished}, {"final_nll", number(s.finalNll)}, {"tokens", s.tokens},
+    runs.push_back({{"arm", s.arm},
+                    {"seed", s.seed},
+                    {"finished", s.finished},
+                    {"final_nll", number(s.finalNll)},
+                    {"tokens", s.tokens},
                     {"seconds", s.seconds}});
   return {{"schema", "sharelens.experiment-report/1"},
           {"experiment", experiment.name},
-          {"claim", {{"paper", experiment.claim.paper}, {"section", experiment.claim.section},
-                     {"statement", experiment.claim.statement}, {"number", experiment.claim.number}}},
+          {"claim",
+           {{"paper", experiment.claim.paper},
+            {"section", experiment.claim.section},
+            {"statement", experiment.claim.statement},
+            {"number", experiment.claim.number}}},
           {"reference", experiment.reference},
           {"corpus", experiment.corpus},
           {"seeds", experiment.seeds},
@@ -393,53 +437,70 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   const Experiment& e = experiment;
   std::string md = "## " + e.name + "\n\n";
   if (!e.claim.paper.empty())
-    md += "**Claim** (" + e.claim.paper + (e.claim.section.empty() ? "" : ", " + e.claim.section) + "): " + e.claim.statement +
+    md += "**Claim** (" + e.claim.paper + (e.claim.section.empty() ? "" : ", " + e.claim.section) +
+          "): " + e.claim.statement +
           (e.claim.number.empty() ? "" : " The paper reports: " + e.claim.number) + "\n\n";
   if (!e.description.empty()) md += e.description + "\n\n";
-  md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " + std::to_string(e.seeds.size()) +
-        " seeds; differences paired by seed against **" + e.reference + "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") +
-        "M training tokens per run on " + e.corpus + ".\n\n";
-  md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference + " (per seed) | verdict | claim | wall time |\n";
+  md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
+        std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
+        "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +
+        e.corpus + ".\n\n";
+  md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference +
+        " (per seed) | verdict | claim | wall time |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ArmSummary& a : arms) {
-    const std::string nllText = a.nll.n == 0 ? "not run" : formatNumber(a.nll.mean, "%.4f") + " ± " + formatNumber(a.nll.halfWidth, "%.4f") +
-                                                              " (" + std::to_string(a.nll.n) + " seeds)";
+    const std::string nllText = a.nll.n == 0 ? "not run"
+                                             : formatNumber(a.nll.mean, "%.4f") + " ± " +
+                                                   formatNumber(a.nll.halfWidth, "%.4f") + " (" +
+                                                   std::to_string(a.nll.n) + " seeds)";
     std::string diff = "reference", verdict = "";
     if (a.name != e.reference) {
-      diff = a.difference.n == 0 ? "n/a" : formatNumber(a.difference.mean, "%+.4f") + " ± " + formatNumber(a.difference.halfWidth, "%.4f");
+      diff = a.difference.n == 0 ? "n/a"
+                                 : formatNumber(a.difference.mean, "%+.4f") + " ± " +
+                                       formatNumber(a.difference.halfWidth, "%.4f");
       std::string seeds;
       for (double d : a.differences) seeds += (seeds.empty() ? "" : ", ") + formatNumber(d, "%+.3f");
       if (!seeds.empty()) diff += " (" + seeds + ")";
       verdict = std::string(verdictName(a.verdict));
     }
-    const std::string label = a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") +
-                              (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")");
+    const std::string label =
+        a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") +
+        (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")");
     md += "| " + label + " | " + formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" +
-          formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " + formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " +
-          formatNumber(a.tokens / 1e6, "%.2f") + "M | " + nllText + " | " + diff + " | " + verdict + " | " +
-          (a.expect.empty() ? "" : "expected " + a.expect + ": " + std::string(claimOutcomeName(a.claim))) + " | " +
-          formatNumber(a.seconds / 60.0, "%.1f") + " min (all seeds) |\n";
+          formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " +
+          formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + formatNumber(a.tokens / 1e6, "%.2f") +
+          "M | " + nllText + " | " + diff + " | " + verdict + " | " +
+          (a.expect.empty() ? "" : "expected " + a.expect + ": " + std::string(claimOutcomeName(a.claim))) +
+          " | " + formatNumber(a.seconds / 60.0, "%.1f") + " min (all seeds) |\n";
   }
   // What the numbers say about the claim, plainly.
   md += "\n";
   for (const ArmSummary& a : arms) {
     if (a.name == e.reference) continue;
     md += "- **" + a.name + "** vs **" + e.reference + "**: ";
-    if (a.verdict == Verdict::Better) md += "lower loss, with the whole 95% interval of the paired difference below zero.";
-    else if (a.verdict == Verdict::Worse) md += "higher loss, with the whole 95% interval of the paired difference above zero.";
-    else md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
+    if (a.verdict == Verdict::Better)
+      md += "lower loss, with the whole 95% interval of the paired difference below zero.";
+    else if (a.verdict == Verdict::Worse)
+      md += "higher loss, with the whole 95% interval of the paired difference above zero.";
+    else
+      md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
     if (a.claim == ClaimOutcome::Holds)
-      md += " The paper's claim (" + a.expect + ") **holds** here" + (a.expect == "no-worse" ? " (not significantly worse at 95%)." : ".");
-    if (a.claim == ClaimOutcome::DoesNotHold) md += " The paper's claim (" + a.expect + ") **does not hold** at this scale.";
-    if (a.claim == ClaimOutcome::Inconclusive) md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale.";
+      md += " The paper's claim (" + a.expect + ") **holds** here" +
+            (a.expect == "no-worse" ? " (not significantly worse at 95%)." : ".");
+    if (a.claim == ClaimOutcome::DoesNotHold)
+      md += " The paper's claim (" + a.expect + ") **does not hold** at this scale.";
+    if (a.claim == ClaimOutcome::Inconclusive)
+      md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale.";
     md += "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached.
   double common = INFINITY;
   for (const ArmSummary& a : arms)
-    if (!a.curveTokens.empty() && a.derivedFrom.empty()) common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
+    if (!a.curveTokens.empty() && a.derivedFrom.empty())
+      common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
   if (std::isfinite(common) && arms.size() > 1) {
-    md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") + ", the smallest budget any arm reached), mean validation loss:";
+    md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") +
+          ", the smallest budget any arm reached), mean validation loss:";
     for (const ArmSummary& a : arms)
       if (a.derivedFrom.empty()) md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f") + ";";
     md += "\n";

@@ -1,23 +1,25 @@
-// Experiments (schema "sharelens.experiment/1"): a claim of a paper as arms x seeds of training runs at one token
-// budget, compared with intervals over seeds. This file holds the format, its validation and resolution (arms to
-// topologies, matched baselines solved), the layout of an experiment's directory, and the report computed from
-// the runs it holds. trainer/experiment_runner.hpp trains the runs.
+// Experiments (schema "sharelens.experiment/1"): a claim of a paper as arms x seeds of training runs at one
+// token budget, compared with intervals over seeds. This file holds the format, its validation and resolution
+// (arms to topologies, matched baselines solved), the layout of an experiment's directory, and the report
+// computed from the runs it holds. trainer/experiment_runner.hpp trains the runs.
 //
 //   {"schema": "sharelens.experiment/1", "name": "...", "claim": {"paper", "section", "statement", "number"},
 //    "corpus": "brown", "seeds": 3 | [1, 2, 3], "tokens": 2000000, "reference": "baseline",
-//    "train": {"batch_size": 16, "lr": 0.003, ...},   overrides of the training options (trainer/train_config.hpp)
-//    "eval_tokens": 32768,                             held-out tokens of each run's final evaluation
-//    "arms": [{"name": "cycle", "topology": "file.json" | {topology} | {"preset": "cycle", "layers": 8, ...,
+//    "train": {"batch_size": 16, "lr": 0.003, ...},   overrides of the training options
+//    (trainer/train_config.hpp) "eval_tokens": 32768,                             held-out tokens of each
+//    run's final evaluation "arms": [{"name": "cycle", "topology": "file.json" | {topology} | {"preset":
+//    "cycle", "layers": 8, ...,
 //              "overrides": {partial topology}}, "expect": "better"},
 //             {"name": "baseline", "matched_baseline_of": "cycle"},
 //             {"name": "postshare", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25,
 //                                             "gamma": 0.1, "steps": 200, "lr": 0.001}}]}
 //
-// "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL), "worse",
-// or "no-worse" (not significantly higher) -- so the report can say whether the claim holds at this scale.
-// "derive": an arm made from another arm's final model of the same seed instead of trained from scratch:
-// "directshare" shares that model's DirectShare pairs at `ratio` (no training); "postshare" post-trains it for
-// `steps` with the PostShare penalty gamma, then shares (the head-wise sharing paper's pipeline).
+// "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL),
+// "worse", or "no-worse" (not significantly higher) -- so the report can say whether the claim holds at this
+// scale. "derive": an arm made from another arm's final model of the same seed instead of trained from
+// scratch: "directshare" shares that model's DirectShare pairs at `ratio` (no training); "postshare"
+// post-trains it for `steps` with the PostShare penalty gamma, then shares (the head-wise sharing paper's
+// pipeline).
 //
 // Directory: OUT/experiment.json (the resolved experiment), OUT/<arm>/seed-<s>/ (a run directory each, with
 // eval.json once its final evaluation is done).
@@ -52,10 +54,10 @@ struct DerivedArm {
 
 struct ExperimentArm {
   std::string name;
-  Topology topology;              // resolved (a matched baseline is solved from its arm; a derived arm has its source's)
+  Topology topology;  // resolved (a matched baseline is solved from its arm; a derived arm has its source's)
   std::string matchedBaselineOf;  // "" for arms given as topologies
   std::optional<DerivedArm> derive;
-  std::string expect;             // "", "better", "worse" or "no-worse": the paper's claim against the reference
+  std::string expect;  // "", "better", "worse" or "no-worse": the paper's claim against the reference
 };
 
 struct Experiment {
@@ -63,30 +65,32 @@ struct Experiment {
   Claim claim;
   std::string corpus = "brown";
   std::vector<uint64_t> seeds = {1, 2, 3};
-  int64_t tokens = 0;             // training tokens per run (steps = tokens / (batch x context))
+  int64_t tokens = 0;  // training tokens per run (steps = tokens / (batch x context))
   int64_t evalTokens = 32768;
-  Json train = Json::object();    // training-option overrides, validated by the trainer
-  std::string reference;          // the arm every other is compared with
+  Json train = Json::object();  // training-option overrides, validated by the trainer
+  std::string reference;        // the arm every other is compared with
   std::vector<ExperimentArm> arms;
 
   const ExperimentArm& arm(const std::string& name) const;
 };
 
-// Reads and validates (unknown arm references, fewer than 2 seeds, arms of different vocabularies, ...): a named
-// Error before anything trains. Topology files are relative to the experiment file.
+// Reads and validates (unknown arm references, fewer than 2 seeds, arms of different vocabularies, ...): a
+// named Error before anything trains. Topology files are relative to the experiment file.
 Experiment readExperimentFile(const std::filesystem::path& path);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology
 
-std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir, const std::string& arm, uint64_t seed);
+std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir, const std::string& arm,
+                                             uint64_t seed);
 
-// ---- the report ----------------------------------------------------------------------------------------------
+// ---- the report
+// ----------------------------------------------------------------------------------------------
 
 struct RunSummary {
   std::string arm;
   uint64_t seed = 0;
-  bool finished = false;        // trained to the end and evaluated
-  double finalNll = NAN;        // held-out NLL of the final checkpoint (eval.json)
+  bool finished = false;  // trained to the end and evaluated
+  double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
   double tokens = 0, seconds = 0;
   std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
 };
@@ -101,13 +105,14 @@ struct ArmSummary {
   ClaimOutcome claim = ClaimOutcome::NotStated;
   int64_t parameters = 0, nonEmbedding = 0;
   double flopsPerToken = 0, tokens = 0, seconds = 0;
-  MeanInterval nll;                  // final held-out NLL over seeds
-  MeanInterval difference;           // paired (arm - reference) over the seeds both finished
-  std::vector<double> differences;   // per seed
+  MeanInterval nll;                 // final held-out NLL over seeds
+  MeanInterval difference;          // paired (arm - reference) over the seeds both finished
+  std::vector<double> differences;  // per seed
   Verdict verdict = Verdict::Inconclusive;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
-  double lossAtFlops(double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
+  double lossAtFlops(
+      double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
 };
 
 struct ExperimentReport {

@@ -37,7 +37,9 @@ bool stepListContains(const std::string& spec, int64_t step) {
 
 }  // namespace
 
-bool compiledIn() { return true; }
+bool compiledIn() {
+  return true;
+}
 
 bool nonFiniteLossAt(int64_t step) {
   static const std::string spec = variable("SHARELENS_TEST_NONFINITE_STEPS");
@@ -51,8 +53,12 @@ void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
 
 #else
 
-bool compiledIn() { return false; }
-bool nonFiniteLossAt(int64_t) { return false; }
+bool compiledIn() {
+  return false;
+}
+bool nonFiniteLossAt(int64_t) {
+  return false;
+}
 void maybeKillInCheckpoint(std::string_view, int) {}
 
 #endif

@@ -37,29 +37,41 @@ Json llamaConfigFor(const Topology& t) {
 
 Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int64_t maxContext) {
   Topology t;
-  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end() && view.family == Family::ShareLens) {
-    t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), ckpt.path().string() + ": topology");
+  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
+      it != ckpt.metadata().end() && view.family == Family::ShareLens) {
+    t = topologyFromJson(parseJsonStrict(it->second, "topology metadata"),
+                         ckpt.path().string() + ": topology");
   } else {
     const bool llama = view.family == Family::Llama;
     bool biases = false;
     for (const LayerView& l : view.layers)
       for (const auto& b : l.bias) biases = biases || b.has_value();
     if (!llama || biases || !view.shape.gatedFfn || !view.hasHeads())
-      throw Error({.what = "only Llama-layout and ShareLens checkpoints can be post-trained", .where = ckpt.path().string(),
-                   .expected = "a Llama-style decoder (RMSNorm, SwiGLU, RoPE, no biases)",
-                   .found = std::string(familyName(view.family)) + (biases ? " with biases" : ""),
-                   .hint = "Qwen2, Gemma 3 and GPT-2 checkpoints can be analysed and evaluated, not post-trained"});
+      throw Error(
+          {.what = "only Llama-layout and ShareLens checkpoints can be post-trained",
+           .where = ckpt.path().string(),
+           .expected = "a Llama-style decoder (RMSNorm, SwiGLU, RoPE, no biases)",
+           .found = std::string(familyName(view.family)) + (biases ? " with biases" : ""),
+           .hint = "Qwen2, Gemma 3 and GPT-2 checkpoints can be analysed and evaluated, not post-trained"});
     const ModelShape& s = view.shape;
     t.name = ckpt.directory().filename().string();
-    t.model = ModelDims{.vocab = s.vocab, .dModel = s.hidden, .layers = s.layers, .heads = s.heads, .kvHeads = s.kvHeads,
-                        .headDim = s.headDim, .ffn = s.ffn, .context = s.context > 0 ? s.context : maxContext};
+    t.model = ModelDims{.vocab = s.vocab,
+                        .dModel = s.hidden,
+                        .layers = s.layers,
+                        .heads = s.heads,
+                        .kvHeads = s.kvHeads,
+                        .headDim = s.headDim,
+                        .ffn = s.ffn,
+                        .context = s.context > 0 ? s.context : maxContext};
     if (ckpt.config()) {
       const JsonObject c(*ckpt.config(), ckpt.configPath()->string());
       t.model.ropeTheta = c.optionalNumber("rope_theta").value_or(10000.0);
       t.model.normEps = c.optionalNumber("rms_norm_eps").value_or(1e-6);
       if (c.has("rope_scaling") && !c.raw()["rope_scaling"].is_null())
-        throw Error({.what = "RoPE scaling is not supported for post-training", .where = ckpt.configPath()->string() + " field 'rope_scaling'",
-                     .hint = "post-train a model without rope_scaling, or evaluate this one without training"});
+        throw Error(
+            {.what = "RoPE scaling is not supported for post-training",
+             .where = ckpt.configPath()->string() + " field 'rope_scaling'",
+             .hint = "post-train a model without rope_scaling, or evaluate this one without training"});
     }
     for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
     t.ffn.assign = t.attention.assign;
@@ -74,8 +86,10 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
 void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path& outDir) {
   namespace hf = names::hf;
   if (!view.shape.gatedFfn || !view.embedding || !view.finalNorm)
-    throw Error({.what = "only SwiGLU decoders with RMSNorm export to the Llama layout", .where = view.source,
-                 .found = std::string(familyName(view.family)), .hint = "GPT-2 checkpoints stay in their own layout"});
+    throw Error({.what = "only SwiGLU decoders with RMSNorm export to the Llama layout",
+                 .where = view.source,
+                 .found = std::string(familyName(view.family)),
+                 .hint = "GPT-2 checkpoints stay in their own layout"});
   std::vector<EncodedTensor> tensors;
   auto put = [&](const std::string& name, const FloatMatrix& m) {
     tensors.push_back(EncodedTensor::fromFloats(name, DType::F32, {m.rows, m.cols}, m.data));
@@ -92,14 +106,20 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     const auto& attnNorm = layer.normAt(NormSlot::AttnIn);
     const auto& ffnNorm = layer.normAt(NormSlot::FfnIn);
     if (!attnNorm || !ffnNorm)
-      throw Error({.what = "layer lacks its RMSNorm weights", .where = view.source + ": layer " + std::to_string(layer.index)});
+      throw Error({.what = "layer lacks its RMSNorm weights",
+                   .where = view.source + ": layer " + std::to_string(layer.index)});
     putVector(hf::attnNorm(layer.index), attnNorm->weight);
     putVector(hf::ffnNorm(layer.index), ffnNorm->weight);
   }
   Topology shape;
-  shape.model = ModelDims{.vocab = view.shape.vocab, .dModel = view.shape.hidden, .layers = view.shape.layers,
-                          .heads = view.shape.heads, .kvHeads = view.shape.kvHeads, .headDim = view.shape.headDim,
-                          .ffn = view.shape.ffn, .context = view.shape.context};
+  shape.model = ModelDims{.vocab = view.shape.vocab,
+                          .dModel = view.shape.hidden,
+                          .layers = view.shape.layers,
+                          .heads = view.shape.heads,
+                          .kvHeads = view.shape.kvHeads,
+                          .headDim = view.shape.headDim,
+                          .ffn = view.shape.ffn,
+                          .context = view.shape.context};
   shape.embedding.tied = view.shape.tiedEmbeddings;
   if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end()) {
     const Json t = parseJsonStrict(it->second, "topology metadata");
@@ -107,7 +127,8 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     shape.model.normEps = t["model"].value("norm_eps", 1e-5);
   }
   fs::create_directories(outDir);
-  writeSafetensors(outDir / "model.safetensors", tensors, {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
+  writeSafetensors(outDir / "model.safetensors", tensors,
+                   {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
   writeFileAtomically(outDir / "config.json", llamaConfigFor(shape).dump(2) + "\n");
 }
 

@@ -14,9 +14,9 @@ namespace sharelens {
 Json llamaConfigFor(const Topology& topology);
 
 // The topology a checkpoint was trained as, for post-training it: a ShareLens checkpoint's own (from its
-// metadata), or the unshared topology of a Hugging Face Llama-layout checkpoint (shape, rope_theta, rms_norm_eps
-// from config.json), with its context capped at `maxContext` (the sequence length to post-train with; RoPE
-// tables are the same for the positions kept). Other families are refused with a named Error.
+// metadata), or the unshared topology of a Hugging Face Llama-layout checkpoint (shape, rope_theta,
+// rms_norm_eps from config.json), with its context capped at `maxContext` (the sequence length to post-train
+// with; RoPE tables are the same for the positions kept). Other families are refused with a named Error.
 Topology topologyOfCheckpoint(const Checkpoint& checkpoint, const ModelView& view, int64_t maxContext);
 
 // Writes OUT_DIR/model.safetensors (F32) and OUT_DIR/config.json from a checkpoint's canonical view.

@@ -11,9 +11,9 @@ namespace sharelens {
 namespace {
 
 Json shapeJson(const ModelShape& s) {
-  return {{"vocab", s.vocab},     {"hidden", s.hidden},   {"layers", s.layers},
-          {"heads", s.heads},     {"kv_heads", s.kvHeads}, {"head_dim", s.headDim},
-          {"ffn", s.ffn},         {"context", s.context}, {"tied_embeddings", s.tiedEmbeddings},
+  return {{"vocab", s.vocab},       {"hidden", s.hidden},    {"layers", s.layers},
+          {"heads", s.heads},       {"kv_heads", s.kvHeads}, {"head_dim", s.headDim},
+          {"ffn", s.ffn},           {"context", s.context},  {"tied_embeddings", s.tiedEmbeddings},
           {"gated_ffn", s.gatedFfn}};
 }
 
@@ -40,7 +40,8 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
   report["sharded"] = ckpt.sharded();
   Json files = Json::array();
   for (const auto& f : ckpt.files())
-    files.push_back({{"path", f->path().string()}, {"bytes", f->fileSize()}, {"tensors", f->tensors().size()}});
+    files.push_back(
+        {{"path", f->path().string()}, {"bytes", f->fileSize()}, {"tensors", f->tensors().size()}});
   report["files"] = files;
   report["config"] = ckpt.config() ? *ckpt.config() : Json(nullptr);
   report["metadata"] = ckpt.metadata();
@@ -56,15 +57,19 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
     if (view) {
       if (auto it = view->roles.find(name); it != view->roles.end()) role = std::string(roleName(it->second));
     }
-    tensors.push_back(
-        {{"name", name}, {"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"bytes", t.byteSize()}, {"role", role}});
+    tensors.push_back({{"name", name},
+                       {"dtype", dtypeName(t.dtype)},
+                       {"shape", t.shape},
+                       {"bytes", t.byteSize()},
+                       {"role", role}});
   }
   report["tensors"] = tensors;
   report["unindexed_tensors"] = ckpt.unindexedTensors();
 
   Json fileWarnings = Json::array();
   for (const auto& f : ckpt.files())
-    for (const std::string& w : f->warnings()) fileWarnings.push_back(f->path().filename().string() + ": " + w);
+    for (const std::string& w : f->warnings())
+      fileWarnings.push_back(f->path().filename().string() + ": " + w);
   if (!view) {
     report["family"] = nullptr;
     report["notes"] = fileWarnings;
@@ -75,7 +80,8 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
   report["model_type"] = view->modelType;
   const RoleCounts counts = countParameters(ckpt, *view);
   Json params = Json::object();
-  for (int r = 0; r < kTensorRoleCount; ++r) params[std::string(roleName(static_cast<TensorRole>(r)))] = counts.params[r];
+  for (int r = 0; r < kTensorRoleCount; ++r)
+    params[std::string(roleName(static_cast<TensorRole>(r)))] = counts.params[r];
   params["total"] = counts.total;
   report["parameters"] = params;
   report["tied_embeddings"] = view->shape.tiedEmbeddings;
@@ -139,8 +145,8 @@ std::string formatInspectReport(const Json& r) {
 
     const Json& s = r["shape"];
     out << "\ncanonical view\n  layers " << s["layers"] << ", query heads " << s["heads"] << ", KV heads "
-        << s["kv_heads"] << ", head_dim " << s["head_dim"] << ", hidden " << s["hidden"] << ", ffn " << s["ffn"]
-        << ", vocab " << s["vocab"] << ", context " << s["context"] << "\n";
+        << s["kv_heads"] << ", head_dim " << s["head_dim"] << ", hidden " << s["hidden"] << ", ffn "
+        << s["ffn"] << ", vocab " << s["vocab"] << ", context " << s["context"] << "\n";
     for (const Json& layer : r["layers"]) {
       out << "  layer " << padRight(std::to_string(layer["index"].get<int64_t>()), 4) << " ";
       for (const Json& role : layer["roles"]) out << role.get<std::string>() << " ";

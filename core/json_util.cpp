@@ -27,15 +27,23 @@ std::pair<size_t, size_t> lineAndColumn(std::string_view text, size_t byte) {
 
 std::string jsonTypeName(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer (" + v.dump() + ")";
-    case Json::value_t::number_float: return "a number (" + v.dump() + ")";
-    case Json::value_t::string: return "a string (" + v.dump() + ")";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "a value";
+    case Json::value_t::number_unsigned:
+      return "an integer (" + v.dump() + ")";
+    case Json::value_t::number_float:
+      return "a number (" + v.dump() + ")";
+    case Json::value_t::string:
+      return "a string (" + v.dump() + ")";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "a value";
   }
 }
 
@@ -45,13 +53,18 @@ Json parseJsonStrict(std::string_view text, const std::string& label) {
   std::optional<std::string> duplicate;
   auto callback = [&](int, Json::parse_event_t event, Json& parsed) {
     switch (event) {
-      case Json::parse_event_t::object_start: keysPerObject.emplace_back(); break;
-      case Json::parse_event_t::object_end: keysPerObject.pop_back(); break;
+      case Json::parse_event_t::object_start:
+        keysPerObject.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+        keysPerObject.pop_back();
+        break;
       case Json::parse_event_t::key:
         if (!keysPerObject.back().insert(parsed.get<std::string>()).second && !duplicate)
           duplicate = parsed.get<std::string>();
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -69,7 +82,10 @@ Json parseJsonStrict(std::string_view text, const std::string& label) {
   } catch (const Json::exception& e) {  // out_of_range: a number beyond a double, like 1e1111111
     std::string message = e.what();
     if (auto pos = message.find("] "); pos != std::string::npos) message = message.substr(pos + 2);
-    throw Error({.what = "invalid JSON", .where = label, .expected = "numbers that fit a 64-bit float", .found = message,
+    throw Error({.what = "invalid JSON",
+                 .where = label,
+                 .expected = "numbers that fit a 64-bit float",
+                 .found = message,
                  .hint = "fix or remove the out-of-range number"});
   }
   if (duplicate)
@@ -81,11 +97,15 @@ Json parseJsonStrict(std::string_view text, const std::string& label) {
   return result;
 }
 
-Json readJsonFile(const std::filesystem::path& path) { return parseJsonStrict(readTextFile(path), path.string()); }
+Json readJsonFile(const std::filesystem::path& path) {
+  return parseJsonStrict(readTextFile(path), path.string());
+}
 
 JsonObject::JsonObject(const Json& object, std::string where) : m_object(&object), m_where(std::move(where)) {
   if (!object.is_object())
-    throw Error({.what = "expected a JSON object", .where = m_where, .expected = "an object",
+    throw Error({.what = "expected a JSON object",
+                 .where = m_where,
+                 .expected = "an object",
                  .found = jsonTypeName(object)});
 }
 
@@ -97,8 +117,8 @@ bool JsonObject::has(std::string_view key) const {
 const Json& JsonObject::get(std::string_view key) const {
   auto it = m_object->find(key);
   if (it == m_object->end() || it->is_null())
-    throw Error({.what = "missing field '" + std::string(key) + "'", .where = m_where,
-                 .hint = "add the field"});
+    throw Error(
+        {.what = "missing field '" + std::string(key) + "'", .where = m_where, .hint = "add the field"});
   return *it;
 }
 
@@ -124,7 +144,8 @@ int64_t JsonObject::requireInt(std::string_view key, int64_t minValue) const {
   } else {
     fail(key, "wrong type", "an integer", jsonTypeName(v));
   }
-  if (value < minValue) fail(key, "value out of range", ">= " + std::to_string(minValue), std::to_string(value));
+  if (value < minValue)
+    fail(key, "value out of range", ">= " + std::to_string(minValue), std::to_string(value));
   return value;
 }
 

@@ -43,7 +43,7 @@ class JsonObject {
 
  private:
   const Json& get(std::string_view key) const;  // throws "missing field"
-  const Json* m_object;  // not owned: the root document must outlive this view
+  const Json* m_object;                         // not owned: the root document must outlive this view
   std::string m_where;
 };
 

@@ -15,8 +15,10 @@ int64_t physicalMemoryBytes() {
 void requireFitsInMemory(double bytes, const std::string& what, const std::string& hint) {
   const int64_t memory = physicalMemoryBytes();
   if (memory == 0 || bytes <= static_cast<double>(memory)) return;
-  throw Error({.what = "does not fit in this machine's memory", .where = what,
-               .expected = "at most " + humanBytes(static_cast<double>(memory)), .found = humanBytes(bytes) + " needed",
+  throw Error({.what = "does not fit in this machine's memory",
+               .where = what,
+               .expected = "at most " + humanBytes(static_cast<double>(memory)),
+               .found = humanBytes(bytes) + " needed",
                .hint = hint});
 }
 

@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <utility>
 
 #include "core/error.hpp"
@@ -26,7 +26,8 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error({.what = "not a regular file", .where = path.string(), .hint = "pass a file, not a directory"});
+    throw Error(
+        {.what = "not a regular file", .where = path.string(), .hint = "pass a file, not a directory"});
   }
   MappedFile file;
   file.m_path = path;

@@ -28,8 +28,8 @@ class MappedFile {
   // Tells the kernel a sequential read of [offset, offset+length) is coming (readahead hint only).
   void adviseSequential(uint64_t offset, uint64_t length) const;
   // Drops the pages of [offset, offset+length) from this process's resident set (MADV_DONTNEED on the whole
-  // pages inside it): a reader that has converted a tensor and will not read it again keeps its RSS down, and a
-  // later read simply faults the pages back in from the page cache.
+  // pages inside it): a reader that has converted a tensor and will not read it again keeps its RSS down, and
+  // a later read simply faults the pages back in from the page cache.
   void release(uint64_t offset, uint64_t length) const;
   // Maps open with readahead off (MADV_RANDOM) so that parsing a header reads only its own pages;
   // call this afterwards to restore normal readahead for the data.

@@ -13,9 +13,9 @@ namespace {
 constexpr std::string_view kProjNames[kProjCount] = {"q", "k", "v", "o", "gate", "up", "down"};
 constexpr std::string_view kFamilyNames[] = {"llama", "qwen2", "gemma3", "gpt2", "sharelens"};
 constexpr std::string_view kNormSlotNames[kNormSlotCount] = {"attn_in", "attn_out", "ffn_in",
-                                                             "ffn_out", "q_norm", "k_norm"};
-constexpr std::string_view kRoleNames[kTensorRoleCount] = {"embedding", "position", "attention", "ffn", "norm",
-                                                           "output_head", "lora", "masa", "other"};
+                                                             "ffn_out", "q_norm",   "k_norm"};
+constexpr std::string_view kRoleNames[kTensorRoleCount] = {
+    "embedding", "position", "attention", "ffn", "norm", "output_head", "lora", "masa", "other"};
 
 // Stored 2-D geometry of a slice's source matrix.
 struct StoredMatrix {
@@ -38,8 +38,10 @@ StoredMatrix locate(const Checkpoint& ckpt, const TensorSlice& s) {
   StoredMatrix m{&ref, 0, 0, 0};
   if (s.batch >= 0) {
     if (s.batch >= t.dim(0))
-      throw Error({.what = "matrix index out of range", .where = where,
-                   .expected = "< " + std::to_string(t.dim(0)), .found = std::to_string(s.batch)});
+      throw Error({.what = "matrix index out of range",
+                   .where = where,
+                   .expected = "< " + std::to_string(t.dim(0)),
+                   .found = std::to_string(s.batch)});
     m.rows = t.dim(1);
     m.cols = t.dim(2);
     m.base = static_cast<uint64_t>(s.batch) * static_cast<uint64_t>(m.rows * m.cols);
@@ -53,8 +55,8 @@ StoredMatrix locate(const Checkpoint& ckpt, const TensorSlice& s) {
       s.col0 + s.cols > canonicalCols)
     throw Error({.what = "tensor shape does not fit the model's configuration",
                  .where = where,
-                 .expected = "at least " + std::to_string(s.row0 + s.rows) + " x " + std::to_string(s.col0 + s.cols) +
-                             (s.transposed ? " (stored transposed)" : ""),
+                 .expected = "at least " + std::to_string(s.row0 + s.rows) + " x " +
+                             std::to_string(s.col0 + s.cols) + (s.transposed ? " (stored transposed)" : ""),
                  .found = shapeToString(t.shape),
                  .hint = "config.json and the tensors disagree; check hidden size, heads and head_dim"});
   return m;
@@ -95,23 +97,33 @@ std::string describeSlice(const TensorSlice& s) {
   std::string out = s.tensor;
   if (s.batch >= 0) out += "[" + std::to_string(s.batch) + "]";
   if (s.transposed) out += "^T";
-  out += "[" + std::to_string(s.row0) + ":" + std::to_string(s.row0 + s.rows) + ", " + std::to_string(s.col0) +
-         ":" + std::to_string(s.col0 + s.cols) + "]";
+  out += "[" + std::to_string(s.row0) + ":" + std::to_string(s.row0 + s.rows) + ", " +
+         std::to_string(s.col0) + ":" + std::to_string(s.col0 + s.cols) + "]";
   return out;
 }
 
 }  // namespace
 
-std::string_view projName(Proj p) { return kProjNames[static_cast<int>(p)]; }
+std::string_view projName(Proj p) {
+  return kProjNames[static_cast<int>(p)];
+}
 std::optional<Proj> parseProj(std::string_view name) {
   for (int i = 0; i < kProjCount; ++i)
     if (kProjNames[i] == name) return static_cast<Proj>(i);
   return std::nullopt;
 }
-bool isAttentionProj(Proj p) { return p == Proj::Q || p == Proj::K || p == Proj::V || p == Proj::O; }
-std::string_view familyName(Family f) { return kFamilyNames[static_cast<int>(f)]; }
-std::string_view roleName(TensorRole r) { return kRoleNames[static_cast<int>(r)]; }
-std::string_view normSlotName(NormSlot slot) { return kNormSlotNames[static_cast<int>(slot)]; }
+bool isAttentionProj(Proj p) {
+  return p == Proj::Q || p == Proj::K || p == Proj::V || p == Proj::O;
+}
+std::string_view familyName(Family f) {
+  return kFamilyNames[static_cast<int>(f)];
+}
+std::string_view roleName(TensorRole r) {
+  return kRoleNames[static_cast<int>(r)];
+}
+std::string_view normSlotName(NormSlot slot) {
+  return kNormSlotNames[static_cast<int>(slot)];
+}
 
 std::vector<float> materialize(const Checkpoint& ckpt, const VectorSlice& slice) {
   const TensorRef& ref = ckpt.at(slice.tensor);
@@ -185,8 +197,9 @@ std::vector<std::string> MatrixExpr::tensorNames() const {
 
 bool MatrixExpr::isPlainTensor() const {
   return terms.size() == 1 && terms[0].scale == 1.0f && !terms[0].coefficient && !terms[0].right &&
-         !terms[0].left.transposed && terms[0].left.batch < 0 && terms[0].left.row0 == 0 && terms[0].left.col0 == 0 &&
-         terms[0].atRow == 0 && terms[0].atCol == 0 && terms[0].rows() == rows && terms[0].cols() == cols;
+         !terms[0].left.transposed && terms[0].left.batch < 0 && terms[0].left.row0 == 0 &&
+         terms[0].left.col0 == 0 && terms[0].atRow == 0 && terms[0].atCol == 0 && terms[0].rows() == rows &&
+         terms[0].cols() == cols;
 }
 
 std::string MatrixExpr::describe() const {
@@ -211,10 +224,13 @@ FloatMatrix materializeFinite(const Checkpoint& ckpt, const MatrixExpr& expr) {
     std::string file = ckpt.path().string();
     for (const MatrixTerm& term : expr.terms)
       if (const TensorRef* ref = ckpt.find(term.left.tensor)) file = ref->file->path().string();
-    throw Error({.what = "weight holds a non-finite value", .where = file + ": " + expr.describe(),
-                 .expected = "finite values", .found = std::string(std::isnan(*bad) ? "NaN" : "Inf") + " at [" +
-                                                      std::to_string(at / m.cols) + ", " + std::to_string(at % m.cols) + "]",
-                 .hint = "the checkpoint is corrupt or its training diverged; analyses and forward passes need finite weights"});
+    throw Error({.what = "weight holds a non-finite value",
+                 .where = file + ": " + expr.describe(),
+                 .expected = "finite values",
+                 .found = std::string(std::isnan(*bad) ? "NaN" : "Inf") + " at [" +
+                          std::to_string(at / m.cols) + ", " + std::to_string(at % m.cols) + "]",
+                 .hint = "the checkpoint is corrupt or its training diverged; analyses and forward passes "
+                         "need finite weights"});
   }
   return m;
 }
@@ -222,14 +238,16 @@ FloatMatrix materializeFinite(const Checkpoint& ckpt, const MatrixExpr& expr) {
 FloatMatrix materialize(const Checkpoint& ckpt, const MatrixExpr& expr) {
   FloatMatrix result(expr.rows, expr.cols);
   for (const MatrixTerm& term : expr.terms)
-    if (term.atRow < 0 || term.atCol < 0 || term.atRow + term.rows() > expr.rows || term.atCol + term.cols() > expr.cols)
-      throw Error({.what = "matrix term outside its matrix", .where = ckpt.path().string() + ": " + expr.describe(),
+    if (term.atRow < 0 || term.atCol < 0 || term.atRow + term.rows() > expr.rows ||
+        term.atCol + term.cols() > expr.cols)
+      throw Error({.what = "matrix term outside its matrix",
+                   .where = ckpt.path().string() + ": " + expr.describe(),
                    .hint = "the checkpoint's topology does not match its tensors"});
   // One unscaled slice covering the whole matrix (every plain checkpoint): read it straight into place.
   if (expr.terms.size() == 1) {
     const MatrixTerm& t = expr.terms[0];
-    if (!t.right && !t.coefficient && t.scale == 1.0f && t.atRow == 0 && t.atCol == 0 && t.rows() == expr.rows &&
-        t.cols() == expr.cols) {
+    if (!t.right && !t.coefficient && t.scale == 1.0f && t.atRow == 0 && t.atCol == 0 &&
+        t.rows() == expr.rows && t.cols() == expr.cols) {
       readSlice(ckpt, t.left, result);
       return result;
     }
@@ -280,10 +298,13 @@ std::vector<std::string_view> LayerView::rolesFound() const {
 int64_t ModelView::headCount(Proj p) const {
   switch (p) {
     case Proj::Q:
-    case Proj::O: return shape.heads;
+    case Proj::O:
+      return shape.heads;
     case Proj::K:
-    case Proj::V: return shape.kvHeads;
-    default: return 0;
+    case Proj::V:
+      return shape.kvHeads;
+    default:
+      return 0;
   }
 }
 
@@ -294,8 +315,10 @@ MatrixExpr ModelView::headMatrix(int64_t layer, Proj p, int64_t head) const {
                  .found = "unknown (no config.json?)",
                  .hint = "put the model's config.json next to the weights"});
   if (layer < 0 || layer >= static_cast<int64_t>(layers.size()))
-    throw Error({.what = "layer out of range", .where = source,
-                 .expected = "0.." + std::to_string(layers.size() - 1), .found = std::to_string(layer)});
+    throw Error({.what = "layer out of range",
+                 .where = source,
+                 .expected = "0.." + std::to_string(layers.size() - 1),
+                 .found = std::to_string(layer)});
   const int64_t count = headCount(p);
   if (count == 0 || head < 0 || head >= count)
     throw Error({.what = "head out of range for projection '" + std::string(projName(p)) + "'",

@@ -27,7 +27,8 @@ namespace sharelens {
 
 enum class Proj : uint8_t { Q, K, V, O, Gate, Up, Down };
 inline constexpr int kProjCount = 7;
-inline constexpr Proj kAllProjs[kProjCount] = {Proj::Q, Proj::K, Proj::V, Proj::O, Proj::Gate, Proj::Up, Proj::Down};
+inline constexpr Proj kAllProjs[kProjCount] = {Proj::Q,    Proj::K,  Proj::V,   Proj::O,
+                                               Proj::Gate, Proj::Up, Proj::Down};
 std::string_view projName(Proj p);  // "q", "k", "v", "o", "gate", "up", "down"
 std::optional<Proj> parseProj(std::string_view name);
 bool isAttentionProj(Proj p);
@@ -75,7 +76,7 @@ struct MatrixExpr {
   MatrixExpr sliceRows(int64_t row0, int64_t count) const;
   MatrixExpr sliceCols(int64_t col0, int64_t count) const;
   std::vector<std::string> tensorNames() const;
-  bool isPlainTensor() const;  // one unscaled term, a whole stored 2-D tensor
+  bool isPlainTensor() const;    // one unscaled term, a whole stored 2-D tensor
   std::string describe() const;  // "model.layers.0.self_attn.q_proj.weight[0:64, :]" style
 };
 
@@ -134,8 +135,8 @@ struct ModelView {
   Family family = Family::Llama;
   std::string modelType;  // config.json model_type, or the family name when inferred
   ModelShape shape;
-  std::optional<MatrixExpr> embedding;   // vocab x hidden
-  std::optional<MatrixExpr> outputHead;  // vocab x hidden; equal to embedding when tied
+  std::optional<MatrixExpr> embedding;          // vocab x hidden
+  std::optional<MatrixExpr> outputHead;         // vocab x hidden; equal to embedding when tied
   std::optional<MatrixExpr> positionEmbedding;  // GPT-2's learned positions [context, hidden]
   std::optional<NormRef> finalNorm;
   std::vector<LayerView> layers;

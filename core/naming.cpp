@@ -62,7 +62,9 @@ std::optional<int64_t> layerIndexAfter(std::string_view name, std::string_view p
   return value;
 }
 
-bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -94,9 +96,12 @@ std::string humanBytes(double bytes) {
 std::string fileStem(std::string_view label) {
   std::string out;
   for (char c : label) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-    if (keep) out.push_back(c);
-    else if (!out.empty() && out.back() != '-') out.push_back('-');
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '-' || c == '_';
+    if (keep)
+      out.push_back(c);
+    else if (!out.empty() && out.back() != '-')
+      out.push_back('-');
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   while (!out.empty() && (out.front() == '.' || out.front() == '-')) out.erase(out.begin());

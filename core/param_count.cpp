@@ -10,13 +10,14 @@
 namespace sharelens {
 namespace {
 
-constexpr std::string_view kGroupNames[kParamGroupCount] = {"embedding", "output_head", "attention", "ffn",
-                                                            "lora", "masa_atoms", "masa_coefficients", "norms"};
-
+constexpr std::string_view kGroupNames[kParamGroupCount] = {
+    "embedding", "output_head", "attention", "ffn", "lora", "masa_atoms", "masa_coefficients", "norms"};
 
 }  // namespace
 
-std::string_view paramGroupName(ParamGroup g) { return kGroupNames[static_cast<int>(g)]; }
+std::string_view paramGroupName(ParamGroup g) {
+  return kGroupNames[static_cast<int>(g)];
+}
 
 ParamBudget countParameters(const Topology& t) {
   ParamBudget b;
@@ -37,8 +38,9 @@ ParamBudget countParameters(const Topology& t) {
     for (Proj p : attnProjs) {
       if (t.masaCovers(p)) continue;
       const auto [out, in] = projShape(m, p);
-      const bool headShared = hs.mode != HeadSharingMode::None &&
-                              std::find(hs.projections.begin(), hs.projections.end(), p) != hs.projections.end();
+      const bool headShared =
+          hs.mode != HeadSharingMode::None &&
+          std::find(hs.projections.begin(), hs.projections.end(), p) != hs.projections.end();
       if (!headShared) {
         int64_t rows = out;
         if (storesCompactRows(t, p)) rows -= tiedUnitsIn(t, u) * unitRows(m, p);
@@ -52,7 +54,8 @@ ParamBudget countParameters(const Topology& t) {
   }
   // Per-layer LoRA on shared attention blocks.
   for (int64_t l = 0; l < m.layers; ++l) {
-    if (t.attention.loraRank == 0 || t.attention.usersOf(t.attention.assign[static_cast<size_t>(l)]) < 2) continue;
+    if (t.attention.loraRank == 0 || t.attention.usersOf(t.attention.assign[static_cast<size_t>(l)]) < 2)
+      continue;
     for (Proj p : attnProjs) {
       if (t.masaCovers(p)) continue;
       const auto [out, in] = projShape(m, p);
@@ -88,9 +91,10 @@ ParamBudget countParameters(const Topology& t) {
     const auto [out, in] = projShape(m, p);
     applied += m.layers * out * in;
   }
-  applied += t.embedding.factorRank > 0 ? t.embedding.factorRank * (m.vocab + d) : m.vocab * d;  // the output projection
-  b.trainFlopsPerToken = 6.0 * static_cast<double>(applied) +
-                         12.0 * static_cast<double>(m.layers * m.heads * hd * m.context);
+  applied += t.embedding.factorRank > 0 ? t.embedding.factorRank * (m.vocab + d)
+                                        : m.vocab * d;  // the output projection
+  b.trainFlopsPerToken =
+      6.0 * static_cast<double>(applied) + 12.0 * static_cast<double>(m.layers * m.heads * hd * m.context);
   b.forwardFlopsPerToken = b.trainFlopsPerToken / 3.0;
   b.denseEquivalent = m.vocab * d * (t.embedding.tied ? 1 : 2) + (2 * m.layers + 1) * d;
   for (Proj p : kAllProjs) {
@@ -107,9 +111,10 @@ MemoryEstimate estimateTrainingMemory(const Topology& t, int64_t batch) {
   MemoryEstimate e;
   const ModelDims& m = t.model;
   e.parameterBytes = 16.0 * static_cast<double>(countParameters(t).total);
-  const double s = static_cast<double>(m.context), h = static_cast<double>(m.dModel), a = static_cast<double>(m.heads);
+  const double s = static_cast<double>(m.context), h = static_cast<double>(m.dModel),
+               a = static_cast<double>(m.heads);
   const double perLayer = s * static_cast<double>(batch) * h * (34.0 + 5.0 * a * s / h);  // fp16 bytes
-  e.activationBytes = 2.0 * perLayer * static_cast<double>(m.layers) +                      // fp32
+  e.activationBytes = 2.0 * perLayer * static_cast<double>(m.layers) +                    // fp32
                       3.0 * 4.0 * s * static_cast<double>(batch) * static_cast<double>(m.vocab);  // logits
   return e;
 }
@@ -122,7 +127,9 @@ double depthFactor(const std::string& m) {
     if (used == m.size() && f >= 1.0 && f <= 8.0) return f;
   } catch (const std::exception&) {
   }
-  throw Error({.what = "unknown depth multiplier", .where = "provenance.depth_multiplier", .expected = "1..8 or skinny",
+  throw Error({.what = "unknown depth multiplier",
+               .where = "provenance.depth_multiplier",
+               .expected = "1..8 or skinny",
                .found = "'" + m + "'"});
 }
 
@@ -142,10 +149,12 @@ Topology parameterMatchedBaseline(const Topology& t) {
   for (int64_t l = 0; l < base.model.layers; ++l) base.attention.assign[static_cast<size_t>(l)] = l;
   base.ffn.assign = base.attention.assign;
   const bool square = t.model.heads * t.model.headDim == t.model.dModel;  // the usual d = heads x head_dim
-  // Width at shrink factor s: head_dim even; d_model = heads x head_dim, or scaled on its own (Gemma 3 shapes).
+  // Width at shrink factor s: head_dim even; d_model = heads x head_dim, or scaled on its own (Gemma 3
+  // shapes).
   auto widths = [&](double s) {
     const int64_t hd = std::max<int64_t>(2, std::llround(static_cast<double>(t.model.headDim) * s / 2.0) * 2);
-    const int64_t d = square ? hd * t.model.heads : std::max<int64_t>(8, std::llround(static_cast<double>(t.model.dModel) * s));
+    const int64_t d = square ? hd * t.model.heads
+                             : std::max<int64_t>(8, std::llround(static_cast<double>(t.model.dModel) * s));
     return std::pair{hd, d};
   };
   auto countFor = [&](int64_t headDim, int64_t dModel, int64_t ffn) {
@@ -169,7 +178,8 @@ Topology parameterMatchedBaseline(const Topology& t) {
   // Exact FFN width for this d_model: the count is linear in ffn.
   const int64_t withoutFfn = countFor(hd, d, 0);
   const int64_t perFfnUnit = countFor(hd, d, 1) - withoutFfn;
-  const int64_t ffn = std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
+  const int64_t ffn =
+      std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
   if (ffn < 1)
     throw Error({.what = "no unshared model with these heads is that small",
                  .where = "parameter-matched baseline of '" + t.name + "'",
@@ -179,27 +189,34 @@ Topology parameterMatchedBaseline(const Topology& t) {
   const int64_t count = countFor(hd, d, ffn);
   const double error = std::abs(static_cast<double>(count - target)) / static_cast<double>(target);
   if (error > 0.005)
-    throw Error({.what = "cannot match the non-embedding parameter count within 0.5%", .where = "baseline of '" + t.name + "'",
-                 .expected = std::to_string(target), .found = std::to_string(count)});
+    throw Error({.what = "cannot match the non-embedding parameter count within 0.5%",
+                 .where = "baseline of '" + t.name + "'",
+                 .expected = std::to_string(target),
+                 .found = std::to_string(count)});
   if (base.embedding.factorRank >= base.model.dModel)
     throw Error({.what = "the factorised embedding's rank does not fit the narrower baseline",
-                 .where = "baseline of '" + t.name + "'", .expected = "factor rank < d_model " + std::to_string(base.model.dModel),
-                 .found = std::to_string(base.embedding.factorRank), .hint = "lower the embedding factor rank"});
+                 .where = "baseline of '" + t.name + "'",
+                 .expected = "factor rank < d_model " + std::to_string(base.model.dModel),
+                 .found = std::to_string(base.embedding.factorRank),
+                 .hint = "lower the embedding factor rank"});
   const ParamBudget b = countParameters(base);
-  base.provenance = {"vanilla", base.model.layers, "1",
-                     "parameter-matched baseline of " + t.name + ": " + std::to_string(count) +
-                         " non-embedding parameters (target " + std::to_string(target) + "), at depth " +
-                         std::to_string(base.model.layers) + "; d_model, head_dim and ffn_dim shrunk uniformly; embedding " +
-                         (base.embedding.tied ? "tied" : "untied") +
-                         (base.embedding.factorRank > 0 ? ", factorised at rank " + std::to_string(base.embedding.factorRank) : "") +
-                         " (" + std::to_string(b.of(ParamGroup::Embedding) + b.of(ParamGroup::OutputHead)) + " parameters)"};
+  base.provenance = {
+      "vanilla", base.model.layers, "1",
+      "parameter-matched baseline of " + t.name + ": " + std::to_string(count) +
+          " non-embedding parameters (target " + std::to_string(target) + "), at depth " +
+          std::to_string(base.model.layers) + "; d_model, head_dim and ffn_dim shrunk uniformly; embedding " +
+          (base.embedding.tied ? "tied" : "untied") +
+          (base.embedding.factorRank > 0 ? ", factorised at rank " + std::to_string(base.embedding.factorRank)
+                                         : "") +
+          " (" + std::to_string(b.of(ParamGroup::Embedding) + b.of(ParamGroup::OutputHead)) + " parameters)"};
   validateTopology(base, "baseline of " + t.name);
   return base;
 }
 
 Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& which) {
   if (which != "layer" && which != "head")
-    throw Error({.what = "unknown LoRA kind", .where = "--lora", .expected = "layer or head", .found = which});
+    throw Error(
+        {.what = "unknown LoRA kind", .where = "--lora", .expected = "layer or head", .found = which});
   Topology out = t;
   auto withRank = [&](int64_t r) {
     if (which == "head") {
@@ -211,24 +228,32 @@ Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& whi
     return countParameters(out).nonEmbedding;
   };
   if (which == "head" && t.headSharing.mode == HeadSharingMode::None)
-    throw Error({.what = "no head sharing to give a LoRA rank", .where = "topology '" + t.name + "'",
+    throw Error({.what = "no head sharing to give a LoRA rank",
+                 .where = "topology '" + t.name + "'",
                  .hint = "turn on head sharing (shared base or QKV) first, or solve the layer LoRA rank"});
-  if (which == "layer" && t.attention.uniqueBlocks() == t.model.layers && t.ffn.uniqueBlocks() == t.model.layers)
-    throw Error({.what = "no shared layers to give a LoRA rank", .where = "topology '" + t.name + "'",
+  if (which == "layer" && t.attention.uniqueBlocks() == t.model.layers &&
+      t.ffn.uniqueBlocks() == t.model.layers)
+    throw Error({.what = "no shared layers to give a LoRA rank",
+                 .where = "topology '" + t.name + "'",
                  .hint = "share layers (a sharing pattern) first, or solve the head LoRA rank"});
   const int64_t zero = withRank(0), perRank = withRank(1) - zero;
   // The largest rank validation allows: half the smallest matrix side (layer LoRA), head_dim (head LoRA).
-  const int64_t maxRank = which == "head" ? t.model.headDim
-                                          : std::min({t.model.dModel, t.model.heads * t.model.headDim, t.model.ffn}) / 2;
-  const int64_t rank = std::clamp<int64_t>(std::llround(static_cast<double>(budget - zero) / static_cast<double>(perRank)), 0, maxRank);
+  const int64_t maxRank = which == "head"
+                              ? t.model.headDim
+                              : std::min({t.model.dModel, t.model.heads * t.model.headDim, t.model.ffn}) / 2;
+  const int64_t rank = std::clamp<int64_t>(
+      std::llround(static_cast<double>(budget - zero) / static_cast<double>(perRank)), 0, maxRank);
   const int64_t count = withRank(rank);
-  const double error = std::abs(static_cast<double>(count - budget)) / static_cast<double>(std::max<int64_t>(budget, 1));
+  const double error =
+      std::abs(static_cast<double>(count - budget)) / static_cast<double>(std::max<int64_t>(budget, 1));
   if (error > 0.005)
-    throw Error({.what = "no " + which + " LoRA rank meets the budget within 0.5%", .where = "topology '" + t.name + "'",
+    throw Error({.what = "no " + which + " LoRA rank meets the budget within 0.5%",
+                 .where = "topology '" + t.name + "'",
                  .expected = std::to_string(budget) + " non-embedding parameters",
-                 .found = "rank 0 gives " + std::to_string(zero) + ", rank " + std::to_string(maxRank) + " gives " +
-                          std::to_string(withRank(maxRank)) + ", each rank adds " + std::to_string(perRank) +
-                          "; the nearest is rank " + std::to_string(rank) + " with " + std::to_string(count),
+                 .found = "rank 0 gives " + std::to_string(zero) + ", rank " + std::to_string(maxRank) +
+                          " gives " + std::to_string(withRank(maxRank)) + ", each rank adds " +
+                          std::to_string(perRank) + "; the nearest is rank " + std::to_string(rank) +
+                          " with " + std::to_string(count),
                  .hint = "change the budget, the sharing pattern or the width"});
   out.name = t.name + "-r" + std::to_string(rank);
   validateTopology(out, "topology with solved LoRA rank");

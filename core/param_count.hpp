@@ -12,17 +12,28 @@
 
 namespace sharelens {
 
-enum class ParamGroup : uint8_t { Embedding, OutputHead, Attention, Ffn, Lora, MasaAtoms, MasaCoefficients, Norms };
+enum class ParamGroup : uint8_t {
+  Embedding,
+  OutputHead,
+  Attention,
+  Ffn,
+  Lora,
+  MasaAtoms,
+  MasaCoefficients,
+  Norms
+};
 inline constexpr int kParamGroupCount = 8;
 std::string_view paramGroupName(ParamGroup g);  // "embedding", "output_head", ...
 
 struct ParamBudget {
   std::array<int64_t, kParamGroupCount> groups{};
-  int64_t total = 0;           // unique parameters: what the model holds and the checkpoint stores
-  int64_t nonEmbedding = 0;    // total minus the embedding and output head: the low-rank sharing paper's model size
-  int64_t denseEquivalent = 0; // parameters of the vanilla model with the same dims (what sharing saves against)
-  double rho = 0;              // embedding proportion (embedding + output head) / total
-  double trainFlopsPerToken = 0;   // 6 N_applied + 12 L H hd T (PaLM's convention), N_applied excludes lookups
+  int64_t total = 0;  // unique parameters: what the model holds and the checkpoint stores
+  int64_t nonEmbedding =
+      0;  // total minus the embedding and output head: the low-rank sharing paper's model size
+  int64_t denseEquivalent =
+      0;           // parameters of the vanilla model with the same dims (what sharing saves against)
+  double rho = 0;  // embedding proportion (embedding + output head) / total
+  double trainFlopsPerToken = 0;  // 6 N_applied + 12 L H hd T (PaLM's convention), N_applied excludes lookups
   double forwardFlopsPerToken = 0;
   int64_t of(ParamGroup g) const { return groups[static_cast<int>(g)]; }
 };
@@ -40,11 +51,12 @@ struct MemoryEstimate {
 MemoryEstimate estimateTrainingMemory(const Topology& topology, int64_t batch);
 
 // The parameter-matched baseline as the low-rank sharing paper builds it: the unshared model (vanilla layers,
-// no LoRA, head sharing, MASA or ties) at the depth of the unshared reference (the 1x depth of a depth-multiplied
-// preset), with the same heads, vocab, context and embedding treatment (tied or not, and a factorised
-// embedding's rank carried over), whose NON-EMBEDDING parameter count matches `topology`'s within 0.5%:
-// d_model, head_dim and ffn_dim shrink by one common factor (head_dim even, d_model = heads x head_dim when the
-// topology has that shape), then ffn_dim is solved exactly. Throws a named Error when no such model exists.
+// no LoRA, head sharing, MASA or ties) at the depth of the unshared reference (the 1x depth of a
+// depth-multiplied preset), with the same heads, vocab, context and embedding treatment (tied or not, and a
+// factorised embedding's rank carried over), whose NON-EMBEDDING parameter count matches `topology`'s within
+// 0.5%: d_model, head_dim and ffn_dim shrink by one common factor (head_dim even, d_model = heads x head_dim
+// when the topology has that shape), then ffn_dim is solved exactly. Throws a named Error when no such model
+// exists.
 Topology parameterMatchedBaseline(const Topology& topology);
 
 // The depth of the unshared model a (possibly depth-multiplied) topology is compared with.

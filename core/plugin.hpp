@@ -10,9 +10,10 @@
 namespace sharelens {
 
 struct PluginSpec {
-  std::string fileName;      // e.g. "libsharelens_spm.so"
-  std::string envOverride;   // an environment variable holding an explicit path, checked first
-  bool isolateSymbols = false;  // RTLD_DEEPBIND: the plugin and its dependencies bind to their own symbols first
+  std::string fileName;     // e.g. "libsharelens_spm.so"
+  std::string envOverride;  // an environment variable holding an explicit path, checked first
+  bool isolateSymbols =
+      false;  // RTLD_DEEPBIND: the plugin and its dependencies bind to their own symbols first
 };
 
 // Where a plugin is looked for, in order: $envOverride, beside the executable, its parent directory, ../lib,

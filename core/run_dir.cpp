@@ -14,7 +14,9 @@ namespace fs = std::filesystem;
 
 namespace sharelens {
 
-bool isRunDirectory(const fs::path& dir) { return fs::is_directory(dir) && fs::exists(dir / "run.json"); }
+bool isRunDirectory(const fs::path& dir) {
+  return fs::is_directory(dir) && fs::exists(dir / "run.json");
+}
 
 std::vector<fs::path> runDirectoriesIn(const fs::path& dir) {
   std::vector<fs::path> runs;
@@ -44,7 +46,8 @@ std::vector<CheckpointEntry> listCheckpoints(const fs::path& runDir) {
     } catch (const std::exception&) {
     }
   }
-  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });
   return out;
 }
 
@@ -124,8 +127,10 @@ size_t MetricsReader::poll() {
       continue;
     }
     if (j.contains("event")) {  // events() promises a string "event": readers compare it without checking
-      if (j["event"].is_string()) m_events.push_back(std::move(j));
-      else ++m_malformed;
+      if (j["event"].is_string())
+        m_events.push_back(std::move(j));
+      else
+        ++m_malformed;
       continue;
     }
     // A step is a non-negative integer of plausible size (JSON's 2^64 - 1 would read back as -1).
@@ -163,9 +168,11 @@ int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
     const std::string_view line(text.data() + start, end - start);
     start = end + 1;
     const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    const bool after = j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<double>() > static_cast<double>(maxStep);
+    const bool after = j.is_object() && j.contains("step") && j["step"].is_number() &&
+                       j["step"].get<double>() > static_cast<double>(maxStep);
     // The resumed run logs its own finish; an "event" that is not a string is not one of ours, kept as it is.
-    const bool finish = j.is_object() && j.contains("event") && j["event"].is_string() && j["event"] == "finish";
+    const bool finish =
+        j.is_object() && j.contains("event") && j["event"].is_string() && j["event"] == "finish";
     if (after || finish) {
       ++dropped;
       continue;
@@ -180,8 +187,11 @@ int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
 fs::path resolveModelPath(const fs::path& path) {
   if (!isRunDirectory(path)) return path;
   if (auto latest = latestCheckpoint(path)) return latest->dir;
-  throw Error({.what = "the run has no complete checkpoint yet", .where = path.string(),
-               .hint = "wait for the first checkpoint (checkpoint_every steps), or save one from the training monitor"});
+  throw Error(
+      {.what = "the run has no complete checkpoint yet",
+       .where = path.string(),
+       .hint =
+           "wait for the first checkpoint (checkpoint_every steps), or save one from the training monitor"});
 }
 
 std::optional<fs::path> runDirectoryOf(const fs::path& path) {
@@ -195,7 +205,9 @@ std::optional<fs::path> runDirectoryOf(const fs::path& path) {
 void appendJsonLine(const fs::path& file, const Json& line) {
   std::ofstream out(file, std::ios::app | std::ios::binary);
   if (!out)
-    throw Error({.what = "cannot append to file", .where = file.string(), .hint = "check the run directory is writable"});
+    throw Error({.what = "cannot append to file",
+                 .where = file.string(),
+                 .hint = "check the run directory is writable"});
   out << line.dump() << '\n';
   out.flush();
 }

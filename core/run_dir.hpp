@@ -1,7 +1,7 @@
 // Run directories (DESIGN.md section 3):
-//   run.json                       topology, hyper-parameters, seed, corpus and tokenizer fingerprints, versions
-//   metrics.jsonl                  one JSON object per line, append-only; a torn last line is "in progress"
-//   tokenizer.model                the SentencePiece model the run trains with
+//   run.json                       topology, hyper-parameters, seed, corpus and tokenizer fingerprints,
+//   versions metrics.jsonl                  one JSON object per line, append-only; a torn last line is "in
+//   progress" tokenizer.model                the SentencePiece model the run trains with
 //   checkpoints/step-NNNNNNN/      model.safetensors, optim.safetensors, state.json, then COMPLETE, last
 // Readers cope with a writer in another process: they take complete lines only and checkpoints only once
 // their COMPLETE marker exists.
@@ -24,7 +24,8 @@ inline constexpr const char* kCompleteMarker = "COMPLETE";
 bool isRunDirectory(const std::filesystem::path& dir);
 // The run directories directly inside `dir` (what `train --compare` and `experiment run` write), by name.
 std::vector<std::filesystem::path> runDirectoriesIn(const std::filesystem::path& dir);
-std::filesystem::path checkpointDirectory(const std::filesystem::path& runDir, int64_t step);  // .../step-0000100
+std::filesystem::path checkpointDirectory(const std::filesystem::path& runDir,
+                                          int64_t step);  // .../step-0000100
 
 struct CheckpointEntry {
   int64_t step = 0;
@@ -76,10 +77,10 @@ std::filesystem::path resolveModelPath(const std::filesystem::path& path);
 // The run directory a checkpoint belongs to (RUN for RUN or RUN/checkpoints/step-N), if any.
 std::optional<std::filesystem::path> runDirectoryOf(const std::filesystem::path& path);
 
-// On resume: drops every line of metrics.jsonl whose step is after `maxStep` (the checkpoint the run continues
-// from), any "finish" event (the resumed run logs its own, also when it had nothing left to train) and a torn
-// last line, so that no step and no finish is recorded twice; rewrites the file atomically. Returns the number
-// of lines dropped.
+// On resume: drops every line of metrics.jsonl whose step is after `maxStep` (the checkpoint the run
+// continues from), any "finish" event (the resumed run logs its own, also when it had nothing left to train)
+// and a torn last line, so that no step and no finish is recorded twice; rewrites the file atomically.
+// Returns the number of lines dropped.
 int64_t trimMetricsFile(const std::filesystem::path& file, int64_t maxStep);
 
 inline constexpr double kMaxMetricStep = 9007199254740992.0;  // 2^53: larger steps are not plausible records

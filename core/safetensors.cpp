@@ -71,8 +71,10 @@ EncodedTensor EncodedTensor::fromFloats(std::string name, DType dtype, std::vect
 }
 
 void TensorInfo::throwRankError(size_t i) const {
-  throw Error({.what = "tensor has fewer dimensions than its role needs", .where = "tensor '" + name + "'",
-               .expected = "at least " + std::to_string(i + 1) + " dimensions", .found = "shape " + shapeToString(shape),
+  throw Error({.what = "tensor has fewer dimensions than its role needs",
+               .where = "tensor '" + name + "'",
+               .expected = "at least " + std::to_string(i + 1) + " dimensions",
+               .found = "shape " + shapeToString(shape),
                .hint = "the checkpoint is corrupt or the tensor belongs to another architecture"});
 }
 
@@ -85,7 +87,8 @@ void writeSafetensors(const std::filesystem::path& path, std::span<const TensorW
   for (const TensorWrite& t : tensors) {
     const std::string where = path.string() + ": tensor '" + t.name + "'";
     if (t.name == "__metadata__" || !names.insert(t.name).second)
-      throw Error({.what = "duplicate or reserved tensor name", .where = where,
+      throw Error({.what = "duplicate or reserved tensor name",
+                   .where = where,
                    .hint = "give every tensor a unique name"});
     uint64_t numel = 1;
     for (int64_t d : t.shape) {
@@ -107,8 +110,10 @@ void writeSafetensors(const std::filesystem::path& path, std::span<const TensorW
   try {
     json = header.dump();
   } catch (const nlohmann::json::exception&) {  // the only failure of dump(): a string that is not UTF-8
-    throw Error({.what = "a tensor name or metadata string is not valid UTF-8", .where = path.string(),
-                 .expected = "UTF-8 names (the format's header is JSON)", .hint = "rename the tensor"});
+    throw Error({.what = "a tensor name or metadata string is not valid UTF-8",
+                 .where = path.string(),
+                 .expected = "UTF-8 names (the format's header is JSON)",
+                 .hint = "rename the tensor"});
   }
   json.append((8 - json.size() % 8) % 8, ' ');  // keep the data section 8-byte aligned
   const uint64_t jsonBytes = json.size();

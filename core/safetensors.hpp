@@ -51,8 +51,8 @@ struct SafetensorsLimits {
 struct SafetensorsHeader {
   std::vector<TensorInfo> tensors;  // in data order (sorted by dataBegin)
   std::map<std::string, std::string> metadata;
-  uint64_t jsonBytes = 0;   // N
-  uint64_t dataOffset = 0;  // 8 + N: where the data section starts in the file
+  uint64_t jsonBytes = 0;             // N
+  uint64_t dataOffset = 0;            // 8 + N: where the data section starts in the file
   std::vector<std::string> warnings;  // accepted oddities (unknown entry fields), at most kMaxWarnings
 };
 inline constexpr size_t kMaxWarnings = 20;

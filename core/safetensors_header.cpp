@@ -59,8 +59,8 @@ class HeaderSax {
   bool boolean(bool) { return scalar("a boolean"); }
   bool number_integer(number_integer_t v) {
     if (v >= 0) return number_unsigned(static_cast<number_unsigned_t>(v));
-    if (inArray()) return fail(arrayWhere(), "negative value in " + m_field, "a non-negative integer",
-                               std::to_string(v));
+    if (inArray())
+      return fail(arrayWhere(), "negative value in " + m_field, "a non-negative integer", std::to_string(v));
     return scalar("a number");
   }
   bool number_unsigned(number_unsigned_t v) {
@@ -75,7 +75,8 @@ class HeaderSax {
     }
     if (m_state == State::Offsets) {
       if (m_entry.offsets->size() >= 2)
-        return fail(arrayWhere(), "data_offsets has more than two values", "[begin, end]", "3 or more values");
+        return fail(arrayWhere(), "data_offsets has more than two values", "[begin, end]",
+                    "3 or more values");
       m_entry.offsets->push_back(v);
       return true;
     }
@@ -93,8 +94,7 @@ class HeaderSax {
     }
     if (m_state == State::Entry && m_field == "dtype") {
       m_entry.dtype = parseDType(s);
-      if (!m_entry.dtype)
-        return fail(entryWhere(), "unknown dtype", "one of " + dtypeList(), inQuotes(s));
+      if (!m_entry.dtype) return fail(entryWhere(), "unknown dtype", "one of " + dtypeList(), inQuotes(s));
       return true;
     }
     return scalar("a string");
@@ -103,7 +103,9 @@ class HeaderSax {
 
   bool start_object(std::size_t) {
     switch (m_state) {
-      case State::Start: m_state = State::Root; return true;
+      case State::Start:
+        m_state = State::Root;
+        return true;
       case State::Root:
         if (m_key == "__metadata__") {
           m_state = State::Metadata;
@@ -115,17 +117,28 @@ class HeaderSax {
       case State::Entry:
         if (isKnownField(m_field)) return scalar("an object");
         return beginSkip();
-      case State::Skip: ++m_skipDepth; return true;
-      default: return scalar("an object");
+      case State::Skip:
+        ++m_skipDepth;
+        return true;
+      default:
+        return scalar("an object");
     }
   }
   bool end_object() {
     switch (m_state) {
-      case State::Root: m_state = State::Done; return true;
-      case State::Metadata: m_state = State::Root; return true;
-      case State::Entry: m_state = State::Root; return finishEntry();
-      case State::Skip: return endSkip();
-      default: return true;
+      case State::Root:
+        m_state = State::Done;
+        return true;
+      case State::Metadata:
+        m_state = State::Root;
+        return true;
+      case State::Entry:
+        m_state = State::Root;
+        return finishEntry();
+      case State::Skip:
+        return endSkip();
+      default:
+        return true;
     }
   }
   bool start_array(std::size_t) {
@@ -180,13 +193,16 @@ class HeaderSax {
         return true;
       case State::Entry:
         if (!m_entry.seenFields.insert(k).second)
-          return fail(entryWhere(), "duplicate field " + inQuotes(k), "each field once", inQuotes(k) + " twice");
+          return fail(entryWhere(), "duplicate field " + inQuotes(k), "each field once",
+                      inQuotes(k) + " twice");
         // Accepted, as the reference reader accepts it, but said: an exporter that adds fields may mean more.
         if (!isKnownField(k) && m_out.warnings.size() < kMaxWarnings)
-          m_out.warnings.push_back("tensor " + inQuotes(m_entry.name) + " has an unknown field " + inQuotes(k) + " (ignored)");
+          m_out.warnings.push_back("tensor " + inQuotes(m_entry.name) + " has an unknown field " +
+                                   inQuotes(k) + " (ignored)");
         m_field = std::move(k);
         return true;
-      default: return true;  // keys inside skipped values
+      default:
+        return true;  // keys inside skipped values
     }
   }
 
@@ -243,16 +259,20 @@ class HeaderSax {
       case State::Shape:
       case State::Offsets:
         return fail(arrayWhere(), "wrong JSON type in " + m_field, "non-negative integers", kind);
-      case State::Skip: return true;
-      case State::Done: return true;
+      case State::Skip:
+        return true;
+      case State::Done:
+        return true;
     }
     return true;
   }
 
   bool finishEntry() {
     const std::string where = entryWhere();
-    if (!m_entry.dtype) return fail(where, "missing field 'dtype'", "dtype, shape and data_offsets", "no dtype");
-    if (!m_entry.shape) return fail(where, "missing field 'shape'", "dtype, shape and data_offsets", "no shape");
+    if (!m_entry.dtype)
+      return fail(where, "missing field 'dtype'", "dtype, shape and data_offsets", "no dtype");
+    if (!m_entry.shape)
+      return fail(where, "missing field 'shape'", "dtype, shape and data_offsets", "no shape");
     if (!m_entry.offsets)
       return fail(where, "missing field 'data_offsets'", "dtype, shape and data_offsets", "no data_offsets");
     const auto& offsets = *m_entry.offsets;
@@ -277,8 +297,8 @@ class HeaderSax {
       return fail(where, "byte range does not match shape x dtype",
                   std::to_string(bytes) + " bytes for " + shapeToString(*m_entry.shape) + " " +
                       std::string(dtypeName(*m_entry.dtype)),
-                  std::to_string(rangeBytes) + " bytes in data_offsets [" + std::to_string(offsets[0]) + ", " +
-                      std::to_string(offsets[1]) + "]");
+                  std::to_string(rangeBytes) + " bytes in data_offsets [" + std::to_string(offsets[0]) +
+                      ", " + std::to_string(offsets[1]) + "]");
     TensorInfo info;
     info.name = std::move(m_entry.name);
     info.dtype = *m_entry.dtype;
@@ -393,7 +413,8 @@ SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file, std::s
                                             /*strict=*/true, /*ignore_comments=*/false);
   if (!ok || sax.error()) {
     if (sax.error()) throw Error(*sax.error());
-    throw Error({.what = "header is not valid JSON", .where = name + ": header", .hint = std::string(kCorruptHint)});
+    throw Error(
+        {.what = "header is not valid JSON", .where = name + ": header", .hint = std::string(kCorruptHint)});
   }
   checkRangesTileData(header.tensors, file.size() - header.dataOffset, name);
   return header;

@@ -15,8 +15,9 @@ double betaContinuedFraction(double x, double a, double b) {
   double h = d;
   for (int m = 1; m <= 500; ++m) {
     const double m2 = 2.0 * m;
-    for (const double coefficient : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),  // the even step
-                                     -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {  // the odd step
+    for (const double coefficient :
+         {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),                // the even step
+          -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {  // the odd step
       d = 1.0 + coefficient * d;
       if (std::abs(d) < tiny) d = tiny;
       c = 1.0 + coefficient / c;
@@ -34,7 +35,8 @@ double betaContinuedFraction(double x, double a, double b) {
 double regularizedIncompleteBeta(double x, double a, double b) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
   if (x < (a + 1) / (a + b + 2)) return front * betaContinuedFraction(x, a, b) / a;
   return 1.0 - front * betaContinuedFraction(1 - x, b, a) / b;  // I_x(a, b) = 1 - I_{1-x}(b, a)
 }
@@ -79,9 +81,12 @@ Verdict verdictOf(const MeanInterval& d) {
 
 std::string_view verdictName(Verdict v) {
   switch (v) {
-    case Verdict::Better: return "better";
-    case Verdict::Worse: return "worse";
-    default: return "inconclusive";
+    case Verdict::Better:
+      return "better";
+    case Verdict::Worse:
+      return "worse";
+    default:
+      return "inconclusive";
   }
 }
 

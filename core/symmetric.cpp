@@ -24,7 +24,8 @@ std::vector<double> PackedSymmetric::full() const {
   std::vector<double> out(static_cast<size_t>(n * n));
   size_t k = 0;
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i; j < n; ++j, ++k) out[static_cast<size_t>(i * n + j)] = out[static_cast<size_t>(j * n + i)] = upper[k];
+    for (int64_t j = i; j < n; ++j, ++k)
+      out[static_cast<size_t>(i * n + j)] = out[static_cast<size_t>(j * n + i)] = upper[k];
   return out;
 }
 

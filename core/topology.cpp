@@ -30,8 +30,9 @@ void validateAssignment(const BlockSharing& s, int64_t layers, const std::string
   for (int64_t b : s.assign) used[static_cast<size_t>(b)] = true;
   for (int64_t b = 0; b < unique; ++b)
     if (!used[static_cast<size_t>(b)])
-      invalid(where + ".assign", "block " + std::to_string(b) + " is never used", "blocks numbered 0..U-1, all used",
-              "a gap at " + std::to_string(b), "renumber the blocks so that they are contiguous");
+      invalid(where + ".assign", "block " + std::to_string(b) + " is never used",
+              "blocks numbered 0..U-1, all used", "a gap at " + std::to_string(b),
+              "renumber the blocks so that they are contiguous");
   if (s.loraRank < 0) invalid(where + ".lora_rank", "negative LoRA rank", ">= 0", std::to_string(s.loraRank));
 }
 
@@ -73,8 +74,8 @@ Json tieJson(const HeadTie& t) {
 
 HeadTie tieFromJson(const Json& j, const std::string& where) {
   auto pairOf = [&](const char* key) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_array() || j[key].size() != 2 || !j[key][0].is_number_integer() ||
-        !j[key][1].is_number_integer())
+    if (!j.is_object() || !j.contains(key) || !j[key].is_array() || j[key].size() != 2 ||
+        !j[key][0].is_number_integer() || !j[key][1].is_number_integer())
       invalid(where + "." + key, "expected [layer, unit]", "two integers",
               j.is_object() && j.contains(key) ? jsonTypeName(j[key]) : "nothing");
     return std::pair{j[key][0].get<int64_t>(), j[key][1].get<int64_t>()};
@@ -88,10 +89,12 @@ std::vector<std::vector<int64_t>> groupsFromJson(const JsonObject& obj, std::str
   std::vector<std::vector<int64_t>> groups;
   if (!obj.has(key)) return groups;
   for (const Json& g : obj.requireArray(key)) {
-    if (!g.is_array()) obj.fail(key, "each group must be a list of layers", "[[0,1,2],[3,4,5]]", jsonTypeName(g));
+    if (!g.is_array())
+      obj.fail(key, "each group must be a list of layers", "[[0,1,2],[3,4,5]]", jsonTypeName(g));
     std::vector<int64_t> group;
     for (const Json& l : g) {
-      if (!l.is_number_integer()) obj.fail(key, "layer indices must be integers", "an integer", jsonTypeName(l));
+      if (!l.is_number_integer())
+        obj.fail(key, "layer indices must be integers", "an integer", jsonTypeName(l));
       group.push_back(l.get<int64_t>());
     }
     groups.push_back(std::move(group));
@@ -102,7 +105,8 @@ std::vector<std::vector<int64_t>> groupsFromJson(const JsonObject& obj, std::str
 BlockSharing blockSharingFromJson(const JsonObject& obj) {
   BlockSharing s;
   for (const Json& v : obj.requireArray("assign")) {
-    if (!v.is_number_integer()) obj.fail("assign", "block indices must be integers", "an integer", jsonTypeName(v));
+    if (!v.is_number_integer())
+      obj.fail("assign", "block indices must be integers", "an integer", jsonTypeName(v));
     s.assign.push_back(v.get<int64_t>());
   }
   s.loraRank = obj.optionalInt("lora_rank", 0).value_or(0);
@@ -111,7 +115,9 @@ BlockSharing blockSharingFromJson(const JsonObject& obj) {
 
 }  // namespace
 
-std::string_view headSharingName(HeadSharingMode m) { return kHeadSharingNames[static_cast<int>(m)]; }
+std::string_view headSharingName(HeadSharingMode m) {
+  return kHeadSharingNames[static_cast<int>(m)];
+}
 
 int64_t BlockSharing::uniqueBlocks() const {
   int64_t top = -1;
@@ -131,10 +137,13 @@ std::vector<std::vector<int64_t>> Masa::effectiveGroups(int64_t layers) const {
 }
 
 bool Topology::masaCovers(Proj p) const {
-  return masa.enabled && std::find(masa.projections.begin(), masa.projections.end(), p) != masa.projections.end();
+  return masa.enabled &&
+         std::find(masa.projections.begin(), masa.projections.end(), p) != masa.projections.end();
 }
 
-int64_t unitRows(const ModelDims& m, Proj p) { return (p == Proj::Q ? m.heads / m.kvHeads : 1) * m.headDim; }
+int64_t unitRows(const ModelDims& m, Proj p) {
+  return (p == Proj::Q ? m.heads / m.kvHeads : 1) * m.headDim;
+}
 
 const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t unit) {
   for (const HeadTie& tie : t.tiedHeads)
@@ -143,10 +152,13 @@ const HeadTie* tieOf(const Topology& t, int64_t layer, int64_t unit) {
 }
 
 int64_t tiedUnitsIn(const Topology& t, int64_t layer) {
-  return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(), [&](const HeadTie& x) { return x.targetLayer == layer; });
+  return std::count_if(t.tiedHeads.begin(), t.tiedHeads.end(),
+                       [&](const HeadTie& x) { return x.targetLayer == layer; });
 }
 
-bool storesCompactRows(const Topology& t, Proj p) { return !t.tiedHeads.empty() && (p == Proj::Q || p == Proj::K || p == Proj::V); }
+bool storesCompactRows(const Topology& t, Proj p) {
+  return !t.tiedHeads.empty() && (p == Proj::Q || p == Proj::K || p == Proj::V);
+}
 
 int64_t compactUnitIndex(const Topology& t, int64_t layer, int64_t unit) {
   int64_t index = 0;
@@ -159,7 +171,8 @@ bool Topology::isUnshared() const {
   for (const BlockSharing* s : {&attention, &ffn})
     for (int64_t l = 0; l < model.layers; ++l)
       if (s->assign[static_cast<size_t>(l)] != l) return false;
-  return headSharing.mode == HeadSharingMode::None && !masa.enabled && embedding.factorRank == 0 && tiedHeads.empty();
+  return headSharing.mode == HeadSharingMode::None && !masa.enabled && embedding.factorRank == 0 &&
+         tiedHeads.empty();
 }
 
 int64_t headsOf(const ModelDims& dims, Proj p) {
@@ -168,13 +181,18 @@ int64_t headsOf(const ModelDims& dims, Proj p) {
 
 std::pair<int64_t, int64_t> projShape(const ModelDims& m, Proj p) {
   switch (p) {
-    case Proj::Q: return {m.heads * m.headDim, m.dModel};
+    case Proj::Q:
+      return {m.heads * m.headDim, m.dModel};
     case Proj::K:
-    case Proj::V: return {m.kvHeads * m.headDim, m.dModel};
-    case Proj::O: return {m.dModel, m.heads * m.headDim};
+    case Proj::V:
+      return {m.kvHeads * m.headDim, m.dModel};
+    case Proj::O:
+      return {m.dModel, m.heads * m.headDim};
     case Proj::Gate:
-    case Proj::Up: return {m.ffn, m.dModel};
-    case Proj::Down: return {m.dModel, m.ffn};
+    case Proj::Up:
+      return {m.ffn, m.dModel};
+    case Proj::Down:
+      return {m.dModel, m.ffn};
   }
   return {0, 0};
 }
@@ -185,10 +203,11 @@ void validateTopology(const Topology& t, const std::string& where) {
   // past them is a typo, not a design (the largest open models sit well inside).
   auto inRange = [&](const char* field, int64_t v, int64_t minimum, int64_t maximum) {
     if (v < minimum)
-      invalid(where + ".model." + field, "value too small", ">= " + std::to_string(minimum), std::to_string(v));
+      invalid(where + ".model." + field, "value too small", ">= " + std::to_string(minimum),
+              std::to_string(v));
     if (v > maximum)
-      invalid(where + ".model." + field, "value too large", "<= " + std::to_string(maximum), std::to_string(v),
-              "no model ShareLens can build or train is this large");
+      invalid(where + ".model." + field, "value too large", "<= " + std::to_string(maximum),
+              std::to_string(v), "no model ShareLens can build or train is this large");
   };
   inRange("vocab", m.vocab, 16, int64_t{1} << 22);
   inRange("d_model", m.dModel, 8, int64_t{1} << 16);
@@ -199,10 +218,11 @@ void validateTopology(const Topology& t, const std::string& where) {
   inRange("ffn_dim", m.ffn, 1, int64_t{1} << 20);
   inRange("context", m.context, 2, int64_t{1} << 20);
   if (m.heads % m.kvHeads != 0)
-    invalid(where + ".model.n_kv_heads", "must divide n_heads (GQA groups)", "a divisor of " + std::to_string(m.heads),
-            std::to_string(m.kvHeads));
+    invalid(where + ".model.n_kv_heads", "must divide n_heads (GQA groups)",
+            "a divisor of " + std::to_string(m.heads), std::to_string(m.kvHeads));
   if (m.headDim % 2 != 0)
-    invalid(where + ".model.head_dim", "RoPE needs an even head_dim", "an even number", std::to_string(m.headDim));
+    invalid(where + ".model.head_dim", "RoPE needs an even head_dim", "an even number",
+            std::to_string(m.headDim));
   // n_heads x head_dim may differ from d_model (Gemma 3 shapes): Q/K/V project d_model to heads x head_dim
   // and O projects back (projShape).
   if (!(m.ropeTheta > 0 && std::isfinite(m.ropeTheta)))
@@ -222,8 +242,8 @@ void validateTopology(const Topology& t, const std::string& where) {
             "<= " + std::to_string(std::min(m.dModel, m.ffn) / 2), std::to_string(t.ffn.loraRank));
 
   if (t.embedding.factorRank < 0 || t.embedding.factorRank >= m.dModel)
-    invalid(where + ".embedding.factor_rank", "factor rank out of range", "0 (no factorisation) .. d_model - 1",
-            std::to_string(t.embedding.factorRank));
+    invalid(where + ".embedding.factor_rank", "factor rank out of range",
+            "0 (no factorisation) .. d_model - 1", std::to_string(t.embedding.factorRank));
 
   const HeadSharing& hs = t.headSharing;
   if (hs.mode != HeadSharingMode::None) {
@@ -249,12 +269,15 @@ void validateTopology(const Topology& t, const std::string& where) {
       if (g.empty()) invalid(where + ".masa.groups", "empty layer group", "at least one layer", "[]");
       for (int64_t l : g) {
         if (l < 0 || l >= m.layers)
-          invalid(where + ".masa.groups", "layer out of range", "0.." + std::to_string(m.layers - 1), std::to_string(l));
-        if (!seen.insert(l).second) invalid(where + ".masa.groups", "layer in two groups", "each layer once", std::to_string(l));
+          invalid(where + ".masa.groups", "layer out of range", "0.." + std::to_string(m.layers - 1),
+                  std::to_string(l));
+        if (!seen.insert(l).second)
+          invalid(where + ".masa.groups", "layer in two groups", "each layer once", std::to_string(l));
       }
       if (t.masa.atoms < 1 || t.masa.atoms > static_cast<int64_t>(g.size()))
-        invalid(where + ".masa.atoms", "atoms per group out of range", "1.." + std::to_string(g.size()) + " (the group's size)",
-                std::to_string(t.masa.atoms), "more atoms than layers shares nothing");
+        invalid(where + ".masa.atoms", "atoms per group out of range",
+                "1.." + std::to_string(g.size()) + " (the group's size)", std::to_string(t.masa.atoms),
+                "more atoms than layers shares nothing");
     }
     if (static_cast<int64_t>(seen.size()) != m.layers)
       invalid(where + ".masa.groups", "every layer needs a group", std::to_string(m.layers) + " layers",
@@ -266,9 +289,11 @@ void validateTopology(const Topology& t, const std::string& where) {
   }
   if (!t.tiedHeads.empty()) {
     for (int64_t l = 0; l < m.layers; ++l)
-      if (t.attention.assign[static_cast<size_t>(l)] != l || hs.mode != HeadSharingMode::None || t.masaCovers(Proj::Q))
-        invalid(where + ".tied_heads", "tied units need unshared attention", "every layer its own attention block",
-                "layer sharing, head sharing or MASA on q", "tie heads in an unshared model (DirectShare)");
+      if (t.attention.assign[static_cast<size_t>(l)] != l || hs.mode != HeadSharingMode::None ||
+          t.masaCovers(Proj::Q))
+        invalid(where + ".tied_heads", "tied units need unshared attention",
+                "every layer its own attention block", "layer sharing, head sharing or MASA on q",
+                "tie heads in an unshared model (DirectShare)");
     std::set<std::pair<int64_t, int64_t>> targets;
     for (size_t i = 0; i < t.tiedHeads.size(); ++i) {
       const HeadTie& tie = t.tiedHeads[i];
@@ -279,12 +304,14 @@ void validateTopology(const Topology& t, const std::string& where) {
     }
     for (const HeadTie& tie : t.tiedHeads)
       if (targets.count({tie.sourceLayer, tie.sourceUnit}))
-        invalid(where + ".tied_heads", "a tied unit's source is itself tied", "sources that keep their weights",
+        invalid(where + ".tied_heads", "a tied unit's source is itself tied",
+                "sources that keep their weights",
                 "[" + std::to_string(tie.sourceLayer) + ", " + std::to_string(tie.sourceUnit) + "]",
                 "point the tie at the original source");
   }
   if (!(t.postShare.gamma >= 0 && std::isfinite(t.postShare.gamma)))
-    invalid(where + ".postshare.gamma", "penalty weight must be finite and >= 0", ">= 0", std::to_string(t.postShare.gamma));
+    invalid(where + ".postshare.gamma", "penalty weight must be finite and >= 0", ">= 0",
+            std::to_string(t.postShare.gamma));
   for (size_t i = 0; i < t.postShare.pairs.size(); ++i)
     validateHeadTie(t.postShare.pairs[i], m, where + ".postshare.pairs[" + std::to_string(i) + "]");
   if (t.postShare.gamma > 0 && t.postShare.pairs.empty())
@@ -305,10 +332,18 @@ Json topologyToJson(const Topology& t) {
   return {{"schema", kTopologySchema},
           {"name", t.name},
           {"model",
-           {{"vocab", t.model.vocab}, {"d_model", t.model.dModel}, {"n_layers", t.model.layers},
-            {"n_heads", t.model.heads}, {"n_kv_heads", t.model.kvHeads}, {"head_dim", t.model.headDim},
-            {"ffn_dim", t.model.ffn}, {"context", t.model.context}, {"norm", "rmsnorm"}, {"activation", "swiglu"},
-            {"rope_theta", t.model.ropeTheta}, {"norm_eps", t.model.normEps}}},
+           {{"vocab", t.model.vocab},
+            {"d_model", t.model.dModel},
+            {"n_layers", t.model.layers},
+            {"n_heads", t.model.heads},
+            {"n_kv_heads", t.model.kvHeads},
+            {"head_dim", t.model.headDim},
+            {"ffn_dim", t.model.ffn},
+            {"context", t.model.context},
+            {"norm", "rmsnorm"},
+            {"activation", "swiglu"},
+            {"rope_theta", t.model.ropeTheta},
+            {"norm_eps", t.model.normEps}}},
           {"embedding", {{"tied", t.embedding.tied}, {"factor_rank", t.embedding.factorRank}}},
           {"attention", {{"assign", t.attention.assign}, {"lora_rank", t.attention.loraRank}}},
           {"ffn", {{"assign", t.ffn.assign}, {"lora_rank", t.ffn.loraRank}}},
@@ -320,8 +355,10 @@ Json topologyToJson(const Topology& t) {
           {"tied_heads", ties},
           {"postshare", {{"gamma", t.postShare.gamma}, {"pairs", post}}},
           {"provenance",
-           {{"pattern", t.provenance.pattern}, {"unique_blocks", t.provenance.uniqueBlocks},
-            {"depth_multiplier", t.provenance.depthMultiplier}, {"note", t.provenance.note}}}};
+           {{"pattern", t.provenance.pattern},
+            {"unique_blocks", t.provenance.uniqueBlocks},
+            {"depth_multiplier", t.provenance.depthMultiplier},
+            {"note", t.provenance.note}}}};
 }
 
 Topology topologyFromJson(const Json& json, const std::string& where) {
@@ -337,7 +374,8 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
   t.model.layers = m.requireInt("n_layers");
   t.model.heads = m.requireInt("n_heads");
   t.model.kvHeads = m.optionalInt("n_kv_heads").value_or(t.model.heads);
-  t.model.headDim = m.optionalInt("head_dim").value_or(t.model.heads > 0 ? t.model.dModel / t.model.heads : 0);
+  t.model.headDim =
+      m.optionalInt("head_dim").value_or(t.model.heads > 0 ? t.model.dModel / t.model.heads : 0);
   t.model.ffn = m.requireInt("ffn_dim");
   t.model.context = m.requireInt("context");
   t.model.ropeTheta = m.optionalNumber("rope_theta").value_or(10000.0);
@@ -360,7 +398,8 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
   if (auto hs = root.optionalObject("head_sharing")) {
     const std::string mode = hs->optionalString("mode").value_or("none");
     const auto* it = std::find(std::begin(kHeadSharingNames), std::end(kHeadSharingNames), mode);
-    if (it == std::end(kHeadSharingNames)) hs->fail("mode", "unknown head-sharing mode", "none, shared_base or qkv_shared", mode);
+    if (it == std::end(kHeadSharingNames))
+      hs->fail("mode", "unknown head-sharing mode", "none, shared_base or qkv_shared", mode);
     t.headSharing.mode = static_cast<HeadSharingMode>(it - std::begin(kHeadSharingNames));
     t.headSharing.loraRank = hs->optionalInt("lora_rank").value_or(0);
     t.headSharing.projections = parseProjList(*hs, "projections", t.headSharing.projections);
@@ -384,7 +423,8 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
     if (post->has("pairs")) {
       const Json& pairs = post->requireArray("pairs");
       for (size_t i = 0; i < pairs.size(); ++i)
-        t.postShare.pairs.push_back(tieFromJson(pairs[i], where + ".postshare.pairs[" + std::to_string(i) + "]"));
+        t.postShare.pairs.push_back(
+            tieFromJson(pairs[i], where + ".postshare.pairs[" + std::to_string(i) + "]"));
     }
   }
   if (auto p = root.optionalObject("provenance")) {

@@ -55,9 +55,9 @@ struct HeadSharing {
 struct Masa {
   bool enabled = false;
   std::vector<Proj> projections = {Proj::Q, Proj::K, Proj::V, Proj::O};
-  int64_t atoms = 4;                           // S per group
-  std::vector<std::vector<int64_t>> groups;    // empty: one group of every layer
-  bool mlpCoefficients = false;                // c_l = MLP(e_l): block embedding -> 3-layer MLP
+  int64_t atoms = 4;                         // S per group
+  std::vector<std::vector<int64_t>> groups;  // empty: one group of every layer
+  bool mlpCoefficients = false;              // c_l = MLP(e_l): block embedding -> 3-layer MLP
   int64_t blockEmbeddingDim = 16;
   int64_t mlpHidden = 64;
   std::vector<std::vector<int64_t>> effectiveGroups(int64_t layers) const;
@@ -71,9 +71,9 @@ struct Embedding {
   int64_t factorRank = 0;  // r_e > 0: E (V x r_e) P (r_e x d); 0: a plain V x d table
 };
 
-// A DirectShare tie (head-wise shareable attention): the target unit reuses the source unit's W_q, W_k and W_v.
-// A unit is a head with its own K and V (MHA), or a KV group -- its n_heads / n_kv_heads query heads, its key
-// head and value head -- under GQA/MQA; `unit` indexes units within a layer (0 .. n_kv_heads - 1).
+// A DirectShare tie (head-wise shareable attention): the target unit reuses the source unit's W_q, W_k and
+// W_v. A unit is a head with its own K and V (MHA), or a KV group -- its n_heads / n_kv_heads query heads,
+// its key head and value head -- under GQA/MQA; `unit` indexes units within a layer (0 .. n_kv_heads - 1).
 struct HeadTie {
   int64_t targetLayer = 0, targetUnit = 0;  // gives up its Q, K and V rows
   int64_t sourceLayer = 0, sourceUnit = 0;  // an earlier layer's unit, kept

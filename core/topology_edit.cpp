@@ -25,12 +25,14 @@ void paintBlock(Topology& t, DesignColumn column, int64_t layer, int64_t block) 
 }
 
 std::string applyPattern(Topology& t, SharingPattern pattern, int64_t unique) {
-  t.attention.assign = patternAssignment(pattern, t.model.layers, std::clamp<int64_t>(unique, 1, t.model.layers));
+  t.attention.assign =
+      patternAssignment(pattern, t.model.layers, std::clamp<int64_t>(unique, 1, t.model.layers));
   t.ffn.assign = t.attention.assign;
   t.provenance.pattern = std::string(patternName(pattern));
   t.provenance.uniqueBlocks = t.attention.uniqueBlocks();
   t.provenance.note = std::string(patternNote(pattern));
-  t.name = std::string(patternName(pattern)) + "-L" + std::to_string(t.model.layers) + "-U" + std::to_string(t.attention.uniqueBlocks());
+  t.name = std::string(patternName(pattern)) + "-L" + std::to_string(t.model.layers) + "-U" +
+           std::to_string(t.attention.uniqueBlocks());
   if (t.tiedHeads.empty() || t.attention.uniqueBlocks() == t.model.layers) return "";
   const size_t dropped = t.tiedHeads.size();
   t.tiedHeads.clear();  // ties need unshared attention
@@ -40,16 +42,20 @@ std::string applyPattern(Topology& t, SharingPattern pattern, int64_t unique) {
 
 int64_t mergeTiedHeads(Topology& design, const Topology& incoming) {
   const ModelDims &a = design.model, &b = incoming.model;
-  if (a.layers != b.layers || a.heads != b.heads || a.kvHeads != b.kvHeads || a.headDim != b.headDim || a.dModel != b.dModel)
-    throw Error({.what = "the tied heads belong to a model of another shape", .where = "merge into the design '" + design.name + "'",
-                 .expected = std::to_string(a.layers) + " layers, " + std::to_string(a.heads) + " heads (" + std::to_string(a.kvHeads) +
-                             " KV) of " + std::to_string(a.headDim),
-                 .found = std::to_string(b.layers) + " layers, " + std::to_string(b.heads) + " heads (" + std::to_string(b.kvHeads) +
-                          " KV) of " + std::to_string(b.headDim),
+  if (a.layers != b.layers || a.heads != b.heads || a.kvHeads != b.kvHeads || a.headDim != b.headDim ||
+      a.dModel != b.dModel)
+    throw Error({.what = "the tied heads belong to a model of another shape",
+                 .where = "merge into the design '" + design.name + "'",
+                 .expected = std::to_string(a.layers) + " layers, " + std::to_string(a.heads) + " heads (" +
+                             std::to_string(a.kvHeads) + " KV) of " + std::to_string(a.headDim),
+                 .found = std::to_string(b.layers) + " layers, " + std::to_string(b.heads) + " heads (" +
+                          std::to_string(b.kvHeads) + " KV) of " + std::to_string(b.headDim),
                  .hint = "replace the design instead, or load a design of the model's shape"});
   if (design.attention.uniqueBlocks() != design.model.layers)
-    throw Error({.what = "the design shares attention between layers", .where = "merge into the design '" + design.name + "'",
-                 .hint = "tied head pairs need every layer's attention unshared; choose the vanilla pattern first, or replace the design"});
+    throw Error({.what = "the design shares attention between layers",
+                 .where = "merge into the design '" + design.name + "'",
+                 .hint = "tied head pairs need every layer's attention unshared; choose the vanilla pattern "
+                         "first, or replace the design"});
   int64_t added = 0;
   for (const HeadTie& tie : incoming.tiedHeads) {
     const bool taken = std::any_of(design.tiedHeads.begin(), design.tiedHeads.end(), [&](const HeadTie& h) {
@@ -70,8 +76,10 @@ void resizeLayers(Topology& t, int64_t layers) {
     renumberBlocks(*s);
   }
   t.model.layers = layers;
-  std::erase_if(t.tiedHeads, [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
-  std::erase_if(t.postShare.pairs, [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
+  std::erase_if(t.tiedHeads,
+                [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
+  std::erase_if(t.postShare.pairs,
+                [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
   t.masa.groups.clear();
 }
 

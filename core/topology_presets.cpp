@@ -9,7 +9,8 @@
 namespace sharelens {
 namespace {
 
-constexpr std::string_view kNames[] = {"vanilla", "sequence", "cycle", "cycle-rev", "bulge", "hierarchy", "universal"};
+constexpr std::string_view kNames[] = {"vanilla", "sequence",  "cycle",    "cycle-rev",
+                                       "bulge",   "hierarchy", "universal"};
 constexpr std::string_view kNotes[] = {
     "every layer its own weights",
     "consecutive layers share: floor(l U / L)",
@@ -42,20 +43,26 @@ std::vector<int64_t> proportionalSizes(int64_t total, const std::vector<double>&
     remainders.push_back({exact - static_cast<double>(whole), g});
   }
   std::stable_sort(remainders.begin(), remainders.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (int64_t i = 0; i < spare - given; ++i) ++sizes[static_cast<size_t>(remainders[static_cast<size_t>(i)].second)];
+  for (int64_t i = 0; i < spare - given; ++i)
+    ++sizes[static_cast<size_t>(remainders[static_cast<size_t>(i)].second)];
   return sizes;
 }
 
 std::vector<int64_t> fromSizes(const std::vector<int64_t>& sizes, int64_t firstBlock) {
   std::vector<int64_t> assign;
-  for (size_t g = 0; g < sizes.size(); ++g) assign.insert(assign.end(), static_cast<size_t>(sizes[g]), firstBlock + static_cast<int64_t>(g));
+  for (size_t g = 0; g < sizes.size(); ++g)
+    assign.insert(assign.end(), static_cast<size_t>(sizes[g]), firstBlock + static_cast<int64_t>(g));
   return assign;
 }
 
 }  // namespace
 
-std::string_view patternName(SharingPattern p) { return kNames[static_cast<int>(p)]; }
-std::string_view patternNote(SharingPattern p) { return kNotes[static_cast<int>(p)]; }
+std::string_view patternName(SharingPattern p) {
+  return kNames[static_cast<int>(p)];
+}
+std::string_view patternNote(SharingPattern p) {
+  return kNotes[static_cast<int>(p)];
+}
 
 std::optional<SharingPattern> parsePattern(std::string_view name) {
   for (SharingPattern p : kAllPatterns)
@@ -75,7 +82,8 @@ std::vector<int64_t> patternAssignment(SharingPattern pattern, int64_t L, int64_
     case SharingPattern::Vanilla:
     case SharingPattern::Universal:
     case SharingPattern::Sequence:
-      for (int64_t l = 0; l < L; ++l) a[static_cast<size_t>(l)] = pattern == SharingPattern::Universal ? 0 : l * U / L;
+      for (int64_t l = 0; l < L; ++l)
+        a[static_cast<size_t>(l)] = pattern == SharingPattern::Universal ? 0 : l * U / L;
       return a;
     case SharingPattern::Cycle:
       for (int64_t l = 0; l < L; ++l) a[static_cast<size_t>(l)] = l % U;
@@ -115,8 +123,8 @@ std::vector<int64_t> patternAssignment(SharingPattern pattern, int64_t L, int64_
 
 std::vector<int64_t> interiorTieAssignment(int64_t L, int64_t k) {
   if (k < 0 || 2 * k >= L)
-    impossible("interior FFN tying needs 0 <= k < L/2", "k in 0.." + std::to_string((L - 1) / 2), std::to_string(k),
-               "k counts the unique layers kept at each end");
+    impossible("interior FFN tying needs 0 <= k < L/2", "k in 0.." + std::to_string((L - 1) / 2),
+               std::to_string(k), "k counts the unique layers kept at each end");
   std::vector<int64_t> a;
   for (int64_t l = 0; l < k; ++l) a.push_back(l);
   for (int64_t l = k; l < L - k; ++l) a.push_back(k);
@@ -132,10 +140,12 @@ Topology makePreset(const PresetSpec& spec) {
     t.model.layers = 2 * spec.base.layers;
     const int64_t h = spec.base.heads;
     const double narrowed = static_cast<double>(spec.base.dModel) / std::sqrt(2.0);
-    const int64_t headDim = std::max<int64_t>(2, static_cast<int64_t>(std::round(narrowed / static_cast<double>(h) / 2.0)) * 2);
+    const int64_t headDim =
+        std::max<int64_t>(2, static_cast<int64_t>(std::round(narrowed / static_cast<double>(h) / 2.0)) * 2);
     t.model.headDim = headDim;
     t.model.dModel = headDim * h;
-    t.model.ffn = std::max<int64_t>(8, static_cast<int64_t>(std::round(static_cast<double>(spec.base.ffn) / std::sqrt(2.0) / 8.0)) * 8);
+    t.model.ffn = std::max<int64_t>(
+        8, static_cast<int64_t>(std::round(static_cast<double>(spec.base.ffn) / std::sqrt(2.0) / 8.0)) * 8);
   } else {
     double factor = 1.0;
     try {
@@ -143,15 +153,18 @@ Topology makePreset(const PresetSpec& spec) {
       factor = std::stod(m, &used);
       if (used != m.size()) throw std::invalid_argument(m);
     } catch (const std::exception&) {
-      impossible("unknown depth multiplier", "1, 1.5, 3 or skinny", "'" + m + "'", "pick one of the listed values");
+      impossible("unknown depth multiplier", "1, 1.5, 3 or skinny", "'" + m + "'",
+                 "pick one of the listed values");
     }
     if (factor < 1.0 || factor > 8.0)
       impossible("depth multiplier out of range", "1..8 or skinny", m, "depth multipliers grow the model");
-    t.model.layers = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(spec.base.layers) * factor)));
+    t.model.layers = std::max<int64_t>(
+        1, static_cast<int64_t>(std::llround(static_cast<double>(spec.base.layers) * factor)));
   }
   // U > L is refused by patternAssignment, never silently clamped.
   t.attention.assign = patternAssignment(spec.pattern, t.model.layers, spec.uniqueBlocks);
-  t.ffn.assign = spec.shareFfn ? t.attention.assign : patternAssignment(SharingPattern::Vanilla, t.model.layers, 0);
+  t.ffn.assign =
+      spec.shareFfn ? t.attention.assign : patternAssignment(SharingPattern::Vanilla, t.model.layers, 0);
   const bool shared = t.attention.uniqueBlocks() < t.model.layers;
   t.attention.loraRank = shared ? spec.loraRank : 0;
   t.ffn.loraRank = shared && spec.shareFfn ? spec.loraRank : 0;
@@ -170,7 +183,13 @@ Topology debugTopology() {
   PresetSpec spec;
   spec.pattern = SharingPattern::Cycle;
   spec.uniqueBlocks = 2;
-  spec.base = ModelDims{.vocab = 512, .dModel = 64, .layers = 4, .heads = 4, .kvHeads = 2, .headDim = 16, .ffn = 160,
+  spec.base = ModelDims{.vocab = 512,
+                        .dModel = 64,
+                        .layers = 4,
+                        .heads = 4,
+                        .kvHeads = 2,
+                        .headDim = 16,
+                        .ffn = 160,
                         .context = 64};
   spec.loraRank = 4;
   Topology t = makePreset(spec);
@@ -182,8 +201,14 @@ Topology demoTopology() {
   PresetSpec spec;
   spec.pattern = SharingPattern::Cycle;
   spec.uniqueBlocks = 3;
-  spec.base = ModelDims{.vocab = 2048, .dModel = 128, .layers = 6, .heads = 4, .kvHeads = 2, .headDim = 32,
-                        .ffn = 352, .context = 128};
+  spec.base = ModelDims{.vocab = 2048,
+                        .dModel = 128,
+                        .layers = 6,
+                        .heads = 4,
+                        .kvHeads = 2,
+                        .headDim = 32,
+                        .ffn = 352,
+                        .context = 128};
   spec.loraRank = 8;
   Topology t = makePreset(spec);
   t.name = "demo-cycle-L6-U3";

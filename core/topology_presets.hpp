@@ -22,10 +22,9 @@
 namespace sharelens {
 
 enum class SharingPattern : uint8_t { Vanilla, Sequence, Cycle, CycleRev, Bulge, Hierarchy, Universal };
-inline constexpr SharingPattern kAllPatterns[] = {SharingPattern::Vanilla,  SharingPattern::Sequence,
-                                                  SharingPattern::Cycle,    SharingPattern::CycleRev,
-                                                  SharingPattern::Bulge,    SharingPattern::Hierarchy,
-                                                  SharingPattern::Universal};
+inline constexpr SharingPattern kAllPatterns[] = {
+    SharingPattern::Vanilla, SharingPattern::Sequence,  SharingPattern::Cycle,    SharingPattern::CycleRev,
+    SharingPattern::Bulge,   SharingPattern::Hierarchy, SharingPattern::Universal};
 std::string_view patternName(SharingPattern p);  // "vanilla", "sequence", "cycle", "cycle-rev", ...
 std::optional<SharingPattern> parsePattern(std::string_view name);
 std::string_view patternNote(SharingPattern p);  // one line for the UI

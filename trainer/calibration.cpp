@@ -18,10 +18,10 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-// Calibration text: the corpus's training documents (never the held-out ones eval scores), each encoded without
-// special tokens and followed by EOS, until `tokens` are there.
-std::vector<int> calibrationTokens(const fs::path& path, const CalibrationOptions& o, std::string& text, std::string& tokenizerName,
-                                   const TaskContext& ctx) {
+// Calibration text: the corpus's training documents (never the held-out ones eval scores), each encoded
+// without special tokens and followed by EOS, until `tokens` are there.
+std::vector<int> calibrationTokens(const fs::path& path, const CalibrationOptions& o, std::string& text,
+                                   std::string& tokenizerName, const TaskContext& ctx) {
   if (!o.tokenIds.empty()) {
     text = "token ids given by the caller";
     tokenizerName = "none";
@@ -61,7 +61,8 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
   torch::Device device = torch::kCPU;
   if (o.device == "cuda") {
     if (!torch::cuda::is_available())
-      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
+      throw Error(
+          {.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
     device = torch::Device(torch::kCUDA, 0);
   }
   CalibrationResult r;
@@ -69,19 +70,26 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   if (!view.hasHeads())
-    throw Error({.what = "calibration needs the head counts", .where = view.source, .hint = "put the model's config.json next to the weights"});
+    throw Error({.what = "calibration needs the head counts",
+                 .where = view.source,
+                 .hint = "put the model's config.json next to the weights"});
   const int64_t widest = std::max(view.shape.hidden, view.shape.heads * view.shape.headDim);
   if (static_cast<int64_t>(ids.size()) < widest)
-    throw Error({.what = "too few calibration tokens", .where = r.text,
-                 .expected = "at least " + std::to_string(widest) + " (the widest projection input; fewer make its autocorrelation singular)",
-                 .found = std::to_string(ids.size()), .hint = "raise N in --calibration CORPUS:N, or give a longer --calibration-ids file"});
+    throw Error({.what = "too few calibration tokens",
+                 .where = r.text,
+                 .expected = "at least " + std::to_string(widest) +
+                             " (the widest projection input; fewer make its autocorrelation singular)",
+                 .found = std::to_string(ids.size()),
+                 .hint = "raise N in --calibration CORPUS:N, or give a longer --calibration-ids file"});
   for (int id : ids)
     if (id < 0 || id >= view.shape.vocab)
-      throw Error({.what = "calibration token outside the model's vocabulary", .where = r.text,
-                   .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")", .found = std::to_string(id),
+      throw Error({.what = "calibration token outside the model's vocabulary",
+                   .where = r.text,
+                   .expected = "ids in [0, " + std::to_string(view.shape.vocab) + ")",
+                   .found = std::to_string(id),
                    .hint = "the ids (or the tokenizer beside the weights) belong to another model"});
-  // A layer at a time over every window (SVD-LLM's streaming): one layer's weights and the windows' activations
-  // are all that is resident, beside the accumulators.
+  // A layer at a time over every window (SVD-LLM's streaming): one layer's weights and the windows'
+  // activations are all that is resident, beside the accumulators.
   ctx.report(0.03, "calibration: embedding the tokens");
   InferenceModel model(*ckpt, view, device, InferenceModel::Weights::Streamed);
   const int64_t layers = model.layers(), d = view.shape.hidden, o_in = view.shape.heads * view.shape.headDim;
@@ -89,10 +97,14 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
   for (LayerInputAutocorrelation& l : r.layers) l = {PackedSymmetric(d), PackedSymmetric(o_in)};
   torch::Tensor stateSum = at::zeros({layers, d}, at::TensorOptions().dtype(at::kDouble).device(device));
   const int64_t chunk = std::min(o.chunk, model.context()), total = static_cast<int64_t>(ids.size());
-  std::vector<torch::Tensor> windows;  // [1, n, d] each: the residual stream of every window, advanced layer by layer
+  std::vector<torch::Tensor>
+      windows;  // [1, n, d] each: the residual stream of every window, advanced layer by layer
   for (int64_t at = 0; at < total; at += chunk) {
     const int64_t n = std::min(chunk, total - at);
-    windows.push_back(model.embed(at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong).unsqueeze(0).to(device)));
+    windows.push_back(
+        model.embed(at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong)
+                        .unsqueeze(0)
+                        .to(device)));
   }
   for (int64_t l = 0; l < layers; ++l) {
     ctx.throwIfCancelled();

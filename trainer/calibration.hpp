@@ -1,9 +1,9 @@
 // Calibration for compressing a pretrained model (issue 10; the MASA paper's data-aware refinement and
 // SVD-LLM's whitening): run the model over N calibration tokens and accumulate, for every layer, the
 // autocorrelation X = sum_t x_t x_t^T of each attention projection's input -- Q, K and V share one input (the
-// normed residual, d x d), O has its own (the heads' outputs, H hd x H hd) -- in double precision, streaming a
-// window at a time (never all activations in memory); and, over the same tokens, the logit-lens KL drift MASA
-// groups layers by. Torch-free interface.
+// normed residual, d x d), O has its own (the heads' outputs, H hd x H hd) -- in double precision, streaming
+// a window at a time (never all activations in memory); and, over the same tokens, the logit-lens KL drift
+// MASA groups layers by. Torch-free interface.
 #pragma once
 
 #include <filesystem>
@@ -18,8 +18,8 @@ namespace sharelens {
 struct CalibrationOptions {
   std::string corpus = "brown";  // text: the corpus's training documents, with the checkpoint's own tokenizer
   int64_t tokens = 2048;
-  std::vector<int> tokenIds;     // when given: exactly these tokens instead of corpus text
-  int64_t chunk = 512;           // tokens per forward pass (capped at the model's context)
+  std::vector<int> tokenIds;  // when given: exactly these tokens instead of corpus text
+  int64_t chunk = 512;        // tokens per forward pass (capped at the model's context)
   std::string device = "cpu";
   int threads = 0;
 };
@@ -31,7 +31,7 @@ struct LayerInputAutocorrelation {
 
 struct CalibrationResult {
   int64_t tokens = 0;
-  std::string text;       // "training split of brown, 2048 tokens" or "token ids given by the caller"
+  std::string text;  // "training split of brown, 2048 tokens" or "token ids given by the caller"
   std::string tokenizer;
   std::vector<LayerInputAutocorrelation> layers;
   std::vector<double> klDrift;  // KL(p_l || p_{l+1}) of the mean-state logit lens over the same tokens
@@ -41,6 +41,7 @@ struct CalibrationResult {
 
 // Named errors: fewer calibration tokens than the widest projection input (its autocorrelation would be
 // singular), a checkpoint with neither a tokenizer nor token ids, ids outside the vocabulary.
-CalibrationResult calibrate(const std::filesystem::path& checkpoint, const CalibrationOptions& options, const TaskContext& ctx);
+CalibrationResult calibrate(const std::filesystem::path& checkpoint, const CalibrationOptions& options,
+                            const TaskContext& ctx);
 
 }  // namespace sharelens

@@ -5,12 +5,12 @@
 #include <atomic>
 
 #include "core/atomic_file.hpp"
-#include "core/error.hpp"
 #include "core/checkpoint.hpp"
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/hf_export.hpp"
 #include "core/naming.hpp"
 #include "core/sharelens_names.hpp"
-#include "core/fault_injection.hpp"
 #include "trainer/torch_io.hpp"
 
 namespace fs = std::filesystem;
@@ -21,31 +21,39 @@ namespace {
 // Counted for the crash-safety test's switch (core/fault_injection.hpp), which kills the second write.
 std::atomic<int> g_checkpointWrites{0};
 
-void maybeDie(const char* stage) { fault::maybeKillInCheckpoint(stage, g_checkpointWrites.load()); }
+void maybeDie(const char* stage) {
+  fault::maybeKillInCheckpoint(stage, g_checkpointWrites.load());
+}
 
 }  // namespace
 
-void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedTransformer& model, const AdamW& optimizer,
-                             const Json& state, const CheckpointRetention& keep,
+void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedTransformer& model,
+                             const AdamW& optimizer, const Json& state, const CheckpointRetention& keep,
                              int64_t checkpointEvery) {
   ++g_checkpointWrites;
   const fs::path final = checkpointDirectory(runDir, step);
-  const fs::path temp = final.parent_path() / (".tmp-" + final.filename().string() + "-" + std::to_string(::getpid()));
+  const fs::path temp =
+      final.parent_path() / (".tmp-" + final.filename().string() + "-" + std::to_string(::getpid()));
   const Topology& topology = model.topology();
   const bool hfLayout = topology.isUnshared();
   const NamedTensors tensors = model.checkpointTensors(hfLayout);
   // The invariant every reader relies on: no checkpoint ever holds a non-finite value, whatever caused it.
   for (const auto& [name, tensor] : tensors)
     if (!tensor.isfinite().all().item<bool>())
-      throw Error({.what = "refusing to write a checkpoint with non-finite weights", .where = final.string() + ": tensor '" + name + "'",
-                   .expected = "finite values", .found = "NaN or Inf",
-                   .hint = "the previous checkpoint holds the last finite state; lower the learning rate and resume from it"});
+      throw Error({.what = "refusing to write a checkpoint with non-finite weights",
+                   .where = final.string() + ": tensor '" + name + "'",
+                   .expected = "finite values",
+                   .found = "NaN or Inf",
+                   .hint = "the previous checkpoint holds the last finite state; lower the learning rate and "
+                           "resume from it"});
   fs::create_directories(final.parent_path());
   fs::remove_all(temp);
   fs::create_directories(temp);
   try {
     const std::map<std::string, std::string> metadata = {
-        {"format", "pt"}, {names::kTopologyMetadataKey, topologyToJson(topology).dump()}, {"sharelens.step", std::to_string(step)}};
+        {"format", "pt"},
+        {names::kTopologyMetadataKey, topologyToJson(topology).dump()},
+        {"sharelens.step", std::to_string(step)}};
     maybeDie("model");
     writeTensors(temp / "model.safetensors", tensors, metadata);
     if (hfLayout) writeFileAtomically(temp / "config.json", llamaConfigFor(topology).dump(2) + "\n");
@@ -53,7 +61,8 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
     NamedTensors optim = optimizer.stateTensors();
     for (const NamedParameter& p : model.parameters())
       if (!p.inCheckpoint) optim.emplace_back("param." + p.name, p.tensor.detach().to(at::kCPU).contiguous());
-    writeTensors(temp / "optim.safetensors", optim, {{"optimizer", "adamw"}, {"steps", std::to_string(optimizer.steps())}});
+    writeTensors(temp / "optim.safetensors", optim,
+                 {{"optimizer", "adamw"}, {"steps", std::to_string(optimizer.steps())}});
     maybeDie("state");
     writeFileAtomically(temp / "state.json", state.dump(2) + "\n");
     maybeDie("marker");
@@ -71,7 +80,8 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
 
   std::vector<int64_t> steps;
   for (const CheckpointEntry& e : listCheckpoints(runDir)) steps.push_back(e.step);
-  for (int64_t drop : checkpointsToDrop(steps, keep, checkpointEvery)) fs::remove_all(checkpointDirectory(runDir, drop));
+  for (int64_t drop : checkpointsToDrop(steps, keep, checkpointEvery))
+    fs::remove_all(checkpointDirectory(runDir, drop));
 }
 
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer) {
@@ -85,7 +95,8 @@ Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& mod
   for (const auto& [name, tensor] : optim)
     if (startsWith(name, "param.")) params[name.substr(6)] = tensor;
   model.load(params, entry.dir.string());
-  optimizer.loadState(optim, JsonObject(state, (entry.dir / "state.json").string()).requireInt("optimizer_steps", 0),
+  optimizer.loadState(optim,
+                      JsonObject(state, (entry.dir / "state.json").string()).requireInt("optimizer_steps", 0),
                       (entry.dir / "optim.safetensors").string());
   return state;
 }

@@ -14,16 +14,16 @@
 
 namespace sharelens {
 
-void writeTrainingCheckpoint(const std::filesystem::path& runDir, int64_t step, const SharedTransformer& model,
-                             const AdamW& optimizer, const Json& state, const CheckpointRetention& keep,
-                             int64_t checkpointEvery);
+void writeTrainingCheckpoint(const std::filesystem::path& runDir, int64_t step,
+                             const SharedTransformer& model, const AdamW& optimizer, const Json& state,
+                             const CheckpointRetention& keep, int64_t checkpointEvery);
 
 // Restores model and optimizer; returns state.json.
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer);
 
 // Post-training: copies a checkpoint's weights into a model built from its topology (topologyOfCheckpoint):
-// ShareLens names as they are, Hugging Face Llama names mapped to them. Every parameter must be found with its
-// shape; a named Error otherwise.
+// ShareLens names as they are, Hugging Face Llama names mapped to them. Every parameter must be found with
+// its shape; a named Error otherwise.
 void loadInitialWeights(SharedTransformer& model, const std::filesystem::path& checkpoint);
 
 // Removes temporary checkpoint directories a killed run left behind; returns how many.

@@ -1,4 +1,5 @@
-#define USE_C10D_GLOO 1  // the ProcessGroupGloo header is compiled only under it; Debian's LibTorch is built with Gloo
+#define USE_C10D_GLOO \
+  1  // the ProcessGroupGloo header is compiled only under it; Debian's LibTorch is built with Gloo
 #include "trainer/distributed.hpp"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -18,7 +19,9 @@ namespace {
 
 constexpr int64_t kBucketFloats = (25 << 20) / 4;  // ~25 MB of float32 per all-reduce, as DDP's default
 
-std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); }
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -33,8 +36,11 @@ int envInt(const char* name, int minimum, int maximum) {
     if (used != v.size() || value < minimum || value > maximum) throw std::out_of_range(v);
     return static_cast<int>(value);
   } catch (const std::exception&) {
-    throw Error({.what = "bad launcher variable", .where = std::string("environment variable ") + name,
-                 .expected = "an integer in [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]", .found = "'" + v + "'"});
+    throw Error(
+        {.what = "bad launcher variable",
+         .where = std::string("environment variable ") + name,
+         .expected = "an integer in [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]",
+         .found = "'" + v + "'"});
   }
 }
 
@@ -42,7 +48,8 @@ int envInt(const char* name, int minimum, int maximum) {
 
 DistributedConfig distributedFromEnvironment() {
   DistributedConfig c;
-  const bool torchrun = env("RANK") && env("WORLD_SIZE"), slurm = !torchrun && env("SLURM_PROCID") && env("SLURM_NTASKS");
+  const bool torchrun = env("RANK") && env("WORLD_SIZE"),
+             slurm = !torchrun && env("SLURM_PROCID") && env("SLURM_NTASKS");
   if (!torchrun && !slurm) return c;
   c.worldSize = envInt(torchrun ? "WORLD_SIZE" : "SLURM_NTASKS", 1, 65536);
   c.rank = envInt(torchrun ? "RANK" : "SLURM_PROCID", 0, c.worldSize - 1);
@@ -50,9 +57,12 @@ DistributedConfig distributedFromEnvironment() {
   const char* localWorld = torchrun ? "LOCAL_WORLD_SIZE" : "SLURM_NTASKS_PER_NODE";
   c.localWorldSize = env(localWorld) ? envInt(localWorld, 1, c.worldSize) : 1;
   c.localRank = env(localRank) ? envInt(localRank, 0, c.localWorldSize - 1) : 0;
-  if (const auto addr = env("MASTER_ADDR")) c.masterAddr = *addr;
+  if (const auto addr = env("MASTER_ADDR"))
+    c.masterAddr = *addr;
   else if (c.worldSize > 1)
-    throw Error({.what = "no rendezvous address", .where = "environment variable MASTER_ADDR", .found = "unset",
+    throw Error({.what = "no rendezvous address",
+                 .where = "environment variable MASTER_ADDR",
+                 .found = "unset",
                  .hint = "set MASTER_ADDR (and MASTER_PORT) to rank 0's host, as torchrun does"});
   if (env("MASTER_PORT")) c.masterPort = envInt("MASTER_PORT", 1, 65535);
   if (env("SHARELENS_DIST_TIMEOUT")) c.timeoutSeconds = envInt("SHARELENS_DIST_TIMEOUT", 1, 86400);
@@ -60,9 +70,9 @@ DistributedConfig distributedFromEnvironment() {
 }
 
 struct DistributedGroup::Bucket {
-  torch::Tensor flat;                 // the bucket's gradients, in the order of its parameters
+  torch::Tensor flat;  // the bucket's gradients, in the order of its parameters
   std::vector<size_t> params;
-  int64_t pending = 0;                // parameters whose gradient has not arrived this step
+  int64_t pending = 0;  // parameters whose gradient has not arrived this step
   std::vector<bool> filled;
   c10::intrusive_ptr<c10d::Work> work;
 };
@@ -95,10 +105,12 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
     m_group = c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, config.rank, config.worldSize, options);
     m_backendName = "gloo";
   } catch (const c10::Error& e) {
-    throw Error({.what = "could not join the distributed run", .where = where,
+    throw Error({.what = "could not join the distributed run",
+                 .where = where,
                  .found = e.what_without_backtrace(),
-                 .hint = "check that every rank was started with the same MASTER_ADDR:MASTER_PORT (" + config.masterAddr + ":" +
-                         std::to_string(config.masterPort) + ") and WORLD_SIZE, and that the port is free on rank 0"});
+                 .hint = "check that every rank was started with the same MASTER_ADDR:MASTER_PORT (" +
+                         config.masterAddr + ":" + std::to_string(config.masterPort) +
+                         ") and WORLD_SIZE, and that the port is free on rank 0"});
   }
 }
 
@@ -110,12 +122,16 @@ void DistributedGroup::agree(const std::string& field, const std::string& value)
   const std::vector<uint8_t> zero = m_store->get(prefix + "0");
   std::string disagree;
   for (int r = 1; r < worldSize(); ++r)
-    if (m_store->get(prefix + std::to_string(r)) != zero) disagree += (disagree.empty() ? "" : ", ") + std::to_string(r);
+    if (m_store->get(prefix + std::to_string(r)) != zero)
+      disagree += (disagree.empty() ? "" : ", ") + std::to_string(r);
   if (!disagree.empty())
-    throw Error({.what = "the ranks disagree on the " + field, .where = "rank " + std::to_string(rank()),
-                 .expected = "the " + field + " of rank 0 (fingerprint " + fnv1aHex(std::string(zero.begin(), zero.end())) + ")",
-                 .found = "a different one on rank(s) " + disagree,
-                 .hint = "start every rank with the same topology, corpus, tokenizer and run directory state"});
+    throw Error(
+        {.what = "the ranks disagree on the " + field,
+         .where = "rank " + std::to_string(rank()),
+         .expected = "the " + field + " of rank 0 (fingerprint " +
+                     fnv1aHex(std::string(zero.begin(), zero.end())) + ")",
+         .found = "a different one on rank(s) " + disagree,
+         .hint = "start every rank with the same topology, corpus, tokenizer and run directory state"});
 }
 
 void DistributedGroup::attach(std::vector<NamedParameter>& params) {
@@ -185,8 +201,10 @@ void DistributedGroup::finish() {
     for (size_t i : b->params) {
       torch::Tensor& p = (*m_params)[i].tensor;
       const torch::Tensor reduced = b->flat.narrow(0, m_slot[i].second, p.numel()).view(p.sizes());
-      if (p.grad().defined()) p.mutable_grad().copy_(reduced);
-      else p.mutable_grad() = reduced.clone();
+      if (p.grad().defined())
+        p.mutable_grad().copy_(reduced);
+      else
+        p.mutable_grad() = reduced.clone();
     }
 }
 
@@ -232,13 +250,18 @@ void DistributedGroup::checkWeightsAgree(const std::vector<NamedParameter>& para
     h.update(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size()));
   }
   const std::string hex = h.hex();
-  const double low = static_cast<double>(std::stoull(hex.substr(hex.size() - 12), nullptr, 16));  // 48 bits, exact in a double
+  const double low = static_cast<double>(
+      std::stoull(hex.substr(hex.size() - 12), nullptr, 16));  // 48 bits, exact in a double
   const std::vector<double> all = allGather(low);
   for (int r = 1; r < worldSize(); ++r)
     if (all[static_cast<size_t>(r)] != all[0])
-      throw Error({.what = "the ranks' weights have diverged", .where = "step " + std::to_string(step),
-                   .expected = "identical weights on every rank", .found = "rank " + std::to_string(r) + " differs from rank 0",
-                   .hint = "a non-deterministic kernel or a rank that skipped an update; report this with the command"});
+      throw Error(
+          {.what = "the ranks' weights have diverged",
+           .where = "step " + std::to_string(step),
+           .expected = "identical weights on every rank",
+           .found = "rank " + std::to_string(r) + " differs from rank 0",
+           .hint =
+               "a non-deterministic kernel or a rank that skipped an update; report this with the command"});
 }
 
 void DistributedGroup::heartbeat(int64_t step) {
@@ -247,7 +270,8 @@ void DistributedGroup::heartbeat(int64_t step) {
 }
 
 // After a failed collective the ranks still alive check in on the store under the failing step; the ones that
-// do not within a few seconds are the ones that stopped. Rank 0 serves the store: when it is gone, that is the answer.
+// do not within a few seconds are the ones that stopped. Rank 0 serves the store: when it is gone, that is
+// the answer.
 std::string DistributedGroup::stoppedRanks(int64_t step) {
   std::string out;
   try {
@@ -267,9 +291,11 @@ void DistributedGroup::fail(const std::exception& cause, int64_t step) {
   std::string what = cause.what();
   if (const auto* c = dynamic_cast<const c10::Error*>(&cause)) what = c->what_without_backtrace();
   if (what.size() > 300) what = what.substr(0, 300) + "...";
-  throw Error({.what = "a collective failed: another rank stopped or timed out", .where = "rank " + std::to_string(rank()) + ", step " + std::to_string(step),
+  throw Error({.what = "a collective failed: another rank stopped or timed out",
+               .where = "rank " + std::to_string(rank()) + ", step " + std::to_string(step),
                .found = what + "; ranks that stopped: " + stoppedRanks(step),
-               .hint = "the last complete checkpoint is intact: `sharelens train --resume --out DIR` continues it, with any number of ranks"});
+               .hint = "the last complete checkpoint is intact: `sharelens train --resume --out DIR` "
+                       "continues it, with any number of ranks"});
 }
 
 }  // namespace sharelens

@@ -1,13 +1,14 @@
 // Data parallelism on LibTorch's c10d (trainer-internal: includes torch). One DistributedGroup per rank:
-// rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors) or, for
-// CUDA training on a LibTorch built with NCCL, ProcessGroupNCCL -- with a timeout on every operation so that no
-// rank waits forever for one that died.
+// rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors) or,
+// for CUDA training on a LibTorch built with NCCL, ProcessGroupNCCL -- with a timeout on every operation so
+// that no rank waits forever for one that died.
 //
 // Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
-// bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM) is
-// launched as soon as it is complete -- overlapping the rest of backward, as DDP does -- always in the same bucket
-// order on every rank (collectives are matched by order). finish() waits for the buckets and writes the summed
-// gradients back. A shared weight is one parameter, so it is reduced once however many layers use it.
+// bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM)
+// is launched as soon as it is complete -- overlapping the rest of backward, as DDP does -- always in the
+// same bucket order on every rank (collectives are matched by order). finish() waits for the buckets and
+// writes the summed gradients back. A shared weight is one parameter, so it is reduced once however many
+// layers use it.
 #pragma once
 
 #include <torch/types.h>
@@ -47,8 +48,8 @@ class DistributedGroup {
   int rank() const { return m_config.rank; }
   int worldSize() const { return m_config.worldSize; }
 
-  // Fails on every rank, naming the field and the ranks, unless every rank holds the same value (checked at the
-  // start: topology, corpus, tokenizer, start step).
+  // Fails on every rank, naming the field and the ranks, unless every rank holds the same value (checked at
+  // the start: topology, corpus, tokenizer, start step).
   void agree(const std::string& field, const std::string& value);
 
   // Gradient all-reduce: attach() once, then per step begin(share) before backward and finish() after it.

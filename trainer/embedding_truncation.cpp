@@ -25,14 +25,18 @@ TableSvd svdOf(const torch::Tensor& table) {
 
 }  // namespace
 
-std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesystem::path& path, const std::vector<int64_t>& ranks,
-                                                             const EvalOptions& options, const TaskContext& ctx) {
+std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesystem::path& path,
+                                                             const std::vector<int64_t>& ranks,
+                                                             const EvalOptions& options,
+                                                             const TaskContext& ctx) {
   setComputeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   for (int64_t r : ranks)
     if (r < 1 || r > view.shape.hidden)
-      throw Error({.what = "embedding rank out of range", .where = "embedding truncation", .expected = "1.." + std::to_string(view.shape.hidden),
+      throw Error({.what = "embedding rank out of range",
+                   .where = "embedding truncation",
+                   .expected = "1.." + std::to_string(view.shape.hidden),
                    .found = std::to_string(r)});
   const HeldOutText text = heldOutTokens(path, options, ctx);
   requireScorable(text, view.shape.vocab);
@@ -42,13 +46,15 @@ std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesyst
   out.push_back({0, scoreTokens(model, text.ids, window, ctx)});
   const TableSvd input = svdOf(model.embeddingTable());
   const bool tied = view.shape.tiedEmbeddings;
-  const std::optional<TableSvd> output = tied ? std::nullopt : std::optional<TableSvd>(svdOf(model.outputTable()));
+  const std::optional<TableSvd> output =
+      tied ? std::nullopt : std::optional<TableSvd>(svdOf(model.outputTable()));
   for (size_t i = 0; i < ranks.size(); ++i) {
     ctx.throwIfCancelled();
     const torch::Tensor e = input.truncated(ranks[i], torch::kCPU);
     model.setEmbeddingTables(e, tied ? e : output->truncated(ranks[i], torch::kCPU));
     out.push_back({ranks[i], scoreTokens(model, text.ids, window, ctx)});
-    ctx.report(static_cast<double>(i + 1) / static_cast<double>(ranks.size()), "embedding: rank " + std::to_string(ranks[i]));
+    ctx.report(static_cast<double>(i + 1) / static_cast<double>(ranks.size()),
+               "embedding: rank " + std::to_string(ranks[i]));
   }
   for (TruncatedEmbeddingLoss& l : out) {
     l.eval.source = path.string();

@@ -26,8 +26,10 @@ torch::Device deviceFor(const std::string& name) {
   if (name == "cpu") return torch::kCPU;
   if (name == "cuda") {
     if (!torch::cuda::is_available())
-      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda",
-                   .found = "LibTorch " + std::string(TORCH_VERSION) + " without a usable GPU", .hint = "use --device cpu"});
+      throw Error({.what = "CUDA requested but unavailable",
+                   .where = "--device cuda",
+                   .found = "LibTorch " + std::string(TORCH_VERSION) + " without a usable GPU",
+                   .hint = "use --device cpu"});
     return torch::Device(torch::kCUDA, 0);
   }
   throw Error({.what = "unknown device", .where = "--device", .expected = "cpu or cuda", .found = name});
@@ -40,7 +42,8 @@ HeldOutSource heldOutSource(const fs::path& path, const EvalOptions& options) {
   if (const auto run = runDirectoryOf(path)) {
     const Json record = readJsonFile(*run / "run.json");
     if (const Json* config = record.contains("config") ? &record["config"] : nullptr) {
-      if (config->contains("corpus") && (*config)["corpus"].is_string()) s.corpus = (*config)["corpus"].get<std::string>();
+      if (config->contains("corpus") && (*config)["corpus"].is_string())
+        s.corpus = (*config)["corpus"].get<std::string>();
       if (config->contains("validation_fraction") && (*config)["validation_fraction"].is_number())
         s.validationFraction = (*config)["validation_fraction"].get<double>();
     }
@@ -67,7 +70,8 @@ HeldOutText heldOutTokens(const fs::path& path, const EvalOptions& options, cons
   HeldOutText out;
   if (!options.tokenIds.empty()) {
     out.ids = options.tokenIds;
-    if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1) out.ids.resize(static_cast<size_t>(options.tokens + 1));
+    if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1)
+      out.ids.resize(static_cast<size_t>(options.tokens + 1));
     out.tokenizer = "token ids given by the caller";
     out.description = "token ids";
     return out;
@@ -88,23 +92,28 @@ HeldOutText heldOutTokens(const fs::path& path, const EvalOptions& options, cons
     ++documents;
     if (static_cast<int64_t>(out.ids.size()) > options.tokens) break;
   }
-  if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1) out.ids.resize(static_cast<size_t>(options.tokens + 1));
+  if (static_cast<int64_t>(out.ids.size()) > options.tokens + 1)
+    out.ids.resize(static_cast<size_t>(options.tokens + 1));
   char share[32];
   std::snprintf(share, sizeof share, "%g%%", 100.0 * source.validationFraction);
-  out.description = "held-out split of " + corpus.name + " (" + share + " of documents; " + std::to_string(documents) +
-                    " of " + std::to_string(split.validation.size()) + " used)";
+  out.description = "held-out split of " + corpus.name + " (" + share + " of documents; " +
+                    std::to_string(documents) + " of " + std::to_string(split.validation.size()) + " used)";
   return out;
 }
 
 void requireScorable(const HeldOutText& text, int64_t vocab) {
   if (text.ids.size() < 2)
-    throw Error({.what = "too little text to evaluate", .where = text.description,
-                 .expected = ">= 2 tokens", .found = std::to_string(text.ids.size()),
+    throw Error({.what = "too little text to evaluate",
+                 .where = text.description,
+                 .expected = ">= 2 tokens",
+                 .found = std::to_string(text.ids.size()),
                  .hint = "use a larger corpus or a larger validation share"});
   for (int id : text.ids)
     if (id < 0 || id >= vocab)
-      throw Error({.what = "token id outside the model's vocabulary", .where = text.tokenizer,
-                   .expected = "ids in [0, " + std::to_string(vocab) + ")", .found = std::to_string(id),
+      throw Error({.what = "token id outside the model's vocabulary",
+                   .where = text.tokenizer,
+                   .expected = "ids in [0, " + std::to_string(vocab) + ")",
+                   .found = std::to_string(id),
                    .hint = "the tokenizer beside the weights belongs to another model"});
 }
 
@@ -112,7 +121,8 @@ int64_t evalWindow(const EvalOptions& options, int64_t context) {
   return options.window > 0 ? std::min(options.window, context) : std::min<int64_t>(context, 1024);
 }
 
-EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids, int64_t window, const TaskContext& ctx) {
+EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids, int64_t window,
+                       const TaskContext& ctx) {
   EvalResult r;
   r.window = window;
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -127,7 +137,9 @@ EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids,
     const int64_t length = std::min(window + 1, n - starts[i]);
     std::vector<int64_t> batch;
     size_t j = i;
-    for (; j < starts.size() && static_cast<int64_t>(j - i) < perBatch && std::min(window + 1, n - starts[j]) == length; ++j)
+    for (; j < starts.size() && static_cast<int64_t>(j - i) < perBatch &&
+           std::min(window + 1, n - starts[j]) == length;
+         ++j)
       batch.insert(batch.end(), ids.begin() + starts[j], ids.begin() + starts[j] + length);
     const int64_t b = static_cast<int64_t>(j - i);
     const torch::Tensor tokens = at::tensor(batch, at::kLong).view({b, length}).to(device);
@@ -155,7 +167,10 @@ EvalResult evaluateCheckpoint(const fs::path& path, const EvalOptions& options, 
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   if (options.tokens < 1)
-    throw Error({.what = "nothing to evaluate", .where = "--tokens", .expected = ">= 1", .found = std::to_string(options.tokens)});
+    throw Error({.what = "nothing to evaluate",
+                 .where = "--tokens",
+                 .expected = ">= 1",
+                 .found = std::to_string(options.tokens)});
   setComputeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
   const torch::Device device = deviceFor(options.device);
   const auto ckpt = Checkpoint::open(resolveModelPath(path));

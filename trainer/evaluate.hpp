@@ -22,26 +22,26 @@ namespace sharelens {
 struct EvalOptions {
   // The text. Unset: a ShareLens run's own corpus and validation share (from its run.json), so a run is
   // scored on the documents it held out; brown and 0.05 (training's defaults) for anything else.
-  std::optional<std::string> corpus;             // brown, nlp or a directory of .txt files
-  std::optional<double> validationFraction;      // the held-out share of documents
-  int64_t tokens = 32768;            // at most this many tokens of held-out text are scored
-  int64_t window = 0;                // tokens predicted per window; 0: min(context, 1024)
-  std::vector<int> tokenIds;         // when given: score exactly these tokens instead of corpus text
+  std::optional<std::string> corpus;         // brown, nlp or a directory of .txt files
+  std::optional<double> validationFraction;  // the held-out share of documents
+  int64_t tokens = 32768;                    // at most this many tokens of held-out text are scored
+  int64_t window = 0;                        // tokens predicted per window; 0: min(context, 1024)
+  std::vector<int> tokenIds;                 // when given: score exactly these tokens instead of corpus text
   std::string device = "cpu";
   int threads = 0;
 };
 
 struct EvalResult {
-  std::string source;      // the path evaluated
-  std::string tokenizer;   // what tokenised the text
-  std::string text;        // "held-out split of brown (5% of documents, 23 documents)" or "token ids"
-  int64_t tokens = 0;      // predicted tokens
+  std::string source;     // the path evaluated
+  std::string tokenizer;  // what tokenised the text
+  std::string text;       // "held-out split of brown (5% of documents, 23 documents)" or "token ids"
+  int64_t tokens = 0;     // predicted tokens
   int64_t window = 0;
-  double nll = 0;          // nats per token
-  double perplexity = 0;   // exp(nll)
+  double nll = 0;         // nats per token
+  double perplexity = 0;  // exp(nll)
   double seconds = 0;
-  std::vector<double> windowNll;     // summed NLL of each window (for paired comparisons)
-  std::vector<int64_t> windowTokens; // predicted tokens of each window
+  std::vector<double> windowNll;      // summed NLL of each window (for paired comparisons)
+  std::vector<int64_t> windowTokens;  // predicted tokens of each window
   // Standard error of the mean NLL, treating windows as independent samples (ratio estimator).
   double standardError() const;
 };

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -33,32 +33,41 @@ TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm,
   return c;
 }
 
-void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOptions& o, const TaskContext& ctx,
-                   const std::function<void(const std::string&)>& log) {
+void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOptions& o,
+                   const TaskContext& ctx, const std::function<void(const std::string&)>& log) {
   if (o.seeds) {
     if (*o.seeds < 2 || *o.seeds > static_cast<int>(e.seeds.size()))
-      throw Error({.what = "seeds out of range", .where = "--seeds", .expected = "2.." + std::to_string(e.seeds.size()),
-                   .found = std::to_string(*o.seeds), .hint = "an interval needs at least 2 seeds"});
+      throw Error({.what = "seeds out of range",
+                   .where = "--seeds",
+                   .expected = "2.." + std::to_string(e.seeds.size()),
+                   .found = std::to_string(*o.seeds),
+                   .hint = "an interval needs at least 2 seeds"});
     e.seeds.resize(static_cast<size_t>(*o.seeds));
   }
   if (o.steps) {
     const TrainConfig c = experimentTrainConfig(e, e.arms.front(), 0);
     e.tokens = *o.steps * c.batchSize * e.arms.front().topology.model.context;
   }
-  for (const ExperimentArm& arm : e.arms) (void)experimentTrainConfig(e, arm, 0);  // every arm's options valid before training
+  for (const ExperimentArm& arm : e.arms)
+    (void)experimentTrainConfig(e, arm, 0);  // every arm's options valid before training
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
   if (fs::exists(file)) {
     if (readJsonFile(file) != resolved)
-      throw Error({.what = "the directory holds another experiment (or this one with other seeds, steps or arms)",
-                   .where = file.string(), .hint = "choose another --out, or run it with the options it was started with"});
+      throw Error(
+          {.what = "the directory holds another experiment (or this one with other seeds, steps or arms)",
+           .where = file.string(),
+           .hint = "choose another --out, or run it with the options it was started with"});
   } else {
     fs::create_directories(outDir);
     writeFileAtomically(file, resolved.dump(2) + "\n");
   }
 
-  if (std::any_of(e.arms.begin(), e.arms.end(), [](const ExperimentArm& a) { return a.derive.has_value(); }) && !o.deriveArm)
-    throw Error({.what = "derived arms need DirectShare and PostShare", .where = "experiment '" + e.name + "'",
+  if (std::any_of(e.arms.begin(), e.arms.end(),
+                  [](const ExperimentArm& a) { return a.derive.has_value(); }) &&
+      !o.deriveArm)
+    throw Error({.what = "derived arms need DirectShare and PostShare",
+                 .where = "experiment '" + e.name + "'",
                  .hint = "run it with `sharelens experiment run`"});
 
   struct Job {
@@ -72,7 +81,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   const size_t total = trained.size() + derived.size();
   const int parallel = std::max(1, o.parallel);
   const int threads = std::max(1, (o.threads > 0 ? o.threads : ctx.threadCount()) / parallel);
-  if (parallel > 1) requestBlasThreads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
+  if (parallel > 1)
+    requestBlasThreads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
   std::mutex mutex;
   std::atomic<size_t> done{0};
   std::exception_ptr failure;
@@ -101,9 +111,13 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       fs::create_directories(dir);
       say("   " + name + ": " + d.method + " of " + d.from + " seed " + std::to_string(job.seed));
       const DerivedModel m = o.deriveArm(e, *job.arm, job.seed, source, dir, threads, own);
-      writeFileAtomically(dir / "derived.json", Json{{"method", d.method}, {"from", d.from}, {"model", m.model.string()},
-                                                     {"parameters", m.parameters}, {"parameters_saved", m.parametersSaved}}
-                                                    .dump(2) + "\n");
+      writeFileAtomically(dir / "derived.json", Json{{"method", d.method},
+                                                     {"from", d.from},
+                                                     {"model", m.model.string()},
+                                                     {"parameters", m.parameters},
+                                                     {"parameters_saved", m.parametersSaved}}
+                                                        .dump(2) +
+                                                    "\n");
       return evaluate(m.model, dir, own);
     }
     RunRequest r;
@@ -114,19 +128,22 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     r.role = job.arm->matchedBaselineOf.empty() ? "model" : "baseline";
     r.resume = isRunDirectory(dir);
     r.startIfNothingToResume = true;
-    say("   " + name + ": " + (r.resume ? "resuming" : "training") + " " + std::to_string(r.config.steps) + " steps");
+    say("   " + name + ": " + (r.resume ? "resuming" : "training") + " " + std::to_string(r.config.steps) +
+        " steps");
     const int64_t every = std::max<int64_t>(1, r.config.steps / 10);
     auto progress = [&](const StepMetrics& m) {
       if (m.step % every != 0) return;
       char line[160];
-      std::snprintf(line, sizeof line, "   %s: step %lld / %lld, loss %.4f, %.0f tokens/s", name.c_str(), static_cast<long long>(m.step),
-                    static_cast<long long>(r.config.steps), m.loss, m.tokensPerSecond);
+      std::snprintf(line, sizeof line, "   %s: step %lld / %lld, loss %.4f, %.0f tokens/s", name.c_str(),
+                    static_cast<long long>(m.step), static_cast<long long>(r.config.steps), m.loss,
+                    m.tokensPerSecond);
       say(line);
     };
     std::string message;
     const RunState state = runTraining(r, own, progress, &message);
     if (state == RunState::Stopped) return std::nullopt;
-    if (state != RunState::Finished) throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
+    if (state != RunState::Finished)
+      throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
     return evaluate(dir, dir, own);
   };
   auto worker = [&](std::deque<Job>& queue) {
@@ -141,7 +158,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       const std::string name = job.arm->name + " seed " + std::to_string(job.seed);
       try {
         if (fs::exists(experimentRunDirectory(outDir, job.arm->name, job.seed) / "eval.json")) {
-          say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": already finished");
+          say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name +
+              ": already finished");
           continue;
         }
         TaskContext own = ctx;
@@ -150,7 +168,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         if (!nll) return;
         char text[32];
         std::snprintf(text, sizeof text, "%.4f", *nll);
-        say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": finished, held-out NLL " + text);
+        say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name +
+            ": finished, held-out NLL " + text);
       } catch (const Cancelled&) {
         return;
       } catch (...) {

@@ -1,6 +1,6 @@
 // Runs an experiment (core/experiment.hpp): every arm x seed as a training run in OUT/<arm>/seed-<s>/, N at a
-// time with the cores split between them, each followed by its final evaluation (eval.json, held-out NLL of the
-// last checkpoint). Killed and run again, it resumes the unfinished runs and never redoes finished ones.
+// time with the cores split between them, each followed by its final evaluation (eval.json, held-out NLL of
+// the last checkpoint). Killed and run again, it resumes the unfinished runs and never redoes finished ones.
 // Torch-free interface.
 #pragma once
 
@@ -15,34 +15,36 @@
 
 namespace sharelens {
 
-// A derived arm's model for one seed (core/experiment.hpp, "derive"), made from its source arm's finished run of
-// the same seed: DirectShare and PostShare live above the trainer, so the caller supplies this
+// A derived arm's model for one seed (core/experiment.hpp, "derive"), made from its source arm's finished run
+// of the same seed: DirectShare and PostShare live above the trainer, so the caller supplies this
 // (app/workflows/experiment_derive.hpp). Returns the model to evaluate and its unique parameters.
 struct DerivedModel {
   std::filesystem::path model;
   int64_t parameters = 0;
   int64_t parametersSaved = 0;
 };
-using DeriveArm = std::function<DerivedModel(const Experiment& experiment, const ExperimentArm& arm, uint64_t seed,
-                                             const std::filesystem::path& sourceRun, const std::filesystem::path& runDir,
-                                             int threads, const TaskContext& ctx)>;
+using DeriveArm =
+    std::function<DerivedModel(const Experiment& experiment, const ExperimentArm& arm, uint64_t seed,
+                               const std::filesystem::path& sourceRun, const std::filesystem::path& runDir,
+                               int threads, const TaskContext& ctx)>;
 
 struct ExperimentRunOptions {
-  int parallel = 1;                 // runs at a time; each gets threads / parallel compute threads
-  int threads = 0;                  // 0: all cores
-  std::optional<int64_t> steps;     // overrides the token budget (steps of every arm)
-  std::optional<int> seeds;         // only the first K seeds
-  DeriveArm deriveArm;              // needed when the experiment has derived arms
+  int parallel = 1;              // runs at a time; each gets threads / parallel compute threads
+  int threads = 0;               // 0: all cores
+  std::optional<int64_t> steps;  // overrides the token budget (steps of every arm)
+  std::optional<int> seeds;      // only the first K seeds
+  DeriveArm deriveArm;           // needed when the experiment has derived arms
 };
 
-// The training options of an arm: the defaults, the experiment's overrides, its corpus, the seed, and the steps
-// its token budget buys at its context length.
+// The training options of an arm: the defaults, the experiment's overrides, its corpus, the seed, and the
+// steps its token budget buys at its context length.
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed);
 
 // Writes OUT/experiment.json (or checks that it holds this experiment), then trains and evaluates what is not
-// finished -- the trained arms first, then the derived ones (which need their sources' runs). `log` receives one
-// line per event ("[3/18] cycle seed 2: finished, NLL 4.213") and a progress line every tenth of a run.
-void runExperiment(Experiment experiment, const std::filesystem::path& outDir, const ExperimentRunOptions& options,
-                   const TaskContext& ctx, const std::function<void(const std::string&)>& log);
+// finished -- the trained arms first, then the derived ones (which need their sources' runs). `log` receives
+// one line per event ("[3/18] cycle seed 2: finished, NLL 4.213") and a progress line every tenth of a run.
+void runExperiment(Experiment experiment, const std::filesystem::path& outDir,
+                   const ExperimentRunOptions& options, const TaskContext& ctx,
+                   const std::function<void(const std::string&)>& log);
 
 }  // namespace sharelens

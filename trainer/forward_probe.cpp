@@ -31,7 +31,8 @@ int64_t peakResidentBytes() {
 
 }  // namespace
 
-ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOptions& options, const TaskContext& ctx) {
+ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOptions& options,
+                            const TaskContext& ctx) {
   using clock = std::chrono::steady_clock;
   const int threads = options.threads > 0 ? options.threads : ctx.threadCount();
   setComputeThreads(threads);
@@ -40,7 +41,8 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   torch::Device device = torch::kCPU;
   if (options.device == "cuda") {
     if (!torch::cuda::is_available())
-      throw Error({.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
+      throw Error(
+          {.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
     device = torch::Device(torch::kCUDA, 0);
   }
   ctx.report(0.0, "activations: loading the model");
@@ -70,39 +72,49 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   r.tokenIds = stream;
   for (int id : stream)
     if (id < 0 || id >= view.shape.vocab)
-      throw Error({.what = "the tokenizer produces ids outside the model's vocabulary", .where = r.tokenizer,
-                   .expected = "< " + std::to_string(view.shape.vocab), .found = std::to_string(id),
+      throw Error({.what = "the tokenizer produces ids outside the model's vocabulary",
+                   .where = r.tokenizer,
+                   .expected = "< " + std::to_string(view.shape.vocab),
+                   .found = std::to_string(id),
                    .hint = "the tokenizer beside the weights belongs to another model"});
 
   const int64_t chunk = std::min(options.chunk, model.context());
   const bool perTokenLens = options.logitLens == "per-token";
   if (!perTokenLens && options.logitLens != "mean-state")
-    throw Error({.what = "unknown logit lens", .where = "--logit-lens", .expected = "mean-state or per-token",
+    throw Error({.what = "unknown logit lens",
+                 .where = "--logit-lens",
+                 .expected = "mean-state or per-token",
                  .found = options.logitLens});
   r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));
   std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
   int64_t klTokens = 0;
   // Sum over tokens of each block's output h_l (double), for the mean-state lens: [layers, d].
-  torch::Tensor stateSum = at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
+  torch::Tensor stateSum =
+      at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
   const auto started = clock::now();
   for (int64_t at = 0; at < r.tokens; at += chunk) {
     ctx.throwIfCancelled();
     const int64_t n = std::min(chunk, r.tokens - at);
     const torch::Tensor tokens =
-        at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong).unsqueeze(0).to(device);
+        at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong)
+            .unsqueeze(0)
+            .to(device);
     InferenceModel::Trace trace;
     model.forward(tokens, &trace);
     for (int64_t l = 0; l < r.layers; ++l) {
       const torch::Tensor& after = trace.residual[static_cast<size_t>(l + 1)];
-      const torch::Tensor delta = (after - trace.residual[static_cast<size_t>(l)]).squeeze(0).to(at::kCPU).contiguous();
-      std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(), r.residualDeltas[static_cast<size_t>(l)].row(at));
+      const torch::Tensor delta =
+          (after - trace.residual[static_cast<size_t>(l)]).squeeze(0).to(at::kCPU).contiguous();
+      std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(),
+                r.residualDeltas[static_cast<size_t>(l)].row(at));
       stateSum[l] += after.squeeze(0).to(at::kDouble).sum(0);
     }
     if (perTokenLens && klTokens < options.logitLensTokens && r.layers >= 2) {
       const auto lensStart = clock::now();
       torch::Tensor previous = at::log_softmax(model.logits(trace.residual[1].squeeze(0)), -1);
       for (int64_t l = 1; l < r.layers; ++l) {
-        const torch::Tensor current = at::log_softmax(model.logits(trace.residual[static_cast<size_t>(l + 1)].squeeze(0)), -1);
+        const torch::Tensor current =
+            at::log_softmax(model.logits(trace.residual[static_cast<size_t>(l + 1)].squeeze(0)), -1);
         klSum[static_cast<size_t>(l - 1)] += (previous.exp() * (previous - current)).sum().item<double>();
         previous = current;
       }
@@ -127,7 +139,9 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});
   if (sample >= 2) {
     const torch::Tensor tokens =
-        at::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + sample), at::kLong).unsqueeze(0).to(device);
+        at::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + sample), at::kLong)
+            .unsqueeze(0)
+            .to(device);
     InferenceModel::Trace trace;
     model.forward(tokens, &trace, /*captureAttention=*/true);
     std::vector<torch::Tensor> maps;
@@ -150,7 +164,8 @@ std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& path, const s
   const ModelView view = openModelView(*ckpt);
   const InferenceModel model(*ckpt, view, torch::kCPU);
   InferenceModel::Trace trace;
-  model.forward(at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).unsqueeze(0), &trace);
+  model.forward(at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).unsqueeze(0),
+                &trace);
   std::vector<FloatMatrix> out;
   for (const torch::Tensor& h : trace.residual) out.push_back(toMatrix(h.squeeze(0)));
   out.push_back(toMatrix(model.logits(trace.residual.back().squeeze(0))));  // last: the logits

@@ -14,9 +14,9 @@
 namespace sharelens {
 
 struct ProbeOptions {
-  int64_t tokens = 25000;          // tokens of text for the layer-output differences
-  std::string corpus = "brown";    // brown, nlp or a directory of .txt files
-  int64_t chunk = 512;             // tokens per forward pass (capped at the model's context)
+  int64_t tokens = 25000;        // tokens of text for the layer-output differences
+  std::string corpus = "brown";  // brown, nlp or a directory of .txt files
+  int64_t chunk = 512;           // tokens per forward pass (capped at the model's context)
   // The logit lens behind the KL drift between consecutive layers (DESIGN.md section 4):
   //   "mean-state"  the MASA paper's grouping probe: p_l = softmax(W_U h̄_l), the output projection applied to
   //                 block l's output averaged over all the tokens; drift_l = KL(p_l || p_{l+1})
@@ -27,12 +27,12 @@ struct ProbeOptions {
   int64_t attentionTokens = 128;   // one sample sequence for the attention maps
   std::string device = "cpu";
   int threads = 0;
-  std::vector<int> tokenIds;       // when given: these tokens instead of the corpus text
+  std::vector<int> tokenIds;  // when given: these tokens instead of the corpus text
 };
 
 struct ProbeResult {
-  std::string tokenizer;                    // what tokenised the text
-  std::vector<int> tokenIds;                // the tokens that went through the model
+  std::string tokenizer;      // what tokenised the text
+  std::vector<int> tokenIds;  // the tokens that went through the model
   int64_t tokens = 0, layers = 0, hidden = 0, heads = 0;
   std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]
   std::vector<double> klDrift;              // KL(p_l || p_{l+1}), l = 0..layers-2, over layer outputs
@@ -40,13 +40,14 @@ struct ProbeResult {
   std::vector<std::string> headLabels;      // "L3.h5"
   FloatMatrix attentionSimilarity;          // (layers * heads)^2 cosine similarity of attention maps
   double forwardSeconds = 0, logitLensSeconds = 0;
-  int64_t peakResidentBytes = 0;            // of the process, after the forward passes
+  int64_t peakResidentBytes = 0;  // of the process, after the forward passes
 };
 
 ProbeResult probeCheckpoint(const std::filesystem::path& checkpointPath, const ProbeOptions& options,
                             const TaskContext& ctx);
 
 // Hidden states (embeddings, then after each layer) and, last, the logits of one token sequence.
-std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& checkpointPath, const std::vector<int>& tokens);
+std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& checkpointPath,
+                                      const std::vector<int>& tokens);
 
 }  // namespace sharelens

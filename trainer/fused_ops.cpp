@@ -12,14 +12,17 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-bool fusable(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(); }
+bool fusable(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
 
 // ---- RMSNorm ----------------------------------------------------------------------------------------------
 // y = x r w with r = 1 / sqrt(mean(x^2) + eps) per row. Backward, with u = gy w:
 //   gx = r u - x r^3 mean(u x),   gw = sum_rows gy x r.
 
 struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               double eps) {
     const int64_t d = x.size(-1), rows = x.numel() / d;
     torch::Tensor y = at::empty_like(x), inv = at::empty({rows}, x.options());
     const float* xp = x.data_ptr<float>();
@@ -50,7 +53,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     // gw is a sum over rows: each chunk of rows accumulates its own partial sum, added up at the end.
     const int64_t chunk = 256, chunks = (rows + chunk - 1) / chunk;
     std::vector<float> partial(static_cast<size_t>(chunks * d), 0.0f);
-    const float *xp = x.data_ptr<float>(), *wp = weight.data_ptr<float>(), *rp = inv.data_ptr<float>(), *gp = gy.data_ptr<float>();
+    const float *xp = x.data_ptr<float>(), *wp = weight.data_ptr<float>(), *rp = inv.data_ptr<float>(),
+                *gp = gy.data_ptr<float>();
     float* gxp = gx.data_ptr<float>();
     at::parallel_for(0, chunks, 1, [&](int64_t cBegin, int64_t cEnd) {
       for (int64_t c = cBegin; c < cEnd; ++c) {
@@ -83,7 +87,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 // and the backward is the inverse rotation of the gradient:
 //   gx_i = gy_i c + gy_{i+h} s,   gx_{i+h} = gy_{i+h} c - gy_i s.
 
-void rotate(const torch::Tensor& in, const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& out, float direction) {
+void rotate(const torch::Tensor& in, const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& out,
+            float direction) {
   const int64_t batch = in.size(0), time = in.size(1), heads = in.size(2), hd = in.size(3), half = hd / 2;
   const float *ip = in.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
   float* op = out.data_ptr<float>();
@@ -105,7 +110,8 @@ void rotate(const torch::Tensor& in, const torch::Tensor& cos, const torch::Tens
 }
 
 struct RopeFunction : public torch::autograd::Function<RopeFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
+                               const torch::Tensor& sin) {
     torch::Tensor y = at::empty_like(x);
     rotate(x, cos, sin, y, 1.0f);
     ctx->save_for_backward({cos, sin});

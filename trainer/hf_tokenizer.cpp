@@ -94,8 +94,12 @@ std::string toByteLevel(std::string_view s) {
 }
 
 [[noreturn]] void unsupported(const fs::path& file, const std::string& field, const std::string& found) {
-  throw Error({.what = "unsupported tokenizer.json component", .where = file.string() + ": " + field, .found = found,
-               .hint = "ShareLens reads BPE tokenizers (GPT-2, Llama 3, Qwen2, Gemma); convert others to SentencePiece"});
+  throw Error(
+      {.what = "unsupported tokenizer.json component",
+       .where = file.string() + ": " + field,
+       .found = found,
+       .hint =
+           "ShareLens reads BPE tokenizers (GPT-2, Llama 3, Qwen2, Gemma); convert others to SentencePiece"});
 }
 
 // ---- regex splitting through ICU ------------------------------------------------------------------------
@@ -107,13 +111,16 @@ class UnicodeRegex {
     UParseError parse{};
     m_pattern.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, parse, status));
     if (U_FAILURE(status))
-      throw Error({.what = "cannot compile the pre-tokenizer regex", .where = where, .found = u_errorName(status),
+      throw Error({.what = "cannot compile the pre-tokenizer regex",
+                   .where = where,
+                   .found = u_errorName(status),
                    .hint = "the pattern uses syntax ICU does not support"});
   }
 
   // Byte ranges [begin, end) of every match in the UTF-8 text.
   std::vector<std::pair<size_t, size_t>> matches(std::string_view text) const {
-    const icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    const icu::UnicodeString u =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     // UTF-16 index -> UTF-8 byte offset
     std::vector<size_t> byteAt(static_cast<size_t>(u.length()) + 1, text.size());
     size_t bytes = 0;
@@ -200,7 +207,8 @@ std::vector<std::string> splitByMatches(std::string_view text, std::vector<std::
 std::vector<std::pair<size_t, size_t>> literalMatches(std::string_view text, const std::string& literal) {
   std::vector<std::pair<size_t, size_t>> out;
   if (literal.empty()) return out;
-  for (size_t at = text.find(literal); at != std::string_view::npos; at = text.find(literal, at + literal.size()))
+  for (size_t at = text.find(literal); at != std::string_view::npos;
+       at = text.find(literal, at + literal.size()))
     out.emplace_back(at, at + literal.size());
   return out;
 }
@@ -212,7 +220,8 @@ using PreTokenizer = std::function<std::vector<std::string>(const std::vector<st
 
 std::string icuNormalize(const std::string& s, bool compatibility) {
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2* n = compatibility ? icu::Normalizer2::getNFKCInstance(status) : icu::Normalizer2::getNFCInstance(status);
+  const icu::Normalizer2* n =
+      compatibility ? icu::Normalizer2::getNFKCInstance(status) : icu::Normalizer2::getNFCInstance(status);
   const icu::UnicodeString out = n->normalize(icu::UnicodeString::fromUTF8(s), status);
   std::string utf8;
   out.toUTF8String(utf8);
@@ -221,7 +230,8 @@ std::string icuNormalize(const std::string& s, bool compatibility) {
 
 std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
   if (from.empty()) return s;
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -236,26 +246,32 @@ struct Pattern {
 
 Pattern parsePattern(const Json& j, const std::string& where) {
   Pattern p;
-  if (j.contains("String")) p.literal = j["String"].get<std::string>();
-  else if (j.contains("Regex")) p.regex = std::make_shared<UnicodeRegex>(j["Regex"].get<std::string>(), where);
-  else throw Error({.what = "pattern must be {String} or {Regex}", .where = where, .found = j.dump()});
+  if (j.contains("String"))
+    p.literal = j["String"].get<std::string>();
+  else if (j.contains("Regex"))
+    p.regex = std::make_shared<UnicodeRegex>(j["Regex"].get<std::string>(), where);
+  else
+    throw Error({.what = "pattern must be {String} or {Regex}", .where = where, .found = j.dump()});
   return p;
 }
 
-constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 Normalizer parseNormalizer(const Json& j, const fs::path& file) {
   if (j.is_null()) return [](std::string s) { return s; };
   const std::string type = j.value("type", "");
   if (type == "NFC") return [](std::string s) { return icuNormalize(s, false); };
   if (type == "NFKC") return [](std::string s) { return icuNormalize(s, true); };
-  if (type == "Lowercase") return [](std::string s) {
-    icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
-    std::string out;
-    u.toLower().toUTF8String(out);
-    return out;
-  };
-  if (type == "Prepend") return [p = j["prepend"].get<std::string>()](std::string s) { return s.empty() ? s : p + s; };
+  if (type == "Lowercase")
+    return [](std::string s) {
+      icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
+      std::string out;
+      u.toLower().toUTF8String(out);
+      return out;
+    };
+  if (type == "Prepend")
+    return [p = j["prepend"].get<std::string>()](std::string s) { return s.empty() ? s : p + s; };
   if (type == "Replace") {
     const Pattern pattern = parsePattern(j["pattern"], file.string() + ": normalizer");
     const std::string content = j["content"].get<std::string>();
@@ -305,7 +321,8 @@ PreTokenizer parsePreTokenizer(const Json& j, const fs::path& file, bool& byteLe
         std::string p = pieces[i];
         if (prefix && i == 0 && !p.empty() && p[0] != ' ') p = " " + p;
         if (regex)
-          for (std::string& s : splitByMatches(p, gpt2->matches(p), SplitBehavior::Isolated, false)) out.push_back(toByteLevel(s));
+          for (std::string& s : splitByMatches(p, gpt2->matches(p), SplitBehavior::Isolated, false))
+            out.push_back(toByteLevel(s));
         else
           out.push_back(toByteLevel(p));
       }
@@ -319,24 +336,28 @@ PreTokenizer parsePreTokenizer(const Json& j, const fs::path& file, bool& byteLe
     return [pattern, behavior, invert](const std::vector<std::string>& pieces) {
       std::vector<std::string> out;
       for (const std::string& p : pieces)
-        for (std::string& s : splitByMatches(p, pattern.matches(p), behavior, invert)) out.push_back(std::move(s));
+        for (std::string& s : splitByMatches(p, pattern.matches(p), behavior, invert))
+          out.push_back(std::move(s));
       return out;
     };
   }
   if (type == "Metaspace") {
     const std::string replacement = j.value("replacement", "\u2581");
-    const std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
+    const std::string scheme =
+        j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
     const bool split = j.value("split", true);
     return [replacement, scheme, split](const std::vector<std::string>& pieces) {
       std::vector<std::string> out;
       for (size_t i = 0; i < pieces.size(); ++i) {
         std::string p = replaceAll(pieces[i], " ", replacement);
-        if ((scheme == "always" || (scheme == "first" && i == 0)) && p.rfind(replacement, 0) != 0) p = replacement + p;
+        if ((scheme == "always" || (scheme == "first" && i == 0)) && p.rfind(replacement, 0) != 0)
+          p = replacement + p;
         if (!split) {
           out.push_back(p);
           continue;
         }
-        for (std::string& s : splitByMatches(p, literalMatches(p, replacement), SplitBehavior::MergedWithNext, false))
+        for (std::string& s :
+             splitByMatches(p, literalMatches(p, replacement), SplitBehavior::MergedWithNext, false))
           out.push_back(std::move(s));
       }
       return out;
@@ -366,7 +387,9 @@ PreTokenizer parsePreTokenizer(const Json& j, const fs::path& file, bool& byteLe
 // ---- the BPE model ---------------------------------------------------------------------------------------
 
 struct PairHash {
-  size_t operator()(const std::pair<int, int>& p) const { return std::hash<int64_t>()((int64_t(p.first) << 32) ^ p.second); }
+  size_t operator()(const std::pair<int, int>& p) const {
+    return std::hash<int64_t>()((int64_t(p.first) << 32) ^ p.second);
+  }
 };
 
 class BpeModel {
@@ -386,7 +409,8 @@ class BpeModel {
       if (merge.is_string()) {
         const std::string s = merge.get<std::string>();
         const size_t space = s.find(' ', 1);
-        if (space == std::string::npos) throw Error({.what = "malformed merge", .where = file.string() + ": model.merges", .found = s});
+        if (space == std::string::npos)
+          throw Error({.what = "malformed merge", .where = file.string() + ": model.merges", .found = s});
         a = s.substr(0, space);
         b = s.substr(space + 1);
       } else {
@@ -490,18 +514,21 @@ class HfTokenizer : public TextTokenizer {
     m_normalizer = parseNormalizer(j.value("normalizer", Json()), file);
     m_preTokenizer = parsePreTokenizer(j.value("pre_tokenizer", Json()), file, m_byteLevel);
     for (const Json& a : j.value("added_tokens", Json::array())) {
-      AddedToken t{a["content"].get<std::string>(), a["id"].get<int>(), a.value("special", false), a.value("lstrip", false),
-                   a.value("rstrip", false)};
+      AddedToken t{a["content"].get<std::string>(), a["id"].get<int>(), a.value("special", false),
+                   a.value("lstrip", false), a.value("rstrip", false)};
       m_added.push_back(t);
     }
-    std::sort(m_added.begin(), m_added.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+    std::sort(m_added.begin(), m_added.end(),
+              [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
     for (size_t i = 0; i < m_added.size(); ++i) {
       m_idToToken[m_added[i].id] = m_added[i].content;
-      if (!m_added[i].content.empty()) m_addedByFirstByte[static_cast<unsigned char>(m_added[i].content[0])].push_back(i);
+      if (!m_added[i].content.empty())
+        m_addedByFirstByte[static_cast<unsigned char>(m_added[i].content[0])].push_back(i);
     }
     for (const auto& [token, id] : m_model->vocab()) m_idToToken[id] = token;
     parsePostProcessor(j.value("post_processor", Json()));
-    if (const Json& d = j.value("decoder", Json()); !d.is_null()) m_byteLevelDecode = d.dump().find("ByteLevel") != std::string::npos;
+    if (const Json& d = j.value("decoder", Json()); !d.is_null())
+      m_byteLevelDecode = d.dump().find("ByteLevel") != std::string::npos;
   }
 
   std::vector<int> encode(std::string_view text, bool addSpecialTokens) const override {
@@ -581,8 +608,8 @@ class HfTokenizer : public TextTokenizer {
   std::string fingerprint() const override { return m_fingerprint; }
 
   std::string describe() const override {
-    return m_file.filename().string() + ": BPE (" + (m_byteLevel ? "byte-level" : "SentencePiece-style") + "), " +
-           std::to_string(vocabSize()) + " tokens";
+    return m_file.filename().string() + ": BPE (" + (m_byteLevel ? "byte-level" : "SentencePiece-style") +
+           "), " + std::to_string(vocabSize()) + " tokens";
   }
 
  private:
@@ -622,7 +649,8 @@ class HfTokenizer : public TextTokenizer {
         continue;
       }
       const std::string name = item["SpecialToken"]["id"].get<std::string>();
-      for (const Json& id : p["special_tokens"][name]["ids"]) (afterSequence ? m_suffix : m_prefix).push_back(id.get<int>());
+      for (const Json& id : p["special_tokens"][name]["ids"])
+        (afterSequence ? m_suffix : m_prefix).push_back(id.get<int>());
     }
   }
 
@@ -632,7 +660,7 @@ class HfTokenizer : public TextTokenizer {
   Normalizer m_normalizer;
   PreTokenizer m_preTokenizer;
   bool m_byteLevel = false, m_byteLevelDecode = false;
-  std::vector<AddedToken> m_added;  // longest first
+  std::vector<AddedToken> m_added;                          // longest first
   std::array<std::vector<size_t>, 256> m_addedByFirstByte;  // indices into m_added, longest first
   std::vector<int> m_prefix, m_suffix;
   std::unordered_map<int, std::string> m_idToToken;
@@ -655,7 +683,8 @@ class SentencePieceTokenizer : public TextTokenizer {
   int eosId() const override { return m_model->eosId(); }
   std::string fingerprint() const override { return m_model->fingerprint(); }
   std::string describe() const override {
-    return m_model->path().filename().string() + ": SentencePiece, " + std::to_string(vocabSize()) + " pieces";
+    return m_model->path().filename().string() + ": SentencePiece, " + std::to_string(vocabSize()) +
+           " pieces";
   }
 
  private:
@@ -664,7 +693,9 @@ class SentencePieceTokenizer : public TextTokenizer {
 
 }  // namespace
 
-std::unique_ptr<TextTokenizer> loadHfTokenizer(const fs::path& file) { return std::make_unique<HfTokenizer>(file); }
+std::unique_ptr<TextTokenizer> loadHfTokenizer(const fs::path& file) {
+  return std::make_unique<HfTokenizer>(file);
+}
 std::unique_ptr<TextTokenizer> loadSentencePieceTokenizer(const fs::path& file) {
   return std::make_unique<SentencePieceTokenizer>(file);
 }
@@ -673,11 +704,14 @@ fs::path tokenizerFileForCheckpoint(const fs::path& path) {
   const fs::path resolved = resolveModelPath(path);
   const fs::path dir = fs::is_directory(resolved) ? resolved : resolved.parent_path();
   const fs::path run = dir.parent_path().parent_path();  // RUN/checkpoints/step-N -> RUN
-  for (const fs::path& c : {dir / "tokenizer.json", dir / "tokenizer.model", run / "tokenizer.json", run / "tokenizer.model"})
+  for (const fs::path& c :
+       {dir / "tokenizer.json", dir / "tokenizer.model", run / "tokenizer.json", run / "tokenizer.model"})
     if (fs::exists(c)) return c;
-  throw Error({.what = "no tokenizer for the checkpoint", .where = path.string(),
+  throw Error({.what = "no tokenizer for the checkpoint",
+               .where = path.string(),
                .expected = "tokenizer.json or tokenizer.model beside the weights (or in the run directory)",
-               .found = "none", .hint = "copy the model's tokenizer files next to its safetensors"});
+               .found = "none",
+               .hint = "copy the model's tokenizer files next to its safetensors"});
 }
 
 std::unique_ptr<TextTokenizer> loadTokenizerFile(const fs::path& file) {

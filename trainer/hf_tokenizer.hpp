@@ -1,7 +1,8 @@
 // Tokenizers of the checkpoints ShareLens runs over text: Hugging Face tokenizer.json (BPE models: the
 // byte-level kind of GPT-2, Llama 3 and Qwen2, and the SentencePiece-style kind with byte fallback of Gemma),
 // and SentencePiece .model files (ShareLens runs, Llama 2, Gemma). Implemented here in C++ (ICU for the
-// Unicode regexes and NFC); the tests compare them with an independent JavaScript implementation on real text.
+// Unicode regexes and NFC); the tests compare them with an independent JavaScript implementation on real
+// text.
 //
 // Supported tokenizer.json parts: normalizers NFC, NFKC, Replace, Prepend, Lowercase, Sequence;
 // pre-tokenizers ByteLevel, Split (String or Regex; Isolated, Removed, MergedWithPrevious/Next,
@@ -25,7 +26,8 @@ class TextTokenizer {
   virtual int vocabSize() const = 0;
   virtual int eosId() const = 0;  // end of sequence (documents are joined with it), -1 when there is none
   virtual std::string describe() const = 0;  // "tokenizer.json: BPE (byte-level), 50257 tokens"
-  virtual std::string fingerprint() const = 0;  // FNV-1a of the tokenizer file (caches of tokenised text key on it)
+  virtual std::string fingerprint()
+      const = 0;  // FNV-1a of the tokenizer file (caches of tokenised text key on it)
 };
 
 std::unique_ptr<TextTokenizer> loadHfTokenizer(const std::filesystem::path& tokenizerJson);

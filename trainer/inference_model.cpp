@@ -15,8 +15,9 @@ namespace {
 // embedding would otherwise exist twice while it is converted).
 torch::Tensor tensorOf(FloatMatrix&& m, torch::Device device) {
   auto owner = std::make_shared<FloatMatrix>(std::move(m));
-  const torch::Tensor t = at::from_blob(owner->data.data(), {owner->rows, owner->cols}, [owner](void*) mutable { owner.reset(); },
-                                        at::TensorOptions().dtype(at::kFloat));
+  const torch::Tensor t = at::from_blob(
+      owner->data.data(), {owner->rows, owner->cols}, [owner](void*) mutable { owner.reset(); },
+      at::TensorOptions().dtype(at::kFloat));
   return device.is_cpu() ? t : t.to(device);
 }
 
@@ -29,7 +30,9 @@ torch::Tensor weightOf(const Checkpoint& ckpt, const MatrixExpr& expr, torch::De
 }
 
 torch::Tensor vectorOf(const std::vector<float>& v, torch::Device device) {
-  return at::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, at::kFloat).clone().to(device);
+  return at::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, at::kFloat)
+      .clone()
+      .to(device);
 }
 
 // The text part of a config (Gemma 3 nests it under text_config).
@@ -44,32 +47,41 @@ double number(const Json& j, const char* key, double fallback, const std::string
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number())
-    throw Error({.what = "wrong type", .where = where + " field '" + key + "'", .expected = "a number", .found = jsonTypeName(*it),
+    throw Error({.what = "wrong type",
+                 .where = where + " field '" + key + "'",
+                 .expected = "a number",
+                 .found = jsonTypeName(*it),
                  .hint = "fix config.json; it must come from the model's own export"});
   const double v = it->get<double>();
   if (!std::isfinite(v) || v <= 0)
-    throw Error({.what = "out of range", .where = where + " field '" + key + "'", .expected = "a positive number",
+    throw Error({.what = "out of range",
+                 .where = where + " field '" + key + "'",
+                 .expected = "a positive number",
                  .found = std::to_string(v)});
   return v;
 }
 
 // HF's RoPE inverse frequencies (float32, as transformers computes them), with llama3 / linear scaling.
 torch::Tensor inverseFrequencies(int64_t headDim, double theta, const ArchitectureParams& p, bool scaled) {
-  torch::Tensor inv = 1.0 / at::pow(at::scalar_tensor(theta, at::kFloat),
-                                     at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim));
+  torch::Tensor inv =
+      1.0 / at::pow(at::scalar_tensor(theta, at::kFloat),
+                    at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim));
   if (!scaled || p.ropeScaling.empty()) return inv;
   if (p.ropeScaling == "linear") return inv / p.ropeFactor;
   // llama3: keep high frequencies, divide low ones by the factor, blend smoothly in between.
-  const double lowWavelen = p.originalContext / p.lowFreqFactor, highWavelen = p.originalContext / p.highFreqFactor;
+  const double lowWavelen = p.originalContext / p.lowFreqFactor,
+               highWavelen = p.originalContext / p.highFreqFactor;
   const torch::Tensor wavelen = 2.0 * M_PI / inv;
   torch::Tensor out = at::where(wavelen > lowWavelen, inv / p.ropeFactor, inv);
-  const torch::Tensor smooth = (p.originalContext / wavelen - p.lowFreqFactor) / (p.highFreqFactor - p.lowFreqFactor);
+  const torch::Tensor smooth =
+      (p.originalContext / wavelen - p.lowFreqFactor) / (p.highFreqFactor - p.lowFreqFactor);
   const torch::Tensor blended = (1 - smooth) * out / p.ropeFactor + smooth * out;
   const torch::Tensor medium = (wavelen >= highWavelen).logical_and(wavelen <= lowWavelen);
   return at::where(medium, blended, out);
 }
 
-std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch::Tensor& inv, torch::Device device) {
+std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch::Tensor& inv,
+                                                   torch::Device device) {
   const torch::Tensor freqs = at::outer(at::arange(context, at::kFloat), inv);
   const torch::Tensor emb = at::cat({freqs, freqs}, -1);
   return {emb.cos().to(device), emb.sin().to(device)};
@@ -83,7 +95,8 @@ namespace {
 std::vector<double> consecutiveKl(const torch::Tensor& logits) {
   const torch::Tensor logp = at::log_softmax(logits, 1).to(at::kCPU);
   std::vector<double> drift;
-  for (int64_t l = 0; l + 1 < logp.size(0); ++l) drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
+  for (int64_t l = 0; l + 1 < logp.size(0); ++l)
+    drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
   return drift;
 }
 
@@ -96,7 +109,8 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
   std::vector<torch::Tensor> parts;
   const torch::Tensor m = means.to(outputTable.device(), at::kDouble);
   for (int64_t v0 = 0; v0 < vocab; v0 += kVocabSlice)
-    parts.push_back(at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
+    parts.push_back(
+        at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
   return consecutiveKl(at::cat(parts, 1));
 }
 
@@ -108,7 +122,8 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   p.slidingLayers.assign(view.layers.size(), false);
   if (view.family == Family::ShareLens) {  // its hyper-parameters live in the topology, not a config.json
     const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
-    const Topology topology = topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
+    const Topology topology =
+        topologyFromJson(parseJsonStrict(it->second, "topology metadata"), "topology metadata");
     p.normEps = topology.model.normEps;
     p.ropeTheta = topology.model.ropeTheta;
     return p;
@@ -124,37 +139,51 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
     p.ropeScaling = it->value("rope_type", it->value("type", ""));
     if (p.ropeScaling == "default") p.ropeScaling.clear();
     if (!p.ropeScaling.empty() && p.ropeScaling != "llama3" && p.ropeScaling != "linear")
-      throw Error({.what = "unsupported rope_scaling", .where = "config.json field 'rope_scaling'",
-                   .expected = "llama3 or linear", .found = p.ropeScaling,
+      throw Error({.what = "unsupported rope_scaling",
+                   .where = "config.json field 'rope_scaling'",
+                   .expected = "llama3 or linear",
+                   .found = p.ropeScaling,
                    .hint = "hidden states would not match the model's own implementation"});
     p.ropeFactor = number(*it, "factor", 1.0, where);
     p.lowFreqFactor = number(*it, "low_freq_factor", 1.0, where);
     p.highFreqFactor = number(*it, "high_freq_factor", 4.0, where);
     p.originalContext = number(*it, "original_max_position_embeddings", 8192, where);
   }
-  if (t.queryPreAttnScalar) p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
+  if (t.queryPreAttnScalar)
+    p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
   if (t.slidingWindowLayers) {
     p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0, where);
     p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096, where));
-    if (auto it = c.find("layer_types"); it != c.end() && it->is_array() && it->size() == view.layers.size()) {
+    if (auto it = c.find("layer_types");
+        it != c.end() && it->is_array() && it->size() == view.layers.size()) {
       for (size_t l = 0; l < it->size(); ++l) p.slidingLayers[l] = (*it)[l] == "sliding_attention";
     } else {
       const int64_t pattern = static_cast<int64_t>(number(c, "sliding_window_pattern", 6, where));
-      for (size_t l = 0; l < view.layers.size(); ++l) p.slidingLayers[l] = pattern > 0 && (static_cast<int64_t>(l) + 1) % pattern != 0;
+      for (size_t l = 0; l < view.layers.size(); ++l)
+        p.slidingLayers[l] = pattern > 0 && (static_cast<int64_t>(l) + 1) % pattern != 0;
     }
   }
   return p;
 }
 
-InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, torch::Device device, Weights weights)
-    : m_ckpt(ckpt), m_view(view), m_mode(weights), m_shape(view.shape), m_params(architectureParams(ckpt, view)), m_device(device) {
+InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, torch::Device device,
+                               Weights weights)
+    : m_ckpt(ckpt),
+      m_view(view),
+      m_mode(weights),
+      m_shape(view.shape),
+      m_params(architectureParams(ckpt, view)),
+      m_device(device) {
   if (!view.hasHeads())
-    throw Error({.what = "a forward pass needs the head count and head_dim", .where = view.source,
+    throw Error({.what = "a forward pass needs the head count and head_dim",
+                 .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
   if (!view.embedding || !view.outputHead || !view.finalNorm)
-    throw Error({.what = "a forward pass needs the embedding, the final norm and the output head", .where = view.source});
+    throw Error({.what = "a forward pass needs the embedding, the final norm and the output head",
+                 .where = view.source});
   if (!view.missing.empty())
-    throw Error({.what = "the checkpoint lacks tensors the forward pass needs", .where = view.source,
+    throw Error({.what = "the checkpoint lacks tensors the forward pass needs",
+                 .where = view.source,
                  .found = view.missing.front() + (view.missing.size() > 1 ? " and more" : ""),
                  .hint = "run `sharelens inspect` to list what is missing"});
   if (m_shape.context == 0) m_shape.context = 4096;
@@ -173,10 +202,15 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
   }
   if (view.positionEmbedding) m_positions = weightOf(ckpt, *view.positionEmbedding, device);
   m_finalNorm = *normOf(view.finalNorm);
-  const bool anySliding = std::find(m_params.slidingLayers.begin(), m_params.slidingLayers.end(), true) != m_params.slidingLayers.end();
-  const auto globalRope = ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
-  const auto localRope = anySliding ? ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device)
-                                    : globalRope;
+  const bool anySliding = std::find(m_params.slidingLayers.begin(), m_params.slidingLayers.end(), true) !=
+                          m_params.slidingLayers.end();
+  const auto globalRope = ropeTables(
+      m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
+  const auto localRope =
+      anySliding
+          ? ropeTables(m_ropeLength,
+                       inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device)
+          : globalRope;
   for (const LayerView& lv : view.layers) {
     Layer layer;
     if (weights == Weights::Resident) loadWeights(layer, lv);
@@ -206,30 +240,35 @@ void InferenceModel::loadWeights(Layer& layer, const LayerView& lv) const {
 
 void InferenceModel::loadLayer(int64_t l) {
   Layer& layer = m_layers.at(static_cast<size_t>(l));
-  if (m_mode == Weights::Streamed && !layer.q.defined()) loadWeights(layer, m_view.layers[static_cast<size_t>(l)]);
+  if (m_mode == Weights::Streamed && !layer.q.defined())
+    loadWeights(layer, m_view.layers[static_cast<size_t>(l)]);
 }
 
 void InferenceModel::unloadLayer(int64_t l) {
   if (m_mode != Weights::Streamed) return;
   Layer& layer = m_layers.at(static_cast<size_t>(l));
-  for (torch::Tensor* t : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down, &layer.bq, &layer.bk, &layer.bv,
-                           &layer.bo, &layer.bup, &layer.bdown})
+  for (torch::Tensor* t : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down,
+                           &layer.bq, &layer.bk, &layer.bv, &layer.bo, &layer.bup, &layer.bdown})
     *t = torch::Tensor();
 }
 
 torch::Tensor InferenceModel::norm(const torch::Tensor& x, const Norm& n) const {
   const ForwardTraits& t = m_params.traits;
-  if (t.norm == ForwardTraits::Norm::Layer) return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
+  if (t.norm == ForwardTraits::Norm::Layer)
+    return at::layer_norm(x, {x.size(-1)}, n.weight, n.bias, m_params.normEps);
   return rmsNorm(x, t.normWeightPlusOne ? 1.0 + n.weight : n.weight, m_params.normEps);
 }
 
 torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
                                         torch::Tensor* outputInput) const {
-  const int64_t b = h.size(0), t = h.size(1), hd = m_shape.headDim, heads = m_shape.heads, kv = m_shape.kvHeads;
+  const int64_t b = h.size(0), t = h.size(1), hd = m_shape.headDim, heads = m_shape.heads,
+                kv = m_shape.kvHeads;
   auto project = [&](const torch::Tensor& w, const torch::Tensor& bias, int64_t count) {
-    return at::linear(h, w, bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt).view({b, t, count, hd});
+    return at::linear(h, w, bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt)
+        .view({b, t, count, hd});
   };
-  torch::Tensor q = project(layer.q, layer.bq, heads), k = project(layer.k, layer.bk, kv), v = project(layer.v, layer.bv, kv);
+  torch::Tensor q = project(layer.q, layer.bq, heads), k = project(layer.k, layer.bk, kv),
+                v = project(layer.v, layer.bv, kv);
   if (layer.qNorm) q = norm(q, *layer.qNorm);
   if (layer.kNorm) k = norm(k, *layer.kNorm);
   if (m_params.traits.positions == ForwardTraits::Positions::Rope) {  // on [B, T, H, hd]
@@ -243,12 +282,14 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
     k = k.repeat_interleave(heads / kv, 1);
     v = v.repeat_interleave(heads / kv, 1);
   }
-  const double scale = m_params.attentionScale > 0 ? m_params.attentionScale : 1.0 / std::sqrt(static_cast<double>(hd));
+  const double scale =
+      m_params.attentionScale > 0 ? m_params.attentionScale : 1.0 / std::sqrt(static_cast<double>(hd));
   torch::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
   const torch::Tensor i = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(1);
   const torch::Tensor j = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(0);
   torch::Tensor masked = j > i;
-  if (layer.sliding && m_params.slidingWindow > 0) masked = masked.logical_or((i - j) >= m_params.slidingWindow);
+  if (layer.sliding && m_params.slidingWindow > 0)
+    masked = masked.logical_or((i - j) >= m_params.slidingWindow);
   const torch::Tensor p = at::softmax(scores.masked_fill(masked, -INFINITY), -1);
   if (probs) *probs = p;
   const torch::Tensor out = at::matmul(p, v).transpose(1, 2).reshape({b, t, heads * hd});
@@ -257,25 +298,34 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
 }
 
 torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) const {
-  auto opt = [](const torch::Tensor& b) { return b.defined() ? c10::optional<torch::Tensor>(b) : c10::nullopt; };
+  auto opt = [](const torch::Tensor& b) {
+    return b.defined() ? c10::optional<torch::Tensor>(b) : c10::nullopt;
+  };
   switch (m_params.traits.mlp) {
     case ForwardTraits::Mlp::GeluTanh:
-      return at::linear(at::gelu(at::linear(h, layer.up, opt(layer.bup)), "tanh"), layer.down, opt(layer.bdown));
+      return at::linear(at::gelu(at::linear(h, layer.up, opt(layer.bup)), "tanh"), layer.down,
+                        opt(layer.bdown));
     case ForwardTraits::Mlp::GeGluTanh:
-      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up, opt(layer.bup)), layer.down, opt(layer.bdown));
+      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up, opt(layer.bup)),
+                        layer.down, opt(layer.bdown));
     case ForwardTraits::Mlp::SwiGlu:
       break;
   }
-  return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down, opt(layer.bdown));
+  return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down,
+                    opt(layer.bdown));
 }
 
 void InferenceModel::checkWindow(int64_t t) const {
   if (t > m_shape.context)
-    throw Error({.what = "sequence longer than the model's context", .where = "forward pass",
-                 .expected = "<= " + std::to_string(m_shape.context), .found = std::to_string(t)});
+    throw Error({.what = "sequence longer than the model's context",
+                 .where = "forward pass",
+                 .expected = "<= " + std::to_string(m_shape.context),
+                 .found = std::to_string(t)});
   if (t > m_ropeLength)
-    throw Error({.what = "sequence longer than the forward pass's position tables", .where = "forward pass",
-                 .expected = "<= " + std::to_string(m_ropeLength) + " tokens per window", .found = std::to_string(t),
+    throw Error({.what = "sequence longer than the forward pass's position tables",
+                 .where = "forward pass",
+                 .expected = "<= " + std::to_string(m_ropeLength) + " tokens per window",
+                 .found = std::to_string(t),
                  .hint = "use shorter windows (--window)"});
 }
 
@@ -290,21 +340,25 @@ torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) c
     const torch::Tensor cpu = tokens.to(at::kCPU).contiguous();
     std::vector<torch::Tensor> rows;
     for (int64_t i = 0; i < cpu.numel(); ++i)
-      rows.push_back(tensorOf(materializeFinite(m_ckpt, m_view.embedding->sliceRows(cpu.data_ptr<int64_t>()[i], 1)), m_device));
+      rows.push_back(tensorOf(
+          materializeFinite(m_ckpt, m_view.embedding->sliceRows(cpu.data_ptr<int64_t>()[i], 1)), m_device));
     x = at::cat(rows, 0).view({tokens.size(0), t, m_shape.hidden});
   }
   if (m_params.traits.scaleEmbeddingBySqrtHidden)
-    x = x * static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype
+    x = x *
+        static_cast<float>(std::sqrt(static_cast<double>(m_shape.hidden)));  // as HF: sqrt(d) in the dtype
   if (m_params.traits.positions == ForwardTraits::Positions::Learned) x = x + m_positions.narrow(0, 0, t);
   if (trace) trace->residual.push_back(x);
   return x;
 }
 
-torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Trace* trace, bool captureAttention) const {
+torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Trace* trace,
+                                       bool captureAttention) const {
   torch::NoGradGuard noGrad;
   const Layer& layer = m_layers.at(static_cast<size_t>(l));
   if (!layer.q.defined())
-    throw Error({.what = "internal: a streamed layer was run before it was loaded", .where = "layer " + std::to_string(l)});
+    throw Error({.what = "internal: a streamed layer was run before it was loaded",
+                 .where = "layer " + std::to_string(l)});
   checkWindow(input.size(1));
   torch::Tensor probs, outputInput, x = input;
   torch::Tensor* capture = trace && captureAttention ? &probs : nullptr;
@@ -326,9 +380,12 @@ torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Tr
   return x;
 }
 
-torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace, bool captureAttention) const {
+torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
+                                      bool captureAttention) const {
   if (m_mode != Weights::Resident)
-    throw Error({.what = "internal: forward() of a streamed model", .where = "forward pass", .hint = "run it a layer at a time"});
+    throw Error({.what = "internal: forward() of a streamed model",
+                 .where = "forward pass",
+                 .hint = "run it a layer at a time"});
   torch::Tensor x = embed(tokens, trace);
   for (int64_t l = 0; l < layers(); ++l) x = runLayer(l, x, trace, captureAttention);
   return x;
@@ -342,7 +399,8 @@ std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) c
   std::vector<torch::Tensor> parts;
   for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice) {
     const MatrixExpr slice = head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0));
-    parts.push_back(at::matmul(m, tensorOf(materializeFinite(m_ckpt, slice), torch::kCPU).to(at::kDouble).t()));
+    parts.push_back(
+        at::matmul(m, tensorOf(materializeFinite(m_ckpt, slice), torch::kCPU).to(at::kDouble).t()));
     for (const std::string& name : slice.tensorNames()) m_ckpt.releasePages(name);
   }
   return consecutiveKl(at::cat(parts, 1));

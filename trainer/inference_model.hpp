@@ -3,9 +3,11 @@
 // attention maps. Families:
 //   Llama / Mistral / SmolLM   RMSNorm, SwiGLU, RoPE (rope_theta; "llama3" and "linear" rope_scaling), GQA
 //   Qwen2                      as Llama, with q/k/v biases
-//   Gemma 3                    embeddings x sqrt(hidden); RMSNorm with (1 + w); RMS q/k norms; sandwich norms;
+//   Gemma 3                    embeddings x sqrt(hidden); RMSNorm with (1 + w); RMS q/k norms; sandwich
+//   norms;
 //                              GeGLU (tanh GELU); query_pre_attn_scalar; sliding-window layers with their own
-//                              RoPE base (rope_local_base_freq), global layers with rope_theta and its scaling
+//                              RoPE base (rope_local_base_freq), global layers with rope_theta and its
+//                              scaling
 //   GPT-2                      learned positions, LayerNorm with bias, biased projections, tanh GELU MLP
 //   ShareLens                  as Llama, each layer's effective matrices composed from the shared weights
 #pragma once
@@ -24,52 +26,58 @@ namespace sharelens {
 
 struct ArchitectureParams {
   Family family = Family::Llama;
-  ForwardTraits traits;              // the family's (core/arch/family.hpp)
+  ForwardTraits traits;  // the family's (core/arch/family.hpp)
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
-  double ropeLocalTheta = 10000.0;   // Gemma 3 sliding-window layers
-  std::string ropeScaling;           // "", "llama3" or "linear"
+  double ropeLocalTheta = 10000.0;  // Gemma 3 sliding-window layers
+  std::string ropeScaling;          // "", "llama3" or "linear"
   double ropeFactor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0, originalContext = 8192;
-  double attentionScale = 0.0;       // 0: 1 / sqrt(head_dim)
-  int64_t slidingWindow = 0;         // 0: none
-  std::vector<bool> slidingLayers;   // per layer: sliding-window attention (Gemma 3)
+  double attentionScale = 0.0;      // 0: 1 / sqrt(head_dim)
+  int64_t slidingWindow = 0;        // 0: none
+  std::vector<bool> slidingLayers;  // per layer: sliding-window attention (Gemma 3)
 };
 
 ArchitectureParams architectureParams(const Checkpoint& checkpoint, const ModelView& view);
 
-// The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l (`means` [layers, d],
-// double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits are
-// computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
+// The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l (`means` [layers,
+// d], double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits
+// are computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
 std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable);
 
 class InferenceModel {
  public:
-  // Resident: every weight is loaded now (forward(), logits()). Streamed: only the norms and position tables; a
-  // layer's weights are read by loadLayer() and dropped by unloadLayer(), and the embedding and output head are
-  // read a slice of rows at a time -- for passes that take many tokens through one layer at a time (calibration,
-  // activations) in little more memory than one layer. A streamed model reads through `checkpoint` and `view`
-  // later: both must outlive it.
+  // Resident: every weight is loaded now (forward(), logits()). Streamed: only the norms and position tables;
+  // a layer's weights are read by loadLayer() and dropped by unloadLayer(), and the embedding and output head
+  // are read a slice of rows at a time -- for passes that take many tokens through one layer at a time
+  // (calibration, activations) in little more memory than one layer. A streamed model reads through
+  // `checkpoint` and `view` later: both must outlive it.
   enum class Weights { Resident, Streamed };
-  InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device, Weights weights = Weights::Resident);
+  InferenceModel(const Checkpoint& checkpoint, const ModelView& view, torch::Device device,
+                 Weights weights = Weights::Resident);
 
   struct Trace {
     std::vector<torch::Tensor> residual;   // layers + 1 tensors [B, T, d]: embeddings, then after each layer
     std::vector<torch::Tensor> attention;  // layers tensors [B, H, T, T] (when asked for)
     // Called per layer with the input Q, K and V share (the normed residual, [B, T, d]) and the input of O
     // (the heads' outputs, [B, T, H hd]) -- what calibration accumulates. Optional.
-    std::function<void(int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput)> tap;
+    std::function<void(int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput)>
+        tap;
   };
 
-  // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm). Resident only.
-  torch::Tensor forward(const torch::Tensor& tokens, Trace* trace = nullptr, bool captureAttention = false) const;
-  // The same in pieces (both modes): the embeddings of `tokens` [B, T] -> [B, T, d] (appended to trace->residual),
-  // then block `layer` on x [B, T, d] (its output appended; the tap called; a streamed layer must be loaded).
+  // tokens [B, T] int64 -> final hidden states [B, T, d] (after the last layer, before the final norm).
+  // Resident only.
+  torch::Tensor forward(const torch::Tensor& tokens, Trace* trace = nullptr,
+                        bool captureAttention = false) const;
+  // The same in pieces (both modes): the embeddings of `tokens` [B, T] -> [B, T, d] (appended to
+  // trace->residual), then block `layer` on x [B, T, d] (its output appended; the tap called; a streamed
+  // layer must be loaded).
   torch::Tensor embed(const torch::Tensor& tokens, Trace* trace = nullptr) const;
-  torch::Tensor runLayer(int64_t layer, const torch::Tensor& x, Trace* trace = nullptr, bool captureAttention = false) const;
+  torch::Tensor runLayer(int64_t layer, const torch::Tensor& x, Trace* trace = nullptr,
+                         bool captureAttention = false) const;
   void loadLayer(int64_t layer);    // streamed: read layer's weights (no-op when resident)
   void unloadLayer(int64_t layer);  // streamed: drop them again
-  // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d]): meanStateKlDrift() with
-  // this model's output projection (a streamed model reads it a slice at a time).
+  // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d]): meanStateKlDrift()
+  // with this model's output projection (a streamed model reads it a slice at a time).
   std::vector<double> klDriftOfMeans(const torch::Tensor& means) const;
   // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V].
   torch::Tensor logits(const torch::Tensor& hidden) const;
@@ -79,7 +87,7 @@ class InferenceModel {
   int64_t context() const { return m_shape.context; }
   int64_t vocab() const { return m_shape.vocab; }
   const torch::Tensor& embeddingTable() const { return m_embedding; }  // [V, d]
-  const torch::Tensor& outputTable() const { return m_outputHead; }    // [V, d]; the embedding itself when tied
+  const torch::Tensor& outputTable() const { return m_outputHead; }  // [V, d]; the embedding itself when tied
   // Replaces the token embedding and output head (the same tensor for a tied model).
   void setEmbeddingTables(torch::Tensor embedding, torch::Tensor outputHead) {
     m_embedding = std::move(embedding);
@@ -96,14 +104,15 @@ class InferenceModel {
     torch::Tensor q, k, v, o, gate, up, down;  // [out, in]
     torch::Tensor bq, bk, bv, bo, bup, bdown;  // optional
     std::optional<Norm> attnIn, attnOut, ffnIn, ffnOut, qNorm, kNorm;
-    torch::Tensor cos, sin;                    // [context, head_dim] for this layer's RoPE
+    torch::Tensor cos, sin;  // [context, head_dim] for this layer's RoPE
     bool sliding = false;
   };
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
   void loadWeights(Layer& layer, const LayerView& view) const;
   void checkWindow(int64_t tokens) const;
-  torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs, torch::Tensor* outputInput) const;
+  torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
+                          torch::Tensor* outputInput) const;
   torch::Tensor mlp(const Layer& layer, const torch::Tensor& h) const;
 
   static constexpr int64_t kMaxRopeTable = 32768;  // positions with RoPE tables (min(context, this))

@@ -20,7 +20,9 @@ bool headShares(const Topology& t, Proj p) {
   return t.headSharing.mode != HeadSharingMode::None && std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
-std::string masaMlp(Proj p, const char* part) { return "masa." + std::string(projName(p)) + ".mlp." + part; }
+std::string masaMlp(Proj p, const char* part) {
+  return "masa." + std::string(projName(p)) + ".mlp." + part;
+}
 
 }  // namespace
 
@@ -30,7 +32,8 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
   const Topology& t = m_topology;
   const ModelDims& m = t.model;
   at::Generator gen = at::detail::createCPUGenerator(seed);
-  auto make = [&](const std::string& name, std::vector<int64_t> shape, double stddev, bool decay, bool inCheckpoint) {
+  auto make = [&](const std::string& name, std::vector<int64_t> shape, double stddev, bool decay,
+                  bool inCheckpoint) {
     torch::Tensor value = stddev > 0 ? at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat)) * stddev
                                      : at::zeros(shape, at::TensorOptions().dtype(at::kFloat));
     m_index[name] = m_params.size();
@@ -41,13 +44,15 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
 
   if (t.embedding.factorRank > 0) {
     make(n::kEmbeddingE, {m.vocab, t.embedding.factorRank}, init, true, true);
-    make(n::kEmbeddingP, {t.embedding.factorRank, d}, 1.0 / std::sqrt(static_cast<double>(t.embedding.factorRank)), true, true);
+    make(n::kEmbeddingP, {t.embedding.factorRank, d},
+         1.0 / std::sqrt(static_cast<double>(t.embedding.factorRank)), true, true);
   } else {
     make(n::kEmbedding, {m.vocab, d}, init, true, true);
   }
   if (!t.embedding.tied && t.embedding.factorRank > 0) {
     make(n::kOutputE, {m.vocab, t.embedding.factorRank}, init, true, true);
-    make(n::kOutputP, {t.embedding.factorRank, d}, 1.0 / std::sqrt(static_cast<double>(t.embedding.factorRank)), true, true);
+    make(n::kOutputP, {t.embedding.factorRank, d},
+         1.0 / std::sqrt(static_cast<double>(t.embedding.factorRank)), true, true);
   } else if (!t.embedding.tied) {
     make(n::kOutput, {m.vocab, d}, init, true, true);
   }
@@ -66,7 +71,8 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
       if (t.masaCovers(p)) continue;
       const auto [out, in] = projShape(m, p);
       if (headShares(t, p)) {
-        const std::string base = t.headSharing.mode == HeadSharingMode::QkvShared ? n::qkvBase(u) : n::headBase(u, p);
+        const std::string base =
+            t.headSharing.mode == HeadSharingMode::QkvShared ? n::qkvBase(u) : n::headBase(u, p);
         if (!m_index.count(base)) make(base, {hd, in}, init, true, true);
         const int64_t r = t.headSharing.loraRank;
         if (r > 0) {  // both factors random: heads start different, so they can specialise
@@ -84,7 +90,8 @@ SharedTransformer::SharedTransformer(const Topology& topology, torch::Device dev
       for (Proj p : attnProjs) {
         if (t.masaCovers(p)) continue;
         const auto [out, in] = projShape(m, p);
-        make(n::layerLoraA(l, p), {t.attention.loraRank, in}, 1.0 / std::sqrt(static_cast<double>(in)), true, true);
+        make(n::layerLoraA(l, p), {t.attention.loraRank, in}, 1.0 / std::sqrt(static_cast<double>(in)), true,
+             true);
         make(n::layerLoraB(l, p), {out, t.attention.loraRank}, 0.0, true, true);  // starts as strict sharing
       }
   for (int64_t u = 0; u < t.ffn.uniqueBlocks(); ++u)
@@ -143,12 +150,14 @@ int64_t SharedTransformer::parameterCount() const {
 
 torch::Tensor SharedTransformer::masaCoefficients(Proj p) const {
   if (!m_topology.masa.mlpCoefficients) return parameter(n::masaCoefficients(p));
-  auto h = at::silu(at::linear(parameter(masaMlp(p, "embedding")), parameter(masaMlp(p, "w1")), parameter(masaMlp(p, "b1"))));
+  auto h = at::silu(at::linear(parameter(masaMlp(p, "embedding")), parameter(masaMlp(p, "w1")),
+                               parameter(masaMlp(p, "b1"))));
   h = at::silu(at::linear(h, parameter(masaMlp(p, "w2")), parameter(masaMlp(p, "b2"))));
   return at::linear(h, parameter(masaMlp(p, "w3")), parameter(masaMlp(p, "b3")));
 }
 
-torch::Tensor SharedTransformer::withLayerLora(torch::Tensor w, int64_t layer, Proj p, const BlockSharing& s) const {
+torch::Tensor SharedTransformer::withLayerLora(torch::Tensor w, int64_t layer, Proj p,
+                                               const BlockSharing& s) const {
   if (s.loraRank == 0 || s.usersOf(s.assign[static_cast<size_t>(layer)]) < 2) return w;
   return w + at::matmul(parameter(n::layerLoraB(layer, p)), parameter(n::layerLoraA(layer, p)));
 }
@@ -159,19 +168,22 @@ torch::Tensor SharedTransformer::unitRowsOf(int64_t layer, Proj p) const {
   for (int64_t u = 0; u < m_topology.model.kvHeads; ++u) {
     const HeadTie* tie = tieOf(m_topology, layer, u);
     const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcUnit = tie ? tie->sourceUnit : u;
-    blocks.push_back(parameter(n::attnWeight(srcLayer, p)).narrow(0, compactUnitIndex(m_topology, srcLayer, srcUnit) * rows, rows));
+    blocks.push_back(parameter(n::attnWeight(srcLayer, p))
+                         .narrow(0, compactUnitIndex(m_topology, srcLayer, srcUnit) * rows, rows));
   }
   return at::cat(blocks, 0);
 }
 
-torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p, const std::map<Proj, torch::Tensor>& masa) const {
+torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p,
+                                                 const std::map<Proj, torch::Tensor>& masa) const {
   const Topology& t = m_topology;
   const auto [out, in] = projShape(t.model, p);
   if (t.masaCovers(p)) {
     const auto groups = t.masa.effectiveGroups(t.model.layers);
     int64_t group = 0;
     for (size_t g = 0; g < groups.size(); ++g)
-      if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end()) group = static_cast<int64_t>(g);
+      if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end())
+        group = static_cast<int64_t>(g);
     const torch::Tensor& atoms = parameter(n::masaAtoms(p, group));  // [S, out, in]
     const torch::Tensor c = masa.at(p).select(0, layer);             // [S]
     return at::matmul(c.unsqueeze(0), atoms.reshape({t.masa.atoms, out * in})).reshape({out, in});
@@ -179,7 +191,8 @@ torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p, const st
   const int64_t block = t.attention.assign[static_cast<size_t>(layer)];
   torch::Tensor w;
   if (headShares(t, p)) {
-    const std::string base = t.headSharing.mode == HeadSharingMode::QkvShared ? n::qkvBase(block) : n::headBase(block, p);
+    const std::string base =
+        t.headSharing.mode == HeadSharingMode::QkvShared ? n::qkvBase(block) : n::headBase(block, p);
     const int64_t heads = headsOf(t.model, p);
     torch::Tensor perHead = parameter(base).unsqueeze(0).expand({heads, t.model.headDim, in});
     if (t.headSharing.loraRank > 0)
@@ -194,8 +207,8 @@ torch::Tensor SharedTransformer::attentionWeight(int64_t layer, Proj p, const st
 }
 
 torch::Tensor SharedTransformer::feedForwardWeight(int64_t layer, Proj p) const {
-  return withLayerLora(parameter(n::ffnWeight(m_topology.ffn.assign[static_cast<size_t>(layer)], p)), layer, p,
-                       m_topology.ffn);
+  return withLayerLora(parameter(n::ffnWeight(m_topology.ffn.assign[static_cast<size_t>(layer)], p)), layer,
+                       p, m_topology.ffn);
 }
 
 torch::Tensor SharedTransformer::effectiveWeight(int64_t layer, Proj p) const {
@@ -210,11 +223,13 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
   const ModelDims& m = t.model;
   const int64_t batch = tokens.size(0), time = tokens.size(1), hd = m.headDim;
   if (time > m.context)
-    throw Error({.what = "sequence longer than the model's context", .where = "forward",
-                 .expected = "<= " + std::to_string(m.context) + " tokens", .found = std::to_string(time)});
-  torch::Tensor x = t.embedding.factorRank > 0
-                        ? at::matmul(at::embedding(parameter(n::kEmbeddingE), tokens), parameter(n::kEmbeddingP))
-                        : at::embedding(parameter(n::kEmbedding), tokens);
+    throw Error({.what = "sequence longer than the model's context",
+                 .where = "forward",
+                 .expected = "<= " + std::to_string(m.context) + " tokens",
+                 .found = std::to_string(time)});
+  torch::Tensor x = t.embedding.factorRank > 0 ? at::matmul(at::embedding(parameter(n::kEmbeddingE), tokens),
+                                                            parameter(n::kEmbeddingP))
+                                               : at::embedding(parameter(n::kEmbedding), tokens);
   std::map<Proj, torch::Tensor> masa;
   for (Proj p : t.masa.projections)
     if (t.masaCovers(p)) masa[p] = masaCoefficients(p);
@@ -228,15 +243,19 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
     const torch::Tensor k = applyRope(heads(Proj::K, m.kvHeads), m_cos, m_sin).transpose(1, 2);
     const torch::Tensor v = heads(Proj::V, m.kvHeads).transpose(1, 2);
     const torch::Tensor attn = causalAttention(q, k, v);  // [B, H, T, hd]
-    x = x + at::linear(attn.transpose(1, 2).reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
+    x = x + at::linear(attn.transpose(1, 2).reshape({batch, time, m.heads * hd}),
+                       attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);
-    x = x + at::linear(at::silu(at::linear(h, feedForwardWeight(l, Proj::Gate))) * at::linear(h, feedForwardWeight(l, Proj::Up)),
+    x = x + at::linear(at::silu(at::linear(h, feedForwardWeight(l, Proj::Gate))) *
+                           at::linear(h, feedForwardWeight(l, Proj::Up)),
                        feedForwardWeight(l, Proj::Down));
   }
   x = rmsNorm(x, parameter(n::kFinalNorm), m.normEps);
-  if (t.embedding.factorRank > 0) {  // logits = x (E P)^T = (x P^T) E^T, with the output's own factors if untied
+  if (t.embedding.factorRank >
+      0) {  // logits = x (E P)^T = (x P^T) E^T, with the output's own factors if untied
     const bool tied = t.embedding.tied;
-    return at::linear(at::linear(x, parameter(tied ? n::kEmbeddingP : n::kOutputP)), parameter(tied ? n::kEmbeddingE : n::kOutputE));
+    return at::linear(at::linear(x, parameter(tied ? n::kEmbeddingP : n::kOutputP)),
+                      parameter(tied ? n::kEmbeddingE : n::kOutputE));
   }
   return at::linear(x, parameter(t.embedding.tied ? n::kEmbedding : n::kOutput));
 }
@@ -244,12 +263,13 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
 torch::Tensor SharedTransformer::loss(const torch::Tensor& tokens) const {
   const int64_t time = tokens.size(1) - 1;
   const torch::Tensor logits = forward(tokens.narrow(1, 0, time));
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), tokens.narrow(1, 1, time).reshape({-1}));
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                tokens.narrow(1, 1, time).reshape({-1}));
 }
 
 torch::Tensor SharedTransformer::postSharePenalty() const {
-  // PostShare, Eq. 4-5: gamma * (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p(target) - W_p(source)||_F,
-  // the norm taken per projection on the unit's rows.
+  // PostShare, Eq. 4-5: gamma * (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p(target) -
+  // W_p(source)||_F, the norm taken per projection on the unit's rows.
   const PostShare& ps = m_topology.postShare;
   if (ps.gamma == 0.0 || ps.pairs.empty()) return at::zeros({}, at::TensorOptions().device(m_device));
   std::vector<torch::Tensor> distances;
@@ -268,11 +288,13 @@ std::vector<std::pair<std::string, torch::Tensor>> SharedTransformer::checkpoint
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const NamedParameter& p : m_params) {
     if (!p.inCheckpoint) continue;
-    out.emplace_back(hfLayout ? hfNameOf(p.name) : p.name, p.tensor.detach().to(at::kCPU, at::kFloat).contiguous());
+    out.emplace_back(hfLayout ? hfNameOf(p.name) : p.name,
+                     p.tensor.detach().to(at::kCPU, at::kFloat).contiguous());
   }
   if (m_topology.masa.enabled && m_topology.masa.mlpCoefficients)
     for (Proj p : m_topology.masa.projections)
-      out.emplace_back(n::masaCoefficients(p), masaCoefficients(p).detach().to(at::kCPU, at::kFloat).contiguous());
+      out.emplace_back(n::masaCoefficients(p),
+                       masaCoefficients(p).detach().to(at::kCPU, at::kFloat).contiguous());
   return out;
 }
 
@@ -281,19 +303,24 @@ void SharedTransformer::load(const std::map<std::string, torch::Tensor>& values,
   for (NamedParameter& p : m_params) {
     auto it = values.find(p.name);
     if (it == values.end())
-      throw Error({.what = "checkpoint lacks a parameter of the topology", .where = source,
-                   .expected = "tensor '" + p.name + "'", .found = "nothing",
+      throw Error({.what = "checkpoint lacks a parameter of the topology",
+                   .where = source,
+                   .expected = "tensor '" + p.name + "'",
+                   .found = "nothing",
                    .hint = "the checkpoint was written for a different topology"});
     if (it->second.sizes() != p.tensor.sizes())
-      throw Error({.what = "parameter shape differs", .where = source + ": tensor '" + p.name + "'",
-                   .expected = c10::str(p.tensor.sizes()), .found = c10::str(it->second.sizes())});
+      throw Error({.what = "parameter shape differs",
+                   .where = source + ": tensor '" + p.name + "'",
+                   .expected = c10::str(p.tensor.sizes()),
+                   .found = c10::str(it->second.sizes())});
     p.tensor.copy_(it->second.to(p.tensor.device(), p.tensor.scalar_type()));
   }
 }
 
 std::string hfNameOf(const std::string& name) {
-  static const std::regex attn(R"(attn_blocks\.(\d+)\.w(q|k|v|o))"), ffn(R"(ffn_blocks\.(\d+)\.w_(gate|up|down))"),
-      attnNorm(R"(layers\.(\d+)\.attention_norm\.weight)"), ffnNorm(R"(layers\.(\d+)\.ffn_norm\.weight)");
+  static const std::regex attn(R"(attn_blocks\.(\d+)\.w(q|k|v|o))"),
+      ffn(R"(ffn_blocks\.(\d+)\.w_(gate|up|down))"), attnNorm(R"(layers\.(\d+)\.attention_norm\.weight)"),
+      ffnNorm(R"(layers\.(\d+)\.ffn_norm\.weight)");
   std::smatch m;
   if (name == n::kEmbedding) return n::hf::kEmbedding;
   if (name == n::kOutput) return n::hf::kOutput;

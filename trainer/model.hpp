@@ -22,8 +22,8 @@ namespace sharelens {
 
 struct NamedParameter {
   std::string name;
-  torch::Tensor tensor;  // requires_grad
-  bool decay = true;     // weight decay applies (not to norms)
+  torch::Tensor tensor;      // requires_grad
+  bool decay = true;         // weight decay applies (not to norms)
   bool inCheckpoint = true;  // false for training-only parameters (the MASA coefficient MLP)
 };
 
@@ -35,7 +35,8 @@ class SharedTransformer {
   torch::Tensor forward(const torch::Tensor& tokens) const;
   // tokens [B, T + 1]: mean next-token cross-entropy over B x T positions
   torch::Tensor loss(const torch::Tensor& tokens) const;
-  // PostShare (Eq. 4-5): gamma * (1/|pairs|) sum_pairs sum_{p in q,k,v} ||W_p(target) - W_p(source)||_F (0 when unused)
+  // PostShare (Eq. 4-5): gamma * (1/|pairs|) sum_pairs sum_{p in q,k,v} ||W_p(target) - W_p(source)||_F (0
+  // when unused)
   torch::Tensor postSharePenalty() const;
 
   std::vector<NamedParameter>& parameters() { return m_params; }
@@ -59,7 +60,8 @@ class SharedTransformer {
   torch::Tensor attentionWeight(int64_t layer, Proj p, const std::map<Proj, torch::Tensor>& masa) const;
   torch::Tensor feedForwardWeight(int64_t layer, Proj p) const;
   torch::Tensor withLayerLora(torch::Tensor w, int64_t layer, Proj p, const BlockSharing& sharing) const;
-  torch::Tensor unitRowsOf(int64_t layer, Proj p) const;  // Q, K or V of a layer with tied units, from compact storage
+  torch::Tensor unitRowsOf(int64_t layer,
+                           Proj p) const;  // Q, K or V of a layer with tied units, from compact storage
 
   Topology m_topology;
   torch::Device m_device;

@@ -46,13 +46,16 @@ std::vector<std::pair<std::string, torch::Tensor>> AdamW::stateTensors() const {
   return out;
 }
 
-void AdamW::loadState(const std::map<std::string, torch::Tensor>& tensors, int64_t steps, const std::string& source) {
+void AdamW::loadState(const std::map<std::string, torch::Tensor>& tensors, int64_t steps,
+                      const std::string& source) {
   torch::NoGradGuard noGrad;
   for (size_t i = 0; i < m_params.size(); ++i)
-    for (auto [prefix, target] : {std::pair{"exp_avg.", &m_expAvg[i]}, std::pair{"exp_avg_sq.", &m_expAvgSq[i]}}) {
+    for (auto [prefix, target] :
+         {std::pair{"exp_avg.", &m_expAvg[i]}, std::pair{"exp_avg_sq.", &m_expAvgSq[i]}}) {
       auto it = tensors.find(prefix + m_params[i].name);
       if (it == tensors.end() || it->second.sizes() != target->sizes())
-        throw Error({.what = "optimizer state does not match the model", .where = source,
+        throw Error({.what = "optimizer state does not match the model",
+                     .where = source,
                      .expected = std::string(prefix) + m_params[i].name + " " + c10::str(target->sizes()),
                      .found = it == tensors.end() ? "nothing" : c10::str(it->second.sizes()),
                      .hint = "the checkpoint belongs to another topology"});

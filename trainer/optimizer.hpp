@@ -24,7 +24,8 @@ class AdamW {
 
   // "exp_avg.<name>" and "exp_avg_sq.<name>" (CPU float32), and their restoration.
   std::vector<std::pair<std::string, torch::Tensor>> stateTensors() const;
-  void loadState(const std::map<std::string, torch::Tensor>& tensors, int64_t steps, const std::string& source);
+  void loadState(const std::map<std::string, torch::Tensor>& tensors, int64_t steps,
+                 const std::string& source);
 
  private:
   std::vector<NamedParameter>& m_params;

@@ -29,43 +29,46 @@ struct StepMetrics {
   double gradNorm = 0;
   double tokensPerSecond = 0;
   double elapsed = 0;
-  double penalty = NAN;  // gamma L_w of PostShare (Eq. 4-5), NaN without it; `loss` is the cross-entropy alone
+  double penalty =
+      NAN;  // gamma L_w of PostShare (Eq. 4-5), NaN without it; `loss` is the cross-entropy alone
   bool skipped = false;  // non-finite loss or gradient: no update
 };
 
 enum class RunState : uint8_t { Preparing, Running, Paused, Finished, Stopped, Failed };
 std::string_view runStateName(RunState s);
 
-// Data-parallel training on LibTorch's c10d (TCPStore rendezvous, ProcessGroupGloo on CPU, ProcessGroupNCCL on
-// CUDA): every rank trains on a disjoint shard of each global batch; rank 0 writes the run directory.
+// Data-parallel training on LibTorch's c10d (TCPStore rendezvous, ProcessGroupGloo on CPU, ProcessGroupNCCL
+// on CUDA): every rank trains on a disjoint shard of each global batch; rank 0 writes the run directory.
 struct DistributedConfig {
   int rank = 0, worldSize = 1;            // RANK, WORLD_SIZE
   int localRank = 0, localWorldSize = 1;  // LOCAL_RANK, LOCAL_WORLD_SIZE: ranks sharing this machine's cores
   std::string masterAddr = "127.0.0.1";   // MASTER_ADDR: where rank 0's TCPStore listens
   int masterPort = 29500;                 // MASTER_PORT
   double timeoutSeconds = 120;            // a rank that stops answering makes the others stop after this
-  int64_t checkWeightsEvery = 0;          // debug: compare weight hashes across ranks every K steps (0: never)
+  int64_t checkWeightsEvery = 0;  // debug: compare weight hashes across ranks every K steps (0: never)
   bool enabled() const { return worldSize > 1; }
 };
 
-// The rank's place from the usual launcher variables (torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT; Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE); a single
-// process when none is set. A malformed or inconsistent variable is a named Error.
+// The rank's place from the usual launcher variables (torchrun: RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+// SLURM_NTASKS_PER_NODE); a single process when none is set. A malformed or inconsistent variable is a named
+// Error.
 DistributedConfig distributedFromEnvironment();
 
 struct RunRequest {
   Topology topology;
   TrainConfig config;
   std::filesystem::path runDir;
-  bool resume = false;          // continue the run in runDir from its latest complete checkpoint; the topology
-                                // and config then come from its run.json, except for:
+  bool resume = false;  // continue the run in runDir from its latest complete checkpoint; the topology
+                        // and config then come from its run.json, except for:
   std::optional<int64_t> resumeToSteps;  // extend (never shorten) the resumed run to this many steps
   bool startIfNothingToResume = false;   // resume of a directory without run.json (killed while preparing):
                                          // start it from `topology` instead of refusing
-  std::optional<std::filesystem::path> initFrom;  // post-training: start from this checkpoint's weights (ShareLens
-                                                  // or Hugging Face Llama layout) and train with its tokenizer
-  std::string role = "model";   // "model" or "baseline" (recorded in run.json)
-  std::string sibling;          // the other run of a --compare pair, relative to runDir's parent
+  std::optional<std::filesystem::path>
+      initFrom;                // post-training: start from this checkpoint's weights (ShareLens
+                               // or Hugging Face Llama layout) and train with its tokenizer
+  std::string role = "model";  // "model" or "baseline" (recorded in run.json)
+  std::string sibling;         // the other run of a --compare pair, relative to runDir's parent
   DistributedConfig distributed;
 };
 
@@ -87,7 +90,8 @@ class RunController {
   RunState state() const;
   std::string message() const;  // why it failed or stopped, or the current preparation stage
   const std::filesystem::path& runDirectory() const;
-  Topology topology() const;  // a resume's own once prepared (copies: the training thread may publish it meanwhile)
+  Topology topology()
+      const;  // a resume's own once prepared (copies: the training thread may publish it meanwhile)
   int64_t totalSteps() const;
   TaskProgress& progress();
   std::vector<StepMetrics> takeMetrics();  // published since the last call
@@ -106,8 +110,9 @@ RunState runTraining(const RunRequest& request, const TaskContext& ctx,
 
 // Trains `request.topology` and its parameter-matched baseline concurrently (half the threads each) on the
 // same data order, into runDir/<name> and runDir/<name>-baseline. Returns both final states.
-std::pair<RunState, RunState> runComparison(const RunRequest& request, const TaskContext& ctx,
-                                            const std::function<void(const std::string& role, const StepMetrics&)>& onStep);
+std::pair<RunState, RunState> runComparison(
+    const RunRequest& request, const TaskContext& ctx,
+    const std::function<void(const std::string& role, const StepMetrics&)>& onStep);
 
 // Whether this LibTorch can train on CUDA here.
 bool cudaTrainingAvailable();

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/parallel.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,16 +49,17 @@ bool readStream(std::ifstream& in, std::vector<int32_t>& v) {
 
 }  // namespace
 
-TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const TextTokenizer& tokenizer,
-                        const TaskContext& ctx) {
+TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint,
+                        const TextTokenizer& tokenizer, const TaskContext& ctx) {
   TokenData data;
   data.vocab = tokenizer.vocabSize();
   data.eos = tokenizer.eosId();
   data.trainDocuments = static_cast<int64_t>(split.train.size());
   data.validationDocuments = static_cast<int64_t>(split.validation.size());
-  const fs::path cache = cacheDirectory() / "tokens" /
-                         ("tok-" + tokenizer.fingerprint() + "-corpus-" + corpusFingerprint + "-" +
-                          std::to_string(split.train.size()) + "-" + std::to_string(split.validation.size()) + ".bin");
+  const fs::path cache =
+      cacheDirectory() / "tokens" /
+      ("tok-" + tokenizer.fingerprint() + "-corpus-" + corpusFingerprint + "-" +
+       std::to_string(split.train.size()) + "-" + std::to_string(split.validation.size()) + ".bin");
   if (std::ifstream in{cache, std::ios::binary}) {
     if (readStream(in, data.train) && readStream(in, data.validation)) return data;
   }
@@ -75,27 +76,34 @@ TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFinge
   return data;
 }
 
-TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length, int64_t rowBegin,
-                         int64_t rowEnd) {
+TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length,
+                         int64_t rowBegin, int64_t rowEnd) {
   if (rowEnd < 0) rowEnd = batch;
   const int64_t span = static_cast<int64_t>(data.train.size()) - (length + 1);
   if (span <= 0)
     throw Error({.what = "the training corpus is shorter than one sequence",
-                 .where = "training data", .expected = "more than " + std::to_string(length + 1) + " tokens",
-                 .found = std::to_string(data.train.size()), .hint = "use a larger corpus or a shorter context"});
-  TokenBatch b{std::vector<int32_t>(static_cast<size_t>((rowEnd - rowBegin) * (length + 1))), rowEnd - rowBegin, length};
+                 .where = "training data",
+                 .expected = "more than " + std::to_string(length + 1) + " tokens",
+                 .found = std::to_string(data.train.size()),
+                 .hint = "use a larger corpus or a shorter context"});
+  TokenBatch b{std::vector<int32_t>(static_cast<size_t>((rowEnd - rowBegin) * (length + 1))),
+               rowEnd - rowBegin, length};
   for (int64_t row = rowBegin; row < rowEnd; ++row) {
-    const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ splitmix64(static_cast<uint64_t>(step) * 1315423911ull + row));
+    const uint64_t r =
+        splitmix64(seed * 0x100000001b3ull ^ splitmix64(static_cast<uint64_t>(step) * 1315423911ull + row));
     const int64_t offset = static_cast<int64_t>(r % static_cast<uint64_t>(span + 1));
-    std::memcpy(b.tokens.data() + (row - rowBegin) * (length + 1), data.train.data() + offset, static_cast<size_t>(length + 1) * 4);
+    std::memcpy(b.tokens.data() + (row - rowBegin) * (length + 1), data.train.data() + offset,
+                static_cast<size_t>(length + 1) * 4);
   }
   return b;
 }
 
-TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, int64_t batch, int64_t length) {
+TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, int64_t batch,
+                           int64_t length) {
   const int64_t span = static_cast<int64_t>(data.validation.size()) - (length + 1);
   if (span <= 0)
-    throw Error({.what = "the validation split is shorter than one sequence", .where = "validation data",
+    throw Error({.what = "the validation split is shorter than one sequence",
+                 .where = "validation data",
                  .expected = "more than " + std::to_string(length + 1) + " tokens",
                  .found = std::to_string(data.validation.size()),
                  .hint = "raise validation_fraction or use a larger corpus"});
@@ -104,7 +112,8 @@ TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, 
   for (int64_t row = 0; row < batch; ++row) {
     const int64_t w = index * batch + row;
     const int64_t offset = windows > 1 ? span * w / (windows - 1) : 0;
-    std::memcpy(b.tokens.data() + row * (length + 1), data.validation.data() + offset, static_cast<size_t>(length + 1) * 4);
+    std::memcpy(b.tokens.data() + row * (length + 1), data.validation.data() + offset,
+                static_cast<size_t>(length + 1) * 4);
   }
   return b;
 }

@@ -22,10 +22,11 @@ struct TokenData {
   int64_t trainDocuments = 0, validationDocuments = 0;
 };
 
-// Tokenises the split with any tokenizer (a run's own SentencePiece model, or the tokenizer of the checkpoint a
-// run starts from); documents are joined with its EOS token. Cached, keyed by tokenizer and corpus fingerprints.
-TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint, const TextTokenizer& tokenizer,
-                        const TaskContext& ctx);
+// Tokenises the split with any tokenizer (a run's own SentencePiece model, or the tokenizer of the checkpoint
+// a run starts from); documents are joined with its EOS token. Cached, keyed by tokenizer and corpus
+// fingerprints.
+TokenData tokenizeSplit(const CorpusSplit& split, const std::string& corpusFingerprint,
+                        const TextTokenizer& tokenizer, const TaskContext& ctx);
 
 // batch x (length + 1) tokens, row-major: inputs are [:, :length], targets [:, 1:].
 struct TokenBatch {
@@ -33,11 +34,13 @@ struct TokenBatch {
   int64_t batch = 0, length = 0;
 };
 
-// Windows at offsets drawn by a counter-based generator from (seed, step, row): rows [rowBegin, rowEnd) of the
-// step's global batch (a distributed rank takes its own rows; all rows by default), the same whoever draws them.
+// Windows at offsets drawn by a counter-based generator from (seed, step, row): rows [rowBegin, rowEnd) of
+// the step's global batch (a distributed rank takes its own rows; all rows by default), the same whoever
+// draws them.
 TokenBatch trainingBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t batch, int64_t length,
                          int64_t rowBegin = 0, int64_t rowEnd = -1);
 // The index-th of the fixed validation batches: windows evenly spaced over the validation stream.
-TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, int64_t batch, int64_t length);
+TokenBatch validationBatch(const TokenData& data, int64_t index, int64_t count, int64_t batch,
+                           int64_t length);
 
 }  // namespace sharelens

@@ -19,13 +19,18 @@ spm::Engine& spmEngine() {
   static spm::Engine* engine = nullptr;
   static std::string loadError;
   std::call_once(once, [] {
-    const PluginSpec spec{.fileName = "libsharelens_spm.so", .envOverride = "SHARELENS_SPM_PLUGIN", .isolateSymbols = true};
-    if (auto entry = reinterpret_cast<spm::Engine* (*)()>(loadPluginEntryPoint(spec, "sharelens_spm_engine", &loadError)))
+    const PluginSpec spec{
+        .fileName = "libsharelens_spm.so", .envOverride = "SHARELENS_SPM_PLUGIN", .isolateSymbols = true};
+    if (auto entry = reinterpret_cast<spm::Engine* (*)()>(
+            loadPluginEntryPoint(spec, "sharelens_spm_engine", &loadError)))
       engine = entry();
   });
   if (!engine)
-    throw Error({.what = "SentencePiece is unavailable", .where = "libsharelens_spm.so", .found = loadError,
-                 .hint = "build the sharelens_spm target (./dev.sh build), or point SHARELENS_SPM_PLUGIN at it"});
+    throw Error(
+        {.what = "SentencePiece is unavailable",
+         .where = "libsharelens_spm.so",
+         .found = loadError,
+         .hint = "build the sharelens_spm target (./dev.sh build), or point SHARELENS_SPM_PLUGIN at it"});
   return *engine;
 }
 
@@ -66,7 +71,9 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const fs::path& model) {
   std::string error;
   t->m_model = spmEngine().load(bytes, &error);
   if (!t->m_model)
-    throw Error({.what = "cannot load SentencePiece model", .where = model.string(), .found = error,
+    throw Error({.what = "cannot load SentencePiece model",
+                 .where = model.string(),
+                 .found = error,
                  .hint = "the file is not a SentencePiece model; delete it to retrain"});
   t->m_path = model;
   t->m_fingerprint = fnv1aHex(bytes);
@@ -75,14 +82,24 @@ std::unique_ptr<SpmTokenizer> SpmTokenizer::load(const fs::path& model) {
 
 SpmTokenizer::~SpmTokenizer() = default;
 
-std::vector<int> SpmTokenizer::encode(std::string_view text) const { return m_model->encode(text); }
-std::string SpmTokenizer::decode(const std::vector<int>& ids) const { return m_model->decode(ids); }
-int SpmTokenizer::vocabSize() const { return m_model->pieceSize(); }
-int SpmTokenizer::bosId() const { return m_model->bosId(); }
-int SpmTokenizer::eosId() const { return m_model->eosId(); }
+std::vector<int> SpmTokenizer::encode(std::string_view text) const {
+  return m_model->encode(text);
+}
+std::string SpmTokenizer::decode(const std::vector<int>& ids) const {
+  return m_model->decode(ids);
+}
+int SpmTokenizer::vocabSize() const {
+  return m_model->pieceSize();
+}
+int SpmTokenizer::bosId() const {
+  return m_model->bosId();
+}
+int SpmTokenizer::eosId() const {
+  return m_model->eosId();
+}
 
-fs::path trainedTokenizer(const std::vector<const Document*>& docs, const std::string& corpusFingerprint, int vocabSize,
-                          const TaskContext& ctx) {
+fs::path trainedTokenizer(const std::vector<const Document*>& docs, const std::string& corpusFingerprint,
+                          int vocabSize, const TaskContext& ctx) {
   const fs::path dir = cacheDirectory() / "tokenizers";
   const std::string key = "bpe-" + corpusFingerprint + "-v" + std::to_string(vocabSize);
   const fs::path model = dir / (key + ".model");
@@ -113,11 +130,15 @@ fs::path trainedTokenizer(const std::vector<const Document*>& docs, const std::s
     // SentencePiece fails both ways: too few pieces for the corpus's characters (and the 256 byte-fallback
     // pieces), or more pieces than the corpus can produce.
     const bool tooSmall = error.find("smaller than required_chars") != std::string::npos;
-    throw Error({.what = "SentencePiece training failed", .where = "tokenizer for corpus " + corpusFingerprint,
-                 .expected = tooSmall ? "a vocabulary of at least the corpus's characters plus 256 byte pieces" : "",
-                 .found = error,
-                 .hint = tooSmall ? "raise model.vocab in the topology (" + std::to_string(vocabSize) + " is too small for this corpus)"
-                                  : "a vocab larger than the corpus supports fails; lower model.vocab in the topology"});
+    throw Error(
+        {.what = "SentencePiece training failed",
+         .where = "tokenizer for corpus " + corpusFingerprint,
+         .expected = tooSmall ? "a vocabulary of at least the corpus's characters plus 256 byte pieces" : "",
+         .found = error,
+         .hint = tooSmall
+                     ? "raise model.vocab in the topology (" + std::to_string(vocabSize) +
+                           " is too small for this corpus)"
+                     : "a vocab larger than the corpus supports fails; lower model.vocab in the topology"});
   }
   writeFileAtomically(model, serialized);
   return model;

@@ -1,6 +1,6 @@
-// SentencePiece BPE tokenizers for training runs (through the plugin of trainer/spm/spm_engine.hpp): trained on a corpus's training documents with the
-// topology's vocab size, cached by (corpus fingerprint, vocab size) so a run and its baseline share one,
-// and saved into each run directory as tokenizer.model.
+// SentencePiece BPE tokenizers for training runs (through the plugin of trainer/spm/spm_engine.hpp): trained
+// on a corpus's training documents with the topology's vocab size, cached by (corpus fingerprint, vocab size)
+// so a run and its baseline share one, and saved into each run directory as tokenizer.model.
 #pragma once
 
 #include <filesystem>
@@ -39,8 +39,9 @@ class SpmTokenizer {
 
 // The cached tokenizer for (corpus, vocab), training it first if needed (tens of seconds on Brown).
 // Cache: $SHARELENS_CACHE, else $XDG_CACHE_HOME/sharelens, else ~/.cache/sharelens.
-std::filesystem::path trainedTokenizer(const std::vector<const Document*>& trainDocuments, const std::string& corpusFingerprint,
-                                       int vocabSize, const TaskContext& ctx);
+std::filesystem::path trainedTokenizer(const std::vector<const Document*>& trainDocuments,
+                                       const std::string& corpusFingerprint, int vocabSize,
+                                       const TaskContext& ctx);
 
 std::filesystem::path cacheDirectory();
 

@@ -1,15 +1,14 @@
 // The few places where LibTorch 1.13 (Debian) and 2.x (e.g. a CUDA build) differ.
 #pragma once
 
-#include <torch/types.h>
-#include <torch/version.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <torch/types.h>
+#include <torch/version.h>
 
 #include <cmath>
 
 #include "core/blas_threads.hpp"
-
 
 namespace sharelens {
 
@@ -36,8 +35,9 @@ inline torch::Tensor causalAttention(const torch::Tensor& q, const torch::Tensor
   // (beta = 1) together with the 1/sqrt(hd) scale (alpha), so neither costs a pass over the scores.
   const auto future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool).device(q.device())).triu(1);
   const auto bias = at::zeros({t, t}, q.options()).masked_fill_(future, -INFINITY).repeat({group, 1});
-  const torch::Tensor scores = at::baddbmm(bias.unsqueeze(0), grouped, k.reshape({b * kv, t, hd}).transpose(1, 2),
-                                           /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+  const torch::Tensor scores =
+      at::baddbmm(bias.unsqueeze(0), grouped, k.reshape({b * kv, t, hd}).transpose(1, 2),
+                  /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
   return at::bmm(at::softmax(scores, -1), v.reshape({b * kv, t, hd})).view({b, h, t, hd});
 #endif
 }

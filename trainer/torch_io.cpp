@@ -10,10 +10,12 @@ void writeTensors(const std::filesystem::path& path, const NamedTensors& tensors
   std::vector<TensorWrite> writes;
   for (const auto& [name, tensor] : tensors) {
     if (!tensor.is_contiguous() || tensor.scalar_type() != at::kFloat || !tensor.device().is_cpu())
-      throw Error({.what = "tensors to write must be contiguous CPU float32", .where = path.string() + ": " + name});
+      throw Error(
+          {.what = "tensors to write must be contiguous CPU float32", .where = path.string() + ": " + name});
     const auto bytes = std::span(reinterpret_cast<const std::byte*>(tensor.data_ptr<float>()),
                                  static_cast<size_t>(tensor.numel()) * sizeof(float));
-    writes.push_back({name, DType::F32, std::vector<int64_t>(tensor.sizes().begin(), tensor.sizes().end()), bytes});
+    writes.push_back(
+        {name, DType::F32, std::vector<int64_t>(tensor.sizes().begin(), tensor.sizes().end()), bytes});
   }
   writeSafetensors(path, writes, metadata);
 }

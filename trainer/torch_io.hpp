@@ -14,6 +14,7 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 void writeTensors(const std::filesystem::path& path, const NamedTensors& tensors,
                   const std::map<std::string, std::string>& metadata);
-std::map<std::string, torch::Tensor> readTensors(const std::filesystem::path& path);  // every tensor as float32
+std::map<std::string, torch::Tensor> readTensors(
+    const std::filesystem::path& path);  // every tensor as float32
 
 }  // namespace sharelens

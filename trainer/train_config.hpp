@@ -11,13 +11,13 @@
 namespace sharelens {
 
 struct TrainConfig {
-  std::string corpus = "brown";     // brown, nlp or a directory of .txt files
+  std::string corpus = "brown";  // brown, nlp or a directory of .txt files
   int64_t steps = 600;
-  int64_t batchSize = 16;           // sequences of the topology's context length
-  double lr = 3e-3;                 // peak learning rate
-  double minLrRatio = 0.1;          // cosine decays to lr * minLrRatio
+  int64_t batchSize = 16;   // sequences of the topology's context length
+  double lr = 3e-3;         // peak learning rate
+  double minLrRatio = 0.1;  // cosine decays to lr * minLrRatio
   int64_t warmupSteps = 30;
-  double weightDecay = 0.1;         // decoupled (AdamW); not applied to norms
+  double weightDecay = 0.1;  // decoupled (AdamW); not applied to norms
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double gradClip = 1.0;
   int64_t evalEvery = 25;
@@ -25,8 +25,8 @@ struct TrainConfig {
   int64_t checkpointEvery = 100;
   CheckpointRetention keepCheckpoints;  // log-spaced by default (core/checkpoint_retention.hpp)
   uint64_t seed = 1234;
-  int threads = 0;                  // 0: all cores
-  std::string device = "cpu";       // cpu or cuda (a CUDA build of LibTorch)
+  int threads = 0;             // 0: all cores
+  std::string device = "cpu";  // cpu or cuda (a CUDA build of LibTorch)
   int64_t maxConsecutiveNonFinite = 5;
   double validationFraction = 0.05;
 

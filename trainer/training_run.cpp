@@ -18,13 +18,12 @@
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/distributed.hpp"
+#include "trainer/hf_tokenizer.hpp"
 #include "trainer/model.hpp"
 #include "trainer/run_controller.hpp"
-#include "trainer/hf_tokenizer.hpp"
 #include "trainer/token_data.hpp"
 #include "trainer/tokenizer.hpp"
 #include "trainer/torch_compat.hpp"
-
 
 namespace fs = std::filesystem;
 
@@ -39,14 +38,22 @@ std::string isoTimeNow() {
 }
 
 // The rows of a global batch of B rows that rank r of N takes: contiguous, as even as the division allows.
-int64_t rowStart(int64_t batch, int rank, int world) { return batch * rank / world; }
-int64_t rowsOf(int64_t batch, int rank, int world) { return rowStart(batch, rank + 1, world) - rowStart(batch, rank, world); }
+int64_t rowStart(int64_t batch, int rank, int world) {
+  return batch * rank / world;
+}
+int64_t rowsOf(int64_t batch, int rank, int world) {
+  return rowStart(batch, rank + 1, world) - rowStart(batch, rank, world);
+}
 
 Json budgetJson(const Topology& t) {
   const ParamBudget b = countParameters(t);
   Json groups = Json::object();
-  for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
-  return {{"total", b.total}, {"non_embedding", b.nonEmbedding}, {"groups", groups}, {"rho", b.rho},
+  for (int g = 0; g < kParamGroupCount; ++g)
+    groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
+  return {{"total", b.total},
+          {"non_embedding", b.nonEmbedding},
+          {"groups", groups},
+          {"rho", b.rho},
           {"train_flops_per_token", b.trainFlopsPerToken}};
 }
 
@@ -112,10 +119,12 @@ void TrainingRun::prepare() {
   if (r.resume && !fs::exists(runJson)) {
     // Killed before run.json was written: nothing was trained. Start it, if we know what to start.
     if (!r.startIfNothingToResume)
-      throw Error({.what = "nothing to resume: the run stopped before it wrote run.json, so no step was trained",
-                   .where = r.runDir.string(), .expected = "a run directory with run.json",
-                   .hint = "start it again with `sharelens train --topology FILE --out " + r.runDir.string() +
-                           "` (the directory is reused), or add --topology FILE to this --resume"});
+      throw Error(
+          {.what = "nothing to resume: the run stopped before it wrote run.json, so no step was trained",
+           .where = r.runDir.string(),
+           .expected = "a run directory with run.json",
+           .hint = "start it again with `sharelens train --topology FILE --out " + r.runDir.string() +
+                   "` (the directory is reused), or add --topology FILE to this --resume"});
     r.resume = false;
   }
   if (r.resume) {
@@ -131,7 +140,8 @@ void TrainingRun::prepare() {
     if (threadsOverride > 0) r.config.threads = threadsOverride;
   } else {
     if (fs::exists(runJson) && r.distributed.rank == 0)
-      throw Error({.what = "the directory already holds a run", .where = r.runDir.string(),
+      throw Error({.what = "the directory already holds a run",
+                   .where = r.runDir.string(),
                    .hint = "pass --resume to continue it, or choose another --out"});
     validateTopology(r.topology, "topology");
   }
@@ -139,8 +149,10 @@ void TrainingRun::prepare() {
     m_channel.setState(RunState::Preparing, "joining the distributed run");
     m_group = std::make_unique<DistributedGroup>(r.distributed, r.config.device == "cuda");
     if (r.config.batchSize < r.distributed.worldSize)
-      throw Error({.what = "the global batch has fewer rows than there are ranks", .where = "--batch",
-                   .expected = ">= " + std::to_string(r.distributed.worldSize) + " rows", .found = std::to_string(r.config.batchSize),
+      throw Error({.what = "the global batch has fewer rows than there are ranks",
+                   .where = "--batch",
+                   .expected = ">= " + std::to_string(r.distributed.worldSize) + " rows",
+                   .found = std::to_string(r.config.batchSize),
                    .hint = "every rank trains on its own rows of each global batch"});
   }
   validateTrainConfig(r.config, "training options");
@@ -155,44 +167,58 @@ void TrainingRun::prepare() {
 
   if (c.device == "cuda") {
     if (!torch::cuda::is_available())
-      throw Error({.what = "CUDA training requested but unavailable", .where = "--device cuda",
-                   .found = "LibTorch " + torchVersion() + (torch::cuda::device_count() ? "" : " without a usable GPU"),
-                   .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use --device cpu"});
+      throw Error({.what = "CUDA training requested but unavailable",
+                   .where = "--device cuda",
+                   .found = "LibTorch " + torchVersion() +
+                            (torch::cuda::device_count() ? "" : " without a usable GPU"),
+                   .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use "
+                           "--device cpu"});
     // One GPU per local rank (torchrun's convention); a single process takes the first.
-    m_device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(r.distributed.localRank % torch::cuda::device_count()));
+    m_device = torch::Device(
+        torch::kCUDA, static_cast<c10::DeviceIndex>(r.distributed.localRank % torch::cuda::device_count()));
   }
 
   m_channel.setState(RunState::Preparing, "loading corpus '" + c.corpus + "'");
   const Corpus corpus = loadCorpus(c.corpus);
   const CorpusSplit split = splitByDocument(corpus, c.validationFraction);
-  if (r.resume && record.contains("corpus") && record["corpus"].value("fingerprint", "") != corpus.fingerprint)
-    throw Error({.what = "the corpus changed since the run started", .where = c.corpus,
-                 .expected = "fingerprint " + record["corpus"].value("fingerprint", ""), .found = corpus.fingerprint,
+  if (r.resume && record.contains("corpus") &&
+      record["corpus"].value("fingerprint", "") != corpus.fingerprint)
+    throw Error({.what = "the corpus changed since the run started",
+                 .where = c.corpus,
+                 .expected = "fingerprint " + record["corpus"].value("fingerprint", ""),
+                 .found = corpus.fingerprint,
                  .hint = "resume with the same corpus, or start a new run"});
-  // The run's tokenizer, kept in the run directory: the checkpoint's own when the run starts from one (--init),
-  // else a SentencePiece BPE trained on the corpus's training documents (cached by corpus and vocab).
-  // Other ranks use the same file where they find it (the checkpoint's, or their own cache: training the
-  // tokenizer is deterministic), without writing into the run directory; the fingerprints are compared below.
-  fs::path tokenizerFile = fs::exists(r.runDir / "tokenizer.json") ? r.runDir / "tokenizer.json" : r.runDir / "tokenizer.model";
+  // The run's tokenizer, kept in the run directory: the checkpoint's own when the run starts from one
+  // (--init), else a SentencePiece BPE trained on the corpus's training documents (cached by corpus and
+  // vocab). Other ranks use the same file where they find it (the checkpoint's, or their own cache: training
+  // the tokenizer is deterministic), without writing into the run directory; the fingerprints are compared
+  // below.
+  fs::path tokenizerFile =
+      fs::exists(r.runDir / "tokenizer.json") ? r.runDir / "tokenizer.json" : r.runDir / "tokenizer.model";
   if (!r.resume || !fs::exists(tokenizerFile)) {
     if (r.initFrom) {
       const fs::path source = tokenizerFileForCheckpoint(*r.initFrom);
-      tokenizerFile = writer() ? r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model") : source;
+      tokenizerFile = writer()
+                          ? r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model")
+                          : source;
       if (writer()) fs::copy_file(source, tokenizerFile, fs::copy_options::overwrite_existing);
     } else {
       m_channel.setState(RunState::Preparing, "training the tokenizer");
-      const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
+      const fs::path cached =
+          trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
       tokenizerFile = writer() ? r.runDir / "tokenizer.model" : cached;
       if (writer()) fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
     }
   }
   const auto tokenizer = loadTokenizerFile(tokenizerFile);
-  // A trained tokenizer has exactly the topology's vocabulary; a checkpoint's may be smaller than its (padded)
-  // embedding table, never larger.
+  // A trained tokenizer has exactly the topology's vocabulary; a checkpoint's may be smaller than its
+  // (padded) embedding table, never larger.
   const bool initRun = r.initFrom || (record.contains("init") && !record["init"].is_null());
   const bool exact = !initRun;
-  if (exact ? tokenizer->vocabSize() != r.topology.model.vocab : tokenizer->vocabSize() > r.topology.model.vocab)
-    throw Error({.what = "tokenizer and topology disagree on the vocabulary", .where = tokenizerFile.string(),
+  if (exact ? tokenizer->vocabSize() != r.topology.model.vocab
+            : tokenizer->vocabSize() > r.topology.model.vocab)
+    throw Error({.what = "tokenizer and topology disagree on the vocabulary",
+                 .where = tokenizerFile.string(),
                  .expected = (exact ? "" : "at most ") + std::to_string(r.topology.model.vocab) + " tokens",
                  .found = std::to_string(tokenizer->vocabSize()),
                  .hint = exact ? "the corpus cannot support this vocab size; lower model.vocab"
@@ -223,37 +249,51 @@ void TrainingRun::prepare() {
     }
     log({{"event", "resume"}, {"step", m_step}});
   } else {
-    record = {{"schema", kRunSchema},
-              {"role", r.role},
-              {"sibling", r.sibling},
-              {"created", isoTimeNow()},
-              {"topology", topologyToJson(r.topology)},
-              {"config", trainConfigToJson(c)},
-              {"seed", c.seed},
-              {"parameters", budgetJson(r.topology)},
-              {"corpus",
-               {{"spec", c.corpus}, {"fingerprint", corpus.fingerprint}, {"documents", corpus.documents.size()},
-                {"train_documents", m_data.trainDocuments}, {"validation_documents", m_data.validationDocuments},
-                {"train_tokens", m_data.train.size()}, {"validation_tokens", m_data.validation.size()}}},
-              {"tokenizer", {{"file", tokenizerFile.filename().string()}, {"fingerprint", tokenizer->fingerprint()},
-                             {"vocab", tokenizer->vocabSize()}}},
-              {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
-              {"distributed", {{"world_size", r.distributed.worldSize}, {"backend", m_group ? m_group->backendName() : "none"}}},
-              {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
+    record = {
+        {"schema", kRunSchema},
+        {"role", r.role},
+        {"sibling", r.sibling},
+        {"created", isoTimeNow()},
+        {"topology", topologyToJson(r.topology)},
+        {"config", trainConfigToJson(c)},
+        {"seed", c.seed},
+        {"parameters", budgetJson(r.topology)},
+        {"corpus",
+         {{"spec", c.corpus},
+          {"fingerprint", corpus.fingerprint},
+          {"documents", corpus.documents.size()},
+          {"train_documents", m_data.trainDocuments},
+          {"validation_documents", m_data.validationDocuments},
+          {"train_tokens", m_data.train.size()},
+          {"validation_tokens", m_data.validation.size()}}},
+        {"tokenizer",
+         {{"file", tokenizerFile.filename().string()},
+          {"fingerprint", tokenizer->fingerprint()},
+          {"vocab", tokenizer->vocabSize()}}},
+        {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
+        {"distributed",
+         {{"world_size", r.distributed.worldSize}, {"backend", m_group ? m_group->backendName() : "none"}}},
+        {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
     if (writer()) writeFileAtomically(runJson, record.dump(2) + "\n");
   }
   if (m_group) joinDistributed(corpus.fingerprint, tokenizer->fingerprint());
 }
 
-// Every rank holds the same run before the first step: the same topology, corpus, tokenizer, options and start
-// step (a named error otherwise), and rank 0's weights, optimizer state and counters.
-void TrainingRun::joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint) {
+// Every rank holds the same run before the first step: the same topology, corpus, tokenizer, options and
+// start step (a named error otherwise), and rank 0's weights, optimizer state and counters.
+void TrainingRun::joinDistributed(const std::string& corpusFingerprint,
+                                  const std::string& tokenizerFingerprint) {
   const TrainConfig& c = m_request.config;
   m_group->agree("topology", topologyToJson(m_request.topology).dump());
   m_group->agree("corpus", corpusFingerprint);
   m_group->agree("tokenizer", tokenizerFingerprint);
-  m_group->agree("training options", Json{{"steps", c.steps}, {"batch", c.batchSize}, {"lr", c.lr}, {"seed", c.seed},
-                                          {"warmup", c.warmupSteps}, {"weight_decay", c.weightDecay}}.dump());
+  m_group->agree("training options", Json{{"steps", c.steps},
+                                          {"batch", c.batchSize},
+                                          {"lr", c.lr},
+                                          {"seed", c.seed},
+                                          {"warmup", c.warmupSteps},
+                                          {"weight_decay", c.weightDecay}}
+                                         .dump());
   m_group->agree("start step", std::to_string(m_step));
   torch::NoGradGuard noGrad;
   m_group->broadcastFromZero(m_model->parameters(), *m_optimizer);
@@ -274,7 +314,9 @@ double TrainingRun::validationLoss() {
   const TrainConfig& c = m_request.config;
   const int rank = m_group ? m_group->rank() : 0, world = m_group ? m_group->worldSize() : 1;
   for (int64_t i = rank; i < c.evalBatches; i += world)  // distributed: the batches are shared out
-    total += m_model->loss(toDevice(validationBatch(m_data, i, c.evalBatches, c.batchSize, m_request.topology.model.context)))
+    total += m_model
+                 ->loss(toDevice(validationBatch(m_data, i, c.evalBatches, c.batchSize,
+                                                 m_request.topology.model.context)))
                  .item<double>();
   if (m_group) total = m_group->sum(total);
   return total / static_cast<double>(c.evalBatches);
@@ -290,8 +332,8 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
                       {"loss", std::isfinite(m_lastLoss) ? Json(m_lastLoss) : Json(nullptr)},
                       {"val_loss", std::isfinite(m_lastValLoss) ? Json(m_lastValLoss) : Json(nullptr)}};
   if (!writer()) return;
-  writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state, m_request.config.keepCheckpoints,
-                          m_request.config.checkpointEvery);
+  writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state,
+                          m_request.config.keepCheckpoints, m_request.config.checkpointEvery);
   log({{"event", "checkpoint"}, {"step", step}});
 }
 
@@ -301,7 +343,9 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
   m_channel.setState(RunState::Running, "training");
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
-  auto elapsed = [&] { return m_elapsedAtResume + std::chrono::duration<double>(clock::now() - started).count(); };
+  auto elapsed = [&] {
+    return m_elapsedAtResume + std::chrono::duration<double>(clock::now() - started).count();
+  };
   int64_t lastSaved = m_step;
   while (m_step < c.steps) {
     {  // commands between steps
@@ -354,25 +398,37 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
     if (m_group) {  // each rank's own rows per second; the step's throughput is the slowest rank's
       const double rows = static_cast<double>(rowsOf(c.batchSize, m_group->rank(), m_group->worldSize()));
-      metrics.rankTokensPerSecond = m_group->allGather(rows * static_cast<double>(context) / std::max(seconds, 1e-9));
+      metrics.rankTokensPerSecond =
+          m_group->allGather(rows * static_cast<double>(context) / std::max(seconds, 1e-9));
       metrics.worldSize = m_group->worldSize();
     }
     if (step % c.evalEvery == 0 || step == c.steps) metrics.valLoss = m_lastValLoss = validationLoss();
-    if (m_group && m_request.distributed.checkWeightsEvery > 0 && step % m_request.distributed.checkWeightsEvery == 0)
+    if (m_group && m_request.distributed.checkWeightsEvery > 0 &&
+        step % m_request.distributed.checkWeightsEvery == 0)
       m_group->checkWeightsAgree(m_model->parameters(), step);
     metrics.elapsed = elapsed();
-    MetricPoint point{step, metrics.tokens, metrics.skipped ? NAN : metrics.loss, metrics.valLoss, lr,
-                      metrics.skipped ? NAN : metrics.gradNorm, metrics.tokensPerSecond, metrics.elapsed, metrics.penalty,
-                      metrics.worldSize, metrics.rankTokensPerSecond};
+    MetricPoint point{step,
+                      metrics.tokens,
+                      metrics.skipped ? NAN : metrics.loss,
+                      metrics.valLoss,
+                      lr,
+                      metrics.skipped ? NAN : metrics.gradNorm,
+                      metrics.tokensPerSecond,
+                      metrics.elapsed,
+                      metrics.penalty,
+                      metrics.worldSize,
+                      metrics.rankTokensPerSecond};
     log(metricToJson(point));
     {
       std::lock_guard lock(m_channel.mutex);
       m_channel.metrics.push_back(metrics);
     }
     if (onStep) onStep(metrics);
-    if (m_consecutiveNonFinite >= c.maxConsecutiveNonFinite) {  // the same on every rank: the decision is global
-      const std::string why = std::to_string(m_consecutiveNonFinite) + " non-finite steps in a row (last: " + nonFinite +
-                              " at step " + std::to_string(step) + "); the weights hold the last finite update";
+    if (m_consecutiveNonFinite >=
+        c.maxConsecutiveNonFinite) {  // the same on every rank: the decision is global
+      const std::string why = std::to_string(m_consecutiveNonFinite) +
+                              " non-finite steps in a row (last: " + nonFinite + " at step " +
+                              std::to_string(step) + "); the weights hold the last finite update";
       saveCheckpoint(m_step, elapsed());
       log({{"event", "stop"}, {"step", step}, {"reason", why}});
       m_channel.setState(RunState::Failed, why);
@@ -394,16 +450,17 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
   return RunState::Finished;
 }
 
-// One optimisation step: this rank's rows of the global batch, forward and backward (its gradients all-reduced
-// as backward produces them, weighted by its share of the rows), then the update -- unless the global objective
-// or the gradient norm is not finite, which every rank sees alike.
+// One optimisation step: this rank's rows of the global batch, forward and backward (its gradients
+// all-reduced as backward produces them, weighted by its share of the rows), then the update -- unless the
+// global objective or the gradient norm is not finite, which every rank sees alike.
 RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite) {
   const TrainConfig& c = m_request.config;
   const int64_t context = m_request.topology.model.context;
   const int rank = m_group ? m_group->rank() : 0, world = m_group ? m_group->worldSize() : 1;
   const int64_t begin = rowStart(c.batchSize, rank, world), end = begin + rowsOf(c.batchSize, rank, world);
   const double share = static_cast<double>(end - begin) / static_cast<double>(c.batchSize);
-  const torch::Tensor tokens = toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context, begin, end));
+  const torch::Tensor tokens =
+      toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context, begin, end));
   torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
   {
     ScopedCudaAutocast autocast(m_device.is_cuda());
@@ -451,7 +508,8 @@ struct RunController::Shared {
   explicit Shared(RunRequest r) : request(std::move(r)) {}
   const RunRequest request;  // frozen before the thread starts: both threads read it, neither writes it
   RunChannel channel;
-  std::optional<RunRequest> resolved;  // guarded by channel.mutex: a resume's topology and config, once prepared
+  std::optional<RunRequest>
+      resolved;  // guarded by channel.mutex: a resume's topology and config, once prepared
   std::stop_source stop;
   TaskContext ctx;
   std::jthread thread;
@@ -518,7 +576,9 @@ std::string RunController::message() const {
   std::lock_guard lock(m_shared->channel.mutex);
   return m_shared->channel.message;
 }
-const fs::path& RunController::runDirectory() const { return m_shared->request.runDir; }
+const fs::path& RunController::runDirectory() const {
+  return m_shared->request.runDir;
+}
 Topology RunController::topology() const {
   std::lock_guard lock(m_shared->channel.mutex);
   return m_shared->resolved ? m_shared->resolved->topology : m_shared->request.topology;
@@ -527,7 +587,9 @@ int64_t RunController::totalSteps() const {
   std::lock_guard lock(m_shared->channel.mutex);
   return m_shared->resolved ? m_shared->resolved->config.steps : m_shared->request.config.steps;
 }
-TaskProgress& RunController::progress() { return m_shared->channel.progress; }
+TaskProgress& RunController::progress() {
+  return m_shared->channel.progress;
+}
 std::vector<StepMetrics> RunController::takeMetrics() {
   std::lock_guard lock(m_shared->channel.mutex);
   return std::exchange(m_shared->channel.metrics, {});
@@ -548,10 +610,12 @@ RunState runTraining(const RunRequest& request, const TaskContext& ctx,
   return state;
 }
 
-std::pair<RunState, RunState> runComparison(const RunRequest& request, const TaskContext& ctx,
-                                            const std::function<void(const std::string&, const StepMetrics&)>& onStep) {
+std::pair<RunState, RunState> runComparison(
+    const RunRequest& request, const TaskContext& ctx,
+    const std::function<void(const std::string&, const StepMetrics&)>& onStep) {
   const Topology baseline = parameterMatchedBaseline(request.topology);
-  const int threads = std::max(1, (request.config.threads > 0 ? request.config.threads : ctx.threadCount()) / 2);
+  const int threads =
+      std::max(1, (request.config.threads > 0 ? request.config.threads : ctx.threadCount()) / 2);
   RunRequest model = request, base = request;
   model.runDir = request.runDir / "model";
   model.sibling = "baseline";
@@ -592,8 +656,12 @@ std::string_view runStateName(RunState s) {
   return names[static_cast<int>(s)];
 }
 
-bool cudaTrainingAvailable() { return torch::cuda::is_available(); }
+bool cudaTrainingAvailable() {
+  return torch::cuda::is_available();
+}
 
-std::string torchVersion() { return TORCH_VERSION; }
+std::string torchVersion() {
+  return TORCH_VERSION;
+}
 
 }  // namespace sharelens

@@ -9,7 +9,10 @@
 namespace sharelens::cli {
 
 Args::Args(std::string command, std::string usage, std::vector<std::string> argv)
-    : m_command(std::move(command)), m_usage(std::move(usage)), m_args(std::move(argv)), m_used(m_args.size()) {}
+    : m_command(std::move(command)),
+      m_usage(std::move(usage)),
+      m_args(std::move(argv)),
+      m_used(m_args.size()) {}
 
 void Args::fail(const std::string& what, const std::string& found) const {
   throw Error({.what = what, .where = "sharelens " + m_command, .found = found, .hint = "usage: " + m_usage});
@@ -20,7 +23,8 @@ std::optional<std::string> Args::option(std::string_view name) {
   for (size_t i = 0; i < m_args.size(); ++i) {
     if (m_used[i]) continue;
     if (m_args[i] == flagName) {
-      if (i + 1 >= m_args.size() || m_used[i + 1]) fail("option " + flagName + " needs a value", "nothing after it");
+      if (i + 1 >= m_args.size() || m_used[i + 1])
+        fail("option " + flagName + " needs a value", "nothing after it");
       m_used[i] = m_used[i + 1] = true;
       return m_args[i + 1];
     }
@@ -48,7 +52,8 @@ std::optional<double> Args::number(std::string_view name, double minValue, doubl
   } catch (const std::exception&) {
     fail("option --" + std::string(name) + " needs a number", "'" + *text + "'");
   }
-  if (!std::isfinite(value)) fail("option --" + std::string(name) + " needs a finite number", "'" + *text + "'");
+  if (!std::isfinite(value))
+    fail("option --" + std::string(name) + " needs a finite number", "'" + *text + "'");
   if (value < minValue || value > maxValue) {
     char range[96];
     std::snprintf(range, sizeof range, "[%g, %g]", minValue, maxValue);

@@ -18,10 +18,10 @@ class Args {
   // A finite number in [minValue, maxValue] (NaN, infinities and out-of-range values are errors).
   std::optional<double> number(std::string_view name, double minValue, double maxValue);
   std::optional<long long> integer(std::string_view name, long long minValue, long long maxValue);
-  bool flag(std::string_view name);  // consumes --name
+  bool flag(std::string_view name);               // consumes --name
   std::string positional(std::string_view what);  // next positional; error when absent
   std::optional<std::string> optionalPositional();
-  void finish();  // error on anything not consumed
+  void finish();                               // error on anything not consumed
   std::vector<std::string> remaining() const;  // the arguments not consumed yet, in order
 
   const std::string& usage() const { return m_usage; }

@@ -29,11 +29,14 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 AnalysisParams parseAnalysisParams(Args& args) {
   AnalysisParams p;
   p.threshold = args.number("threshold", 1e-6, 1.0).value_or(p.threshold);
-  p.lowestPairs = static_cast<size_t>(args.integer("lowest-pairs", 0, 1'000'000).value_or(static_cast<long long>(p.lowestPairs)));
+  p.lowestPairs = static_cast<size_t>(
+      args.integer("lowest-pairs", 0, 1'000'000).value_or(static_cast<long long>(p.lowestPairs)));
   p.headsIncludeOutput = !args.flag("heads-qkv-only");
   if (const auto ratio = args.number("ratio", 0.0, 1.0)) {
     if (*ratio <= 0.0 || *ratio >= 1.0)
-      throw Error({.what = "sharing ratio out of range", .where = "--ratio", .expected = "a fraction in (0, 1)",
+      throw Error({.what = "sharing ratio out of range",
+                   .where = "--ratio",
+                   .expected = "a fraction in (0, 1)",
                    .found = std::to_string(*ratio)});
     p.directShareRatio = *ratio;
   }
@@ -41,11 +44,14 @@ AnalysisParams parseAnalysisParams(Args& args) {
   p.corpus = args.option("corpus", p.corpus);
   p.logitLens = args.option("logit-lens", p.logitLens);
   if (p.logitLens != "mean-state" && p.logitLens != "per-token")
-    throw Error({.what = "unknown logit lens", .where = "--logit-lens", .expected = "mean-state (the MASA paper's) or per-token",
+    throw Error({.what = "unknown logit lens",
+                 .where = "--logit-lens",
+                 .expected = "mean-state (the MASA paper's) or per-token",
                  .found = p.logitLens});
   p.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(p.logitLensTokens);
   p.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(p.attentionTokens);
-  p.embeddingLossTokens = args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(p.embeddingLossTokens);
+  p.embeddingLossTokens =
+      args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(p.embeddingLossTokens);
   if (const auto ids = args.option("token-ids")) p.tokenIds = readTokenIds(*ids);
   return p;
 }
@@ -64,7 +70,10 @@ int runAnalyze(Args& args) {
   const int threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto jsonOut = args.option("json");
   if (device != "cpu" && device != "cuda")
-    throw Error({.what = "unknown device", .where = "sharelens analyze --device", .expected = "cpu or cuda", .found = device});
+    throw Error({.what = "unknown device",
+                 .where = "sharelens analyze --device",
+                 .expected = "cpu or cuda",
+                 .found = device});
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   AnalysisParams p = parseAnalysisParams(args);
@@ -72,17 +81,26 @@ int runAnalyze(Args& args) {
   if (!masaGroups.empty() && !klGroups) p.masaGroups = parseLayerGroups(masaGroups, view.shape.layers);
   if (klGrouping) p.klGroups = *klGrouping;
   if (p.klGroups > view.shape.layers)
-    throw Error({.what = "more groups than layers", .where = "--masa-groups " + masaGroups,
-                 .expected = "at most " + std::to_string(view.shape.layers), .found = std::to_string(p.klGroups)});
-  if (!jsonOut) throw Error({.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
-  if (directShareOut) checkDirectShareWritable(*ckpt, view);  // refused before anything is computed or written
+    throw Error({.what = "more groups than layers",
+                 .where = "--masa-groups " + masaGroups,
+                 .expected = "at most " + std::to_string(view.shape.layers),
+                 .found = std::to_string(p.klGroups)});
+  if (!jsonOut)
+    throw Error(
+        {.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
+  if (directShareOut)
+    checkDirectShareWritable(*ckpt, view);  // refused before anything is computed or written
   const bool explicitSelection = !requested.empty();
   if (!explicitSelection)
     for (const AnalysisKind& k : analysisKinds())
       if (k.inDefaultSet) requested.push_back(&k);
-  auto isRequested = [&](std::string_view id) { return std::find(requested.begin(), requested.end(), &analysis(id)) != requested.end(); };
+  auto isRequested = [&](std::string_view id) {
+    return std::find(requested.begin(), requested.end(), &analysis(id)) != requested.end();
+  };
   if (klGroups && !isRequested("activations"))
-    throw Error({.what = "--masa-groups " + masaGroups + " needs the logit-lens drift", .where = "sharelens analyze", .hint = "add --activations"});
+    throw Error({.what = "--masa-groups " + masaGroups + " needs the logit-lens drift",
+                 .where = "sharelens analyze",
+                 .hint = "add --activations"});
 
   std::string note;
   auto backend = selectBackend(device == "cuda" ? Device::Cuda : Device::Cpu, &note);
@@ -97,16 +115,23 @@ int runAnalyze(Args& args) {
                  {"threshold", p.threshold},
                  {"backend", backend->name()},
                  {"shape",
-                  {{"layers", view.shape.layers}, {"hidden", view.shape.hidden}, {"heads", view.shape.heads},
-                   {"kv_heads", view.shape.kvHeads}, {"head_dim", view.shape.headDim}, {"ffn", view.shape.ffn},
-                   {"vocab", view.shape.vocab}, {"tied_embeddings", view.shape.tiedEmbeddings}}}};
+                  {{"layers", view.shape.layers},
+                   {"hidden", view.shape.hidden},
+                   {"heads", view.shape.heads},
+                   {"kv_heads", view.shape.kvHeads},
+                   {"head_dim", view.shape.headDim},
+                   {"ffn", view.shape.ffn},
+                   {"vocab", view.shape.vocab},
+                   {"tied_embeddings", view.shape.tiedEmbeddings}}}};
   Json timing = Json::object();
   const AnalysisInput input{*ckpt, view, *backend, makeModelServices(path, device, threads)};
-  for (const AnalysisKind& kind : analysisKinds()) {  // the table's order: activations first (MASA may use them)
+  for (const AnalysisKind& kind :
+       analysisKinds()) {  // the table's order: activations first (MASA may use them)
     if (std::find(requested.begin(), requested.end(), &kind) == requested.end()) continue;
     if (const std::string why = kind.unavailable(input); !why.empty()) {
       if (explicitSelection)
-        throw Error({.what = std::string(kind.title) + " cannot run on this model", .where = path, .found = why});
+        throw Error(
+            {.what = std::string(kind.title) + " cannot run on this model", .where = path, .found = why});
       notes.push_back(std::string(kind.title) + " skipped: " + why);
       continue;
     }

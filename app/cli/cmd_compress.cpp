@@ -1,8 +1,10 @@
 // sharelens compress PATH --method masa|masa-noref|svd --ratio A [--groups kl:G | 0-0,1-10,11-11] [--atoms B]
-//                    [--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] --out DIR [--json FILE]
-// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N] ... --out DIR
-// MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
-// (app/workflows/compress.hpp); the sweep writes every model, a table and a figure of perplexity against ratio.
+//                    [--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] --out DIR
+//                    [--json FILE]
+// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N] ... --out
+// DIR MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
+// (app/workflows/compress.hpp); the sweep writes every model, a table and a figure of perplexity against
+// ratio.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -40,7 +42,9 @@ std::vector<double> parseRatios(const std::string& text) {
       if (!(v > 0.0 && v < 1.0)) throw std::out_of_range(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      throw Error({.what = "not a compression ratio", .where = "--sweep " + text, .expected = "fractions in (0, 1), e.g. 0.9,0.8,0.7",
+      throw Error({.what = "not a compression ratio",
+                   .where = "--sweep " + text,
+                   .expected = "fractions in (0, 1), e.g. 0.9,0.8,0.7",
                    .found = "'" + item + "'"});
     }
   }
@@ -49,25 +53,29 @@ std::vector<double> parseRatios(const std::string& text) {
 
 void printPlan(const CompressionReport& r) {
   const CompressionPlan& p = r.plan;
-  std::printf("%s at ratio %.3f (keep %.1f%% of the attention parameters)\n", p.spec.method.c_str(), p.spec.ratio, 100.0 * p.spec.ratio);
+  std::printf("%s at ratio %.3f (keep %.1f%% of the attention parameters)\n", p.spec.method.c_str(),
+              p.spec.ratio, 100.0 * p.spec.ratio);
   if (!p.spec.groups.empty()) {
     std::printf("  layer groups:");
     for (size_t g = 0; g < p.spec.groups.size(); ++g)
-      std::printf(" %lld-%lld (%lld atom%s)", static_cast<long long>(p.spec.groups[g].front()), static_cast<long long>(p.spec.groups[g].back()),
-                  static_cast<long long>(p.atoms[g]), p.atoms[g] == 1 ? "" : "s");
+      std::printf(" %lld-%lld (%lld atom%s)", static_cast<long long>(p.spec.groups[g].front()),
+                  static_cast<long long>(p.spec.groups[g].back()), static_cast<long long>(p.atoms[g]),
+                  p.atoms[g] == 1 ? "" : "s");
     std::printf("\n");
   }
-  if (p.spec.method == "masa") std::printf("  residual budget beta = %.4f of the original parameters\n", p.beta);
+  if (p.spec.method == "masa")
+    std::printf("  residual budget beta = %.4f of the original parameters\n", p.beta);
   for (const auto& [proj, ranks] : p.ranks) {
     std::printf("  rank of %s per layer:", std::string(projName(proj)).c_str());
     for (int64_t v : ranks) std::printf(" %lld", static_cast<long long>(v));
     std::printf("\n");
   }
-  std::printf("  parameters: %lld stored (exact) vs target %lld (%.4f of %lld)\n", static_cast<long long>(r.storedParameters),
-              static_cast<long long>(p.targetParameters), static_cast<double>(r.storedParameters) / static_cast<double>(p.originalParameters),
+  std::printf("  parameters: %lld stored (exact) vs target %lld (%.4f of %lld)\n",
+              static_cast<long long>(r.storedParameters), static_cast<long long>(p.targetParameters),
+              static_cast<double>(r.storedParameters) / static_cast<double>(p.originalParameters),
               static_cast<long long>(p.originalParameters));
-  std::printf("  calibration %.1f s, compression %.1f s, peak resident %s\n", r.calibrationSeconds, r.compressionSeconds,
-              humanBytes(static_cast<double>(r.peakResidentBytes)).c_str());
+  std::printf("  calibration %.1f s, compression %.1f s, peak resident %s\n", r.calibrationSeconds,
+              r.compressionSeconds, humanBytes(static_cast<double>(r.peakResidentBytes)).c_str());
 }
 
 }  // namespace
@@ -84,12 +92,16 @@ int runCompress(Args& args) {
     for (const std::string& name : splitList(*projections)) {
       const auto p = parseProj(name);
       if (!p || !isAttentionProj(*p))
-        throw Error({.what = "not an attention projection", .where = "--projections", .expected = "some of q,k,v,o", .found = "'" + name + "'"});
+        throw Error({.what = "not an attention projection",
+                     .where = "--projections",
+                     .expected = "some of q,k,v,o",
+                     .found = "'" + name + "'"});
       o.spec.projections.push_back(*p);
     }
   }
   parseCalibrationSpec(args.option("calibration", "brown:2048"), o.calibration);
-  if (const auto ids = args.option("calibration-ids")) o.calibration.tokenIds = readTokenIds(*ids), o.calibration.tokens = 1 << 30;
+  if (const auto ids = args.option("calibration-ids"))
+    o.calibration.tokenIds = readTokenIds(*ids), o.calibration.tokens = 1 << 30;
   o.calibration.device = args.option("device", "cpu");
   o.calibration.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto sweep = args.option("sweep");
@@ -102,11 +114,15 @@ int runCompress(Args& args) {
   const auto out = args.option("out");
   const auto jsonOut = args.option("json");
   args.finish();
-  if (!out) throw Error({.what = "missing --out DIR", .where = "sharelens compress", .hint = "usage: " + args.usage()});
+  if (!out)
+    throw Error(
+        {.what = "missing --out DIR", .where = "sharelens compress", .hint = "usage: " + args.usage()});
   o.out = *out;
   if (const auto kl = parseKlGrouping(groups)) {
     if (*kl == 0)
-      throw Error({.what = "kl-peaks does not fix the number of groups", .where = "--groups", .expected = "kl:G or explicit ranges",
+      throw Error({.what = "kl-peaks does not fix the number of groups",
+                   .where = "--groups",
+                   .expected = "kl:G or explicit ranges",
                    .found = groups});
     o.klGroups = *kl;
   } else {
@@ -118,12 +134,17 @@ int runCompress(Args& args) {
     const std::vector<double> ratios = parseRatios(*sweep);
     for (const std::string& m : methods)
       if (m != "masa" && m != "masa-noref" && m != "svd")
-        throw Error({.what = "unknown compression method", .where = "--methods", .expected = "masa, masa-noref, svd", .found = m});
+        throw Error({.what = "unknown compression method",
+                     .where = "--methods",
+                     .expected = "masa, masa-noref, svd",
+                     .found = m});
     const SweepReport report = sweepCompression(path, o, ratios, methods, eval, task.context());
     task.finish();
     const plot::Figure figure = plot::compressionSweepFigure(report);
-    for (const char* ext : {"svg", "png", "pdf"}) exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
-    std::cout << report.toMarkdown() << "\nwrote " << (o.out / "sweep.json").string() << ", sweep.md and sweep.{svg,png,pdf}\n";
+    for (const char* ext : {"svg", "png", "pdf"})
+      exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
+    std::cout << report.toMarkdown() << "\nwrote " << (o.out / "sweep.json").string()
+              << ", sweep.md and sweep.{svg,png,pdf}\n";
     if (jsonOut) writeFileAtomically(*jsonOut, report.toJson().dump(2) + "\n");
     return 0;
   }
@@ -131,9 +152,10 @@ int runCompress(Args& args) {
   printPlan(report);
   Json json = report.toJson();
   if (evaluate) {
-    const EvalResult before = evaluateCheckpoint(path, eval, task.context()), after = evaluateCheckpoint(o.out, eval, task.context());
-    std::printf("  held-out NLL %.4f -> %.4f (perplexity %.3f -> %.3f) on %lld tokens\n", before.nll, after.nll, before.perplexity,
-                after.perplexity, static_cast<long long>(after.tokens));
+    const EvalResult before = evaluateCheckpoint(path, eval, task.context()),
+                     after = evaluateCheckpoint(o.out, eval, task.context());
+    std::printf("  held-out NLL %.4f -> %.4f (perplexity %.3f -> %.3f) on %lld tokens\n", before.nll,
+                after.nll, before.perplexity, after.perplexity, static_cast<long long>(after.tokens));
     json["eval"] = {{"original", evalResultToJson(before)}, {"compressed", evalResultToJson(after)}};
   }
   task.finish();

@@ -16,8 +16,10 @@ int runConvert(Args& args) {
   args.finish();
   const auto dtype = parseDType(dtypeText);
   if (!dtype || !isFloatingDType(*dtype))
-    throw Error({.what = "unsupported target dtype", .where = "sharelens convert --dtype",
-                 .expected = "F32, F16, BF16 or F64", .found = dtypeText});
+    throw Error({.what = "unsupported target dtype",
+                 .where = "sharelens convert --dtype",
+                 .expected = "F32, F16, BF16 or F64",
+                 .found = dtypeText});
   const auto ckpt = Checkpoint::open(path);
   std::vector<EncodedTensor> converted;
   std::vector<TensorWrite> writes;
@@ -28,7 +30,8 @@ int runConvert(Args& args) {
       writes.push_back({name, ref.info->dtype, ref.info->shape, ref.file->bytes(*ref.info)});
       continue;
     }
-    converted.push_back(EncodedTensor::fromFloats(name, *dtype, ref.info->shape, ref.file->readFloat(*ref.info)));
+    converted.push_back(
+        EncodedTensor::fromFloats(name, *dtype, ref.info->shape, ref.file->readFloat(*ref.info)));
     writes.push_back(converted.back().view());
   }
   writeSafetensors(out, writes, ckpt->metadata());

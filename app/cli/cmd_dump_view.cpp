@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
-#include "core/run_dir.hpp"
 #include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
+#include "core/run_dir.hpp"
 
 namespace sharelens::cli {
 namespace {
@@ -42,7 +42,8 @@ int runDumpView(Args& args) {
                                    materialize(*ckpt, view.headMatrix(layer.index, p, h))));
       if (const auto& bias = layer.bias[static_cast<int>(p)]) {
         const std::vector<float> b = materialize(*ckpt, *bias);
-        tensors.push_back(EncodedTensor::fromFloats(name + ".bias", DType::F32, {static_cast<int64_t>(b.size())}, b));
+        tensors.push_back(
+            EncodedTensor::fromFloats(name + ".bias", DType::F32, {static_cast<int64_t>(b.size())}, b));
       }
     }
   }

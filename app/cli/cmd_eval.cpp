@@ -25,10 +25,11 @@ EvalOptions parseEvalOptions(Args& args) {
 }
 
 void printEval(const EvalResult& r) {
-  std::printf("%s\n  nll %.4f nats/token (+- %.4f), perplexity %.3f\n  %lld tokens in %zu windows of %lld, %s\n"
-              "  tokenizer: %s\n",
-              r.source.c_str(), r.nll, r.standardError(), r.perplexity, static_cast<long long>(r.tokens),
-              r.windowNll.size(), static_cast<long long>(r.window), r.text.c_str(), r.tokenizer.c_str());
+  std::printf(
+      "%s\n  nll %.4f nats/token (+- %.4f), perplexity %.3f\n  %lld tokens in %zu windows of %lld, %s\n"
+      "  tokenizer: %s\n",
+      r.source.c_str(), r.nll, r.standardError(), r.perplexity, static_cast<long long>(r.tokens),
+      r.windowNll.size(), static_cast<long long>(r.window), r.text.c_str(), r.tokenizer.c_str());
 }
 
 int runEval(Args& args) {

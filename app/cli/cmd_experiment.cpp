@@ -1,7 +1,8 @@
 // sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N]
 // sharelens experiment report DIR [--json FILE] [--md FILE]
-// An experiment's runs (trainer/experiment_runner.hpp) and its report (core/experiment.hpp): per arm the final
-// held-out NLL with a 95% interval over seeds, the paired difference to the reference arm and the verdict.
+// An experiment's runs (trainer/experiment_runner.hpp) and its report (core/experiment.hpp): per arm the
+// final held-out NLL with a 95% interval over seeds, the paired difference to the reference arm and the
+// verdict.
 #include <cstdio>
 #include <iostream>
 
@@ -9,10 +10,10 @@
 #include "app/cli/progress_printer.hpp"
 #include "app/export/figure_export.hpp"
 #include "app/plot/figures.hpp"
+#include "app/workflows/experiment_derive.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment.hpp"
-#include "app/workflows/experiment_derive.hpp"
 #include "trainer/experiment_runner.hpp"
 
 namespace sharelens::cli {
@@ -23,13 +24,16 @@ void printReport(const ExperimentReport& r) {
   std::printf("%s: %zu arms x %zu seeds, %s (reference: %s)\n", e.name.c_str(), e.arms.size(), e.seeds.size(),
               r.complete ? "complete" : "incomplete", e.reference.c_str());
   for (const ArmSummary& a : r.arms) {
-    std::printf("  %-22s %7.3fM params (%.3fM non-embedding), %.2fM tokens, %.0f s  NLL %.4f +- %.4f (%d seeds)", a.name.c_str(),
-                static_cast<double>(a.parameters) / 1e6, static_cast<double>(a.nonEmbedding) / 1e6, a.tokens / 1e6, a.seconds,
-                a.nll.mean, a.nll.halfWidth, a.nll.n);
+    std::printf(
+        "  %-22s %7.3fM params (%.3fM non-embedding), %.2fM tokens, %.0f s  NLL %.4f +- %.4f (%d seeds)",
+        a.name.c_str(), static_cast<double>(a.parameters) / 1e6, static_cast<double>(a.nonEmbedding) / 1e6,
+        a.tokens / 1e6, a.seconds, a.nll.mean, a.nll.halfWidth, a.nll.n);
     if (a.name != e.reference)
       std::printf("  vs %s %+.4f +- %.4f: %s", e.reference.c_str(), a.difference.mean, a.difference.halfWidth,
                   std::string(verdictName(a.verdict)).c_str());
-    if (!a.expect.empty()) std::printf("; the paper's claim (%s): %s", a.expect.c_str(), std::string(claimOutcomeName(a.claim)).c_str());
+    if (!a.expect.empty())
+      std::printf("; the paper's claim (%s): %s", a.expect.c_str(),
+                  std::string(claimOutcomeName(a.claim)).c_str());
     std::printf("\n");
   }
 }
@@ -48,10 +52,15 @@ int runExperimentCommand(Args& args) {
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);
     o.deriveArm = experimentDeriver();
     args.finish();
-    if (!out) throw Error({.what = "missing --out DIR", .where = "sharelens experiment run", .hint = "usage: " + args.usage()});
-    const Experiment e = readExperimentFile(file);  // every mistake in the file is named before anything trains
+    if (!out)
+      throw Error({.what = "missing --out DIR",
+                   .where = "sharelens experiment run",
+                   .hint = "usage: " + args.usage()});
+    const Experiment e =
+        readExperimentFile(file);  // every mistake in the file is named before anything trains
     CancellableTask task(o.threads);
-    runExperiment(e, *out, o, task.context(), [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
+    runExperiment(e, *out, o, task.context(),
+                  [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
     task.finish();
     printReport(reportExperiment(*out));
     return 0;
@@ -67,19 +76,26 @@ int runExperimentCommand(Args& args) {
     printReport(r);
     if (figures) {  // bars with 95% intervals, and mean curves with +-1 sd bands against tokens and FLOPs
       std::filesystem::create_directories(*figures);
-      const std::vector<std::pair<std::string, plot::Figure>> all = {{"bars", plot::experimentBarsFigure(r)},
-                                                                     {"curves-tokens", plot::experimentCurvesFigure(r, false)},
-                                                                     {"curves-flops", plot::experimentCurvesFigure(r, true)}};
+      const std::vector<std::pair<std::string, plot::Figure>> all = {
+          {"bars", plot::experimentBarsFigure(r)},
+          {"curves-tokens", plot::experimentCurvesFigure(r, false)},
+          {"curves-flops", plot::experimentCurvesFigure(r, true)}};
       for (const auto& [stem, figure] : all)
         for (const char* ext : {"png", "svg", "pdf"})
-          exportFigure(figure, std::filesystem::path(*figures) / (r.experiment.name + "-" + stem + "." + ext), ExportOptions{});
+          exportFigure(figure, std::filesystem::path(*figures) / (r.experiment.name + "-" + stem + "." + ext),
+                       ExportOptions{});
       std::cerr << "wrote the figures to " << *figures << "\n";
     }
     if (jsonOut) writeFileAtomically(*jsonOut, r.toJson().dump(2) + "\n");
-    if (mdOut) writeFileAtomically(*mdOut, r.toMarkdown(reproduce.value_or("sharelens experiment run ... --out " + dir)));
+    if (mdOut)
+      writeFileAtomically(*mdOut,
+                          r.toMarkdown(reproduce.value_or("sharelens experiment run ... --out " + dir)));
     return 0;
   }
-  throw Error({.what = "unknown experiment verb", .where = "sharelens experiment", .expected = "run or report", .found = "'" + verb + "'"});
+  throw Error({.what = "unknown experiment verb",
+               .where = "sharelens experiment",
+               .expected = "run or report",
+               .found = "'" + verb + "'"});
 }
 
 }  // namespace sharelens::cli

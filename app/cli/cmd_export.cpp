@@ -22,13 +22,17 @@ namespace sharelens::cli {
 namespace {
 
 // The result a figure draws: from a report `sharelens analyze` wrote, or computed on a checkpoint now.
-AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, const AnalysisParams& params, const TaskContext& ctx) {
-  if (input.size() > 5 && input.substr(input.size() - 5) == ".json" && std::filesystem::is_regular_file(input)) {
+AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, const AnalysisParams& params,
+                         const TaskContext& ctx) {
+  if (input.size() > 5 && input.substr(input.size() - 5) == ".json" &&
+      std::filesystem::is_regular_file(input)) {
     const Json report = readJsonFile(input);
     if (report.value("schema", "") == kAnalysisSchema) {
       if (!report.contains(std::string(kind.jsonKey)))
-        throw Error({.what = "the report has no '" + std::string(kind.jsonKey) + "' section", .where = input,
-                     .hint = "rerun `sharelens analyze --" + std::string(kind.id) + "`, or export from the checkpoint"});
+        throw Error({.what = "the report has no '" + std::string(kind.jsonKey) + "' section",
+                     .where = input,
+                     .hint = "rerun `sharelens analyze --" + std::string(kind.id) +
+                             "`, or export from the checkpoint"});
       return kind.fromJson(report[std::string(kind.jsonKey)]);
     }
   }
@@ -37,7 +41,8 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
   const auto backend = makeCpuBackend();
   const AnalysisInput in{*ckpt, view, *backend, makeModelServices(input)};
   if (const std::string why = kind.unavailable(in); !why.empty())
-    throw Error({.what = std::string(kind.title) + " cannot run on this model", .where = input, .found = why});
+    throw Error(
+        {.what = std::string(kind.title) + " cannot run on this model", .where = input, .found = why});
   return kind.run(in, params, ctx);
 }
 
@@ -59,29 +64,49 @@ int runExport(Args& args) {
   options.height = static_cast<int>(args.integer("height", 100, 20000).value_or(800));
   args.finish();
   if (viewName.empty() || input.empty() || out.empty())
-    throw Error({.what = "missing --view, --input or --out", .where = "sharelens export", .hint = "usage: " + args.usage()});
+    throw Error({.what = "missing --view, --input or --out",
+                 .where = "sharelens export",
+                 .hint = "usage: " + args.usage()});
   exportFormatFor(out);  // fail on a bad extension before computing anything
   const auto proj = parseProj(projText);
-  if (!proj) throw Error({.what = "unknown projection", .where = "--proj", .expected = "q k v o gate up down", .found = projText});
+  if (!proj)
+    throw Error({.what = "unknown projection",
+                 .where = "--proj",
+                 .expected = "q k v o gate up down",
+                 .found = projText});
   figure.proj = *proj;
   const auto colormap = plot::parseColormap(colormapText);
-  if (!colormap) throw Error({.what = "unknown colormap", .where = "--colormap", .expected = "viridis, magma or diverging", .found = colormapText});
+  if (!colormap)
+    throw Error({.what = "unknown colormap",
+                 .where = "--colormap",
+                 .expected = "viridis, magma or diverging",
+                 .found = colormapText});
   figure.colormap = *colormap;
 
   plot::Figure result;
   const TaskContext ctx;
   if (viewName == "training") {
-    if (!isRunDirectory(input)) throw Error({.what = "not a run directory", .where = input, .hint = "pass the --out of `sharelens train`"});
+    if (!isRunDirectory(input))
+      throw Error(
+          {.what = "not a run directory", .where = input, .hint = "pass the --out of `sharelens train`"});
     MetricsReader reader(std::filesystem::path(input) / "metrics.jsonl");
     reader.poll();
     if (reader.malformedLines() > 0)  // lenient as a live reader must be, but never silent about it
-      std::cerr << "note: " << reader.malformedLines() << " line(s) of " << input
-                << "/metrics.jsonl skipped (not JSON objects, or steps that are negative or implausibly large)\n";
-    const std::vector<plot::RunCurve> curves = {{readJsonFile(std::filesystem::path(input) / "run.json")["topology"].value("name", input), &reader.points()}};
+      std::cerr
+          << "note: " << reader.malformedLines() << " line(s) of " << input
+          << "/metrics.jsonl skipped (not JSON objects, or steps that are negative or implausibly large)\n";
+    const std::vector<plot::RunCurve> curves = {
+        {readJsonFile(std::filesystem::path(input) / "run.json")["topology"].value("name", input),
+         &reader.points()}};
     const std::vector<std::string> metrics = {"loss", "val_loss", "lr", "grad_norm", "tokens_per_s"};
     const auto it = std::find(metrics.begin(), metrics.end(), metricText);
-    if (it == metrics.end()) throw Error({.what = "unknown metric", .where = "--metric", .expected = "loss val_loss lr grad_norm tokens_per_s", .found = metricText});
-    result = plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()), plot::RunAxis::Step, 0.6);
+    if (it == metrics.end())
+      throw Error({.what = "unknown metric",
+                   .where = "--metric",
+                   .expected = "loss val_loss lr grad_norm tokens_per_s",
+                   .found = metricText});
+    result = plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()),
+                                  plot::RunAxis::Step, 0.6);
   } else if (viewName == "topology") {
     result = plot::topologyFigure(readTopologyFile(input));
   } else {

@@ -2,10 +2,10 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
-#include "core/run_dir.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
 #include "core/inspect_report.hpp"
+#include "core/run_dir.hpp"
 
 namespace sharelens::cli {
 

@@ -30,7 +30,9 @@ std::vector<int> readTokenIds(const std::string& path) {
         if (used != w.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(w);
         ids.push_back(static_cast<int>(v));
       } catch (const std::exception&) {
-        throw Error({.what = "not a token id", .where = path, .expected = "non-negative integers separated by commas or spaces",
+        throw Error({.what = "not a token id",
+                     .where = path,
+                     .expected = "non-negative integers separated by commas or spaces",
                      .found = "'" + w + "'"});
       }
     }
@@ -45,12 +47,16 @@ int runHiddenStates(Args& args) {
   const auto out = args.option("out");
   args.finish();
   if (!idsFile || !out)
-    throw Error({.what = "missing --token-ids FILE or --out FILE", .where = "sharelens hidden-states", .hint = "usage: " + args.usage()});
+    throw Error({.what = "missing --token-ids FILE or --out FILE",
+                 .where = "sharelens hidden-states",
+                 .hint = "usage: " + args.usage()});
   const std::vector<FloatMatrix> states = hiddenStates(path, readTokenIds(*idsFile));
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i + 1 < states.size(); ++i)
-    tensors.push_back(EncodedTensor::fromFloats("hidden." + std::to_string(i), DType::F32, {states[i].rows, states[i].cols}, states[i].data));
-  tensors.push_back(EncodedTensor::fromFloats("logits", DType::F32, {states.back().rows, states.back().cols}, states.back().data));
+    tensors.push_back(EncodedTensor::fromFloats("hidden." + std::to_string(i), DType::F32,
+                                                {states[i].rows, states[i].cols}, states[i].data));
+  tensors.push_back(EncodedTensor::fromFloats("logits", DType::F32, {states.back().rows, states.back().cols},
+                                              states.back().data));
   writeSafetensors(*out, tensors);
   std::cout << "wrote " << tensors.size() << " tensors to " << *out << "\n";
   return 0;
@@ -65,12 +71,16 @@ int runTokenize(Args& args) {
   const auto jsonOut = args.option("json");
   args.finish();
   if ((text ? 1 : 0) + (file ? 1 : 0) + (textsJson ? 1 : 0) != 1)
-    throw Error({.what = "give exactly one of --text, --file or --texts-json", .where = "sharelens tokenize"});
+    throw Error(
+        {.what = "give exactly one of --text, --file or --texts-json", .where = "sharelens tokenize"});
   const std::filesystem::path p(path);
   std::unique_ptr<TextTokenizer> tokenizer;
-  if (p.extension() == ".json") tokenizer = loadHfTokenizer(p);
-  else if (p.extension() == ".model") tokenizer = loadSentencePieceTokenizer(p);
-  else tokenizer = tokenizerForCheckpoint(p);
+  if (p.extension() == ".json")
+    tokenizer = loadHfTokenizer(p);
+  else if (p.extension() == ".model")
+    tokenizer = loadSentencePieceTokenizer(p);
+  else
+    tokenizer = tokenizerForCheckpoint(p);
   Json result;
   if (textsJson) {  // a JSON array of strings -> an array of id lists
     const Json texts = readJsonFile(*textsJson);
@@ -84,8 +94,10 @@ int runTokenize(Args& args) {
     result = {{"tokenizer", tokenizer->describe()}, {"ids", ids}, {"decoded", tokenizer->decode(ids)}};
   }
   const Json& ids = result["ids"];
-  if (jsonOut) writeFileAtomically(*jsonOut, result.dump() + "\n");
-  else std::cout << ids.dump() << "\n";
+  if (jsonOut)
+    writeFileAtomically(*jsonOut, result.dump() + "\n");
+  else
+    std::cout << ids.dump() << "\n";
   return 0;
 }
 

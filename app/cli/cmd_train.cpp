@@ -5,14 +5,14 @@
 //                 [--eval-every N]
 // sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout
 #include <cstdio>
-#include <thread>
 #include <iostream>
+#include <thread>
 
 #include "app/cli/commands.hpp"
 #include "app/cli/launcher.hpp"
 #include "app/cli/progress_printer.hpp"
+#include "app/workflows/post_share.hpp"
 #include "core/arch/family.hpp"
-#include "core/run_dir.hpp"
 #include "core/atomic_file.hpp"
 #include "core/compressed_checkpoint.hpp"
 #include "core/error.hpp"
@@ -20,8 +20,8 @@
 #include "core/machine.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
+#include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
-#include "app/workflows/post_share.hpp"
 #include "trainer/run_controller.hpp"
 
 namespace sharelens::cli {
@@ -31,7 +31,8 @@ Json budgetReport(const Topology& t, int64_t batch) {
   const ParamBudget b = countParameters(t);
   const MemoryEstimate mem = estimateTrainingMemory(t, batch);
   Json groups = Json::object();
-  for (int g = 0; g < kParamGroupCount; ++g) groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
+  for (int g = 0; g < kParamGroupCount; ++g)
+    groups[std::string(paramGroupName(static_cast<ParamGroup>(g)))] = b.groups[g];
   return {{"name", t.name},
           {"total", b.total},
           {"non_embedding", b.nonEmbedding},
@@ -40,8 +41,10 @@ Json budgetReport(const Topology& t, int64_t batch) {
           {"rho", b.rho},
           {"train_flops_per_token", b.trainFlopsPerToken},
           {"forward_flops_per_token", b.forwardFlopsPerToken},
-          {"training_memory_bytes", {{"parameters_and_optimizer", mem.parameterBytes}, {"activations", mem.activationBytes},
-                                     {"batch", batch}}}};
+          {"training_memory_bytes",
+           {{"parameters_and_optimizer", mem.parameterBytes},
+            {"activations", mem.activationBytes},
+            {"batch", batch}}}};
 }
 
 void printBudget(const Json& r) {
@@ -49,23 +52,28 @@ void printBudget(const Json& r) {
   const double total = r["total"].get<double>();
   for (const auto& [group, count] : r["groups"].items())
     if (count.get<int64_t>() > 0)
-      std::printf("  %-18s %12lld  %8s  %5.1f%%\n", group.c_str(), static_cast<long long>(count.get<int64_t>()),
-                  humanCount(count.get<double>()).c_str(), 100.0 * count.get<double>() / total);
-  std::printf("  %-18s %12lld  %8s  (%.1f%% of the unshared %s)\n", "total", static_cast<long long>(r["total"].get<int64_t>()),
-              humanCount(total).c_str(), 100.0 * total / r["dense_equivalent"].get<double>(),
+      std::printf("  %-18s %12lld  %8s  %5.1f%%\n", group.c_str(),
+                  static_cast<long long>(count.get<int64_t>()), humanCount(count.get<double>()).c_str(),
+                  100.0 * count.get<double>() / total);
+  std::printf("  %-18s %12lld  %8s  (%.1f%% of the unshared %s)\n", "total",
+              static_cast<long long>(r["total"].get<int64_t>()), humanCount(total).c_str(),
+              100.0 * total / r["dense_equivalent"].get<double>(),
               humanCount(r["dense_equivalent"].get<double>()).c_str());
-  std::printf("  %-18s %12lld  %8s\n", "non-embedding", static_cast<long long>(r["non_embedding"].get<int64_t>()),
+  std::printf("  %-18s %12lld  %8s\n", "non-embedding",
+              static_cast<long long>(r["non_embedding"].get<int64_t>()),
               humanCount(r["non_embedding"].get<double>()).c_str());
   std::printf("  rho (embedding share)   %.3f\n", r["rho"].get<double>());
   std::printf("  training FLOPs / token  %s\n", humanCount(r["train_flops_per_token"].get<double>()).c_str());
   const Json& m = r["training_memory_bytes"];
-  std::printf("  training memory         %s (weights + AdamW %s, activations at batch %lld %s)\n",
-              humanBytes(m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>()).c_str(),
-              humanBytes(m["parameters_and_optimizer"].get<double>()).c_str(), static_cast<long long>(m["batch"].get<int64_t>()),
-              humanBytes(m["activations"].get<double>()).c_str());
+  std::printf(
+      "  training memory         %s (weights + AdamW %s, activations at batch %lld %s)\n",
+      humanBytes(m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>()).c_str(),
+      humanBytes(m["parameters_and_optimizer"].get<double>()).c_str(),
+      static_cast<long long>(m["batch"].get<int64_t>()), humanBytes(m["activations"].get<double>()).c_str());
   const double memory = static_cast<double>(physicalMemoryBytes());
   if (memory > 0 && m["parameters_and_optimizer"].get<double>() + m["activations"].get<double>() > memory)
-    std::printf("  note: more than this machine's %s; `train` here would refuse it\n", humanBytes(memory).c_str());  // --anywhere
+    std::printf("  note: more than this machine's %s; `train` here would refuse it\n",
+                humanBytes(memory).c_str());  // --anywhere
 }
 
 }  // namespace
@@ -74,8 +82,10 @@ int runTopology(Args& args) {
   const std::string presetName = args.option("preset", "cycle");
   const auto pattern = parsePattern(presetName);
   if (!pattern)
-    throw Error({.what = "unknown preset", .where = "sharelens topology --preset",
-                 .expected = "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", .found = presetName});
+    throw Error({.what = "unknown preset",
+                 .where = "sharelens topology --preset",
+                 .expected = "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal",
+                 .found = presetName});
   PresetSpec spec;
   spec.pattern = *pattern;
   spec.base = demoTopology().model;
@@ -95,13 +105,16 @@ int runTopology(Args& args) {
   const auto factor = args.integer("embedding-rank", 0, 65536);
   const std::string out = args.option("out", "");
   args.finish();
-  if (out.empty()) throw Error({.what = "missing --out FILE", .where = "sharelens topology", .hint = "usage: " + args.usage()});
+  if (out.empty())
+    throw Error(
+        {.what = "missing --out FILE", .where = "sharelens topology", .hint = "usage: " + args.usage()});
   spec.tiedEmbeddings = !untied;
   Topology t = makePreset(spec);
   if (interior) {
     t.ffn.assign = interiorTieAssignment(t.model.layers, *interior);
     t.ffn.loraRank = spec.loraRank;
-    t.provenance.note += "; FFN of layers " + std::to_string(*interior) + ".." + std::to_string(t.model.layers - *interior - 1) + " tied";
+    t.provenance.note += "; FFN of layers " + std::to_string(*interior) + ".." +
+                         std::to_string(t.model.layers - *interior - 1) + " tied";
   }
   if (factor) t.embedding.factorRank = *factor;
   writeTopologyFile(t, out);
@@ -124,20 +137,25 @@ int runParams(Args& args) {
   Topology t = readTopologyFile(path);
   // What `train` here would refuse, `params` refuses too (a plan for a bigger machine says --anywhere).
   if (!anywhere)
-    requireFitsInMemory(estimateTrainingMemory(t, batch).total(), "training '" + t.name + "' at batch " + std::to_string(batch),
+    requireFitsInMemory(estimateTrainingMemory(t, batch).total(),
+                        "training '" + t.name + "' at batch " + std::to_string(batch),
                         "shrink the model or --batch; or add --anywhere to plan for a larger machine");
   if (budgetOf && budget)
-    throw Error({.what = "give the budget once", .where = "sharelens params", .hint = "--solve-lora-rank N or --budget-of FILE"});
+    throw Error({.what = "give the budget once",
+                 .where = "sharelens params",
+                 .hint = "--solve-lora-rank N or --budget-of FILE"});
   if (budgetOf || budget) {  // the inverse problem: the LoRA rank that meets a non-embedding budget
     const int64_t target = budget ? *budget : countParameters(readTopologyFile(*budgetOf)).nonEmbedding;
-    if (!solvedOut) throw Error({.what = "missing --out FILE for the solved topology", .where = "sharelens params"});
+    if (!solvedOut)
+      throw Error({.what = "missing --out FILE for the solved topology", .where = "sharelens params"});
     t = solveLoraRank(t, target, loraKind);
     writeTopologyFile(t, *solvedOut);
-    std::printf("%s LoRA rank %lld meets %lld non-embedding parameters (%+.3f%%) -> %s\n\n", loraKind.c_str(),
-                static_cast<long long>(loraKind == "head" ? t.headSharing.loraRank : t.attention.loraRank),
-                static_cast<long long>(target),
-                100.0 * (static_cast<double>(countParameters(t).nonEmbedding) / static_cast<double>(target) - 1.0),
-                solvedOut->c_str());
+    std::printf(
+        "%s LoRA rank %lld meets %lld non-embedding parameters (%+.3f%%) -> %s\n\n", loraKind.c_str(),
+        static_cast<long long>(loraKind == "head" ? t.headSharing.loraRank : t.attention.loraRank),
+        static_cast<long long>(target),
+        100.0 * (static_cast<double>(countParameters(t).nonEmbedding) / static_cast<double>(target) - 1.0),
+        solvedOut->c_str());
   }
   Json report = {{"topology", budgetReport(t, batch)}};
   printBudget(report["topology"]);
@@ -146,16 +164,26 @@ int runParams(Args& args) {
     writeTopologyFile(base, *baselineOut);
     report["baseline"] = budgetReport(base, batch);
     report["matched"] = "non_embedding";
-    std::printf("\nparameter-matched baseline -> %s (depth %lld, d_model %lld, head_dim %lld, ffn_dim %lld)\n", baselineOut->c_str(),
-                static_cast<long long>(base.model.layers), static_cast<long long>(base.model.dModel),
-                static_cast<long long>(base.model.headDim), static_cast<long long>(base.model.ffn));
+    std::printf(
+        "\nparameter-matched baseline -> %s (depth %lld, d_model %lld, head_dim %lld, ffn_dim %lld)\n",
+        baselineOut->c_str(), static_cast<long long>(base.model.layers),
+        static_cast<long long>(base.model.dModel), static_cast<long long>(base.model.headDim),
+        static_cast<long long>(base.model.ffn));
     printBudget(report["baseline"]);
-    const double diff = report["baseline"]["non_embedding"].get<double>() / report["topology"]["non_embedding"].get<double>() - 1.0;
-    std::printf("  matched: non-embedding parameters (attention, FFN, LoRA, MASA, norms), %+.3f%%\n", 100.0 * diff);
-    std::printf("  embedding carried over (%s%s): %s vs %s\n", base.embedding.tied ? "tied" : "untied",
-                base.embedding.factorRank > 0 ? (", rank " + std::to_string(base.embedding.factorRank)).c_str() : "",
-                humanCount(report["baseline"]["total"].get<double>() - report["baseline"]["non_embedding"].get<double>()).c_str(),
-                humanCount(report["topology"]["total"].get<double>() - report["topology"]["non_embedding"].get<double>()).c_str());
+    const double diff = report["baseline"]["non_embedding"].get<double>() /
+                            report["topology"]["non_embedding"].get<double>() -
+                        1.0;
+    std::printf("  matched: non-embedding parameters (attention, FFN, LoRA, MASA, norms), %+.3f%%\n",
+                100.0 * diff);
+    std::printf(
+        "  embedding carried over (%s%s): %s vs %s\n", base.embedding.tied ? "tied" : "untied",
+        base.embedding.factorRank > 0 ? (", rank " + std::to_string(base.embedding.factorRank)).c_str() : "",
+        humanCount(report["baseline"]["total"].get<double>() -
+                   report["baseline"]["non_embedding"].get<double>())
+            .c_str(),
+        humanCount(report["topology"]["total"].get<double>() -
+                   report["topology"]["non_embedding"].get<double>())
+            .c_str());
   }
   if (jsonOut) writeFileAtomically(*jsonOut, report.dump(2) + "\n");
   return 0;
@@ -164,14 +192,16 @@ int runParams(Args& args) {
 int runTrain(Args& args) {
   if (const auto nproc = args.integer("nproc", 1, 256); nproc && *nproc > 1) {  // launch the local ranks
     if (distributedFromEnvironment().enabled())
-      throw Error({.what = "--nproc inside a distributed launch", .where = "sharelens train",
+      throw Error({.what = "--nproc inside a distributed launch",
+                   .where = "sharelens train",
                    .hint = "let torchrun (or this launcher) start the ranks, not both"});
     return launchLocalRanks(static_cast<int>(*nproc), args.remaining(), 30.0);
   }
   RunRequest request;
   request.distributed = distributedFromEnvironment();
   request.distributed.checkWeightsEvery = args.integer("check-weights-every", 1, 1 << 30).value_or(0);
-  request.distributed.timeoutSeconds = args.number("dist-timeout", 1, 86400).value_or(request.distributed.timeoutSeconds);
+  request.distributed.timeoutSeconds =
+      args.number("dist-timeout", 1, 86400).value_or(request.distributed.timeoutSeconds);
   const auto topologyPath = args.option("topology");
   const auto init = args.option("init");
   const auto postShareRatio = args.number("postshare", 0.0, 1.0);
@@ -185,51 +215,76 @@ int runTrain(Args& args) {
   request.config.steps = steps.value_or(request.config.steps);
   if (request.resume) request.resumeToSteps = steps;
   request.config.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
-  if (request.config.threads == 0 && request.distributed.localWorldSize > 1)  // the machine's cores shared by its ranks
-    request.config.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / request.distributed.localWorldSize);
+  if (request.config.threads == 0 &&
+      request.distributed.localWorldSize > 1)  // the machine's cores shared by its ranks
+    request.config.threads = std::max(
+        1, static_cast<int>(std::thread::hardware_concurrency()) / request.distributed.localWorldSize);
   request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
   request.config.lr = args.number("lr", 1e-12, 10.0).value_or(request.config.lr);
-  request.config.warmupSteps = args.integer("warmup", 0, 1 << 30).value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
-  request.config.seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
+  request.config.warmupSteps =
+      args.integer("warmup", 0, 1 << 30)
+          .value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
+  request.config.seed = static_cast<uint64_t>(
+      args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
   request.config.device = args.option("device", request.config.device);
-  request.config.checkpointEvery = args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
+  request.config.checkpointEvery =
+      args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
   request.config.evalEvery = args.integer("eval-every", 1, 1 << 30).value_or(request.config.evalEvery);
-  if (auto keep = args.option("keep-checkpoints")) request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
-  else if (auto n = args.integer("keep-last", 1, 1 << 20)) request.config.keepCheckpoints = CheckpointRetention::lastN(*n);
+  if (auto keep = args.option("keep-checkpoints"))
+    request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
+  else if (auto n = args.integer("keep-last", 1, 1 << 20))
+    request.config.keepCheckpoints = CheckpointRetention::lastN(*n);
   EvalOptions eval;
   eval.corpus = request.config.corpus;
   eval.tokens = args.integer("eval-tokens", 1, 1'000'000'000).value_or(eval.tokens);
   args.finish();
-  if (!out) throw Error({.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
+  if (!out)
+    throw Error(
+        {.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
   if (request.config.device != "cpu" && request.config.device != "cuda")
-    throw Error({.what = "unknown device", .where = "sharelens train --device", .expected = "cpu or cuda", .found = request.config.device});
+    throw Error({.what = "unknown device",
+                 .where = "sharelens train --device",
+                 .expected = "cpu or cuda",
+                 .found = request.config.device});
   if (postShareRatio && !init)
-    throw Error({.what = "--postshare needs --init CHECKPOINT", .where = "sharelens train",
+    throw Error({.what = "--postshare needs --init CHECKPOINT",
+                 .where = "sharelens train",
                  .hint = "PostShare post-trains a pretrained checkpoint"});
   if (postShareRatio && (*postShareRatio <= 0.0 || *postShareRatio >= 1.0))
-    throw Error({.what = "sharing ratio out of range", .where = "sharelens train --postshare", .expected = "a fraction in (0, 1)",
+    throw Error({.what = "sharing ratio out of range",
+                 .where = "sharelens train --postshare",
+                 .expected = "a fraction in (0, 1)",
                  .found = std::to_string(*postShareRatio)});
   request.runDir = *out;
   CancellableTask task(request.config.threads);
   const bool quiet = request.distributed.rank != 0;  // rank 0 speaks for the run
   auto printer = [&](const std::string& role, const StepMetrics& m) {
     if (quiet || (m.step % 10 != 0 && !std::isfinite(m.valLoss))) return;
-    std::fprintf(stderr, "\r\033[K%s%s step %6lld  loss %.4f%s  lr %.2e  %.0f tok/s\n", role.c_str(), role.empty() ? "" : ":",
-                 static_cast<long long>(m.step), m.loss,
-                 std::isfinite(m.valLoss) ? ("  val " + std::to_string(m.valLoss).substr(0, 6)).c_str() : "", m.lr,
-                 m.tokensPerSecond);
+    std::fprintf(stderr, "\r\033[K%s%s step %6lld  loss %.4f%s  lr %.2e  %.0f tok/s\n", role.c_str(),
+                 role.empty() ? "" : ":", static_cast<long long>(m.step), m.loss,
+                 std::isfinite(m.valLoss) ? ("  val " + std::to_string(m.valLoss).substr(0, 6)).c_str() : "",
+                 m.lr, m.tokensPerSecond);
   };
   if (postShareRatio) {  // post-train with the PostShare penalty on the DirectShare pairs, then share them
-    PostShareOptions o{.init = *init, .ratio = *postShareRatio, .gamma = gamma, .maxContext = context,
-                       .config = request.config, .eval = eval, .outDir = *out};
+    PostShareOptions o{.init = *init,
+                       .ratio = *postShareRatio,
+                       .gamma = gamma,
+                       .maxContext = context,
+                       .config = request.config,
+                       .eval = eval,
+                       .outDir = *out};
     const PostShareReport r = runPostShare(o, task.context(), [&](const StepMetrics& m) { printer("", m); });
     task.finish();
-    std::printf("PostShare at alpha %.3f (%zu %s, %s parameters saved), held-out NLL on %s:\n", r.pairs.achievedRatio(),
-                r.pairs.chosen.size(), r.pairs.unitKind == "head" ? "heads" : "KV groups",
+    std::printf("PostShare at alpha %.3f (%zu %s, %s parameters saved), held-out NLL on %s:\n",
+                r.pairs.achievedRatio(), r.pairs.chosen.size(),
+                r.pairs.unitKind == "head" ? "heads" : "KV groups",
                 humanCount(static_cast<double>(r.pairs.parametersSaved)).c_str(), r.original.text.c_str());
-    for (const auto& [label, e] : {std::pair{"original", &r.original}, {"DirectShare alone", &r.directShare},
-                                   {"post-trained, unshared", &r.postTrained}, {"PostShare", &r.postShare}})
-      std::printf("  %-24s nll %.4f (+- %.4f)  perplexity %8.3f\n", label, e->nll, e->standardError(), e->perplexity);
+    for (const auto& [label, e] : {std::pair{"original", &r.original},
+                                   {"DirectShare alone", &r.directShare},
+                                   {"post-trained, unshared", &r.postTrained},
+                                   {"PostShare", &r.postShare}})
+      std::printf("  %-24s nll %.4f (+- %.4f)  perplexity %8.3f\n", label, e->nll, e->standardError(),
+                  e->perplexity);
     std::printf("wrote %s/postshare.json\n", out->c_str());
     return r.training == RunState::Finished ? 0 : 1;
   }
@@ -237,7 +292,8 @@ int runTrain(Args& args) {
     const auto ckpt = Checkpoint::open(resolveModelPath(*init));
     request.topology = topologyOfCheckpoint(*ckpt, openModelView(*ckpt), context);
     if (topologyPath)
-      throw Error({.what = "give --init or --topology, not both", .where = "sharelens train",
+      throw Error({.what = "give --init or --topology, not both",
+                   .where = "sharelens train",
                    .hint = "a post-training run takes its topology from the checkpoint"});
     request.initFrom = *init;
   }
@@ -247,20 +303,28 @@ int runTrain(Args& args) {
   }
   if (!request.resume && !init) {
     if (!topologyPath)
-      throw Error({.what = "missing --topology FILE", .where = "sharelens train",
-                   .hint = "write one with `sharelens topology --preset cycle --out t.json`, or pass --resume or --init"});
+      throw Error({.what = "missing --topology FILE",
+                   .where = "sharelens train",
+                   .hint = "write one with `sharelens topology --preset cycle --out t.json`, or pass "
+                           "--resume or --init"});
     request.topology = readTopologyFile(*topologyPath);
   }
   if (compare) {
-    if (request.resume) throw Error({.what = "--compare cannot --resume", .where = "sharelens train",
-                                     .hint = "resume each run directory (RUN_DIR/model, RUN_DIR/baseline) on its own"});
+    if (request.resume)
+      throw Error({.what = "--compare cannot --resume",
+                   .where = "sharelens train",
+                   .hint = "resume each run directory (RUN_DIR/model, RUN_DIR/baseline) on its own"});
     const auto [model, baseline] = runComparison(request, task.context(), printer);
     task.finish();
-    std::cout << "model: " << runStateName(model) << ", baseline: " << runStateName(baseline) << " (" << *out << ")\n";
-    return model == RunState::Finished && baseline == RunState::Finished ? 0 : (task.context().stop.stop_requested() ? 130 : 1);
+    std::cout << "model: " << runStateName(model) << ", baseline: " << runStateName(baseline) << " (" << *out
+              << ")\n";
+    return model == RunState::Finished && baseline == RunState::Finished
+               ? 0
+               : (task.context().stop.stop_requested() ? 130 : 1);
   }
   std::string message;
-  const RunState state = runTraining(request, task.context(), [&](const StepMetrics& m) { printer("", m); }, &message);
+  const RunState state = runTraining(
+      request, task.context(), [&](const StepMetrics& m) { printer("", m); }, &message);
   task.finish();
   if (!quiet) std::cout << runStateName(state) << ": " << message << " (" << *out << ")\n";
   if (state == RunState::Stopped) return 130;
@@ -275,11 +339,13 @@ int runExportHf(Args& args) {
   const ModelView view = openModelView(*ckpt);
   if (compressionRecordOf(*ckpt)) {  // a compressed checkpoint goes back to its own family's layout
     writeDecompressedCheckpoint(*ckpt, view, out);
-    std::cout << "wrote " << out << "/model.safetensors with every compressed matrix materialised, and its config.json\n";
+    std::cout << "wrote " << out
+              << "/model.safetensors with every compressed matrix materialised, and its config.json\n";
     return 0;
   }
   exportHfLlama(*ckpt, view, out);
-  std::cout << "wrote " << out << "/model.safetensors and config.json (" << view.layers.size() << " layers)\n";
+  std::cout << "wrote " << out << "/model.safetensors and config.json (" << view.layers.size()
+            << " layers)\n";
   return 0;
 }
 

@@ -14,64 +14,86 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH [--activations] [--spectra] [--heads] [--layers] [--masa] [--masa-trained] [--directshare] "
-       "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] [--lowest-pairs 50] "
+       "sharelens analyze PATH [--activations] [--spectra] [--heads] [--layers] [--masa] [--masa-trained] "
+       "[--directshare] "
+       "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] "
+       "[--lowest-pairs 50] "
        "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] "
        "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens mean-state|per-token] "
        "[--logit-lens-tokens N] [--attention-tokens N] "
        "[--device cpu|cuda] [--threads N] --json FILE",
-       "the analyses of the registry as one JSON report (all but --activations when no analysis is named): spectra, "
-       "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, and the "
+       "the analyses of the registry as one JSON report (all but --activations when no analysis is named): "
+       "spectra, "
+       "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, "
+       "and the "
        "model run over text (layer-output differences, logit-lens drift, attention similarity)",
        runAnalyze},
       {"topology",
-       "sharelens topology --preset vanilla|sequence|cycle|cycle-rev|bulge|hierarchy|universal --layers L --unique U "
-       "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context T] "
+       "sharelens topology --preset vanilla|sequence|cycle|cycle-rev|bulge|hierarchy|universal --layers L "
+       "--unique U "
+       "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context "
+       "T] "
        "[--lora-rank R] [--ffn-tie-interior K] [--embedding-rank R] [--untied-embeddings] --out FILE",
        "write a sharing-topology preset as a topology file, and print its parameter budget", runTopology},
       {"params",
        "sharelens params TOPOLOGY [--match-baseline OUT.json] [--solve-lora-rank N | --budget-of OTHER.json "
        "[--lora layer|head] --out SOLVED.json] [--batch N] [--anywhere] [--json FILE]",
-       "parameters by group, rho, FLOPs per token, training memory; the parameter-matched baseline (non-embedding "
-       "parameters matched); the LoRA rank that meets a non-embedding budget. Refuses what `train` here cannot hold "
+       "parameters by group, rho, FLOPs per token, training memory; the parameter-matched baseline "
+       "(non-embedding "
+       "parameters matched); the LoRA rank that meets a non-embedding budget. Refuses what `train` here "
+       "cannot hold "
        "(--anywhere plans for another machine)",
        runParams},
       {"train",
        "sharelens train (--topology FILE | --init CHECKPOINT [--postshare ALPHA --gamma G] [--context T]) "
-       "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] [--lr X] "
-       "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] [--eval-every N] [--eval-tokens N] "
+       "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] "
+       "[--lr X] "
+       "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] "
+       "[--eval-every N] [--eval-tokens N] "
        "[--nproc N] [--dist-timeout S] [--check-weights-every K]",
-       "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a checkpoint "
+       "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a "
+       "checkpoint "
        "(with --postshare: PostShare on its DirectShare pairs, then the four models evaluated)",
        runTrain},
       {"eval",
        "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
        "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",
-       "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer (a run's "
-       "checkpoint: its own corpus and held-out documents unless --corpus / --validation-fraction say otherwise)",
+       "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer (a "
+       "run's "
+       "checkpoint: its own corpus and held-out documents unless --corpus / --validation-fraction say "
+       "otherwise)",
        runEval},
       {"experiment",
        "sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
-       "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with 95% "
+       "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with "
+       "95% "
        "intervals over seeds, paired differences to the reference arm, and a verdict",
        runExperimentCommand},
       {"compress",
-       "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] [--atoms B] "
+       "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] "
+       "[--atoms B] "
        "[--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] [--eval [--eval-tokens N]] "
-       "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out DIR [--json FILE]",
-       "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + whitened "
-       "low-rank residuals, ranks balanced Q with K and O with V) or the SVD-LLM baseline, to a checkpoint every "
+       "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out "
+       "DIR [--json FILE]",
+       "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + "
+       "whitened "
+       "low-rank residuals, ranks balanced Q with K and O with V) or the SVD-LLM baseline, to a checkpoint "
+       "every "
        "command opens; --sweep writes models, a table and a figure of perplexity against ratio",
        runCompress},
       {"export-hf", "sharelens export-hf PATH OUT_DIR",
-       "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout (a compressed checkpoint: "
-       "its own family's layout)", runExportHf},
+       "materialise a ShareLens checkpoint's per-layer weights in Hugging Face Llama layout (a compressed "
+       "checkpoint: "
+       "its own family's layout)",
+       runExportHf},
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G] "
        "[--colormap C] [--metric M] [--width W] [--height H] [analysis parameters as for analyze]",
-       "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, masa-coefficients, "
-       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, topology) without "
+       "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "
+       "masa-coefficients, "
+       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, topology) "
+       "without "
        "a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
@@ -91,15 +113,16 @@ const Command* findCommand(std::string_view name) {
 }
 
 void printUsage() {
-  std::cout << "usage: sharelens [PATH] [GUI OPTIONS]   open the GUI (on a checkpoint, run directory or topology)\n"
-               "       sharelens COMMAND [ARGS]\n\n"
-               "GUI options:\n"
-               "  --demo                  train the demo topology and its baseline, and follow them\n"
-               "  --view NAME             start on a view (model, spectrum, heads, layers, masa, directshare,\n"
-               "                          embedding, designer, training; any case)\n"
-               "  --screenshot FILE.png   save a screenshot after --frames N frames and exit\n"
-               "  --size WxH              window size\n\n"
-               "commands:\n";
+  std::cout
+      << "usage: sharelens [PATH] [GUI OPTIONS]   open the GUI (on a checkpoint, run directory or topology)\n"
+         "       sharelens COMMAND [ARGS]\n\n"
+         "GUI options:\n"
+         "  --demo                  train the demo topology and its baseline, and follow them\n"
+         "  --view NAME             start on a view (model, spectrum, heads, layers, masa, directshare,\n"
+         "                          embedding, designer, training; any case)\n"
+         "  --screenshot FILE.png   save a screenshot after --frames N frames and exit\n"
+         "  --size WxH              window size\n\n"
+         "commands:\n";
   for (const Command& c : commands()) std::cout << "  " << c.usage << "\n      " << c.summary << "\n";
 }
 

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "app/cli/args.hpp"
 #include "analysis/registry.hpp"
+#include "app/cli/args.hpp"
 #include "trainer/evaluate.hpp"
 
 namespace sharelens::cli {
@@ -43,7 +43,8 @@ std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.
 EvalOptions parseEvalOptions(Args& args);
-// --threshold, --lowest-pairs, --heads-qkv-only, --ratio, --tokens, --corpus, --token-ids, --logit-lens-tokens,
+// --threshold, --lowest-pairs, --heads-qkv-only, --ratio, --tokens, --corpus, --token-ids,
+// --logit-lens-tokens,
 // --attention-tokens: the registry's parameters (analysis/registry.hpp), shared by `analyze` and `export`.
 AnalysisParams parseAnalysisParams(Args& args);
 void printEval(const EvalResult& r);

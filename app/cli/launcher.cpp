@@ -20,7 +20,9 @@ namespace sharelens::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-void onInterrupt(int) { g_interrupted = true; }
+void onInterrupt(int) {
+  g_interrupted = true;
+}
 
 // A port the kernel says is free on loopback (bound and released: rank 0 binds it again at once).
 int freeLoopbackPort() {
@@ -32,7 +34,8 @@ int freeLoopbackPort() {
   if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
     if (fd >= 0) ::close(fd);
-    throw Error({.what = "no free loopback port for the ranks' rendezvous", .where = "sharelens train --nproc",
+    throw Error({.what = "no free loopback port for the ranks' rendezvous",
+                 .where = "sharelens train --nproc",
                  .found = std::strerror(errno)});
   }
   const int port = ntohs(addr.sin_port);
@@ -42,7 +45,9 @@ int freeLoopbackPort() {
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   return "stopped";
 }
 
@@ -53,11 +58,16 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
   std::vector<pid_t> children(static_cast<size_t>(ranks), -1);
   for (int r = 0; r < ranks; ++r) {
     const pid_t pid = ::fork();
-    if (pid < 0) throw Error({.what = "cannot start a rank", .where = "sharelens train --nproc", .found = std::strerror(errno)});
+    if (pid < 0)
+      throw Error(
+          {.what = "cannot start a rank", .where = "sharelens train --nproc", .found = std::strerror(errno)});
     if (pid == 0) {
-      for (const auto& [name, value] : {std::pair{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(ranks)},
-                                        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(ranks)},
-                                        {"MASTER_ADDR", std::string("127.0.0.1")}, {"MASTER_PORT", port}})
+      for (const auto& [name, value] : {std::pair{"RANK", std::to_string(r)},
+                                        {"WORLD_SIZE", std::to_string(ranks)},
+                                        {"LOCAL_RANK", std::to_string(r)},
+                                        {"LOCAL_WORLD_SIZE", std::to_string(ranks)},
+                                        {"MASTER_ADDR", std::string("127.0.0.1")},
+                                        {"MASTER_PORT", port}})
         ::setenv(name, value.c_str(), 1);
       std::vector<char*> argv = {const_cast<char*>("sharelens")};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -67,7 +77,8 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
     }
     children[static_cast<size_t>(r)] = pid;
   }
-  struct sigaction action {}, previous{};
+  struct sigaction action {
+  }, previous{};
   action.sa_handler = onInterrupt;
   ::sigaction(SIGINT, &action, &previous);
   int running = ranks, failedRank = -1, failedStatus = 0, exitStatus = 0;
@@ -99,18 +110,23 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
       }
       continue;
     }
-    if (failedRank >= 0 && std::chrono::steady_clock::now() - stopping > std::chrono::duration<double>(graceSeconds))
+    if (failedRank >= 0 &&
+        std::chrono::steady_clock::now() - stopping > std::chrono::duration<double>(graceSeconds))
       for (pid_t pid : children)
         if (pid > 0) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::sigaction(SIGINT, &previous, nullptr);
   if (failedRank >= 0) {
-    std::cerr << "error: " << Error({.what = "rank " + std::to_string(failedRank) + " " + describe(failedStatus) + "; the other ranks were stopped",
-                                     .where = "sharelens train --nproc " + std::to_string(ranks),
-                                     .hint = "the last complete checkpoint is intact: add --resume to continue (with any --nproc)"})
-                                  .what()
-              << "\n";
+    std::cerr
+        << "error: "
+        << Error({.what = "rank " + std::to_string(failedRank) + " " + describe(failedStatus) +
+                          "; the other ranks were stopped",
+                  .where = "sharelens train --nproc " + std::to_string(ranks),
+                  .hint =
+                      "the last complete checkpoint is intact: add --resume to continue (with any --nproc)"})
+               .what()
+        << "\n";
     return exitStatus == 0 ? 1 : exitStatus;
   }
   return exitStatus;

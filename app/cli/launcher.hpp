@@ -1,7 +1,8 @@
 // `sharelens train --nproc N`: this program started N times as the local ranks of one distributed run (the
-// environment torchrun would give them: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-// on a free loopback port). The launcher waits for them; when one fails it stops the others (SIGTERM, then SIGKILL
-// after `graceSeconds`) and says which rank failed and how; Ctrl-C is passed on to every rank, which stop cleanly.
+// environment torchrun would give them: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT on a free loopback port). The launcher waits for them; when one fails it stops the others
+// (SIGTERM, then SIGKILL after `graceSeconds`) and says which rank failed and how; Ctrl-C is passed on to
+// every rank, which stop cleanly.
 #pragma once
 
 #include <string>

@@ -13,7 +13,9 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 struct sigaction g_previous {};
 
-void onSigint(int) { g_interrupted.store(true); }
+void onSigint(int) {
+  g_interrupted.store(true);
+}
 
 }  // namespace
 
@@ -39,11 +41,14 @@ CancellableTask::CancellableTask(int threads) {
       }
       const auto now = clock::now();
       if (terminal && now - lastLine > std::chrono::milliseconds(500)) {
-        std::fprintf(stderr, "\r\033[K%5.1f%%  %s", 100.0 * m_progress.fraction(), m_progress.stage().c_str());
+        std::fprintf(stderr, "\r\033[K%5.1f%%  %s", 100.0 * m_progress.fraction(),
+                     m_progress.stage().c_str());
         lastLine = now;
-      } else if (!terminal && now - lastLine > std::chrono::seconds(10)) {  // a log: only lines that say something new
+      } else if (!terminal &&
+                 now - lastLine > std::chrono::seconds(10)) {  // a log: only lines that say something new
         char line[512];
-        std::snprintf(line, sizeof line, "%5.1f%%  %s", 100.0 * m_progress.fraction(), m_progress.stage().c_str());
+        std::snprintf(line, sizeof line, "%5.1f%%  %s", 100.0 * m_progress.fraction(),
+                      m_progress.stage().c_str());
         if (line != lastPrinted) std::fprintf(stderr, "%s\n", line);
         lastPrinted = line;
         lastLine = now;
@@ -61,6 +66,8 @@ void CancellableTask::finish() {
   sigaction(SIGINT, &g_previous, nullptr);
 }
 
-CancellableTask::~CancellableTask() { finish(); }
+CancellableTask::~CancellableTask() {
+  finish();
+}
 
 }  // namespace sharelens::cli

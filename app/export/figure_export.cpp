@@ -16,7 +16,9 @@ namespace {
 
 using namespace plot;
 
-void setColor(cairo_t* cr, Rgb c, float alpha = 1.0f) { cairo_set_source_rgba(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0, alpha); }
+void setColor(cairo_t* cr, Rgb c, float alpha = 1.0f) {
+  cairo_set_source_rgba(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0, alpha);
+}
 
 cairo_surface_t* imageOf(int width, int height, const std::function<Rgb(int x, int y)>& color) {
   cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
@@ -80,7 +82,8 @@ class CairoCanvas : public Canvas {
     cairo_font_extents(m_cr, &f);
     return {static_cast<float>(e.x_advance), static_cast<float>(f.ascent + f.descent)};
   }
-  void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) override {
+  void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v,
+            bool vertical) override {
     const Point s = textSize(text, size);
     cairo_font_extents_t f;
     cairo_font_extents(m_cr, &f);
@@ -109,7 +112,8 @@ class CairoCanvas : public Canvas {
     paintScaled(image, min, max);
   }
   void colorbar(Point min, Point max, Colormap c) override {
-    cairo_surface_t* image = imageOf(1, 256, [&](int, int y) { return colormapTable(c)[static_cast<size_t>(255 - y)]; });
+    cairo_surface_t* image =
+        imageOf(1, 256, [&](int, int y) { return colormapTable(c)[static_cast<size_t>(255 - y)]; });
     paintScaled(image, min, max);
   }
   void pushClip(Point min, Point max) override {
@@ -135,7 +139,8 @@ class CairoCanvas : public Canvas {
   void paintScaled(cairo_surface_t* image, Point min, Point max) {
     cairo_save(m_cr);
     cairo_translate(m_cr, min.x, min.y);
-    cairo_scale(m_cr, (max.x - min.x) / cairo_image_surface_get_width(image), (max.y - min.y) / cairo_image_surface_get_height(image));
+    cairo_scale(m_cr, (max.x - min.x) / cairo_image_surface_get_width(image),
+                (max.y - min.y) / cairo_image_surface_get_height(image));
     cairo_set_source_surface(m_cr, image, 0, 0);
     cairo_pattern_set_filter(cairo_get_source(m_cr), CAIRO_FILTER_NEAREST);
     cairo_paint(m_cr);
@@ -167,7 +172,9 @@ ExportFormat exportFormatFor(const std::filesystem::path& path) {
   if (ext == ".png") return ExportFormat::Png;
   if (ext == ".svg") return ExportFormat::Svg;
   if (ext == ".pdf") return ExportFormat::Pdf;
-  throw Error({.what = "unknown export format", .where = path.string(), .expected = ".png, .svg or .pdf",
+  throw Error({.what = "unknown export format",
+               .where = path.string(),
+               .expected = ".png, .svg or .pdf",
                .found = ext.empty() ? "no extension" : ext});
 }
 
@@ -176,7 +183,9 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
   AtomicFile file(path);
   cairo_surface_t* surface = nullptr;
   switch (format) {
-    case ExportFormat::Png: surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, options.width, options.height); break;
+    case ExportFormat::Png:
+      surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, options.width, options.height);
+      break;
     case ExportFormat::Svg:
       surface = cairo_svg_surface_create_for_stream(writeToAtomicFile, &file, options.width, options.height);
       break;
@@ -186,28 +195,33 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
   }
   draw(surface, figure, options);
   cairo_status_t status = CAIRO_STATUS_SUCCESS;
-  if (format == ExportFormat::Png) status = cairo_surface_write_to_png_stream(surface, writeToAtomicFile, &file);
+  if (format == ExportFormat::Png)
+    status = cairo_surface_write_to_png_stream(surface, writeToAtomicFile, &file);
   cairo_surface_finish(surface);  // SVG and PDF write on finish
   if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
   cairo_surface_destroy(surface);
   if (status != CAIRO_STATUS_SUCCESS)
-    throw Error({.what = "figure export failed", .where = path.string(), .found = cairo_status_to_string(status)});
+    throw Error(
+        {.what = "figure export failed", .where = path.string(), .found = cairo_status_to_string(status)});
   file.commit();
 }
 
-std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model, int64_t step,
-                                        const std::string& view, const std::string& extension) {
+std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model,
+                                        int64_t step, const std::string& view, const std::string& extension) {
   std::string safe;
   for (char c : model) {
     const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-    if (keep) safe.push_back(c);
-    else if (!safe.empty() && safe.back() != '_') safe.push_back('_');
+    if (keep)
+      safe.push_back(c);
+    else if (!safe.empty() && safe.back() != '_')
+      safe.push_back('_');
   }
   while (!safe.empty() && (safe.back() == '_' || safe.back() == '.')) safe.pop_back();
   if (safe.empty()) safe = "model";
   const std::string stem = safe + (step >= 0 ? "-" + std::to_string(step) : "") + "-" + view;
   std::filesystem::path path = dir / (stem + "." + extension);
-  for (int n = 2; std::filesystem::exists(path); ++n) path = dir / (stem + "-" + std::to_string(n) + "." + extension);
+  for (int n = 2; std::filesystem::exists(path); ++n)
+    path = dir / (stem + "-" + std::to_string(n) + "." + extension);
   return path;
 }
 

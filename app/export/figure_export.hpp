@@ -21,12 +21,13 @@ struct ExportOptions {
   std::vector<bool> hidden;                 // series switched off in the legend
 };
 
-void exportFigure(const plot::Figure& figure, const std::filesystem::path& path, const ExportOptions& options = {});
+void exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
+                  const ExportOptions& options = {});
 
 // The name Save As offers: DIR/<model>-<step>-<view>.<ext> ("step" left out for a model that is not a run's
-// checkpoint), the model label reduced to [A-Za-z0-9._-], and -2, -3, ... appended when the file exists, so an
-// export never overwrites an earlier one unless the user names it.
-std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model, int64_t step,
-                                        const std::string& view, const std::string& extension);
+// checkpoint), the model label reduced to [A-Za-z0-9._-], and -2, -3, ... appended when the file exists, so
+// an export never overwrites an earlier one unless the user names it.
+std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model,
+                                        int64_t step, const std::string& view, const std::string& extension);
 
 }  // namespace sharelens

@@ -9,9 +9,11 @@
 
 namespace sharelens {
 
-void writePngRgba(const std::filesystem::path& path, int width, int height, const std::vector<uint8_t>& rgba) {
+void writePngRgba(const std::filesystem::path& path, int width, int height,
+                  const std::vector<uint8_t>& rgba) {
   if (width <= 0 || height <= 0 || rgba.size() != static_cast<size_t>(width) * height * 4)
-    throw Error({.what = "image buffer does not match its size", .where = path.string(),
+    throw Error({.what = "image buffer does not match its size",
+                 .where = path.string(),
                  .expected = std::to_string(width) + "x" + std::to_string(height) + " RGBA",
                  .found = std::to_string(rgba.size()) + " bytes"});
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
@@ -39,7 +41,8 @@ void writePngRgba(const std::filesystem::path& path, int width, int height, cons
       &file);
   cairo_surface_destroy(surface);
   if (status != CAIRO_STATUS_SUCCESS)
-    throw Error({.what = "PNG encoding failed", .where = path.string(), .found = cairo_status_to_string(status)});
+    throw Error(
+        {.what = "PNG encoding failed", .where = path.string(), .found = cairo_status_to_string(status)});
   file.commit();
 }
 

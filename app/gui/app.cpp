@@ -45,7 +45,8 @@ class HeatmapBenchView : public View {
     h.rows = h.cols = 1000;
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(0, 1);
-    for (int i = 0; i < 1000 * 1000; ++i) h.values.push_back(u(rng) + static_cast<float>((i / 1000 + i % 1000) % 97) / 97.0f);
+    for (int i = 0; i < 1000 * 1000; ++i)
+      h.values.push_back(u(rng) + static_cast<float>((i / 1000 + i % 1000) % 97) / 97.0f);
     h.vmin = 0;
     h.vmax = 2;
     h.colorbarLabel = "value";
@@ -67,14 +68,26 @@ class App {
   explicit App(const GuiOptions& options)
       : m_options(options),
         m_settings(Settings::load(&m_settingsProblem)),
-        m_platform({.title = "ShareLens", .width = options.width, .height = options.height,
+        m_platform({.title = "ShareLens",
+                    .width = options.width,
+                    .height = options.height,
                     .visible = !options.screenshot && !options.benchUi,
                     .iniPath = (Settings::file().parent_path() / "imgui.ini").string()}),
-        m_jobs(2, [] { Platform::wake(); }, [this](const std::string& job, const std::string& message) { error(job + ": " + message); }),
+        m_jobs(
+            2, [] { Platform::wake(); },
+            [this](const std::string& job, const std::string& message) { error(job + ": " + message); }),
         m_workspace(m_jobs, [this](const std::string& message) { error(message); }),
-        m_context{m_workspace, m_runs, m_jobs, m_settings, m_textures, m_figures, plot::Style::dark(),
-                  [this](const std::string& m) { error(m); }, [this](const std::string& m) { notify(m); },
-                  [this](const fs::path& p) { open(p); }, [this](const Topology& t) { toDesigner(t); },
+        m_context{m_workspace,
+                  m_runs,
+                  m_jobs,
+                  m_settings,
+                  m_textures,
+                  m_figures,
+                  plot::Style::dark(),
+                  [this](const std::string& m) { error(m); },
+                  [this](const std::string& m) { notify(m); },
+                  [this](const fs::path& p) { open(p); },
+                  [this](const Topology& t) { toDesigner(t); },
                   [this] { return m_designer->topology(); },
                   [this](ViewId v) { m_requestedView = v; }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
@@ -97,7 +110,8 @@ class App {
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
     });
-    m_requestedView = options.view ? *options.view : viewFromLabel(m_settings.lastView).value_or(ViewId::Model);
+    m_requestedView =
+        options.view ? *options.view : viewFromLabel(m_settings.lastView).value_or(ViewId::Model);
   }
 
   ~App() {
@@ -115,12 +129,15 @@ class App {
     const auto started = Clock::now();
     for (int frame = 0; !m_platform.shouldClose(); ++frame) {
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
-      if (m_options.screenshot || m_options.benchUi) m_platform.pollEvents();
-      else m_platform.waitEvents(animating ? 0.05 : 0.5);
+      if (m_options.screenshot || m_options.benchUi)
+        m_platform.pollEvents();
+      else
+        m_platform.waitEvents(animating ? 0.05 : 0.5);
       const auto frameStart = Clock::now();
       m_jobs.drainCompletions();
       m_workspace.poll(m_settings.threshold);
-      m_runs.poll();  // here, not in a view's draw: runs advance whichever tab is showing (rate-limited inside)
+      m_runs
+          .poll();  // here, not in a view's draw: runs advance whichever tab is showing (rate-limited inside)
       m_platform.beginFrame();
       // Figures use the UI font's size; it is known only inside a frame (the atlas builds on the first).
       m_context.style.fontSize = ImGui::GetFontSize();
@@ -159,8 +176,10 @@ class App {
   void notify(const std::string& message) { m_status = {message, clockTime()}; }
 
   void applyTheme() {
-    if (m_settings.darkTheme) ImGui::StyleColorsDark();
-    else ImGui::StyleColorsLight();
+    if (m_settings.darkTheme)
+      ImGui::StyleColorsDark();
+    else
+      ImGui::StyleColorsLight();
     ImGui::GetStyle().ScaleAllSizes(m_platform.contentScale());
     m_context.style = m_settings.darkTheme ? plot::Style::dark() : plot::Style::light();
   }
@@ -175,8 +194,8 @@ class App {
           m_settings.addRecent(fs::absolute(path).string());
           return;
         }
-      if (path.extension() == ".json" && !fs::is_directory(path) && path.filename() != "model.safetensors.index.json" &&
-          path.filename() != "config.json") {
+      if (path.extension() == ".json" && !fs::is_directory(path) &&
+          path.filename() != "model.safetensors.index.json" && path.filename() != "config.json") {
         toDesigner(readTopologyFile(path));
       } else if (isRunDirectory(path)) {
         m_runs.attach(path);
@@ -184,7 +203,8 @@ class App {
         if (!m_options.view) m_requestedView = ViewId::Training;
       } else if (const auto runs = runDirectoriesIn(path); !runs.empty()) {  // train --compare's directory
         m_runs.attach(path);
-        const auto model = std::find_if(runs.begin(), runs.end(), [](const fs::path& r) { return r.filename() == "model"; });
+        const auto model =
+            std::find_if(runs.begin(), runs.end(), [](const fs::path& r) { return r.filename() == "model"; });
         m_workspace.follow(model != runs.end() ? *model : runs.front(), m_settings.threshold);
         if (!m_options.view) m_requestedView = ViewId::Training;
       } else {
@@ -212,8 +232,10 @@ class App {
           if (isRunDirectory(dir / role)) {
             const Json record = readJsonFile(dir / role / "run.json");
             const auto last = latestCheckpoint(dir / role);
-            if (last && last->step >= record["config"].value("steps", int64_t{0})) m_runs.attach(dir / role);
-            else m_runs.resumeEmbedded(dir / role, 1);
+            if (last && last->step >= record["config"].value("steps", int64_t{0}))
+              m_runs.attach(dir / role);
+            else
+              m_runs.resumeEmbedded(dir / role, 1);
           }
       } else {
         TrainConfig c;
@@ -225,7 +247,8 @@ class App {
         m_runs.launch(demoTopology(), c, dir, /*withBaseline=*/true);
       }
       m_workspace.follow(dir / "model", m_settings.threshold);
-      notify("demo: training " + demoTopology().name + " and its parameter-matched baseline on the Brown corpus");
+      notify("demo: training " + demoTopology().name +
+             " and its parameter-matched baseline on the Brown corpus");
     } catch (const Error& e) {
       error(e.what());
     }
@@ -247,11 +270,19 @@ class App {
     std::vector<double> ms = m_frameMs;
     if (ms.size() > 10) ms.erase(ms.begin(), ms.begin() + 10);  // warm-up: font atlas, first textures
     std::sort(ms.begin(), ms.end());
-    auto pct = [&](double p) { return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
-    const Json j = {{"frames", ms.size()}, {"p50_ms", pct(0.5)}, {"p99_ms", pct(0.99)}, {"max_ms", ms.empty() ? 0.0 : ms.back()},
+    auto pct = [&](double p) {
+      return ms.empty()
+                 ? 0.0
+                 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))];
+    };
+    const Json j = {{"frames", ms.size()},
+                    {"p50_ms", pct(0.5)},
+                    {"p99_ms", pct(0.99)},
+                    {"max_ms", ms.empty() ? 0.0 : ms.back()},
                     {"training", m_runs.anyTraining()}};
     writeFileAtomically(path, j.dump(2) + "\n");
-    std::cout << "UI-thread frame time: p50 " << pct(0.5) << " ms, p99 " << pct(0.99) << " ms over " << ms.size() << " frames\n";
+    std::cout << "UI-thread frame time: p50 " << pct(0.5) << " ms, p99 " << pct(0.99) << " ms over "
+              << ms.size() << " frames\n";
   }
 
   void drawMainWindow() {
@@ -263,7 +294,8 @@ class App {
                      ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
     drawMenu();
     const auto jobs = m_jobs.jobs();
-    const float footer = ImGui::GetFrameHeightWithSpacing() * (1.0f + static_cast<float>(std::min<size_t>(jobs.size(), 4)));
+    const float footer =
+        ImGui::GetFrameHeightWithSpacing() * (1.0f + static_cast<float>(std::min<size_t>(jobs.size(), 4)));
     ImGui::BeginChild("##content", ImVec2(0, -footer));
     if (ImGui::BeginTabBar("##views")) {
       for (auto& view : m_views) {
@@ -311,7 +343,8 @@ class App {
     }
     if (ImGui::BeginMenu("Analysis")) {
       float threshold = static_cast<float>(m_settings.threshold);
-      if (ImGui::SliderFloat("energy threshold", &threshold, 0.5f, 0.999f, "%.3f")) m_settings.threshold = threshold;
+      if (ImGui::SliderFloat("energy threshold", &threshold, 0.5f, 0.999f, "%.3f"))
+        m_settings.threshold = threshold;
       if (ImGui::MenuItem("Recompute for this threshold")) m_workspace.analyseAll(m_settings.threshold);
       ImGui::EndMenu();
     }
@@ -322,7 +355,8 @@ class App {
       if (ImGui::MenuItem("Dark theme", nullptr, &m_settings.darkTheme)) applyTheme();
       if (ImGui::BeginMenu("Colormap")) {
         for (plot::Colormap c : plot::kAllColormaps)
-          if (ImGui::MenuItem(std::string(plot::colormapName(c)).c_str(), nullptr, m_settings.colormap == c)) m_settings.colormap = c;
+          if (ImGui::MenuItem(std::string(plot::colormapName(c)).c_str(), nullptr, m_settings.colormap == c))
+            m_settings.colormap = c;
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Errors", nullptr, &m_showErrors)) {
@@ -338,12 +372,13 @@ class App {
     ImGui::EndMenuBar();
   }
 
-  // Save As: the path is offered as <model>-<step>-<view>.<ext> in the exports folder (never an existing file),
-  // and the user may change it before saving.
+  // Save As: the path is offered as <model>-<step>-<view>.<ext> in the exports folder (never an existing
+  // file), and the user may change it before saving.
   void askExportPath(const plot::Figure& figure, const std::string& stem, const std::string& ext) {
     const fs::path dir = Settings::dataDirectory() / "exports";
     const LoadedModel* model = m_workspace.current();
-    const fs::path path = defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
+    const fs::path path =
+        defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
     m_export = PendingExport{figure, {}};
     std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
     m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it
@@ -357,10 +392,13 @@ class App {
     if (!ImGui::BeginPopupModal("Save figure as", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
     ImGui::TextUnformatted("PNG, SVG or PDF, from the extension:");
     ImGui::SetNextItemWidth(640);
-    const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path, ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path,
+                                        ImGuiInputTextFlags_EnterReturnsTrue);
     const fs::path path = m_export->path;
     std::error_code ec;
-    if (fs::exists(path, ec)) ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "%s exists: Save replaces it", path.filename().c_str());
+    if (fs::exists(path, ec))
+      ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "%s exists: Save replaces it",
+                         path.filename().c_str());
     if (ImGui::Button("Save") || enter) {
       try {
         if (path.has_parent_path()) fs::create_directories(path.parent_path());
@@ -369,8 +407,11 @@ class App {
       } catch (const Error& e) {
         error(e.what());
       } catch (const fs::filesystem_error& e) {
-        error(Error({.what = "cannot create the folder", .where = path.parent_path().string(), .found = e.code().message(),
-                     .hint = "choose a folder you can write to"}).what());
+        error(Error({.what = "cannot create the folder",
+                     .where = path.parent_path().string(),
+                     .found = e.code().message(),
+                     .hint = "choose a folder you can write to"})
+                  .what());
       }
       m_export.reset();
       ImGui::CloseCurrentPopup();
@@ -396,20 +437,25 @@ class App {
       ImGui::PopID();
     }
     if (jobs.size() > 4) ImGui::TextDisabled("... and %zu more jobs", jobs.size() - 4);
-    if (!m_status.text.empty()) ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());
-    else ImGui::TextDisabled("ready");
+    if (!m_status.text.empty())
+      ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());
+    else
+      ImGui::TextDisabled("ready");
     if (!m_errors.empty()) {
       ImGui::SameLine(ImGui::GetWindowWidth() - 160);
-      if (ImGui::SmallButton(("errors (" + std::to_string(m_errors.size()) + ")").c_str())) m_showErrors = !m_showErrors;
+      if (ImGui::SmallButton(("errors (" + std::to_string(m_errors.size()) + ")").c_str()))
+        m_showErrors = !m_showErrors;
     }
   }
 
   void drawErrors() {
     if (!m_showErrors || m_errors.empty()) return;
     const ImGuiViewport* vp = ImGui::GetMainViewport();
-    ImGui::SetNextWindowPos({vp->WorkPos.x + vp->WorkSize.x - 20, vp->WorkPos.y + vp->WorkSize.y - 60}, ImGuiCond_Always, {1, 1});
+    ImGui::SetNextWindowPos({vp->WorkPos.x + vp->WorkSize.x - 20, vp->WorkPos.y + vp->WorkSize.y - 60},
+                            ImGuiCond_Always, {1, 1});
     ImGui::SetNextWindowSize({640, 0}, ImGuiCond_Always);
-    ImGui::Begin("Errors", &m_showErrors, ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize);
+    ImGui::Begin("Errors", &m_showErrors,
+                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize);
     for (const Message& e : m_errors) {
       ImGui::TextDisabled("%s", e.time.c_str());
       ImGui::SameLine();
@@ -429,7 +475,8 @@ class App {
     if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
     ImGui::TextUnformatted("A .safetensors file, a model directory, a run directory or a topology (.json):");
     ImGui::SetNextItemWidth(560);
-    const bool enter = ImGui::InputText("##path", m_openPath, sizeof m_openPath, ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter =
+        ImGui::InputText("##path", m_openPath, sizeof m_openPath, ImGuiInputTextFlags_EnterReturnsTrue);
     if (ImGui::Button("Open") || enter) {
       open(m_openPath);
       ImGui::CloseCurrentPopup();

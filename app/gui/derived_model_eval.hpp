@@ -19,7 +19,8 @@ class DerivedModelEval {
  public:
   // Scores `original` and `derived` (the second replacing any earlier comparison); `what` names the derived
   // model in the status line ("DirectShare at alpha 0.25").
-  void start(AppContext& ctx, std::filesystem::path original, std::filesystem::path derived, std::string what);
+  void start(AppContext& ctx, std::filesystem::path original, std::filesystem::path derived,
+             std::string what);
   void draw() const;  // nothing before the first start()
 
  private:

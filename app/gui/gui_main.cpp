@@ -4,14 +4,17 @@
 
 #include "app/cli/args.hpp"
 #include "app/gui/app.hpp"
+#include "app/plot/colormap.hpp"
 #include "core/error.hpp"
 
 namespace sharelens::gui {
 
 int runGuiFromArgs(const std::vector<std::string>& argv) {
   try {
-    cli::Args args("", "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] [--frame-stats FILE.json] "
-                       "[--bench-ui --frames N] [--size WxH]",
+    cli::Args args("",
+                   "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
+                   "[--frame-stats FILE.json] "
+                   "[--bench-ui --frames N] [--size WxH]",
                    argv);
     GuiOptions o;
     o.demo = args.flag("demo");
@@ -22,7 +25,10 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
     if (auto view = args.option("view")) {
       o.view = viewFromLabel(*view);
       if (!o.view)
-        throw Error({.what = "unknown view", .where = "--view", .expected = viewLabels(), .found = "'" + *view + "'",
+        throw Error({.what = "unknown view",
+                     .where = "--view",
+                     .expected = viewLabels(),
+                     .found = "'" + *view + "'",
                      .hint = "name one of the main window's tabs (any case)"});
     }
     o.frameStats = args.option("frame-stats");
@@ -32,11 +38,15 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
         o.width = std::stoi(size->substr(0, x));
         o.height = std::stoi(size->substr(x + 1));
       } catch (const std::exception&) {
-        throw Error({.what = "bad window size", .where = "--size", .expected = "WIDTHxHEIGHT, like 1600x1000", .found = *size});
+        throw Error({.what = "bad window size",
+                     .where = "--size",
+                     .expected = "WIDTHxHEIGHT, like 1600x1000",
+                     .found = *size});
       }
     }
     o.path = args.optionalPositional();
     args.finish();
+    plot::loadColormaps();  // a missing or broken colour map is reported here, not mid-frame
     return runGui(o);
   } catch (...) {
     bool internal = false;

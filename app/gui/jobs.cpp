@@ -8,7 +8,8 @@ namespace sharelens::gui {
 
 JobSystem::JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError)
     : m_wake(std::move(wakeUi)), m_onError(std::move(onError)) {
-  for (int i = 0; i < workers; ++i) m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop); });
+  for (int i = 0; i < workers; ++i)
+    m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop); });
 }
 
 JobSystem::~JobSystem() {
@@ -63,7 +64,8 @@ void JobSystem::drainCompletions() {
 std::vector<JobSystem::Info> JobSystem::jobs() const {
   std::lock_guard lock(m_mutex);
   std::vector<Info> out;
-  for (const auto& j : m_running) out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
+  for (const auto& j : m_running)
+    out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
   for (const auto& j : m_queue) out.push_back({j->id, j->name, "queued", 0.0, false});
   return out;
 }

@@ -32,7 +32,8 @@ class JobSystem {
   JobSystem(const JobSystem&) = delete;
   JobSystem& operator=(const JobSystem&) = delete;
 
-  // `finished` (optional) runs on the UI thread once the job has ended, after its completion when it succeeded.
+  // `finished` (optional) runs on the UI thread once the job has ended, after its completion when it
+  // succeeded.
   uint64_t submit(std::string name, Work work, Finished finished = {});
   void cancel(uint64_t id);
   void cancelAll();

@@ -3,9 +3,9 @@
 #define GL_SILENCE_DEPRECATION
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
-#include <imgui.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
 
 #include <algorithm>
 #include <cstring>
@@ -18,7 +18,9 @@ namespace {
 
 std::string g_glfwError;
 
-void onGlfwError(int code, const char* description) { g_glfwError = std::to_string(code) + ": " + description; }
+void onGlfwError(int code, const char* description) {
+  g_glfwError = std::to_string(code) + ": " + description;
+}
 
 const char* kFontCandidates[] = {
     "assets/fonts/DejaVuSans.ttf",
@@ -30,10 +32,12 @@ const char* kFontCandidates[] = {
 Platform::Platform(const PlatformOptions& options) : m_iniPath(options.iniPath) {
   glfwSetErrorCallback(onGlfwError);
   if (!glfwInit())
-    throw Error({.what = "cannot open a window",
-                 .where = "GLFW",
-                 .found = g_glfwError.empty() ? "glfwInit failed" : g_glfwError,
-                 .hint = "run inside a desktop session, or under Xvfb: xvfb-run -s '-screen 0 1920x1080x24' sharelens"});
+    throw Error(
+        {.what = "cannot open a window",
+         .where = "GLFW",
+         .found = g_glfwError.empty() ? "glfwInit failed" : g_glfwError,
+         .hint =
+             "run inside a desktop session, or under Xvfb: xvfb-run -s '-screen 0 1920x1080x24' sharelens"});
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
   glfwWindowHint(GLFW_VISIBLE, options.visible ? GLFW_TRUE : GLFW_FALSE);
@@ -94,12 +98,24 @@ void Platform::loadFonts() {
   io.Fonts->AddFontDefault(&config);
 }
 
-bool Platform::shouldClose() const { return glfwWindowShouldClose(m_window); }
-void Platform::requestClose() { glfwSetWindowShouldClose(m_window, GLFW_TRUE); }
-void Platform::waitEvents(double timeoutSeconds) { glfwWaitEventsTimeout(timeoutSeconds); }
-void Platform::pollEvents() { glfwPollEvents(); }
-void Platform::wake() { glfwPostEmptyEvent(); }
-void Platform::onDrop(std::function<void(std::vector<std::string>)> handler) { m_dropHandler = std::move(handler); }
+bool Platform::shouldClose() const {
+  return glfwWindowShouldClose(m_window);
+}
+void Platform::requestClose() {
+  glfwSetWindowShouldClose(m_window, GLFW_TRUE);
+}
+void Platform::waitEvents(double timeoutSeconds) {
+  glfwWaitEventsTimeout(timeoutSeconds);
+}
+void Platform::pollEvents() {
+  glfwPollEvents();
+}
+void Platform::wake() {
+  glfwPostEmptyEvent();
+}
+void Platform::onDrop(std::function<void(std::vector<std::string>)> handler) {
+  m_dropHandler = std::move(handler);
+}
 
 void Platform::beginFrame() {
   ImGui_ImplOpenGL3_NewFrame();
@@ -107,7 +123,9 @@ void Platform::beginFrame() {
   ImGui::NewFrame();
 }
 
-void Platform::setVsync(bool on) { glfwSwapInterval(on ? 1 : 0); }
+void Platform::setVsync(bool on) {
+  glfwSwapInterval(on ? 1 : 0);
+}
 
 void Platform::render() {
   ImGui::Render();
@@ -123,7 +141,9 @@ void Platform::render() {
   }
 }
 
-void Platform::present() { glfwSwapBuffers(m_window); }
+void Platform::present() {
+  glfwSwapBuffers(m_window);
+}
 
 RgbaImage Platform::captureFramebuffer() const {
   RgbaImage image;

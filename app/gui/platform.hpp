@@ -46,7 +46,7 @@ class Platform {
   void setVsync(bool on);
   float contentScale() const { return m_scale; }
   GLFWwindow* window() const { return m_window; }
-  RgbaImage captureFramebuffer() const;  // the back buffer after render, before swap
+  RgbaImage captureFramebuffer() const;              // the back buffer after render, before swap
   void captureNextFrame() { m_captureNext = true; }  // endFrame() reads the next frame back before the swap
   const RgbaImage& lastCapture() const { return m_lastFrame; }
 

@@ -8,7 +8,8 @@ namespace sharelens::gui {
 
 class PollThrottle {
  public:
-  explicit PollThrottle(std::chrono::milliseconds interval = std::chrono::milliseconds(250)) : m_interval(interval) {}
+  explicit PollThrottle(std::chrono::milliseconds interval = std::chrono::milliseconds(250))
+      : m_interval(interval) {}
   // True at most once per interval; the first call after construction or reset() is always due.
   bool due() {
     const auto now = std::chrono::steady_clock::now();

@@ -40,7 +40,8 @@ RunEntry* RunBook::find(const fs::path& dir) {
   return nullptr;
 }
 
-fs::path RunBook::launch(const Topology& topology, TrainConfig config, const fs::path& dir, bool withBaseline) {
+fs::path RunBook::launch(const Topology& topology, TrainConfig config, const fs::path& dir,
+                         bool withBaseline) {
   if (withBaseline) config.threads = 1;  // two runs side by side share the cores
   RunRequest model{topology, config, withBaseline ? dir / "model" : dir};
   if (withBaseline) model.sibling = "baseline";
@@ -48,8 +49,11 @@ fs::path RunBook::launch(const Topology& topology, TrainConfig config, const fs:
   entry.totalSteps = config.steps;
   entry.controller = RunController::start(model);
   if (withBaseline) {
-    RunRequest base{.topology = parameterMatchedBaseline(topology), .config = config, .runDir = dir / "baseline",
-                    .role = "baseline", .sibling = "model"};
+    RunRequest base{.topology = parameterMatchedBaseline(topology),
+                    .config = config,
+                    .runDir = dir / "baseline",
+                    .role = "baseline",
+                    .sibling = "model"};
     RunEntry& b = add(base.topology.name, base.runDir);
     b.totalSteps = config.steps;
     b.controller = RunController::start(base);
@@ -74,7 +78,8 @@ void RunBook::attach(const fs::path& dir) {
   if (!isRunDirectory(dir)) {
     const auto runs = runDirectoriesIn(dir);  // train --compare's pair, an experiment's runs
     if (runs.empty())
-      throw Error({.what = "not a run directory", .where = dir.string(),
+      throw Error({.what = "not a run directory",
+                   .where = dir.string(),
                    .expected = "a directory with run.json, or one holding such directories",
                    .hint = "attach the directory `sharelens train --out` wrote"});
     for (const fs::path& run : runs) attach(run);
@@ -104,9 +109,12 @@ void RunBook::poll() {
     if (!r->controller) {
       for (const Json& e : r->metrics.events()) {
         const std::string event = e["event"].get<std::string>();  // MetricsReader keeps only string events
-        if (event == "finish") r->status = "finished";
-        else if (event == "stop") r->status = "stopped";
-        else if (event == "resume") r->status = "running";
+        if (event == "finish")
+          r->status = "finished";
+        else if (event == "stop")
+          r->status = "stopped";
+        else if (event == "resume")
+          r->status = "running";
       }
     }
     if (const auto latest = latestCheckpoint(r->dir)) r->latestCheckpoint = latest->step;

@@ -27,7 +27,8 @@ struct RunEntry {
   int64_t totalSteps = 0;
   int64_t latestCheckpoint = -1;
 
-  RunEntry(std::string l, std::filesystem::path d) : label(std::move(l)), dir(std::move(d)), metrics(dir / "metrics.jsonl") {}
+  RunEntry(std::string l, std::filesystem::path d)
+      : label(std::move(l)), dir(std::move(d)), metrics(dir / "metrics.jsonl") {}
   int64_t lastStep() const { return metrics.points().empty() ? 0 : metrics.points().back().step; }
 };
 
@@ -35,7 +36,8 @@ class RunBook {
  public:
   // Starts an embedded run in `dir` (and, with `withBaseline`, its parameter-matched baseline beside it,
   // both on one thread each). Returns the model run's directory.
-  std::filesystem::path launch(const Topology& topology, TrainConfig config, const std::filesystem::path& dir, bool withBaseline);
+  std::filesystem::path launch(const Topology& topology, TrainConfig config, const std::filesystem::path& dir,
+                               bool withBaseline);
   // Continues an embedded run from its latest checkpoint.
   void resumeEmbedded(const std::filesystem::path& dir, int threads);
   // Watches a run directory another process writes (or a finished one).

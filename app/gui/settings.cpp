@@ -25,8 +25,12 @@ void Settings::addRecent(const std::string& path) {
   if (recent.size() > 12) recent.resize(12);
 }
 
-fs::path Settings::file() { return xdg("XDG_CONFIG_HOME", ".config") / "sharelens" / "settings.json"; }
-fs::path Settings::dataDirectory() { return xdg("XDG_DATA_HOME", ".local/share") / "sharelens"; }
+fs::path Settings::file() {
+  return xdg("XDG_CONFIG_HOME", ".config") / "sharelens" / "settings.json";
+}
+fs::path Settings::dataDirectory() {
+  return xdg("XDG_DATA_HOME", ".local/share") / "sharelens";
+}
 
 Settings Settings::load(std::string* problem) {
   Settings s;
@@ -48,8 +52,9 @@ Settings Settings::load(std::string* problem) {
 
 void Settings::save() const {
   fs::create_directories(file().parent_path());
-  const Json j = {{"recent", recent},      {"colormap", plot::colormapName(colormap)}, {"threshold", threshold},
-                  {"dark_theme", darkTheme}, {"runs_directory", runsDirectory},        {"last_view", lastView}};
+  const Json j = {
+      {"recent", recent},        {"colormap", plot::colormapName(colormap)}, {"threshold", threshold},
+      {"dark_theme", darkTheme}, {"runs_directory", runsDirectory},          {"last_view", lastView}};
   writeFileAtomically(file(), j.dump(2) + "\n");
 }
 

@@ -28,8 +28,8 @@ struct AppContext {
   plot::TextureCache& textures;
   plot::FigureCache& figures;  // figures of results, built once while shown (the app ends its frame)
   plot::Style style;
-  std::function<void(const std::string&)> reportError;  // shown in the error panel
-  std::function<void(const std::string&)> notify;       // shown in the status line
+  std::function<void(const std::string&)> reportError;     // shown in the error panel
+  std::function<void(const std::string&)> notify;          // shown in the status line
   std::function<void(const std::filesystem::path&)> open;  // checkpoint, run directory or topology file
   std::function<void(const Topology&)> sendToDesigner;
   std::function<Topology()> designerTopology;  // what the Designer holds now
@@ -66,13 +66,16 @@ std::unique_ptr<View> makeTrainingView();
 std::unique_ptr<View> makeExperimentsView();
 
 // Shared widgets.
-void drawStepSlider(AppContext& ctx);                       // scrub a followed run's checkpoints
-bool drawNoModelHint(AppContext& ctx);                      // true when there is no model (and a hint was drawn)
+void drawStepSlider(AppContext& ctx);   // scrub a followed run's checkpoints
+bool drawNoModelHint(AppContext& ctx);  // true when there is no model (and a hint was drawn)
 void drawPending(const char* what);
-// How the model's analysis `id` stands: true when its result is there; otherwise draws "computing ...", why it
-// cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns false.
+// How the model's analysis `id` stands: true when its result is there; otherwise draws "computing ...", why
+// it cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns
+// false.
 bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id);
-void drawSectionHeader(const char* label);                 // a labelled separator between groups of controls                         // "computing ..." with a spinner
-void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem, const plot::PlotState* state);
+void drawSectionHeader(const char* label);  // a labelled separator between groups of controls // "computing
+                                            // ..." with a spinner
+void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
+                       const plot::PlotState* state);
 
 }  // namespace sharelens::gui

@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "analysis/backend.hpp"
+#include "app/workflows/model_runner.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
 #include "core/inspect_report.hpp"
 #include "core/run_dir.hpp"
-#include "app/workflows/model_runner.hpp"
 
 namespace fs = std::filesystem;
 
@@ -72,11 +72,14 @@ void Workspace::selectStep(int64_t step) {
   if (m_models.count(step)) m_selected = step;
 }
 
-bool Workspace::busy() const { return !m_jobs.idle(); }
+bool Workspace::busy() const {
+  return !m_jobs.idle();
+}
 
 bool Workspace::large() const {
   const LoadedModel* m = current();
-  return m && m->report && m->report->contains("parameters") && (*m->report)["parameters"]["total"].get<int64_t>() > kAutomaticLimit;
+  return m && m->report && m->report->contains("parameters") &&
+         (*m->report)["parameters"]["total"].get<int64_t>() > kAutomaticLimit;
 }
 
 void Workspace::open(const fs::path& path, double threshold, bool analyse) {
@@ -107,32 +110,37 @@ void Workspace::poll(double threshold) {
 }
 
 void Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse) {
-  const std::string label = step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
-                                      : path.filename().string();
-  m_jobs.submit("open " + label, [this, path, step, label, threshold, analyse](const TaskContext& ctx) -> JobSystem::Completion {
-    ctx.report(0.1, "reading the header");
-    auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
-    auto report = std::make_shared<const Json>(inspectCheckpoint(*checkpoint));
-    std::shared_ptr<const ModelView> view;
-    if (!(*report)["family"].is_null()) view = std::make_shared<const ModelView>(openModelView(*checkpoint));
-    return [this, path, step, label, threshold, analyse, checkpoint, report, view] {
-      const bool followLatest = m_selected == -1 || m_selected == m_lastFollowedStep || !m_models.count(m_selected) ||
-                                (m_follow && step >= 0 && m_selected < step && m_models.size() <= 1);
-      LoadedModel& m = m_models[step];
-      m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
-      if (followLatest || step < 0) m_selected = step;
-      while (m_models.size() > kKeptSteps) {  // keep the newest steps and the selected one
-        auto oldest = m_models.begin();
-        if (oldest->first == m_selected) ++oldest;
-        m_models.erase(oldest);
-      }
-      if (analyse && view && !large()) {
-        m_params.threshold = threshold;
-        for (const AnalysisKind& kind : analysisKinds())
-          if (kind.inDefaultSet) this->analyse(step, kind.id);
-      }
-    };
-  });
+  const std::string label =
+      step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
+                : path.filename().string();
+  m_jobs.submit(
+      "open " + label,
+      [this, path, step, label, threshold, analyse](const TaskContext& ctx) -> JobSystem::Completion {
+        ctx.report(0.1, "reading the header");
+        auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
+        auto report = std::make_shared<const Json>(inspectCheckpoint(*checkpoint));
+        std::shared_ptr<const ModelView> view;
+        if (!(*report)["family"].is_null())
+          view = std::make_shared<const ModelView>(openModelView(*checkpoint));
+        return [this, path, step, label, threshold, analyse, checkpoint, report, view] {
+          const bool followLatest = m_selected == -1 || m_selected == m_lastFollowedStep ||
+                                    !m_models.count(m_selected) ||
+                                    (m_follow && step >= 0 && m_selected < step && m_models.size() <= 1);
+          LoadedModel& m = m_models[step];
+          m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
+          if (followLatest || step < 0) m_selected = step;
+          while (m_models.size() > kKeptSteps) {  // keep the newest steps and the selected one
+            auto oldest = m_models.begin();
+            if (oldest->first == m_selected) ++oldest;
+            m_models.erase(oldest);
+          }
+          if (analyse && view && !large()) {
+            m_params.threshold = threshold;
+            for (const AnalysisKind& kind : analysisKinds())
+              if (kind.inDefaultSet) this->analyse(step, kind.id);
+          }
+        };
+      });
 }
 
 void Workspace::analyseAll(double threshold) {
@@ -148,9 +156,10 @@ void Workspace::run(std::string_view analysisId) {
   if (const LoadedModel* m = current(); m && m->view) analyse(m->step, analysisId);
 }
 
-// Submits one analysis of one loaded model; its outcome (ok with the result, cancelled, failed with the error)
-// lands in the model's results if the model is still loaded and the request not superseded when the job ends.
-// An analysis that cannot run on the model is recorded as failed with the reason, so its view says why.
+// Submits one analysis of one loaded model; its outcome (ok with the result, cancelled, failed with the
+// error) lands in the model's results if the model is still loaded and the request not superseded when the
+// job ends. An analysis that cannot run on the model is recorded as failed with the reason, so its view says
+// why.
 void Workspace::analyse(int64_t key, std::string_view analysisId) {
   LoadedModel* model = byKey(key);
   if (!model || !model->view) return;
@@ -162,9 +171,11 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   const AnalysisParams params = m_params;
   const ModelServices services = makeModelServices(model->path);
   const uint64_t request = ++m_requests;
-  model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Pending, nullptr, {}, params, request};
+  model->results.outcomes[std::string(kind.id)] = {
+      AnalysisOutcome::State::Pending, nullptr, {}, params, request};
   if (const std::string why = kind.unavailable({*ckpt, *view, *backend, services}); !why.empty()) {
-    model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Failed, nullptr, why, params, request};
+    model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Failed, nullptr, why, params,
+                                                     request};
     return;
   }
   auto slot = std::make_shared<AnalysisResult>();
@@ -175,11 +186,13 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
         *slot = kind.run({*ckpt, *view, *backend, services}, params, ctx);
         return nullptr;
       },
-      [this, key, ckpt, id = std::string(kind.id), request, slot](JobSystem::Status status, const std::string& error) {
+      [this, key, ckpt, id = std::string(kind.id), request, slot](JobSystem::Status status,
+                                                                  const std::string& error) {
         LoadedModel* m = byKey(key);
         if (!m || m->checkpoint != ckpt) return;
         const auto it = m->results.outcomes.find(id);
-        if (it == m->results.outcomes.end() || it->second.request != request) return;  // superseded by a newer request
+        if (it == m->results.outcomes.end() || it->second.request != request)
+          return;  // superseded by a newer request
         AnalysisOutcome& o = it->second;
         o.state = status == JobSystem::Status::Ok          ? AnalysisOutcome::State::Ok
                   : status == JobSystem::Status::Cancelled ? AnalysisOutcome::State::Cancelled

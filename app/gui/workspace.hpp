@@ -1,7 +1,7 @@
 // The GUI's data model, free of ImGui: the open checkpoint with its canonical view and inspect report, the
 // analyses of the registry computed for it (immutable results, shared with the views, each with how its job
-// ended), and -- when following a training run -- the same for each of the run's checkpoints, so a step slider
-// can scrub through training.
+// ended), and -- when following a training run -- the same for each of the run's checkpoints, so a step
+// slider can scrub through training.
 #pragma once
 
 #include <filesystem>
@@ -43,7 +43,7 @@ class AnalysisSet {
 struct LoadedModel {
   std::filesystem::path path;  // the checkpoint directory or file
   std::string label;
-  int64_t step = -1;           // a run's checkpoint step
+  int64_t step = -1;  // a run's checkpoint step
   std::shared_ptr<const Checkpoint> checkpoint;
   std::shared_ptr<const ModelView> view;
   std::shared_ptr<const Json> report;  // inspectCheckpoint()
@@ -53,12 +53,13 @@ struct LoadedModel {
 
 class Workspace {
  public:
-  Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError) : m_jobs(jobs), m_error(std::move(reportError)) {}
+  Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError)
+      : m_jobs(jobs), m_error(std::move(reportError)) {}
 
   // A checkpoint or a run directory (its latest checkpoint, and following it).
   void open(const std::filesystem::path& path, double threshold, bool analyse = true);
   void follow(const std::filesystem::path& runDir, double threshold);  // reopen on each new checkpoint
-  void poll(double threshold);                                        // UI thread: new checkpoints of a followed run
+  void poll(double threshold);  // UI thread: new checkpoints of a followed run
 
   const LoadedModel* current() const;
   std::vector<int64_t> steps() const;  // steps of a followed run that have been loaded

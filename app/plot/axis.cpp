@@ -59,14 +59,16 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
   const Range r = axis.range;
   if (!r.valid()) return ticks;
   if (axis.scale == Scale::Log10 && r.min > 0) {
-    const int lo = static_cast<int>(std::floor(std::log10(r.min))), hi = static_cast<int>(std::ceil(std::log10(r.max)));
+    const int lo = static_cast<int>(std::floor(std::log10(r.min))),
+              hi = static_cast<int>(std::ceil(std::log10(r.max)));
     const int every = std::max(1, (hi - lo + target - 1) / std::max(1, target));
     // Decades are labelled alike: plainly when all fit in [0.01, 10^4], else all in 1eK form.
     const bool plain = lo >= -2 && hi <= 4;
     for (int e = lo; e <= hi; ++e) {
       const double decade = std::pow(10.0, e);
       if (decade >= r.min * (1 - 1e-12) && decade <= r.max * (1 + 1e-12) && (e - lo) % every == 0)
-        ticks.push_back({decade, plain || e == 0 ? formatTick(decade, decade) : "1e" + std::to_string(e), true});
+        ticks.push_back(
+            {decade, plain || e == 0 ? formatTick(decade, decade) : "1e" + std::to_string(e), true});
       if (hi - lo <= 3)
         for (int m = 2; m <= 9; ++m) {
           const double v = m * decade;

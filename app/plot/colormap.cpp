@@ -1,8 +1,16 @@
 #include "app/plot/colormap.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
+
+#include "core/assets.hpp"
+#include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace sharelens::plot {
 namespace {
@@ -11,10 +19,18 @@ struct Lab {
   double l, a, b;
 };
 
-double toLinear(double c) { return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); }
-double toGamma(double c) { return c <= 0.0031308 ? 12.92 * c : 1.055 * std::pow(c, 1 / 2.4) - 0.055; }
-double labF(double t) { return t > 216.0 / 24389.0 ? std::cbrt(t) : (24389.0 / 27.0 * t + 16.0) / 116.0; }
-double labFInverse(double t) { return t * t * t > 216.0 / 24389.0 ? t * t * t : (116.0 * t - 16.0) / (24389.0 / 27.0); }
+double toLinear(double c) {
+  return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+}
+double toGamma(double c) {
+  return c <= 0.0031308 ? 12.92 * c : 1.055 * std::pow(c, 1 / 2.4) - 0.055;
+}
+double labF(double t) {
+  return t > 216.0 / 24389.0 ? std::cbrt(t) : (24389.0 / 27.0 * t + 16.0) / 116.0;
+}
+double labFInverse(double t) {
+  return t * t * t > 216.0 / 24389.0 ? t * t * t : (116.0 * t - 16.0) / (24389.0 / 27.0);
+}
 
 // sRGB (D65) <-> CIELAB
 Lab toLab(uint32_t hex) {
@@ -32,7 +48,9 @@ Rgb toRgb(const Lab& lab) {
   const double x = labFInverse(fx) * 0.95047, y = labFInverse(fy), z = labFInverse(fz) * 1.08883;
   const double r = 3.2406 * x - 1.5372 * y - 0.4986 * z, g = -0.9689 * x + 1.8758 * y + 0.0415 * z,
                b = 0.0557 * x - 0.2040 * y + 1.0570 * z;
-  auto channel = [](double c) { return static_cast<uint8_t>(std::lround(std::clamp(toGamma(std::clamp(c, 0.0, 1.0)), 0.0, 1.0) * 255)); };
+  auto channel = [](double c) {
+    return static_cast<uint8_t>(std::lround(std::clamp(toGamma(std::clamp(c, 0.0, 1.0)), 0.0, 1.0) * 255));
+  };
   return {channel(r), channel(g), channel(b)};
 }
 
@@ -44,17 +62,77 @@ std::array<Rgb, 256> interpolate(const std::vector<uint32_t>& anchors) {
     const double t = i / 255.0 * static_cast<double>(lab.size() - 1);
     const size_t k = std::min(static_cast<size_t>(t), lab.size() - 2);
     const double f = t - static_cast<double>(k);
-    table[static_cast<size_t>(i)] = toRgb({lab[k].l + f * (lab[k + 1].l - lab[k].l), lab[k].a + f * (lab[k + 1].a - lab[k].a),
-                                           lab[k].b + f * (lab[k + 1].b - lab[k].b)});
+    table[static_cast<size_t>(i)] =
+        toRgb({lab[k].l + f * (lab[k + 1].l - lab[k].l), lab[k].a + f * (lab[k + 1].a - lab[k].a),
+               lab[k].b + f * (lab[k + 1].b - lab[k].b)});
   }
   return table;
 }
 
 constexpr std::string_view kNames[] = {"viridis", "magma", "diverging"};
 
+// "#rrggbb" -> 0xrrggbb; nullopt for anything else.
+std::optional<uint32_t> parseHexColour(const std::string& s) {
+  if (s.size() != 7 || s[0] != '#') return std::nullopt;
+  uint32_t v = 0;
+  for (size_t i = 1; i < 7; ++i) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    v = v * 16 + static_cast<uint32_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  return v;
+}
+
 }  // namespace
 
-std::string_view colormapName(Colormap c) { return kNames[static_cast<int>(c)]; }
+std::vector<uint32_t> readColormapAnchors(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file))
+    throw Error({.what = "colour map missing",
+                 .where = file.string(),
+                 .expected = "the shipped colour map",
+                 .hint = "ShareLens finds assets/ beside its executable or through SHARELENS_ASSETS"});
+  const Json doc = readJsonFile(file);
+  const JsonObject map(doc, file.string());
+  const Json& anchors = map.requireArray("anchors");
+  if (anchors.size() < 2)
+    map.fail("anchors", "too few anchors", "at least 2", std::to_string(anchors.size()));
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    const auto colour = anchors[i].is_string() ? parseHexColour(anchors[i].get<std::string>()) : std::nullopt;
+    if (!colour)
+      map.fail("anchors", "not a colour at index " + std::to_string(i), "\"#rrggbb\"", anchors[i].dump(),
+               "write each anchor as a hex colour like \"#440154\"");
+    out.push_back(*colour);
+  }
+  return out;
+}
+
+namespace {
+
+struct Tables {
+  std::array<std::array<Rgb, 256>, std::size(kNames)> byMap;
+};
+
+// Loaded once per process (under the mutex, so the first failure is reported, and retried on the next call).
+const Tables& tables() {
+  static std::mutex mutex;
+  static std::unique_ptr<const Tables> loaded;
+  std::lock_guard lock(mutex);
+  if (!loaded) {
+    auto t = std::make_unique<Tables>();
+    for (size_t i = 0; i < std::size(kNames); ++i)
+      t->byMap[i] = interpolate(
+          readColormapAnchors(assetsDirectory() / "colormaps" / (std::string(kNames[i]) + ".json")));
+    loaded = std::move(t);
+  }
+  return *loaded;
+}
+
+}  // namespace
+
+std::string_view colormapName(Colormap c) {
+  return kNames[static_cast<int>(c)];
+}
 
 std::optional<Colormap> parseColormap(std::string_view name) {
   for (Colormap c : kAllColormaps)
@@ -62,15 +140,12 @@ std::optional<Colormap> parseColormap(std::string_view name) {
   return std::nullopt;
 }
 
+void loadColormaps() {
+  tables();
+}
+
 const std::array<Rgb, 256>& colormapTable(Colormap c) {
-  static const std::array<Rgb, 256> viridis = interpolate({0x440154, 0x3b528b, 0x21918c, 0x5ec962, 0xfde725});
-  static const std::array<Rgb, 256> magma = interpolate({0x000004, 0x3b0f70, 0x8c2981, 0xde4968, 0xfe9f6d, 0xfcfdbf});
-  static const std::array<Rgb, 256> diverging = interpolate({0x2166ac, 0x67a9cf, 0xf7f7f7, 0xef8a62, 0xb2182b});
-  switch (c) {
-    case Colormap::Magma: return magma;
-    case Colormap::Diverging: return diverging;
-    default: return viridis;
-  }
+  return tables().byMap[static_cast<size_t>(c)];
 }
 
 Rgb colormapColor(Colormap c, double unit) {
@@ -80,7 +155,7 @@ Rgb colormapColor(Colormap c, double unit) {
 }
 
 Rgb seriesColor(int index) {
-  static constexpr Rgb palette[] = {{0, 114, 178},  {230, 159, 0}, {0, 158, 115}, {204, 121, 167},
+  static constexpr Rgb palette[] = {{0, 114, 178},  {230, 159, 0}, {0, 158, 115},  {204, 121, 167},
                                     {86, 180, 233}, {213, 94, 0},  {240, 228, 66}, {150, 150, 150}};
   return palette[static_cast<size_t>(index) % (sizeof palette / sizeof palette[0])];
 }

@@ -9,39 +9,58 @@ namespace {
 constexpr float kPad = 8.0f, kTickLength = 4.0f, kColorbarWidth = 14.0f;
 
 // How many major ticks an axis of this many pixels gets: labels about 4 (y) or 7 (x) text heights apart.
-int yTickTarget(float pixels, float text) { return std::clamp(static_cast<int>(pixels / (text * 4)), 2, 10); }
-int xTickTarget(float pixels, float text) { return std::clamp(static_cast<int>(pixels / (text * 7)), 2, 12); }
+int yTickTarget(float pixels, float text) {
+  return std::clamp(static_cast<int>(pixels / (text * 4)), 2, 10);
+}
+int xTickTarget(float pixels, float text) {
+  return std::clamp(static_cast<int>(pixels / (text * 7)), 2, 12);
+}
 
-bool isHidden(const std::vector<bool>& hidden, size_t i) { return i < hidden.size() && hidden[i]; }
+bool isHidden(const std::vector<bool>& hidden, size_t i) {
+  return i < hidden.size() && hidden[i];
+}
 
-Range heatmapRange(int64_t n) { return {-0.5, static_cast<double>(n) - 0.5}; }
+Range heatmapRange(int64_t n) {
+  return {-0.5, static_cast<double>(n) - 0.5};
+}
 
 // Index ticks for a heatmap axis: labels when they fit, else 1-2-5 steps of whole indices.
-std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, const Range& view, float pixels,
-                             float fontSize) {
+// Ticks of a heatmap axis. Named cells are labelled by name, every k-th one when a label needs more room
+// along the axis (`labelExtent`: its width on x, the font's height on y) than a cell has, so that labels
+// never overlap; unnamed cells get numbered nice ticks.
+std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, const Range& view,
+                             float pixels, float fontSize, float labelExtent) {
   std::vector<Tick> ticks;
   const double visible = view.span();
-  if (!labels.empty() && static_cast<int64_t>(labels.size()) == n && pixels / visible >= fontSize * 1.1f) {
-    for (int64_t i = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(view.min))); i < n && i <= view.max; ++i)
-      ticks.push_back({static_cast<double>(i), labels[static_cast<size_t>(i)], true});
+  if (!labels.empty() && static_cast<int64_t>(labels.size()) == n) {
+    const double perCell = pixels / std::max(1e-9, visible);
+    const int64_t every = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil((labelExtent + 0.4 * fontSize) / std::max(1e-9, perCell))));
+    for (int64_t i = 0; i < n; i += every)
+      if (i >= view.min - 0.5 && i <= view.max + 0.5)
+        ticks.push_back({static_cast<double>(i), labels[static_cast<size_t>(i)], true});
     return ticks;
   }
-  const double step = std::max(1.0, niceStep(visible, std::max(2, static_cast<int>(pixels / (fontSize * 4)))));
-  for (double v = std::ceil(std::max(0.0, view.min) / step) * step; v <= std::min<double>(static_cast<double>(n - 1), view.max); v += step)
+  const double step =
+      std::max(1.0, niceStep(visible, std::max(2, static_cast<int>(pixels / (fontSize * 4)))));
+  for (double v = std::ceil(std::max(0.0, view.min) / step) * step;
+       v <= std::min<double>(static_cast<double>(n - 1), view.max); v += step)
     ticks.push_back({v, formatTick(v, 1.0), true});
   return ticks;
 }
 
 // Ticks at category positions labelled by name; every k-th only, when their labels would overlap.
-std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Range& view, float pixels, Canvas& canvas,
-                                float fontSize) {
+std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Range& view, float pixels,
+                                Canvas& canvas, float fontSize) {
   float widest = 0;
   for (const std::string& n : names) widest = std::max(widest, canvas.textSize(n, fontSize).x);
   const double perCategory = pixels / std::max(1e-9, view.span());
-  const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(std::ceil((widest + fontSize) / std::max(1e-9, perCategory))));
+  const int64_t every = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil((widest + fontSize) / std::max(1e-9, perCategory))));
   std::vector<Tick> ticks;
   for (int64_t i = 0; i < static_cast<int64_t>(names.size()); i += every)
-    if (i >= view.min - 0.5 && i <= view.max + 0.5) ticks.push_back({static_cast<double>(i), names[static_cast<size_t>(i)], true});
+    if (i >= view.min - 0.5 && i <= view.max + 0.5)
+      ticks.push_back({static_cast<double>(i), names[static_cast<size_t>(i)], true});
   return ticks;
 }
 
@@ -73,15 +92,17 @@ void drawBar(Canvas& c, const FigureLayout& l, const Series& s, size_t k, const 
 void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   const size_t n = std::min({s.x.size(), s.bandLow.size(), s.bandHigh.size()});
   for (size_t k = 0; k + 1 < n; ++k) {
-    if (!std::isfinite(s.bandLow[k]) || !std::isfinite(s.bandHigh[k]) || !std::isfinite(s.bandLow[k + 1]) || !std::isfinite(s.bandHigh[k + 1]))
+    if (!std::isfinite(s.bandLow[k]) || !std::isfinite(s.bandHigh[k]) || !std::isfinite(s.bandLow[k + 1]) ||
+        !std::isfinite(s.bandHigh[k + 1]))
       continue;
-    c.fillQuad(l.toPixel(s.x[k], s.bandLow[k]), l.toPixel(s.x[k + 1], s.bandLow[k + 1]), l.toPixel(s.x[k + 1], s.bandHigh[k + 1]),
-               l.toPixel(s.x[k], s.bandHigh[k]), s.color, 0.18f);
+    c.fillQuad(l.toPixel(s.x[k], s.bandLow[k]), l.toPixel(s.x[k + 1], s.bandLow[k + 1]),
+               l.toPixel(s.x[k + 1], s.bandHigh[k + 1]), l.toPixel(s.x[k], s.bandHigh[k]), s.color, 0.18f);
   }
 }
 
 // How many of the visible series' points (sampled) fall inside the box.
-size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden, Point min, Point max) {
+size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden, Point min,
+                    Point max) {
   size_t inside = 0;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
@@ -98,16 +119,20 @@ size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bo
 
 // One legend row per named series, in the corner of the plot that covers the fewest data points (top-right
 // on ties), like matplotlib's loc="best" restricted to corners.
-void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden, FigureLayout& l) {
+void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
+                 FigureLayout& l) {
   float widest = 0;
   size_t rows = 0;
   for (const Series& s : f.series)
     if (!s.label.empty()) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
   if (rows == 0) return;
-  const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34, boxH = rowH * static_cast<float>(rows);
+  const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34,
+              boxH = rowH * static_cast<float>(rows);
   const float inset = 8;
-  const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset}, {l.plotMin.x + inset, l.plotMin.y + inset},
-                           {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset}, {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
+  const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset},
+                           {l.plotMin.x + inset, l.plotMin.y + inset},
+                           {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset},
+                           {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
   Point best = corners[0];
   size_t fewest = SIZE_MAX;
   for (const Point& c : corners) {
@@ -124,7 +149,9 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
 
 }  // namespace
 
-Style Style::light() { return Style{}; }
+Style Style::light() {
+  return Style{};
+}
 
 Style Style::dark() {
   Style s;
@@ -141,7 +168,9 @@ Point FigureLayout::toPixel(double xv, double yv) const {
   return {plotMin.x + static_cast<float>(x.toUnit(xv)) * w, yDown ? plotMin.y + uy * h : plotMax.y - uy * h};
 }
 
-double FigureLayout::xAt(float px) const { return x.fromUnit((px - plotMin.x) / std::max(1.0f, plotMax.x - plotMin.x)); }
+double FigureLayout::xAt(float px) const {
+  return x.fromUnit((px - plotMin.x) / std::max(1.0f, plotMax.x - plotMin.x));
+}
 double FigureLayout::yAt(float py) const {
   const float h = std::max(1.0f, plotMax.y - plotMin.y);
   return y.fromUnit(yDown ? (py - plotMin.y) / h : (plotMax.y - py) / h);
@@ -177,7 +206,8 @@ Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
 }
 
 FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
-                          const std::optional<Range>& xView, const std::optional<Range>& yView, const std::vector<bool>& hidden) {
+                          const std::optional<Range>& xView, const std::optional<Range>& yView,
+                          const std::vector<bool>& hidden) {
   FigureLayout l;
   l.origin = origin;
   l.size = size;
@@ -192,7 +222,8 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   // y tick labels: measure the widest label for this range.
   float widest = canvas.textSize("0.00", style.fontSize).x;
   const float plotHeightGuess = size.y - top - bottom;
-  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotHeightGuess, style.fontSize)
+  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range,
+                                             plotHeightGuess, style.fontSize, style.fontSize)
                                 : niceTicks(l.y, yTickTarget(plotHeightGuess, text));
   for (const Tick& t : yTicks) widest = std::max(widest, canvas.textSize(t.label, style.fontSize).x);
   left += widest + kTickLength + 4;
@@ -203,7 +234,8 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
     right += kColorbarWidth + 6 + labelWidth + (f.heatmap->colorbarLabel.empty() ? 0 : text + 8) + 6;
   }
   l.plotMin = {origin.x + left, origin.y + top};
-  l.plotMax = {origin.x + std::max(left + 20, size.x - right), origin.y + std::max(top + 20, size.y - bottom)};
+  l.plotMax = {origin.x + std::max(left + 20, size.x - right),
+               origin.y + std::max(top + 20, size.y - bottom)};
   l.yDown = f.heatmap.has_value();
   if (f.heatmap) {
     l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};
@@ -220,8 +252,12 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
   // The visible index range (x sorted): one point of margin on each side so lines reach the edges.
   size_t begin = 0, end = n;
   if (std::is_sorted(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n))) {
-    begin = static_cast<size_t>(std::lower_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.min) - s.x.begin());
-    end = static_cast<size_t>(std::upper_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.max) - s.x.begin());
+    begin = static_cast<size_t>(
+        std::lower_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.min) -
+        s.x.begin());
+    end = static_cast<size_t>(
+        std::upper_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.max) -
+        s.x.begin());
     begin = begin > 0 ? begin - 1 : 0;
     end = std::min(n, end + 1);
   }
@@ -263,22 +299,32 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
   return out;
 }
 
-void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& style, const std::vector<bool>& hidden) {
+void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& style,
+                const std::vector<bool>& hidden) {
   c.fillRect(l.origin, {l.origin.x + l.size.x, l.origin.y + l.size.y}, style.background);
   const float text = c.textSize("0", style.fontSize).y;
   float y = l.origin.y + kPad;
   if (!f.title.empty()) {
-    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.title, style.foreground, style.titleSize, Align::Center, Align::Start);
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.title, style.foreground, style.titleSize, Align::Center,
+           Align::Start);
     y += c.textSize(f.title, style.titleSize).y + 4;
   }
   if (!f.subtitle.empty())
-    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.subtitle, style.frame, style.fontSize, Align::Center, Align::Start);
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.subtitle, style.frame, style.fontSize, Align::Center,
+           Align::Start);
 
   const float plotW = l.plotMax.x - l.plotMin.x, plotH = l.plotMax.y - l.plotMin.y;
-  const auto xTicks = f.heatmap                ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW, style.fontSize)
-                      : !f.xCategories.empty() ? categoryTicks(f.xCategories, l.x.range, plotW, c, style.fontSize)
-                                               : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
-  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotH, style.fontSize)
+  float widestColumnLabel = 0;
+  if (f.heatmap)
+    for (const std::string& label : f.heatmap->colLabels)
+      widestColumnLabel = std::max(widestColumnLabel, c.textSize(label, style.fontSize).x);
+  const auto xTicks = f.heatmap ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW,
+                                             style.fontSize, widestColumnLabel)
+                      : !f.xCategories.empty()
+                          ? categoryTicks(f.xCategories, l.x.range, plotW, c, style.fontSize)
+                          : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
+  const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotH,
+                                             style.fontSize, style.fontSize)
                                 : niceTicks(l.y, yTickTarget(plotH, text));
   auto rowPixel = [&](double row) { return l.toPixel(0, row).y; };  // heatmaps: top-down rows
 
@@ -286,7 +332,8 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     c.pushClip(l.plotMin, l.plotMax);
     // The grid box in pixels for the whole matrix, positioned by the current view.
     const Point gridMin{l.toPixel(-0.5, 0).x, rowPixel(-0.5)};
-    const Point gridMax{l.toPixel(static_cast<double>(f.heatmap->cols) - 0.5, 0).x, rowPixel(static_cast<double>(f.heatmap->rows) - 0.5)};
+    const Point gridMax{l.toPixel(static_cast<double>(f.heatmap->cols) - 0.5, 0).x,
+                        rowPixel(static_cast<double>(f.heatmap->rows) - 0.5)};
     c.heatmapCells(gridMin, gridMax, *f.heatmap);
     c.popClip();
   } else {
@@ -303,7 +350,9 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     for (const Marker& m : f.markers) {
       const float px = l.toPixel(m.x, l.y.range.min).x;
       c.line({px, l.plotMin.y}, {px, l.plotMax.y}, m.color, 1.2f, true);
-      if (!m.label.empty()) c.text({px + 3, l.plotMin.y + 2}, m.label, m.color, style.fontSize * 0.9f, Align::Start, Align::Start);
+      if (!m.label.empty())
+        c.text({px + 3, l.plotMin.y + 2}, m.label, m.color, style.fontSize * 0.9f, Align::Start,
+               Align::Start);
     }
     for (size_t i = 0; i < f.series.size(); ++i) {
       if (isHidden(hidden, i)) continue;
@@ -315,10 +364,12 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
         continue;
       }
       const std::vector<Point> points = decimatedPolyline(s, l);
-      if (s.style != SeriesStyle::Markers && points.size() >= 2) c.polyline(points, s.color, s.width, s.dashed);
+      if (s.style != SeriesStyle::Markers && points.size() >= 2)
+        c.polyline(points, s.color, s.width, s.dashed);
       if (s.style != SeriesStyle::Line && points.size() < 2000)
         for (const Point& p : points) c.circle(p, 2.6f, s.color);
-      for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()}); ++k) {  // error bars of markers
+      for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()});
+           ++k) {  // error bars of markers
         if (!std::isfinite(s.error[k]) || s.error[k] <= 0 || !std::isfinite(s.y[k])) continue;
         const Point lo = l.toPixel(s.x[k], s.y[k] - s.error[k]), hi = l.toPixel(s.x[k], s.y[k] + s.error[k]);
         c.line(lo, hi, s.color, 1.2f);
@@ -332,25 +383,30 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
 
   for (const Tick& t : xTicks) {
     const float px = l.toPixel(t.value, l.y.range.min).x;
-    c.line({px, l.plotMax.y}, {px, l.plotMax.y + (t.major ? kTickLength : kTickLength / 2)}, style.frame, 1.0f);
+    c.line({px, l.plotMax.y}, {px, l.plotMax.y + (t.major ? kTickLength : kTickLength / 2)}, style.frame,
+           1.0f);
     if (t.label.empty()) continue;
     // A label at the plot's edge is centred on its tick when it fits, else pulled inside the figure.
     const float half = c.textSize(t.label, style.fontSize).x / 2;
-    const float cx = std::clamp(px, l.origin.x + half, std::max(l.origin.x + half, l.origin.x + l.size.x - half));
-    c.text({cx, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center, Align::Start);
+    const float cx =
+        std::clamp(px, l.origin.x + half, std::max(l.origin.x + half, l.origin.x + l.size.x - half));
+    c.text({cx, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center,
+           Align::Start);
   }
   for (const Tick& t : yTicks) {
     const float py = f.heatmap ? rowPixel(t.value) : l.toPixel(l.x.range.min, t.value).y;
-    c.line({l.plotMin.x - (t.major ? kTickLength : kTickLength / 2), py}, {l.plotMin.x, py}, style.frame, 1.0f);
+    c.line({l.plotMin.x - (t.major ? kTickLength : kTickLength / 2), py}, {l.plotMin.x, py}, style.frame,
+           1.0f);
     if (!t.label.empty())
-      c.text({l.plotMin.x - kTickLength - 3, py}, t.label, style.foreground, style.fontSize, Align::End, Align::Center);
+      c.text({l.plotMin.x - kTickLength - 3, py}, t.label, style.foreground, style.fontSize, Align::End,
+             Align::Center);
   }
   if (!f.xLabel.empty())
-    c.text({(l.plotMin.x + l.plotMax.x) / 2, l.plotMax.y + kTickLength + text + 6}, f.xLabel, style.foreground,
-           style.fontSize, Align::Center, Align::Start);
+    c.text({(l.plotMin.x + l.plotMax.x) / 2, l.plotMax.y + kTickLength + text + 6}, f.xLabel,
+           style.foreground, style.fontSize, Align::Center, Align::Start);
   if (!f.yLabel.empty())
-    c.text({l.origin.x + kPad, (l.plotMin.y + l.plotMax.y) / 2}, f.yLabel, style.foreground, style.fontSize, Align::Center,
-           Align::Start, /*vertical=*/true);
+    c.text({l.origin.x + kPad, (l.plotMin.y + l.plotMax.y) / 2}, f.yLabel, style.foreground, style.fontSize,
+           Align::Center, Align::Start, /*vertical=*/true);
 
   if (f.heatmap && l.colorbarMin) {
     const Heatmap& h = *f.heatmap;
@@ -359,13 +415,16 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     AxisTransform bar{Scale::Linear, {h.vmin, h.vmax}};
     const int barTicks = std::min(8, yTickTarget(l.colorbarMax->y - l.colorbarMin->y, text));
     for (const Tick& t : niceTicks(bar, barTicks)) {
-      const float py = l.colorbarMax->y - static_cast<float>(bar.toUnit(t.value)) * (l.colorbarMax->y - l.colorbarMin->y);
+      const float py =
+          l.colorbarMax->y - static_cast<float>(bar.toUnit(t.value)) * (l.colorbarMax->y - l.colorbarMin->y);
       c.line({l.colorbarMax->x, py}, {l.colorbarMax->x + 3, py}, style.frame, 1.0f);
-      c.text({l.colorbarMax->x + 5, py}, t.label, style.foreground, style.fontSize, Align::Start, Align::Center);
+      c.text({l.colorbarMax->x + 5, py}, t.label, style.foreground, style.fontSize, Align::Start,
+             Align::Center);
     }
     if (!h.colorbarLabel.empty())
-      c.text({l.origin.x + l.size.x - kPad - text, (l.colorbarMin->y + l.colorbarMax->y) / 2}, h.colorbarLabel,
-             style.foreground, style.fontSize, Align::Center, Align::Start, /*vertical=*/true);
+      c.text({l.origin.x + l.size.x - kPad - text, (l.colorbarMin->y + l.colorbarMax->y) / 2},
+             h.colorbarLabel, style.foreground, style.fontSize, Align::Center, Align::Start,
+             /*vertical=*/true);
   }
 
   if (!l.legend.empty()) {
@@ -380,11 +439,14 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       if (s.style == SeriesStyle::Bars) {  // a swatch, hatched like its bars
         const Point a{row.min.x + 8, cy - 5}, b{row.min.x + 22, cy + 5};
         c.fillRect(a, b, off ? style.grid : s.color, s.hatched ? 0.18f : 0.9f);
-        if (s.hatched) c.rect(a, b, off ? style.grid : s.color, 1.0f), c.line({a.x, b.y}, {b.x, a.y}, off ? style.grid : s.color, 1.0f);
+        if (s.hatched)
+          c.rect(a, b, off ? style.grid : s.color, 1.0f),
+              c.line({a.x, b.y}, {b.x, a.y}, off ? style.grid : s.color, 1.0f);
       } else {
         c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
       }
-      c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize, Align::Start, Align::Center);
+      c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize,
+             Align::Start, Align::Center);
     }
   }
 }

@@ -29,11 +29,11 @@ struct Series {
   SeriesStyle style = SeriesStyle::Line;
   float width = 1.6f;
   bool dashed = false;
-  std::vector<double> error;               // +- half-width per point: error bars (bars and markers); empty: none
-  std::vector<double> bandLow, bandHigh;   // a shaded band along the line (mean +- 1 sd); empty: none
-  double barWidth = 0.8;                   // Bars: in x units, centred on x
-  bool hatched = false;                    // Bars: diagonal hatching (a baseline beside its model, as in the
-                                           // low-rank sharing paper's Figure 4)
+  std::vector<double> error;  // +- half-width per point: error bars (bars and markers); empty: none
+  std::vector<double> bandLow, bandHigh;  // a shaded band along the line (mean +- 1 sd); empty: none
+  double barWidth = 0.8;                  // Bars: in x units, centred on x
+  bool hatched = false;                   // Bars: diagonal hatching (a baseline beside its model, as in the
+                                          // low-rank sharing paper's Figure 4)
 };
 
 struct Marker {  // a vertical line at x (an effective-rank marker, a chosen S)
@@ -44,14 +44,16 @@ struct Marker {  // a vertical line at x (an effective-rank marker, a chosen S)
 
 struct Heatmap {
   int64_t rows = 0, cols = 0;
-  std::vector<float> values;  // rows x cols, row-major; NaN = no value
+  std::vector<float> values;                // rows x cols, row-major; NaN = no value
+  std::string missingMeaning = "no value";  // what a NaN cell means, for its tooltip
   Colormap colormap = Colormap::Viridis;
   double vmin = 0, vmax = 1;
   std::string colorbarLabel;
   std::vector<std::string> rowLabels, colLabels;  // optional; shown when they fit
   float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
-  // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept: texture
-  // caches key on it, so two different maps never share a texture and an unchanged one is uploaded once.
+  // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept:
+  // texture caches key on it, so two different maps never share a texture and an unchanged one is uploaded
+  // once.
   uint64_t fingerprint() const;
   mutable uint64_t cachedFingerprint = 0;  // 0: not computed yet
 };
@@ -64,9 +66,10 @@ struct Figure {
   bool xIntegers = false;               // x is a count (atoms, layers): ticks on whole numbers only
   std::vector<Series> series;
   std::vector<Marker> markers;
-  std::optional<Heatmap> heatmap;       // drawn as cells; the axes are then column and row indices
+  std::optional<Heatmap> heatmap;  // drawn as cells; the axes are then column and row indices
   bool legend = true;
-  std::vector<std::string> xCategories;  // x positions 0..n-1 are these categories (bar charts); ticks thinned to fit
+  std::vector<std::string>
+      xCategories;  // x positions 0..n-1 are these categories (bar charts); ticks thinned to fit
 };
 
 enum class Align : uint8_t { Start, Center, End };
@@ -81,10 +84,11 @@ class Canvas {
   virtual void fillRect(Point min, Point max, Rgb color, float alpha = 1.0f) = 0;
   virtual void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) = 0;  // convex, in order
   virtual void circle(Point center, float radius, Rgb color) = 0;
-  virtual void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical = false) = 0;
+  virtual void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v,
+                    bool vertical = false) = 0;
   virtual Point textSize(std::string_view text, float size) = 0;
   virtual void heatmapCells(Point min, Point max, const Heatmap& heatmap) = 0;  // the whole grid into the box
-  virtual void colorbar(Point min, Point max, Colormap colormap) = 0;          // bottom = low, top = high
+  virtual void colorbar(Point min, Point max, Colormap colormap) = 0;           // bottom = low, top = high
   virtual void pushClip(Point min, Point max) = 0;
   virtual void popClip() = 0;
 };
@@ -99,15 +103,15 @@ struct Style {
 // Where everything goes for a figure drawn into the box [origin, origin + size].
 struct FigureLayout {
   Point origin, size;
-  Point plotMin, plotMax;          // the data area
-  AxisTransform x, y;              // data -> unit; unit -> pixels via plotMin/plotMax
-  bool yDown = false;              // heatmaps: row 0 at the top
+  Point plotMin, plotMax;  // the data area
+  AxisTransform x, y;      // data -> unit; unit -> pixels via plotMin/plotMax
+  bool yDown = false;      // heatmaps: row 0 at the top
   std::optional<Point> colorbarMin, colorbarMax;
   struct LegendRow {
     size_t series;
     Point min, max;
   };
-  std::vector<LegendRow> legend;   // clickable legend rows (series index and box), in the emptiest corner
+  std::vector<LegendRow> legend;  // clickable legend rows (series index and box), in the emptiest corner
   Point toPixel(double xv, double yv) const;
   double xAt(float px) const;
   double yAt(float py) const;
@@ -115,7 +119,8 @@ struct FigureLayout {
 
 // xView / yView override the figure's ranges (zoom and pan).
 FigureLayout layoutFigure(const Figure& figure, Canvas& canvas, const Style& style, Point origin, Point size,
-                          const std::optional<Range>& xView = std::nullopt, const std::optional<Range>& yView = std::nullopt,
+                          const std::optional<Range>& xView = std::nullopt,
+                          const std::optional<Range>& yView = std::nullopt,
                           const std::vector<bool>& hidden = {});
 void drawFigure(Canvas& canvas, const Figure& figure, const FigureLayout& layout, const Style& style,
                 const std::vector<bool>& hidden = {});

@@ -1,7 +1,7 @@
-// Figures built from analysis results, kept while they are on screen: a view asks each frame for the figure of
-// (result, choice) and gets the same Figure until the result or the choice changes, so nothing is rebuilt per
-// frame and a heatmap's texture is uploaded once. An entry holds its result alive (so its address cannot be
-// reused by a newer result while cached) and is dropped after a frame in which nobody asked for it.
+// Figures built from analysis results, kept while they are on screen: a view asks each frame for the figure
+// of (result, choice) and gets the same Figure until the result or the choice changes, so nothing is rebuilt
+// per frame and a heatmap's texture is uploaded once. An entry holds its result alive (so its address cannot
+// be reused by a newer result while cached) and is dropped after a frame in which nobody asked for it.
 #pragma once
 
 #include <functional>
@@ -16,7 +16,8 @@ namespace sharelens::plot {
 
 class FigureCache {
  public:
-  const Figure& get(const std::shared_ptr<const void>& result, const std::string& choice, const std::function<Figure()>& build) {
+  const Figure& get(const std::shared_ptr<const void>& result, const std::string& choice,
+                    const std::function<Figure()>& build) {
     const auto key = std::pair{result.get(), choice};
     auto it = m_entries.find(key);
     if (it == m_entries.end()) it = m_entries.emplace(key, Entry{build(), result, true}).first;

@@ -25,7 +25,8 @@ std::vector<const MatrixPcaGroup*> groupsOf(const std::vector<MatrixPcaGroup>& a
   std::vector<const MatrixPcaGroup*> out;
   for (const MatrixPcaGroup& g : all)
     if (g.proj == p) out.push_back(&g);
-  if (out.empty()) noSuch("no matrix PCA for this projection", "one of the analysed projections", std::string(projName(p)));
+  if (out.empty())
+    noSuch("no matrix PCA for this projection", "one of the analysed projections", std::string(projName(p)));
   return out;
 }
 
@@ -38,9 +39,11 @@ std::vector<FigureKind> makeKinds() {
                  for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
                  std::vector<const MatrixSpectrum*> chosen;
                  for (const MatrixSpectrum& s : spectra) {
-                   const bool named = std::find(p.matrices.begin(), p.matrices.end(), s.id.name) != p.matrices.end();
-                   const bool byDefault = p.matrices.empty() && s.id.proj == p.proj && s.id.head < 0 &&
-                                          (s.id.layer == 0 || s.id.layer == layers / 2 || s.id.layer == layers - 1);
+                   const bool named =
+                       std::find(p.matrices.begin(), p.matrices.end(), s.id.name) != p.matrices.end();
+                   const bool byDefault =
+                       p.matrices.empty() && s.id.proj == p.proj && s.id.head < 0 &&
+                       (s.id.layer == 0 || s.id.layer == layers / 2 || s.id.layer == layers - 1);
                    if (named || byDefault) chosen.push_back(&s);
                  }
                  return spectrumFigure(chosen, p.normalised, "Singular-value spectra");
@@ -49,14 +52,18 @@ std::vector<FigureKind> makeKinds() {
                [](const AnalysisResult& r, const FigureParams& p) {
                  const auto& h = *resultAs<HeadDiffResult>(r);
                  if (p.layer < 0 || p.layer >= static_cast<int64_t>(h.layers.size()))
-                   noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1), std::to_string(p.layer));
+                   noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1),
+                          std::to_string(p.layer));
                  return headDifferenceFigure(h.layers[static_cast<size_t>(p.layer)], h.threshold, p.colormap);
                }});
   k.push_back({"layers", "layers", "effective rank of W_l - W_m for one projection",
                [](const AnalysisResult& r, const FigureParams& p) {
                  const auto& l = *resultAs<LayerDiffResult>(r);
-                 const auto it = std::find_if(l.maps.begin(), l.maps.end(), [&](const LayerDiffMap& m) { return m.proj == p.proj; });
-                 if (it == l.maps.end()) noSuch("no layer map for this projection", "an analysed projection", std::string(projName(p.proj)));
+                 const auto it = std::find_if(l.maps.begin(), l.maps.end(),
+                                              [&](const LayerDiffMap& m) { return m.proj == p.proj; });
+                 if (it == l.maps.end())
+                   noSuch("no layer map for this projection", "an analysed projection",
+                          std::string(projName(p.proj)));
                  return layerDifferenceFigure(*it, l.threshold, p.colormap);
                }});
   k.push_back({"layer-outputs", "activations", "effective rank of dh_l - dh_m over text",
@@ -64,7 +71,8 @@ std::vector<FigureKind> makeKinds() {
                  const auto& a = *resultAs<ActivationResults>(r);
                  return layerOutputDifferenceFigure(a.layerOutputs, a.tokens, a.threshold, p.colormap);
                }});
-  k.push_back({"kl-drift", "activations", "logit-lens KL drift between consecutive layers and its MASA groups",
+  k.push_back({"kl-drift", "activations",
+               "logit-lens KL drift between consecutive layers and its MASA groups",
                [](const AnalysisResult& r, const FigureParams&) {
                  const auto& a = *resultAs<ActivationResults>(r);
                  return klDriftFigure(a.klDrift, a.groups);
@@ -83,92 +91,120 @@ std::vector<FigureKind> makeKinds() {
                [](const AnalysisResult& r, const FigureParams& p) {
                  return masaVarianceFigure(groupsOf(*resultAs<std::vector<MatrixPcaGroup>>(r), p.proj));
                }});
-  k.push_back({"masa-correlation", "masa-trained", "atom correlation of a learned MASA dictionary",
-               [](const AnalysisResult& r, const FigureParams& p) {
-                 const auto& maps = *resultAs<std::vector<LearnedDictionaryMap>>(r);
-                 const auto it = std::find_if(maps.begin(), maps.end(), [&](const LearnedDictionaryMap& m) { return m.proj == p.proj; });
-                 if (it == maps.end())
-                   throw Error({.what = "no learned MASA atoms for this projection", .where = "figure masa-correlation",
-                                .found = std::string(projName(p.proj)),
-                                .hint = "the atom-correlation map needs a ShareLens checkpoint trained with MASA on it"});
-                 return atomCorrelationFigure(it->correlation, "(learned atoms, " + std::string(projName(p.proj)) + ")");
-               }});
+  k.push_back(
+      {"masa-correlation", "masa-trained", "atom correlation of a learned MASA dictionary",
+       [](const AnalysisResult& r, const FigureParams& p) {
+         const auto& maps = *resultAs<std::vector<LearnedDictionaryMap>>(r);
+         const auto it = std::find_if(maps.begin(), maps.end(),
+                                      [&](const LearnedDictionaryMap& m) { return m.proj == p.proj; });
+         if (it == maps.end())
+           throw Error(
+               {.what = "no learned MASA atoms for this projection",
+                .where = "figure masa-correlation",
+                .found = std::string(projName(p.proj)),
+                .hint = "the atom-correlation map needs a ShareLens checkpoint trained with MASA on it"});
+         return atomCorrelationFigure(it->correlation,
+                                      "(learned atoms, " + std::string(projName(p.proj)) + ")");
+       }});
   k.push_back({"directshare", "directshare", "cosine similarity of [W_q ; W_k] between units",
-               [](const AnalysisResult& r, const FigureParams&) { return directShareFigure(*resultAs<DirectShareResult>(r)); }});
-  k.push_back({"embedding-spectrum", "embedding", "singular values of the token embedding",
-               [](const AnalysisResult& r, const FigureParams&) { return embeddingSpectrumFigure(*resultAs<EmbeddingStudy>(r)); }});
-  k.push_back({"embedding-loss", "embedding-loss", "held-out NLL with the embedding truncated to each rank (Fig. 2c)",
-               [](const AnalysisResult& r, const FigureParams&) { return embeddingLossFigure(*resultAs<EmbeddingStudy>(r)); }});
-  k.push_back({"factorization", "embedding", "factorisation error against the rank",
-               [](const AnalysisResult& r, const FigureParams&) { return factorizationFigure(*resultAs<EmbeddingStudy>(r)); }});
-  k.push_back({"esd", "esd", "eigenvalue density of one matrix with its power-law fit (log-log)",
-               [](const AnalysisResult& r, const FigureParams& p) {
-                 const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
-                 const auto it = std::find_if(all.begin(), all.end(), [&](const MatrixEsd& e) { return e.id.layer == p.layer && e.id.proj == p.proj; });
-                 if (it == all.end()) noSuch("no such matrix", "an analysed layer and projection",
-                                             "layer " + std::to_string(p.layer) + " " + std::string(projName(p.proj)));
-                 const MatrixEsd& e = *it;
-                 Figure f;
-                 f.title = "Empirical spectral density of " + e.id.name;
-                 char buf[160];
-                 std::snprintf(buf, sizeof buf, "power-law alpha %.2f above x_min %.3g (%lld of %zu eigenvalues, KS distance %.3f)",
-                               e.fit.alpha, e.fit.xmin, static_cast<long long>(e.fit.tail), e.eigenvalues.size(), e.fit.ks);
-                 f.subtitle = buf;
-                 f.xLabel = "eigenvalue of W^T W";
-                 f.yLabel = "density";
-                 f.xScale = f.yScale = Scale::Log10;
-                 std::vector<double> positive;
-                 for (double v : e.eigenvalues)
-                   if (v > 0) positive.push_back(v);
-                 if (positive.size() < 2) return f;
-                 const double lo = std::log10(*std::min_element(positive.begin(), positive.end()));
-                 const double hi = std::log10(*std::max_element(positive.begin(), positive.end())) + 1e-9;
-                 const int bins = std::clamp(static_cast<int>(positive.size() / 4), 8, 60);
-                 std::vector<double> counts(static_cast<size_t>(bins), 0.0);
-                 for (double v : positive) counts[static_cast<size_t>(std::min(bins - 1, static_cast<int>((std::log10(v) - lo) / (hi - lo) * bins)))] += 1;
-                 Series hist{"eigenvalues", {}, {}, {0, 114, 178}, SeriesStyle::Markers};
-                 for (int b = 0; b < bins; ++b) {
-                   const double a = std::pow(10.0, lo + (hi - lo) * b / bins), z = std::pow(10.0, lo + (hi - lo) * (b + 1) / bins);
-                   if (counts[static_cast<size_t>(b)] > 0) {
-                     hist.x.push_back(std::sqrt(a * z));
-                     hist.y.push_back(counts[static_cast<size_t>(b)] / (static_cast<double>(positive.size()) * (z - a)));
-                   }
-                 }
-                 f.series.push_back(std::move(hist));
-                 if (std::isfinite(e.fit.alpha)) {  // p(x) = (alpha - 1)/x_min (x/x_min)^-alpha, weighted by the tail's share
-                   Series fit{"power law", {}, {}, {213, 94, 0}, SeriesStyle::Line, 2.0f};
-                   const double share = static_cast<double>(e.fit.tail) / static_cast<double>(positive.size());
-                   for (int i = 0; i <= 40; ++i) {
-                     const double x = e.fit.xmin * std::pow(std::pow(10.0, hi) / e.fit.xmin, i / 40.0);
-                     fit.x.push_back(x);
-                     fit.y.push_back(share * (e.fit.alpha - 1) / e.fit.xmin * std::pow(x / e.fit.xmin, -e.fit.alpha));
-                   }
-                   f.series.push_back(std::move(fit));
-                   f.markers.push_back({e.fit.xmin, "x_min", {213, 94, 0}});
-                 }
-                 return f;
-               }});
-  k.push_back({"esd-alpha", "esd", "power-law alpha of every projection against the layer",
                [](const AnalysisResult& r, const FigureParams&) {
-                 const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
-                 Figure f;
-                 f.title = "Power-law alpha of the weight ESDs";
-                 f.subtitle = "WeightWatcher's reading: 2..4 well trained, above 6 under-trained";
-                 f.xLabel = "layer";
-                 f.yLabel = "alpha";
-                 f.xIntegers = true;
-                 const Rgb colors[] = {{0, 114, 178}, {213, 94, 0}, {0, 158, 115}, {204, 121, 167}, {230, 159, 0}, {86, 180, 233}, {120, 120, 120}};
-                 for (Proj p : kAllProjs) {
-                   Series s{std::string(projName(p)), {}, {}, colors[static_cast<int>(p)], SeriesStyle::LineAndMarkers};
-                   for (const MatrixEsd& e : all)
-                     if (e.id.proj == p && std::isfinite(e.fit.alpha)) {
-                       s.x.push_back(static_cast<double>(e.id.layer));
-                       s.y.push_back(e.fit.alpha);
-                     }
-                   if (!s.x.empty()) f.series.push_back(std::move(s));
-                 }
-                 return f;
+                 return directShareFigure(*resultAs<DirectShareResult>(r));
                }});
+  k.push_back({"embedding-spectrum", "embedding", "singular values of the token embedding",
+               [](const AnalysisResult& r, const FigureParams&) {
+                 return embeddingSpectrumFigure(*resultAs<EmbeddingStudy>(r));
+               }});
+  k.push_back({"embedding-loss", "embedding-loss",
+               "held-out NLL with the embedding truncated to each rank (Fig. 2c)",
+               [](const AnalysisResult& r, const FigureParams&) {
+                 return embeddingLossFigure(*resultAs<EmbeddingStudy>(r));
+               }});
+  k.push_back({"factorization", "embedding", "factorisation error against the rank",
+               [](const AnalysisResult& r, const FigureParams&) {
+                 return factorizationFigure(*resultAs<EmbeddingStudy>(r));
+               }});
+  k.push_back(
+      {"esd", "esd", "eigenvalue density of one matrix with its power-law fit (log-log)",
+       [](const AnalysisResult& r, const FigureParams& p) {
+         const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
+         const auto it = std::find_if(all.begin(), all.end(), [&](const MatrixEsd& e) {
+           return e.id.layer == p.layer && e.id.proj == p.proj;
+         });
+         if (it == all.end())
+           noSuch("no such matrix", "an analysed layer and projection",
+                  "layer " + std::to_string(p.layer) + " " + std::string(projName(p.proj)));
+         const MatrixEsd& e = *it;
+         Figure f;
+         f.title = "Empirical spectral density of " + e.id.name;
+         char buf[160];
+         std::snprintf(buf, sizeof buf,
+                       "power-law alpha %.2f above x_min %.3g (%lld of %zu eigenvalues, KS distance %.3f)",
+                       e.fit.alpha, e.fit.xmin, static_cast<long long>(e.fit.tail), e.eigenvalues.size(),
+                       e.fit.ks);
+         f.subtitle = buf;
+         f.xLabel = "eigenvalue of W^T W";
+         f.yLabel = "density";
+         f.xScale = f.yScale = Scale::Log10;
+         std::vector<double> positive;
+         for (double v : e.eigenvalues)
+           if (v > 0) positive.push_back(v);
+         if (positive.size() < 2) return f;
+         const double lo = std::log10(*std::min_element(positive.begin(), positive.end()));
+         const double hi = std::log10(*std::max_element(positive.begin(), positive.end())) + 1e-9;
+         const int bins = std::clamp(static_cast<int>(positive.size() / 4), 8, 60);
+         std::vector<double> counts(static_cast<size_t>(bins), 0.0);
+         for (double v : positive)
+           counts[static_cast<size_t>(
+               std::min(bins - 1, static_cast<int>((std::log10(v) - lo) / (hi - lo) * bins)))] += 1;
+         Series hist{"eigenvalues", {}, {}, {0, 114, 178}, SeriesStyle::Markers};
+         for (int b = 0; b < bins; ++b) {
+           const double a = std::pow(10.0, lo + (hi - lo) * b / bins),
+                        z = std::pow(10.0, lo + (hi - lo) * (b + 1) / bins);
+           if (counts[static_cast<size_t>(b)] > 0) {
+             hist.x.push_back(std::sqrt(a * z));
+             hist.y.push_back(counts[static_cast<size_t>(b)] /
+                              (static_cast<double>(positive.size()) * (z - a)));
+           }
+         }
+         f.series.push_back(std::move(hist));
+         if (std::isfinite(
+                 e.fit.alpha)) {  // p(x) = (alpha - 1)/x_min (x/x_min)^-alpha, weighted by the tail's share
+           Series fit{"power law", {}, {}, {213, 94, 0}, SeriesStyle::Line, 2.0f};
+           const double share = static_cast<double>(e.fit.tail) / static_cast<double>(positive.size());
+           for (int i = 0; i <= 40; ++i) {
+             const double x = e.fit.xmin * std::pow(std::pow(10.0, hi) / e.fit.xmin, i / 40.0);
+             fit.x.push_back(x);
+             fit.y.push_back(share * (e.fit.alpha - 1) / e.fit.xmin * std::pow(x / e.fit.xmin, -e.fit.alpha));
+           }
+           f.series.push_back(std::move(fit));
+           f.markers.push_back({e.fit.xmin, "x_min", {213, 94, 0}});
+         }
+         return f;
+       }});
+  k.push_back(
+      {"esd-alpha", "esd", "power-law alpha of every projection against the layer",
+       [](const AnalysisResult& r, const FigureParams&) {
+         const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
+         Figure f;
+         f.title = "Power-law alpha of the weight ESDs";
+         f.subtitle = "WeightWatcher's reading: 2..4 well trained, above 6 under-trained";
+         f.xLabel = "layer";
+         f.yLabel = "alpha";
+         f.xIntegers = true;
+         const Rgb colors[] = {{0, 114, 178}, {213, 94, 0},   {0, 158, 115},  {204, 121, 167},
+                               {230, 159, 0}, {86, 180, 233}, {120, 120, 120}};
+         for (Proj p : kAllProjs) {
+           Series s{
+               std::string(projName(p)), {}, {}, colors[static_cast<int>(p)], SeriesStyle::LineAndMarkers};
+           for (const MatrixEsd& e : all)
+             if (e.id.proj == p && std::isfinite(e.fit.alpha)) {
+               s.x.push_back(static_cast<double>(e.id.layer));
+               s.y.push_back(e.fit.alpha);
+             }
+           if (!s.x.empty()) f.series.push_back(std::move(s));
+         }
+         return f;
+       }});
   return k;
 }
 
@@ -188,7 +224,9 @@ std::string figureIds() {
 const FigureKind& figureKind(std::string_view id) {
   for (const FigureKind& k : figureKinds())
     if (k.id == id) return k;
-  throw Error({.what = "unknown view", .where = "--view", .expected = figureIds() + ", training or topology",
+  throw Error({.what = "unknown view",
+               .where = "--view",
+               .expected = figureIds() + ", training or topology",
                .found = "'" + std::string(id) + "'"});
 }
 

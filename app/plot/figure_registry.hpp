@@ -18,10 +18,10 @@ namespace sharelens::plot {
 
 // The choices a figure depends on, each with its default.
 struct FigureParams {
-  int64_t layer = 0;          // head maps
-  Proj proj = Proj::Q;        // layer maps, spectra, MASA figures
-  size_t group = 0;           // MASA coefficient map: which layer group of the projection
-  bool normalised = true;     // spectra divided by sigma_1
+  int64_t layer = 0;       // head maps
+  Proj proj = Proj::Q;     // layer maps, spectra, MASA figures
+  size_t group = 0;        // MASA coefficient map: which layer group of the projection
+  bool normalised = true;  // spectra divided by sigma_1
   Colormap colormap = Colormap::Viridis;
   std::vector<std::string> matrices;  // spectra of these matrices (MatrixId names); empty: the projection at
                                       // the first, middle and last layer
@@ -37,6 +37,6 @@ struct FigureKind {
 
 const std::vector<FigureKind>& figureKinds();
 const FigureKind& figureKind(std::string_view id);  // a named Error listing the ids for an unknown one
-std::string figureIds();                             // "spectrum, heads, ..." for usage and errors
+std::string figureIds();                            // "spectrum, heads, ..." for usage and errors
 
 }  // namespace sharelens::plot

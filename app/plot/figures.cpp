@@ -24,7 +24,9 @@ Heatmap rankHeatmap(const RankMap& map, Colormap colormap, const std::string& la
     h.values.push_back(static_cast<float>(r));
     top = std::max(top, r);
   }
-  for (int64_t i = 0; i < map.n; ++i) h.values[static_cast<size_t>(i * map.n + i)] = NAN;  // the diagonal is trivial
+  for (int64_t i = 0; i < map.n; ++i)
+    h.values[static_cast<size_t>(i * map.n + i)] = NAN;  // the diagonal is trivial
+  h.missingMeaning = "the same matrix (a difference of zero)";
   h.colormap = colormap;
   h.vmin = 0;
   h.vmax = top;
@@ -56,7 +58,8 @@ std::vector<double> exponentialMovingAverage(const std::vector<double>& values, 
   return out;
 }
 
-Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised, const std::string& title) {
+Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
+                      const std::string& title) {
   Figure f;
   f.title = title;
   f.xLabel = "index i";
@@ -68,24 +71,28 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
     Series s;
     s.label = m->id.name + "  (rank " + std::to_string(m->spectrum.effectiveRank) + ")";
     s.color = seriesColor(color);
-    const double top = normalised && !m->spectrum.sigma.empty() && m->spectrum.sigma[0] > 0 ? m->spectrum.sigma[0] : 1.0;
+    const double top =
+        normalised && !m->spectrum.sigma.empty() && m->spectrum.sigma[0] > 0 ? m->spectrum.sigma[0] : 1.0;
     for (size_t i = 0; i < m->spectrum.sigma.size(); ++i) {
       s.x.push_back(static_cast<double>(i + 1));
       s.y.push_back(m->spectrum.sigma[i] / top);
     }
-    f.markers.push_back({static_cast<double>(m->spectrum.effectiveRank), "r" + percent(m->spectrum.threshold), s.color});
+    f.markers.push_back(
+        {static_cast<double>(m->spectrum.effectiveRank), "r" + percent(m->spectrum.threshold), s.color});
     f.series.push_back(std::move(s));
     ++color;
   }
   if (!chosen.empty())
-    f.subtitle = "dashed: effective rank at " + percent(chosen.front()->spectrum.threshold) + " of the energy";
+    f.subtitle =
+        "dashed: effective rank at " + percent(chosen.front()->spectrum.threshold) + " of the energy";
   return f;
 }
 
 Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap) {
   Figure f;
   f.title = "Head differences, layer " + std::to_string(layer.layer);
-  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_a - W_b for every pair of the layer's attention heads";
+  f.subtitle = "effective rank (" + percent(threshold) +
+               " energy) of W_a - W_b for every pair of the layer's attention heads";
   f.heatmap = rankHeatmap(layer.map, colormap, "effective rank");
   f.heatmap->rowLabels = f.heatmap->colLabels = layer.labels;
   f.xLabel = f.yLabel = "head";
@@ -94,8 +101,8 @@ Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colorm
 
 Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap colormap) {
   Figure f;
-  f.title = "Layer differences: " + std::string(projName(map.proj)) + " (" + std::to_string(map.rows) + " x " +
-            std::to_string(map.cols) + ")";
+  f.title = "Layer differences: " + std::string(projName(map.proj)) + " (" + std::to_string(map.rows) +
+            " x " + std::to_string(map.cols) + ")";
   f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_l - W_m";
   f.heatmap = rankHeatmap(map.map, colormap, "effective rank");
   f.heatmap->rowLabels = f.heatmap->colLabels = numbered("", map.map.n);
@@ -115,8 +122,8 @@ Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double th
 
 Figure masaCoefficientFigure(const MatrixPcaGroup& g) {
   Figure f;
-  f.title = "MASA coefficients, " + std::string(projName(g.proj)) + " (layers " + std::to_string(g.layers.front()) + ".." +
-            std::to_string(g.layers.back()) + ")";
+  f.title = "MASA coefficients, " + std::string(projName(g.proj)) + " (layers " +
+            std::to_string(g.layers.front()) + ".." + std::to_string(g.layers.back()) + ")";
   f.subtitle = "C = D^T W: row s = atom, column = layer";
   Heatmap h;
   h.rows = g.coefficients.rows;
@@ -146,7 +153,8 @@ Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups) {
   int color = 0;
   for (const MatrixPcaGroup* g : groups) {
     Series s;
-    s.label = std::string(projName(g->proj)) + " layers " + std::to_string(g->layers.front()) + ".." + std::to_string(g->layers.back());
+    s.label = std::string(projName(g->proj)) + " layers " + std::to_string(g->layers.front()) + ".." +
+              std::to_string(g->layers.back());
     s.color = seriesColor(color++);
     s.style = SeriesStyle::LineAndMarkers;
     for (size_t i = 0; i < g->explainedVariance.size(); ++i) {
@@ -191,7 +199,8 @@ Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::ve
   }
   f.series.push_back(std::move(s));
   for (size_t g = 1; g < groups.size(); ++g)
-    f.markers.push_back({static_cast<double>(groups[g].front()) - 0.5, "group " + std::to_string(g), {200, 60, 60}});
+    f.markers.push_back(
+        {static_cast<double>(groups[g].front()) - 0.5, "group " + std::to_string(g), {200, 60, 60}});
   f.subtitle = std::to_string(groups.size()) + " MASA groups, split after each local maximum";
   return f;
 }
@@ -206,9 +215,11 @@ Figure directShareFigure(const DirectShareResult& r) {
   f.title = heads ? "DirectShare: cosine similarity of [W_q ; W_k] between heads"
                   : "DirectShare: cosine similarity of [W_q ; W_k] between KV groups";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "alpha %.2f: %zu %s share Q, K, V; %s parameters saved (%.2f%% of %s)", r.achievedRatio(),
-                r.chosen.size(), heads ? "heads" : "KV groups", humanCount(static_cast<double>(r.parametersSaved)).c_str(),
-                100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)),
+  std::snprintf(buf, sizeof buf, "alpha %.2f: %zu %s share Q, K, V; %s parameters saved (%.2f%% of %s)",
+                r.achievedRatio(), r.chosen.size(), heads ? "heads" : "KV groups",
+                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+                100.0 * static_cast<double>(r.parametersSaved) /
+                    std::max<double>(1, static_cast<double>(r.parametersTotal)),
                 humanCount(static_cast<double>(r.parametersTotal)).c_str());
   f.subtitle = buf;
   Heatmap h;
@@ -226,7 +237,8 @@ Figure directShareFigure(const DirectShareResult& r) {
   return f;
 }
 
-Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels, Colormap colormap) {
+Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels,
+                                 Colormap colormap) {
   Figure f;
   f.title = "Attention-map similarity between heads";
   f.subtitle = "cosine similarity of attention maps over sample text";
@@ -248,9 +260,12 @@ Figure embeddingSpectrumFigure(const EmbeddingStudy& e) {
   MatrixSpectrum m;
   m.id.name = "embedding";
   m.spectrum = e.spectrum;
-  Figure f = spectrumFigure({&m}, true, "Token embedding spectrum (" + std::to_string(e.vocab) + " x " + std::to_string(e.hidden) + ")");
+  Figure f = spectrumFigure(
+      {&m}, true,
+      "Token embedding spectrum (" + std::to_string(e.vocab) + " x " + std::to_string(e.hidden) + ")");
   char buf[96];
-  std::snprintf(buf, sizeof buf, "rho = %.3f of all parameters are embeddings%s", e.rho, e.tied ? " (tied)" : "");
+  std::snprintf(buf, sizeof buf, "rho = %.3f of all parameters are embeddings%s", e.rho,
+                e.tied ? " (tied)" : "");
   f.subtitle = buf;
   return f;
 }
@@ -277,7 +292,8 @@ Figure factorizationFigure(const EmbeddingStudy& e) {
   f.series = {std::move(error), std::move(params)};
   if (e.tyingCosineMean) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "untied: mean cosine(e_j, u_j) = %.3f (median %.3f)", *e.tyingCosineMean, *e.tyingCosineMedian);
+    std::snprintf(buf, sizeof buf, "untied: mean cosine(e_j, u_j) = %.3f (median %.3f)", *e.tyingCosineMean,
+                  *e.tyingCosineMedian);
     f.subtitle = buf;
   }
   return f;
@@ -312,12 +328,16 @@ Figure embeddingLossFigure(const EmbeddingStudy& e) {
 Figure compressionSweepFigure(const SweepReport& sweep) {
   Figure f;
   f.title = "Perplexity against the attention parameters kept";
-  f.subtitle = sweep.original.text.empty() ? "" : std::to_string(sweep.original.tokens) + " held-out tokens of " + sweep.original.text;
+  f.subtitle = sweep.original.text.empty()
+                   ? ""
+                   : std::to_string(sweep.original.tokens) + " held-out tokens of " + sweep.original.text;
   f.xLabel = "share of attention parameters kept (achieved)";
   f.yLabel = "held-out perplexity";
   f.yScale = Scale::Log10;
   const std::vector<std::pair<std::string, std::string>> methods = {
-      {"masa", "MASA (atoms + refined residuals)"}, {"masa-noref", "MASA atoms only"}, {"svd", "SVD-LLM (whitened SVD)"}};
+      {"masa", "MASA (atoms + refined residuals)"},
+      {"masa-noref", "MASA atoms only"},
+      {"svd", "SVD-LLM (whitened SVD)"}};
   double lo = 1, hi = 0;
   int color = 0;
   for (const auto& [method, label] : methods) {
@@ -327,7 +347,8 @@ Figure compressionSweepFigure(const SweepReport& sweep) {
     s.color = seriesColor(color++);
     std::vector<std::pair<double, double>> xy;
     for (const SweepPoint& p : sweep.points)
-      if (p.method == method && std::isfinite(p.eval.perplexity)) xy.emplace_back(p.achievedRatio, p.eval.perplexity);
+      if (p.method == method && std::isfinite(p.eval.perplexity))
+        xy.emplace_back(p.achievedRatio, p.eval.perplexity);
     std::sort(xy.begin(), xy.end());
     for (const auto& [x, y] : xy) {
       s.x.push_back(x);
@@ -368,8 +389,11 @@ Rgb armColor(const ExperimentReport& r, size_t index) {
 
 Figure experimentBarsFigure(const ExperimentReport& r) {
   Figure f;
-  f.title = r.experiment.name + ": final held-out NLL, 95% interval over " + std::to_string(r.experiment.seeds.size()) + " seeds";
-  f.subtitle = r.experiment.claim.paper.empty() ? r.experiment.description : r.experiment.claim.paper + ", " + r.experiment.claim.section;
+  f.title = r.experiment.name + ": final held-out NLL, 95% interval over " +
+            std::to_string(r.experiment.seeds.size()) + " seeds";
+  f.subtitle = r.experiment.claim.paper.empty()
+                   ? r.experiment.description
+                   : r.experiment.claim.paper + ", " + r.experiment.claim.section;
   f.yLabel = "held-out NLL (nats / token)";
   for (size_t i = 0; i < r.arms.size(); ++i) {
     const ArmSummary& a = r.arms[i];
@@ -411,7 +435,8 @@ Figure experimentCurvesFigure(const ExperimentReport& r, bool againstFlops) {
 }
 
 std::string_view runMetricName(RunMetric m) {
-  constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
+  constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm",
+                                        "tokens / s"};
   return names[static_cast<int>(m)];
 }
 
@@ -425,20 +450,27 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
   for (const RunCurve& run : runs) {
     std::vector<double> xs, ys;
     for (const MetricPoint& p : *run.points) {
-      const double v = metric == RunMetric::Loss ? p.loss : metric == RunMetric::ValidationLoss ? p.valLoss
-                      : metric == RunMetric::LearningRate ? p.lr : metric == RunMetric::GradNorm ? p.gradNorm : p.tokensPerSecond;
+      const double v = metric == RunMetric::Loss             ? p.loss
+                       : metric == RunMetric::ValidationLoss ? p.valLoss
+                       : metric == RunMetric::LearningRate   ? p.lr
+                       : metric == RunMetric::GradNorm       ? p.gradNorm
+                                                             : p.tokensPerSecond;
       if (!std::isfinite(v)) continue;
-      xs.push_back(axis == RunAxis::Step ? static_cast<double>(p.step) : axis == RunAxis::Tokens ? p.tokens : p.elapsed);
+      xs.push_back(axis == RunAxis::Step     ? static_cast<double>(p.step)
+                   : axis == RunAxis::Tokens ? p.tokens
+                                             : p.elapsed);
       ys.push_back(v);
     }
     const Rgb c = seriesColor(color++);
-    const bool smooth = smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
+    const bool smooth =
+        smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
     Series raw;
     raw.x = xs;
     raw.y = ys;
-    raw.color = smooth ? Rgb{static_cast<uint8_t>((c.r + 2 * 200) / 3), static_cast<uint8_t>((c.g + 2 * 200) / 3),
-                             static_cast<uint8_t>((c.b + 2 * 200) / 3)}
-                       : c;
+    raw.color =
+        smooth ? Rgb{static_cast<uint8_t>((c.r + 2 * 200) / 3), static_cast<uint8_t>((c.g + 2 * 200) / 3),
+                     static_cast<uint8_t>((c.b + 2 * 200) / 3)}
+               : c;
     raw.width = smooth ? 1.0f : 1.8f;
     raw.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
     if (!smooth) raw.label = run.label;

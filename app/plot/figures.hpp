@@ -9,44 +9,48 @@
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
-#include "app/workflows/compress.hpp"
-#include "core/experiment.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/spectra.hpp"
 #include "app/plot/figure.hpp"
+#include "app/workflows/compress.hpp"
+#include "core/experiment.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology.hpp"
 
 namespace sharelens::plot {
 
 // Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
-Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised, const std::string& title);
+Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
+                      const std::string& title);
 
 Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap);
 Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap colormap);
 // The activation version: ranks of dh_l - dh_m over `tokens` tokens.
 Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double threshold, Colormap colormap);
 
-Figure masaCoefficientFigure(const MatrixPcaGroup& group);                                     // S x |G|
-Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups);         // explained variance vs S
-Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what);        // S x S, diverging
+Figure masaCoefficientFigure(const MatrixPcaGroup& group);                      // S x |G|
+Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups);    // explained variance vs S
+Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what);  // S x S, diverging
 Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups);
 
 // "L3.h5" (a head of an MHA model) or "L3.g1" (a KV group): the one naming style of DirectShare units.
 std::string unitLabel(const DirectShareResult& result, int64_t layer, int64_t unit);
-Figure directShareFigure(const DirectShareResult& result);                           // units x units similarity
-Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels, Colormap colormap);
+Figure directShareFigure(const DirectShareResult& result);  // units x units similarity
+Figure attentionSimilarityFigure(const FloatMatrix& similarity, const std::vector<std::string>& labels,
+                                 Colormap colormap);
 
 Figure embeddingSpectrumFigure(const EmbeddingStudy& study);
 Figure factorizationFigure(const EmbeddingStudy& study);  // relative error vs r, parameters on the subtitle
 // The low-rank sharing paper's Fig. 2c: held-out NLL with the embedding truncated to rank r, against r, with
 // the NLL as stored as a dashed line.
 Figure embeddingLossFigure(const EmbeddingStudy& study);
-// The MASA paper's pretrained-model comparison: held-out perplexity against the share of attention parameters kept,
-// one curve per method (MASA with refinement, without it, the SVD baseline), the original as a dashed line.
+// The MASA paper's pretrained-model comparison: held-out perplexity against the share of attention parameters
+// kept, one curve per method (MASA with refinement, without it, the SVD baseline), the original as a dashed
+// line.
 Figure compressionSweepFigure(const SweepReport& sweep);
-// An experiment (core/experiment.hpp): each arm's final held-out NLL as a bar with its 95% interval over seeds, a
-// matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's Figure 4).
+// An experiment (core/experiment.hpp): each arm's final held-out NLL as a bar with its 95% interval over
+// seeds, a matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's Figure
+// 4).
 Figure experimentBarsFigure(const ExperimentReport& report);
 // Each arm's mean validation curve over seeds with a +-1 sd band, against training tokens or training FLOPs.
 Figure experimentCurvesFigure(const ExperimentReport& report, bool againstFlops);

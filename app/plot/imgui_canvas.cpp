@@ -23,11 +23,15 @@ unsigned uploadRgba(int width, int height, const std::vector<uint8_t>& rgba) {
   return texture;
 }
 
-ImVec2 im(Point p) { return {p.x, p.y}; }
+ImVec2 im(Point p) {
+  return {p.x, p.y};
+}
 
 }  // namespace
 
-ImU32 toImColor(Rgb c, float alpha) { return IM_COL32(c.r, c.g, c.b, static_cast<int>(alpha * 255)); }
+ImU32 toImColor(Rgb c, float alpha) {
+  return IM_COL32(c.r, c.g, c.b, static_cast<int>(alpha * 255));
+}
 
 TextureCache::~TextureCache() {
   for (auto& [key, e] : m_textures) glDeleteTextures(1, &e.texture);
@@ -47,10 +51,13 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
     for (int64_t i = 0; i < h.rows * h.cols; ++i) {
       const float v = h.values[static_cast<size_t>(i)];
       const Rgb c = colormapColor(h.colormap, std::isnan(v) ? NAN : (v - h.vmin) / span);
-      rgba[static_cast<size_t>(4 * i)] = c.r, rgba[static_cast<size_t>(4 * i + 1)] = c.g, rgba[static_cast<size_t>(4 * i + 2)] = c.b;
+      rgba[static_cast<size_t>(4 * i)] = c.r, rgba[static_cast<size_t>(4 * i + 1)] = c.g,
+                                   rgba[static_cast<size_t>(4 * i + 2)] = c.b;
       rgba[static_cast<size_t>(4 * i + 3)] = 255;
     }
-    it = m_textures.emplace(key, Entry{uploadRgba(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba), true}).first;
+    it = m_textures
+             .emplace(key, Entry{uploadRgba(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba), true})
+             .first;
   }
   it->second.used = true;
   return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.texture));
@@ -62,7 +69,8 @@ ImTextureID TextureCache::colorbar(Colormap c) {
     std::vector<uint8_t> rgba(256 * 4);
     for (int i = 0; i < 256; ++i) {  // row 0 (top) = high
       const Rgb col = colormapTable(c)[static_cast<size_t>(255 - i)];
-      rgba[static_cast<size_t>(4 * i)] = col.r, rgba[static_cast<size_t>(4 * i + 1)] = col.g, rgba[static_cast<size_t>(4 * i + 2)] = col.b;
+      rgba[static_cast<size_t>(4 * i)] = col.r, rgba[static_cast<size_t>(4 * i + 1)] = col.g,
+                                   rgba[static_cast<size_t>(4 * i + 2)] = col.b;
       rgba[static_cast<size_t>(4 * i + 3)] = 255;
     }
     it = m_colorbars.emplace(static_cast<int>(c), uploadRgba(1, 256, rgba)).first;
@@ -90,8 +98,8 @@ void ImGuiCanvas::line(Point a, Point b, Rgb color, float width, bool dashed) {
   const float dx = b.x - a.x, dy = b.y - a.y, length = std::sqrt(dx * dx + dy * dy);
   for (float t = 0; t < length; t += 8.0f) {
     const float e = std::min(length, t + 4.0f);
-    m_list->AddLine({a.x + dx * t / length, a.y + dy * t / length}, {a.x + dx * e / length, a.y + dy * e / length},
-                    toImColor(color), width);
+    m_list->AddLine({a.x + dx * t / length, a.y + dy * t / length},
+                    {a.x + dx * e / length, a.y + dy * e / length}, toImColor(color), width);
   }
 }
 
@@ -106,19 +114,26 @@ void ImGuiCanvas::polyline(std::span<const Point> points, Rgb color, float width
   m_list->AddPolyline(v.data(), static_cast<int>(v.size()), toImColor(color), 0, width);
 }
 
-void ImGuiCanvas::rect(Point min, Point max, Rgb color, float width) { m_list->AddRect(im(min), im(max), toImColor(color), 0, 0, width); }
-void ImGuiCanvas::fillRect(Point min, Point max, Rgb color, float alpha) { m_list->AddRectFilled(im(min), im(max), toImColor(color, alpha)); }
+void ImGuiCanvas::rect(Point min, Point max, Rgb color, float width) {
+  m_list->AddRect(im(min), im(max), toImColor(color), 0, 0, width);
+}
+void ImGuiCanvas::fillRect(Point min, Point max, Rgb color, float alpha) {
+  m_list->AddRectFilled(im(min), im(max), toImColor(color, alpha));
+}
 void ImGuiCanvas::fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) {
   m_list->AddQuadFilled(im(a), im(b), im(c), im(d), toImColor(color, alpha));
 }
-void ImGuiCanvas::circle(Point center, float radius, Rgb color) { m_list->AddCircleFilled(im(center), radius, toImColor(color), 10); }
+void ImGuiCanvas::circle(Point center, float radius, Rgb color) {
+  m_list->AddCircleFilled(im(center), radius, toImColor(color), 10);
+}
 
 Point ImGuiCanvas::textSize(std::string_view text, float size) {
   const ImVec2 s = ImGui::GetFont()->CalcTextSizeA(size, FLT_MAX, 0, text.data(), text.data() + text.size());
   return {s.x, s.y};
 }
 
-void ImGuiCanvas::text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) {
+void ImGuiCanvas::text(Point at, std::string_view text, Rgb color, float size, Align h, Align v,
+                       bool vertical) {
   const Point s = textSize(text, size);
   const float w = vertical ? s.y : s.x, ht = vertical ? s.x : s.y;
   float x = at.x - (h == Align::Center ? w / 2 : h == Align::End ? w : 0);
@@ -134,7 +149,7 @@ void ImGuiCanvas::text(Point at, std::string_view text, Rgb color, float size, A
   const ImU32 col = toImColor(color);
   float advance = 0;  // along the text, from its start at the bottom of the box
   const float baseX = x, bottom = y + s.x;
-  for (const char* p = text.data(), *end = text.data() + text.size(); p < end;) {
+  for (const char *p = text.data(), *end = text.data() + text.size(); p < end;) {
     unsigned int c = 0;
     const int bytes = ImTextCharFromUtf8(&c, p, end);
     p += bytes > 0 ? bytes : 1;
@@ -146,8 +161,9 @@ void ImGuiCanvas::text(Point at, std::string_view text, Rgb color, float size, A
       const float u0 = advance + g->X0 * scale, u1 = advance + g->X1 * scale;
       const float v0 = g->Y0 * scale, v1 = g->Y1 * scale;
       m_list->PrimReserve(6, 4);
-      m_list->PrimQuadUV({baseX + v0, bottom - u0}, {baseX + v0, bottom - u1}, {baseX + v1, bottom - u1}, {baseX + v1, bottom - u0},
-                         {g->U0, g->V0}, {g->U1, g->V0}, {g->U1, g->V1}, {g->U0, g->V1}, col);
+      m_list->PrimQuadUV({baseX + v0, bottom - u0}, {baseX + v0, bottom - u1}, {baseX + v1, bottom - u1},
+                         {baseX + v1, bottom - u0}, {g->U0, g->V0}, {g->U1, g->V0}, {g->U1, g->V1},
+                         {g->U0, g->V1}, col);
     }
     advance += g->AdvanceX * scale;
   }
@@ -161,7 +177,11 @@ void ImGuiCanvas::colorbar(Point min, Point max, Colormap colormap) {
   m_list->AddImage(m_textures.colorbar(colormap), im(min), im(max));
 }
 
-void ImGuiCanvas::pushClip(Point min, Point max) { m_list->PushClipRect(im(min), im(max), true); }
-void ImGuiCanvas::popClip() { m_list->PopClipRect(); }
+void ImGuiCanvas::pushClip(Point min, Point max) {
+  m_list->PushClipRect(im(min), im(max), true);
+}
+void ImGuiCanvas::popClip() {
+  m_list->PopClipRect();
+}
 
 }  // namespace sharelens::plot

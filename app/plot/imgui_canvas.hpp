@@ -11,8 +11,8 @@
 
 namespace sharelens::plot {
 
-// GL textures for heatmaps, keyed by the heatmap's content fingerprint, colormap and value range; evicts what a
-// frame did not use.
+// GL textures for heatmaps, keyed by the heatmap's content fingerprint, colormap and value range; evicts what
+// a frame did not use.
 class TextureCache {
  public:
   using Key = std::tuple<uint64_t, int, double, double, int64_t, int64_t>;

@@ -7,8 +7,12 @@
 namespace sharelens::plot {
 namespace {
 
-double toSpace(double v, Scale s) { return s == Scale::Log10 ? std::log10(std::max(v, 1e-300)) : v; }
-double fromSpace(double v, Scale s) { return s == Scale::Log10 ? std::pow(10.0, v) : v; }
+double toSpace(double v, Scale s) {
+  return s == Scale::Log10 ? std::log10(std::max(v, 1e-300)) : v;
+}
+double fromSpace(double v, Scale s) {
+  return s == Scale::Log10 ? std::pow(10.0, v) : v;
+}
 
 void seriesTooltip(const Figure& f, const PlotState& state, double x) {
   ImGui::BeginTooltip();
@@ -17,7 +21,8 @@ void seriesTooltip(const Figure& f, const PlotState& state, double x) {
     const Series& s = f.series[i];
     if (s.x.empty()) continue;
     auto it = std::lower_bound(s.x.begin(), s.x.end(), x);
-    size_t k = static_cast<size_t>(std::min<std::ptrdiff_t>(it - s.x.begin(), static_cast<std::ptrdiff_t>(s.x.size()) - 1));
+    size_t k = static_cast<size_t>(
+        std::min<std::ptrdiff_t>(it - s.x.begin(), static_cast<std::ptrdiff_t>(s.x.size()) - 1));
     if (k > 0 && std::abs(s.x[k - 1] - x) < std::abs(s.x[k] - x)) --k;
     ImGui::TextColored(ImColor(toImColor(s.color)), "%s", s.label.empty() ? "series" : s.label.c_str());
     ImGui::SameLine();
@@ -49,14 +54,15 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* list = ImGui::GetWindowDrawList();
   ImGuiCanvas canvas(list, textures);
-  const FigureLayout layout = layoutFigure(f, canvas, style, {origin.x, origin.y}, {size.x, size.y}, state.xView, state.yView, state.hidden);
+  const FigureLayout layout = layoutFigure(f, canvas, style, {origin.x, origin.y}, {size.x, size.y},
+                                           state.xView, state.yView, state.hidden);
   list->PushClipRect(origin, {origin.x + size.x, origin.y + size.y}, true);
   drawFigure(canvas, f, layout, style, state.hidden);
 
   const ImGuiIO& io = ImGui::GetIO();
   const Point mouse{io.MousePos.x, io.MousePos.y};
-  const bool inPlot = hovered && mouse.x >= layout.plotMin.x && mouse.x <= layout.plotMax.x && mouse.y >= layout.plotMin.y &&
-                      mouse.y <= layout.plotMax.y;
+  const bool inPlot = hovered && mouse.x >= layout.plotMin.x && mouse.x <= layout.plotMax.x &&
+                      mouse.y >= layout.plotMin.y && mouse.y <= layout.plotMax.y;
   events.hovered = hovered;
   const Range x = layout.x.range, y = layout.y.range;
   const Scale xs = layout.x.scale, ys = layout.y.scale;
@@ -106,12 +112,19 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
         events.hoveredCell = {row, col};
         const Heatmap& h = *f.heatmap;
         ImGui::BeginTooltip();
-        const std::string rowName = h.rowLabels.empty() ? std::to_string(row) : h.rowLabels[static_cast<size_t>(row)];
-        const std::string colName = h.colLabels.empty() ? std::to_string(col) : h.colLabels[static_cast<size_t>(col)];
+        const std::string rowName =
+            h.rowLabels.empty() ? std::to_string(row) : h.rowLabels[static_cast<size_t>(row)];
+        const std::string colName =
+            h.colLabels.empty() ? std::to_string(col) : h.colLabels[static_cast<size_t>(col)];
         ImGui::Text("%s  x  %s", rowName.c_str(), colName.c_str());
-        ImGui::Text("%s %.6g", h.colorbarLabel.empty() ? "value" : (h.colorbarLabel + ":").c_str(), h.at(row, col));
+        const std::string quantity = h.colorbarLabel.empty() ? "value" : h.colorbarLabel;
+        if (std::isnan(h.at(row, col)))
+          ImGui::TextDisabled("%s: %s", quantity.c_str(), h.missingMeaning.c_str());
+        else
+          ImGui::Text("%s: %.6g", quantity.c_str(), h.at(row, col));
         ImGui::EndTooltip();
-        if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) && io.MouseDragMaxDistanceSqr[0] < 16) events.clickedCell = {row, col};
+        if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) && io.MouseDragMaxDistanceSqr[0] < 16)
+          events.clickedCell = {row, col};
       }
     } else if (!f.series.empty()) {
       list->AddLine({mouse.x, layout.plotMin.y}, {mouse.x, layout.plotMax.y}, IM_COL32(128, 128, 128, 120));

@@ -1,6 +1,7 @@
 // The interactive plot: drawFigure() into an ImGui child area plus zoom (wheel; Ctrl or heatmaps: both
-// axes), pan (left drag), box zoom (right drag), reset (double click), hover read-outs, legend toggles and, for
-// heatmaps, cell selection by click. The view state lives with the caller so it survives frames and exports.
+// axes), pan (left drag), box zoom (right drag), reset (double click), hover read-outs, legend toggles and,
+// for heatmaps, cell selection by click. The view state lives with the caller so it survives frames and
+// exports.
 #pragma once
 
 #include <imgui.h>
@@ -27,11 +28,11 @@ struct PlotEvents {
   bool hovered = false;
 };
 
-PlotEvents plotWidget(const char* id, const Figure& figure, PlotState& state, ImVec2 size, TextureCache& textures,
-                      const Style& style);
+PlotEvents plotWidget(const char* id, const Figure& figure, PlotState& state, ImVec2 size,
+                      TextureCache& textures, const Style& style);
 
 // View-state arithmetic, separate from ImGui so it can be unit-tested.
 Range zoomAround(const Range& range, Scale scale, double anchor, double factor);  // factor < 1 zooms in
-Range panBy(const Range& range, Scale scale, double unitDelta);                   // shift by a fraction of the span
+Range panBy(const Range& range, Scale scale, double unitDelta);  // shift by a fraction of the span
 
 }  // namespace sharelens::plot

@@ -22,7 +22,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double secondsSince(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+double secondsSince(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
 
 int64_t peakResidentBytes() {
   rusage usage{};
@@ -34,21 +36,29 @@ int64_t peakResidentBytes() {
 // ShareLens model's shared blocks, LoRA, MASA) and already compressed checkpoints are refused with a way on.
 void checkCompressible(const Checkpoint& ckpt, const ModelView& view, const std::vector<Proj>& projections) {
   if (compressionRecordOf(ckpt))
-    throw Error({.what = "the checkpoint is already compressed", .where = ckpt.path().string(),
-                 .hint = "compress the original checkpoint (its path is in `sharelens inspect`'s notes), or `export-hf` this one first"});
+    throw Error({.what = "the checkpoint is already compressed",
+                 .where = ckpt.path().string(),
+                 .hint = "compress the original checkpoint (its path is in `sharelens inspect`'s notes), or "
+                         "`export-hf` this one first"});
   if (!view.hasHeads())
-    throw Error({.what = "compression needs the head counts", .where = view.source, .hint = "put the model's config.json next to the weights"});
+    throw Error({.what = "compression needs the head counts",
+                 .where = view.source,
+                 .hint = "put the model's config.json next to the weights"});
   for (const LayerView& layer : view.layers)
     for (Proj p : projections)
       if (!layer.has(p) || !isPlainSlice(layer.at(p)))
-        throw Error({.what = "cannot compress a checkpoint whose attention weights are not stored per layer",
-                     .where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " + std::string(projName(p)) +
-                              (layer.has(p) ? " = " + layer.at(p).describe() : " (missing)"),
-                     .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
-                     .hint = "`sharelens export-hf` materialises a shared ShareLens model; compress its output"});
+        throw Error(
+            {.what = "cannot compress a checkpoint whose attention weights are not stored per layer",
+             .where = ckpt.path().string() + ": layer " + std::to_string(layer.index) + " " +
+                      std::string(projName(p)) +
+                      (layer.has(p) ? " = " + layer.at(p).describe() : " (missing)"),
+             .expected = "plain per-layer weights, as Hugging Face checkpoints store them",
+             .hint = "`sharelens export-hf` materialises a shared ShareLens model; compress its output"});
 }
 
-std::vector<double> toDouble(const FloatMatrix& m) { return std::vector<double>(m.data.begin(), m.data.end()); }
+std::vector<double> toDouble(const FloatMatrix& m) {
+  return std::vector<double>(m.data.begin(), m.data.end());
+}
 
 struct NewTensors {
   std::vector<EncodedTensor> tensors;
@@ -65,7 +75,8 @@ DType storedDtype(const Checkpoint& ckpt, const ModelView& view, int64_t layer, 
 
 // The original tensors the compressed projections came from: dropped when every canonical row they hold is
 // compressed (GPT-2's c_attn only when Q, K and V all are), kept otherwise.
-std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelView& view, const std::vector<Proj>& projections,
+std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelView& view,
+                                          const std::vector<Proj>& projections,
                                           std::vector<std::string>& kept) {
   std::map<std::string, DroppedTensor> byTensor;
   std::map<std::string, int64_t> rowsCovered;
@@ -83,18 +94,23 @@ std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelVie
   std::vector<DroppedTensor> out;
   for (auto& [name, d] : byTensor) {
     const int64_t rows = d.shape.size() == 2 ? (d.parts.front().transposed ? d.shape[1] : d.shape[0]) : 0;
-    if (rowsCovered[name] == rows) out.push_back(std::move(d));
-    else kept.push_back(name);
+    if (rowsCovered[name] == rows)
+      out.push_back(std::move(d));
+    else
+      kept.push_back(name);
   }
   return out;
 }
 
-std::vector<std::vector<int64_t>> resolveGroups(const CompressOptions& o, const CalibrationResult& calibration, int64_t layers) {
+std::vector<std::vector<int64_t>> resolveGroups(const CompressOptions& o,
+                                                const CalibrationResult& calibration, int64_t layers) {
   if (o.spec.method == "svd") return {};
   if (!o.spec.groups.empty()) return o.spec.groups;
   if (o.klGroups > layers)
-    throw Error({.what = "more groups than layers", .where = "--groups kl:" + std::to_string(o.klGroups),
-                 .expected = "at most " + std::to_string(layers), .found = std::to_string(o.klGroups)});
+    throw Error({.what = "more groups than layers",
+                 .where = "--groups kl:" + std::to_string(o.klGroups),
+                 .expected = "at most " + std::to_string(layers),
+                 .found = std::to_string(o.klGroups)});
   return groupsFromKlDrift(calibration.klDrift, layers, o.klGroups);
 }
 
@@ -120,7 +136,9 @@ void parseCalibrationSpec(const std::string& spec, CalibrationOptions& o) {
     if (used != n.size() || tokens < 1) throw std::invalid_argument(n);
     o.tokens = tokens;
   } catch (const std::exception&) {
-    throw Error({.what = "not a token count", .where = "--calibration " + spec, .expected = "CORPUS:N with N >= 1, e.g. brown:2048",
+    throw Error({.what = "not a token count",
+                 .where = "--calibration " + spec,
+                 .expected = "CORPUS:N with N >= 1, e.g. brown:2048",
                  .found = "'" + n + "'"});
   }
 }
@@ -131,33 +149,39 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     const ModelView view = openModelView(*ckpt);
     checkCompressible(*ckpt, view, o.spec.projections);
     CompressionSpec probe = o.spec;
-    if (probe.method != "svd" && probe.groups.empty()) {  // the groups come from calibration; check the rest now
+    if (probe.method != "svd" &&
+        probe.groups.empty()) {  // the groups come from calibration; check the rest now
       if (o.klGroups < 1 || o.klGroups > view.shape.layers)
-        throw Error({.what = "group count out of range", .where = "--groups kl:" + std::to_string(o.klGroups),
-                     .expected = "1.." + std::to_string(view.shape.layers), .found = std::to_string(o.klGroups)});
+        throw Error({.what = "group count out of range",
+                     .where = "--groups kl:" + std::to_string(o.klGroups),
+                     .expected = "1.." + std::to_string(view.shape.layers),
+                     .found = std::to_string(o.klGroups)});
       probe.groups = {{}};
       for (int64_t l = 0; l < view.shape.layers; ++l) probe.groups[0].push_back(l);
       probe.atoms.reset();
     }
     (void)planCompression(view.shape, probe);
     if (fs::exists(o.out) && !(fs::is_directory(o.out) && fs::is_empty(o.out)))
-      throw Error({.what = "the output directory already exists and is not empty", .where = o.out.string(),
+      throw Error({.what = "the output directory already exists and is not empty",
+                   .where = o.out.string(),
                    .hint = "choose a new directory, or remove this one first"});
   }
   const CalibrationResult calibration = calibrate(path, o.calibration, ctx);
   return compressCheckpoint(path, o, calibration, ctx);
 }
 
-CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions& o, const CalibrationResult& calibration,
-                                     const TaskContext& ctx) {
+CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions& o,
+                                     const CalibrationResult& calibration, const TaskContext& ctx) {
   const auto started = clock_type::now();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   checkCompressible(*ckpt, view, o.spec.projections);
   const int64_t layers = static_cast<int64_t>(view.layers.size());
   if (static_cast<int64_t>(calibration.layers.size()) != layers)
-    throw Error({.what = "the calibration belongs to another model", .where = path.string(),
-                 .expected = std::to_string(layers) + " layers", .found = std::to_string(calibration.layers.size())});
+    throw Error({.what = "the calibration belongs to another model",
+                 .where = path.string(),
+                 .expected = std::to_string(layers) + " layers",
+                 .found = std::to_string(calibration.layers.size())});
   CompressionSpec spec = o.spec;
   spec.groups = resolveGroups(o, calibration, layers);
   CompressionReport report;
@@ -209,9 +233,12 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
   for (int64_t unit = 0; unit < units; ++unit) {
     ctx.throwIfCancelled();
     ctx.report(static_cast<double>(unit) / static_cast<double>(units),
-               spec.method == "svd" ? "compress: layer " + std::to_string(unit) : "compress: layer group " + std::to_string(unit));
+               spec.method == "svd" ? "compress: layer " + std::to_string(unit)
+                                    : "compress: layer group " + std::to_string(unit));
     if (spec.method == "svd") {  // SVD-LLM: every matrix replaced by its whitened truncated SVD
-      for (Proj p : spec.projections) refine(fresh, unit, p, toDouble(materializeFinite(*ckpt, view.layers[static_cast<size_t>(unit)].at(p))));
+      for (Proj p : spec.projections)
+        refine(fresh, unit, p,
+               toDouble(materializeFinite(*ckpt, view.layers[static_cast<size_t>(unit)].at(p))));
       whitenings.clear();
       continue;
     }
@@ -220,20 +247,26 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     for (Proj p : spec.projections) {
       const auto [rows, cols] = attentionShape(view.shape, p);
       std::vector<FloatMatrix> w;
-      for (int64_t l : group) w.push_back(materializeFinite(*ckpt, view.layers[static_cast<size_t>(l)].at(p)));
+      for (int64_t l : group)
+        w.push_back(materializeFinite(*ckpt, view.layers[static_cast<size_t>(l)].at(p)));
       // Matrix PCA (MASA Eq. 4): the first B atoms and each layer's coefficients c_ls = tr(D_s^T W_l).
       const MatrixPcaGroup pca = matrixPcaOfMatrices(p, group, w, /*keepAtoms=*/true);
-      std::vector<float> atomData, coefficients(static_cast<size_t>(group.size()) * static_cast<size_t>(atoms));
+      std::vector<float> atomData,
+          coefficients(static_cast<size_t>(group.size()) * static_cast<size_t>(atoms));
       for (int64_t s = 0; s < atoms; ++s) {
-        atomData.insert(atomData.end(), pca.atoms[static_cast<size_t>(s)].data.begin(), pca.atoms[static_cast<size_t>(s)].data.end());
+        atomData.insert(atomData.end(), pca.atoms[static_cast<size_t>(s)].data.begin(),
+                        pca.atoms[static_cast<size_t>(s)].data.end());
         for (size_t i = 0; i < group.size(); ++i)
-          coefficients[i * static_cast<size_t>(atoms) + static_cast<size_t>(s)] = pca.coefficients(s, static_cast<int64_t>(i));
+          coefficients[i * static_cast<size_t>(atoms) + static_cast<size_t>(s)] =
+              pca.coefficients(s, static_cast<int64_t>(i));
       }
       const DType dtype = storedDtype(*ckpt, view, group.front(), p);
       fresh.add(compressedAtomsName(p, unit), dtype, {atoms, rows, cols}, atomData);
-      fresh.add(compressedCoefficientsName(p, unit), DType::F32, {static_cast<int64_t>(group.size()), atoms}, coefficients);
+      fresh.add(compressedCoefficientsName(p, unit), DType::F32, {static_cast<int64_t>(group.size()), atoms},
+                coefficients);
       if (spec.method != "masa" || group.size() == 1) continue;  // single-layer groups are exact
-      // Local refinement: the residual dW_l = W_l - W^_l of each layer, approximated with its whitened low-rank term.
+      // Local refinement: the residual dW_l = W_l - W^_l of each layer, approximated with its whitened
+      // low-rank term.
       for (size_t i = 0; i < group.size(); ++i) {
         std::vector<double> residual = toDouble(w[i]);
         for (int64_t s = 0; s < atoms; ++s) {
@@ -246,13 +279,18 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     }
     whitenings.clear();
   }
-  record.calibration = {{"tokens", calibration.tokens}, {"text", calibration.text}, {"tokenizer", calibration.tokenizer},
-                        {"damping", damping}, {"kl_drift", calibration.klDrift}};
+  record.calibration = {{"tokens", calibration.tokens},
+                        {"text", calibration.text},
+                        {"tokenizer", calibration.tokenizer},
+                        {"damping", damping},
+                        {"kl_drift", calibration.klDrift}};
   if (!kept.empty()) record.calibration["kept_tensors"] = kept;  // only part of their rows were compressed
   record.parameters = fresh.parameters;
   if (record.parameters != plan.plannedParameters)
-    throw Error({.what = "internal: the compressed tensors do not hold the planned parameters", .where = o.out.string(),
-                 .expected = std::to_string(plan.plannedParameters), .found = std::to_string(record.parameters)});
+    throw Error({.what = "internal: the compressed tensors do not hold the planned parameters",
+                 .where = o.out.string(),
+                 .expected = std::to_string(plan.plannedParameters),
+                 .found = std::to_string(record.parameters)});
 
   auto metadata = ckpt->metadata();
   metadata[kCompressedMetadataKey] = compressionRecordToJson(record).dump();
@@ -266,7 +304,8 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     const auto written = Checkpoint::open(out.path());
     const ModelView reopened = openModelView(*written);
     for (const std::string& name : written->tensorNames())
-      if (name.rfind("compressed.", 0) == 0) report.storedParameters += static_cast<int64_t>(written->at(name).info->numel);
+      if (name.rfind("compressed.", 0) == 0)
+        report.storedParameters += static_cast<int64_t>(written->at(name).info->numel);
     (void)reopened;
   }
   out.commit();
@@ -291,16 +330,23 @@ Json CompressionReport::toJson() const {
           {"target_parameters", plan.targetParameters},
           {"atom_parameters", plan.atomParameters},
           {"parameters", storedParameters},
-          {"achieved_ratio", plan.originalParameters ? static_cast<double>(storedParameters) / static_cast<double>(plan.originalParameters) : 0.0},
+          {"achieved_ratio", plan.originalParameters ? static_cast<double>(storedParameters) /
+                                                           static_cast<double>(plan.originalParameters)
+                                                     : 0.0},
           {"kl_drift", klDrift},
           {"calibration", record.calibration},
           {"timing", {{"calibration_s", calibrationSeconds}, {"compression_s", compressionSeconds}}},
           {"peak_resident_bytes", peakResidentBytes}};
 }
 
-SweepReport sweepCompression(const fs::path& path, const CompressOptions& base, const std::vector<double>& ratios,
-                             const std::vector<std::string>& methods, const EvalOptions& eval, const TaskContext& ctx) {
-  if (ratios.empty()) throw Error({.what = "no ratios to sweep", .where = "--sweep", .expected = "e.g. 0.9,0.8,0.7,0.6", .found = "none"});
+SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
+                             const std::vector<double>& ratios, const std::vector<std::string>& methods,
+                             const EvalOptions& eval, const TaskContext& ctx) {
+  if (ratios.empty())
+    throw Error({.what = "no ratios to sweep",
+                 .where = "--sweep",
+                 .expected = "e.g. 0.9,0.8,0.7,0.6",
+                 .found = "none"});
   {
     const auto ckpt = Checkpoint::open(resolveModelPath(path));
     checkCompressible(*ckpt, openModelView(*ckpt), base.spec.projections);
@@ -309,7 +355,8 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base, 
   // leaves nothing behind (StagedDirectory also refuses an OUT that is not empty).
   StagedDirectory staging(base.out);
   const CalibrationResult calibration = calibrate(path, base.calibration, ctx);
-  // Every point is planned -- and so refused, if it must be -- with the real groups before anything is compressed.
+  // Every point is planned -- and so refused, if it must be -- with the real groups before anything is
+  // compressed.
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   std::vector<CompressOptions> points;
@@ -330,9 +377,10 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base, 
     const CompressionReport r = compressCheckpoint(path, o, calibration, ctx);
     if (o.spec.method != "svd") report.groups = r.plan.spec.groups;
     writeFileAtomically(o.out / "compress.json", r.toJson().dump(2) + "\n");
-    report.points.push_back({o.spec.method, o.spec.ratio,
-                             static_cast<double>(r.storedParameters) / static_cast<double>(r.plan.originalParameters), r.storedParameters,
-                             base.out / o.out.filename(), evaluateCheckpoint(o.out, eval, ctx)});
+    report.points.push_back(
+        {o.spec.method, o.spec.ratio,
+         static_cast<double>(r.storedParameters) / static_cast<double>(r.plan.originalParameters),
+         r.storedParameters, base.out / o.out.filename(), evaluateCheckpoint(o.out, eval, ctx)});
     report.points.back().eval.source = report.points.back().dir.string();
   }
   writeFileAtomically(staging.path() / "sweep.json", report.toJson().dump(2) + "\n");
@@ -344,26 +392,39 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base, 
 Json SweepReport::toJson() const {
   Json points = Json::array();
   for (const SweepPoint& p : this->points)
-    points.push_back({{"method", p.method}, {"ratio", p.ratio}, {"achieved_ratio", p.achievedRatio}, {"parameters", p.parameters},
-                      {"dir", p.dir.string()}, {"eval", evalResultToJson(p.eval)}});
-  return {{"schema", "sharelens.compress-sweep/1"}, {"source", source}, {"groups", groups},
-          {"original", evalResultToJson(original)}, {"points", points}};
+    points.push_back({{"method", p.method},
+                      {"ratio", p.ratio},
+                      {"achieved_ratio", p.achievedRatio},
+                      {"parameters", p.parameters},
+                      {"dir", p.dir.string()},
+                      {"eval", evalResultToJson(p.eval)}});
+  return {{"schema", "sharelens.compress-sweep/1"},
+          {"source", source},
+          {"groups", groups},
+          {"original", evalResultToJson(original)},
+          {"points", points}};
 }
 
 std::string SweepReport::toMarkdown() const {
-  std::string md = "# Compression sweep of " + source + "\n\nHeld-out perplexity against the share of attention parameters kept ("
-                   "target ratio; the achieved one in brackets), on " + std::to_string(original.tokens) + " tokens of " + original.text +
+  std::string md = "# Compression sweep of " + source +
+                   "\n\nHeld-out perplexity against the share of attention parameters kept ("
+                   "target ratio; the achieved one in brackets), on " +
+                   std::to_string(original.tokens) + " tokens of " + original.text +
                    ". Original: perplexity " + std::to_string(original.perplexity).substr(0, 7) + " (NLL " +
-                   std::to_string(original.nll).substr(0, 6) + ").\n\n| method | ratio | achieved | parameters | NLL | ± | perplexity |\n"
+                   std::to_string(original.nll).substr(0, 6) +
+                   ").\n\n| method | ratio | achieved | parameters | NLL | ± | perplexity |\n"
                    "|---|---|---|---|---|---|---|\n";
   for (const SweepPoint& p : points) {
     char row[256];
-    std::snprintf(row, sizeof row, "| %s | %.2f | %.4f | %lld | %.4f | %.4f | %.3f |\n", p.method.c_str(), p.ratio, p.achievedRatio,
-                  static_cast<long long>(p.parameters), p.eval.nll, p.eval.standardError(), p.eval.perplexity);
+    std::snprintf(row, sizeof row, "| %s | %.2f | %.4f | %lld | %.4f | %.4f | %.3f |\n", p.method.c_str(),
+                  p.ratio, p.achievedRatio, static_cast<long long>(p.parameters), p.eval.nll,
+                  p.eval.standardError(), p.eval.perplexity);
     md += row;
   }
-  md += "\nmasa: Matrix PCA atoms per layer group plus whitened low-rank residuals; masa-noref: atoms only; svd: every matrix's "
-        "whitened truncated SVD (SVD-LLM). ± is the standard error of the NLL over evaluation windows.\n";
+  md +=
+      "\nmasa: Matrix PCA atoms per layer group plus whitened low-rank residuals; masa-noref: atoms only; "
+      "svd: every matrix's "
+      "whitened truncated SVD (SVD-LLM). ± is the standard error of the NLL over evaluation windows.\n";
   return md;
 }
 

@@ -1,10 +1,10 @@
-// Compressing a pretrained model's attention without training (issue 10; DESIGN.md section 4, "MASA on pretrained
-// models"): calibrate (trainer/calibration.hpp), group the layers (explicitly or by the logit-lens KL drift), plan
-// the parameter budget (analysis/masa_compress.hpp), then for every projection and group take Matrix PCA atoms and
-// refine each layer's residual with a whitened low-rank term -- or, for the SVD baseline, replace every matrix by
-// its whitened truncated SVD -- and write a compressed checkpoint (core/compressed_checkpoint.hpp) that every
-// part of ShareLens opens. A sweep does this for several ratios and methods on one calibration and scores each
-// model on the same held-out tokens.
+// Compressing a pretrained model's attention without training (issue 10; DESIGN.md section 4, "MASA on
+// pretrained models"): calibrate (trainer/calibration.hpp), group the layers (explicitly or by the logit-lens
+// KL drift), plan the parameter budget (analysis/masa_compress.hpp), then for every projection and group take
+// Matrix PCA atoms and refine each layer's residual with a whitened low-rank term -- or, for the SVD
+// baseline, replace every matrix by its whitened truncated SVD -- and write a compressed checkpoint
+// (core/compressed_checkpoint.hpp) that every part of ShareLens opens. A sweep does this for several ratios
+// and methods on one calibration and scores each model on the same held-out tokens.
 #pragma once
 
 #include <filesystem>
@@ -21,25 +21,26 @@
 namespace sharelens {
 
 struct CompressOptions {
-  CompressionSpec spec;                // method, ratio, projections, explicit groups, atoms
-  int64_t klGroups = 3;                // MASA without explicit groups: G groups from the calibration's KL drift
+  CompressionSpec spec;  // method, ratio, projections, explicit groups, atoms
+  int64_t klGroups = 3;  // MASA without explicit groups: G groups from the calibration's KL drift
   CalibrationOptions calibration;
-  std::filesystem::path out;           // the compressed checkpoint's directory (new or empty)
+  std::filesystem::path out;  // the compressed checkpoint's directory (new or empty)
 };
 
 struct CompressionReport {
   CompressionPlan plan;
-  CompressionRecord record;            // what the checkpoint's metadata holds
+  CompressionRecord record;  // what the checkpoint's metadata holds
   std::filesystem::path out;
-  int64_t storedParameters = 0;        // counted from the written file's compressed tensors
+  int64_t storedParameters = 0;  // counted from the written file's compressed tensors
   std::vector<double> klDrift;
   double calibrationSeconds = 0, compressionSeconds = 0;
   int64_t peakResidentBytes = 0;
   Json toJson() const;
 };
 
-// Everything that can be refused (method, ratio, groups, atoms, a checkpoint whose attention is not stored per
-// layer or is already compressed, an output directory that is not empty) is checked before anything is written.
+// Everything that can be refused (method, ratio, groups, atoms, a checkpoint whose attention is not stored
+// per layer or is already compressed, an output directory that is not empty) is checked before anything is
+// written.
 CompressionReport compressCheckpoint(const std::filesystem::path& checkpoint, const CompressOptions& options,
                                      const TaskContext& ctx);
 // The same on a calibration already made (a sweep calibrates once for every point).
@@ -48,8 +49,8 @@ CompressionReport compressCheckpoint(const std::filesystem::path& checkpoint, co
 
 struct SweepPoint {
   std::string method;
-  double ratio = 0;                 // target
-  double achievedRatio = 0;         // stored / original parameters of the compressed projections
+  double ratio = 0;          // target
+  double achievedRatio = 0;  // stored / original parameters of the compressed projections
   int64_t parameters = 0;
   std::filesystem::path dir;
   EvalResult eval;
@@ -61,13 +62,14 @@ struct SweepReport {
   EvalResult original;
   std::vector<SweepPoint> points;
   Json toJson() const;
-  std::string toMarkdown() const;   // the table: perplexity against ratio per method
+  std::string toMarkdown() const;  // the table: perplexity against ratio per method
 };
 
 // OUT/<method>-<ratio>/ for every ratio and method (default masa, masa-noref, svd), then OUT/sweep.json and
 // OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same held-out tokens.
-SweepReport sweepCompression(const std::filesystem::path& checkpoint, const CompressOptions& base, const std::vector<double>& ratios,
-                             const std::vector<std::string>& methods, const EvalOptions& eval, const TaskContext& ctx);
+SweepReport sweepCompression(const std::filesystem::path& checkpoint, const CompressOptions& base,
+                             const std::vector<double>& ratios, const std::vector<std::string>& methods,
+                             const EvalOptions& eval, const TaskContext& ctx);
 
 // "brown:2048" or "nlp" (2048 tokens) or "DIR:4096" -> corpus and tokens.
 void parseCalibrationSpec(const std::string& spec, CalibrationOptions& options);

@@ -11,8 +11,8 @@ namespace fs = std::filesystem;
 namespace sharelens {
 
 DeriveArm experimentDeriver() {
-  return [](const Experiment& e, const ExperimentArm& arm, uint64_t seed, const fs::path& sourceRun, const fs::path& runDir,
-            int threads, const TaskContext& ctx) -> DerivedModel {
+  return [](const Experiment& e, const ExperimentArm& arm, uint64_t seed, const fs::path& sourceRun,
+            const fs::path& runDir, int threads, const TaskContext& ctx) -> DerivedModel {
     const DerivedArm& d = *arm.derive;
     if (d.method == "directshare") {  // DirectShare alone: the source's final model with its pairs shared
       const auto ckpt = Checkpoint::open(resolveModelPath(sourceRun));
@@ -21,7 +21,8 @@ DeriveArm experimentDeriver() {
       writeDirectSharedCheckpoint(*ckpt, view, pairs, runDir / "model");
       return {runDir / "model", pairs.parametersTotal - pairs.parametersSaved, pairs.parametersSaved};
     }
-    PostShareOptions o;  // PostShare: post-train the source's final model with the penalty on its pairs, then share
+    PostShareOptions
+        o;  // PostShare: post-train the source's final model with the penalty on its pairs, then share
     o.init = sourceRun;
     o.ratio = d.ratio;
     o.gamma = d.gamma;
@@ -39,8 +40,11 @@ DeriveArm experimentDeriver() {
     o.outDir = runDir / "postshare-run";
     const PostShareReport r = runPostShare(o, ctx, nullptr);
     if (r.training != RunState::Finished)
-      throw Error({.what = "PostShare's post-training did not finish", .where = o.outDir.string(), .found = r.message});
-    return {o.outDir / "postshare", r.pairs.parametersTotal - r.pairs.parametersSaved, r.pairs.parametersSaved};
+      throw Error({.what = "PostShare's post-training did not finish",
+                   .where = o.outDir.string(),
+                   .found = r.message});
+    return {o.outDir / "postshare", r.pairs.parametersTotal - r.pairs.parametersSaved,
+            r.pairs.parametersSaved};
   };
 }
 

@@ -36,9 +36,11 @@ ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string
 }
 
 EmbeddingScorer makeEmbeddingScorer(const std::filesystem::path& checkpoint, int threads) {
-  return [checkpoint, threads](const std::vector<int64_t>& ranks, const AnalysisParams& p, const TaskContext& ctx) {
+  return [checkpoint, threads](const std::vector<int64_t>& ranks, const AnalysisParams& p,
+                               const TaskContext& ctx) {
     EvalOptions e;
-    if (p.tokenIds.empty()) e.corpus = p.corpus;  // unset for ids; the run's own corpus when the checkpoint is a run's
+    if (p.tokenIds.empty())
+      e.corpus = p.corpus;  // unset for ids; the run's own corpus when the checkpoint is a run's
     e.tokens = p.embeddingLossTokens;
     e.tokenIds = p.tokenIds;
     e.threads = threads;
@@ -51,7 +53,8 @@ EmbeddingScorer makeEmbeddingScorer(const std::filesystem::path& checkpoint, int
   };
 }
 
-ModelServices makeModelServices(const std::filesystem::path& checkpoint, const std::string& device, int threads) {
+ModelServices makeModelServices(const std::filesystem::path& checkpoint, const std::string& device,
+                                int threads) {
   return {makeModelRunner(checkpoint, device, threads), makeEmbeddingScorer(checkpoint, threads)};
 }
 

@@ -10,10 +10,13 @@
 namespace sharelens {
 
 // `device` "cpu" or "cuda"; `threads` 0 for all cores.
-ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string device = "cpu", int threads = 0);
-// The held-out NLL at each embedding rank (trainer/embedding_truncation.hpp), on the registry's corpus or ids.
+ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string device = "cpu",
+                            int threads = 0);
+// The held-out NLL at each embedding rank (trainer/embedding_truncation.hpp), on the registry's corpus or
+// ids.
 EmbeddingScorer makeEmbeddingScorer(const std::filesystem::path& checkpoint, int threads = 0);
 // Both, for an AnalysisInput.
-ModelServices makeModelServices(const std::filesystem::path& checkpoint, const std::string& device = "cpu", int threads = 0);
+ModelServices makeModelServices(const std::filesystem::path& checkpoint, const std::string& device = "cpu",
+                                int threads = 0);
 
 }  // namespace sharelens

@@ -16,15 +16,20 @@ namespace sharelens {
 PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
                              const std::function<void(const StepMetrics&)>& onStep) {
   if (!(o.gamma > 0.0 && std::isfinite(o.gamma)))
-    throw Error({.what = "PostShare needs a positive penalty weight", .where = "--gamma", .expected = "> 0",
+    throw Error({.what = "PostShare needs a positive penalty weight",
+                 .where = "--gamma",
+                 .expected = "> 0",
                  .found = std::to_string(o.gamma)});
   if (fs::exists(o.outDir / "postshare.json") || fs::exists(o.outDir / "run" / "run.json"))
-    throw Error({.what = "the directory already holds a PostShare run", .where = o.outDir.string(), .hint = "choose another --out"});
+    throw Error({.what = "the directory already holds a PostShare run",
+                 .where = o.outDir.string(),
+                 .hint = "choose another --out"});
   const auto ckpt = Checkpoint::open(resolveModelPath(o.init));
   const ModelView view = openModelView(*ckpt);
   Topology topology = topologyOfCheckpoint(*ckpt, view, o.maxContext);
   if (!topology.isUnshared())
-    throw Error({.what = "PostShare needs a checkpoint with unshared attention", .where = o.init.string(),
+    throw Error({.what = "PostShare needs a checkpoint with unshared attention",
+                 .where = o.init.string(),
                  .found = "topology '" + topology.name + "' shares weights",
                  .hint = "`sharelens export-hf` materialises it; post-train that"});
   // Everything that can be refused is checked before anything is trained or written.
@@ -34,20 +39,26 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
   PostShareReport report;
   report.pairs = computeDirectShare(*ckpt, view, o.ratio, ctx);
   if (report.pairs.chosen.empty())
-    throw Error({.what = "PostShare with no pairs", .where = "--postshare " + std::to_string(o.ratio),
-                 .found = "0 units at this ratio", .hint = "raise the ratio"});
+    throw Error({.what = "PostShare with no pairs",
+                 .where = "--postshare " + std::to_string(o.ratio),
+                 .found = "0 units at this ratio",
+                 .hint = "raise the ratio"});
   RunRequest request;
   request.topology = topology;
   request.topology.name = topology.name + "-postshare";
   request.topology.postShare.gamma = o.gamma;
   for (const UnitMatch& m : report.pairs.chosen)
-    request.topology.postShare.pairs.push_back({m.target.layer, m.target.unit, m.source.layer, m.source.unit});
+    request.topology.postShare.pairs.push_back(
+        {m.target.layer, m.target.unit, m.source.layer, m.source.unit});
   request.config = o.config;
   request.runDir = o.outDir / "run";
   request.initFrom = o.init;
   report.training = runTraining(request, ctx, onStep, &report.message);
   const auto last = latestCheckpoint(request.runDir);
-  if (!last) throw Error({.what = "post-training wrote no checkpoint", .where = request.runDir.string(), .found = report.message});
+  if (!last)
+    throw Error({.what = "post-training wrote no checkpoint",
+                 .where = request.runDir.string(),
+                 .found = report.message});
   // The shared models are written once training has accepted the request (it validates before it trains).
   writeDirectSharedCheckpoint(*ckpt, view, report.pairs, o.outDir / "directshare");
   {
@@ -72,7 +83,8 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
 Json PostShareReport::toJson() const {
   Json pairsJson = Json::array();
   for (const UnitMatch& m : pairs.chosen)
-    pairsJson.push_back({{"target", {m.target.layer, m.target.unit}}, {"source", {m.source.layer, m.source.unit}},
+    pairsJson.push_back({{"target", {m.target.layer, m.target.unit}},
+                         {"source", {m.source.layer, m.source.unit}},
                          {"similarity", m.similarity}});
   return {{"schema", "sharelens.postshare/1"},
           {"ratio", pairs.ratio},
@@ -82,10 +94,11 @@ Json PostShareReport::toJson() const {
           {"parameters_saved", pairs.parametersSaved},
           {"training", std::string(runStateName(training))},
           {"message", message},
-          {"eval", {{"original", evalResultToJson(original)},
-                    {"directshare", evalResultToJson(directShare)},
-                    {"post_trained", evalResultToJson(postTrained)},
-                    {"postshare", evalResultToJson(postShare)}}}};
+          {"eval",
+           {{"original", evalResultToJson(original)},
+            {"directshare", evalResultToJson(directShare)},
+            {"post_trained", evalResultToJson(postTrained)},
+            {"postshare", evalResultToJson(postShare)}}}};
 }
 
 }  // namespace sharelens

@@ -1,7 +1,7 @@
 // PostShare as the head-wise shareable attention paper runs it (Cao et al. 2024, Sec. 3.3, Eq. 4-5): take a
 // pretrained checkpoint, find its DirectShare pairs at ratio alpha, post-train it with
-// L = L_train + gamma * L_w (L_w: the mean over pairs of the summed per-projection distances of W_q, W_k, W_v),
-// then share the pairs. The outcome is compared at the same alpha, on the same held-out text:
+// L = L_train + gamma * L_w (L_w: the mean over pairs of the summed per-projection distances of W_q, W_k,
+// W_v), then share the pairs. The outcome is compared at the same alpha, on the same held-out text:
 //   original       the checkpoint as given
 //   directshare    the checkpoint with the pairs shared, no training (DirectShare alone)
 //   post-trained   after post-training, before sharing (what the penalty did to the loss)
@@ -18,13 +18,13 @@
 namespace sharelens {
 
 struct PostShareOptions {
-  std::filesystem::path init;     // the pretrained checkpoint (ShareLens or Hugging Face Llama layout)
-  double ratio = 0.25;            // alpha
+  std::filesystem::path init;  // the pretrained checkpoint (ShareLens or Hugging Face Llama layout)
+  double ratio = 0.25;         // alpha
   double gamma = 0.01;
-  int64_t maxContext = 256;       // sequence length of post-training (the topology's context is capped to it)
-  TrainConfig config;             // post-training hyper-parameters (steps, lr, corpus, ...)
-  EvalOptions eval;               // the held-out text every model is scored on
-  std::filesystem::path outDir;   // OUT/run, OUT/directshare, OUT/postshare, OUT/postshare.json
+  int64_t maxContext = 256;      // sequence length of post-training (the topology's context is capped to it)
+  TrainConfig config;            // post-training hyper-parameters (steps, lr, corpus, ...)
+  EvalOptions eval;              // the held-out text every model is scored on
+  std::filesystem::path outDir;  // OUT/run, OUT/directshare, OUT/postshare, OUT/postshare.json
 };
 
 struct PostShareReport {

@@ -6,17 +6,19 @@
 namespace sharelens {
 
 const std::vector<const FamilyAdapter*>& familyAdapters() {
-  static const std::vector<const FamilyAdapter*> adapters = {&sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(),
-                                                             &gemma3Adapter(), &gpt2Adapter()};
+  static const std::vector<const FamilyAdapter*> adapters = {
+      &sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(), &gemma3Adapter(), &gpt2Adapter()};
   return adapters;
 }
 
 std::string configModelType(const Checkpoint& checkpoint) {
   if (!checkpoint.config() || !checkpoint.config()->is_object()) return {};
   const Json& config = *checkpoint.config();
-  if (auto it = config.find("model_type"); it != config.end() && it->is_string()) return it->get<std::string>();
+  if (auto it = config.find("model_type"); it != config.end() && it->is_string())
+    return it->get<std::string>();
   if (auto text = config.find("text_config"); text != config.end() && text->is_object())
-    if (auto it = text->find("model_type"); it != text->end() && it->is_string()) return it->get<std::string>();
+    if (auto it = text->find("model_type"); it != text->end() && it->is_string())
+      return it->get<std::string>();
   return {};
 }
 
@@ -51,7 +53,8 @@ ModelView openModelView(const Checkpoint& checkpoint) {
                  .hint = "`sharelens inspect` still lists the tensors; the analyses need a known family"});
   }
   ModelView view = best->build(checkpoint);
-  applyCompressionOverlay(checkpoint, view);  // a compressed checkpoint's attention, from its atoms and factors
+  applyCompressionOverlay(checkpoint,
+                          view);  // a compressed checkpoint's attention, from its atoms and factors
   return view;
 }
 

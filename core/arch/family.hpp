@@ -10,21 +10,21 @@
 
 namespace sharelens {
 
-// How a family's forward pass computes, kept beside its tensor-name table (llama.cpp's per-architecture tables
-// are the model): the forward pass reads these instead of switching on the family, so a new family is its
-// adapter file and nothing else.
+// How a family's forward pass computes, kept beside its tensor-name table (llama.cpp's per-architecture
+// tables are the model): the forward pass reads these instead of switching on the family, so a new family is
+// its adapter file and nothing else.
 struct ForwardTraits {
   enum class Norm : uint8_t { Rms, Layer };
   enum class Positions : uint8_t { Rope, Learned };
   enum class Mlp : uint8_t { SwiGlu, GeGluTanh, GeluTanh };  // gated SiLU, gated tanh-GELU, ungated tanh-GELU
   Norm norm = Norm::Rms;
-  bool normWeightPlusOne = false;         // RMSNorm scales by (1 + w) (Gemma)
+  bool normWeightPlusOne = false;           // RMSNorm scales by (1 + w) (Gemma)
   bool scaleEmbeddingBySqrtHidden = false;  // embeddings x sqrt(d), in the weights' dtype (Gemma)
   Positions positions = Positions::Rope;
   Mlp mlp = Mlp::SwiGlu;
-  bool sandwichNorms = false;             // a norm after attention and after the FFN as well (Gemma 3)
-  bool slidingWindowLayers = false;       // some layers attend within a window with their own RoPE base (Gemma 3)
-  bool queryPreAttnScalar = false;        // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
+  bool sandwichNorms = false;        // a norm after attention and after the FFN as well (Gemma 3)
+  bool slidingWindowLayers = false;  // some layers attend within a window with their own RoPE base (Gemma 3)
+  bool queryPreAttnScalar = false;   // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
   std::string_view normEpsField = "rms_norm_eps";
   double normEpsDefault = 1e-6;
   double ropeThetaDefault = 10000.0;

@@ -32,8 +32,11 @@ class Gpt2Adapter : public FamilyAdapter {
   Family family() const override { return Family::Gpt2; }
   // LayerNorm with bias, learned positions, a tanh-GELU MLP (GPT2MLP).
   const ForwardTraits& traits() const override {
-    static const ForwardTraits t{.norm = ForwardTraits::Norm::Layer, .positions = ForwardTraits::Positions::Learned,
-                                 .mlp = ForwardTraits::Mlp::GeluTanh, .normEpsField = "layer_norm_epsilon", .normEpsDefault = 1e-5};
+    static const ForwardTraits t{.norm = ForwardTraits::Norm::Layer,
+                                 .positions = ForwardTraits::Positions::Learned,
+                                 .mlp = ForwardTraits::Mlp::GeluTanh,
+                                 .normEpsField = "layer_norm_epsilon",
+                                 .normEpsDefault = 1e-5};
     return t;
   }
 
@@ -56,9 +59,9 @@ class Gpt2Adapter : public FamilyAdapter {
     view.modelType = "gpt2";
     const std::string configName = ckpt.configPath() ? ckpt.configPath()->string() : "config.json";
     if (ckpt.config()) {
-      view.shape = readConfigShape(JsonObject(*ckpt.config(), configName), kGpt2Config, /*tiedByDefault=*/true,
-                                   {{"vocab_size", 50257}, {"n_positions", 1024}, {"n_embd", 768},
-                                    {"n_layer", 12}, {"n_head", 12}});
+      view.shape = readConfigShape(
+          JsonObject(*ckpt.config(), configName), kGpt2Config, /*tiedByDefault=*/true,
+          {{"vocab_size", 50257}, {"n_positions", 1024}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12}});
     } else {
       view.notes.push_back("no config.json: shape inferred from tensor shapes");
     }
@@ -76,8 +79,10 @@ class Gpt2Adapter : public FamilyAdapter {
     };
     auto require2d = [&](const TensorInfo* t) {
       if (t && t->rank() != 2)
-        throw Error({.what = "Conv1D weight must be 2-D", .where = ckpt.path().string() + ": tensor '" + t->name + "'",
-                     .expected = "[in, out]", .found = shapeToString(t->shape)});
+        throw Error({.what = "Conv1D weight must be 2-D",
+                     .where = ckpt.path().string() + ": tensor '" + t->name + "'",
+                     .expected = "[in, out]",
+                     .found = shapeToString(t->shape)});
       return t;
     };
 
@@ -124,7 +129,8 @@ class Gpt2Adapter : public FamilyAdapter {
       LayerView layer;
       layer.index = l;
       auto layerNorm = [&](const std::string& name) -> std::optional<NormRef> {
-        if (claim(base + name + ".weight", TensorRole::Norm) && claim(base + name + ".bias", TensorRole::Norm))
+        if (claim(base + name + ".weight", TensorRole::Norm) &&
+            claim(base + name + ".bias", TensorRole::Norm))
           return NormRef{base + name + ".weight", base + name + ".bias"};
         return std::nullopt;
       };
@@ -148,7 +154,8 @@ class Gpt2Adapter : public FamilyAdapter {
         layer.bias[static_cast<int>(Proj::O)] = VectorSlice{b->name, 0, static_cast<int64_t>(b->numel)};
       if (const TensorInfo* fc = require2d(claim(base + std::string(kFcW), TensorRole::Ffn))) {
         checkDimension(ckpt, kGpt2Config.ffn, s.ffn, fc->name, 1, fc->dim(1), "n_inner");
-        layer.proj[static_cast<int>(Proj::Up)] = MatrixExpr::fromTensor(fc->name, fc->dim(1), fc->dim(0), true);
+        layer.proj[static_cast<int>(Proj::Up)] =
+            MatrixExpr::fromTensor(fc->name, fc->dim(1), fc->dim(0), true);
       }
       if (const TensorInfo* b = claim(base + std::string(kFcB), TensorRole::Ffn))
         layer.bias[static_cast<int>(Proj::Up)] = VectorSlice{b->name, 0, static_cast<int64_t>(b->numel)};
@@ -164,8 +171,10 @@ class Gpt2Adapter : public FamilyAdapter {
 
     if (s.heads > 0) {
       if (d % s.heads != 0)
-        throw Error({.what = "n_head does not divide n_embd", .where = configName + " field 'n_head'",
-                     .expected = "a divisor of " + std::to_string(d), .found = std::to_string(s.heads)});
+        throw Error({.what = "n_head does not divide n_embd",
+                     .where = configName + " field 'n_head'",
+                     .expected = "a divisor of " + std::to_string(d),
+                     .found = std::to_string(s.heads)});
       s.kvHeads = s.heads;
       s.headDim = d / s.heads;
     } else {
@@ -183,7 +192,8 @@ class Gpt2Adapter : public FamilyAdapter {
   static std::optional<std::string> prefixOf(const Checkpoint& ckpt) {
     // c_attn or, in a compressed checkpoint that dropped it, the first block's norm.
     for (const char* prefix : {"", "transformer."})
-      if (ckpt.find(std::string(prefix) + "h.0." + std::string(kCAttnW)) || ckpt.find(std::string(prefix) + "h.0.ln_1.weight"))
+      if (ckpt.find(std::string(prefix) + "h.0." + std::string(kCAttnW)) ||
+          ckpt.find(std::string(prefix) + "h.0.ln_1.weight"))
         return std::string(prefix);
     return std::nullopt;
   }

@@ -13,13 +13,18 @@ const FamilyAdapter& llamaAdapter() {
       .finalNorm = "norm.weight",
       .outputHeads = {"lm_head.weight"},
       .proj = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"},
+               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+               "mlp.down_proj.weight"},
       .qkvBias = {},
       // NormSlot order: AttnIn, AttnOut, FfnIn, FfnOut, QNorm, KNorm
       .norms = {"input_layernorm.weight", "", "post_attention_layernorm.weight", "", "", ""},
       .tiedByDefault = false,
-      .defaults = {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048}},
+      .defaults = {{"vocab_size", 32000},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 11008},
+                   {"num_hidden_layers", 32},
+                   {"num_attention_heads", 32},
+                   {"max_position_embeddings", 2048}},
   });
   return adapter;
 }

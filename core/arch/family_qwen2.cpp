@@ -12,15 +12,20 @@ const FamilyAdapter& qwen2Adapter() {
       .finalNorm = "norm.weight",
       .outputHeads = {"lm_head.weight"},
       .proj = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"},
+               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+               "mlp.down_proj.weight"},
       .qkvBias = {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"},
       .qkvBiasExpected = true,
       // NormSlot order: AttnIn, AttnOut, FfnIn, FfnOut, QNorm, KNorm
       .norms = {"input_layernorm.weight", "", "post_attention_layernorm.weight", "", "", ""},
       .evidence = {"self_attn.q_proj.bias"},
       .tiedByDefault = false,
-      .defaults = {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+      .defaults = {{"vocab_size", 151936},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 22016},
+                   {"num_hidden_layers", 32},
+                   {"num_attention_heads", 32},
+                   {"num_key_value_heads", 32},
                    {"max_position_embeddings", 32768}},
   });
   return adapter;

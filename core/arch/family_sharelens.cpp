@@ -31,15 +31,16 @@ class ShareLensViewBuilder {
     m_view.source = m_ckpt.path().string();
     m_view.family = Family::ShareLens;
     m_view.modelType = "sharelens:" + m_t.name;
-    m_view.shape = ModelShape{m.vocab, m.dModel, m.layers, m.heads, m.kvHeads, m.headDim, m.ffn, m.context,
-                              m_t.embedding.tied, true};
+    m_view.shape = ModelShape{m.vocab, m.dModel,  m.layers,           m.heads, m.kvHeads, m.headDim,
+                              m.ffn,   m.context, m_t.embedding.tied, true};
     buildEmbedding();
     claim(n::kFinalNorm, TensorRole::Norm);
     m_view.finalNorm = NormRef{n::kFinalNorm, std::nullopt};
     for (int64_t l = 0; l < m.layers; ++l) m_view.layers.push_back(buildLayer(l));
     for (const std::string& name : m_ckpt.tensorNames())
       if (!m_view.roles.count(name)) m_view.unexpected.push_back(name);
-    m_view.notes.push_back("ShareLens topology '" + m_t.name + "': per-layer matrices are composed from its unique weights");
+    m_view.notes.push_back("ShareLens topology '" + m_t.name +
+                           "': per-layer matrices are composed from its unique weights");
     return std::move(m_view);
   }
 
@@ -77,8 +78,9 @@ class ShareLensViewBuilder {
 
   void buildEmbedding() {
     m_view.embedding = table(n::kEmbedding, n::kEmbeddingE, n::kEmbeddingP, TensorRole::Embedding);
-    m_view.outputHead = m_t.embedding.tied ? *m_view.embedding
-                                           : table(n::kOutput, n::kOutputE, n::kOutputP, TensorRole::OutputHead);
+    m_view.outputHead = m_t.embedding.tied
+                            ? *m_view.embedding
+                            : table(n::kOutput, n::kOutputE, n::kOutputP, TensorRole::OutputHead);
   }
 
   // + B_l A_l when layer l's block is shared by several layers and LoRA is on.
@@ -106,7 +108,8 @@ class ShareLensViewBuilder {
       const auto groups = m_t.masa.effectiveGroups(m.layers);
       int64_t group = 0;
       for (size_t g = 0; g < groups.size(); ++g)
-        if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end()) group = static_cast<int64_t>(g);
+        if (std::find(groups[g].begin(), groups[g].end(), layer) != groups[g].end())
+          group = static_cast<int64_t>(g);
       const std::string atoms = n::masaAtoms(p, group), coeff = n::masaCoefficients(p);
       claim(atoms, TensorRole::Masa);
       claim(coeff, TensorRole::Masa);
@@ -121,9 +124,11 @@ class ShareLensViewBuilder {
     const int64_t block = m_t.attention.assign[static_cast<size_t>(layer)];
     const HeadSharing& hs = m_t.headSharing;
     const bool headShared =
-        hs.mode != HeadSharingMode::None && std::find(hs.projections.begin(), hs.projections.end(), p) != hs.projections.end();
+        hs.mode != HeadSharingMode::None &&
+        std::find(hs.projections.begin(), hs.projections.end(), p) != hs.projections.end();
     if (headShared) {
-      const std::string base = hs.mode == HeadSharingMode::QkvShared ? n::qkvBase(block) : n::headBase(block, p);
+      const std::string base =
+          hs.mode == HeadSharingMode::QkvShared ? n::qkvBase(block) : n::headBase(block, p);
       claim(base, TensorRole::Attention);
       const std::string a = n::headLoraA(block, p), b = n::headLoraB(block, p);
       if (hs.loraRank > 0) {
@@ -153,7 +158,8 @@ class ShareLensViewBuilder {
           const int64_t srcLayer = tie ? tie->sourceLayer : layer, srcUnit = tie ? tie->sourceUnit : u;
           const std::string tensor = n::attnWeight(m_t.attention.assign[static_cast<size_t>(srcLayer)], p);
           MatrixTerm term;
-          term.left = TensorSlice{tensor, false, -1, compactUnitIndex(m_t, srcLayer, srcUnit) * rows, rows, 0, in};
+          term.left =
+              TensorSlice{tensor, false, -1, compactUnitIndex(m_t, srcLayer, srcUnit) * rows, rows, 0, in};
           term.atRow = u * rows;
           e.terms.push_back(term);
         }
@@ -205,7 +211,8 @@ class ShareLensAdapter : public FamilyAdapter {
   ModelView build(const Checkpoint& ckpt) const override {
     const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
     if (it == ckpt.metadata().end())
-      throw Error({.what = "no ShareLens topology in the checkpoint's metadata", .where = ckpt.path().string(),
+      throw Error({.what = "no ShareLens topology in the checkpoint's metadata",
+                   .where = ckpt.path().string(),
                    .expected = "__metadata__['" + std::string(names::kTopologyMetadataKey) + "']",
                    .hint = "this is not a ShareLens checkpoint"});
     const std::string where = ckpt.path().string() + ": __metadata__['" + names::kTopologyMetadataKey + "']";

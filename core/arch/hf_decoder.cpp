@@ -36,10 +36,9 @@ class ViewBuilder {
   void finish(const std::vector<std::string_view>& ignoredPrefixes) {
     for (const std::string& name : m_ckpt.tensorNames()) {
       if (m_view.roles.count(name)) continue;
-      const bool ignored =
-          endsWith(name, ".rotary_emb.inv_freq") ||
-          std::any_of(ignoredPrefixes.begin(), ignoredPrefixes.end(),
-                      [&](std::string_view p) { return startsWith(name, p); });
+      const bool ignored = endsWith(name, ".rotary_emb.inv_freq") ||
+                           std::any_of(ignoredPrefixes.begin(), ignoredPrefixes.end(),
+                                       [&](std::string_view p) { return startsWith(name, p); });
       (ignored ? m_view.ignored : m_view.unexpected).push_back(name);
     }
   }
@@ -68,16 +67,17 @@ ModelShape readConfigShape(const JsonObject& cfg, const ConfigFieldNames& names,
   s.ffn = field(names.ffn, 0);
   s.vocab = field(names.vocab, 0);
   s.context = field(names.context, 0);
-  // A context is only read, never allocated in full (the forward pass builds position tables for the windows it
-  // runs), but an absurd one is a broken config, not a model.
+  // A context is only read, never allocated in full (the forward pass builds position tables for the windows
+  // it runs), but an absurd one is a broken config, not a model.
   if (s.context > kMaxConfigContext)
     cfg.fail(names.context, "out of range", "at most " + std::to_string(kMaxConfigContext) + " positions",
              std::to_string(s.context), "fix config.json; it must come from the model's own export");
   s.tiedEmbeddings = cfg.optionalBool(names.tie).value_or(tiedByDefault);
   if (s.headDim == 0 && s.heads > 0 && s.hidden > 0) {
     if (s.hidden % s.heads != 0)
-      cfg.fail(names.heads, "does not divide " + std::string(names.hidden) + " and no " +
-                                std::string(names.headDim) + " is given",
+      cfg.fail(names.heads,
+               "does not divide " + std::string(names.hidden) + " and no " + std::string(names.headDim) +
+                   " is given",
                "a divisor of " + std::to_string(s.hidden), std::to_string(s.heads),
                "set " + std::string(names.headDim) + " explicitly");
     s.headDim = s.hidden / s.heads;
@@ -88,17 +88,20 @@ ModelShape readConfigShape(const JsonObject& cfg, const ConfigFieldNames& names,
   return s;
 }
 
-int64_t contiguousLayerCount(const Checkpoint& ckpt, const std::set<int64_t>& indices, const std::string& prefix) {
+int64_t contiguousLayerCount(const Checkpoint& ckpt, const std::set<int64_t>& indices,
+                             const std::string& prefix) {
   if (indices.empty()) return 0;
   const int64_t count = static_cast<int64_t>(indices.size()), top = *indices.rbegin();
   if (top == count - 1) return count;
   int64_t gap = 0;
   while (indices.count(gap)) ++gap;
-  throw Error({.what = "layer indices are not contiguous", .where = ckpt.path().string(),
-               .expected = "tensors for layers " + prefix + "0.." + prefix + std::to_string(count - 1),
-               .found = std::to_string(count) + " layers with indices up to " + std::to_string(top) + "; none for layer " +
-                        std::to_string(gap),
-               .hint = "a shard is missing or a tensor is misnamed; `sharelens inspect` lists the tensor names"});
+  throw Error(
+      {.what = "layer indices are not contiguous",
+       .where = ckpt.path().string(),
+       .expected = "tensors for layers " + prefix + "0.." + prefix + std::to_string(count - 1),
+       .found = std::to_string(count) + " layers with indices up to " + std::to_string(top) +
+                "; none for layer " + std::to_string(gap),
+       .hint = "a shard is missing or a tensor is misnamed; `sharelens inspect` lists the tensor names"});
 }
 
 void checkDimension(const Checkpoint& ckpt, std::string_view configField, int64_t configValue,
@@ -116,14 +119,15 @@ std::string DecoderAdapter::findPrefix(const Checkpoint& ckpt) const {
   // The first layer's q projection or, in a compressed checkpoint that dropped it, its FFN's first matrix.
   for (std::string_view prefix : m_layout.prefixes)
     for (std::string_view probe : {m_layout.proj[0], m_layout.proj[static_cast<int>(Proj::Down)]})
-      if (!probe.empty() && ckpt.find(std::string(prefix) + "layers.0." + std::string(probe))) return std::string(prefix);
+      if (!probe.empty() && ckpt.find(std::string(prefix) + "layers.0." + std::string(probe)))
+        return std::string(prefix);
   return {};
 }
 
 int DecoderAdapter::score(const Checkpoint& ckpt) const {
   const std::string modelType = configModelType(ckpt);
-  if (!modelType.empty() &&
-      std::find(m_layout.modelTypes.begin(), m_layout.modelTypes.end(), modelType) != m_layout.modelTypes.end())
+  if (!modelType.empty() && std::find(m_layout.modelTypes.begin(), m_layout.modelTypes.end(), modelType) !=
+                                m_layout.modelTypes.end())
     return 100;
   const std::string prefix = findPrefix(ckpt);
   if (prefix.empty()) return 0;
@@ -139,7 +143,8 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
   if (prefix.empty())
     throw Error({.what = "no decoder layers found for family " + std::string(familyName(L.family)),
                  .where = ckpt.path().string(),
-                 .expected = "a tensor named " + std::string(L.prefixes.front()) + "layers.0." + std::string(L.proj[0]),
+                 .expected = "a tensor named " + std::string(L.prefixes.front()) + "layers.0." +
+                             std::string(L.proj[0]),
                  .found = std::to_string(ckpt.tensorCount()) + " tensors without it",
                  .hint = "run `sharelens inspect` to see the tensor names"});
 
@@ -180,8 +185,10 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
   const std::string embeddingName = prefix + std::string(L.embedding);
   if (const TensorInfo* e = claims.claim(embeddingName, TensorRole::Embedding, true)) {
     if (e->rank() != 2)
-      throw Error({.what = "embedding must be 2-D", .where = ckpt.path().string() + ": tensor '" + embeddingName + "'",
-                   .expected = "[vocab, hidden]", .found = shapeToString(e->shape)});
+      throw Error({.what = "embedding must be 2-D",
+                   .where = ckpt.path().string() + ": tensor '" + embeddingName + "'",
+                   .expected = "[vocab, hidden]",
+                   .found = shapeToString(e->shape)});
     if (view.shape.vocab == 0) view.shape.vocab = e->dim(0);
     if (view.shape.hidden == 0) view.shape.hidden = e->dim(1);
     checkDimension(ckpt, L.config.vocab, view.shape.vocab, embeddingName, 0, e->dim(0), "vocab_size");
@@ -201,17 +208,20 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
   if (!headName.empty()) {
     const TensorInfo* h = claims.claim(headName, TensorRole::OutputHead, true);
     if (h->rank() != 2)
-      throw Error({.what = "output head must be 2-D", .where = ckpt.path().string() + ": tensor '" + headName + "'",
-                   .expected = "[vocab, hidden]", .found = shapeToString(h->shape)});
+      throw Error({.what = "output head must be 2-D",
+                   .where = ckpt.path().string() + ": tensor '" + headName + "'",
+                   .expected = "[vocab, hidden]",
+                   .found = shapeToString(h->shape)});
     view.outputHead = MatrixExpr::fromTensor(headName, h->dim(0), h->dim(1));
     if (ckpt.config() && view.shape.tiedEmbeddings)
       view.notes.push_back("config says tied embeddings, but the checkpoint stores an output head; using it");
     view.shape.tiedEmbeddings = false;
   } else {
     if (ckpt.config() && !view.shape.tiedEmbeddings)
-      view.notes.push_back("config says untied embeddings (" + std::string(L.config.tie) +
-                           " false), but the checkpoint stores no output head; using the embedding as the output head "
-                           "(transformers would start a random one)");
+      view.notes.push_back(
+          "config says untied embeddings (" + std::string(L.config.tie) +
+          " false), but the checkpoint stores no output head; using the embedding as the output head "
+          "(transformers would start a random one)");
     view.shape.tiedEmbeddings = true;
     view.outputHead = view.embedding;
   }
@@ -228,11 +238,14 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     const std::string base = layersPrefix + std::to_string(l) + ".";
     for (Proj p : kAllProjs) {
       const std::string name = base + std::string(L.proj[static_cast<int>(p)]);
-      const TensorInfo* t = claims.claim(name, isAttentionProj(p) ? TensorRole::Attention : TensorRole::Ffn, true);
+      const TensorInfo* t =
+          claims.claim(name, isAttentionProj(p) ? TensorRole::Attention : TensorRole::Ffn, true);
       if (!t) continue;
       if (t->rank() != 2)
-        throw Error({.what = "projection weight must be 2-D", .where = ckpt.path().string() + ": tensor '" + name + "'",
-                     .expected = "[out, in]", .found = shapeToString(t->shape)});
+        throw Error({.what = "projection weight must be 2-D",
+                     .where = ckpt.path().string() + ": tensor '" + name + "'",
+                     .expected = "[out, in]",
+                     .found = shapeToString(t->shape)});
       layer.proj[static_cast<int>(p)] = MatrixExpr::fromTensor(name, t->dim(0), t->dim(1));
     }
     for (int i = 0; i < 3; ++i) {
@@ -258,7 +271,8 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     if (s.heads == 0 && s.headDim > 0 && first.has(Proj::Q)) s.heads = first.at(Proj::Q).rows / s.headDim;
     if (s.kvHeads == 0 && s.headDim > 0 && first.has(Proj::K)) s.kvHeads = first.at(Proj::K).rows / s.headDim;
   }
-  if (s.heads == 0 || s.headDim == 0) view.notes.push_back("head count unknown: per-head views need config.json");
+  if (s.heads == 0 || s.headDim == 0)
+    view.notes.push_back("head count unknown: per-head views need config.json");
   for (const LayerView& layer : view.layers) {
     auto check = [&](Proj p, int dim, std::string_view field, int64_t want, const std::string& relation) {
       if (!layer.has(p)) return;
@@ -271,7 +285,8 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     check(Proj::K, 0, L.config.kvHeads, kvRows, "num_key_value_heads x head_dim " + hd);
     check(Proj::V, 0, L.config.kvHeads, kvRows, "num_key_value_heads x head_dim " + hd);
     check(Proj::O, 1, L.config.heads, qRows, "num_attention_heads x head_dim " + hd);
-    for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::Gate, Proj::Up}) check(p, 1, L.config.hidden, s.hidden, "hidden_size");
+    for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::Gate, Proj::Up})
+      check(p, 1, L.config.hidden, s.hidden, "hidden_size");
     check(Proj::O, 0, L.config.hidden, s.hidden, "hidden_size");
     check(Proj::Down, 0, L.config.hidden, s.hidden, "hidden_size");
     check(Proj::Gate, 0, L.config.ffn, s.ffn, "intermediate_size");

@@ -34,22 +34,22 @@ using ConfigDefaults = std::vector<std::pair<std::string_view, int64_t>>;
 
 struct DecoderLayout {
   Family family;
-  std::vector<std::string_view> modelTypes;     // config.json model_type values this layout claims
-  std::vector<std::string_view> prefixes;       // candidates for where "layers.{L}." lives
-  std::string_view embedding;                   // relative to the prefix
-  std::string_view finalNorm;                   // relative to the prefix
-  std::vector<std::string_view> outputHeads;    // full names; the first present wins, none = tied
+  std::vector<std::string_view> modelTypes;       // config.json model_type values this layout claims
+  std::vector<std::string_view> prefixes;         // candidates for where "layers.{L}." lives
+  std::string_view embedding;                     // relative to the prefix
+  std::string_view finalNorm;                     // relative to the prefix
+  std::vector<std::string_view> outputHeads;      // full names; the first present wins, none = tied
   std::array<std::string_view, kProjCount> proj;  // relative to "<prefix>layers.{L}."
-  std::array<std::string_view, 3> qkvBias;      // empty when the family has none
+  std::array<std::string_view, 3> qkvBias;        // empty when the family has none
   bool qkvBiasExpected = false;
   std::array<std::string_view, kNormSlotCount> norms;  // per layer by NormSlot; empty = none
-  std::vector<std::string_view> evidence;       // per-layer tensors whose presence identifies the family
+  std::vector<std::string_view> evidence;         // per-layer tensors whose presence identifies the family
   std::vector<std::string_view> ignoredPrefixes;  // non-text parts (vision tower)
-  std::string_view textConfigKey;               // nested text config ("text_config"), empty if flat
+  std::string_view textConfigKey;                 // nested text config ("text_config"), empty if flat
   bool tiedByDefault = false;
   ConfigDefaults defaults;
   ConfigFieldNames config;
-  ForwardTraits traits;                         // how the forward pass computes (family.hpp)
+  ForwardTraits traits;  // how the forward pass computes (family.hpp)
 };
 
 class DecoderAdapter : public FamilyAdapter {
@@ -70,10 +70,11 @@ class DecoderAdapter : public FamilyAdapter {
 ModelShape readConfigShape(const JsonObject& config, const ConfigFieldNames& names, bool tiedByDefault,
                            const ConfigDefaults& defaults);
 
-// The number of layers from the indices found in tensor names ("<prefix>{L}."). Indices must run 0..L-1 without
-// gaps; otherwise a named Error says which are missing (a lost shard, a misnamed tensor) -- never a count taken
-// from a stray huge index.
-int64_t contiguousLayerCount(const Checkpoint& checkpoint, const std::set<int64_t>& indices, const std::string& prefix);
+// The number of layers from the indices found in tensor names ("<prefix>{L}."). Indices must run 0..L-1
+// without gaps; otherwise a named Error says which are missing (a lost shard, a misnamed tensor) -- never a
+// count taken from a stray huge index.
+int64_t contiguousLayerCount(const Checkpoint& checkpoint, const std::set<int64_t>& indices,
+                             const std::string& prefix);
 
 // Checks that config and tensor shapes agree, naming the config field and the tensor when they do not.
 void checkDimension(const Checkpoint& checkpoint, std::string_view configField, int64_t configValue,

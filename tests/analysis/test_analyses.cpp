@@ -11,8 +11,8 @@
 #include "analysis/matrix_pca.hpp"
 #include "core/arch/family.hpp"
 #include "core/derived_checkpoint.hpp"
-#include "core/topology.hpp"
 #include "core/error.hpp"
+#include "core/topology.hpp"
 #include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
@@ -38,7 +38,8 @@ void rewrite(const fs::path& dir, const std::map<std::string, std::vector<float>
   fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
 }
 
-std::vector<float> orthonormalAtomsCombination(const std::vector<Eigen::MatrixXd>& atoms, const std::vector<double>& c) {
+std::vector<float> orthonormalAtomsCombination(const std::vector<Eigen::MatrixXd>& atoms,
+                                               const std::vector<double>& c) {
   Eigen::MatrixXd w = Eigen::MatrixXd::Zero(atoms[0].rows(), atoms[0].cols());
   for (size_t s = 0; s < atoms.size(); ++s) w += c[s] * atoms[s];
   std::vector<float> out;
@@ -59,7 +60,8 @@ TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
   std::normal_distribution<double> normal;
   Eigen::MatrixXd g(rows * cols, 2);
   for (int64_t i = 0; i < g.rows(); ++i) g(i, 0) = normal(rng), g(i, 1) = normal(rng);
-  const Eigen::MatrixXd q = Eigen::HouseholderQR<Eigen::MatrixXd>(g).householderQ() * Eigen::MatrixXd::Identity(g.rows(), 2);
+  const Eigen::MatrixXd q =
+      Eigen::HouseholderQR<Eigen::MatrixXd>(g).householderQ() * Eigen::MatrixXd::Identity(g.rows(), 2);
   std::vector<Eigen::MatrixXd> atoms(2, Eigen::MatrixXd(rows, cols));
   for (int s = 0; s < 2; ++s)
     for (int64_t i = 0; i < rows; ++i)
@@ -82,7 +84,8 @@ TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
   // X^T X = C^T C; its eigenvalues are those of the 2 x 2 matrix C C^T (C: 2 x 5 coefficient matrix).
   Eigen::MatrixXd c(2, 5);
   for (int l = 0; l < 5; ++l) c(0, l) = coeff[l][0], c(1, l) = coeff[l][1];
-  const Eigen::VectorXd lambda = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(c * c.transpose()).eigenvalues();
+  const Eigen::VectorXd lambda =
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(c * c.transpose()).eigenvalues();
   EXPECT_NEAR(pca.singularValues[0], std::sqrt(lambda(1)), 1e-4);
   EXPECT_NEAR(pca.singularValues[1], std::sqrt(lambda(0)), 1e-4);
   EXPECT_NEAR(pca.explainedVariance[0], lambda(1) / (lambda(0) + lambda(1)), 1e-6);
@@ -96,8 +99,9 @@ TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
   // Coefficients reproduce each layer: sum_s C_sl^2 = ||W_l||^2.
   for (int64_t l = 0; l < 5; ++l) {
     const double expected = coeff[l][0] * coeff[l][0] + coeff[l][1] * coeff[l][1];
-    EXPECT_NEAR(pca.coefficients(0, l) * pca.coefficients(0, l) + pca.coefficients(1, l) * pca.coefficients(1, l),
-                expected, 1e-3);
+    EXPECT_NEAR(
+        pca.coefficients(0, l) * pca.coefficients(0, l) + pca.coefficients(1, l) * pca.coefficients(1, l),
+        expected, 1e-3);
   }
   fs::remove_all(dir);
 }
@@ -113,8 +117,8 @@ TEST(MatrixPca, LayerGroupsParseAndRejectMistakes) {
   EXPECT_THROW(parseLayerGroups("", 6), Error);
 }
 
-// MASA's grouping strategy ("Share Your Attention", Sec. Grouping Strategy): consecutive blocks with small drift
-// stay together; G groups cut after the G-1 largest KL(p_l || p_{l+1}). Hand-worked cases.
+// MASA's grouping strategy ("Share Your Attention", Sec. Grouping Strategy): consecutive blocks with small
+// drift stay together; G groups cut after the G-1 largest KL(p_l || p_{l+1}). Hand-worked cases.
 TEST(MatrixPca, KlGroupsCutAfterTheLargestDrifts) {
   const std::vector<double> drift = {0.1, 0.9, 0.2, 0.05, 0.7};  // 6 layers
   using Groups = std::vector<std::vector<int64_t>>;
@@ -122,7 +126,8 @@ TEST(MatrixPca, KlGroupsCutAfterTheLargestDrifts) {
   EXPECT_EQ(groupsFromKlDrift(drift, 6, 2), (Groups{{0, 1}, {2, 3, 4, 5}}));
   EXPECT_EQ(groupsFromKlDrift(drift, 6, 3), (Groups{{0, 1}, {2, 3, 4}, {5}}));
   EXPECT_EQ(groupsFromKlDrift(drift, 6, 6), (Groups{{0}, {1}, {2}, {3}, {4}, {5}}));
-  EXPECT_EQ(groupsFromKlDrift({0.5, 0.5, 0.5}, 4, 2), (Groups{{0}, {1, 2, 3}})) << "ties go to the earlier layer";
+  EXPECT_EQ(groupsFromKlDrift({0.5, 0.5, 0.5}, 4, 2), (Groups{{0}, {1, 2, 3}}))
+      << "ties go to the earlier layer";
   EXPECT_THROW(groupsFromKlDrift(drift, 6, 7), Error);
   EXPECT_THROW(groupsFromKlDrift(drift, 6, 0), Error);
   // The older reading, kept as "kl-peaks": a group ends at each local maximum.
@@ -163,7 +168,8 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
     const ModelView view = openModelView(*ckpt);
     TensorEditor editor(*ckpt);
     for (Proj p : {Proj::Q, Proj::K}) {  // the signature only: V stays different until shared
-      const int64_t rows = unitRows(ModelDims{.heads = spec.heads, .kvHeads = spec.kvHeads, .headDim = spec.headDim}, p);
+      const int64_t rows =
+          unitRows(ModelDims{.heads = spec.heads, .kvHeads = spec.kvHeads, .headDim = spec.headDim}, p);
       editor.write(view.layers[2].at(p).sliceRows(dstUnit * rows, rows),
                    materialize(*ckpt, view.layers[0].at(p).sliceRows(srcUnit * rows, rows)));
     }
@@ -183,7 +189,8 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
   EXPECT_NEAR(r.bestMatches[0].similarity, 1.0, 1e-5);
   // alpha = shared units / all units
   EXPECT_EQ(static_cast<int64_t>(r.chosen.size()), std::llround(0.2 * spec.layers * units));
-  EXPECT_NEAR(r.achievedRatio(), static_cast<double>(r.chosen.size()) / static_cast<double>(spec.layers * units), 1e-12);
+  EXPECT_NEAR(r.achievedRatio(),
+              static_cast<double>(r.chosen.size()) / static_cast<double>(spec.layers * units), 1e-12);
   for (const UnitMatch& m : r.chosen) EXPECT_LT(m.source.layer, m.target.layer);
   // Every shared weight and bias: Q rows of the unit's query heads, K and V rows of its KV head.
   const int64_t group = spec.heads / spec.kvHeads, d = spec.hidden, hd = spec.headDim;
@@ -201,8 +208,10 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
   for (const UnitMatch& m : r.chosen)
     for (Proj p : {Proj::Q, Proj::K, Proj::V}) {
       const int64_t rows = (p == Proj::Q ? group : 1) * hd;
-      EXPECT_EQ(materialize(*shared, sharedView.layers[m.target.layer].at(p).sliceRows(m.target.unit * rows, rows)).data,
-                materialize(*ckpt, view.layers[m.source.layer].at(p).sliceRows(m.source.unit * rows, rows)).data)
+      EXPECT_EQ(
+          materialize(*shared, sharedView.layers[m.target.layer].at(p).sliceRows(m.target.unit * rows, rows))
+              .data,
+          materialize(*ckpt, view.layers[m.source.layer].at(p).sliceRows(m.source.unit * rows, rows)).data)
           << projName(p) << " of L" << m.target.layer << " unit " << m.target.unit;
       if (const auto& b = view.layers[m.source.layer].bias[static_cast<int>(p)]) {
         const auto& tb = *sharedView.layers[m.target.layer].bias[static_cast<int>(p)];
@@ -212,7 +221,8 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
       }
     }
   // Units that were not targets are untouched.
-  EXPECT_EQ(materialize(*shared, sharedView.layers[0].at(Proj::V)).data, materialize(*ckpt, view.layers[0].at(Proj::V)).data);
+  EXPECT_EQ(materialize(*shared, sharedView.layers[0].at(Proj::V)).data,
+            materialize(*ckpt, view.layers[0].at(Proj::V)).data);
   // Writing again into the same place, or from a ratio outside (0, 1), is refused before anything is written.
   EXPECT_THROW(writeDirectSharedCheckpoint(*ckpt, view, r, dir / "shared"), Error);
   EXPECT_THROW(computeDirectShare(*ckpt, view, 1.0, {}), Error);
@@ -220,7 +230,8 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily, ::testing::Values(Family::Llama, Family::Qwen2, Family::Gpt2),
+INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily,
+                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Gpt2),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {
@@ -244,7 +255,8 @@ TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {
   EXPECT_EQ(s.curve.back().rank, spec.hidden);
   EXPECT_NEAR(s.curve.back().relativeError, 0.0, 1e-6);
   EXPECT_EQ(s.curve.back().parameters, spec.hidden * (spec.vocab + spec.hidden));
-  for (size_t i = 1; i < s.curve.size(); ++i) EXPECT_LE(s.curve[i].relativeError, s.curve[i - 1].relativeError);
+  for (size_t i = 1; i < s.curve.size(); ++i)
+    EXPECT_LE(s.curve[i].relativeError, s.curve[i - 1].relativeError);
   // Eckart-Young from the spectrum, by hand, at r = 10% of d:
   const auto& p = s.curve[1];
   double tail = 0, total = 0;

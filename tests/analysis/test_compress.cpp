@@ -1,5 +1,5 @@
-// The compression plan and the whitened truncation (analysis/masa_compress.hpp): hand-computed budgets and ranks,
-// and SVD-LLM's whitening against the closed form of the problem it solves.
+// The compression plan and the whitened truncation (analysis/masa_compress.hpp): hand-computed budgets and
+// ranks, and SVD-LLM's whitening against the closed form of the problem it solves.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +23,8 @@ ModelShape smallShape() {
 }
 
 TEST(CompressionPlan, BalancedRanksFollowTheIntrinsicRanksOfThePair) {
-  // rho = min(32, 64) / min(64, 64) = 0.5; a rank of Q costs 128, of K 96: r_q = floor(816 / (128 + 0.5 x 96)) = 4.
+  // rho = min(32, 64) / min(64, 64) = 0.5; a rank of Q costs 128, of K 96: r_q = floor(816 / (128 + 0.5 x
+  // 96)) = 4.
   RankPair r = balancedRanks(816, {64, 64}, {32, 64});
   EXPECT_EQ(r.a, 4);
   EXPECT_EQ(r.b, 2);
@@ -119,17 +120,19 @@ Problem anisotropicProblem(uint64_t seed) {
   std::vector<double> full(static_cast<size_t>(p.in * p.in), 0.0);
   for (int t = 0; t < 400; ++t) {
     std::vector<double> x(static_cast<size_t>(p.in));
-    for (int64_t i = 0; i < p.in; ++i) x[static_cast<size_t>(i)] = normal(rng) * std::pow(0.8, static_cast<double>(i));
     for (int64_t i = 0; i < p.in; ++i)
-      for (int64_t j = 0; j < p.in; ++j) full[static_cast<size_t>(i * p.in + j)] += x[static_cast<size_t>(i)] * x[static_cast<size_t>(j)];
+      x[static_cast<size_t>(i)] = normal(rng) * std::pow(0.8, static_cast<double>(i));
+    for (int64_t i = 0; i < p.in; ++i)
+      for (int64_t j = 0; j < p.in; ++j)
+        full[static_cast<size_t>(i * p.in + j)] += x[static_cast<size_t>(i)] * x[static_cast<size_t>(j)];
   }
   p.x.addFull(full.data(), 400);
   return p;
 }
 
-// SVD-LLM / MASA refinement: min over rank-r M of ||(W - M) S||_F with X = S S^T has the Eckart-Young solution
-// on W S, so the activation-weighted error of the whitened term is sum_{i > r} sigma_i(W S)^2 -- and never more
-// than the plain truncated SVD's activation-weighted error.
+// SVD-LLM / MASA refinement: min over rank-r M of ||(W - M) S||_F with X = S S^T has the Eckart-Young
+// solution on W S, so the activation-weighted error of the whitened term is sum_{i > r} sigma_i(W S)^2 -- and
+// never more than the plain truncated SVD's activation-weighted error.
 TEST(Whitening, MinimisesTheActivationWeightedErrorAsTheClosedFormSays) {
   const Problem p = anisotropicProblem(3);
   const Whitening s = whiteningOf(p.x, "test");
@@ -146,7 +149,8 @@ TEST(Whitening, MinimisesTheActivationWeightedErrorAsTheClosedFormSays) {
     for (int64_t i = 0; i < p.out; ++i)
       for (int64_t j = 0; j < p.in; ++j)
         for (int64_t k = j; k < p.in; ++k)  // S lower triangular: (W S)_ij = sum_{k >= j} W_ik S_kj
-          ws[static_cast<size_t>(i * p.in + j)] += p.w[static_cast<size_t>(i * p.in + k)] * s.s[static_cast<size_t>(k * p.in + j)];
+          ws[static_cast<size_t>(i * p.in + j)] +=
+              p.w[static_cast<size_t>(i * p.in + k)] * s.s[static_cast<size_t>(k * p.in + j)];
     const FloatMatrix wsApprox = product(plainTruncation(ws, p.out, p.in, rank));
     double tail = 0;
     for (size_t i = 0; i < ws.size(); ++i) tail += (ws[i] - wsApprox.data[i]) * (ws[i] - wsApprox.data[i]);

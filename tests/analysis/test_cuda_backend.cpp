@@ -25,7 +25,8 @@ void expectSameSpectra(const std::vector<GramSpectrum>& cpu, const std::vector<G
     const double top = cpu[i].eigenvalues.empty() ? 0.0 : cpu[i].eigenvalues[0];
     for (size_t k = 0; k < cpu[i].eigenvalues.size(); ++k)
       EXPECT_NEAR(cpu[i].eigenvalues[k], gpu[i].eigenvalues[k], 1e-10 * top) << i << ":" << k;
-    EXPECT_EQ(effectiveRank(cpu[i].eigenvalues, cpu[i].trace, 0.95), effectiveRank(gpu[i].eigenvalues, gpu[i].trace, 0.95));
+    EXPECT_EQ(effectiveRank(cpu[i].eigenvalues, cpu[i].trace, 0.95),
+              effectiveRank(gpu[i].eigenvalues, gpu[i].trace, 0.95));
   }
 }
 
@@ -53,7 +54,8 @@ TEST_F(CudaBackend, GramSpectraSmallBatchedAndLarge) {
 
 TEST_F(CudaBackend, HeadPairsAndLayerPairs) {
   const FloatMatrix stacked = randomMatrix(36 * 64, 768, 4);
-  expectSameSpectra(m_cpu->blockPairDifferenceSpectra(stacked, 64, {}), m_gpu->blockPairDifferenceSpectra(stacked, 64, {}));
+  expectSameSpectra(m_cpu->blockPairDifferenceSpectra(stacked, 64, {}),
+                    m_gpu->blockPairDifferenceSpectra(stacked, 64, {}));
   std::vector<FloatMatrix> layers;
   for (int l = 0; l < 5; ++l) layers.push_back(randomMatrix(1024, 384, 20 + l));
   std::vector<const FloatMatrix*> p;

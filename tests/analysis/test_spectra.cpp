@@ -103,8 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, KnownSpectrum,
                          ::testing::Values(Shape{64, 64, 64}, Shape{64, 300, 40}, Shape{300, 48, 48},
                                            Shape{1000, 96, 20}, Shape{96, 1500, 96}),
                          [](const auto& info) {
-                           return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols) + "_r" +
-                                  std::to_string(info.param.rank);
+                           return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols) +
+                                  "_r" + std::to_string(info.param.rank);
                          });
 
 TEST(EffectiveRank, MatchesTheDefinitionAtExactBoundaries) {
@@ -145,7 +145,8 @@ TEST(DifferenceMaps, HeadPairsFromTheSharedCrossGramHaveTheKnownDifferenceRank) 
     FloatMatrix diff(r, d);
     for (int64_t i = 0; i < r; ++i)
       for (int64_t c = 0; c < d; ++c)
-        diff(i, c) = stacked(static_cast<int64_t>(a) * r + i, c) - stacked(static_cast<int64_t>(b) * r + i, c);
+        diff(i, c) =
+            stacked(static_cast<int64_t>(a) * r + i, c) - stacked(static_cast<int64_t>(b) * r + i, c);
     const auto ref = referenceSigma(diff);
     const GramSpectrum& g = pairs[pairIndex(a, b, heads)];
     for (size_t i = 0; i < ref.size(); ++i) {

@@ -94,9 +94,12 @@ TEST(Cli, ShardSymlinkLoopsAndConfigFieldsOfTheWrongTypeAreNamedErrors) {
   std::ofstream(dir / "eps" / "config.json") << config.dump();
   std::ofstream(dir / "ids.txt") << "1, 2, 3";
   r = runProcess(kBinary + " hidden-states " + shellQuote((dir / "eps").string()) + " --token-ids " +
-                 shellQuote((dir / "ids.txt").string()) + " --out " + shellQuote((dir / "h.safetensors").string()));
+                 shellQuote((dir / "ids.txt").string()) + " --out " +
+                 shellQuote((dir / "h.safetensors").string()));
   EXPECT_EQ(r.exitCode, 2) << r.err;
-  EXPECT_NE(r.err.find("field 'rms_norm_eps': wrong type (expected a number, found a string"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("field 'rms_norm_eps': wrong type (expected a number, found a string"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(dir / "h.safetensors"));
   fs::remove_all(dir);
 }
@@ -111,7 +114,8 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   r = runProcess(kBinary + " --help");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("inspect"), std::string::npos);
-  for (const char* guiFlag : {"--demo", "--view", "--screenshot"}) EXPECT_NE(r.out.find(guiFlag), std::string::npos) << guiFlag;
+  for (const char* guiFlag : {"--demo", "--view", "--screenshot"})
+    EXPECT_NE(r.out.find(guiFlag), std::string::npos) << guiFlag;
   // A mistyped command is an error, not a model path for the GUI.
   r = runProcess(kBinary + " frobnicate");
   EXPECT_EQ(r.exitCode, 2);
@@ -124,7 +128,8 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   EXPECT_NE(r.err.find("Spectrum, Heads"), std::string::npos) << r.err;
   // More unique blocks than layers is refused, not silently clamped.
   const fs::path dir = testing::makeTempDir("cli-bad-args");
-  r = runProcess(kBinary + " topology --preset cycle --layers 4 --unique 9 --out " + shellQuote((dir / "t.json").string()));
+  r = runProcess(kBinary + " topology --preset cycle --layers 4 --unique 9 --out " +
+                 shellQuote((dir / "t.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("unique blocks out of range"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "t.json"));
@@ -137,7 +142,8 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   const auto dir = testing::makeTempDir("cli-methods");
   testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Llama));
   Json config = readJsonFile(dir / "m" / "config.json");
-  config["rope_scaling"] = nullptr;  // post-training refuses llama3 RoPE scaling; this test is about the tokenizer
+  config["rope_scaling"] =
+      nullptr;  // post-training refuses llama3 RoPE scaling; this test is about the tokenizer
   std::ofstream(dir / "m" / "config.json") << config.dump();
   const std::string m = shellQuote((dir / "m").string());
   auto r = runProcess(kBinary + " eval " + m + " --json " + shellQuote((dir / "e.json").string()));
@@ -145,22 +151,26 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   EXPECT_NE(r.err.find("no tokenizer for the checkpoint"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "e.json"));
   for (const char* ratio : {"1.5", "0", "1", "nan"}) {
-    r = runProcess(kBinary + " train --init " + m + " --postshare " + ratio + " --out " + shellQuote((dir / "ps").string()));
+    r = runProcess(kBinary + " train --init " + m + " --postshare " + ratio + " --out " +
+                   shellQuote((dir / "ps").string()));
     EXPECT_EQ(r.exitCode, 2) << ratio;
     EXPECT_NE(r.err.find("--postshare"), std::string::npos) << r.err;
   }
-  r = runProcess(kBinary + " train --init " + m + " --postshare 0.25 --out " + shellQuote((dir / "ps").string()));
+  r = runProcess(kBinary + " train --init " + m + " --postshare 0.25 --out " +
+                 shellQuote((dir / "ps").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("no tokenizer for the checkpoint"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ps"));
-  r = runProcess(kBinary + " analyze " + m + " --directshare --ratio 1.2 --json " + shellQuote((dir / "a.json").string()));
+  r = runProcess(kBinary + " analyze " + m + " --directshare --ratio 1.2 --json " +
+                 shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("--ratio"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "a.json"));
-  r = runProcess(kBinary + " topology --preset cycle --layers 6 --unique 3 --out " + shellQuote((dir / "t.json").string()));
+  r = runProcess(kBinary + " topology --preset cycle --layers 6 --unique 3 --out " +
+                 shellQuote((dir / "t.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = runProcess(kBinary + " params " + shellQuote((dir / "t.json").string()) + " --solve-lora-rank 10 --out " +
-                 shellQuote((dir / "solved.json").string()));
+  r = runProcess(kBinary + " params " + shellQuote((dir / "t.json").string()) +
+                 " --solve-lora-rank 10 --out " + shellQuote((dir / "solved.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("no layer LoRA rank meets the budget within 0.5%"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "solved.json"));
@@ -168,7 +178,8 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
 }
 
 // A copy of a Llama fixture with edits: `edit` changes tensors through a TensorEditor, `drop` removes some.
-fs::path editedFixture(const fs::path& dir, const std::string& name, const std::function<void(const Checkpoint&, TensorEditor&)>& edit,
+fs::path editedFixture(const fs::path& dir, const std::string& name,
+                       const std::function<void(const Checkpoint&, TensorEditor&)>& edit,
                        const std::vector<std::string>& drop = {}) {
   const fs::path source = dir / "source";
   if (!fs::exists(source)) testing::writeHfFixture(source, testing::defaultSpec(Family::Llama));
@@ -191,7 +202,8 @@ TEST(Cli, AnalysisErrorsNameTheFileTheTensorAndWhatToDo) {
     m(5, 7) = NAN;
     e.write(MatrixExpr::fromTensor(q1, 64, 64), m);
   });
-  auto r = runProcess(kBinary + " analyze " + shellQuote(nan.string()) + " --spectra --json " + shellQuote((dir / "a.json").string()));
+  auto r = runProcess(kBinary + " analyze " + shellQuote(nan.string()) + " --spectra --json " +
+                      shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find((nan / "model.safetensors").string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(q1), std::string::npos) << r.err;
@@ -199,8 +211,10 @@ TEST(Cli, AnalysisErrorsNameTheFileTheTensorAndWhatToDo) {
   EXPECT_NE(r.err.find("Hint:"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("dsyevd"), std::string::npos) << r.err;
   // A projection missing from one layer: named with the file and what to do.
-  const fs::path missing = editedFixture(dir, "missing", [](const Checkpoint&, TensorEditor&) {}, {"model.layers.1.self_attn.k_proj.weight"});
-  r = runProcess(kBinary + " analyze " + shellQuote(missing.string()) + " --heads --json " + shellQuote((dir / "a.json").string()));
+  const fs::path missing = editedFixture(dir, "missing", [](const Checkpoint&, TensorEditor&) {},
+                                         {"model.layers.1.self_attn.k_proj.weight"});
+  r = runProcess(kBinary + " analyze " + shellQuote(missing.string()) + " --heads --json " +
+                 shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("layer 1 has no 'k' projection"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(missing.string()), std::string::npos) << r.err;
@@ -212,7 +226,8 @@ TEST(Cli, AnalysisErrorsNameTheFileTheTensorAndWhatToDo) {
       for (int64_t col = 0; col < 64; ++col) m(row, col) = 0.0f;
     e.write(MatrixExpr::fromTensor(q1, 64, 64), m);
   });
-  r = runProcess(kBinary + " analyze " + shellQuote(zeros.string()) + " --heads --json " + shellQuote((dir / "z.json").string()));
+  r = runProcess(kBinary + " analyze " + shellQuote(zeros.string()) + " --heads --json " +
+                 shellQuote((dir / "z.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const Json report = readJsonFile(dir / "z.json");  // kept: a range-for over a temporary's member dangles
   bool noted = false;
@@ -251,9 +266,11 @@ TEST(CliAnalyze, WritesEverySectionOfTheReport) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const Json report = readJsonFile(dir / "a.json");
   EXPECT_EQ(report["schema"], "sharelens.analysis/1");
-  for (const char* key : {"spectra", "head_differences", "layer_differences", "matrix_pca", "directshare", "embedding"})
+  for (const char* key :
+       {"spectra", "head_differences", "layer_differences", "matrix_pca", "directshare", "embedding"})
     EXPECT_TRUE(report.contains(key)) << key;
-  EXPECT_EQ(report["head_differences"]["layers"][0]["labels"].size(), 4u + 1u + 1u + 4u) << "Gemma: 4 q, 1 k, 1 v and 4 o heads";
+  EXPECT_EQ(report["head_differences"]["layers"][0]["labels"].size(), 4u + 1u + 1u + 4u)
+      << "Gemma: 4 q, 1 k, 1 v and 4 o heads";
   EXPECT_EQ(report["layer_differences"]["maps"].size(), 7u);
   EXPECT_TRUE(std::filesystem::exists(dir / "shared" / "model.safetensors"));
   std::filesystem::remove_all(dir);
@@ -268,7 +285,8 @@ TEST(CliAnalyze, BadFlagsAreNamedErrors) {
   r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --spectra");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
-  r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --masa --masa-groups 0-7 --json /dev/null");
+  r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) +
+                 " --masa --masa-groups 0-7 --json /dev/null");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("layer out of range"), std::string::npos) << r.err;
   r = runProcess(kBinary + " analyze " + shellQuote(dir.string()) + " --spectra --device cuda --json " +
@@ -289,8 +307,9 @@ TEST(CliAnalyze, CtrlCCancelsCleanlyAndWritesNothing) {
   testing::writeHfFixture(dir / "m", spec);
   // Start in the background, interrupt after a moment, report the exit status.
   const std::string out = (dir / "a.json").string();
-  const auto r = runProcess("(" + kBinary + " analyze " + shellQuote((dir / "m").string()) + " --layers --threads 1 --json " +
-                            shellQuote(out) + " & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo status=$?)");
+  const auto r = runProcess("(" + kBinary + " analyze " + shellQuote((dir / "m").string()) +
+                            " --layers --threads 1 --json " + shellQuote(out) +
+                            " & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo status=$?)");
   EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("cancel"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));

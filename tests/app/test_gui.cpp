@@ -21,7 +21,8 @@ using testing::runProcess;
 using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
-const char* kViews[] = {"Model", "Spectrum", "Heads", "Layers", "MASA", "DirectShare", "Embedding", "Designer", "Training"};
+const char* kViews[] = {"Model",       "Spectrum",  "Heads",    "Layers",  "MASA",
+                        "DirectShare", "Embedding", "Designer", "Training"};
 
 struct Image {
   int width = 0, height = 0;
@@ -35,7 +36,8 @@ struct Image {
     const int stride = cairo_image_surface_get_stride(s);
     const unsigned char* data = cairo_image_surface_get_data(s);
     for (int y = 0; y < img.height; ++y)
-      for (int x = 0; x < img.width; ++x) img.pixels.push_back(reinterpret_cast<const uint32_t*>(data + y * stride)[x] & 0xffffff);
+      for (int x = 0; x < img.width; ++x)
+        img.pixels.push_back(reinterpret_cast<const uint32_t*>(data + y * stride)[x] & 0xffffff);
     cairo_surface_destroy(s);
     return img;
   }
@@ -56,7 +58,9 @@ struct Image {
   }
 };
 
-std::string xvfb(const std::string& command) { return "xvfb-run -a -s '-screen 0 1600x1000x24' " + command; }
+std::string xvfb(const std::string& command) {
+  return "xvfb-run -a -s '-screen 0 1600x1000x24' " + command;
+}
 
 class Gui : public ::testing::Test {
  protected:
@@ -67,9 +71,10 @@ class Gui : public ::testing::Test {
     t.masa = {true, {Proj::Q, Proj::O}, 2, {}, false, 8, 16};
     t.name = "gui-test-cycle-masa";
     writeTopologyFile(t, s_dir / "t.json");
-    const auto r = runProcess(kBinary + " train --topology " + shellQuote((s_dir / "t.json").string()) +
-                              " --corpus brown --steps 30 --batch 4 --threads 2 --checkpoint-every 10 --eval-every 10 --out " +
-                              shellQuote((s_dir / "run").string()));
+    const auto r = runProcess(
+        kBinary + " train --topology " + shellQuote((s_dir / "t.json").string()) +
+        " --corpus brown --steps 30 --batch 4 --threads 2 --checkpoint-every 10 --eval-every 10 --out " +
+        shellQuote((s_dir / "run").string()));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     auto spec = testing::defaultSpec(Family::Qwen2);
     spec.structured = true;
@@ -85,8 +90,9 @@ TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   std::map<std::string, Image> shots;
   for (const char* view : kViews) {
     const fs::path png = s_dir / (std::string(view) + ".png");
-    const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 8 --view " + view + " " +
-                                   shellQuote((s_dir / "run").string())));
+    const auto r =
+        runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 8 --view " + view +
+                        " " + shellQuote((s_dir / "run").string())));
     ASSERT_EQ(r.exitCode, 0) << view << ": " << r.err;
     const Image img = Image::load(png);
     ASSERT_EQ(img.width, 1600) << view;
@@ -96,14 +102,16 @@ TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   }
   for (auto a = shots.begin(); a != shots.end(); ++a)
     for (auto b = std::next(a); b != shots.end(); ++b)
-      EXPECT_GT(a->second.differenceFrom(b->second), 0.02) << a->first << " and " << b->first << " look the same";
+      EXPECT_GT(a->second.differenceFrom(b->second), 0.02)
+          << a->first << " and " << b->first << " look the same";
 }
 
 TEST_F(Gui, AHuggingFaceCheckpointOpensInTheAnalysisViews) {
   for (const char* view : {"Model", "Heads", "Embedding"}) {
     const fs::path png = s_dir / (std::string("qwen-") + view + ".png");
-    const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " + view + " " +
-                                   shellQuote((s_dir / "qwen").string())));
+    const auto r =
+        runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " + view +
+                        " " + shellQuote((s_dir / "qwen").string())));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_GT(Image::load(png).distinctColors(), 40u) << view;
   }
@@ -111,20 +119,24 @@ TEST_F(Gui, AHuggingFaceCheckpointOpensInTheAnalysisViews) {
 
 TEST_F(Gui, HeadlessExportOfEveryView) {
   const std::vector<std::pair<std::string, std::string>> views = {
-      {"spectrum", "run"},        {"heads", "run"},           {"layers", "run"},
-      {"masa-coefficients", "run"}, {"masa-variance", "run"}, {"masa-correlation", "run"},
-      {"directshare", "run"},     {"embedding-spectrum", "run"}, {"factorization", "run"},
-      {"training", "run"},        {"topology", "t.json"},     {"layer-outputs", "run"},
-      {"kl-drift", "run"},        {"attention-similarity", "run"}};
+      {"spectrum", "run"},      {"heads", "run"},
+      {"layers", "run"},        {"masa-coefficients", "run"},
+      {"masa-variance", "run"}, {"masa-correlation", "run"},
+      {"directshare", "run"},   {"embedding-spectrum", "run"},
+      {"factorization", "run"}, {"training", "run"},
+      {"topology", "t.json"},   {"layer-outputs", "run"},
+      {"kl-drift", "run"},      {"attention-similarity", "run"}};
   for (const auto& [view, input] : views)
     for (const char* ext : {"png", "svg", "pdf"}) {
       const fs::path out = s_dir / ("export-" + view + "." + ext);
-      const auto r = runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
-                                " --out " + shellQuote(out.string()) + " --tokens 512" + (view == "masa-correlation" ? " --proj q" : ""));
+      const auto r = runProcess(kBinary + " export --view " + view + " --input " +
+                                shellQuote((s_dir / input).string()) + " --out " + shellQuote(out.string()) +
+                                " --tokens 512" + (view == "masa-correlation" ? " --proj q" : ""));
       ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }
-  const auto bad = runProcess(kBinary + " export --view nonsense --input " + shellQuote((s_dir / "run").string()) + " --out /tmp/x.png");
+  const auto bad = runProcess(kBinary + " export --view nonsense --input " +
+                              shellQuote((s_dir / "run").string()) + " --out /tmp/x.png");
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("unknown view"), std::string::npos);
 }
@@ -133,7 +145,8 @@ TEST_F(Gui, UnreadableInputIsAnErrorInThePanelNotACrash) {
   const fs::path bad = s_dir / "broken.safetensors";
   std::ofstream(bad) << "not a safetensors file at all";
   const fs::path png = s_dir / "broken.png";
-  const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 " + shellQuote(bad.string())));
+  const auto r = runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 " +
+                                 shellQuote(bad.string())));
   EXPECT_EQ(r.exitCode, 0) << "the window stays up: " << r.err;
   EXPECT_GT(Image::load(png).distinctColors(), 10u);
 }

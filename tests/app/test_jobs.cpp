@@ -48,13 +48,20 @@ JobSystem::Finished record(Ended& e) {
 
 TEST(JobSystem, ASuccessfulJobRunsItsCompletionOnTheDrainingThreadThenSaysOk) {
   std::vector<std::string> errors;
-  JobSystem jobs(2, {}, [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
+  JobSystem jobs(2, {},
+                 [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
   Ended ended;
   std::thread::id completedOn;
   bool completedBeforeFinished = false;
-  jobs.submit("sum", [&](const TaskContext&) -> JobSystem::Completion {
-    return [&] { completedOn = std::this_thread::get_id(); completedBeforeFinished = !ended.status.has_value(); };
-  }, record(ended));
+  jobs.submit(
+      "sum",
+      [&](const TaskContext&) -> JobSystem::Completion {
+        return [&] {
+          completedOn = std::this_thread::get_id();
+          completedBeforeFinished = !ended.status.has_value();
+        };
+      },
+      record(ended));
   drainUntil(jobs, [&] { return ended.status.has_value(); });
   ASSERT_TRUE(ended.status.has_value());
   EXPECT_EQ(*ended.status, JobSystem::Status::Ok);
@@ -66,11 +73,15 @@ TEST(JobSystem, ASuccessfulJobRunsItsCompletionOnTheDrainingThreadThenSaysOk) {
 
 TEST(JobSystem, AFailingJobEndsFailedWithItsMessageAndReportsIt) {
   std::vector<std::string> errors;
-  JobSystem jobs(1, {}, [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
+  JobSystem jobs(1, {},
+                 [&](const std::string& job, const std::string& m) { errors.push_back(job + ": " + m); });
   Ended ended;
-  jobs.submit("spectra", [](const TaskContext&) -> JobSystem::Completion {
-    throw Error({.what = "tensor is not finite", .where = "model.safetensors: 'w'"});
-  }, record(ended));
+  jobs.submit(
+      "spectra",
+      [](const TaskContext&) -> JobSystem::Completion {
+        throw Error({.what = "tensor is not finite", .where = "model.safetensors: 'w'"});
+      },
+      record(ended));
   drainUntil(jobs, [&] { return ended.status.has_value(); });
   ASSERT_TRUE(ended.status.has_value());
   EXPECT_EQ(*ended.status, JobSystem::Status::Failed);
@@ -84,15 +95,21 @@ TEST(JobSystem, CancellingARunningOrAQueuedJobEndsItCancelled) {
   std::latch started(1);
   std::atomic<bool> queuedRan{false};
   Ended running, queued;
-  const uint64_t first = jobs.submit("long", [&](const TaskContext& ctx) -> JobSystem::Completion {
-    started.count_down();
-    while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    throw Cancelled();
-  }, record(running));
-  const uint64_t second = jobs.submit("queued", [&](const TaskContext&) -> JobSystem::Completion {
-    queuedRan = true;
-    return nullptr;
-  }, record(queued));
+  const uint64_t first = jobs.submit(
+      "long",
+      [&](const TaskContext& ctx) -> JobSystem::Completion {
+        started.count_down();
+        while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        throw Cancelled();
+      },
+      record(running));
+  const uint64_t second = jobs.submit(
+      "queued",
+      [&](const TaskContext&) -> JobSystem::Completion {
+        queuedRan = true;
+        return nullptr;
+      },
+      record(queued));
   started.wait();
   EXPECT_EQ(jobs.jobs().size(), 2u) << "one running, one queued";
   jobs.cancel(second);
@@ -110,11 +127,14 @@ TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
   std::latch started(1), cancelled(1);
   bool completionRan = false;
   Ended ended;
-  const uint64_t id = jobs.submit("racing", [&](const TaskContext&) -> JobSystem::Completion {
-    started.count_down();
-    cancelled.wait();
-    return [&] { completionRan = true; };
-  }, record(ended));
+  const uint64_t id = jobs.submit(
+      "racing",
+      [&](const TaskContext&) -> JobSystem::Completion {
+        started.count_down();
+        cancelled.wait();
+        return [&] { completionRan = true; };
+      },
+      record(ended));
   started.wait();
   jobs.cancel(id);
   cancelled.count_down();
@@ -126,7 +146,8 @@ TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
 
 TEST(RunBook, AnAttachedRunShowsItsCurveItsEventsAndItsPlannedSteps) {
   const fs::path dir = sharelens::testing::makeTempDir("runbook");
-  std::ofstream(dir / "run.json") << R"({"schema":"sharelens.run/1","topology":{"name":"cycle-4"},"config":{"steps":40}})";
+  std::ofstream(dir / "run.json")
+      << R"({"schema":"sharelens.run/1","topology":{"name":"cycle-4"},"config":{"steps":40}})";
   std::ofstream(dir / "metrics.jsonl") << "{\"step\":1,\"loss\":6.5}\n{\"step\":2,\"loss\":6.1}\n";
   gui::RunBook book;
   book.attach(dir);
@@ -135,7 +156,8 @@ TEST(RunBook, AnAttachedRunShowsItsCurveItsEventsAndItsPlannedSteps) {
   EXPECT_EQ(run.label, "cycle-4");
   EXPECT_EQ(run.totalSteps, 40);
   EXPECT_EQ(run.lastStep(), 2);
-  std::ofstream(dir / "metrics.jsonl", std::ios::app) << "{\"step\":3,\"loss\":5.9}\n{\"event\":\"finish\"}\n";
+  std::ofstream(dir / "metrics.jsonl", std::ios::app)
+      << "{\"step\":3,\"loss\":5.9}\n{\"event\":\"finish\"}\n";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the poll is rate-limited (250 ms)
   book.poll();
   EXPECT_EQ(run.lastStep(), 3);

@@ -8,11 +8,13 @@
 #include <sstream>
 
 #include "app/export/figure_export.hpp"
-#include "core/topology_edit.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/plot_widget.hpp"
+#include "core/assets.hpp"
+#include "core/error.hpp"
 #include "core/param_count.hpp"
+#include "core/topology_edit.hpp"
 #include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
@@ -92,15 +94,51 @@ class MeasuringCanvas : public Canvas {
   void fillRect(Point, Point, Rgb, float) override { ++fills; }
   void fillQuad(Point, Point, Point, Point, Rgb, float) override { ++quads; }
   void circle(Point, float, Rgb) override {}
-  void text(Point, std::string_view t, Rgb, float, Align, Align, bool) override { texts.emplace_back(t); }
-  Point textSize(std::string_view t, float s) override { return {0.6f * s * static_cast<float>(t.size()), s}; }
+  void text(Point at, std::string_view t, Rgb, float, Align, Align, bool) override {
+    texts.emplace_back(t);
+    textAt.push_back(at);
+  }
+  Point textSize(std::string_view t, float s) override {
+    return {0.6f * s * static_cast<float>(t.size()), s};
+  }
   void heatmapCells(Point, Point, const Heatmap&) override { ++heatmaps; }
   void colorbar(Point, Point, Colormap) override {}
   void pushClip(Point, Point) override {}
   void popClip() override {}
   size_t lines = 0, points = 0, heatmaps = 0, fills = 0, quads = 0;
   std::vector<std::string> texts;
+  std::vector<Point> textAt;
 };
+
+// DirectShare's 96 head labels ("L10h7") on a 600-pixel map: thinned to every k-th, never overlapping, still
+// names (not numbers), and the first column always labelled.
+TEST(Figures, HeatmapColumnLabelsAreThinnedSoTheyNeverOverlap) {
+  Figure f;
+  Heatmap h;
+  h.rows = h.cols = 96;
+  h.values.assign(96 * 96, 0.5f);
+  for (int i = 0; i < 96; ++i) {
+    h.colLabels.push_back("L" + std::to_string(i / 8) + "h" + std::to_string(i % 8));
+    h.rowLabels.push_back(h.colLabels.back());
+  }
+  f.heatmap = h;
+  MeasuringCanvas c;
+  const Style style = Style::light();
+  const FigureLayout layout = layoutFigure(f, c, style, {0, 0}, {600, 600});
+  drawFigure(c, f, layout, style);
+  std::vector<float> xs;
+  for (size_t i = 0; i < c.texts.size(); ++i)
+    if (std::find(h.colLabels.begin(), h.colLabels.end(), c.texts[i]) != h.colLabels.end() &&
+        c.textAt[i].y > layout.plotMax.y)  // the x axis, below the plot
+      xs.push_back(c.textAt[i].x);
+  ASSERT_GE(xs.size(), 4u) << "labels are thinned, not dropped";
+  EXPECT_LT(xs.size(), 96u) << "96 labels of ~6 characters cannot fit 600 pixels";
+  std::sort(xs.begin(), xs.end());
+  const float width = c.textSize("L10h7", style.fontSize).x;
+  for (size_t i = 1; i < xs.size(); ++i)
+    EXPECT_GT(xs[i] - xs[i - 1], width) << "labels " << i - 1 << " and " << i;
+  EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "L0h0") != c.texts.end());
+}
 
 TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
   Series s;
@@ -115,8 +153,9 @@ TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
   const auto points = decimatedPolyline(s, l);
   EXPECT_LT(points.size(), 4 * 800u + 8) << "at most four points per pixel column";
   const float spikeY = l.toPixel(100000, 50).y;
-  EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](const Point& p) { return std::abs(p.y - spikeY) < 0.5f; }))
-      << "the spike survives decimation";
+  EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](const Point& p) {
+    return std::abs(p.y - spikeY) < 0.5f;
+  })) << "the spike survives decimation";
   // Zoomed in, only the visible part is processed and no decimation is needed.
   const FigureLayout zoomed = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500}, Range{1000, 1100});
   EXPECT_LE(decimatedPolyline(s, zoomed).size(), 103u);
@@ -155,14 +194,17 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   drawFigure(c, heads, layoutFigure(heads, c, Style::light(), {0, 0}, {600, 600}), Style::light());
   EXPECT_EQ(c.heatmaps, 1u);
   EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "Head differences, layer 3") != c.texts.end());
-  EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "effective rank") != c.texts.end()) << "colour bar label";
+  EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), "effective rank") != c.texts.end())
+      << "colour bar label";
 
   std::vector<MetricPoint> points;
-  for (int s = 1; s <= 5; ++s) points.push_back({s, s * 100.0, 5.0 - s * 0.5, s == 5 ? 3.0 : NAN, 1e-3, 1, 1000, s * 1.0});
+  for (int s = 1; s <= 5; ++s)
+    points.push_back({s, s * 100.0, 5.0 - s * 0.5, s == 5 ? 3.0 : NAN, 1e-3, 1, 1000, s * 1.0});
   const Figure training = trainingFigure({{"cycle", &points}}, RunMetric::Loss, RunAxis::Step, 0.5);
   EXPECT_EQ(training.series.size(), 2u) << "raw and smoothed";
   EXPECT_EQ(training.series[1].label, "cycle");
-  const Figure validation = trainingFigure({{"cycle", &points}}, RunMetric::ValidationLoss, RunAxis::Tokens, 0.5);
+  const Figure validation =
+      trainingFigure({{"cycle", &points}}, RunMetric::ValidationLoss, RunAxis::Tokens, 0.5);
   EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));
 }
 
@@ -198,11 +240,12 @@ TEST(Figures, HeatmapTexturesKeyOnContentNotOnWhereTheFigureLives) {
 }
 
 TEST(Designer, PaintingRenumbersAndResizingKeepsTheTopologyValid) {
-  Topology t = demoTopology();  // cycle L=6 U=3
+  Topology t = demoTopology();                   // cycle L=6 U=3
   paintBlock(t, DesignColumn::Attention, 4, 3);  // a new block
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 3, 2}));
   EXPECT_EQ(t.provenance.pattern, "custom");
-  paintBlock(t, DesignColumn::Attention, 1, 0);  // block 1 disappears: 3 becomes 1? no -- renumbered by first use
+  paintBlock(t, DesignColumn::Attention, 1,
+             0);  // block 1 disappears: 3 becomes 1? no -- renumbered by first use
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 1, 0, 2, 1}));
   EXPECT_NO_THROW(validateTopology(t));
   resizeLayers(t, 8);
@@ -232,7 +275,8 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
   for (int i = 0; i < 64; ++i) m.spectrum.sigma.push_back(std::exp(-i / 10.0));
   m.spectrum.effectiveRank = 30;
   const Figure f = spectrumFigure({&m}, true, "Export title");
-  for (const char* ext : {"png", "svg", "pdf"}) exportFigure(f, dir / (std::string("f.") + ext), {.width = 640, .height = 400});
+  for (const char* ext : {"png", "svg", "pdf"})
+    exportFigure(f, dir / (std::string("f.") + ext), {.width = 640, .height = 400});
   cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
   ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
   EXPECT_EQ(cairo_image_surface_get_width(png), 640);
@@ -256,12 +300,59 @@ namespace {
 // Save As names: <model>-<step>-<view>.<ext>, made safe for a file name, and never an existing file.
 TEST(Export, DefaultNamesCarryModelStepAndViewAndNeverOverwrite) {
   const fs::path dir = testing::makeTempDir("export-names");
-  EXPECT_EQ(defaultExportPath(dir, "cycle-3of6 (model)", 400, "spectrum", "pdf"), dir / "cycle-3of6_model-400-spectrum.pdf");
+  EXPECT_EQ(defaultExportPath(dir, "cycle-3of6 (model)", 400, "spectrum", "pdf"),
+            dir / "cycle-3of6_model-400-spectrum.pdf");
   EXPECT_EQ(defaultExportPath(dir, "gpt2", -1, "heads", "svg"), dir / "gpt2-heads.svg");
   EXPECT_EQ(defaultExportPath(dir, "///", -1, "heads", "png"), dir / "model-heads.png");
   std::ofstream(dir / "gpt2-heads.svg") << "x";
   std::ofstream(dir / "gpt2-heads-2.svg") << "x";
   EXPECT_EQ(defaultExportPath(dir, "gpt2", -1, "heads", "svg"), dir / "gpt2-heads-3.svg");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// The colour maps ship as assets: the table runs from the file's first anchor to its last (CIELAB
+// interpolation passes through its anchors), and a broken file is a named error with the field and a hint.
+TEST(Colormaps, TablesComeFromTheShippedFilesAndBrokenFilesAreNamedErrors) {
+  const auto anchors = plot::readColormapAnchors(assetsDirectory() / "colormaps" / "viridis.json");
+  ASSERT_EQ(anchors.front(), 0x440154u);
+  const auto& table = plot::colormapTable(plot::Colormap::Viridis);
+  auto hex = [](const plot::Rgb& c) { return (uint32_t{c.r} << 16) | (uint32_t{c.g} << 8) | c.b; };
+  auto near = [&](uint32_t a, uint32_t b) {
+    for (int shift : {16, 8, 0})
+      if (std::abs(static_cast<int>((a >> shift) & 0xff) - static_cast<int>((b >> shift) & 0xff)) > 1)
+        return false;
+    return true;
+  };
+  EXPECT_TRUE(near(hex(table.front()), anchors.front())) << std::hex << hex(table.front());
+  EXPECT_TRUE(near(hex(table.back()), anchors.back())) << std::hex << hex(table.back());
+
+  const fs::path dir = testing::makeTempDir("colormaps");
+  const auto errorFor = [&](const std::string& text) {
+    std::ofstream(dir / "bad.json") << text;
+    try {
+      plot::readColormapAnchors(dir / "bad.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string e = errorFor(R"({"anchors": ["#440154", "blue"]})");
+  EXPECT_NE(e.find("bad.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("anchors"), std::string::npos) << e;
+  EXPECT_NE(e.find("#rrggbb"), std::string::npos) << e;
+  e = errorFor(R"({"anchors": ["#440154"]})");
+  EXPECT_NE(e.find("at least 2"), std::string::npos) << e;
+  e = errorFor(R"({"name": "x"})");
+  EXPECT_NE(e.find("anchors"), std::string::npos) << e;
+  fs::remove(dir / "bad.json");
+  e = errorFor("");
+  EXPECT_NE(e.find("bad.json"), std::string::npos) << e;
   fs::remove_all(dir);
 }
 

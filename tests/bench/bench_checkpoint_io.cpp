@@ -53,9 +53,10 @@ void writeCheckpoint(const fs::path& dir) {
   add("model.norm.weight", {d});
   add("lm_head.weight", {vocab, d});
   writeSafetensors(dir / "model.safetensors", tensors);
-  writeFileAtomically(dir / "config.json",
-                      R"({"model_type":"llama","hidden_size":2048,"num_hidden_layers":16,"num_attention_heads":32,)"
-                      R"("num_key_value_heads":8,"intermediate_size":2816,"vocab_size":16000,"tie_word_embeddings":false})");
+  writeFileAtomically(
+      dir / "config.json",
+      R"({"model_type":"llama","hidden_size":2048,"num_hidden_layers":16,"num_attention_heads":32,)"
+      R"("num_key_value_heads":8,"intermediate_size":2816,"vocab_size":16000,"tie_word_embeddings":false})");
 }
 
 void dropCache(const fs::path& file) {
@@ -74,7 +75,10 @@ void warmCache(const fs::path& file) {
 
 void prepare(benchmark::State& state, const fs::path& file) {
   state.PauseTiming();
-  if (state.range(0) == 0) dropCache(file); else warmCache(file);
+  if (state.range(0) == 0)
+    dropCache(file);
+  else
+    warmCache(file);
   state.ResumeTiming();
 }
 

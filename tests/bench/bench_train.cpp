@@ -1,7 +1,8 @@
 // Training throughput of the LibTorch model (issue #4): tokens/s of full training steps (forward, backward,
 // clipping, AdamW) of a ~10M-parameter vanilla topology in fp32, and model FLOPs utilisation against the
 // machine's measured sgemm peak. Its peer, torch_train_peer.py, runs the same model in eager PyTorch.
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE] [--json OUT] [--profile TRACE.json]
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE] [--json OUT] [--profile
+// TRACE.json]
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -21,7 +22,13 @@ using clock_type = std::chrono::steady_clock;
 Topology benchTopology() {
   Topology t;
   t.name = "bench-vanilla-10m";
-  t.model = ModelDims{.vocab = 8192, .dModel = 320, .layers = 8, .heads = 8, .kvHeads = 4, .headDim = 40, .ffn = 864,
+  t.model = ModelDims{.vocab = 8192,
+                      .dModel = 320,
+                      .layers = 8,
+                      .heads = 8,
+                      .kvHeads = 4,
+                      .headDim = 40,
+                      .ffn = 864,
                       .context = 256};
   for (int64_t l = 0; l < t.model.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
@@ -44,12 +51,18 @@ int main(int argc, char** argv) {
   std::string topologyPath, jsonOut, profileOut;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--threads") threads = std::stoi(v);
-    else if (a == "--steps") steps = std::stoll(v);
-    else if (a == "--batch") batch = std::stoll(v);
-    else if (a == "--topology") topologyPath = v;
-    else if (a == "--json") jsonOut = v;
-    else if (a == "--profile") profileOut = v;
+    if (a == "--threads")
+      threads = std::stoi(v);
+    else if (a == "--steps")
+      steps = std::stoll(v);
+    else if (a == "--batch")
+      batch = std::stoll(v);
+    else if (a == "--topology")
+      topologyPath = v;
+    else if (a == "--json")
+      jsonOut = v;
+    else if (a == "--profile")
+      profileOut = v;
   }
   setComputeThreads(threads);
   const Topology t = topologyPath.empty() ? benchTopology() : readTopologyFile(topologyPath);
@@ -65,7 +78,7 @@ int main(int argc, char** argv) {
     opt.zeroGrad();
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up
-  if (!profileOut.empty()) {  // one step under the autograd profiler, as a chrome://tracing file
+  if (!profileOut.empty()) {           // one step under the autograd profiler, as a chrome://tracing file
     torch::autograd::profiler::RecordProfile guard(profileOut);
     step();
   }
@@ -76,14 +89,17 @@ int main(int argc, char** argv) {
   const ParamBudget budget = countParameters(t);
   const double peak = sgemmPeak();
   const double mfu = tokensPerSecond * budget.trainFlopsPerToken / peak;
-  std::printf("sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads\n", TORCH_VERSION,
-              t.name.c_str(), static_cast<long long>(budget.total), static_cast<long long>(batch),
-              static_cast<long long>(t.model.context), threads);
+  std::printf("sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads\n",
+              TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total),
+              static_cast<long long>(batch), static_cast<long long>(t.model.context), threads);
   std::printf("  %.0f tokens/s, %.2f GFLOP/s (6N + 12LHQT per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
               tokensPerSecond, tokensPerSecond * budget.trainFlopsPerToken / 1e9, peak / 1e9, 100.0 * mfu);
   if (!jsonOut.empty())
-    writeFileAtomically(jsonOut, Json{{"tokens_per_s", tokensPerSecond}, {"mfu", mfu}, {"sgemm_peak_flops", peak},
-                                      {"parameters", budget.total}, {"train_flops_per_token", budget.trainFlopsPerToken}}
+    writeFileAtomically(jsonOut, Json{{"tokens_per_s", tokensPerSecond},
+                                      {"mfu", mfu},
+                                      {"sgemm_peak_flops", peak},
+                                      {"parameters", budget.total},
+                                      {"train_flops_per_token", budget.trainFlopsPerToken}}
                                      .dump());
   return 0;
 }

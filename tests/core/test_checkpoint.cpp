@@ -11,8 +11,8 @@
 #include "core/checkpoint_retention.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
-#include "tests/support/hf_fixtures.hpp"
 #include "tests/support/errors.hpp"
+#include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
 namespace {
@@ -55,8 +55,7 @@ TEST(Checkpoint, MissingShardNamesTheShardAndATensor) {
 
 TEST(Checkpoint, IndexCannotPointOutsideTheDirectory) {
   const auto dir = testing::makeTempDir("ckpt");
-  writeFileAtomically(dir / "model.safetensors.index.json",
-                      R"({"weight_map": {"w": "../../etc/passwd"}})");
+  writeFileAtomically(dir / "model.safetensors.index.json", R"({"weight_map": {"w": "../../etc/passwd"}})");
   const std::string e = errorOf([&] { Checkpoint::open(dir); });
   EXPECT_NE(e.find("plain file name"), std::string::npos) << e;
   EXPECT_NE(e.find("weight_map['w']"), std::string::npos) << e;
@@ -66,7 +65,8 @@ TEST(Checkpoint, IndexCannotPointOutsideTheDirectory) {
 // libFuzzer's find: a number beyond a double threw nlohmann's out_of_range past every handler.
 TEST(Checkpoint, AnIndexWithAnOutOfRangeNumberIsANamedError) {
   const auto dir = testing::makeTempDir("ckpt");
-  writeFileAtomically(dir / "model.safetensors.index.json", R"({"metadata": {"total_size": 1e1111111}, "weight_map": {}})");
+  writeFileAtomically(dir / "model.safetensors.index.json",
+                      R"({"metadata": {"total_size": 1e1111111}, "weight_map": {}})");
   const std::string e = errorOf([&] { Checkpoint::open(dir); });
   EXPECT_NE(e.find("invalid JSON"), std::string::npos) << e;
   EXPECT_NE(e.find("model.safetensors.index.json"), std::string::npos) << e;
@@ -136,7 +136,8 @@ TEST(CheckpointRetention, LogKeepsPowersOfTwoAndTheNewestThreeAllKeepsEveryOneNK
       if (std::find(drop.begin(), drop.end(), s) == drop.end()) out.push_back(s);
     return out;
   };
-  EXPECT_EQ(kept(CheckpointRetention::logSpaced()), (std::vector<int64_t>{10, 20, 40, 80, 160, 180, 190, 200}));
+  EXPECT_EQ(kept(CheckpointRetention::logSpaced()),
+            (std::vector<int64_t>{10, 20, 40, 80, 160, 180, 190, 200}));
   EXPECT_EQ(kept(CheckpointRetention::all()), steps);
   EXPECT_EQ(kept(CheckpointRetention::lastN(2)), (std::vector<int64_t>{190, 200}));
   EXPECT_EQ(checkpointsToDrop({15, 30}, CheckpointRetention::logSpaced(), 10), std::vector<int64_t>{});

@@ -29,10 +29,12 @@ TEST(Malformed, EveryCaseIsANamedErrorWithAHint) {
       ADD_FAILURE() << c.name << ": parsed without error";
     } catch (const Error& e) {
       const std::string message = e.what();
-      EXPECT_NE(message.find(label), std::string::npos) << c.name << ": error does not name the file: " << message;
+      EXPECT_NE(message.find(label), std::string::npos)
+          << c.name << ": error does not name the file: " << message;
       EXPECT_FALSE(e.details().hint.empty()) << c.name << ": no hint: " << message;
       for (const std::string& needle : c.mustMention)
-        EXPECT_NE(message.find(needle), std::string::npos) << c.name << ": missing '" << needle << "' in: " << message;
+        EXPECT_NE(message.find(needle), std::string::npos)
+            << c.name << ": missing '" << needle << "' in: " << message;
     }
   }
 }

@@ -14,7 +14,8 @@ using namespace sharelens;
 namespace {
 
 fs::path writeLog(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("sharelens_metrics_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("sharelens_metrics_" + name + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "metrics.jsonl", std::ios::binary) << text;
   return dir / "metrics.jsonl";
@@ -50,7 +51,7 @@ TEST(MetricsLog, TrimmingForAResumeDropsLaterStepsAndTheFinishOnly) {
                                  "{\"step\":3,\"loss\":3.0}\n"
                                  "{\"event\":\"finish\"}\n"
                                  "{\"step\":4,\"lo");  // torn by the kill
-  EXPECT_EQ(trimMetricsFile(file, 2), 3);  // step 3, the finish, the torn line
+  EXPECT_EQ(trimMetricsFile(file, 2), 3);              // step 3, the finish, the torn line
   EXPECT_EQ(readAll(file), "{\"step\":1,\"loss\":5.0}\n{\"event\":3}\n{\"step\":2,\"loss\":4.0}\n");
   MetricsReader reader(file);
   reader.poll();

@@ -9,8 +9,8 @@
 #include "core/arch/hf_decoder.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
-#include "tests/support/hf_fixtures.hpp"
 #include "tests/support/errors.hpp"
+#include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
 namespace {
@@ -90,21 +90,22 @@ TEST_P(DecoderFamilies, ShapeRolesAndPerHeadSlicesMatchTheRawTensors) {
     const FloatMatrix q = raw2d(*o.ckpt, base + "q_proj.weight"), k = raw2d(*o.ckpt, base + "k_proj.weight"),
                       o_ = raw2d(*o.ckpt, base + "o_proj.weight");
     for (int64_t h = 0; h < spec.heads; ++h) {
-      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::Q, h)), rowBlock(q, h * spec.headDim, spec.headDim, false),
-                 "q head " + std::to_string(h));
-      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::O, h)), colBlock(o_, h * spec.headDim, spec.headDim, false),
-                 "o head " + std::to_string(h));
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::Q, h)),
+                 rowBlock(q, h * spec.headDim, spec.headDim, false), "q head " + std::to_string(h));
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::O, h)),
+                 colBlock(o_, h * spec.headDim, spec.headDim, false), "o head " + std::to_string(h));
     }
     for (int64_t j = 0; j < spec.kvHeads; ++j)
-      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::K, j)), rowBlock(k, j * spec.headDim, spec.headDim, false),
-                 "k head " + std::to_string(j));
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::K, j)),
+                 rowBlock(k, j * spec.headDim, spec.headDim, false), "k head " + std::to_string(j));
     EXPECT_THROW(v.headMatrix(l, Proj::K, spec.kvHeads), Error) << "GQA: no KV head beyond kv_heads";
   }
   const RoleCounts counts = countParameters(*o.ckpt, v);
   int64_t total = 0;
   for (const auto& name : o.ckpt->tensorNames()) total += static_cast<int64_t>(o.ckpt->at(name).info->numel);
   EXPECT_EQ(counts.total, total);
-  const int64_t qkvo = 2 * spec.heads * spec.headDim * spec.hidden + 2 * spec.kvHeads * spec.headDim * spec.hidden;
+  const int64_t qkvo =
+      2 * spec.heads * spec.headDim * spec.hidden + 2 * spec.kvHeads * spec.headDim * spec.hidden;
   const int64_t bias = GetParam() == Family::Qwen2 ? (spec.heads + 2 * spec.kvHeads) * spec.headDim : 0;
   EXPECT_EQ(counts.of(TensorRole::Attention), spec.layers * (qkvo + bias));
   EXPECT_EQ(counts.of(TensorRole::Ffn), spec.layers * 3 * spec.ffn * spec.hidden);
@@ -113,7 +114,8 @@ TEST_P(DecoderFamilies, ShapeRolesAndPerHeadSlicesMatchTheRawTensors) {
   fs::remove_all(o.dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, DecoderFamilies, ::testing::Values(Family::Llama, Family::Qwen2, Family::Gemma3),
+INSTANTIATE_TEST_SUITE_P(All, DecoderFamilies,
+                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Gemma3),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 TEST(ModelView, Qwen2BiasesAndGemmaNorms) {
@@ -136,7 +138,8 @@ TEST(ModelView, GemmaMultimodalNestingPrefixAndVisionTower) {
   EXPECT_EQ(o.view.shape.headDim, spec.headDim);
   EXPECT_TRUE(o.view.unexpected.empty());
   EXPECT_EQ(o.view.ignored.size(), 2u);
-  EXPECT_EQ(o.view.layers[0].at(Proj::Q).terms[0].left.tensor, "model.language_model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(o.view.layers[0].at(Proj::Q).terms[0].left.tensor,
+            "model.language_model.layers.0.self_attn.q_proj.weight");
   fs::remove_all(o.dir);
 }
 
@@ -179,14 +182,16 @@ TEST_P(Gpt2Prefix, PackedConv1DSplitsIntoTransposedHeads) {
         for (int64_t c = 0; c < d; ++c) expected(r, c) = whole(c, r);
       expectSame(materialize(*o.ckpt, v.layers[l].at(proj)), expected, "proj " + std::to_string(i));
       for (int64_t h = 0; h < spec.heads; ++h)
-        expectSame(materialize(*o.ckpt, v.headMatrix(l, proj, h)), rowBlock(expected, h * hd, hd, false), "head");
+        expectSame(materialize(*o.ckpt, v.headMatrix(l, proj, h)), rowBlock(expected, h * hd, hd, false),
+                   "head");
     }
     const FloatMatrix fc = raw2d(*o.ckpt, b + "mlp.c_fc.weight");  // [d, 4d]
     expectSame(materialize(*o.ckpt, v.layers[l].at(Proj::Up)), rowBlock(fc, 0, 4 * d, true), "up");
     EXPECT_FALSE(v.layers[l].has(Proj::Gate));
     const auto qBias = materialize(*o.ckpt, *v.layers[l].bias[1]);
     const auto all = o.ckpt->readFloat(b + "attn.c_attn.bias");
-    EXPECT_EQ(qBias, std::vector<float>(all.begin() + d, all.begin() + 2 * d)) << "K bias is the middle third";
+    EXPECT_EQ(qBias, std::vector<float>(all.begin() + d, all.begin() + 2 * d))
+        << "K bias is the middle third";
   }
   fs::remove_all(o.dir);
 }
@@ -265,7 +270,8 @@ TEST(ModelView, MissingAndUnexpectedTensorsAreReportedByName) {
     const auto file = SafetensorsFile::open(dir / "model.safetensors");
     std::vector<TensorWrite> keep;
     for (const TensorInfo& t : file->tensors())
-      if (t.name != "model.layers.1.mlp.up_proj.weight") keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
+      if (t.name != "model.layers.1.mlp.up_proj.weight")
+        keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
     const std::vector<float> extra(8, 1.0f);
     keep.push_back({"model.layers.0.adapter.weight", DType::F32, {8}, std::as_bytes(std::span(extra))});
     writeSafetensors(dir / "rewritten.safetensors", keep);
@@ -289,7 +295,8 @@ TEST(ModelView, AStrayHugeLayerIndexIsANamedErrorNotAnAllocation) {
     std::vector<TensorWrite> keep;
     for (const TensorInfo& t : file->tensors()) keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
     const std::vector<float> extra(8, 1.0f);
-    keep.push_back({"model.layers.4294967296.mlp.up_proj.weight", DType::F32, {8}, std::as_bytes(std::span(extra))});
+    keep.push_back(
+        {"model.layers.4294967296.mlp.up_proj.weight", DType::F32, {8}, std::as_bytes(std::span(extra))});
     writeSafetensors(dir / "rewritten.safetensors", keep);
   }
   fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
@@ -325,8 +332,8 @@ TEST(ModelView, WithoutConfigTheShapeIsInferredAndHeadsNeedConfig) {
 TEST(ModelView, UnknownArchitectureIsANamedError) {
   const auto dir = testing::makeTempDir("unknown");
   const std::vector<float> v(4, 0.0f);
-  writeSafetensors(dir / "model.safetensors",
-                   std::vector<EncodedTensor>{EncodedTensor::fromFloats("encoder.block.0.w", DType::F32, {2, 2}, v)});
+  writeSafetensors(dir / "model.safetensors", std::vector<EncodedTensor>{EncodedTensor::fromFloats(
+                                                  "encoder.block.0.w", DType::F32, {2, 2}, v)});
   writeFileAtomically(dir / "config.json", R"({"model_type": "t5"})");
   const auto ckpt = Checkpoint::open(dir);
   const std::string e = errorOf([&] { openModelView(*ckpt); });

@@ -81,7 +81,8 @@ TEST(Safetensors, IntegerTensorsAndPartialReads) {
 TEST(Safetensors, WriterPadsHeaderToEightBytes) {
   const auto dir = testing::makeTempDir("st");
   const std::vector<float> v = {1, 2, 3};
-  writeSafetensors(dir / "p.safetensors", std::vector<EncodedTensor>{EncodedTensor::fromFloats("x", DType::F32, {3}, v)});
+  writeSafetensors(dir / "p.safetensors",
+                   std::vector<EncodedTensor>{EncodedTensor::fromFloats("x", DType::F32, {3}, v)});
   std::ifstream in(dir / "p.safetensors", std::ios::binary);
   uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);

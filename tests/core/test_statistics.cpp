@@ -12,9 +12,9 @@ namespace sharelens {
 namespace {
 
 TEST(Statistics, StudentTQuantilesMatchTheTables) {
-  const std::vector<std::pair<double, double>> table = {{1, 12.7062047}, {2, 4.30265273}, {3, 3.18244631}, {4, 2.77644511},
-                                                        {5, 2.57058184}, {9, 2.26215716}, {19, 2.09302405}, {29, 2.04522964},
-                                                        {120, 1.97993040}};
+  const std::vector<std::pair<double, double>> table = {
+      {1, 12.7062047}, {2, 4.30265273},  {3, 3.18244631},  {4, 2.77644511},  {5, 2.57058184},
+      {9, 2.26215716}, {19, 2.09302405}, {29, 2.04522964}, {120, 1.97993040}};
   for (const auto& [df, t] : table) EXPECT_NEAR(studentTQuantile(0.975, df), t, 1e-6 * t) << "df " << df;
   EXPECT_NEAR(studentTQuantile(0.95, 4), 2.13184679, 1e-6);  // one-sided 95%, df 4
   EXPECT_NEAR(studentTQuantile(0.5, 7), 0.0, 1e-7);
@@ -33,7 +33,8 @@ TEST(Statistics, IntervalsOfSmallSamplesAndVerdicts) {
   EXPECT_NEAR(m.halfWidth, 4.30265273 / std::sqrt(3.0), 1e-7);
   EXPECT_EQ(verdictOf(m), Verdict::Inconclusive) << "2 +- 2.48 contains zero";
   const std::vector<double> worse = {1.0, 1.2, 1.1};
-  EXPECT_EQ(verdictOf(meanInterval(worse)), Verdict::Worse) << "an interval above zero: the arm's loss is higher";
+  EXPECT_EQ(verdictOf(meanInterval(worse)), Verdict::Worse)
+      << "an interval above zero: the arm's loss is higher";
   const std::vector<double> better = {-0.03, -0.02, -0.025};
   EXPECT_EQ(verdictOf(meanInterval(better)), Verdict::Better);
   const std::vector<double> straddles = {-0.03, 0.01, -0.01};

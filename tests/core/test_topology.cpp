@@ -50,11 +50,15 @@ TEST(Presets, EveryPatternIsValidAtManySizes) {
           EXPECT_EQ(s.usersOf(a.back()), 1);
         }
         if (p == SharingPattern::Hierarchy) {
-          for (int64_t b = 2; b < u; ++b) EXPECT_GE(s.usersOf(b), s.usersOf(b - 1)) << "groups grow with depth";
+          for (int64_t b = 2; b < u; ++b)
+            EXPECT_GE(s.usersOf(b), s.usersOf(b - 1)) << "groups grow with depth";
         }
       }
-  EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Bulge, 8, 2); }).find("U >= 3"), std::string::npos);
-  EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Cycle, 4, 6); }).find("unique blocks out of range"), std::string::npos);
+  EXPECT_NE(errorOf([] { patternAssignment(SharingPattern::Bulge, 8, 2); }).find("U >= 3"),
+            std::string::npos);
+  EXPECT_NE(
+      errorOf([] { patternAssignment(SharingPattern::Cycle, 4, 6); }).find("unique blocks out of range"),
+      std::string::npos);
 }
 
 TEST(Presets, DepthMultipliersKeepUniqueBlocksAndGrowDepth) {
@@ -62,7 +66,8 @@ TEST(Presets, DepthMultipliersKeepUniqueBlocksAndGrowDepth) {
   spec.pattern = SharingPattern::Cycle;
   spec.uniqueBlocks = 4;
   spec.base.layers = 8;
-  for (auto [m, layers] : std::vector<std::pair<std::string, int64_t>>{{"1", 8}, {"1.5", 12}, {"3", 24}, {"skinny", 16}}) {
+  for (auto [m, layers] :
+       std::vector<std::pair<std::string, int64_t>>{{"1", 8}, {"1.5", 12}, {"3", 24}, {"skinny", 16}}) {
     spec.depthMultiplier = m;
     const Topology t = makePreset(spec);
     EXPECT_EQ(t.model.layers, layers) << m;
@@ -102,11 +107,13 @@ TEST(TopologyValidation, ErrorsNameTheField) {
   t.attention.assign = {0, 1, 2, 3};
   t.attention.loraRank = 0;
   t.tiedHeads = {{1, 0, 2, 0}};
-  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source must be in an earlier layer"), std::string::npos);
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source must be in an earlier layer"),
+            std::string::npos);
   t.tiedHeads = {{2, 0, 1, 0}, {3, 1, 2, 0}};
   EXPECT_NE(errorOf([&] { validateTopology(t); }).find("source is itself tied"), std::string::npos);
   t.tiedHeads = {{2, 2, 1, 0}};  // GQA with 2 KV heads: units are the two KV groups
-  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("unit 0..1 (a unit is a KV group)"), std::string::npos);
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("unit 0..1 (a unit is a KV group)"),
+            std::string::npos);
   t = debugTopology();
   t.headSharing.mode = HeadSharingMode::SharedBase;
   t.masa.enabled = true;
@@ -128,13 +135,16 @@ TEST(TopologyJson, RoundTripsEveryFeatureAndRejectsBadFiles) {
 
   Json j = topologyToJson(debugTopology());
   j["head_sharing"]["mode"] = "sideways";
-  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.head_sharing field 'mode'"), std::string::npos);
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.head_sharing field 'mode'"),
+            std::string::npos);
   j = topologyToJson(debugTopology());
   j["model"]["d_model"] = "wide";
-  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.model field 'd_model'"), std::string::npos);
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("t.json.model field 'd_model'"),
+            std::string::npos);
   j = topologyToJson(debugTopology());
   j["schema"] = "sharelens.topology/9";
-  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("unsupported topology schema"), std::string::npos);
+  EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("unsupported topology schema"),
+            std::string::npos);
 }
 
 TEST(ParamCount, ClosedFormsPerGroup) {
@@ -157,7 +167,8 @@ TEST(ParamCount, ClosedFormsPerGroup) {
   t.headSharing = {HeadSharingMode::SharedBase, 2, {Proj::Q, Proj::K}};
   const ParamBudget h = countParameters(t);
   EXPECT_EQ(h.of(ParamGroup::Embedding), 8 * (V + d));
-  EXPECT_EQ(h.of(ParamGroup::OutputHead), 8 * (V + d)) << "untied and factorised: the output head has its own E P";
+  EXPECT_EQ(h.of(ParamGroup::OutputHead), 8 * (V + d))
+      << "untied and factorised: the output head has its own E P";
   const int64_t hd = 16;
   EXPECT_EQ(h.of(ParamGroup::Attention), 2 * (hd * d + hd * d + kv * d + d * q)) << "q, k bases; v, o full";
   EXPECT_EQ(h.of(ParamGroup::Lora), b.of(ParamGroup::Lora) + 2 * (4 * 2 * (hd + d) + 2 * 2 * (hd + d)));
@@ -177,13 +188,14 @@ TEST(ParamCount, ClosedFormsPerGroup) {
   ties.attention.assign = {0, 1, 2, 3};
   ties.attention.loraRank = 0;
   ties.tiedHeads = {{2, 1, 0, 0}, {3, 0, 1, 1}};
-  // GQA (4 query, 2 KV heads): a tied unit is a KV group -- 2 query heads, its key and its value head -- so layers
-  // 2 and 3 each store 2 x 16 fewer Q rows and 16 fewer K and V rows.
-  EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention), 4 * (q * d + 2 * kv * d + d * q) - 2 * (2 + 1 + 1) * hd * d);
+  // GQA (4 query, 2 KV heads): a tied unit is a KV group -- 2 query heads, its key and its value head -- so
+  // layers 2 and 3 each store 2 x 16 fewer Q rows and 16 fewer K and V rows.
+  EXPECT_EQ(countParameters(ties).of(ParamGroup::Attention),
+            4 * (q * d + 2 * kv * d + d * q) - 2 * (2 + 1 + 1) * hd * d);
 }
 
-// The low-rank sharing paper's baseline: non-embedding parameters matched within 0.5%, the embedding treatment
-// carried over, width shrunk uniformly at the unshared reference's depth.
+// The low-rank sharing paper's baseline: non-embedding parameters matched within 0.5%, the embedding
+// treatment carried over, width shrunk uniformly at the unshared reference's depth.
 TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIsUnshared) {
   for (SharingPattern p : kAllPatterns) {
     PresetSpec spec;
@@ -193,7 +205,8 @@ TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIs
     spec.base.layers = 12;
     const Topology t = makePreset(spec);
     const Topology base = parameterMatchedBaseline(t);
-    const double ratio = static_cast<double>(countParameters(base).nonEmbedding) / static_cast<double>(countParameters(t).nonEmbedding);
+    const double ratio = static_cast<double>(countParameters(base).nonEmbedding) /
+                         static_cast<double>(countParameters(t).nonEmbedding);
     EXPECT_NEAR(ratio, 1.0, 0.005) << patternName(p);
     EXPECT_TRUE(base.isUnshared());
     EXPECT_EQ(base.model.layers, t.model.layers);
@@ -219,31 +232,43 @@ TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIs
   EXPECT_EQ(base.model.layers, 8) << "the 1x depth";
   EXPECT_EQ(base.embedding.tied, false);
   EXPECT_EQ(base.embedding.factorRank, 32);
-  EXPECT_NEAR(static_cast<double>(countParameters(base).nonEmbedding) / static_cast<double>(countParameters(t).nonEmbedding), 1.0, 0.005);
+  EXPECT_NEAR(static_cast<double>(countParameters(base).nonEmbedding) /
+                  static_cast<double>(countParameters(t).nonEmbedding),
+              1.0, 0.005);
   deep.depthMultiplier = "skinny";
-  EXPECT_EQ(parameterMatchedBaseline(makePreset(deep)).model.layers, 8) << "skinny doubles depth; its reference is 1x";
+  EXPECT_EQ(parameterMatchedBaseline(makePreset(deep)).model.layers, 8)
+      << "skinny doubles depth; its reference is 1x";
   // Gemma-3-style heads (n_heads x head_dim != d_model) shrink head_dim and d_model separately.
   Topology wide = makePreset(deep);
   wide.model.headDim = 48;
   const Topology wideBase = parameterMatchedBaseline(wide);
-  EXPECT_NEAR(static_cast<double>(countParameters(wideBase).nonEmbedding) / static_cast<double>(countParameters(wide).nonEmbedding), 1.0, 0.005);
+  EXPECT_NEAR(static_cast<double>(countParameters(wideBase).nonEmbedding) /
+                  static_cast<double>(countParameters(wide).nonEmbedding),
+              1.0, 0.005);
 }
 
 TEST(ParamCount, SolvedLoraRankMeetsTheBudgetAndImpossibleBudgetsAreNamedErrors) {
   Topology t = demoTopology();  // Cycle, L = 6, U = 3: every layer shares its block, so each has its own LoRA
   const ModelDims& m = t.model;
-  // Non-embedding parameters are linear in r: r x (sum over layers of (out + in) of q, k, v, o, gate, up, down).
-  const int64_t perRank = m.layers * ((m.heads * m.headDim + m.dModel) + 2 * (m.kvHeads * m.headDim + m.dModel) +
-                                      (m.dModel + m.heads * m.headDim) + 3 * (m.ffn + m.dModel));
+  // Non-embedding parameters are linear in r: r x (sum over layers of (out + in) of q, k, v, o, gate, up,
+  // down).
+  const int64_t perRank =
+      m.layers * ((m.heads * m.headDim + m.dModel) + 2 * (m.kvHeads * m.headDim + m.dModel) +
+                  (m.dModel + m.heads * m.headDim) + 3 * (m.ffn + m.dModel));
   t.attention.loraRank = t.ffn.loraRank = 0;
   const int64_t zero = countParameters(t).nonEmbedding;
   const Topology solved = solveLoraRank(t, zero + 13 * perRank, "layer");
   EXPECT_EQ(solved.attention.loraRank, 13);
   EXPECT_EQ(solved.ffn.loraRank, 13);
   EXPECT_EQ(countParameters(solved).nonEmbedding, zero + 13 * perRank);
-  EXPECT_EQ(solveLoraRank(t, zero + 13 * perRank + perRank / 5, "layer").attention.loraRank, 13);  // nearest, within 0.5%
-  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero + 13 * perRank + perRank / 2, "layer"); }).find("the nearest is rank"), std::string::npos);
-  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero / 2, "layer"); }).find("no layer LoRA rank meets the budget"), std::string::npos);
+  EXPECT_EQ(solveLoraRank(t, zero + 13 * perRank + perRank / 5, "layer").attention.loraRank,
+            13);  // nearest, within 0.5%
+  EXPECT_NE(errorOf([&] {
+              solveLoraRank(t, zero + 13 * perRank + perRank / 2, "layer");
+            }).find("the nearest is rank"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { solveLoraRank(t, zero / 2, "layer"); }).find("no layer LoRA rank meets the budget"),
+            std::string::npos);
   EXPECT_NE(errorOf([&] { solveLoraRank(t, zero, "head"); }).find("no head sharing"), std::string::npos);
   Topology heads = t;
   heads.headSharing = {HeadSharingMode::SharedBase, 0, {Proj::Q, Proj::K, Proj::V}};
@@ -258,8 +283,9 @@ TEST(ParamCount, FlopsAndMemoryEstimates) {
   const ParamBudget b = countParameters(t);
   const ModelDims& m = t.model;
   // 6 x (every layer's full projections + the output projection) + 12 L H hd T.
-  const double applied = m.layers * (2.0 * m.dModel * m.heads * m.headDim + 2.0 * m.dModel * m.kvHeads * m.headDim +
-                                     3.0 * m.dModel * m.ffn) + static_cast<double>(m.vocab) * m.dModel;
+  const double applied = m.layers * (2.0 * m.dModel * m.heads * m.headDim +
+                                     2.0 * m.dModel * m.kvHeads * m.headDim + 3.0 * m.dModel * m.ffn) +
+                         static_cast<double>(m.vocab) * m.dModel;
   EXPECT_DOUBLE_EQ(b.trainFlopsPerToken, 6.0 * applied + 12.0 * m.layers * m.heads * m.headDim * m.context);
   EXPECT_DOUBLE_EQ(b.forwardFlopsPerToken * 3.0, b.trainFlopsPerToken);
   const MemoryEstimate mem = estimateTrainingMemory(t, 8);
@@ -273,13 +299,14 @@ TEST(ParamCount, FlopsAndMemoryEstimates) {
 namespace sharelens {
 namespace {
 
-// Topology edits (core/topology_edit.hpp), what the Designer does: presets name themselves, and an edit that must
-// drop the tied heads says so; tied heads from DirectShare merge into a design of the same shape only.
+// Topology edits (core/topology_edit.hpp), what the Designer does: presets name themselves, and an edit that
+// must drop the tied heads says so; tied heads from DirectShare merge into a design of the same shape only.
 TEST(TopologyEdit, PresetsNameThemselvesAndSayWhatTheyDrop) {
   Topology t = demoTopology();
   applyPattern(t, SharingPattern::Vanilla, t.model.layers);
   t.tiedHeads = {{2, 0, 0, 1}};
-  EXPECT_EQ(applyPattern(t, SharingPattern::Vanilla, t.model.layers), "") << "unshared attention keeps its ties";
+  EXPECT_EQ(applyPattern(t, SharingPattern::Vanilla, t.model.layers), "")
+      << "unshared attention keeps its ties";
   EXPECT_EQ(t.tiedHeads.size(), 1u);
   const std::string note = applyPattern(t, SharingPattern::Cycle, 3);
   EXPECT_NE(note.find("1 tied head pair dropped"), std::string::npos) << note;
@@ -293,7 +320,8 @@ TEST(TopologyEdit, TiedHeadsMergeIntoACompatibleDesignOnly) {
   design.tiedHeads = {{2, 0, 0, 1}};
   Topology incoming = design;
   incoming.tiedHeads = {{2, 0, 1, 1}, {3, 1, 0, 0}};
-  EXPECT_EQ(mergeTiedHeads(design, incoming), 1) << "layer 2 unit 0 is already tied in the design: the design's tie stays";
+  EXPECT_EQ(mergeTiedHeads(design, incoming), 1)
+      << "layer 2 unit 0 is already tied in the design: the design's tie stays";
   EXPECT_EQ(design.tiedHeads.size(), 2u);
   EXPECT_EQ(design.tiedHeads[0].sourceLayer, 0);
   Topology other = incoming;

@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!layer.has(p)) continue;
         (void)sl::materialize(*ckpt, layer.at(p));
         if (view.hasHeads() && sl::isAttentionProj(p))
-          for (int64_t h = 0; h < view.headCount(p) && h < 64; ++h) (void)sl::materialize(*ckpt, view.headMatrix(layer.index, p, h));
+          for (int64_t h = 0; h < view.headCount(p) && h < 64; ++h)
+            (void)sl::materialize(*ckpt, view.headMatrix(layer.index, p, h));
       }
     if (view.embedding) (void)sl::materialize(*ckpt, *view.embedding);
   } catch (const sl::Error&) {

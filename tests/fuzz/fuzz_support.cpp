@@ -40,7 +40,8 @@ bool writeCheckpointFromText(std::string_view input, const fs::path& dir) {
   fs::remove(dir / "model.safetensors", ec);
   const size_t split = input.find("\n@@\n");
   const std::string_view config = input.substr(0, split);
-  const std::string_view tensors = split == std::string_view::npos ? std::string_view() : input.substr(split + 4);
+  const std::string_view tensors =
+      split == std::string_view::npos ? std::string_view() : input.substr(split + 4);
   if (!config.empty()) writeFile(dir / "config.json", config);
 
   struct Spec {
@@ -83,7 +84,8 @@ bool writeCheckpointFromText(std::string_view input, const fs::path& dir) {
   }
   try {
     writeSafetensors(dir / "model.safetensors", writes);
-  } catch (const Error&) {  // names the writer refuses (duplicates, empty): the input is simply not a checkpoint
+  } catch (
+      const Error&) {  // names the writer refuses (duplicates, empty): the input is simply not a checkpoint
     return false;
   }
   return true;

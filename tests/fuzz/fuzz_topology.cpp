@@ -13,7 +13,8 @@ namespace sl = sharelens;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const sl::Json j = sl::parseJsonStrict(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    const sl::Json j =
+        sl::parseJsonStrict(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
     const sl::Topology t = sl::topologyFromJson(j, "fuzz.json");
     (void)sl::countParameters(t);
     (void)sl::estimateTrainingMemory(t, 16);

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cctype>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/atomic_file.hpp"
@@ -44,16 +44,19 @@ std::vector<float> structuredMatrix(const std::string& name, int64_t rows, int64
     for (float& x : b) x = normal(rng);
     std::vector<float> out(static_cast<size_t>(rows * cols), 0.0f);
     for (int64_t r = 0; r < rank; ++r) {
-      const float w = amplitude * std::pow(decay, static_cast<float>(r)) * scale / std::sqrt(static_cast<float>(rows));
+      const float w =
+          amplitude * std::pow(decay, static_cast<float>(r)) * scale / std::sqrt(static_cast<float>(rows));
       for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(i * cols + j)] += w * a[i * rank + r] * b[r * cols + j];
+        for (int64_t j = 0; j < cols; ++j)
+          out[static_cast<size_t>(i * cols + j)] += w * a[i * rank + r] * b[r * cols + j];
     }
     return out;
   };
   std::mt19937_64 baseRng(seed ^ std::hash<std::string>{}(pattern));
   std::vector<float> w = lowRank(baseRng, k, 0.97f, 4.0f);
   if (layer >= 0) {
-    std::mt19937_64 deltaRng(seed * 7919 + static_cast<uint64_t>(layer) * 104729 + std::hash<std::string>{}(pattern));
+    std::mt19937_64 deltaRng(seed * 7919 + static_cast<uint64_t>(layer) * 104729 +
+                             std::hash<std::string>{}(pattern));
     const std::vector<float> delta = lowRank(deltaRng, std::min<int64_t>(k, 2 + (3 * layer) % 7), 0.8f, 2.0f);
     for (size_t i = 0; i < w.size(); ++i) w[i] += delta[i];
   }
@@ -73,7 +76,8 @@ class Planner {
  public:
   explicit Planner(const FixtureSpec& spec) : m_spec(spec) {}
   void add(std::string name, std::vector<int64_t> shape, Init init = Init::Normal) {
-    m_plans.push_back({std::move(name), std::move(shape), init, init == Init::CausalMask ? DType::F32 : m_spec.dtype});
+    m_plans.push_back(
+        {std::move(name), std::move(shape), init, init == Init::CausalMask ? DType::F32 : m_spec.dtype});
   }
   std::vector<TensorPlan>& plans() { return m_plans; }
 
@@ -150,59 +154,142 @@ void planGpt2(const FixtureSpec& s, Planner& p) {
 Json configFor(const FixtureSpec& s) {
   switch (s.family) {
     case Family::Llama:
-      return {{"architectures", {"LlamaForCausalLM"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
-              {"bos_token_id", 128000}, {"eos_token_id", 128001}, {"head_dim", s.headDim}, {"hidden_act", "silu"},
-              {"hidden_size", s.hidden}, {"initializer_range", 0.02}, {"intermediate_size", s.ffn},
-              {"max_position_embeddings", s.context}, {"mlp_bias", false}, {"model_type", "llama"},
-              {"num_attention_heads", s.heads}, {"num_hidden_layers", s.layers}, {"num_key_value_heads", s.kvHeads},
-              {"pretraining_tp", 1}, {"rms_norm_eps", 1e-05},
-              {"rope_scaling", {{"factor", 32.0}, {"high_freq_factor", 4.0}, {"low_freq_factor", 1.0},
-                                {"original_max_position_embeddings", 8192}, {"rope_type", "llama3"}}},
-              {"rope_theta", 500000.0}, {"tie_word_embeddings", s.tied}, {"torch_dtype", "bfloat16"},
-              {"transformers_version", "4.45.0"}, {"use_cache", true}, {"vocab_size", s.vocab}};
+      return {{"architectures", {"LlamaForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 128000},
+              {"eos_token_id", 128001},
+              {"head_dim", s.headDim},
+              {"hidden_act", "silu"},
+              {"hidden_size", s.hidden},
+              {"initializer_range", 0.02},
+              {"intermediate_size", s.ffn},
+              {"max_position_embeddings", s.context},
+              {"mlp_bias", false},
+              {"model_type", "llama"},
+              {"num_attention_heads", s.heads},
+              {"num_hidden_layers", s.layers},
+              {"num_key_value_heads", s.kvHeads},
+              {"pretraining_tp", 1},
+              {"rms_norm_eps", 1e-05},
+              {"rope_scaling",
+               {{"factor", 32.0},
+                {"high_freq_factor", 4.0},
+                {"low_freq_factor", 1.0},
+                {"original_max_position_embeddings", 8192},
+                {"rope_type", "llama3"}}},
+              {"rope_theta", 500000.0},
+              {"tie_word_embeddings", s.tied},
+              {"torch_dtype", "bfloat16"},
+              {"transformers_version", "4.45.0"},
+              {"use_cache", true},
+              {"vocab_size", s.vocab}};
     case Family::Qwen2:
-      return {{"architectures", {"Qwen2ForCausalLM"}}, {"attention_dropout", 0.0}, {"bos_token_id", 151643},
-              {"eos_token_id", 151643}, {"hidden_act", "silu"}, {"hidden_size", s.hidden},
-              {"initializer_range", 0.02}, {"intermediate_size", s.ffn}, {"max_position_embeddings", s.context},
-              {"max_window_layers", s.layers}, {"model_type", "qwen2"}, {"num_attention_heads", s.heads},
-              {"num_hidden_layers", s.layers}, {"num_key_value_heads", s.kvHeads}, {"rms_norm_eps", 1e-06},
-              {"rope_theta", 1000000.0}, {"sliding_window", s.context}, {"tie_word_embeddings", s.tied},
-              {"torch_dtype", "bfloat16"}, {"transformers_version", "4.43.1"}, {"use_cache", true},
-              {"use_sliding_window", false}, {"vocab_size", s.vocab}};
+      return {{"architectures", {"Qwen2ForCausalLM"}},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 151643},
+              {"eos_token_id", 151643},
+              {"hidden_act", "silu"},
+              {"hidden_size", s.hidden},
+              {"initializer_range", 0.02},
+              {"intermediate_size", s.ffn},
+              {"max_position_embeddings", s.context},
+              {"max_window_layers", s.layers},
+              {"model_type", "qwen2"},
+              {"num_attention_heads", s.heads},
+              {"num_hidden_layers", s.layers},
+              {"num_key_value_heads", s.kvHeads},
+              {"rms_norm_eps", 1e-06},
+              {"rope_theta", 1000000.0},
+              {"sliding_window", s.context},
+              {"tie_word_embeddings", s.tied},
+              {"torch_dtype", "bfloat16"},
+              {"transformers_version", "4.43.1"},
+              {"use_cache", true},
+              {"use_sliding_window", false},
+              {"vocab_size", s.vocab}};
     case Family::Gemma3: {
-      Json text = {{"architectures", {"Gemma3ForCausalLM"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
-                   {"attn_logit_softcapping", nullptr}, {"bos_token_id", 2}, {"cache_implementation", "hybrid"},
-                   {"eos_token_id", {1, 106}}, {"final_logit_softcapping", nullptr}, {"head_dim", s.headDim},
-                   {"hidden_activation", "gelu_pytorch_tanh"}, {"hidden_size", s.hidden},
-                   {"initializer_range", 0.02}, {"intermediate_size", s.ffn},
-                   {"max_position_embeddings", s.context}, {"model_type", "gemma3_text"},
-                   {"num_attention_heads", s.heads}, {"num_hidden_layers", s.layers},
-                   {"num_key_value_heads", s.kvHeads}, {"pad_token_id", 0}, {"query_pre_attn_scalar", s.headDim},
-                   {"rms_norm_eps", 1e-06}, {"rope_local_base_freq", 10000.0}, {"rope_scaling", nullptr},
-                   {"rope_theta", 1000000.0}, {"sliding_window", 512}, {"sliding_window_pattern", 6},
-                   {"torch_dtype", "bfloat16"}, {"transformers_version", "4.50.0.dev0"}, {"use_cache", true},
+      Json text = {{"architectures", {"Gemma3ForCausalLM"}},
+                   {"attention_bias", false},
+                   {"attention_dropout", 0.0},
+                   {"attn_logit_softcapping", nullptr},
+                   {"bos_token_id", 2},
+                   {"cache_implementation", "hybrid"},
+                   {"eos_token_id", {1, 106}},
+                   {"final_logit_softcapping", nullptr},
+                   {"head_dim", s.headDim},
+                   {"hidden_activation", "gelu_pytorch_tanh"},
+                   {"hidden_size", s.hidden},
+                   {"initializer_range", 0.02},
+                   {"intermediate_size", s.ffn},
+                   {"max_position_embeddings", s.context},
+                   {"model_type", "gemma3_text"},
+                   {"num_attention_heads", s.heads},
+                   {"num_hidden_layers", s.layers},
+                   {"num_key_value_heads", s.kvHeads},
+                   {"pad_token_id", 0},
+                   {"query_pre_attn_scalar", s.headDim},
+                   {"rms_norm_eps", 1e-06},
+                   {"rope_local_base_freq", 10000.0},
+                   {"rope_scaling", nullptr},
+                   {"rope_theta", 1000000.0},
+                   {"sliding_window", 512},
+                   {"sliding_window_pattern", 6},
+                   {"torch_dtype", "bfloat16"},
+                   {"transformers_version", "4.50.0.dev0"},
+                   {"use_cache", true},
                    {"vocab_size", s.vocab}};
       if (!s.gemmaMultimodal) return text;
       text.erase("architectures");
-      return {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"boi_token_index", 255999},
-              {"eoi_token_index", 256000}, {"eos_token_id", {1, 106}}, {"image_token_index", 262144},
-              {"initializer_range", 0.02}, {"mm_tokens_per_image", 256}, {"model_type", "gemma3"},
-              {"text_config", text}, {"torch_dtype", "bfloat16"}, {"transformers_version", "4.50.0.dev0"},
-              {"vision_config", {{"hidden_size", 32}, {"image_size", 32}, {"intermediate_size", 64},
-                                 {"model_type", "siglip_vision_model"}, {"num_attention_heads", 2},
-                                 {"num_hidden_layers", 1}, {"patch_size", 16}, {"vision_use_head", false}}}};
+      return {{"architectures", {"Gemma3ForConditionalGeneration"}},
+              {"boi_token_index", 255999},
+              {"eoi_token_index", 256000},
+              {"eos_token_id", {1, 106}},
+              {"image_token_index", 262144},
+              {"initializer_range", 0.02},
+              {"mm_tokens_per_image", 256},
+              {"model_type", "gemma3"},
+              {"text_config", text},
+              {"torch_dtype", "bfloat16"},
+              {"transformers_version", "4.50.0.dev0"},
+              {"vision_config",
+               {{"hidden_size", 32},
+                {"image_size", 32},
+                {"intermediate_size", 64},
+                {"model_type", "siglip_vision_model"},
+                {"num_attention_heads", 2},
+                {"num_hidden_layers", 1},
+                {"patch_size", 16},
+                {"vision_use_head", false}}}};
     }
     case Family::Gpt2:
-      return {{"activation_function", "gelu_new"}, {"architectures", {"GPT2LMHeadModel"}}, {"attn_pdrop", 0.1},
-              {"bos_token_id", 50256}, {"embd_pdrop", 0.1}, {"eos_token_id", 50256},
-              {"initializer_range", 0.02}, {"layer_norm_epsilon", 1e-05}, {"model_type", "gpt2"},
-              {"n_ctx", s.context}, {"n_embd", s.hidden}, {"n_head", s.heads},
-              {"n_inner", s.ffn == 4 * s.hidden ? Json(nullptr) : Json(s.ffn)}, {"n_layer", s.layers},
-              {"n_positions", s.context}, {"reorder_and_upcast_attn", false}, {"resid_pdrop", 0.1},
-              {"scale_attn_by_inverse_layer_idx", false}, {"scale_attn_weights", true},
-              {"summary_activation", nullptr}, {"summary_first_dropout", 0.1}, {"summary_proj_to_labels", true},
-              {"summary_type", "cls_index"}, {"summary_use_proj", true}, {"vocab_size", s.vocab}};
-    case Family::ShareLens: break;
+      return {{"activation_function", "gelu_new"},
+              {"architectures", {"GPT2LMHeadModel"}},
+              {"attn_pdrop", 0.1},
+              {"bos_token_id", 50256},
+              {"embd_pdrop", 0.1},
+              {"eos_token_id", 50256},
+              {"initializer_range", 0.02},
+              {"layer_norm_epsilon", 1e-05},
+              {"model_type", "gpt2"},
+              {"n_ctx", s.context},
+              {"n_embd", s.hidden},
+              {"n_head", s.heads},
+              {"n_inner", s.ffn == 4 * s.hidden ? Json(nullptr) : Json(s.ffn)},
+              {"n_layer", s.layers},
+              {"n_positions", s.context},
+              {"reorder_and_upcast_attn", false},
+              {"resid_pdrop", 0.1},
+              {"scale_attn_by_inverse_layer_idx", false},
+              {"scale_attn_weights", true},
+              {"summary_activation", nullptr},
+              {"summary_first_dropout", 0.1},
+              {"summary_proj_to_labels", true},
+              {"summary_type", "cls_index"},
+              {"summary_use_proj", true},
+              {"vocab_size", s.vocab}};
+    case Family::ShareLens:
+      break;
   }
   return Json::object();
 }
@@ -247,11 +334,27 @@ FixtureSpec defaultSpec(Family family) {
   FixtureSpec s;
   s.family = family;
   switch (family) {
-    case Family::Llama: s.tied = true; break;  // Llama 3.2 1B ties its embeddings
-    case Family::Qwen2: s.heads = 4; s.kvHeads = 1; break;
-    case Family::Gemma3: s.heads = 4; s.kvHeads = 1; s.headDim = 24; s.tied = true; break;  // 4 * 24 != 64
-    case Family::Gpt2: s.heads = 4; s.kvHeads = 4; s.ffn = 4 * s.hidden; s.tied = true; break;
-    case Family::ShareLens: break;
+    case Family::Llama:
+      s.tied = true;
+      break;  // Llama 3.2 1B ties its embeddings
+    case Family::Qwen2:
+      s.heads = 4;
+      s.kvHeads = 1;
+      break;
+    case Family::Gemma3:
+      s.heads = 4;
+      s.kvHeads = 1;
+      s.headDim = 24;
+      s.tied = true;
+      break;  // 4 * 24 != 64
+    case Family::Gpt2:
+      s.heads = 4;
+      s.kvHeads = 4;
+      s.ffn = 4 * s.hidden;
+      s.tied = true;
+      break;
+    case Family::ShareLens:
+      break;
   }
   return s;
 }
@@ -267,7 +370,8 @@ fs::path writeHfFixture(const fs::path& dir, const FixtureSpec& spec) {
   std::mt19937_64 rng(spec.seed);
   std::vector<EncodedTensor> tensors;
   for (const TensorPlan& plan : planner.plans())
-    tensors.push_back(EncodedTensor::fromFloats(plan.name, plan.dtype, plan.shape, initialValues(plan, rng, spec)));
+    tensors.push_back(
+        EncodedTensor::fromFloats(plan.name, plan.dtype, plan.shape, initialValues(plan, rng, spec)));
 
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};
   if (spec.shards <= 1) {
@@ -295,8 +399,8 @@ fs::path writeHfFixture(const fs::path& dir, const FixtureSpec& spec) {
 
 fs::path makeTempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  const fs::path dir = fs::temp_directory_path() /
-                       ("sharelens-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  const fs::path dir = fs::temp_directory_path() / ("sharelens-" + tag + "-" + std::to_string(::getpid()) +
+                                                    "-" + std::to_string(counter++));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -24,9 +24,9 @@ struct FixtureSpec {
   int64_t context = 64;
   DType dtype = DType::F32;
   bool tied = false;
-  int shards = 1;                       // > 1 writes model.safetensors.index.json and shards
-  bool gemmaMultimodal = false;         // text_config nesting + model.language_model. prefix + vision tower
-  bool gpt2TransformerPrefix = false;   // "transformer.h.0..." instead of "h.0..."
+  int shards = 1;                      // > 1 writes model.safetensors.index.json and shards
+  bool gemmaMultimodal = false;        // text_config nesting + model.language_model. prefix + vision tower
+  bool gpt2TransformerPrefix = false;  // "transformer.h.0..." instead of "h.0..."
   bool writeConfig = true;
   // Weight sharing to find: each projection is a shared base (decaying spectrum) plus a per-layer delta of
   // low, layer-dependent rank, plus small noise -- instead of i.i.d. Gaussian weights.

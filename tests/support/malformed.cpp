@@ -27,14 +27,17 @@ std::vector<std::byte> makeSafetensorsBytes(const std::string& header, size_t da
   return out;
 }
 
-std::vector<std::byte> validSafetensorsBytes() { return makeSafetensorsBytes(kValidHeader, 44); }
+std::vector<std::byte> validSafetensorsBytes() {
+  return makeSafetensorsBytes(kValidHeader, 44);
+}
 
 std::vector<MalformedCase> malformedCorpus() {
   std::vector<MalformedCase> cases;
   auto add = [&](std::string name, std::vector<std::byte> bytes, std::vector<std::string> mention) {
     cases.push_back({std::move(name), std::move(bytes), std::move(mention)});
   };
-  auto withHeader = [&](std::string name, const std::string& header, size_t data, std::vector<std::string> mention) {
+  auto withHeader = [&](std::string name, const std::string& header, size_t data,
+                        std::vector<std::string> mention) {
     add(std::move(name), makeSafetensorsBytes(header, data), std::move(mention));
   };
 
@@ -58,15 +61,18 @@ std::vector<MalformedCase> malformedCorpus() {
     std::memcpy(bytes.data(), &n, 8);
     add("header_over_100MB", bytes, {"over the limit", "200000000"});
   }
-  withHeader("invalid_json", R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]})", 24, {"not valid JSON"});
+  withHeader("invalid_json", R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]})", 24,
+             {"not valid JSON"});
   withHeader("invalid_json_garbage", R"({"a":{"dtype":"F32",,}})", 0, {"not valid JSON"});
   withHeader("not_an_object", R"([1,2,3])", 0, {"not a JSON object"});
   withHeader("empty_header", "", 0, {"not a JSON object"});
   withHeader("trailing_json", std::string(kValidHeader) + "{}", 44, {"not valid JSON"});
-  withHeader("junk_after_json", std::string(kValidHeader) + "xyz", 44, {"not valid JSON"});  // the reference refuses it too
+  withHeader("junk_after_json", std::string(kValidHeader) + "xyz", 44,
+             {"not valid JSON"});  // the reference refuses it too
   withHeader("nan_literal_shape", "{" + tensorEntry("w", "F32", "[NaN]", 0, 4) + "}", 4, {"not valid JSON"});
   withHeader("shape_not_array", "{" + tensorEntry("w", "F32", "4", 0, 16) + "}", 16, {"'w'"});
-  withHeader("non_utf8", "{\"a\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, {"UTF-8"});
+  withHeader("non_utf8", "{\"a\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+             {"UTF-8"});
   withHeader("duplicate_tensor",
              "{" + tensorEntry("a", "F32", "[1]", 0, 4) + "," + tensorEntry("a", "F32", "[1]", 4, 8) + "}", 8,
              {"duplicate key 'a'"});
@@ -76,38 +82,46 @@ std::vector<MalformedCase> malformedCorpus() {
   withHeader("metadata_not_string", R"({"__metadata__":{"k":1}})", 0, {"metadata values must be strings"});
   withHeader("metadata_not_object", R"({"__metadata__":"x"})", 0, {"__metadata__ must be an object"});
   withHeader("entry_not_object", R"({"a":[1,2]})", 0, {"tensor entry must be an object", "'a'"});
-  withHeader("unknown_dtype", "{" + tensorEntry("w", "F8_E9M9", "[2]", 0, 2) + "}", 2, {"unknown dtype", "F8_E9M9", "'w'"});
-  withHeader("dtype_not_string", R"({"w":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})", 4, {"wrong JSON type", "'w'"});
-  withHeader("missing_dtype", R"({"w":{"shape":[1],"data_offsets":[0,4]}})", 4, {"missing field 'dtype'", "'w'"});
+  withHeader("unknown_dtype", "{" + tensorEntry("w", "F8_E9M9", "[2]", 0, 2) + "}", 2,
+             {"unknown dtype", "F8_E9M9", "'w'"});
+  withHeader("dtype_not_string", R"({"w":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})", 4,
+             {"wrong JSON type", "'w'"});
+  withHeader("missing_dtype", R"({"w":{"shape":[1],"data_offsets":[0,4]}})", 4,
+             {"missing field 'dtype'", "'w'"});
   withHeader("missing_offsets", R"({"w":{"dtype":"F32","shape":[1]}})", 4, {"missing field 'data_offsets'"});
   withHeader("negative_shape", "{" + tensorEntry("w", "F32", "[-2,3]", 0, 24) + "}", 24, {"negative", "'w'"});
   withHeader("float_shape", "{" + tensorEntry("w", "F32", "[2.5]", 0, 8) + "}", 8, {"non-integer", "'w'"});
   withHeader("huge_shape_literal", "{" + tensorEntry("w", "F32", "[99999999999999999999999]", 0, 8) + "}", 8,
              {"non-integer", "'w'"});
-  withHeader("shape_overflow_64bit",
-             "{" + tensorEntry("w", "F32", "[4294967296,4294967296,16]", 0, 8) + "}", 8, {"overflows 64 bits", "'w'"});
+  withHeader("shape_overflow_64bit", "{" + tensorEntry("w", "F32", "[4294967296,4294967296,16]", 0, 8) + "}",
+             8, {"overflows 64 bits", "'w'"});
   withHeader("bytes_overflow_64bit", "{" + tensorEntry("w", "F64", "[4611686018427387904]", 0, 8) + "}", 8,
              {"overflows 64 bits", "'w'"});
   {
     std::string shape = "[1";
     for (int i = 1; i < 40; ++i) shape += ",1";
-    withHeader("shape_too_deep", "{" + tensorEntry("w", "F32", shape + "]", 0, 4) + "}", 4, {"too many dimensions"});
+    withHeader("shape_too_deep", "{" + tensorEntry("w", "F32", shape + "]", 0, 4) + "}", 4,
+               {"too many dimensions"});
   }
   withHeader("offsets_three_values", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", 8,
              {"more than two values"});
-  withHeader("offsets_one_value", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4, {"two values"});
+  withHeader("offsets_one_value", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4,
+             {"two values"});
   withHeader("offsets_reversed", "{" + tensorEntry("w", "F32", "[1]", 8, 4) + "}", 8, {"begin is after end"});
   withHeader("offsets_mismatch_shape", "{" + tensorEntry("w", "F32", "[2,3]", 0, 20) + "}", 20,
              {"does not match shape x dtype", "24 bytes", "20 bytes", "'w'"});
   withHeader("offsets_overlap",
-             "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "," + tensorEntry("b", "F32", "[2]", 4, 12) + "}", 12,
-             {"overlap", "'b'", "'a'"});
+             "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "," + tensorEntry("b", "F32", "[2]", 4, 12) + "}",
+             12, {"overlap", "'b'", "'a'"});
   withHeader("offsets_gap",
-             "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "," + tensorEntry("b", "F32", "[2]", 12, 20) + "}", 20,
-             {"gap", "'b'"});
-  withHeader("offsets_not_from_zero", "{" + tensorEntry("a", "F32", "[2]", 4, 12) + "}", 12, {"gap", "start of data"});
-  withHeader("offsets_past_end", "{" + tensorEntry("a", "F32", "[4]", 0, 16) + "}", 8, {"past the end", "'a'"});
-  withHeader("trailing_bytes", "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "}", 12, {"trailing bytes", "4 unaccounted"});
+             "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "," + tensorEntry("b", "F32", "[2]", 12, 20) + "}",
+             20, {"gap", "'b'"});
+  withHeader("offsets_not_from_zero", "{" + tensorEntry("a", "F32", "[2]", 4, 12) + "}", 12,
+             {"gap", "start of data"});
+  withHeader("offsets_past_end", "{" + tensorEntry("a", "F32", "[4]", 0, 16) + "}", 8,
+             {"past the end", "'a'"});
+  withHeader("trailing_bytes", "{" + tensorEntry("a", "F32", "[2]", 0, 8) + "}", 12,
+             {"trailing bytes", "4 unaccounted"});
   {  // 1,000,000 tensor entries: rejected while streaming, before the data check
     std::string header = "{";
     header.reserve(1'000'000 * 60);

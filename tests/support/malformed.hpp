@@ -9,13 +9,13 @@
 namespace sharelens::testing {
 
 struct MalformedCase {
-  std::string name;                       // short id, also the seed file name
-  std::vector<std::byte> bytes;           // the whole file
-  std::vector<std::string> mustMention;   // substrings the error message must contain
+  std::string name;                      // short id, also the seed file name
+  std::vector<std::byte> bytes;          // the whole file
+  std::vector<std::string> mustMention;  // substrings the error message must contain
 };
 
 std::vector<std::byte> validSafetensorsBytes();  // a small well-formed file (3 tensors, metadata)
-std::vector<MalformedCase> malformedCorpus();     // every case, including truncation at each header byte
+std::vector<MalformedCase> malformedCorpus();    // every case, including truncation at each header byte
 
 // u64 header length + header text (+ `dataBytes` zero bytes of data).
 std::vector<std::byte> makeSafetensorsBytes(const std::string& header, size_t dataBytes);

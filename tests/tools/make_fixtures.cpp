@@ -1,5 +1,6 @@
 // make_fixtures OUT_DIR            writes one HF-layout checkpoint per family (the peer tests read them)
-// make_fixtures --seeds OUT_DIR    writes each fuzz target's seed corpus (OUT_DIR/<target>/: valid inputs + the
+// make_fixtures --seeds OUT_DIR    writes each fuzz target's seed corpus (OUT_DIR/<target>/: valid inputs +
+// the
 //                                  malformed safetensors corpus)
 // make_fixtures --bench-shape gpt2-124m|llama-3.2-1b OUT_DIR
 //                                  a full-size checkpoint with the real model's shapes, random weights
@@ -66,7 +67,9 @@ int writeSeeds(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   for (const char* target : {"safetensors", "model_view", "shard_index", "topology", "metrics"})
     fs::create_directories(dir / target);
-  auto bytes = [](const std::vector<std::byte>& b) { return std::string_view(reinterpret_cast<const char*>(b.data()), b.size()); };
+  auto bytes = [](const std::vector<std::byte>& b) {
+    return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
+  };
   writeBytes(dir / "safetensors" / "valid", bytes(testing::validSafetensorsBytes()));
   for (const auto& c : testing::malformedCorpus())
     if (c.bytes.size() < 4096) writeBytes(dir / "safetensors" / c.name, bytes(c.bytes));
@@ -81,10 +84,12 @@ int writeSeeds(const std::filesystem::path& dir) {
   sharded.shards = 2;
   sharded.layers = 2;
   testing::writeHfFixture(scratch / "sharded", sharded);
-  writeBytes(dir / "shard_index" / "valid", readTextFile(scratch / "sharded" / "model.safetensors.index.json"));
+  writeBytes(dir / "shard_index" / "valid",
+             readTextFile(scratch / "sharded" / "model.safetensors.index.json"));
   fs::remove_all(scratch);
 
-  std::vector<std::pair<std::string, Topology>> topologies = {{"debug", debugTopology()}, {"demo", demoTopology()}};
+  std::vector<std::pair<std::string, Topology>> topologies = {{"debug", debugTopology()},
+                                                              {"demo", demoTopology()}};
   for (SharingPattern p : kAllPatterns) {
     PresetSpec spec;
     spec.pattern = p;
@@ -104,11 +109,14 @@ int writeSeeds(const std::filesystem::path& dir) {
 
   std::string metrics;
   for (int step = 1; step <= 12; ++step) {
-    MetricPoint p{step, 512.0 * step, 5.0 - 0.1 * step, step % 4 == 0 ? 4.9 : NAN, 1e-3, 0.5, 1000, 0.1 * step};
+    MetricPoint p{step, 512.0 * step, 5.0 - 0.1 * step, step % 4 == 0 ? 4.9 : NAN, 1e-3,
+                  0.5,  1000,         0.1 * step};
     metrics += metricToJson(p).dump() + "\n";
     if (step % 5 == 0) metrics += Json{{"event", "checkpoint"}, {"step", step}}.dump() + "\n";
   }
-  metrics += R"({"event":"resume","step":10})" "\n" R"({"step":11,"loss":4.)";
+  metrics += R"({"event":"resume","step":10})"
+             "\n"
+             R"({"step":11,"loss":4.)";
   writeBytes(dir / "metrics" / "run", metrics);
   return 0;
 }

@@ -1,13 +1,14 @@
-// MASA on a pretrained model (issue 10), end to end through the real CLI: a model pretrained here for a few hundred
-// steps is compressed in a sweep; at the same target ratio the refined residuals beat the atoms alone; every
-// compressed checkpoint opens (inspect), runs (hidden-states), evaluates, exports back to its family's layout with
-// the same NLL, and holds exactly the parameters it claims; bad input is refused before anything is written.
+// MASA on a pretrained model (issue 10), end to end through the real CLI: a model pretrained here for a few
+// hundred steps is compressed in a sweep; at the same target ratio the refined residuals beat the atoms
+// alone; every compressed checkpoint opens (inspect), runs (hidden-states), evaluates, exports back to its
+// family's layout with the same NLL, and holds exactly the parameters it claims; bad input is refused before
+// anything is written.
 #include <gtest/gtest.h>
 
 #include "core/atomic_file.hpp"
 #include "core/run_dir.hpp"
-#include "tests/support/process.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
 
 namespace sharelens {
 namespace {
@@ -18,17 +19,24 @@ using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
 
-std::string q(const fs::path& p) { return shellQuote(p.string()); }
+std::string q(const fs::path& p) {
+  return shellQuote(p.string());
+}
 
-// One pretrained model for both halves (ctest runs each test in its own process; training takes most of the time).
+// One pretrained model for both halves (ctest runs each test in its own process; training takes most of the
+// time).
 class Compress : public ::testing::Test {
  protected:
   void SetUp() override {
     s_dir = testing::makeTempDir("compress");
-    auto r = runProcess(kBinary + " topology --preset vanilla --layers 4 --unique 4 --d-model 128 --heads 4 --kv-heads 2 "
-                        "--ffn 256 --vocab 512 --context 64 --out " + q(s_dir / "t.json"));
+    auto r =
+        runProcess(kBinary +
+                   " topology --preset vanilla --layers 4 --unique 4 --d-model 128 --heads 4 --kv-heads 2 "
+                   "--ffn 256 --vocab 512 --context 64 --out " +
+                   q(s_dir / "t.json"));
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    r = runProcess(kBinary + " train --topology " + q(s_dir / "t.json") + " --corpus brown --out " + q(s_dir / "run") +
+    r = runProcess(kBinary + " train --topology " + q(s_dir / "t.json") + " --corpus brown --out " +
+                   q(s_dir / "run") +
                    " --steps 300 --batch 8 --threads 2 --eval-every 300 --checkpoint-every 300");
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
@@ -45,27 +53,34 @@ TEST_F(Compress, OnAPretrainedModelSweepRoundTripAndBadInput) {
 
 void Compress::sweepAndRoundTrip() {
   const fs::path sweep = s_dir / "sweep";
-  auto r = runProcess(kBinary + " compress " + q(s_dir / "run") + " --sweep 0.8,0.6 --groups kl:2 --eval-tokens 8192 --out " + q(sweep));
+  auto r = runProcess(kBinary + " compress " + q(s_dir / "run") +
+                      " --sweep 0.8,0.6 --groups kl:2 --eval-tokens 8192 --out " + q(sweep));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  for (const char* f : {"sweep.json", "sweep.md", "sweep.svg", "sweep.png", "sweep.pdf"}) EXPECT_TRUE(fs::exists(sweep / f)) << f;
+  for (const char* f : {"sweep.json", "sweep.md", "sweep.svg", "sweep.png", "sweep.pdf"})
+    EXPECT_TRUE(fs::exists(sweep / f)) << f;
   const Json report = readJsonFile(sweep / "sweep.json");
   std::map<std::pair<std::string, double>, Json> points;
-  for (const Json& p : report["points"]) points[{p["method"].get<std::string>(), p["ratio"].get<double>()}] = p;
+  for (const Json& p : report["points"])
+    points[{p["method"].get<std::string>(), p["ratio"].get<double>()}] = p;
   ASSERT_EQ(points.size(), 6u);
   for (double ratio : {0.8, 0.6}) {
-    const double refined = points.at({"masa", ratio})["eval"]["nll"], atomsOnly = points.at({"masa-noref", ratio})["eval"]["nll"];
+    const double refined = points.at({"masa", ratio})["eval"]["nll"],
+                 atomsOnly = points.at({"masa-noref", ratio})["eval"]["nll"];
     EXPECT_LT(refined, atomsOnly) << "at ratio " << ratio << " the refined residuals must lower the loss";
     for (const char* method : {"masa", "masa-noref", "svd"})
-      EXPECT_LE(points.at({method, ratio})["achieved_ratio"].get<double>(), ratio + 1e-12) << method << " " << ratio;
+      EXPECT_LE(points.at({method, ratio})["achieved_ratio"].get<double>(), ratio + 1e-12)
+          << method << " " << ratio;
   }
-  // One compressed model: opens, runs, evaluates; export-hf restores the Llama layout with the same NLL; exact counts.
+  // One compressed model: opens, runs, evaluates; export-hf restores the Llama layout with the same NLL;
+  // exact counts.
   const fs::path model = sweep / "masa-0.60";
   const Json compress = readJsonFile(model / "compress.json");
   EXPECT_EQ(compress["parameters"], points.at({"masa", 0.6})["parameters"]);
   r = runProcess(kBinary + " inspect " + q(model) + " --json " + q(s_dir / "inspect.json"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   int64_t stored = 0;
-  const Json inspect = readJsonFile(s_dir / "inspect.json");  // kept: a range-for over a temporary's member dangles
+  const Json inspect =
+      readJsonFile(s_dir / "inspect.json");  // kept: a range-for over a temporary's member dangles
   for (const Json& t : inspect["tensors"])
     if (t["name"].get<std::string>().rfind("compressed.", 0) == 0) {
       int64_t n = 1;
@@ -73,15 +88,18 @@ void Compress::sweepAndRoundTrip() {
       stored += n;
       EXPECT_NE(t["role"], "other") << t["name"];
     }
-  EXPECT_EQ(stored, compress["parameters"].get<int64_t>()) << "the file holds exactly the parameters the plan printed";
+  EXPECT_EQ(stored, compress["parameters"].get<int64_t>())
+      << "the file holds exactly the parameters the plan printed";
   writeFileAtomically(s_dir / "ids.txt", "5 17 99 3 42 7 8 200 11");
-  r = runProcess(kBinary + " hidden-states " + q(model) + " --token-ids " + q(s_dir / "ids.txt") + " --out " + q(s_dir / "h.st"));
+  r = runProcess(kBinary + " hidden-states " + q(model) + " --token-ids " + q(s_dir / "ids.txt") + " --out " +
+                 q(s_dir / "h.st"));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(kBinary + " export-hf " + q(model) + " " + q(s_dir / "export"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(kBinary + " eval " + q(s_dir / "export") + " --tokens 8192 --json " + q(s_dir / "e.json"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NEAR(readJsonFile(s_dir / "e.json")["nll"].get<double>(), points.at({"masa", 0.6})["eval"]["nll"].get<double>(), 1e-5);
+  EXPECT_NEAR(readJsonFile(s_dir / "e.json")["nll"].get<double>(),
+              points.at({"masa", 0.6})["eval"]["nll"].get<double>(), 1e-5);
 }
 
 void Compress::badInput() {
@@ -115,7 +133,8 @@ void Compress::badInput() {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("no tokenizer"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(s_dir / "bad"));
-  for (const auto& e : fs::directory_iterator(s_dir)) EXPECT_EQ(e.path().filename().string().find(".bad.tmp"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(s_dir))
+    EXPECT_EQ(e.path().filename().string().find(".bad.tmp"), std::string::npos);
 }
 
 }  // namespace

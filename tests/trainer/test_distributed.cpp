@@ -1,6 +1,7 @@
-// Data-parallel training on c10d/Gloo over loopback, with real processes: 2 ranks give the 1-rank loss curve and
-// weights for the same global batch; a rank killed without any launcher makes the other stop within the timeout
-// naming it, and the run resumes on another number of ranks; ranks that disagree on the topology refuse to start.
+// Data-parallel training on c10d/Gloo over loopback, with real processes: 2 ranks give the 1-rank loss curve
+// and weights for the same global batch; a rank killed without any launcher makes the other stop within the
+// timeout naming it, and the run resumes on another number of ranks; ranks that disagree on the topology
+// refuse to start.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,8 +13,8 @@
 #include "core/atomic_file.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
-#include "tests/support/process.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
 #include "trainer/torch_io.hpp"
 
 namespace sharelens {
@@ -47,16 +48,18 @@ std::map<int64_t, double> losses(const fs::path& run) {
 
 // The environment torchrun gives a rank, for a rank started by hand.
 std::string rankEnv(int rank, int world, int port, int timeout) {
-  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) + " LOCAL_RANK=" + std::to_string(rank) +
-         " LOCAL_WORLD_SIZE=" + std::to_string(world) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
+         " LOCAL_RANK=" + std::to_string(rank) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
+         " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
          " SHARELENS_DIST_TIMEOUT=" + std::to_string(timeout) + " ";
 }
 
 TEST(Distributed, TwoRanksGiveTheOneRankCurveAndWeightsForTheSameGlobalBatch) {
   const fs::path dir = testing::makeTempDir("dist");
   writeTopologyFile(debugTopology(), dir / "t.json");
-  const std::string train = kBinary + " train --topology " + shellQuote((dir / "t.json").string()) +
-                            " --corpus brown --steps 20 --batch 8 --lr 3e-3 --eval-every 10 --checkpoint-every 20 --out ";
+  const std::string train =
+      kBinary + " train --topology " + shellQuote((dir / "t.json").string()) +
+      " --corpus brown --steps 20 --batch 8 --lr 3e-3 --eval-every 10 --checkpoint-every 20 --out ";
   auto r = runProcess(train + shellQuote((dir / "one").string()) + " --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(train + shellQuote((dir / "two").string()) + " --nproc 2");
@@ -68,7 +71,8 @@ TEST(Distributed, TwoRanksGiveTheOneRankCurveAndWeightsForTheSameGlobalBatch) {
   const auto wa = readTensors(checkpointDirectory(dir / "one", 20) / "model.safetensors");
   const auto wb = readTensors(checkpointDirectory(dir / "two", 20) / "model.safetensors");
   for (const auto& [name, t] : wa)
-    EXPECT_TRUE(at::allclose(wb.at(name), t, 1e-4, 1e-6)) << name << " differs by " << (wb.at(name) - t).abs().max().item<double>();
+    EXPECT_TRUE(at::allclose(wb.at(name), t, 1e-4, 1e-6))
+        << name << " differs by " << (wb.at(name) - t).abs().max().item<double>();
   const Json run = readJsonFile(dir / "two" / "run.json");
   EXPECT_EQ(run["distributed"]["world_size"], 2);
   MetricsReader m(dir / "two" / "metrics.jsonl");
@@ -82,13 +86,16 @@ TEST(Distributed, AKilledRankStopsTheOtherWithinTheTimeoutAndTheRunResumesOnOneR
   const fs::path dir = testing::makeTempDir("dist-kill");
   writeTopologyFile(debugTopology(), dir / "t.json");
   const int port = freePort();
-  const std::string args = " train --topology " + shellQuote((dir / "t.json").string()) + " --corpus brown --steps 200 --batch 8 "
-                           "--threads 1 --eval-every 1000 --checkpoint-every 5 --out " + shellQuote((dir / "run").string());
+  const std::string args = " train --topology " + shellQuote((dir / "t.json").string()) +
+                           " --corpus brown --steps 200 --batch 8 "
+                           "--threads 1 --eval-every 1000 --checkpoint-every 5 --out " +
+                           shellQuote((dir / "run").string());
   // Rank 1 is killed once rank 0 has logged step 10; no launcher watches them: rank 0 must notice alone.
   const std::string metrics = shellQuote((dir / "run" / "metrics.jsonl").string());
   const auto started = std::chrono::steady_clock::now();
-  auto r = runProcess("(" + rankEnv(0, 2, port, 8) + kBinary + args + " 2>" + shellQuote((dir / "rank0.err").string()) + " & p0=$!; " +
-                      rankEnv(1, 2, port, 8) + kBinary + args + " 2>/dev/null & p1=$!; until grep -q '\"step\":10,' " + metrics +
+  auto r = runProcess("(" + rankEnv(0, 2, port, 8) + kBinary + args + " 2>" +
+                      shellQuote((dir / "rank0.err").string()) + " & p0=$!; " + rankEnv(1, 2, port, 8) +
+                      kBinary + args + " 2>/dev/null & p1=$!; until grep -q '\"step\":10,' " + metrics +
                       " 2>/dev/null; do sleep 0.05; done; kill -KILL $p1; wait $p0; echo rank0=$?)");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::string err = readTextFile(dir / "rank0.err");
@@ -113,11 +120,12 @@ TEST(Distributed, RanksThatDisagreeOnTheTopologyRefuseToStart) {
   writeTopologyFile(other, dir / "b.json");
   const int port = freePort();
   auto args = [&](const char* topology) {
-    return " train --topology " + shellQuote((dir / topology).string()) + " --corpus brown --steps 5 --batch 4 --threads 1 --out " +
-           shellQuote((dir / "run").string());
+    return " train --topology " + shellQuote((dir / topology).string()) +
+           " --corpus brown --steps 5 --batch 4 --threads 1 --out " + shellQuote((dir / "run").string());
   };
-  const auto r = runProcess("(" + rankEnv(0, 2, port, 20) + kBinary + args("a.json") + " 2>&1 & p0=$!; " + rankEnv(1, 2, port, 20) +
-                            kBinary + args("b.json") + " 2>&1; echo rank1=$?; wait $p0; echo rank0=$?)");
+  const auto r = runProcess("(" + rankEnv(0, 2, port, 20) + kBinary + args("a.json") + " 2>&1 & p0=$!; " +
+                            rankEnv(1, 2, port, 20) + kBinary + args("b.json") +
+                            " 2>&1; echo rank1=$?; wait $p0; echo rank0=$?)");
   EXPECT_NE(r.out.find("the ranks disagree on the topology"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank1=2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank0=2"), std::string::npos) << r.out;

@@ -1,6 +1,6 @@
-// Experiments (core/experiment.hpp, trainer/experiment_runner.hpp): a tiny experiment (2 arms x 3 seeds x a few
-// steps) runs, survives SIGKILL without redoing finished runs, and reports; the same seed reproduces a run bit
-// for bit and another seed does not; bad experiment files are named errors before anything trains.
+// Experiments (core/experiment.hpp, trainer/experiment_runner.hpp): a tiny experiment (2 arms x 3 seeds x a
+// few steps) runs, survives SIGKILL without redoing finished runs, and reports; the same seed reproduces a
+// run bit for bit and another seed does not; bad experiment files are named errors before anything trains.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,7 +25,8 @@ using testing::shellQuote;
 const std::string kBinary = SHARELENS_BINARY;
 
 Json tinyExperiment() {
-  return Json::parse(R"({"schema": "sharelens.experiment/1", "name": "tiny", "corpus": "brown", "seeds": 3, "tokens": 10240,
+  return Json::parse(
+      R"({"schema": "sharelens.experiment/1", "name": "tiny", "corpus": "brown", "seeds": 3, "tokens": 10240,
     "eval_tokens": 2048, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 10}, "reference": "baseline",
     "arms": [{"name": "cycle", "topology": {"preset": "cycle", "layers": 4, "unique": 2, "d_model": 64, "heads": 4,
               "kv_heads": 2, "ffn": 160, "vocab": 512, "context": 64, "lora_rank": 4}},
@@ -43,11 +44,12 @@ std::vector<double> lossesOf(const fs::path& run) {
 TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   const fs::path dir = testing::makeTempDir("experiment");
   writeFileAtomically(dir / "tiny.json", tinyExperiment().dump());
-  const std::string run = kBinary + " experiment run " + shellQuote((dir / "tiny.json").string()) + " --out " +
-                          shellQuote((dir / "out").string()) + " --threads 1";
+  const std::string run = kBinary + " experiment run " + shellQuote((dir / "tiny.json").string()) +
+                          " --out " + shellQuote((dir / "out").string()) + " --threads 1";
   // Kill it once two runs are evaluated, while a third is training.
   const std::string evals = shellQuote((dir / "out").string());
-  auto r = runProcess("(" + run + " & pid=$!; until [ $(find " + evals + " -name eval.json 2>/dev/null | wc -l) -ge 2 ]; do sleep 0.05; done; "
+  auto r = runProcess("(" + run + " & pid=$!; until [ $(find " + evals +
+                      " -name eval.json 2>/dev/null | wc -l) -ge 2 ]; do sleep 0.05; done; "
                       "sleep 0.3; kill -KILL $pid; wait $pid; echo status=$?)");
   ASSERT_NE(r.out.find("status=137"), std::string::npos) << r.out << r.err;
   std::map<fs::path, fs::file_time_type> finished;
@@ -57,7 +59,8 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   ASSERT_LT(finished.size(), 6u);
   r = runProcess(run);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  for (const auto& [path, time] : finished) EXPECT_EQ(fs::last_write_time(path), time) << path << " was redone";
+  for (const auto& [path, time] : finished)
+    EXPECT_EQ(fs::last_write_time(path), time) << path << " was redone";
   EXPECT_NE(r.err.find("already finished"), std::string::npos) << r.err;
 
   const ExperimentReport report = reportExperiment(dir / "out");
@@ -72,9 +75,10 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   const ArmSummary& cycle = report.arms[0];
   EXPECT_EQ(cycle.differences.size(), 3u) << "paired by seed";
   EXPECT_NEAR(cycle.difference.mean, cycle.nll.mean - report.arms[1].nll.mean, 1e-12);
-  EXPECT_NEAR(static_cast<double>(cycle.nonEmbedding) / static_cast<double>(report.arms[1].nonEmbedding), 1.0, 0.005);
-  r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --json " + shellQuote((dir / "r.json").string()) +
-                 " --md " + shellQuote((dir / "r.md").string()));
+  EXPECT_NEAR(static_cast<double>(cycle.nonEmbedding) / static_cast<double>(report.arms[1].nonEmbedding), 1.0,
+              0.005);
+  r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --json " +
+                 shellQuote((dir / "r.json").string()) + " --md " + shellQuote((dir / "r.md").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(readTextFile(dir / "r.md").find("| cycle |"), std::string::npos);
   EXPECT_EQ(readJsonFile(dir / "r.json")["arms"][0]["vs_reference"]["paired_differences"].size(), 3u);
@@ -92,11 +96,12 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   fs::remove_all(dir);
 }
 
-// assets/experiments: every shipped claim parses, resolves its arms (matched baselines solved), and is sized to
-// finish on two cores: 1-3M parameters per arm, 3 seeds, a small vocabulary so embeddings do not dominate.
+// assets/experiments: every shipped claim parses, resolves its arms (matched baselines solved), and is sized
+// to finish on two cores: 1-3M parameters per arm, 3 seeds, a small vocabulary so embeddings do not dominate.
 TEST(Experiment, ShippedExperimentsAreValidAndSized) {
   int count = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(SHARELENS_SOURCE_DIR) / "assets" / "experiments")) {
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(SHARELENS_SOURCE_DIR) / "assets" / "experiments")) {
     if (entry.path().extension() != ".json") continue;
     ++count;
     const Experiment e = readExperimentFile(entry.path());
@@ -113,11 +118,12 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
   EXPECT_EQ(count, 7) << "one experiment per claim of issue 11";
 }
 
-// Derived arms: DirectShare of the same seed's trained model (no training), and PostShare (post-trained with the
-// penalty, then shared) -- both hold the same unique parameters, fewer than the model they came from.
+// Derived arms: DirectShare of the same seed's trained model (no training), and PostShare (post-trained with
+// the penalty, then shared) -- both hold the same unique parameters, fewer than the model they came from.
 TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   const fs::path dir = testing::makeTempDir("experiment-derived");
-  const Json e = Json::parse(R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 2, "tokens": 5120,
+  const Json e = Json::parse(
+      R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 2, "tokens": 5120,
     "eval_tokens": 2048, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 20}, "reference": "directshare",
     "arms": [{"name": "pretrained", "topology": {"preset": "vanilla", "layers": 4, "unique": 4, "d_model": 64, "heads": 4,
               "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
@@ -125,24 +131,29 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
              {"name": "postshare", "expect": "better",
               "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25, "gamma": 0.1, "steps": 4}}]})");
   writeFileAtomically(dir / "d.json", e.dump());
-  auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "d.json").string()) + " --out " + shellQuote((dir / "out").string()) +
-                      " --threads 1");
+  auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "d.json").string()) + " --out " +
+                      shellQuote((dir / "out").string()) + " --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const ExperimentReport report = reportExperiment(dir / "out");
   EXPECT_TRUE(report.complete);
   const auto arm = [&](const std::string& name) {
-    return *std::find_if(report.arms.begin(), report.arms.end(), [&](const ArmSummary& a) { return a.name == name; });
+    return *std::find_if(report.arms.begin(), report.arms.end(),
+                         [&](const ArmSummary& a) { return a.name == name; });
   };
   EXPECT_LT(arm("directshare").parameters, arm("pretrained").parameters);
   EXPECT_EQ(arm("directshare").parameters, arm("postshare").parameters);
   EXPECT_EQ(arm("postshare").differences.size(), 2u);
   EXPECT_NE(arm("postshare").claim, ClaimOutcome::NotStated);
   for (uint64_t seed : {1, 2}) {
-    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "out", "directshare", seed) / "model" / "model.safetensors"));
-    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "out", "postshare", seed) / "postshare-run" / "postshare.json"));
+    EXPECT_TRUE(
+        fs::exists(experimentRunDirectory(dir / "out", "directshare", seed) / "model" / "model.safetensors"));
+    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "out", "postshare", seed) / "postshare-run" /
+                           "postshare.json"));
   }
-  // The DirectShare model of seed 1 is seed 1's pretrained model with its pairs shared: the same unshared tensors.
-  r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --md " + shellQuote((dir / "r.md").string()));
+  // The DirectShare model of seed 1 is seed 1's pretrained model with its pairs shared: the same unshared
+  // tensors.
+  r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --md " +
+                 shellQuote((dir / "r.md").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(readTextFile(dir / "r.md").find("expected better"), std::string::npos);
   fs::remove_all(dir);
@@ -154,30 +165,46 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
     edit(j);
     return errorOf([&] { experimentFromJson(j, "x.json", "."); });
   };
-  EXPECT_NE(errorFor([](Json& j) { j["arms"][1]["matched_baseline_of"] = "nope"; }).find("unknown arm reference"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["reference"] = "nope"; }).find("unknown arm reference"), std::string::npos);
+  EXPECT_NE(
+      errorFor([](Json& j) { j["arms"][1]["matched_baseline_of"] = "nope"; }).find("unknown arm reference"),
+      std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["reference"] = "nope"; }).find("unknown arm reference"),
+            std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 1; }).find("at least 2 seeds"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["seeds"] = Json::array({3, 3}); }).find("a seed listed twice"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["seeds"] = Json::array({3, 3});
+            }).find("a seed listed twice"),
+            std::string::npos);
   EXPECT_NE(errorFor([](Json& j) {
               j["arms"][1] = {{"name", "other"}, {"topology", j["arms"][0]["topology"]}};
               j["arms"][1]["topology"]["vocab"] = 1024;
               j["reference"] = "other";
-            }).find("share a vocabulary"), std::string::npos);
+            }).find("share a vocabulary"),
+            std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["arms"][1]["corpus"] = "nlp"; }).find("one corpus"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["train"]["steps"] = 5; }).find("set by the experiment"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["arms"][0]["expect"] = "faster"; }).find("unknown claim"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "nope"}, {"method", "directshare"}}}}; })
-                .find("unknown arm reference"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "directshare"}}}}; })
-                .find("start from an unshared model"), std::string::npos)
+  EXPECT_NE(errorFor([](Json& j) { j["train"]["steps"] = 5; }).find("set by the experiment"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][0]["expect"] = "faster"; }).find("unknown claim"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "nope"}, {"method", "directshare"}}}};
+            }).find("unknown arm reference"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "directshare"}}}};
+            }).find("start from an unshared model"),
+            std::string::npos)
       << "DirectShare needs per-layer attention weights";
-  EXPECT_NE(errorFor([](Json& j) { j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "prune"}}}}; })
-                .find("unknown derivation"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "prune"}}}};
+            }).find("unknown derivation"),
+            std::string::npos);
   const fs::path dir = testing::makeTempDir("experiment-bad");
   Json j = tinyExperiment();
   j["arms"][1]["matched_baseline_of"] = "nope";
   writeFileAtomically(dir / "bad.json", j.dump());
-  const auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "bad.json").string()) + " --out " + shellQuote((dir / "out").string()));
+  const auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "bad.json").string()) +
+                            " --out " + shellQuote((dir / "out").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("unknown arm reference"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out"));

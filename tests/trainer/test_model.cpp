@@ -21,7 +21,9 @@
 namespace sharelens {
 
 // gtest names the parameter in test listings by this, not by a hex dump of the struct.
-void PrintTo(const Topology& t, std::ostream* os) { *os << "topology " << t.name; }
+void PrintTo(const Topology& t, std::ostream* os) {
+  *os << "topology " << t.name;
+}
 
 namespace {
 
@@ -91,7 +93,8 @@ TEST_P(EveryFamily, CountsBuildsRunsAndLearns) {
   setComputeThreads(1);
   const Topology& t = GetParam().second;
   SharedTransformer model(t, torch::kCPU, 7);
-  EXPECT_EQ(model.parameterCount(), countParameters(t).total) << "param_count.cpp and the built model must agree";
+  EXPECT_EQ(model.parameterCount(), countParameters(t).total)
+      << "param_count.cpp and the built model must agree";
 
   const torch::Tensor tokens = randomTokens(t, 4, 33, 1);
   const torch::Tensor logits = model.forward(tokens.narrow(1, 0, 32));
@@ -136,18 +139,22 @@ TEST_P(EveryFamily, CheckpointReadsBackAsTheSameEffectiveWeights) {
   EXPECT_TRUE(view.missing.empty()) << view.missing.front();
   EXPECT_TRUE(view.unexpected.empty()) << view.unexpected.front();
   EXPECT_EQ(countParameters(*ckpt, view).total,
-            model.parameterCount() - (t.masa.mlpCoefficients ? countParameters(t).of(ParamGroup::MasaCoefficients) -
-                                                                    t.model.layers * t.masa.atoms * static_cast<int64_t>(t.masa.projections.size())
-                                                              : 0))
+            model.parameterCount() -
+                (t.masa.mlpCoefficients
+                     ? countParameters(t).of(ParamGroup::MasaCoefficients) -
+                           t.model.layers * t.masa.atoms * static_cast<int64_t>(t.masa.projections.size())
+                     : 0))
       << "the checkpoint holds every unique weight once (MLP coefficients folded to tables)";
   torch::NoGradGuard noGrad;
   for (int64_t l = 0; l < t.model.layers; ++l)
     for (Proj p : kAllProjs) {
       const FloatMatrix fromView = materialize(*ckpt, view.layers[static_cast<size_t>(l)].at(p));
       const torch::Tensor fromModel = model.effectiveWeight(l, p).contiguous();
-      const torch::Tensor viewTensor = at::from_blob(const_cast<float*>(fromView.data.data()), {fromView.rows, fromView.cols});
+      const torch::Tensor viewTensor =
+          at::from_blob(const_cast<float*>(fromView.data.data()), {fromView.rows, fromView.cols});
       ASSERT_EQ(viewTensor.sizes(), fromModel.sizes()) << l << " " << projName(p);
-      EXPECT_TRUE(at::allclose(viewTensor, fromModel, 1e-5, 1e-6)) << GetParam().first << " layer " << l << " " << projName(p);
+      EXPECT_TRUE(at::allclose(viewTensor, fromModel, 1e-5, 1e-6))
+          << GetParam().first << " layer " << l << " " << projName(p);
     }
   fs::remove_all(dir);
 }
@@ -169,14 +176,17 @@ TEST(WeightSharing, SharedBlocksAreOneTensorAndTheirGradientIsTheSumOverLayers) 
       std::string source = p.name;
       for (int64_t l = 0; l < 4; ++l)
         for (Proj proj : kAllProjs) {
-          const std::string name = isAttentionProj(proj) ? names::attnWeight(l, proj) : names::ffnWeight(l, proj);
+          const std::string name =
+              isAttentionProj(proj) ? names::attnWeight(l, proj) : names::ffnWeight(l, proj);
           const int64_t block = shared.attention.assign[static_cast<size_t>(l)];
-          if (p.name == name) source = isAttentionProj(proj) ? names::attnWeight(block, proj) : names::ffnWeight(block, proj);
+          if (p.name == name)
+            source = isAttentionProj(proj) ? names::attnWeight(block, proj) : names::ffnWeight(block, proj);
         }
       p.tensor.copy_(a.parameter(source));
     }
   }
-  EXPECT_EQ(a.effectiveWeight(0, Proj::Q).data_ptr(), a.effectiveWeight(2, Proj::Q).data_ptr()) << "one storage";
+  EXPECT_EQ(a.effectiveWeight(0, Proj::Q).data_ptr(), a.effectiveWeight(2, Proj::Q).data_ptr())
+      << "one storage";
   EXPECT_NE(a.effectiveWeight(0, Proj::Q).data_ptr(), a.effectiveWeight(1, Proj::Q).data_ptr());
   const torch::Tensor tokens = randomTokens(shared, 2, 17, 9);
   const torch::Tensor la = a.loss(tokens), lb = b.loss(tokens);
@@ -184,7 +194,9 @@ TEST(WeightSharing, SharedBlocksAreOneTensorAndTheirGradientIsTheSumOverLayers) 
   la.backward();
   lb.backward();
   for (Proj proj : kAllProjs) {
-    auto name = [&](int64_t i) { return isAttentionProj(proj) ? names::attnWeight(i, proj) : names::ffnWeight(i, proj); };
+    auto name = [&](int64_t i) {
+      return isAttentionProj(proj) ? names::attnWeight(i, proj) : names::ffnWeight(i, proj);
+    };
     const torch::Tensor sum = b.parameter(name(0)).grad() + b.parameter(name(2)).grad();
     EXPECT_TRUE(at::allclose(a.parameter(name(0)).grad(), sum, 1e-4, 1e-6)) << projName(proj);
   }
@@ -240,18 +252,23 @@ TEST(WeightSharing, HeadSharingRankZeroMakesHeadsIdenticalAndTiedHeadsCopyTheirS
   ties.attention.loraRank = ties.ffn.loraRank = 0;
   ties.tiedHeads = {{2, 1, 0, 0}};  // layer 2's KV group 1 (query heads 2, 3; KV head 1) <- layer 0's group 0
   SharedTransformer t(ties, torch::kCPU, 2);
-  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::Q).narrow(0, 32, 32), t.effectiveWeight(0, Proj::Q).narrow(0, 0, 32)));
-  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::K).narrow(0, 16, 16), t.effectiveWeight(0, Proj::K).narrow(0, 0, 16)));
-  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 16, 16), t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
-  EXPECT_FALSE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 0, 16), t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::Q).narrow(0, 32, 32),
+                        t.effectiveWeight(0, Proj::Q).narrow(0, 0, 32)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::K).narrow(0, 16, 16),
+                        t.effectiveWeight(0, Proj::K).narrow(0, 0, 16)));
+  EXPECT_TRUE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 16, 16),
+                        t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
+  EXPECT_FALSE(at::equal(t.effectiveWeight(2, Proj::V).narrow(0, 0, 16),
+                         t.effectiveWeight(0, Proj::V).narrow(0, 0, 16)));
   t.loss(randomTokens(ties, 2, 12, 4)).backward();
-  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::Q)).size(0), 2 * 16) << "layer 2 stores only its own group's 2 heads";
+  EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::Q)).size(0), 2 * 16)
+      << "layer 2 stores only its own group's 2 heads";
   EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::K)).size(0), 16);
   EXPECT_EQ(t.parameter(names::attnWeight(2, Proj::V)).size(0), 16);
 }
 
-// PostShare, Eq. 4-5: L_w = (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p^i - W_p^j||_F, written out
-// here from the stored per-layer weights (not through the model's effectiveWeight).
+// PostShare, Eq. 4-5: L_w = (1/|N|) sum over pairs of sum over p in {q, k, v} of ||W_p^i - W_p^j||_F, written
+// out here from the stored per-layer weights (not through the model's effectiveWeight).
 TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanOverPairsOfPerProjectionDistances) {
   Topology t = debugTopology();
   t.attention.assign = t.ffn.assign = {0, 1, 2, 3};
@@ -265,7 +282,9 @@ TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanOverPairsOfPerProjectionD
   double sum = 0;
   for (const HeadTie& pair : t.postShare.pairs)
     for (Proj p : {Proj::Q, Proj::K, Proj::V})
-      sum += (rows(pair.targetLayer, p, pair.targetUnit) - rows(pair.sourceLayer, p, pair.sourceUnit)).norm().item<double>();
+      sum += (rows(pair.targetLayer, p, pair.targetUnit) - rows(pair.sourceLayer, p, pair.sourceUnit))
+                 .norm()
+                 .item<double>();
   EXPECT_NEAR(m.postSharePenalty().item<double>(), 0.5 * sum / 2.0, 1e-5);
 }
 
@@ -287,8 +306,10 @@ FusedCase evaluate(const std::function<torch::Tensor(const std::vector<torch::Te
 }
 
 void expectClose(const FusedCase& fused, const FusedCase& reference, double tolerance) {
-  EXPECT_LT((fused.out - reference.out).abs().max().item<double>(), tolerance * reference.out.abs().max().item<double>());
-  EXPECT_LT((fused.grads - reference.grads).abs().max().item<double>(), tolerance * reference.grads.abs().max().item<double>());
+  EXPECT_LT((fused.out - reference.out).abs().max().item<double>(),
+            tolerance * reference.out.abs().max().item<double>());
+  EXPECT_LT((fused.grads - reference.grads).abs().max().item<double>(),
+            tolerance * reference.grads.abs().max().item<double>());
 }
 
 TEST(FusedOps, RmsNormMatchesTheCompositeInValueAndGradient) {
@@ -320,7 +341,9 @@ TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
   // A rotation: every (i, i + hd/2) pair keeps its length.
   const torch::Tensor x = at::randn({1, context, 1, hd}, gen);
   const torch::Tensor y = applyRope(x, cos.to(at::kFloat), sin.to(at::kFloat));
-  auto pairNorms = [&](const torch::Tensor& v) { return v.narrow(-1, 0, hd / 2).pow(2) + v.narrow(-1, hd / 2, hd / 2).pow(2); };
+  auto pairNorms = [&](const torch::Tensor& v) {
+    return v.narrow(-1, 0, hd / 2).pow(2) + v.narrow(-1, hd / 2, hd / 2).pow(2);
+  };
   EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
 }
 

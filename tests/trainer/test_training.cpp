@@ -65,15 +65,18 @@ std::string tensorHash(const fs::path& file) {
   return h.hex();
 }
 
-std::string trainCommand(const fs::path& topology, const fs::path& out, int64_t steps, const std::string& extra = "") {
-  return kBinary + " train --topology " + shellQuote(topology.string()) + " --corpus brown --out " + shellQuote(out.string()) +
-         " --steps " + std::to_string(steps) + " --batch 4 --threads 1 --checkpoint-every 10 --eval-every 10 --keep-last 10" + extra;
+std::string trainCommand(const fs::path& topology, const fs::path& out, int64_t steps,
+                         const std::string& extra = "") {
+  return kBinary + " train --topology " + shellQuote(topology.string()) + " --corpus brown --out " +
+         shellQuote(out.string()) + " --steps " + std::to_string(steps) +
+         " --batch 4 --threads 1 --checkpoint-every 10 --eval-every 10 --keep-last 10" + extra;
 }
 
 TEST(Corpus, BrownTagsAreStrippedAndTheSplitIsByDocument) {
   EXPECT_EQ(brownToText("\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n"),
             "The jury said \"no evidence\".\n");
-  EXPECT_EQ(brownToText("\tIt/pps doesn't/doz* ,/, he/pps said/vbd (/( twice/rb )/) ./.\n"), "It doesn't, he said (twice).\n");
+  EXPECT_EQ(brownToText("\tIt/pps doesn't/doz* ,/, he/pps said/vbd (/( twice/rb )/) ./.\n"),
+            "It doesn't, he said (twice).\n");
   const Corpus brown = loadCorpus("brown");
   EXPECT_EQ(brown.documents.size(), 500u);
   EXPECT_EQ(brown.documents.front().id, "ca01");
@@ -104,7 +107,10 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   RunRequest r{debugTopology(), smallConfig(40), dir / "run"};
   std::vector<StepMetrics> seen;
   std::string message;
-  ASSERT_EQ(runTraining(r, {}, [&](const StepMetrics& m) { seen.push_back(m); }, &message), RunState::Finished) << message;
+  ASSERT_EQ(runTraining(
+                r, {}, [&](const StepMetrics& m) { seen.push_back(m); }, &message),
+            RunState::Finished)
+      << message;
   ASSERT_EQ(seen.size(), 40u);
   const Json run = readJsonFile(dir / "run" / "run.json");
   EXPECT_EQ(run["schema"], kRunSchema);
@@ -141,19 +147,23 @@ TEST(Training, ResumeAfterSigkillIsBitIdentical) {
   const int killStep = std::uniform_int_distribution<int>(3, 47)(rng);
   const int extraMs = std::uniform_int_distribution<int>(0, 25)(rng);
   const std::string metrics = shellQuote((dir / "killed" / "metrics.jsonl").string());
-  const std::string killer = " & pid=$!; until grep -q '\"step\":" + std::to_string(killStep) + ",' " + metrics +
-                             " 2>/dev/null; do sleep 0.005; done; sleep 0.0" + std::to_string(extraMs / 10) +
-                             std::to_string(extraMs % 10) + "; kill -KILL $pid; wait $pid; echo status=$?)";
+  const std::string killer = " & pid=$!; until grep -q '\"step\":" + std::to_string(killStep) + ",' " +
+                             metrics + " 2>/dev/null; do sleep 0.005; done; sleep 0.0" +
+                             std::to_string(extraMs / 10) + std::to_string(extraMs % 10) +
+                             "; kill -KILL $pid; wait $pid; echo status=$?)";
   const std::string subshell = "(", trainKilled = trainCommand(dir / "t.json", dir / "killed", 50);
   r = runProcess(subshell + trainKilled + killer);
-  const std::string killedAt = "killed after step " + std::to_string(killStep) + " + " + std::to_string(extraMs) + " ms";
+  const std::string killedAt =
+      "killed after step " + std::to_string(killStep) + " + " + std::to_string(extraMs) + " ms";
   ASSERT_NE(r.out.find("status=137"), std::string::npos) << killedAt << ": " << r.out << r.err;
-  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "killed").string()) + " --steps 50 --threads 1");
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "killed").string()) +
+                 " --steps 50 --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto whole = lossesOf(dir / "whole"), resumed = lossesOf(dir / "killed");
   ASSERT_EQ(whole.size(), 50u);
   ASSERT_EQ(resumed.size(), 50u);
-  for (const auto& [step, loss] : whole) EXPECT_EQ(resumed.at(step), loss) << "step " << step << " (" << killedAt << ")";
+  for (const auto& [step, loss] : whole)
+    EXPECT_EQ(resumed.at(step), loss) << "step " << step << " (" << killedAt << ")";
   // The file itself, not just the reader's view of it: every step and the finish exactly once.
   std::map<int64_t, int> records;
   int finishes = 0;
@@ -165,7 +175,8 @@ TEST(Training, ResumeAfterSigkillIsBitIdentical) {
   }
   EXPECT_EQ(finishes, 1) << killedAt;
   EXPECT_EQ(records.size(), 50u) << killedAt;
-  for (const auto& [step, count] : records) EXPECT_EQ(count, 1) << "step " << step << " recorded twice (" << killedAt << ")";
+  for (const auto& [step, count] : records)
+    EXPECT_EQ(count, 1) << "step " << step << " recorded twice (" << killedAt << ")";
   const fs::path a = checkpointDirectory(dir / "whole", 50), b = checkpointDirectory(dir / "killed", 50);
   EXPECT_EQ(tensorHash(a / "model.safetensors"), tensorHash(b / "model.safetensors")) << "weights";
   EXPECT_EQ(tensorHash(a / "optim.safetensors"), tensorHash(b / "optim.safetensors")) << "optimizer state";
@@ -173,23 +184,28 @@ TEST(Training, ResumeAfterSigkillIsBitIdentical) {
 }
 
 TEST(Training, AKillWhileWritingACheckpointNeverLeavesOneThatLoadsAsComplete) {
-  if (!fault::compiledIn()) GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
+  if (!fault::compiledIn())
+    GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
   const fs::path dir = testing::makeTempDir("crash");
   writeTopologyFile(debugTopology(), dir / "t.json");
   ASSERT_EQ(runProcess(trainCommand(dir / "t.json", dir / "whole", 30)).exitCode, 0);
   for (const std::string stage : {"model", "optim", "state", "marker", "rename"}) {
     const fs::path run = dir / ("crash-" + stage);
-    const auto r = runProcess("SHARELENS_TEST_KILL_IN_CHECKPOINT=" + stage + " " + trainCommand(dir / "t.json", run, 30));
+    const auto r = runProcess("SHARELENS_TEST_KILL_IN_CHECKPOINT=" + stage + " " +
+                              trainCommand(dir / "t.json", run, 30));
     EXPECT_EQ(r.exitCode, 137) << stage << ": " << r.err;
     const auto complete = listCheckpoints(run);
     ASSERT_EQ(complete.size(), 1u) << stage;
     EXPECT_EQ(complete[0].step, 10) << stage << ": only the first checkpoint is complete";
     for (const auto& e : fs::directory_iterator(run / "checkpoints")) {
       if (e.path().filename().string().rfind("step-", 0) == 0) {
-        EXPECT_TRUE(fs::exists(e.path() / "COMPLETE")) << e.path() << " looks like a checkpoint but is not complete";
+        EXPECT_TRUE(fs::exists(e.path() / "COMPLETE"))
+            << e.path() << " looks like a checkpoint but is not complete";
       }
     }
-    ASSERT_EQ(runProcess(kBinary + " train --resume --threads 1 --out " + shellQuote(run.string())).exitCode, 0) << stage;
+    ASSERT_EQ(runProcess(kBinary + " train --resume --threads 1 --out " + shellQuote(run.string())).exitCode,
+              0)
+        << stage;
     EXPECT_EQ(tensorHash(checkpointDirectory(run, 30) / "model.safetensors"),
               tensorHash(checkpointDirectory(dir / "whole", 30) / "model.safetensors"))
         << stage;
@@ -198,7 +214,8 @@ TEST(Training, AKillWhileWritingACheckpointNeverLeavesOneThatLoadsAsComplete) {
 }
 
 TEST(Training, NonFiniteStepsNeverReachTheWeights) {
-  if (!fault::compiledIn()) GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
+  if (!fault::compiledIn())
+    GTEST_SKIP() << "configure with -DSHARELENS_FAULT_INJECTION=ON (dev.sh does) for this test";
   const fs::path dir = testing::makeTempDir("nan");
   writeTopologyFile(debugTopology(), dir / "t.json");
   auto r = runProcess("SHARELENS_TEST_NONFINITE_STEPS=7 " + trainCommand(dir / "t.json", dir / "one", 20));
@@ -264,7 +281,8 @@ TEST(Training, CompareTrainsTheModelAndItsParameterMatchedBaseline) {
   EXPECT_EQ(baseline, RunState::Finished);
   const Json a = readJsonFile(dir / "model" / "run.json"), b = readJsonFile(dir / "baseline" / "run.json");
   EXPECT_EQ(b["role"], "baseline");
-  EXPECT_NEAR(b["parameters"]["non_embedding"].get<double>() / a["parameters"]["non_embedding"].get<double>(), 1.0, 0.005)
+  EXPECT_NEAR(b["parameters"]["non_embedding"].get<double>() / a["parameters"]["non_embedding"].get<double>(),
+              1.0, 0.005)
       << "matched on non-embedding parameters, as the low-rank sharing paper does";
   EXPECT_EQ(a["corpus"]["fingerprint"], b["corpus"]["fingerprint"]);
   // The unshared baseline is saved in Hugging Face layout and opens as a Llama model.
@@ -275,8 +293,8 @@ TEST(Training, CompareTrainsTheModelAndItsParameterMatchedBaseline) {
 TEST(Training, BadRequestsAreNamedErrors) {
   const fs::path dir = testing::makeTempDir("bad");
   writeTopologyFile(debugTopology(), dir / "t.json");
-  auto r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) + " --corpus /no/such/dir --out " +
-                      shellQuote((dir / "run").string()));
+  auto r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) +
+                      " --corpus /no/such/dir --out " + shellQuote((dir / "run").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("/no/such/dir"), std::string::npos) << r.err;
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "nothing").string()));
@@ -285,30 +303,40 @@ TEST(Training, BadRequestsAreNamedErrors) {
   // DirectShare of a shared ShareLens checkpoint is refused before anything is written.
   r = runProcess(trainCommand(dir / "t.json", dir / "shared", 2));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = runProcess(kBinary + " analyze " + shellQuote((dir / "shared").string()) + " --directshare --ratio 0.25 --directshare-out " +
-                 shellQuote((dir / "ds").string()) + " --json " + shellQuote((dir / "a.json").string()));
+  r = runProcess(kBinary + " analyze " + shellQuote((dir / "shared").string()) +
+                 " --directshare --ratio 0.25 --directshare-out " + shellQuote((dir / "ds").string()) +
+                 " --json " + shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("export-hf"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ds"));
   EXPECT_FALSE(fs::exists(dir / "a.json"));
-  // Strict layer sharing (LoRA rank 0): every layer's Q/K/V is a plain slice, but of a tensor that several layers
-  // read, so writing a pair would change the source too. Refused, naming the tensor, and nothing is left behind.
-  r = runProcess(kBinary + " topology --preset cycle --layers 4 --unique 2 --d-model 64 --heads 4 --kv-heads 2 --ffn 128 "
-                 "--vocab 512 --context 32 --lora-rank 0 --out " + shellQuote((dir / "strict.json").string()));
+  // Strict layer sharing (LoRA rank 0): every layer's Q/K/V is a plain slice, but of a tensor that several
+  // layers read, so writing a pair would change the source too. Refused, naming the tensor, and nothing is
+  // left behind.
+  r = runProcess(
+      kBinary +
+      " topology --preset cycle --layers 4 --unique 2 --d-model 64 --heads 4 --kv-heads 2 --ffn 128 "
+      "--vocab 512 --context 32 --lora-rank 0 --out " +
+      shellQuote((dir / "strict.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(trainCommand(dir / "strict.json", dir / "strict", 2));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = runProcess(kBinary + " analyze " + shellQuote((dir / "strict").string()) + " --directshare --ratio 0.25 --directshare-out " +
-                 shellQuote((dir / "ds").string()) + " --json " + shellQuote((dir / "a.json").string()));
+  r = runProcess(kBinary + " analyze " + shellQuote((dir / "strict").string()) +
+                 " --directshare --ratio 0.25 --directshare-out " + shellQuote((dir / "ds").string()) +
+                 " --json " + shellQuote((dir / "a.json").string()));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("layers share attention weights"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("also holds layer"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "ds"));
   EXPECT_FALSE(fs::exists(dir / "a.json"));
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".ds.tmp"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".ds.tmp"), std::string::npos);
   // A vocabulary too small for the corpus's characters plus the 256 byte pieces: the hint says to raise it.
-  r = runProcess(kBinary + " topology --preset vanilla --layers 1 --unique 1 --d-model 32 --heads 2 --kv-heads 2 --ffn 64 "
-                 "--vocab 256 --context 16 --out " + shellQuote((dir / "tiny-vocab.json").string()));
+  r = runProcess(
+      kBinary +
+      " topology --preset vanilla --layers 1 --unique 1 --d-model 32 --heads 2 --kv-heads 2 --ffn 64 "
+      "--vocab 256 --context 16 --out " +
+      shellQuote((dir / "tiny-vocab.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(trainCommand(dir / "tiny-vocab.json", dir / "tiny-vocab", 1));
   EXPECT_EQ(r.exitCode, 2);
@@ -320,16 +348,21 @@ TEST(Training, BadRequestsAreNamedErrors) {
   EXPECT_NE(r.err.find("stopped before it wrote run.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--topology"), std::string::npos) << r.err;
   r = runProcess(kBinary + " train --resume --topology " + shellQuote((dir / "t.json").string()) + " --out " +
-                 shellQuote((dir / "early").string()) + " --steps 2 --batch 2 --threads 1 --checkpoint-every 2");
+                 shellQuote((dir / "early").string()) +
+                 " --steps 2 --batch 2 --threads 1 --checkpoint-every 2");
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_FALSE(fs::exists(dir / "early" / "checkpoints" / ".tmp-step-0000010-1")) << "a killed write's temporary is removed";
+  EXPECT_FALSE(fs::exists(dir / "early" / "checkpoints" / ".tmp-step-0000010-1"))
+      << "a killed write's temporary is removed";
   EXPECT_TRUE(fs::exists(checkpointDirectory(dir / "early", 2) / kCompleteMarker));
-  // Numeric options that would put NaN into the weights or ascend the loss, and places that cannot hold a run.
+  // Numeric options that would put NaN into the weights or ascend the loss, and places that cannot hold a
+  // run.
   for (const char* lr : {"nan", "inf", "-inf", "-1", "0", "1e308"}) {
-    r = runProcess(trainCommand(dir / "t.json", dir / ("lr-" + std::string(lr)), 2, " --lr " + std::string(lr)));
+    r = runProcess(
+        trainCommand(dir / "t.json", dir / ("lr-" + std::string(lr)), 2, " --lr " + std::string(lr)));
     EXPECT_EQ(r.exitCode, 2) << "--lr " << lr << ": " << r.err;
     EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(dir / ("lr-" + std::string(lr)) / "checkpoints")) << "nothing trained with --lr " << lr;
+    EXPECT_FALSE(fs::exists(dir / ("lr-" + std::string(lr)) / "checkpoints"))
+        << "nothing trained with --lr " << lr;
   }
   for (const char* out : {"/proc/sharelens-run", "/dev/null/run"}) {
     r = runProcess(trainCommand(dir / "t.json", out, 2));
@@ -342,7 +375,7 @@ TEST(Training, BadRequestsAreNamedErrors) {
   huge["model"]["d_model"] = 1'000'000'000;
   writeFileAtomically(dir / "huge.json", huge.dump());
   for (const std::string& command : {kBinary + " params " + shellQuote((dir / "huge.json").string()),
-                                    trainCommand(dir / "huge.json", dir / "huge", 2)}) {
+                                     trainCommand(dir / "huge.json", dir / "huge", 2)}) {
     r = runProcess(command);
     EXPECT_EQ(r.exitCode, 2) << command << r.err;
     EXPECT_NE(r.err.find("model.d_model: value too large"), std::string::npos) << r.err;

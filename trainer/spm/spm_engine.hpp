@@ -27,16 +27,17 @@ class Model {
   virtual int eosId() const = 0;
 };
 
-// Yields one training sentence per call, std::nullopt at the end. The view must stay valid until the next call.
+// Yields one training sentence per call, std::nullopt at the end. The view must stay valid until the next
+// call.
 using SentenceSource = std::function<std::optional<std::string_view>()>;
 
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Trains a model from the sentences with SentencePiece trainer options ("model_type" -> "bpe", ...); returns
-  // the serialized model, or sets *error.
-  virtual std::string train(const std::map<std::string, std::string>& options, const SentenceSource& sentences,
-                            std::string* error) = 0;
+  // Trains a model from the sentences with SentencePiece trainer options ("model_type" -> "bpe", ...);
+  // returns the serialized model, or sets *error.
+  virtual std::string train(const std::map<std::string, std::string>& options,
+                            const SentenceSource& sentences, std::string* error) = 0;
   // Parses a serialized model, or sets *error and returns nullptr.
   virtual std::unique_ptr<Model> load(const std::string& serialized, std::string* error) = 0;
 };

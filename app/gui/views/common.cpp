@@ -20,7 +20,8 @@ void drawStepSlider(AppContext& ctx) {
   if (ImGui::SliderInt("training step##steps", &index, 0, static_cast<int>(steps.size()) - 1, label.c_str()))
     ctx.workspace.selectStep(steps[static_cast<size_t>(index)]);
   ImGui::SameLine();
-  ImGui::TextDisabled("following %s (%zu checkpoints loaded)", ctx.workspace.followed()->filename().c_str(), steps.size());
+  ImGui::TextDisabled("following %s (%zu checkpoints loaded)", ctx.workspace.followed()->filename().c_str(),
+                      steps.size());
 }
 
 bool drawNoModelHint(AppContext& ctx) {
@@ -30,8 +31,9 @@ bool drawNoModelHint(AppContext& ctx) {
     drawPending("opening the checkpoint");
     return true;
   }
-  ImGui::TextWrapped("No checkpoint open. Use File > Open, drop a .safetensors file, a model directory or a run "
-                     "directory onto the window, or start the demo (sharelens --demo).");
+  ImGui::TextWrapped(
+      "No checkpoint open. Use File > Open, drop a .safetensors file, a model directory or a run "
+      "directory onto the window, or start the demo (sharelens --demo).");
   return true;
 }
 
@@ -59,7 +61,8 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
     ImGui::PopTextWrapPos();
   }
   ImGui::SameLine();
-  if (ImGui::SmallButton(o ? ("Retry##" + title).c_str() : ("Compute##" + title).c_str())) ctx.workspace.run(id);
+  if (ImGui::SmallButton(o ? ("Retry##" + title).c_str() : ("Compute##" + title).c_str()))
+    ctx.workspace.run(id);
   return false;
 }
 
@@ -69,7 +72,8 @@ void drawSectionHeader(const char* label) {
   ImGui::Separator();
 }
 
-void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem, const plot::PlotState* state) {
+void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
+                       const plot::PlotState* state) {
   for (const char* ext : {"png", "svg", "pdf"}) {
     ImGui::SameLine();
     const std::string label = std::string("Export ") + ext + "##" + stem;

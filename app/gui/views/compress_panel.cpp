@@ -17,7 +17,8 @@ namespace sharelens::gui {
 namespace {
 
 constexpr const char* kMethods[] = {"masa", "masa-noref", "svd"};
-constexpr const char* kMethodLabels[] = {"MASA: atoms + refined residuals", "MASA: atoms only", "SVD-LLM baseline (whitened SVD)"};
+constexpr const char* kMethodLabels[] = {"MASA: atoms + refined residuals", "MASA: atoms only",
+                                         "SVD-LLM baseline (whitened SVD)"};
 
 std::vector<double> ratiosOf(const std::string& text) {
   std::vector<double> out;
@@ -31,7 +32,9 @@ std::vector<double> ratiosOf(const std::string& text) {
       used = 0;
     }
     if (used == 0 || !(v > 0 && v < 1))
-      throw Error({.what = "not a compression ratio", .where = "sweep ratios", .expected = "fractions in (0, 1), e.g. 0.9,0.8",
+      throw Error({.what = "not a compression ratio",
+                   .where = "sweep ratios",
+                   .expected = "fractions in (0, 1), e.g. 0.9,0.8",
                    .found = "'" + item + "'"});
     out.push_back(v);
   }
@@ -39,21 +42,24 @@ std::vector<double> ratiosOf(const std::string& text) {
 }
 
 // Layer groups with their atoms, beta, and every matrix's rank (a plan, or a compressed checkpoint's record).
-void drawGroupsAndRanks(const std::string& method, const std::vector<std::vector<int64_t>>& groups, const std::vector<int64_t>& atoms,
-                        double beta, const std::map<Proj, std::vector<int64_t>>& ranks) {
+void drawGroupsAndRanks(const std::string& method, const std::vector<std::vector<int64_t>>& groups,
+                        const std::vector<int64_t>& atoms, double beta,
+                        const std::map<Proj, std::vector<int64_t>>& ranks) {
   if (!groups.empty()) {
     std::string text;
     for (size_t g = 0; g < groups.size(); ++g)
-      text += (g ? ", " : "") + std::to_string(groups[g].front()) + "-" + std::to_string(groups[g].back()) + " (" +
-              std::to_string(atoms[g]) + (atoms[g] == 1 ? " atom)" : " atoms)");
+      text += (g ? ", " : "") + std::to_string(groups[g].front()) + "-" + std::to_string(groups[g].back()) +
+              " (" + std::to_string(atoms[g]) + (atoms[g] == 1 ? " atom)" : " atoms)");
     ImGui::TextWrapped("layer groups: %s", text.c_str());
   }
   if (method == "masa") ImGui::Text("residual budget beta = %.4f of the original attention parameters", beta);
   if (ranks.empty()) return;
   const int64_t layers = static_cast<int64_t>(ranks.begin()->second.size());
-  ImGui::TextDisabled("rank of each layer's low-rank term (%s)", method == "svd" ? "the whole matrix" : "its refined residual");
+  ImGui::TextDisabled("rank of each layer's low-rank term (%s)",
+                      method == "svd" ? "the whole matrix" : "its refined residual");
   if (ImGui::BeginTable("##ranks", static_cast<int>(ranks.size()) + 1,
-                        ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV, ImVec2(360, std::min(220.0f, 24.0f + 20.0f * static_cast<float>(layers))))) {
+                        ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV,
+                        ImVec2(360, std::min(220.0f, 24.0f + 20.0f * static_cast<float>(layers))))) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("layer");
     for (const auto& [p, r] : ranks) ImGui::TableSetupColumn(std::string(projName(p)).c_str());
@@ -90,7 +96,10 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
     o.spec.ratio = m_ratio;
     if (m_atoms > 0) o.spec.atoms = m_atoms;
     if (const auto kl = parseKlGrouping(m_groups)) {
-      if (*kl == 0) throw Error({.what = "kl-peaks does not fix the number of groups", .where = "groups", .expected = "kl:G or ranges"});
+      if (*kl == 0)
+        throw Error({.what = "kl-peaks does not fix the number of groups",
+                     .where = "groups",
+                     .expected = "kl:G or ranges"});
       o.klGroups = *kl;
     } else {
       o.spec.groups = parseLayerGroups(m_groups, m.view->shape.layers);
@@ -116,7 +125,8 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
           eval.tokens = kGuiEvalTokens;
           SweepReport r = sweepCompression(source, o, ratios, {"masa", "masa-noref", "svd"}, eval, task);
           const plot::Figure figure = plot::compressionSweepFigure(r);
-          for (const char* ext : {"svg", "png", "pdf"}) exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
+          for (const char* ext : {"svg", "png", "pdf"})
+            exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
           return [outcome, r = std::move(r), &ctx, out = o.out] {
             outcome->sweepReport = r;
             outcome->running = false;
@@ -142,18 +152,22 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
 }
 
 void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
-  if (const auto record = compressionRecordOf(*m.checkpoint)) {  // a compressed checkpoint: what was done to it
-    ImGui::Text("This checkpoint is compressed: %s at target ratio %.2f, %lld of %lld attention parameters (%.1f%%).",
-                record->method.c_str(), record->targetRatio, static_cast<long long>(record->parameters),
-                static_cast<long long>(record->originalParameters),
-                100.0 * static_cast<double>(record->parameters) / static_cast<double>(record->originalParameters));
-    ImGui::TextDisabled("compressed from %s; `sharelens export-hf` writes it back in its family's layout", record->source.c_str());
+  if (const auto record =
+          compressionRecordOf(*m.checkpoint)) {  // a compressed checkpoint: what was done to it
+    ImGui::Text(
+        "This checkpoint is compressed: %s at target ratio %.2f, %lld of %lld attention parameters (%.1f%%).",
+        record->method.c_str(), record->targetRatio, static_cast<long long>(record->parameters),
+        static_cast<long long>(record->originalParameters),
+        100.0 * static_cast<double>(record->parameters) / static_cast<double>(record->originalParameters));
+    ImGui::TextDisabled("compressed from %s; `sharelens export-hf` writes it back in its family's layout",
+                        record->source.c_str());
     drawGroupsAndRanks(record->method, record->groups, record->atoms, record->beta, record->ranks);
     return;
   }
-  ImGui::TextWrapped("Compress the attention of this pretrained model without training: Matrix PCA atoms per layer group "
-                     "with calibration-whitened low-rank residuals (MASA), atoms alone, or every matrix's whitened SVD "
-                     "(SVD-LLM). The compressed model is written as a checkpoint and scored beside the original.");
+  ImGui::TextWrapped(
+      "Compress the attention of this pretrained model without training: Matrix PCA atoms per layer group "
+      "with calibration-whitened low-rank residuals (MASA), atoms alone, or every matrix's whitened SVD "
+      "(SVD-LLM). The compressed model is written as a checkpoint and scored beside the original.");
   ImGui::SetNextItemWidth(280);
   ImGui::Combo("method", &m_method, kMethodLabels, 3);
   ImGui::SetNextItemWidth(200);
@@ -189,15 +203,17 @@ void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
   }
   if (!o.sweep) {
     const CompressionReport& r = o.compression;
-    ImGui::Text("wrote %s: %lld of %lld attention parameters (target %lld)", r.out.c_str(), static_cast<long long>(r.storedParameters),
-                static_cast<long long>(r.plan.originalParameters), static_cast<long long>(r.plan.targetParameters));
+    ImGui::Text("wrote %s: %lld of %lld attention parameters (target %lld)", r.out.c_str(),
+                static_cast<long long>(r.storedParameters), static_cast<long long>(r.plan.originalParameters),
+                static_cast<long long>(r.plan.targetParameters));
     m_eval.draw();
     drawPlan(r.plan);
     return;
   }
   const plot::Figure curve = plot::compressionSweepFigure(o.sweepReport);
   drawExportButtons(ctx, curve, "compression-sweep", &m_curve);
-  plot::plotWidget("##sweep-curve", curve, m_curve, ImVec2(-1, ImGui::GetContentRegionAvail().y - 10), ctx.textures, ctx.style);
+  plot::plotWidget("##sweep-curve", curve, m_curve, ImVec2(-1, ImGui::GetContentRegionAvail().y - 10),
+                   ctx.textures, ctx.style);
 }
 
 }  // namespace sharelens::gui

@@ -1,8 +1,8 @@
-// The MASA view's "Compress" tab (issue 10): compress the open pretrained model -- MASA with refined residuals,
-// atoms only, or the SVD-LLM baseline -- at a ratio, or sweep the ratios, in background jobs; show what the plan
-// chose (layer groups, atoms, the residual budget beta, every matrix's rank), score the written model beside the
-// original, and draw the sweep's perplexity-against-ratio curve. When the open checkpoint is itself compressed,
-// its record is shown instead of the controls.
+// The MASA view's "Compress" tab (issue 10): compress the open pretrained model -- MASA with refined
+// residuals, atoms only, or the SVD-LLM baseline -- at a ratio, or sweep the ratios, in background jobs; show
+// what the plan chose (layer groups, atoms, the residual budget beta, every matrix's rank), score the written
+// model beside the original, and draw the sweep's perplexity-against-ratio curve. When the open checkpoint is
+// itself compressed, its record is shown instead of the controls.
 #pragma once
 
 #include <memory>
@@ -39,7 +39,7 @@ class CompressPanel {
   DerivedModelEval m_eval;
   int m_method = 0;  // masa, masa-noref, svd
   float m_ratio = 0.8f;
-  int m_atoms = 0;   // 0: the default (half of what the ratio pays for)
+  int m_atoms = 0;  // 0: the default (half of what the ratio pays for)
   int m_tokens = 2048;
   char m_groups[128] = "kl:3";
   char m_sweep[128] = "0.9,0.8,0.7,0.6";

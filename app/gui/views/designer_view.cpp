@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/topology_edit.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
+#include "core/topology_edit.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -29,8 +29,8 @@ class DesignerPanel : public DesignerApi {
   DesignerPanel() : m_topology(demoTopology()) {}
   ViewId id() const override { return ViewId::Designer; }
 
-  // A topology from elsewhere: tied head pairs (DirectShare) ask whether to merge them into the design or replace
-  // it; anything else replaces it.
+  // A topology from elsewhere: tied head pairs (DirectShare) ask whether to merge them into the design or
+  // replace it; anything else replaces it.
   void receive(const Topology& t) override {
     if (t.tiedHeads.empty()) {
       m_topology = t;
@@ -130,22 +130,27 @@ class DesignerPanel : public DesignerApi {
     int mode = static_cast<int>(t.headSharing.mode);
     const char* modes[] = {"none", "shared base + per-head LoRA", "QKV shared + LoRA"};
     ImGui::SetNextItemWidth(240);
-    ImGui::BeginDisabled(t.masa.enabled);  // the two parameterisations of attention weights exclude each other
-    if (ImGui::Combo("head sharing", &mode, modes, 3)) t.headSharing.mode = static_cast<HeadSharingMode>(mode);
+    ImGui::BeginDisabled(
+        t.masa.enabled);  // the two parameterisations of attention weights exclude each other
+    if (ImGui::Combo("head sharing", &mode, modes, 3))
+      t.headSharing.mode = static_cast<HeadSharingMode>(mode);
     ImGui::EndDisabled();
     if (t.masa.enabled)
-      ImGui::TextDisabled("head sharing does not apply under MASA: each layer's\nattention weights are sums of atoms");
+      ImGui::TextDisabled(
+          "head sharing does not apply under MASA: each layer's\nattention weights are sums of atoms");
     if (t.headSharing.mode != HeadSharingMode::None) {
       int rank = static_cast<int>(t.headSharing.loraRank);
       ImGui::SetNextItemWidth(120);
-      if (ImGui::SliderInt("per-head LoRA rank", &rank, 0, static_cast<int>(t.model.headDim))) t.headSharing.loraRank = rank;
+      if (ImGui::SliderInt("per-head LoRA rank", &rank, 0, static_cast<int>(t.model.headDim)))
+        t.headSharing.loraRank = rank;
     }
     ImGui::TextDisabled("tied head pairs: %zu (DirectShare view sends them)", t.tiedHeads.size());
     if (!t.tiedHeads.empty() && ImGui::SmallButton("clear tied heads")) t.tiedHeads.clear();
     float gamma = static_cast<float>(t.postShare.gamma);
     ImGui::SetNextItemWidth(120);
     if (ImGui::SliderFloat("PostShare gamma", &gamma, 0.0f, 1.0f)) t.postShare.gamma = gamma;
-    if (t.postShare.gamma > 0 && t.postShare.pairs.empty() && !t.tiedHeads.empty() && ImGui::SmallButton("penalise the tied pairs instead"))
+    if (t.postShare.gamma > 0 && t.postShare.pairs.empty() && !t.tiedHeads.empty() &&
+        ImGui::SmallButton("penalise the tied pairs instead"))
       std::swap(t.postShare.pairs, t.tiedHeads);
 
     drawSectionHeader("MASA");
@@ -156,7 +161,8 @@ class DesignerPanel : public DesignerApi {
       ImGui::SetNextItemWidth(120);
       if (ImGui::SliderInt("atoms S", &atoms, 1, static_cast<int>(t.model.layers))) t.masa.atoms = atoms;
       for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::O}) {
-        bool on = std::find(t.masa.projections.begin(), t.masa.projections.end(), p) != t.masa.projections.end();
+        bool on =
+            std::find(t.masa.projections.begin(), t.masa.projections.end(), p) != t.masa.projections.end();
         ImGui::SameLine();
         if (ImGui::Checkbox(std::string(projName(p)).c_str(), &on)) {
           std::erase(t.masa.projections, p);
@@ -170,7 +176,8 @@ class DesignerPanel : public DesignerApi {
     ImGui::Checkbox("tied input/output", &t.embedding.tied);
     int rank = static_cast<int>(t.embedding.factorRank);
     ImGui::SetNextItemWidth(160);
-    if (ImGui::SliderInt("factor rank r_e (0: none)", &rank, 0, static_cast<int>(t.model.dModel) - 1)) t.embedding.factorRank = rank;
+    if (ImGui::SliderInt("factor rank r_e (0: none)", &rank, 0, static_cast<int>(t.model.dModel) - 1))
+      t.embedding.factorRank = rank;
     if (!m_note.empty()) ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "%s", m_note.c_str());
   }
 
@@ -196,13 +203,15 @@ class DesignerPanel : public DesignerApi {
   void drawLayers() {
     Topology& t = m_topology;
     ImGui::SetNextItemWidth(120);
-    ImGui::SliderInt("brush block", &m_brush, 0, static_cast<int>(std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks())));
+    ImGui::SliderInt("brush block", &m_brush, 0,
+                     static_cast<int>(std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks())));
     ImGui::SameLine();
     ImGui::TextDisabled("(the highest number starts a new block)");
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float width = std::min(420.0f, ImGui::GetContentRegionAvail().x);
-    const float rowH = std::clamp((ImGui::GetContentRegionAvail().y - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
+    const float rowH =
+        std::clamp((ImGui::GetContentRegionAvail().y - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
     const float colW = (width - 60) / 2;
     ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
     const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
@@ -213,25 +222,31 @@ class DesignerPanel : public DesignerApi {
     for (int64_t l = 0; l < t.model.layers; ++l) {
       const float y = origin.y + 18 + rowH * static_cast<float>(l);
       const std::string label = std::to_string(l);
-      if (rowH >= 10) dl->AddText({origin.x + 30, y + (rowH - ImGui::GetFontSize()) / 2}, IM_COL32(170, 170, 170, 255), label.c_str());
+      if (rowH >= 10)
+        dl->AddText({origin.x + 30, y + (rowH - ImGui::GetFontSize()) / 2}, IM_COL32(170, 170, 170, 255),
+                    label.c_str());
       for (int c = 0; c < 2; ++c) {
         const BlockSharing& s = c == 0 ? t.attention : t.ffn;
         const int64_t b = s.assign[static_cast<size_t>(l)];
         const float x = origin.x + 60 + (colW + 8) * static_cast<float>(c);
         const ImVec2 min{x, y + 1}, max{x + colW, y + rowH - 1};
-        const plot::Rgb color = plot::colormapColor(plot::Colormap::Viridis, static_cast<double>(b) / static_cast<double>(blocks - 1));
+        const plot::Rgb color = plot::colormapColor(plot::Colormap::Viridis,
+                                                    static_cast<double>(b) / static_cast<double>(blocks - 1));
         dl->AddRectFilled(min, max, plot::toImColor(color));
         if (rowH >= 12) {
           char text[16];
           std::snprintf(text, sizeof text, "%c%lld%s", c == 0 ? 'A' : 'F', static_cast<long long>(b),
                         s.loraRank > 0 && s.usersOf(b) > 1 ? " +LoRA" : "");
-          dl->AddText({min.x + 4, min.y + (rowH - ImGui::GetFontSize()) / 2 - 1},
-                      color.r + color.g + color.b > 380 ? IM_COL32(20, 20, 20, 255) : IM_COL32(240, 240, 240, 255), text);
+          dl->AddText(
+              {min.x + 4, min.y + (rowH - ImGui::GetFontSize()) / 2 - 1},
+              color.r + color.g + color.b > 380 ? IM_COL32(20, 20, 20, 255) : IM_COL32(240, 240, 240, 255),
+              text);
         }
         const bool over = mouse.x >= min.x && mouse.x < max.x && mouse.y >= min.y && mouse.y < max.y;
         if (over && hovered)
-          ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l), c == 0 ? "attention" : "FFN",
-                            static_cast<long long>(b), static_cast<long long>(s.usersOf(b)));
+          ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l),
+                            c == 0 ? "attention" : "FFN", static_cast<long long>(b),
+                            static_cast<long long>(s.usersOf(b)));
         if (over && active) paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
       }
     }
@@ -254,8 +269,9 @@ class DesignerPanel : public DesignerApi {
       ImGui::SameLine();
       ImGui::Text("%s", std::string(paramGroupName(static_cast<ParamGroup>(g))).c_str());
     }
-    ImGui::Text("total %s (%lld): %.1f%% of the unshared %s", humanCount(static_cast<double>(b.total)).c_str(),
-                static_cast<long long>(b.total), 100.0 * static_cast<double>(b.total) / static_cast<double>(b.denseEquivalent),
+    ImGui::Text("total %s (%lld): %.1f%% of the unshared %s",
+                humanCount(static_cast<double>(b.total)).c_str(), static_cast<long long>(b.total),
+                100.0 * static_cast<double>(b.total) / static_cast<double>(b.denseEquivalent),
                 humanCount(static_cast<double>(b.denseEquivalent)).c_str());
     ImGui::Text("rho %.3f, training %s FLOP/token", b.rho, humanCount(b.trainFlopsPerToken).c_str());
     const MemoryEstimate mem = estimateTrainingMemory(t, m_batch);
@@ -296,7 +312,8 @@ class DesignerPanel : public DesignerApi {
     m_batch = std::max(1, m_batch);
     for (bool baseline : {false, true}) {
       if (baseline) ImGui::SameLine();
-      if (ImGui::Button(baseline ? "Launch with baseline" : "Launch")) launch(ctx, baseline, corpora[m_corpus]);
+      if (ImGui::Button(baseline ? "Launch with baseline" : "Launch"))
+        launch(ctx, baseline, corpora[m_corpus]);
     }
   }
 
@@ -306,7 +323,8 @@ class DesignerPanel : public DesignerApi {
       ImGui::OpenPopup("Tied heads from DirectShare");
       m_askPending = false;
     }
-    if (!ImGui::BeginPopupModal("Tied heads from DirectShare", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    if (!ImGui::BeginPopupModal("Tied heads from DirectShare", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
+      return;
     ImGui::Text("%zu tied head pairs from %s.", m_pending.tiedHeads.size(), m_pending.name.c_str());
     std::string whyNot;
     try {
@@ -358,15 +376,18 @@ class DesignerPanel : public DesignerApi {
       return;
     }
     const ParamBudget bb = countParameters(*m_baseline);
-    ImGui::TextDisabled("matched: non-embedding parameters (the low-rank sharing paper's model size); the "
-                        "embedding treatment is carried over; depth %lld, width shrunk uniformly",
-                        static_cast<long long>(m_baseline->model.layers));
+    ImGui::TextDisabled(
+        "matched: non-embedding parameters (the low-rank sharing paper's model size); the "
+        "embedding treatment is carried over; depth %lld, width shrunk uniformly",
+        static_cast<long long>(m_baseline->model.layers));
     ImGui::Text("d_model %lld, head_dim %lld, FFN %lld", static_cast<long long>(m_baseline->model.dModel),
-                static_cast<long long>(m_baseline->model.headDim), static_cast<long long>(m_baseline->model.ffn));
+                static_cast<long long>(m_baseline->model.headDim),
+                static_cast<long long>(m_baseline->model.ffn));
     ImGui::Text("non-embedding %s vs %s (%+.2f%%)", humanCount(static_cast<double>(bb.nonEmbedding)).c_str(),
                 humanCount(static_cast<double>(b.nonEmbedding)).c_str(),
                 100.0 * (static_cast<double>(bb.nonEmbedding) / static_cast<double>(b.nonEmbedding) - 1));
-    ImGui::Text("total %s vs %s", humanCount(static_cast<double>(bb.total)).c_str(), humanCount(static_cast<double>(b.total)).c_str());
+    ImGui::Text("total %s vs %s", humanCount(static_cast<double>(bb.total)).c_str(),
+                humanCount(static_cast<double>(b.total)).c_str());
     ImGui::PopTextWrapPos();
   }
 
@@ -378,8 +399,11 @@ class DesignerPanel : public DesignerApi {
     c.corpus = corpus;
     c.checkpointEvery = std::max(10, m_steps / 20);
     c.evalEvery = std::max(5, m_steps / 40);
-    const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const auto dir = std::filesystem::path(ctx.settings.runsDirectory) / (m_topology.name + "-" + std::to_string(stamp));
+    const auto stamp =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const auto dir =
+        std::filesystem::path(ctx.settings.runsDirectory) / (m_topology.name + "-" + std::to_string(stamp));
     try {
       const auto modelRun = ctx.runs.launch(m_topology, c, dir, withBaseline);
       ctx.workspace.follow(modelRun, ctx.settings.threshold);
@@ -390,7 +414,7 @@ class DesignerPanel : public DesignerApi {
   }
 
   Topology m_topology;
-  Topology m_pending;                 // a topology with tied heads waiting for merge-or-replace
+  Topology m_pending;  // a topology with tied heads waiting for merge-or-replace
   bool m_askPending = false;
   std::optional<Topology> m_baseline;  // of m_baselineKey's design
   std::string m_baselineKey, m_baselineProblem;
@@ -402,6 +426,8 @@ class DesignerPanel : public DesignerApi {
 
 }  // namespace
 
-std::unique_ptr<DesignerApi> makeDesignerView() { return std::make_unique<DesignerPanel>(); }
+std::unique_ptr<DesignerApi> makeDesignerView() {
+  return std::make_unique<DesignerPanel>();
+}
 
 }  // namespace sharelens::gui

@@ -23,9 +23,13 @@ class DirectSharePanel : public View {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
-    if (const auto* r = m->results.get<DirectShareResult>("directshare")) out.emplace_back("directshare", plot::directShareFigure(*r));
-    if (const auto* a = m->results.get<ActivationResults>("activations"); a && a->attentionSimilarity.rows > 0)
-      out.emplace_back("attention-similarity", plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap));
+    if (const auto* r = m->results.get<DirectShareResult>("directshare"))
+      out.emplace_back("directshare", plot::directShareFigure(*r));
+    if (const auto* a = m->results.get<ActivationResults>("activations");
+        a && a->attentionSimilarity.rows > 0)
+      out.emplace_back(
+          "attention-similarity",
+          plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap));
     return out;
   }
 
@@ -43,13 +47,16 @@ class DirectSharePanel : public View {
     }
     ImGui::SameLine();
     ImGui::Text("%zu %s share Q, K and V: %s parameters saved (%.2f%%)", r.chosen.size(),
-                r.unitKind == "head" ? "heads" : "KV groups", humanCount(static_cast<double>(r.parametersSaved)).c_str(),
-                100.0 * static_cast<double>(r.parametersSaved) / std::max<double>(1, static_cast<double>(r.parametersTotal)));
+                r.unitKind == "head" ? "heads" : "KV groups",
+                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+                100.0 * static_cast<double>(r.parametersSaved) /
+                    std::max<double>(1, static_cast<double>(r.parametersTotal)));
     if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
     m_eval.draw();
-    const plot::Figure& f = ctx.figures.get(m.results.result("directshare"), "directshare", [&] { return plot::directShareFigure(r); });
+    const plot::Figure& f = ctx.figures.get(m.results.result("directshare"), "directshare",
+                                            [&] { return plot::directShareFigure(r); });
     drawExportButtons(ctx, f, "directshare", &m_similarity);
     const float height = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##ds", 2, ImGuiTableFlags_Resizable)) {
@@ -60,7 +67,8 @@ class DirectSharePanel : public View {
       plot::plotWidget("##similarity", f, m_similarity, ImVec2(side, side), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
       drawSectionHeader("chosen pairs (target <- source)");
-      if (ImGui::BeginTable("##pairs", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, side * 0.45f))) {
+      if (ImGui::BeginTable("##pairs", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
+                            ImVec2(0, side * 0.45f))) {
         for (const char* c : {"target", "source", "cosine"}) ImGui::TableSetupColumn(c);
         ImGui::TableHeadersRow();
         for (const UnitMatch& p : r.chosen) {
@@ -74,11 +82,15 @@ class DirectSharePanel : public View {
         }
         ImGui::EndTable();
       }
-      if (const auto* a = m.results.get<ActivationResults>("activations"); a && a->attentionSimilarity.rows > 0) {
-        plot::plotWidget("##attention", plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap), m_attention,
-                         ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
+      if (const auto* a = m.results.get<ActivationResults>("activations");
+          a && a->attentionSimilarity.rows > 0) {
+        plot::plotWidget(
+            "##attention",
+            plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap),
+            m_attention, ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
       } else {
-        ImGui::TextWrapped("Run the model over text (Layers tab) to compare heads by their attention maps too.");
+        ImGui::TextWrapped(
+            "Run the model over text (Layers tab) to compare heads by their attention maps too.");
       }
       ImGui::EndTable();
     }
@@ -93,17 +105,20 @@ class DirectSharePanel : public View {
     const auto result = std::make_shared<const DirectShareResult>(r);
     char name[96];
     std::snprintf(name, sizeof name, "-directshare-a%.2f-", r.ratio);
-    const auto out = Settings::dataDirectory() / "exports" / (fileStem(m.label) + name + timestampForFileName());
+    const auto out =
+        Settings::dataDirectory() / "exports" / (fileStem(m.label) + name + timestampForFileName());
     const std::filesystem::path original = m.path;
-    ctx.jobs.submit("write the shared model", [ckpt, view, result, out, original, this, &ctx](const TaskContext&) -> JobSystem::Completion {
-      writeDirectSharedCheckpoint(*ckpt, *view, *result, out);
-      return [out, original, this, &ctx, ratio = result->ratio] {
-        ctx.notify("wrote " + out.string());
-        char what[64];
-        std::snprintf(what, sizeof what, "DirectShare at alpha %.2f", ratio);
-        m_eval.start(ctx, original, out, what);
-      };
-    });
+    ctx.jobs.submit(
+        "write the shared model",
+        [ckpt, view, result, out, original, this, &ctx](const TaskContext&) -> JobSystem::Completion {
+          writeDirectSharedCheckpoint(*ckpt, *view, *result, out);
+          return [out, original, this, &ctx, ratio = result->ratio] {
+            ctx.notify("wrote " + out.string());
+            char what[64];
+            std::snprintf(what, sizeof what, "DirectShare at alpha %.2f", ratio);
+            m_eval.start(ctx, original, out, what);
+          };
+        });
   }
 
   static void sendToDesigner(AppContext& ctx, const LoadedModel& m, const DirectShareResult& r) {
@@ -121,6 +136,8 @@ class DirectSharePanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeDirectShareView() { return std::make_unique<DirectSharePanel>(); }
+std::unique_ptr<View> makeDirectShareView() {
+  return std::make_unique<DirectSharePanel>();
+}
 
 }  // namespace sharelens::gui

@@ -20,8 +20,9 @@ class EmbeddingPanel : public View {
     const LoadedModel* m = ctx.workspace.current();
     const EmbeddingStudy* e = m ? m->results.get<EmbeddingStudy>("embedding") : nullptr;
     if (!e) return {};
-    std::vector<std::pair<std::string, plot::Figure>> out = {{"embedding-spectrum", plot::embeddingSpectrumFigure(*e)},
-                                                              {"embedding-factorization", plot::factorizationFigure(*e)}};
+    std::vector<std::pair<std::string, plot::Figure>> out = {
+        {"embedding-spectrum", plot::embeddingSpectrumFigure(*e)},
+        {"embedding-factorization", plot::factorizationFigure(*e)}};
     if (const EmbeddingStudy* l = m->results.get<EmbeddingStudy>("embedding-loss"))
       out.emplace_back("embedding-loss", plot::embeddingLossFigure(*l));
     return out;
@@ -33,14 +34,16 @@ class EmbeddingPanel : public View {
     const LoadedModel& m = *ctx.workspace.current();
     if (!drawAnalysisState(ctx, m, "embedding")) return;
     const EmbeddingStudy& e = *m.results.get<EmbeddingStudy>("embedding");
-    ImGui::Text("E: %lld x %lld, %s;  rho = %.3f (%s of %s parameters are embeddings)", static_cast<long long>(e.vocab),
-                static_cast<long long>(e.hidden), e.tied ? "tied" : "untied", e.rho,
-                humanCount(static_cast<double>(e.embeddingParameters)).c_str(), humanCount(static_cast<double>(e.totalParameters)).c_str());
+    ImGui::Text("E: %lld x %lld, %s;  rho = %.3f (%s of %s parameters are embeddings)",
+                static_cast<long long>(e.vocab), static_cast<long long>(e.hidden), e.tied ? "tied" : "untied",
+                e.rho, humanCount(static_cast<double>(e.embeddingParameters)).c_str(),
+                humanCount(static_cast<double>(e.totalParameters)).c_str());
     if (e.tyingCosineMean) {
-      ImGui::Text("tying gap: mean cosine(e_j, u_j) = %.4f, median %.4f", *e.tyingCosineMean, *e.tyingCosineMedian);
+      ImGui::Text("tying gap: mean cosine(e_j, u_j) = %.4f, median %.4f", *e.tyingCosineMean,
+                  *e.tyingCosineMedian);
       std::vector<float> histogram(e.tyingCosineHistogram.begin(), e.tyingCosineHistogram.end());
-      ImGui::PlotHistogram("##tying", histogram.data(), static_cast<int>(histogram.size()), 0, "cosine from -1 to 1", 0.0f,
-                           FLT_MAX, ImVec2(-1, 60));
+      ImGui::PlotHistogram("##tying", histogram.data(), static_cast<int>(histogram.size()), 0,
+                           "cosine from -1 to 1", 0.0f, FLT_MAX, ImVec2(-1, 60));
     }
     // Fig. 2c runs the model once per rank: computed on request, not when the model opens.
     const EmbeddingStudy* loss = m.results.get<EmbeddingStudy>("embedding-loss");
@@ -49,22 +52,28 @@ class EmbeddingPanel : public View {
       if (o && o->state == AnalysisOutcome::State::Pending) {
         ImGui::TextDisabled("held-out loss per rank: computing...");
       } else {
-        if (o && o->state == AnalysisOutcome::State::Failed) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", o->error.c_str());
+        if (o && o->state == AnalysisOutcome::State::Failed)
+          ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", o->error.c_str());
         if (ImGui::SmallButton("Held-out loss per rank (Fig. 2c)")) ctx.workspace.run("embedding-loss");
         if (ImGui::IsItemHovered())
-          ImGui::SetTooltip("truncate the embedding to each rank of the curve and evaluate the model on held-out text");
+          ImGui::SetTooltip(
+              "truncate the embedding to each rank of the curve and evaluate the model on held-out text");
       }
     }
     const int panels = loss ? 3 : 2;
-    const float w = ImGui::GetContentRegionAvail().x / static_cast<float>(panels) - 8, h = ImGui::GetContentRegionAvail().y - 10;
+    const float w = ImGui::GetContentRegionAvail().x / static_cast<float>(panels) - 8,
+                h = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##emb", panels)) {
       ImGui::TableNextColumn();
-      plot::plotWidget("##embspectrum", plot::embeddingSpectrumFigure(e), m_spectrum, ImVec2(w, h), ctx.textures, ctx.style);
+      plot::plotWidget("##embspectrum", plot::embeddingSpectrumFigure(e), m_spectrum, ImVec2(w, h),
+                       ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      plot::plotWidget("##factorization", plot::factorizationFigure(e), m_factorization, ImVec2(w, h), ctx.textures, ctx.style);
+      plot::plotWidget("##factorization", plot::factorizationFigure(e), m_factorization, ImVec2(w, h),
+                       ctx.textures, ctx.style);
       if (loss) {
         ImGui::TableNextColumn();
-        plot::plotWidget("##embloss", plot::embeddingLossFigure(*loss), m_loss, ImVec2(w, h), ctx.textures, ctx.style);
+        plot::plotWidget("##embloss", plot::embeddingLossFigure(*loss), m_loss, ImVec2(w, h), ctx.textures,
+                         ctx.style);
       }
       ImGui::EndTable();
     }
@@ -76,6 +85,8 @@ class EmbeddingPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeEmbeddingView() { return std::make_unique<EmbeddingPanel>(); }
+std::unique_ptr<View> makeEmbeddingView() {
+  return std::make_unique<EmbeddingPanel>();
+}
 
 }  // namespace sharelens::gui

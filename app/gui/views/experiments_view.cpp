@@ -1,8 +1,8 @@
-// Experiments (issue 11): a paper's claim as arms x seeds. Pick a shipped experiment (assets/experiments) or make
-// one of the Designer's topology and its parameter-matched baseline, run it in the background (N runs at a time,
-// resuming what is unfinished), watch the queue, and read the answer: each arm's final held-out NLL with its 95%
-// interval (a matched baseline hatched), mean validation curves with +-1 sd bands against tokens or FLOPs, and
-// the verdict on the paper's claim. Every figure exports to PNG, SVG and PDF.
+// Experiments (issue 11): a paper's claim as arms x seeds. Pick a shipped experiment (assets/experiments) or
+// make one of the Designer's topology and its parameter-matched baseline, run it in the background (N runs at
+// a time, resuming what is unfinished), watch the queue, and read the answer: each arm's final held-out NLL
+// with its 95% interval (a matched baseline hatched), mean validation curves with +-1 sd bands against tokens
+// or FLOPs, and the verdict on the paper's claim. Every figure exports to PNG, SVG and PDF.
 #include <imgui.h>
 
 #include <deque>
@@ -107,16 +107,22 @@ class ExperimentsPanel : public View {
     m_reportThrottle.reset();
   }
 
-  // The Designer's topology as an arm, its parameter-matched baseline (solved as the low-rank sharing paper does)
-  // as the reference.
+  // The Designer's topology as an arm, its parameter-matched baseline (solved as the low-rank sharing paper
+  // does) as the reference.
   void fromDesigner(AppContext& ctx) {
     const Topology t = ctx.designerTopology();
     Json arm = {{"name", fileStem(t.name)}, {"topology", topologyToJson(t)}, {"expect", "no-worse"}};
-    const Json j = {{"schema", kExperimentSchema}, {"name", fileStem(t.name) + "-vs-baseline"},
-                    {"description", "The Designer's topology against its parameter-matched baseline."},
-                    {"corpus", "brown"}, {"seeds", 3}, {"tokens", 262144}, {"eval_tokens", 8192},
-                    {"train", {{"batch_size", 16}, {"eval_every", 32}}}, {"reference", "baseline"},
-                    {"arms", Json::array({arm, {{"name", "baseline"}, {"matched_baseline_of", fileStem(t.name)}}})}};
+    const Json j = {
+        {"schema", kExperimentSchema},
+        {"name", fileStem(t.name) + "-vs-baseline"},
+        {"description", "The Designer's topology against its parameter-matched baseline."},
+        {"corpus", "brown"},
+        {"seeds", 3},
+        {"tokens", 262144},
+        {"eval_tokens", 8192},
+        {"train", {{"batch_size", 16}, {"eval_every", 32}}},
+        {"reference", "baseline"},
+        {"arms", Json::array({arm, {{"name", "baseline"}, {"matched_baseline_of", fileStem(t.name)}}})}};
     m_problem.clear();
     try {
       m_experiment = experimentFromJson(j, "the Designer's topology", ".");
@@ -138,7 +144,8 @@ class ExperimentsPanel : public View {
     }
     ImGui::SameLine();
     if (ImGui::Button("Designer's topology")) fromDesigner(ctx);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the topology in the Designer as an arm, beside its parameter-matched baseline");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("the topology in the Designer as an arm, beside its parameter-matched baseline");
     if (!m_problem.empty()) {
       ImGui::PushTextWrapPos(0);
       ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s", m_problem.c_str());
@@ -147,11 +154,13 @@ class ExperimentsPanel : public View {
     if (!m_experiment) return;
     const Experiment& e = *m_experiment;
     ImGui::PushTextWrapPos(0);
-    if (!e.claim.statement.empty()) ImGui::TextWrapped("Claim (%s, %s): %s", e.claim.paper.c_str(), e.claim.section.c_str(), e.claim.statement.c_str());
+    if (!e.claim.statement.empty())
+      ImGui::TextWrapped("Claim (%s, %s): %s", e.claim.paper.c_str(), e.claim.section.c_str(),
+                         e.claim.statement.c_str());
     if (!e.description.empty()) ImGui::TextDisabled("%s", e.description.c_str());
     ImGui::PopTextWrapPos();
-    ImGui::Text("%zu seeds, %.2fM tokens per run on %s, reference: %s", e.seeds.size(), static_cast<double>(e.tokens) / 1e6,
-                e.corpus.c_str(), e.reference.c_str());
+    ImGui::Text("%zu seeds, %.2fM tokens per run on %s, reference: %s", e.seeds.size(),
+                static_cast<double>(e.tokens) / 1e6, e.corpus.c_str(), e.reference.c_str());
     if (ImGui::BeginTable("##arms", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH)) {
       for (const char* c : {"arm", "parameters (non-emb.)", "claim"}) ImGui::TableSetupColumn(c);
       ImGui::TableHeadersRow();
@@ -160,10 +169,13 @@ class ExperimentsPanel : public View {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(a.name.c_str());
-        if (a.derive && ImGui::IsItemHovered()) ImGui::SetTooltip("%s of %s", a.derive->method.c_str(), a.derive->from.c_str());
-        if (!a.matchedBaselineOf.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("matched to %s", a.matchedBaselineOf.c_str());
+        if (a.derive && ImGui::IsItemHovered())
+          ImGui::SetTooltip("%s of %s", a.derive->method.c_str(), a.derive->from.c_str());
+        if (!a.matchedBaselineOf.empty() && ImGui::IsItemHovered())
+          ImGui::SetTooltip("matched to %s", a.matchedBaselineOf.c_str());
         ImGui::TableNextColumn();
-        ImGui::Text("%s (%s)", humanCount(static_cast<double>(b.total)).c_str(), humanCount(static_cast<double>(b.nonEmbedding)).c_str());
+        ImGui::Text("%s (%s)", humanCount(static_cast<double>(b.total)).c_str(),
+                    humanCount(static_cast<double>(b.nonEmbedding)).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(a.expect.empty() ? "" : a.expect.c_str());
       }
@@ -202,13 +214,16 @@ class ExperimentsPanel : public View {
         },
         [log, &ctx, name = e.name](JobSystem::Status status, const std::string& error) {
           log->running = false;
-          log->outcome = status == JobSystem::Status::Ok ? "finished" : status == JobSystem::Status::Cancelled ? "stopped" : error;
+          log->outcome = status == JobSystem::Status::Ok          ? "finished"
+                         : status == JobSystem::Status::Cancelled ? "stopped"
+                                                                  : error;
           ctx.notify("experiment " + name + ": " + (status == JobSystem::Status::Ok ? "finished" : "ended"));
         });
     m_reportThrottle.reset();
   }
 
-  // Every arm x seed with its state (from the directory: finished, training, queued), then the last log lines.
+  // Every arm x seed with its state (from the directory: finished, training, queued), then the last log
+  // lines.
   void drawQueue() {
     if (m_report) {
       drawSectionHeader("queue");
@@ -222,8 +237,10 @@ class ExperimentsPanel : public View {
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(r.finished ? "finished" : r.tokens > 0 ? "training" : "queued");
           ImGui::TableNextColumn();
-          if (r.finished) ImGui::TextDisabled("NLL %.4f", r.finalNll);
-          else if (r.tokens > 0) ImGui::TextDisabled("%.2fM tokens", r.tokens / 1e6);
+          if (r.finished)
+            ImGui::TextDisabled("NLL %.4f", r.finalNll);
+          else if (r.tokens > 0)
+            ImGui::TextDisabled("%.2fM tokens", r.tokens / 1e6);
         }
         ImGui::EndTable();
       }
@@ -254,15 +271,17 @@ class ExperimentsPanel : public View {
 
   void drawResults(AppContext& ctx) {
     if (!m_report) {
-      ImGui::TextWrapped("Run an experiment to see each arm's held-out NLL with its 95%% interval over seeds, the paired "
-                         "differences to the reference arm, and the mean curves.");
+      ImGui::TextWrapped(
+          "Run an experiment to see each arm's held-out NLL with its 95%% interval over seeds, the paired "
+          "differences to the reference arm, and the mean curves.");
       return;
     }
     const ExperimentReport& r = *m_report;
     for (const ArmSummary& a : r.arms) {
       if (a.name == r.experiment.reference || a.difference.n == 0) continue;
-      ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(), a.difference.mean,
-                  a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(), a.expect.empty() ? "" : "; the paper's claim: ",
+      ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(),
+                  a.difference.mean, a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(),
+                  a.expect.empty() ? "" : "; the paper's claim: ",
                   a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
     }
     const plot::Figure bars = plot::experimentBarsFigure(r);
@@ -270,7 +289,8 @@ class ExperimentsPanel : public View {
     ImGui::TextDisabled("bars:");
     drawExportButtons(ctx, bars, r.experiment.name + "-bars", &m_barsState);
     ImGui::Checkbox("curves against FLOPs", &m_flops);
-    drawExportButtons(ctx, curves, r.experiment.name + (m_flops ? "-curves-flops" : "-curves-tokens"), &m_curvesState);
+    drawExportButtons(ctx, curves, r.experiment.name + (m_flops ? "-curves-flops" : "-curves-tokens"),
+                      &m_curvesState);
     const float h = (ImGui::GetContentRegionAvail().y - 10) / 2;
     plot::plotWidget("##bars", bars, m_barsState, ImVec2(-1, h), ctx.textures, ctx.style);
     plot::plotWidget("##curves", curves, m_curvesState, ImVec2(-1, h), ctx.textures, ctx.style);
@@ -291,6 +311,8 @@ class ExperimentsPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeExperimentsView() { return std::make_unique<ExperimentsPanel>(); }
+std::unique_ptr<View> makeExperimentsView() {
+  return std::make_unique<ExperimentsPanel>();
+}
 
 }  // namespace sharelens::gui

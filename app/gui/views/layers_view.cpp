@@ -18,10 +18,12 @@ class LayersPanel : public View {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
-    if (const LayerDiffMap* map = chosen(*m)) out.emplace_back("layers-" + std::string(projName(map->proj)),
-                                                               plot::layerDifferenceFigure(*map, m->threshold, ctx.settings.colormap));
+    if (const LayerDiffMap* map = chosen(*m))
+      out.emplace_back("layers-" + std::string(projName(map->proj)),
+                       plot::layerDifferenceFigure(*map, m->threshold, ctx.settings.colormap));
     if (const auto* a = m->results.get<ActivationResults>("activations"))
-      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap));
+      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(
+                                            a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap));
     return out;
   }
 
@@ -55,9 +57,11 @@ class LayersPanel : public View {
     if (ImGui::BeginTable("##maps", 2)) {
       ImGui::TableNextColumn();
       if (const LayerDiffMap* map = chosen(m)) {
-        const plot::Figure& f = ctx.figures.get(m.results.result("layers"),
-                                                "layers/" + std::string(projName(map->proj)) + "/" + std::to_string(static_cast<int>(ctx.settings.colormap)),
-                                                [&] { return plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap); });
+        const plot::Figure& f = ctx.figures.get(
+            m.results.result("layers"),
+            "layers/" + std::string(projName(map->proj)) + "/" +
+                std::to_string(static_cast<int>(ctx.settings.colormap)),
+            [&] { return plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap); });
         ImGui::TextUnformatted("weights");
         drawExportButtons(ctx, f, "layers-" + std::string(projName(map->proj)), &m_weights);
         plot::plotWidget("##weights", f, m_weights, ImVec2(side, side), ctx.textures, ctx.style);
@@ -67,17 +71,21 @@ class LayersPanel : public View {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted("layer outputs over text");
       if (const auto* a = m.results.get<ActivationResults>("activations")) {
-        const plot::Figure& f = ctx.figures.get(m.results.result("activations"),
-                                                "layer-outputs/" + std::to_string(static_cast<int>(ctx.settings.colormap)),
-                                                [&] { return plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap); });
+        const plot::Figure& f =
+            ctx.figures.get(m.results.result("activations"),
+                            "layer-outputs/" + std::to_string(static_cast<int>(ctx.settings.colormap)), [&] {
+                              return plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens,
+                                                                       a->threshold, ctx.settings.colormap);
+                            });
         drawExportButtons(ctx, f, "layer-outputs", &m_outputs);
         plot::plotWidget("##outputs", f, m_outputs, ImVec2(side, side), ctx.textures, ctx.style);
         ImGui::TextDisabled("%s", a->tokenizer.c_str());
       } else if (m.results.find("activations")) {
         drawAnalysisState(ctx, m, "activations");
       } else {
-        ImGui::TextWrapped("Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
-                           corpora[m_corpus]);
+        ImGui::TextWrapped(
+            "Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
+            corpora[m_corpus]);
       }
       ImGui::EndTable();
     }
@@ -99,6 +107,8 @@ class LayersPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeLayersView() { return std::make_unique<LayersPanel>(); }
+std::unique_ptr<View> makeLayersView() {
+  return std::make_unique<LayersPanel>();
+}
 
 }  // namespace sharelens::gui

@@ -33,11 +33,15 @@ class MasaPanel : public View {
     if (!m || !m->results.get<std::vector<MatrixPcaGroup>>("masa")) return out;
     const auto groups = ofProjection(*m);
     if (!groups.empty()) {
-      out.emplace_back("masa-coefficients", plot::masaCoefficientFigure(*groups[std::min(m_group, groups.size() - 1)]));
+      out.emplace_back("masa-coefficients",
+                       plot::masaCoefficientFigure(*groups[std::min(m_group, groups.size() - 1)]));
       out.emplace_back("masa-variance", plot::masaVarianceFigure(groups));
     }
-    if (const LearnedDictionaryMap* t = trained(*m)) out.emplace_back("masa-atom-correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
-    if (const auto* a = m->results.get<ActivationResults>("activations")) out.emplace_back("kl-drift", plot::klDriftFigure(a->klDrift, a->groups));
+    if (const LearnedDictionaryMap* t = trained(*m))
+      out.emplace_back("masa-atom-correlation",
+                       plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
+    if (const auto* a = m->results.get<ActivationResults>("activations"))
+      out.emplace_back("kl-drift", plot::klDriftFigure(a->klDrift, a->groups));
     return out;
   }
 
@@ -95,7 +99,8 @@ class MasaPanel : public View {
     if (groups.size() > 1) {
       int g = static_cast<int>(m_group);
       ImGui::SetNextItemWidth(200);
-      if (ImGui::SliderInt("group", &g, 0, static_cast<int>(groups.size()) - 1)) m_group = static_cast<size_t>(g);
+      if (ImGui::SliderInt("group", &g, 0, static_cast<int>(groups.size()) - 1))
+        m_group = static_cast<size_t>(g);
     }
     const MatrixPcaGroup& group = *groups[std::min(m_group, groups.size() - 1)];
     const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = (ImGui::GetContentRegionAvail().y - 50) / 2;
@@ -104,23 +109,29 @@ class MasaPanel : public View {
       const plot::Figure coefficients = plot::masaCoefficientFigure(group);
       plot::plotWidget("##coefficients", coefficients, m_coefficients, ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      plot::plotWidget("##variance", plot::masaVarianceFigure(groups), m_variance, ImVec2(w, h), ctx.textures, ctx.style);
+      plot::plotWidget("##variance", plot::masaVarianceFigure(groups), m_variance, ImVec2(w, h), ctx.textures,
+                       ctx.style);
       ImGui::TableNextColumn();
       if (const LearnedDictionaryMap* t = trained(m)) {
-        plot::plotWidget("##correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"), m_correlation, ImVec2(w, h),
-                         ctx.textures, ctx.style);
+        plot::plotWidget("##correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"),
+                         m_correlation, ImVec2(w, h), ctx.textures, ctx.style);
       } else {
-        ImGui::TextWrapped("Atom correlation: the atoms of Matrix PCA are orthonormal, so their correlation map is the "
-                           "identity. Open a ShareLens checkpoint trained with MASA to see how learned atoms overlap.");
+        ImGui::TextWrapped(
+            "Atom correlation: the atoms of Matrix PCA are orthonormal, so their correlation map is the "
+            "identity. Open a ShareLens checkpoint trained with MASA to see how learned atoms overlap.");
         ImGui::Text("reconstruction error with S atoms:");
         for (size_t s = 0; s < group.reconstructionError.size() && s < 12; ++s)
-          ImGui::BulletText("S = %zu: %.4f  (%.1f%% variance)", s + 1, group.reconstructionError[s], 100 * group.explainedVariance[s]);
+          ImGui::BulletText("S = %zu: %.4f  (%.1f%% variance)", s + 1, group.reconstructionError[s],
+                            100 * group.explainedVariance[s]);
       }
       ImGui::TableNextColumn();
       if (const auto* a = m.results.get<ActivationResults>("activations"))
-        plot::plotWidget("##kl", plot::klDriftFigure(a->klDrift, a->groups), m_kl, ImVec2(w, h), ctx.textures, ctx.style);
+        plot::plotWidget("##kl", plot::klDriftFigure(a->klDrift, a->groups), m_kl, ImVec2(w, h), ctx.textures,
+                         ctx.style);
       else
-        ImGui::TextWrapped("Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups from it.");
+        ImGui::TextWrapped(
+            "Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups "
+            "from it.");
       ImGui::EndTable();
     }
   }
@@ -148,6 +159,8 @@ class MasaPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeMasaView() { return std::make_unique<MasaPanel>(); }
+std::unique_ptr<View> makeMasaView() {
+  return std::make_unique<MasaPanel>();
+}
 
 }  // namespace sharelens::gui

@@ -3,6 +3,7 @@
 
 #include "app/gui/view.hpp"
 #include "core/naming.hpp"
+#include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
 
 namespace sharelens::gui {
@@ -16,16 +17,26 @@ class ModelPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
+    // The tensor filter belongs to one model: kept across a run's checkpoints, cleared for another model.
+    const std::filesystem::path model = runDirectoryOf(m.path).value_or(m.path);
+    if (model != m_filteredModel) {
+      m_filteredModel = model;
+      m_filter[0] = 0;
+    }
     const Json& r = *m.report;
     ImGui::Text("%s", m.path.c_str());
     ImGui::Text("family: %s%s", r["family"].is_null() ? "unknown" : r["family"].get<std::string>().c_str(),
-                r.contains("model_type") ? ("  (model_type " + r["model_type"].get<std::string>() + ")").c_str() : "");
+                r.contains("model_type")
+                    ? ("  (model_type " + r["model_type"].get<std::string>() + ")").c_str()
+                    : "");
     if (r.contains("shape")) {
       const Json& s = r["shape"];
-      ImGui::Text("%lld layers, %lld query heads, %lld KV heads, head_dim %lld, hidden %lld, FFN %lld, vocab %lld, context %lld",
-                  s["layers"].get<long long>(), s["heads"].get<long long>(), s["kv_heads"].get<long long>(),
-                  s["head_dim"].get<long long>(), s["hidden"].get<long long>(), s["ffn"].get<long long>(),
-                  s["vocab"].get<long long>(), s["context"].get<long long>());
+      ImGui::Text(
+          "%lld layers, %lld query heads, %lld KV heads, head_dim %lld, hidden %lld, FFN %lld, vocab %lld, "
+          "context %lld",
+          s["layers"].get<long long>(), s["heads"].get<long long>(), s["kv_heads"].get<long long>(),
+          s["head_dim"].get<long long>(), s["hidden"].get<long long>(), s["ffn"].get<long long>(),
+          s["vocab"].get<long long>(), s["context"].get<long long>());
       ImGui::Text("embeddings %s", r["tied_embeddings"].get<bool>() ? "tied" : "untied");
     }
     if (ImGui::BeginTable("##split", 2, ImGuiTableFlags_Resizable)) {
@@ -61,7 +72,8 @@ class ModelPanel : public View {
   static void drawLayers(const Json& r) {
     if (!r.contains("layers")) return;
     drawSectionHeader("layers");
-    if (ImGui::BeginTable("layers", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV,
+    if (ImGui::BeginTable("layers", 4,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV,
                           ImVec2(0, 260))) {
       ImGui::TableSetupColumn("layer");
       ImGui::TableSetupColumn("projections");
@@ -87,7 +99,8 @@ class ModelPanel : public View {
     drawSectionHeader("tensors");
     ImGui::SetNextItemWidth(-1);
     ImGui::InputTextWithHint("##filter", "filter tensors by name", m_filter, sizeof m_filter);
-    if (ImGui::BeginTable("tensors", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable)) {
+    if (ImGui::BeginTable("tensors", 4,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable)) {
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableSetupColumn("name");
       ImGui::TableSetupColumn("dtype");
@@ -96,7 +109,8 @@ class ModelPanel : public View {
       ImGui::TableHeadersRow();
       std::vector<const Json*> rows;
       for (const Json& t : r["tensors"])
-        if (m_filter[0] == 0 || t["name"].get<std::string>().find(m_filter) != std::string::npos) rows.push_back(&t);
+        if (m_filter[0] == 0 || t["name"].get<std::string>().find(m_filter) != std::string::npos)
+          rows.push_back(&t);
       ImGuiListClipper clipper;
       clipper.Begin(static_cast<int>(rows.size()));
       while (clipper.Step())
@@ -117,10 +131,13 @@ class ModelPanel : public View {
   }
 
   char m_filter[128] = "";
+  std::filesystem::path m_filteredModel;
 };
 
 }  // namespace
 
-std::unique_ptr<View> makeModelView() { return std::make_unique<ModelPanel>(); }
+std::unique_ptr<View> makeModelView() {
+  return std::make_unique<ModelPanel>();
+}
 
 }  // namespace sharelens::gui

@@ -29,7 +29,9 @@ class SpectrumPanel : public View {
     if (m_chosen.empty()) chooseDefaults(*spectra);
     ImGui::Checkbox("normalise by sigma_1", &m_normalised);
     ImGui::SameLine();
-    ImGui::TextDisabled("(%zu matrices analysed; threshold %.0f%%)", spectra->size(), 100 * ctx.workspace.current()->threshold);
+    // The threshold the shown result was computed with (a new one applies once it is recomputed).
+    ImGui::TextDisabled("(%zu matrices analysed; threshold %.1f%%)", spectra->size(),
+                        100 * ctx.workspace.current()->results.find("spectra")->params.threshold);
     const auto chosen = selected(ctx);
     const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra");
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
@@ -39,7 +41,8 @@ class SpectrumPanel : public View {
       drawPicker(*spectra);
       ImGui::TableNextColumn();
       const float height = ImGui::GetContentRegionAvail().y - 150;
-      plot::plotWidget("##spectrumplot", figure, m_plot, ImVec2(-1, std::max(240.0f, height)), ctx.textures, ctx.style);
+      plot::plotWidget("##spectrumplot", figure, m_plot, ImVec2(-1, std::max(240.0f, height)), ctx.textures,
+                       ctx.style);
       drawStats(chosen);
       ImGui::EndTable();
     }
@@ -59,7 +62,8 @@ class SpectrumPanel : public View {
   void chooseDefaults(const std::vector<MatrixSpectrum>& spectra) {
     int64_t layers = 0;
     for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
-    for (int64_t l : {int64_t{0}, layers / 2, layers - 1}) m_chosen.insert("layers." + std::to_string(l) + ".q");
+    for (int64_t l : {int64_t{0}, layers / 2, layers - 1})
+      m_chosen.insert("layers." + std::to_string(l) + ".q");
   }
 
   void drawPicker(const std::vector<MatrixSpectrum>& spectra) {
@@ -70,14 +74,17 @@ class SpectrumPanel : public View {
       if (s.id.layer != currentLayer) {
         if (open && currentLayer >= -1) ImGui::TreePop();
         currentLayer = s.id.layer;
-        open = ImGui::TreeNodeEx(s.id.layer < 0 ? "embeddings" : ("layer " + std::to_string(s.id.layer)).c_str(),
-                                 s.id.layer == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0);
+        open =
+            ImGui::TreeNodeEx(s.id.layer < 0 ? "embeddings" : ("layer " + std::to_string(s.id.layer)).c_str(),
+                              s.id.layer == 0 ? ImGuiTreeNodeFlags_DefaultOpen : 0);
       }
       if (!open) continue;
       bool on = m_chosen.count(s.id.name) > 0;
       const std::string prefix = "layers." + std::to_string(s.id.layer) + ".";
-      const std::string shortName = s.id.name.rfind(prefix, 0) == 0 ? s.id.name.substr(prefix.size()) : s.id.name;
-      const std::string label = (s.id.head >= 0 ? "  " : "") + shortName + "  r=" + std::to_string(s.spectrum.effectiveRank);
+      const std::string shortName =
+          s.id.name.rfind(prefix, 0) == 0 ? s.id.name.substr(prefix.size()) : s.id.name;
+      const std::string label =
+          (s.id.head >= 0 ? "  " : "") + shortName + "  r=" + std::to_string(s.spectrum.effectiveRank);
       if (!ImGui::Checkbox(label.c_str(), &on)) continue;
       if (on)
         m_chosen.insert(s.id.name);
@@ -90,7 +97,8 @@ class SpectrumPanel : public View {
 
   static void drawStats(const std::vector<const MatrixSpectrum*>& chosen) {
     if (ImGui::BeginTable("##stats", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, 140))) {
-      for (const char* h : {"matrix", "shape", "effective rank", "spectral norm", "Frobenius norm", "stable rank"})
+      for (const char* h :
+           {"matrix", "shape", "effective rank", "spectral norm", "Frobenius norm", "stable rank"})
         ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
       for (const MatrixSpectrum* m : chosen) {
@@ -120,6 +128,8 @@ class SpectrumPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeSpectrumView() { return std::make_unique<SpectrumPanel>(); }
+std::unique_ptr<View> makeSpectrumView() {
+  return std::make_unique<SpectrumPanel>();
+}
 
 }  // namespace sharelens::gui

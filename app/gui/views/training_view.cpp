@@ -19,8 +19,9 @@ class TrainingPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto curves = visible(ctx);
     if (curves.empty()) return {};
-    return {{"training-" + metricStem(m_metric), plot::trainingFigure(curves, m_metric, m_axis, m_smoothing)},
-            {"training-validation", plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0)}};
+    return {
+        {"training-" + metricStem(m_metric), plot::trainingFigure(curves, m_metric, m_axis, m_smoothing)},
+        {"training-validation", plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0)}};
   }
 
   void draw(AppContext& ctx) override {
@@ -50,8 +51,9 @@ class TrainingPanel : public View {
     ImGui::SliderFloat("smoothing", &m_smoothing, 0.0f, 0.99f, "%.2f");
     const auto curves = visible(ctx);
     if (curves.empty()) {
-      ImGui::TextWrapped("No runs yet: launch one from the Designer, start `sharelens --demo`, or attach a run directory "
-                         "written by `sharelens train`.");
+      ImGui::TextWrapped(
+          "No runs yet: launch one from the Designer, start `sharelens --demo`, or attach a run directory "
+          "written by `sharelens train`.");
       return;
     }
     const plot::Figure main = plot::trainingFigure(curves, m_metric, m_axis, m_smoothing);
@@ -83,14 +85,16 @@ class TrainingPanel : public View {
   }
 
   void drawRunTable(AppContext& ctx) {
-    if (!ImGui::BeginTable("##runs", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
-                           ImVec2(0, std::min(200.0f, 34.0f + 26.0f * static_cast<float>(ctx.runs.runs().size())))))
+    if (!ImGui::BeginTable(
+            "##runs", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
+            ImVec2(0, std::min(200.0f, 34.0f + 26.0f * static_cast<float>(ctx.runs.runs().size())))))
       return;
     // Fixed columns fit their content (the controls must never be clipped); the rest share what is left.
     const ImGuiStyle& style = ImGui::GetStyle();
-    const float controlsWidth = ImGui::CalcTextSize("resume checkpoint now stop analyse").x + 8 * style.FramePadding.x +
-                                3 * style.ItemSpacing.x;
-    ImGui::TableSetupColumn("show", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("show").x + style.CellPadding.x);
+    const float controlsWidth = ImGui::CalcTextSize("resume checkpoint now stop analyse").x +
+                                8 * style.FramePadding.x + 3 * style.ItemSpacing.x;
+    ImGui::TableSetupColumn("show", ImGuiTableColumnFlags_WidthFixed,
+                            ImGui::CalcTextSize("show").x + style.CellPadding.x);
     ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 2.0f);
     ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableSetupColumn("progress", ImGuiTableColumnFlags_WidthFixed, 160.0f);
@@ -110,8 +114,10 @@ class TrainingPanel : public View {
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "(!)");
         if (ImGui::IsItemHovered())
-          ImGui::SetTooltip("%zu line(s) of metrics.jsonl skipped: not JSON objects, or steps that are negative or "
-                            "implausibly large", skipped);
+          ImGui::SetTooltip(
+              "%zu line(s) of metrics.jsonl skipped: not JSON objects, or steps that are negative or "
+              "implausibly large",
+              skipped);
       }
       ImGui::TableNextColumn();
       if (r->controller) {
@@ -119,15 +125,18 @@ class TrainingPanel : public View {
         ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
         if ((s == RunState::Failed || s == RunState::Preparing) && ImGui::IsItemHovered())
           ImGui::SetTooltip("%s", r->controller->message().c_str());
-        if (s == RunState::Failed) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r->controller->message().substr(0, 60).c_str());
+        if (s == RunState::Failed)
+          ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r->controller->message().substr(0, 60).c_str());
       } else {
         ImGui::TextUnformatted(r->status.c_str());
       }
       ImGui::TableNextColumn();
       const auto& points = r->metrics.points();
-      const float fraction = r->totalSteps > 0 ? static_cast<float>(r->lastStep()) / static_cast<float>(r->totalSteps) : 0.0f;
+      const float fraction =
+          r->totalSteps > 0 ? static_cast<float>(r->lastStep()) / static_cast<float>(r->totalSteps) : 0.0f;
       char overlay[64];
-      std::snprintf(overlay, sizeof overlay, "%lld / %lld", static_cast<long long>(r->lastStep()), static_cast<long long>(r->totalSteps));
+      std::snprintf(overlay, sizeof overlay, "%lld / %lld", static_cast<long long>(r->lastStep()),
+                    static_cast<long long>(r->totalSteps));
       ImGui::ProgressBar(fraction, ImVec2(160, 0), overlay);
       ImGui::TableNextColumn();
       if (!points.empty()) {
@@ -139,8 +148,10 @@ class TrainingPanel : public View {
           if (ImGui::IsItemHovered()) {
             std::string perRank;
             for (size_t i = 0; i < last.rankTokensPerSecond.size(); ++i)
-              perRank += "rank " + std::to_string(i) + ": " + humanCount(last.rankTokensPerSecond[i]) + " tok/s\n";
-            ImGui::SetTooltip("data parallel over %d ranks (the step runs at the slowest)\n%s", last.worldSize, perRank.c_str());
+              perRank +=
+                  "rank " + std::to_string(i) + ": " + humanCount(last.rankTokensPerSecond[i]) + " tok/s\n";
+            ImGui::SetTooltip("data parallel over %d ranks (the step runs at the slowest)\n%s",
+                              last.worldSize, perRank.c_str());
           }
         }
       }
@@ -179,6 +190,8 @@ class TrainingPanel : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeTrainingView() { return std::make_unique<TrainingPanel>(); }
+std::unique_ptr<View> makeTrainingView() {
+  return std::make_unique<TrainingPanel>();
+}
 
 }  // namespace sharelens::gui
