@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/param_count.hpp"
@@ -298,6 +300,30 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
           a.nonEmbedding = a.parameters - (budget.total - budget.nonEmbedding);
           break;
         }
+    // A derived model has seen its source's training tokens plus those of its own post-training (PostShare),
+    // whose runs are the run directories under its directory (two levels at most); its wall time is the
+    // post-training's.
+    auto lastPoint = [](const fs::path& runDir) -> std::optional<MetricPoint> {
+      MetricsReader metrics(runDir / "metrics.jsonl");
+      metrics.poll();
+      if (metrics.points().empty()) return std::nullopt;
+      return metrics.points().back();
+    };
+    auto derivedTraining = [&](const fs::path& dir, uint64_t seed) {
+      std::pair<double, double> tokensAndSeconds{0, 0};
+      if (auto source = lastPoint(experimentRunDirectory(outDir, arm.derive->from, seed)))
+        tokensAndSeconds.first += source->tokens;
+      std::error_code ec;
+      for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it.depth() >= 1) it.disable_recursion_pending();
+        if (!isRunDirectory(it->path())) continue;
+        if (auto p = lastPoint(it->path())) {
+          tokensAndSeconds.first += p->tokens;
+          tokensAndSeconds.second += p->elapsed;
+        }
+      }
+      return tokensAndSeconds;
+    };
     std::vector<double> finals;
     std::map<double, std::vector<double>> curve;  // tokens -> validation losses of the seeds
     for (uint64_t seed : e.seeds) {
@@ -316,6 +342,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
           }
         }
       }
+      if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
       if (fs::exists(dir / "eval.json")) {
         const Json ev = readJsonFile(dir / "eval.json");
         run.finalNll = ev.at("nll").get<double>();

@@ -52,12 +52,24 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     (void)experimentTrainConfig(e, arm, 0);  // every arm's options valid before training
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
+  // What training depends on: the experiment less its prose (description, claim) and the arms' expected
+  // outcomes, which may be edited between runs (the report then shows the new text).
+  const auto trainingIdentity = [](Json j) {
+    j.erase("description");
+    j.erase("claim");
+    if (j.contains("arms") && j["arms"].is_array())
+      for (Json& arm : j["arms"])
+        if (arm.is_object()) arm.erase("expect");
+    return j;
+  };
   if (fs::exists(file)) {
-    if (readJsonFile(file) != resolved)
+    const Json recorded = readJsonFile(file);
+    if (trainingIdentity(recorded) != trainingIdentity(resolved))
       throw Error(
           {.what = "the directory holds another experiment (or this one with other seeds, steps or arms)",
            .where = file.string(),
            .hint = "choose another --out, or run it with the options it was started with"});
+    if (recorded != resolved) writeFileAtomically(file, resolved.dump(2) + "\n");
   } else {
     fs::create_directories(outDir);
     writeFileAtomically(file, resolved.dump(2) + "\n");

@@ -83,6 +83,21 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   EXPECT_NE(readTextFile(dir / "r.md").find("| cycle |"), std::string::npos);
   EXPECT_EQ(readJsonFile(dir / "r.json")["arms"][0]["vs_reference"]["paired_differences"].size(), 3u);
 
+  // Prose may change between runs (the report shows the new text); what training depends on may not.
+  Json edited = tinyExperiment();
+  edited["description"] = "reworded after the run";
+  writeFileAtomically(dir / "edited.json", edited.dump());
+  r = runProcess(kBinary + " experiment run " + shellQuote((dir / "edited.json").string()) + " --out " +
+                 shellQuote((dir / "out").string()) + " --threads 1");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readJsonFile(dir / "out" / "experiment.json")["description"], "reworded after the run");
+  edited["seeds"] = Json::array({1, 2});
+  writeFileAtomically(dir / "edited.json", edited.dump());
+  r = runProcess(kBinary + " experiment run " + shellQuote((dir / "edited.json").string()) + " --out " +
+                 shellQuote((dir / "out").string()) + " --threads 1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("holds another experiment"), std::string::npos) << r.err;
+
   // The same seed reproduces a run bit for bit; another seed changes initialisation and data order.
   Json one = tinyExperiment();
   one["seeds"] = Json::array({1, 7});
@@ -144,6 +159,10 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   EXPECT_EQ(arm("directshare").parameters, arm("postshare").parameters);
   EXPECT_EQ(arm("postshare").differences.size(), 2u);
   EXPECT_NE(arm("postshare").claim, ClaimOutcome::NotStated);
+  // Tokens seen: DirectShare's model is its source's; PostShare's adds its own post-training.
+  EXPECT_GT(arm("pretrained").tokens, 0);
+  EXPECT_EQ(arm("directshare").tokens, arm("pretrained").tokens);
+  EXPECT_GT(arm("postshare").tokens, arm("pretrained").tokens);
   for (uint64_t seed : {1, 2}) {
     EXPECT_TRUE(
         fs::exists(experimentRunDirectory(dir / "out", "directshare", seed) / "model" / "model.safetensors"));
