@@ -149,14 +149,7 @@ Topology tiedHeadTopology(const ModelView& view, const DirectShareResult& r, con
   const ModelShape& s = view.shape;
   Topology t;
   t.name = name;
-  t.model = ModelDims{.vocab = s.vocab,
-                      .dModel = s.hidden,
-                      .layers = s.layers,
-                      .heads = s.heads,
-                      .kvHeads = s.kvHeads,
-                      .headDim = s.headDim,
-                      .ffn = s.ffn,
-                      .context = std::clamp<int64_t>(s.context, 2, 2048)};
+  t.model = modelDimsOf(s, std::clamp<int64_t>(s.context, 2, 2048));
   for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
   t.embedding.tied = s.tiedEmbeddings;

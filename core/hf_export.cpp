@@ -55,14 +55,7 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
            .hint = "Qwen2, Gemma 3 and GPT-2 checkpoints can be analysed and evaluated, not post-trained"});
     const ModelShape& s = view.shape;
     t.name = ckpt.directory().filename().string();
-    t.model = ModelDims{.vocab = s.vocab,
-                        .dModel = s.hidden,
-                        .layers = s.layers,
-                        .heads = s.heads,
-                        .kvHeads = s.kvHeads,
-                        .headDim = s.headDim,
-                        .ffn = s.ffn,
-                        .context = s.context > 0 ? s.context : maxContext};
+    t.model = modelDimsOf(s, s.context > 0 ? s.context : maxContext);
     if (ckpt.config()) {
       const JsonObject c(*ckpt.config(), ckpt.configPath()->string());
       t.model.ropeTheta = c.optionalNumber("rope_theta").value_or(10000.0);
@@ -112,14 +105,7 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     putVector(hf::ffnNorm(layer.index), ffnNorm->weight);
   }
   Topology shape;
-  shape.model = ModelDims{.vocab = view.shape.vocab,
-                          .dModel = view.shape.hidden,
-                          .layers = view.shape.layers,
-                          .heads = view.shape.heads,
-                          .kvHeads = view.shape.kvHeads,
-                          .headDim = view.shape.headDim,
-                          .ffn = view.shape.ffn,
-                          .context = view.shape.context};
+  shape.model = modelDimsOf(view.shape, view.shape.context);
   shape.embedding.tied = view.shape.tiedEmbeddings;
   if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end()) {
     const Json t = parseJsonStrict(it->second, "topology metadata");

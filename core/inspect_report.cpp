@@ -10,13 +10,6 @@
 namespace sharelens {
 namespace {
 
-Json shapeJson(const ModelShape& s) {
-  return {{"vocab", s.vocab},       {"hidden", s.hidden},    {"layers", s.layers},
-          {"heads", s.heads},       {"kv_heads", s.kvHeads}, {"head_dim", s.headDim},
-          {"ffn", s.ffn},           {"context", s.context},  {"tied_embeddings", s.tiedEmbeddings},
-          {"gated_ffn", s.gatedFfn}};
-}
-
 Json layerJson(const LayerView& layer) {
   Json roles = Json::array(), norms = Json::array(), biases = Json::array();
   for (std::string_view r : layer.rolesFound()) roles.push_back(r);
@@ -33,6 +26,13 @@ std::string padRight(std::string s, size_t width) {
 }
 
 }  // namespace
+
+Json modelShapeToJson(const ModelShape& s) {
+  return {{"vocab", s.vocab},       {"hidden", s.hidden},    {"layers", s.layers},
+          {"heads", s.heads},       {"kv_heads", s.kvHeads}, {"head_dim", s.headDim},
+          {"ffn", s.ffn},           {"context", s.context},  {"tied_embeddings", s.tiedEmbeddings},
+          {"gated_ffn", s.gatedFfn}};
+}
 
 Json inspectCheckpoint(const Checkpoint& ckpt) {
   Json report;
@@ -85,7 +85,7 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
   params["total"] = counts.total;
   report["parameters"] = params;
   report["tied_embeddings"] = view->shape.tiedEmbeddings;
-  report["shape"] = shapeJson(view->shape);
+  report["shape"] = modelShapeToJson(view->shape);
   Json layers = Json::array();
   for (const LayerView& layer : view->layers) layers.push_back(layerJson(layer));
   report["layers"] = layers;

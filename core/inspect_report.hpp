@@ -5,12 +5,15 @@
 
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
+#include "core/model_view.hpp"
 
 namespace sharelens {
 
 // Throws sharelens::Error when the checkpoint is malformed or its config contradicts its tensors. An
 // unrecognised architecture is not an error: the report then has "family": null and no view.
 Json inspectCheckpoint(const Checkpoint& checkpoint);
+// A model view's shape as reports write it ("shape" in inspect and analyze reports).
+Json modelShapeToJson(const ModelShape& shape);
 
 // Human-readable rendering of the report.
 std::string formatInspectReport(const Json& report);

@@ -175,6 +175,17 @@ bool Topology::isUnshared() const {
          tiedHeads.empty();
 }
 
+ModelDims modelDimsOf(const ModelShape& s, int64_t context) {
+  return ModelDims{.vocab = s.vocab,
+                   .dModel = s.hidden,
+                   .layers = s.layers,
+                   .heads = s.heads,
+                   .kvHeads = s.kvHeads,
+                   .headDim = s.headDim,
+                   .ffn = s.ffn,
+                   .context = context};
+}
+
 int64_t headsOf(const ModelDims& dims, Proj p) {
   return p == Proj::K || p == Proj::V ? dims.kvHeads : dims.heads;
 }

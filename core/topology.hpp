@@ -119,6 +119,9 @@ Topology readTopologyFile(const std::filesystem::path& path);
 void writeTopologyFile(const Topology& topology, const std::filesystem::path& path);
 
 // Per-head projection row layout: number of heads of a projection (Q: heads, K/V: kvHeads).
+// A checkpoint's shape as topology dimensions, with the context to train or run at (RoPE and norm constants
+// keep their defaults: they come from the config, not the tensors).
+ModelDims modelDimsOf(const ModelShape& shape, int64_t context);
 int64_t headsOf(const ModelDims& dims, Proj p);
 
 // DirectShare units in a topology's tensors. With tied units, a layer's Q, K and V are stored compactly: only

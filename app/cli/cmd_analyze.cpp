@@ -15,6 +15,7 @@
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/inspect_report.hpp"
 #include "core/run_dir.hpp"
 
 namespace sharelens::cli {
@@ -114,15 +115,7 @@ int runAnalyze(Args& args) {
                  {"model_type", view.modelType},
                  {"threshold", p.threshold},
                  {"backend", backend->name()},
-                 {"shape",
-                  {{"layers", view.shape.layers},
-                   {"hidden", view.shape.hidden},
-                   {"heads", view.shape.heads},
-                   {"kv_heads", view.shape.kvHeads},
-                   {"head_dim", view.shape.headDim},
-                   {"ffn", view.shape.ffn},
-                   {"vocab", view.shape.vocab},
-                   {"tied_embeddings", view.shape.tiedEmbeddings}}}};
+                 {"shape", modelShapeToJson(view.shape)}};
   Json timing = Json::object();
   const AnalysisInput input{*ckpt, view, *backend, makeModelServices(path, device, threads)};
   for (const AnalysisKind& kind :

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -113,19 +111,19 @@ struct Tables {
   std::array<std::array<Rgb, 256>, std::size(kNames)> byMap;
 };
 
-// Loaded once per process (under the mutex, so the first failure is reported, and retried on the next call).
+Tables readTables() {
+  Tables t;
+  for (size_t i = 0; i < std::size(kNames); ++i)
+    t.byMap[i] = interpolate(
+        readColormapAnchors(assetsDirectory() / "colormaps" / (std::string(kNames[i]) + ".json")));
+  return t;
+}
+
+// Read once per process. A static's initialisation is thread-safe and, when it throws, is tried again on the
+// next call; once done, each lookup (one per heatmap cell) is a plain read.
 const Tables& tables() {
-  static std::mutex mutex;
-  static std::unique_ptr<const Tables> loaded;
-  std::lock_guard lock(mutex);
-  if (!loaded) {
-    auto t = std::make_unique<Tables>();
-    for (size_t i = 0; i < std::size(kNames); ++i)
-      t->byMap[i] = interpolate(
-          readColormapAnchors(assetsDirectory() / "colormaps" / (std::string(kNames[i]) + ".json")));
-    loaded = std::move(t);
-  }
-  return *loaded;
+  static const Tables loaded = readTables();
+  return loaded;
 }
 
 }  // namespace

@@ -18,10 +18,12 @@ class ModelPanel : public View {
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
     // The tensor filter belongs to one model: kept across a run's checkpoints, cleared for another model.
-    const std::filesystem::path model = runDirectoryOf(m.path).value_or(m.path);
-    if (model != m_filteredModel) {
+    // (Looked up when the shown checkpoint changes, not every frame: it asks the file system.)
+    if (m.path != m_shownPath) {
+      m_shownPath = m.path;
+      const std::filesystem::path model = runDirectoryOf(m.path).value_or(m.path);
+      if (model != m_filteredModel) m_filter[0] = 0;
       m_filteredModel = model;
-      m_filter[0] = 0;
     }
     const Json& r = *m.report;
     ImGui::Text("%s", m.path.c_str());
@@ -131,7 +133,7 @@ class ModelPanel : public View {
   }
 
   char m_filter[128] = "";
-  std::filesystem::path m_filteredModel;
+  std::filesystem::path m_shownPath, m_filteredModel;
 };
 
 }  // namespace
