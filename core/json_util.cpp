@@ -68,6 +68,15 @@ Json parseJsonStrict(std::string_view text, const std::string& label) {
     }
     return true;
   };
+  // The parser takes a NUL byte for the end of input and would not read what follows; JSON has no raw NUL.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    auto [line, column] = lineAndColumn(text, nul);
+    throw Error({.what = "invalid JSON: a NUL byte",
+                 .where = label + ":" + std::to_string(line) + ":" + std::to_string(column),
+                 .expected = "JSON text",
+                 .found = "byte 0 at offset " + std::to_string(nul),
+                 .hint = "the file is corrupt or not JSON text; write it again"});
+  }
   Json result;
   try {
     result = Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true);

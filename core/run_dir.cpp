@@ -13,6 +13,16 @@
 namespace fs = std::filesystem;
 
 namespace sharelens {
+namespace {
+
+// One metrics.jsonl line; discarded when it is not JSON. The parser takes a NUL byte for the end of input,
+// so a line with one is refused here rather than read up to it.
+Json parseRecordLine(std::string_view line) {
+  if (line.find('\0') != std::string_view::npos) return Json(Json::value_t::discarded);
+  return Json::parse(line, nullptr, /*allow_exceptions=*/false);
+}
+
+}  // namespace
 
 bool isRunDirectory(const fs::path& dir) {
   return fs::is_directory(dir) && fs::exists(dir / "run.json");
@@ -121,7 +131,7 @@ size_t MetricsReader::poll() {
     start = end + 1;
     ++consumed;
     if (line.empty()) continue;
-    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    Json j = parseRecordLine(line);
     if (j.is_discarded() || !j.is_object()) {
       ++m_malformed;
       continue;
@@ -167,7 +177,7 @@ int64_t trimMetricsFile(const fs::path& file, int64_t maxStep) {
     }
     const std::string_view line(text.data() + start, end - start);
     start = end + 1;
-    const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const Json j = parseRecordLine(line);
     const bool after = j.is_object() && j.contains("step") && j["step"].is_number() &&
                        j["step"].get<double>() > static_cast<double>(maxStep);
     // The resumed run logs its own finish; an "event" that is not a string is not one of ours, kept as it is.

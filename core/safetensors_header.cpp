@@ -405,6 +405,16 @@ SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file, std::s
                  .found = jsonBytes == 0 ? "an empty header" : "byte " + std::to_string(uint8_t(*begin)),
                  .hint = "this is not a safetensors file"});
 
+  // The JSON parser stops at a NUL byte as if the input ended there, so anything after one would go unread.
+  // JSON has no place for a raw NUL (inside a string it must be escaped), and the reference reader refuses
+  // it.
+  if (const void* nul = std::memchr(begin, '\0', jsonBytes))
+    throw Error({.what = "header holds a NUL byte",
+                 .where = name + ": header byte " + std::to_string(static_cast<const char*>(nul) - begin),
+                 .expected = "JSON text padded with spaces",
+                 .found = "byte 0",
+                 .hint = std::string(kCorruptHint)});
+
   SafetensorsHeader header;
   header.jsonBytes = jsonBytes;
   header.dataOffset = 8 + jsonBytes;

@@ -74,6 +74,17 @@ TEST(Checkpoint, AnIndexWithAnOutOfRangeNumberIsANamedError) {
   fs::remove_all(dir);
 }
 
+TEST(Checkpoint, AnIndexWithJunkAfterANulByteIsANamedError) {
+  // The JSON parser stops at a NUL as if the input ended; the junk after one must not pass unread.
+  const auto dir = testing::makeTempDir("ckpt");
+  writeFileAtomically(dir / "model.safetensors.index.json",
+                      std::string("{\"metadata\": {}, \"weight_map\": {}}\0{junk", 40));
+  const std::string e = errorOf([&] { Checkpoint::open(dir); });
+  EXPECT_NE(e.find("NUL byte"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.safetensors.index.json:1:"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
 TEST(Checkpoint, IndexNamingAnAbsentTensor) {
   const auto dir = testing::makeTempDir("ckpt");
   auto spec = testing::defaultSpec(Family::Llama);

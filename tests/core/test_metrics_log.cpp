@@ -67,3 +67,14 @@ TEST(MetricsLog, NothingToTrimLeavesTheFileAlone) {
   EXPECT_EQ(readAll(file), text);
   EXPECT_EQ(fs::last_write_time(file), before);
 }
+
+TEST(MetricsLog, ALineWithANulByteIsMalformedNotReadUpToTheNul) {
+  // nlohmann's parser stops at a NUL as if the input ended, so '{"step":2,...}\0junk' would pass as a record.
+  const fs::path file =
+      writeLog("nul", std::string("{\"step\":1,\"loss\":5.0}\n{\"step\":2,\"loss\":4.0}\0junk\n", 49));
+  MetricsReader reader(file);
+  EXPECT_EQ(reader.poll(), 2u);
+  EXPECT_EQ(reader.malformedLines(), 1u);
+  ASSERT_EQ(reader.points().size(), 1u);
+  EXPECT_EQ(reader.points()[0].step, 1);
+}

@@ -69,6 +69,9 @@ std::vector<MalformedCase> malformedCorpus() {
   withHeader("trailing_json", std::string(kValidHeader) + "{}", 44, {"not valid JSON"});
   withHeader("junk_after_json", std::string(kValidHeader) + "xyz", 44,
              {"not valid JSON"});  // the reference refuses it too
+  // A NUL ends the JSON parser's input: the junk after it would go unread (found by the bad-input probe).
+  withHeader("junk_after_nul", std::string(kValidHeader) + std::string("  \0 xyz", 7), 44, {"NUL byte"});
+  withHeader("nul_padding", std::string(kValidHeader) + std::string(3, '\0'), 44, {"NUL byte"});
   withHeader("nan_literal_shape", "{" + tensorEntry("w", "F32", "[NaN]", 0, 4) + "}", 4, {"not valid JSON"});
   withHeader("shape_not_array", "{" + tensorEntry("w", "F32", "4", 0, 16) + "}", 16, {"'w'"});
   withHeader("non_utf8", "{\"a\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,

@@ -509,6 +509,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--first", type=int, default=0, help="the first input's index (inputs are reproducible by index)")
     ap.add_argument("--json")
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -534,7 +535,7 @@ def main():
     runs = 0
     peak = 0
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for n, r in enumerate(pool.map(lambda i: probe_one(args, fixtures, topology, run_dir, i), range(args.inputs)), 1):
+        for n, r in enumerate(pool.map(lambda i: probe_one(args, fixtures, topology, run_dir, i), range(args.first, args.first + args.inputs)), 1):
             family = r["fixture"] if r["fixture"] in ("topology", "metrics") else "checkpoint"
             families[family] = families.get(family, 0) + 1
             for cmd, (outcome, code, err, secs, rss) in r["outcomes"].items():
@@ -545,6 +546,7 @@ def main():
                 if outcome != "ok":
                     failures.append({"input": r["input"], "command": cmd, "outcome": outcome, "mutation": r["mutation"],
                                      "fixture": r["fixture"], "oracle": r["oracle"], "exit": code, "stderr": err})
+                    print("FAILURE " + json.dumps(failures[-1]), flush=True)  # at once: a long probe may be stopped
             if n % 500 == 0:
                 print("%d inputs, %s, %.0f s" % (n, counts, time.monotonic() - start), flush=True)
     summary = {"inputs": args.inputs, "families": families, "runs": runs, "seconds": round(time.monotonic() - start),
