@@ -29,9 +29,7 @@ namespace {
 Topology topologyFromPreset(const JsonObject& o) {
   const std::string name = o.requireString("preset");
   const auto pattern = parsePattern(name);
-  if (!pattern)
-    o.fail("preset", "unknown sharing pattern",
-           "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal", name);
+  if (!pattern) o.fail("preset", "unknown sharing pattern", patternList(), name);
   PresetSpec spec;
   spec.pattern = *pattern;
   ModelDims& m = spec.base;

@@ -11,7 +11,7 @@ namespace sharelens {
 namespace {
 
 constexpr std::string_view kProjNames[kProjCount] = {"q", "k", "v", "o", "gate", "up", "down"};
-constexpr std::string_view kFamilyNames[] = {"llama", "qwen2", "gemma3", "gpt2", "sharelens"};
+constexpr std::string_view kFamilyNames[] = {"llama", "qwen2", "qwen3", "gemma3", "gpt2", "sharelens"};
 constexpr std::string_view kNormSlotNames[kNormSlotCount] = {"attn_in", "attn_out", "ffn_in",
                                                              "ffn_out", "q_norm",   "k_norm"};
 constexpr std::string_view kRoleNames[kTensorRoleCount] = {

@@ -33,7 +33,7 @@ std::string_view projName(Proj p);  // "q", "k", "v", "o", "gate", "up", "down"
 std::optional<Proj> parseProj(std::string_view name);
 bool isAttentionProj(Proj p);
 
-enum class Family : uint8_t { Llama, Qwen2, Gemma3, Gpt2, ShareLens };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Gemma3, Gpt2, ShareLens };
 std::string_view familyName(Family f);
 
 enum class TensorRole : uint8_t { Embedding, Position, Attention, Ffn, Norm, OutputHead, Lora, Masa, Other };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/assets.hpp"
 #include "core/error.hpp"
 
 namespace sharelens {
@@ -60,6 +61,16 @@ std::vector<int64_t> fromSizes(const std::vector<int64_t>& sizes, int64_t firstB
 std::string_view patternName(SharingPattern p) {
   return kNames[static_cast<int>(p)];
 }
+std::string patternList() {
+  std::string out;
+  for (size_t i = 0; i < std::size(kAllPatterns); ++i)
+    out += (i == 0                             ? ""
+            : i + 1 == std::size(kAllPatterns) ? " or "
+                                               : ", ") +
+           std::string(patternName(kAllPatterns[i]));
+  return out;
+}
+
 std::string_view patternNote(SharingPattern p) {
   return kNotes[static_cast<int>(p)];
 }
@@ -197,22 +208,18 @@ Topology debugTopology() {
   return t;
 }
 
+std::vector<std::filesystem::path> shippedTopologies() {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(assetsDirectory() / "topologies", ec), end; !ec && it != end;
+       it.increment(ec))
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Topology demoTopology() {
-  PresetSpec spec;
-  spec.pattern = SharingPattern::Cycle;
-  spec.uniqueBlocks = 3;
-  spec.base = ModelDims{.vocab = 2048,
-                        .dModel = 128,
-                        .layers = 6,
-                        .heads = 4,
-                        .kvHeads = 2,
-                        .headDim = 32,
-                        .ffn = 352,
-                        .context = 128};
-  spec.loraRank = 8;
-  Topology t = makePreset(spec);
-  t.name = "demo-cycle-L6-U3";
-  return t;
+  return readTopologyFile(assetsDirectory() / "topologies" / "demo.json");
 }
 
 }  // namespace sharelens

@@ -12,6 +12,7 @@
 // by 1/sqrt(2) (to a multiple of the head count) so the parameter count stays close.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@ inline constexpr SharingPattern kAllPatterns[] = {
     SharingPattern::Bulge,   SharingPattern::Hierarchy, SharingPattern::Universal};
 std::string_view patternName(SharingPattern p);  // "vanilla", "sequence", "cycle", "cycle-rev", ...
 std::optional<SharingPattern> parsePattern(std::string_view name);
+std::string patternList();                       // "vanilla, sequence, ... or universal" (for messages)
 std::string_view patternNote(SharingPattern p);  // one line for the UI
 
 // Throws a named Error for impossible combinations (U > L, Bulge with U < 3, ...).
@@ -47,8 +49,16 @@ struct PresetSpec {
 
 Topology makePreset(const PresetSpec& spec);
 
-// The tiny debug preset (a few hundred thousand parameters; tests and smoke runs) and the demo default.
+// The tiny debug preset (a few hundred thousand parameters; tests and smoke runs).
 Topology debugTopology();
+
+// The topologies ShareLens ships, assets/topologies/*.json sorted by name: one per sharing pattern at the
+// demo's width with L = 12, U = 4 (written by tests/tools/make_topology_assets.sh) and the demo pair's
+// design.
+std::vector<std::filesystem::path> shippedTopologies();
+
+// The demo pair's design and the default width of `topology` and the Designer: assets/topologies/demo.json
+// (Cycle, L = 6, U = 3, d_model 128). Throws a named Error when the file is missing or invalid.
 Topology demoTopology();
 
 }  // namespace sharelens

@@ -1,11 +1,14 @@
 // sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G]
-//                  [--colormap C] [--metric M] [--width W] [--height H] [analysis parameters]
-// ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training` or `topology`.
+//                  [--colormap C] [--metric M] [--matrices A,B] [--quantity Q] [--width W] [--height H]
+//                  [analysis parameters]
+// ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, `rank-vs-step` (a run's
+// chosen matrices at every checkpoint) or `topology`.
 // The figure a GUI view shows, without a window. PATH is a checkpoint or run directory (computed on the
 // spot), an analysis report from `sharelens analyze --json`, a run directory (training views) or a topology.
 #include <iostream>
 
 #include "analysis/backend.hpp"
+#include "analysis/rank_dynamics.hpp"
 #include "analysis/registry.hpp"
 #include "analysis/report_json.hpp"
 #include "app/cli/commands.hpp"
@@ -46,6 +49,38 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
   return kind.run(in, params, ctx);
 }
 
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+plot::Figure rankVsStepFigure(const std::string& input, const std::vector<std::string>& matrices,
+                              const std::string& quantity, double threshold, const TaskContext& ctx) {
+  const std::vector<std::string> quantities = {"effective-rank", "stable-rank", "spectral-norm"};
+  const auto it = std::find(quantities.begin(), quantities.end(), quantity);
+  if (it == quantities.end())
+    throw Error({.what = "unknown quantity",
+                 .where = "--quantity",
+                 .expected = "effective-rank, stable-rank or spectral-norm",
+                 .found = quantity});
+  if (!isRunDirectory(input))
+    throw Error({.what = "not a run directory",
+                 .where = input,
+                 .hint = "rank-vs-step follows a run's checkpoints: pass the --out of `sharelens train`"});
+  if (matrices.empty())
+    throw Error({.what = "no matrices to follow",
+                 .where = "--matrices",
+                 .expected = "names as the spectra give them, like layers.0.q,layers.3.q.head.1,embedding"});
+  const auto backend = makeCpuBackend();
+  return plot::rankDynamicsFigure(computeRankDynamics(input, matrices, *backend, threshold, ctx),
+                                  static_cast<plot::RankQuantity>(it - quantities.begin()));
+}
+
 }  // namespace
 
 int runExport(Args& args) {
@@ -58,6 +93,8 @@ int runExport(Args& args) {
   const std::string projText = args.option("proj", "q");
   const std::string metricText = args.option("metric", "loss");
   const std::string colormapText = args.option("colormap", "viridis");
+  figure.matrices = splitList(args.option("matrices", ""));
+  const std::string quantity = args.option("quantity", "effective-rank");
   const AnalysisParams params = parseAnalysisParams(args);
   ExportOptions options;
   options.width = static_cast<int>(args.integer("width", 100, 20000).value_or(1200));
@@ -107,6 +144,8 @@ int runExport(Args& args) {
                    .found = metricText});
     result = plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()),
                                   plot::RunAxis::Step, 0.6);
+  } else if (viewName == "rank-vs-step") {
+    result = rankVsStepFigure(input, figure.matrices, quantity, params.threshold, ctx);
   } else if (viewName == "topology") {
     result = plot::topologyFigure(readTopologyFile(input));
   } else {

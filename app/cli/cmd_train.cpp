@@ -84,7 +84,7 @@ int runTopology(Args& args) {
   if (!pattern)
     throw Error({.what = "unknown preset",
                  .where = "sharelens topology --preset",
-                 .expected = "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal",
+                 .expected = patternList(),
                  .found = presetName});
   PresetSpec spec;
   spec.pattern = *pattern;

@@ -89,10 +89,13 @@ const std::vector<Command>& commands() {
        runExportHf},
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G] "
-       "[--colormap C] [--metric M] [--width W] [--height H] [analysis parameters as for analyze]",
+       "[--colormap C] [--metric M] [--matrices A,B] [--quantity effective-rank|stable-rank|spectral-norm] "
+       "[--width W] [--height H] [analysis parameters as for analyze]",
        "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "
        "masa-coefficients, "
-       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, topology) "
+       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, "
+       "rank-vs-step, "
+       "topology) "
        "without "
        "a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
        runExport},

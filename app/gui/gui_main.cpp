@@ -6,6 +6,7 @@
 #include "app/gui/app.hpp"
 #include "app/plot/colormap.hpp"
 #include "core/error.hpp"
+#include "core/topology_presets.hpp"
 
 namespace sharelens::gui {
 
@@ -47,6 +48,7 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
     o.path = args.optionalPositional();
     args.finish();
     plot::loadColormaps();  // a missing or broken colour map is reported here, not mid-frame
+    demoTopology();         // so is the Designer's starting design (assets/topologies/demo.json)
     return runGui(o);
   } catch (...) {
     bool internal = false;

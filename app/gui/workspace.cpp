@@ -1,5 +1,6 @@
 #include "app/gui/workspace.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -63,13 +64,54 @@ LoadedModel* Workspace::byKey(int64_t key) {
 
 std::vector<int64_t> Workspace::steps() const {
   std::vector<int64_t> out;
-  for (const auto& [step, m] : m_models)
-    if (step >= 0) out.push_back(step);
+  for (const CheckpointEntry& c : m_onDisk) out.push_back(c.step);
+  for (const auto& [step, m] : m_models)  // loaded ones whose files retention has since deleted stay listed
+    if (step >= 0 && !std::binary_search(out.begin(), out.end(), step))
+      out.insert(std::upper_bound(out.begin(), out.end(), step), step);
   return out;
 }
 
+size_t Workspace::loadedSteps() const {
+  return static_cast<size_t>(
+      std::count_if(m_models.begin(), m_models.end(), [](const auto& m) { return m.first >= 0; }));
+}
+
 void Workspace::selectStep(int64_t step) {
-  if (m_models.count(step)) m_selected = step;
+  if (m_models.count(step)) {
+    m_selected = step;
+    m_wanted = -1;
+    return;
+  }
+  if (step == m_wanted) return;  // already loading
+  for (const CheckpointEntry& c : m_onDisk)
+    if (c.step == step) {
+      m_wanted = step;
+      load(c.dir, step, m_params.threshold, true);
+      return;
+    }
+}
+
+void Workspace::computeDynamics(std::vector<std::string> matrices, double threshold) {
+  if (!m_follow || matrices.empty()) return;
+  const uint64_t request = ++m_requests;
+  m_dynamics = {DynamicsOutcome::State::Pending, nullptr, {}, matrices, request};
+  auto slot = std::make_shared<std::shared_ptr<const RankDynamics>>();
+  m_jobs.submit(
+      "rank against step (" + m_follow->filename().string() + ")",
+      [runDir = *m_follow, matrices, threshold, slot](const TaskContext& ctx) -> JobSystem::Completion {
+        const auto backend = BackendPool::instance().lease();
+        *slot = std::make_shared<const RankDynamics>(
+            computeRankDynamics(runDir, matrices, *backend, threshold, ctx));
+        return nullptr;
+      },
+      [this, request, slot](JobSystem::Status status, const std::string& error) {
+        if (m_dynamics.request != request) return;  // superseded
+        m_dynamics.state = status == JobSystem::Status::Ok          ? DynamicsOutcome::State::Ok
+                           : status == JobSystem::Status::Cancelled ? DynamicsOutcome::State::Cancelled
+                                                                    : DynamicsOutcome::State::Failed;
+        m_dynamics.result = status == JobSystem::Status::Ok ? *slot : nullptr;
+        m_dynamics.error = error;
+      });
 }
 
 bool Workspace::busy() const {
@@ -89,24 +131,30 @@ void Workspace::open(const fs::path& path, double threshold, bool analyse) {
   }
   m_follow.reset();
   m_models.clear();
+  m_onDisk.clear();
+  m_dynamics = {};
+  m_wanted = -1;
   load(path, -1, threshold, analyse);
 }
 
 void Workspace::follow(const fs::path& runDir, double threshold) {
   m_models.clear();
+  m_onDisk.clear();
+  m_dynamics = {};
   m_follow = runDir;
   m_lastFollowedStep = -1;
   m_selected = -1;
+  m_wanted = -1;
   m_followThrottle.reset();
   poll(threshold);
 }
 
 void Workspace::poll(double threshold) {
   if (!m_follow || !m_followThrottle.due()) return;
-  const auto latest = latestCheckpoint(*m_follow);
-  if (!latest || latest->step <= m_lastFollowedStep) return;
-  m_lastFollowedStep = latest->step;
-  load(latest->dir, latest->step, threshold, true);
+  m_onDisk = listCheckpoints(*m_follow);
+  if (m_onDisk.empty() || m_onDisk.back().step <= m_lastFollowedStep) return;
+  m_lastFollowedStep = m_onDisk.back().step;
+  load(m_onDisk.back().dir, m_onDisk.back().step, threshold, true);
 }
 
 void Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse) {
@@ -128,7 +176,12 @@ void Workspace::load(const fs::path& path, int64_t step, double threshold, bool 
                                     (m_follow && step >= 0 && m_selected < step && m_models.size() <= 1);
           LoadedModel& m = m_models[step];
           m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
-          if (followLatest || step < 0) m_selected = step;
+          if (step == m_wanted) {  // chosen on the slider while it loaded
+            m_selected = step;
+            m_wanted = -1;
+          } else if (m_wanted < 0 && (followLatest || step < 0)) {
+            m_selected = step;
+          }
           while (m_models.size() > kKeptSteps) {  // keep the newest steps and the selected one
             auto oldest = m_models.begin();
             if (oldest->first == m_selected) ++oldest;
@@ -140,6 +193,9 @@ void Workspace::load(const fs::path& path, int64_t step, double threshold, bool 
               if (kind.inDefaultSet) this->analyse(step, kind.id);
           }
         };
+      },
+      [this, step](JobSystem::Status status, const std::string&) {
+        if (status != JobSystem::Status::Ok && step == m_wanted) m_wanted = -1;  // the job bar says why
       });
 }
 

@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/rank_dynamics.hpp"
 #include "analysis/registry.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/poll_throttle.hpp"
 #include "core/json_util.hpp"
+#include "core/run_dir.hpp"
 
 namespace sharelens::gui {
 
@@ -40,6 +42,15 @@ class AnalysisSet {
   std::string backend;
 };
 
+// The rank dynamics of a followed run (analysis/rank_dynamics): one request at a time, the newest wins.
+struct DynamicsOutcome {
+  enum class State { None, Pending, Ok, Cancelled, Failed } state = State::None;
+  std::shared_ptr<const RankDynamics> result;
+  std::string error;
+  std::vector<std::string> matrices;  // what was asked
+  uint64_t request = 0;
+};
+
 struct LoadedModel {
   std::filesystem::path path;  // the checkpoint directory or file
   std::string label;
@@ -62,9 +73,13 @@ class Workspace {
   void poll(double threshold);  // UI thread: new checkpoints of a followed run
 
   const LoadedModel* current() const;
-  std::vector<int64_t> steps() const;  // steps of a followed run that have been loaded
-  void selectStep(int64_t step);
+  // A followed run's complete checkpoints on disk (listed with the poll); each is loaded when chosen.
+  std::vector<int64_t> steps() const;
+  size_t loadedSteps() const;  // how many of them are loaded (the newest kKeptSteps and the chosen one)
+  bool isLoaded(int64_t step) const { return m_models.count(step) > 0; }
+  void selectStep(int64_t step);  // loads it first when it is not loaded, then shows it
   int64_t selectedStep() const { return m_selected; }
+  int64_t loadingStep() const { return m_wanted; }  // the chosen step being loaded; -1 when none
   const std::optional<std::filesystem::path>& followed() const { return m_follow; }
 
   // The parameters every analysis of the current model is computed with (views change them, then run()).
@@ -75,6 +90,10 @@ class Workspace {
   bool busy() const;
   bool large() const;  // too big to analyse automatically (views offer a button instead)
 
+  // Effective rank, stable rank and spectral norm of chosen matrices at every checkpoint of the followed run.
+  void computeDynamics(std::vector<std::string> matrices, double threshold);
+  const DynamicsOutcome& dynamics() const { return m_dynamics; }
+
  private:
   void load(const std::filesystem::path& path, int64_t step, double threshold, bool analyse);
   void analyse(int64_t key, std::string_view analysisId);
@@ -83,7 +102,10 @@ class Workspace {
   JobSystem& m_jobs;
   std::function<void(const std::string&)> m_error;
   std::map<int64_t, LoadedModel> m_models;  // key: step (or -1 for a plain checkpoint)
+  std::vector<CheckpointEntry> m_onDisk;    // of the followed run, oldest first
   int64_t m_selected = -1;
+  int64_t m_wanted = -1;  // a chosen step whose checkpoint is being loaded
+  DynamicsOutcome m_dynamics;
   std::optional<std::filesystem::path> m_follow;
   int64_t m_lastFollowedStep = -1;
   PollThrottle m_followThrottle;  // listing the followed run's checkpoints, at most 4 times a second

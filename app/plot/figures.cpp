@@ -88,6 +88,36 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
   return f;
 }
 
+Figure rankDynamicsFigure(const RankDynamics& d, RankQuantity quantity) {
+  Figure f;
+  const char* what = quantity == RankQuantity::EffectiveRank ? "Effective rank"
+                     : quantity == RankQuantity::StableRank  ? "Stable rank"
+                                                             : "Spectral norm";
+  f.title = std::string(what) + " against training step";
+  f.xLabel = "training step";
+  f.yLabel = quantity == RankQuantity::EffectiveRank ? "effective rank (" + percent(d.threshold) + ")"
+             : quantity == RankQuantity::StableRank  ? "||W||_F^2 / ||W||_2^2"
+                                                     : "sigma_1";
+  f.xIntegers = true;
+  int color = 0;
+  for (const RankTrajectory& t : d.trajectories) {
+    Series s;
+    s.label = t.matrix;
+    s.color = seriesColor(color++);
+    s.style = SeriesStyle::LineAndMarkers;
+    for (const RankPoint& p : t.points) {
+      s.x.push_back(static_cast<double>(p.step));
+      s.y.push_back(quantity == RankQuantity::EffectiveRank ? static_cast<double>(p.effectiveRank)
+                    : quantity == RankQuantity::StableRank  ? p.stableRank
+                                                            : p.spectralNorm);
+    }
+    f.series.push_back(std::move(s));
+  }
+  if (!d.trajectories.empty())
+    f.subtitle = std::to_string(d.trajectories.front().points.size()) + " checkpoints";
+  return f;
+}
+
 Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap) {
   Figure f;
   f.title = "Head differences, layer " + std::to_string(layer.layer);

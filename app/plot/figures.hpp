@@ -10,6 +10,7 @@
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
 #include "analysis/matrix_pca.hpp"
+#include "analysis/rank_dynamics.hpp"
 #include "analysis/spectra.hpp"
 #include "app/plot/figure.hpp"
 #include "app/workflows/compress.hpp"
@@ -18,6 +19,10 @@
 #include "core/topology.hpp"
 
 namespace sharelens::plot {
+
+// Training dynamics: one quantity of each chosen matrix against the training step, a line per matrix.
+enum class RankQuantity : uint8_t { EffectiveRank, StableRank, SpectralNorm };
+Figure rankDynamicsFigure(const RankDynamics& dynamics, RankQuantity quantity);
 
 // Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,

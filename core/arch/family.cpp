@@ -6,8 +6,9 @@
 namespace sharelens {
 
 const std::vector<const FamilyAdapter*>& familyAdapters() {
-  static const std::vector<const FamilyAdapter*> adapters = {
-      &sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(), &gemma3Adapter(), &gpt2Adapter()};
+  static const std::vector<const FamilyAdapter*> adapters = {&sharelensAdapter(), &llamaAdapter(),
+                                                             &qwen2Adapter(),     &qwen3Adapter(),
+                                                             &gemma3Adapter(),    &gpt2Adapter()};
   return adapters;
 }
 
@@ -45,9 +46,12 @@ ModelView openModelView(const Checkpoint& checkpoint) {
   const FamilyAdapter* best = detectFamily(checkpoint);
   if (!best) {
     const std::string modelType = configModelType(checkpoint);
+    std::string known;
+    for (const FamilyAdapter* adapter : familyAdapters())
+      for (std::string_view type : adapter->modelTypes()) known += std::string(type) + ", ";
     throw Error({.what = "unrecognised model architecture",
                  .where = checkpoint.path().string(),
-                 .expected = "llama / mistral / smollm, qwen2, gemma3, gpt2 or a ShareLens checkpoint",
+                 .expected = "a config.json model_type of " + known + "or a ShareLens checkpoint",
                  .found = modelType.empty() ? "no config.json model_type and no known tensor names"
                                             : "model_type '" + modelType + "'",
                  .hint = "`sharelens inspect` still lists the tensors; the analyses need a known family"});

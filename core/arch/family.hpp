@@ -35,6 +35,8 @@ class FamilyAdapter {
   virtual ~FamilyAdapter() = default;
   virtual Family family() const = 0;
   virtual const ForwardTraits& traits() const = 0;
+  // The config.json model_type values this family claims (for messages; ShareLens's own has none).
+  virtual std::vector<std::string_view> modelTypes() const = 0;
   // How well this family explains the checkpoint: 0 = not at all; a config.json model_type match scores
   // 100, tensor-name evidence 10..30. The highest score wins.
   virtual int score(const Checkpoint& checkpoint) const = 0;
@@ -55,6 +57,7 @@ ModelView openModelView(const Checkpoint& checkpoint);
 // The families' adapters (defined one per file in core/arch/).
 const FamilyAdapter& llamaAdapter();
 const FamilyAdapter& qwen2Adapter();
+const FamilyAdapter& qwen3Adapter();
 const FamilyAdapter& gemma3Adapter();
 const FamilyAdapter& gpt2Adapter();
 const FamilyAdapter& sharelensAdapter();

@@ -40,6 +40,8 @@ class Gpt2Adapter : public FamilyAdapter {
     return t;
   }
 
+  std::vector<std::string_view> modelTypes() const override { return {"gpt2"}; }
+
   int score(const Checkpoint& ckpt) const override {
     if (configModelType(ckpt) == "gpt2") return 100;
     return prefixOf(ckpt) ? 30 : 0;

@@ -204,6 +204,8 @@ class ShareLensAdapter : public FamilyAdapter {
     return t;
   }
 
+  std::vector<std::string_view> modelTypes() const override { return {}; }  // recognised by its metadata
+
   int score(const Checkpoint& ckpt) const override {
     return ckpt.metadata().count(names::kTopologyMetadataKey) && ckpt.find(names::kFinalNorm) ? 200 : 0;
   }

@@ -57,6 +57,7 @@ class DecoderAdapter : public FamilyAdapter {
   explicit DecoderAdapter(DecoderLayout layout) : m_layout(std::move(layout)) {}
   Family family() const override { return m_layout.family; }
   const ForwardTraits& traits() const override { return m_layout.traits; }
+  std::vector<std::string_view> modelTypes() const override { return m_layout.modelTypes; }
   int score(const Checkpoint& checkpoint) const override;
   ModelView build(const Checkpoint& checkpoint) const override;
   const DecoderLayout& layout() const { return m_layout; }

@@ -231,7 +231,7 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily,
-                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Gpt2),
+                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gpt2),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {

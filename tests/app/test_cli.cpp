@@ -48,6 +48,38 @@ TEST(Cli, InspectPrintsFamilyTensorsRolesAndLayers) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, RankAgainstStepFollowsARunsMatricesThroughEveryCheckpoint) {
+  const auto run = testing::makeTempDir("cli-dynamics");
+  std::ofstream(run / "run.json") << R"({"schema":"sharelens.run/1","topology":{"name":"qwen3"}})";
+  for (int64_t step : {10, 20, 40}) {
+    auto spec = testing::defaultSpec(Family::Qwen3);
+    spec.seed = static_cast<uint64_t>(step);
+    const fs::path dir = run / "checkpoints" / ("step-00000" + std::to_string(step));
+    testing::writeHfFixture(dir, spec);
+    std::ofstream(dir / "COMPLETE") << "";
+  }
+  const std::string svg = (run / "ranks.svg").string();
+  auto r =
+      runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
+                 " --matrices layers.0.q,layers.2.k.head.1 --quantity stable-rank --out " + shellQuote(svg));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);  // text is drawn as glyphs; the figure's content is
+  EXPECT_GT(text.size(), 2000u);                    // checked in Figures.RankDynamics...
+  r = runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
+                 " --matrices layers.0.q --quantity entropy --out " + shellQuote(svg));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--quantity"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
+                 " --matrices layers.7.q --out " + shellQuote(svg));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("no matrix layers.7.q"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " inspect " + shellQuote((run / "checkpoints" / "step-0000010").string()));
+  EXPECT_NE(r.out.find("family      qwen3"), std::string::npos) << r.out;
+  fs::remove_all(run);
+}
+
 TEST(Cli, MalformedFileExitsWithStatusTwoAndANamedError) {
   const auto dir = testing::makeTempDir("cli");
   for (const auto& c : testing::malformedCorpus()) {
@@ -305,11 +337,15 @@ TEST(CliAnalyze, CtrlCCancelsCleanlyAndWritesNothing) {
   spec.headDim = 64;
   spec.layers = 12;
   testing::writeHfFixture(dir / "m", spec);
-  // Start in the background, interrupt after a moment, report the exit status.
+  // Start in the background and interrupt it until it ends, then report the exit status. A background job of
+  // a script starts with SIGINT ignored, so one sent before the analysis installs its handler is lost (on a
+  // loaded machine start-up can take longer than any fixed sleep); the handler itself ignores repeats.
   const std::string out = (dir / "a.json").string();
-  const auto r = runProcess("(" + kBinary + " analyze " + shellQuote((dir / "m").string()) +
-                            " --layers --threads 1 --json " + shellQuote(out) +
-                            " & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo status=$?)");
+  const auto r =
+      runProcess("(" + kBinary + " analyze " + shellQuote((dir / "m").string()) +
+                 " --layers --threads 1 --json " + shellQuote(out) +
+                 " & pid=$!; while kill -0 $pid 2>/dev/null; do sleep 0.3; kill -INT $pid 2>/dev/null; "
+                 "done; wait $pid; echo status=$?)");
   EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.err.find("cancel"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));

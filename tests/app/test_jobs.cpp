@@ -1,5 +1,6 @@
 // The GUI's machinery without a window: the job system (every job ends as a value the UI thread sees), the
-// run book (attached run directories, polled like the frame loop does) and the BLAS thread arbiter.
+// run book (attached run directories, polled like the frame loop does), the workspace following a run's
+// checkpoints, and the BLAS thread arbiter.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
+#include "app/gui/workspace.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -227,4 +229,47 @@ TEST(BlasThreads, PinsNestAcrossThreadsAndTheRequestedCountComesBackWithTheLastO
   EXPECT_EQ(currentBlasThreads(), 1);
   outer.reset();
   EXPECT_EQ(currentBlasThreads(), 2);
+}
+
+// A followed run lists every checkpoint on disk, loads the newest, loads an older one when it is chosen, and
+// follows chosen matrices through all of them.
+TEST(Workspace, EveryCheckpointOfAFollowedRunIsListedAndAnOlderOneLoadsWhenChosen) {
+  const fs::path run = sharelens::testing::makeTempDir("workspace-run");
+  const std::vector<int64_t> steps = {50, 100, 200};
+  for (int64_t step : steps) {
+    auto spec = sharelens::testing::defaultSpec(Family::Llama);
+    spec.seed = static_cast<uint64_t>(step);
+    sharelens::testing::writeHfFixture(checkpointDirectory(run, step), spec);
+    std::ofstream(checkpointDirectory(run, step) / kCompleteMarker) << "";
+  }
+  std::vector<std::string> errors;
+  JobSystem jobs(
+      1, [] {},
+      [&](const std::string& job, const std::string& message) { errors.push_back(job + ": " + message); });
+  gui::Workspace ws(jobs, [&](const std::string& e) { errors.push_back(e); });
+  ws.follow(run, 0.95);
+  drainUntil(jobs, [&] { return ws.current() && !ws.busy(); });
+  EXPECT_EQ(ws.steps(), steps) << "every checkpoint on disk is on the slider";
+  EXPECT_EQ(ws.loadedSteps(), 1u) << "only the newest is read at first";
+  EXPECT_EQ(ws.selectedStep(), 200);
+
+  ws.selectStep(50);
+  EXPECT_EQ(ws.loadingStep(), 50);
+  EXPECT_EQ(ws.selectedStep(), 200) << "the shown step stays until the chosen one is loaded";
+  drainUntil(jobs, [&] { return ws.loadingStep() < 0 && !ws.busy(); });
+  EXPECT_EQ(ws.selectedStep(), 50);
+  ASSERT_NE(ws.current(), nullptr);
+  EXPECT_EQ(ws.current()->step, 50);
+  EXPECT_EQ(ws.loadedSteps(), 2u);
+
+  ws.computeDynamics({"layers.0.q", "layers.2.down"}, 0.9);
+  EXPECT_EQ(ws.dynamics().state, gui::DynamicsOutcome::State::Pending);
+  drainUntil(jobs, [&] { return ws.dynamics().state != gui::DynamicsOutcome::State::Pending; });
+  ASSERT_EQ(ws.dynamics().state, gui::DynamicsOutcome::State::Ok) << ws.dynamics().error;
+  ASSERT_EQ(ws.dynamics().result->trajectories.size(), 2u);
+  std::vector<int64_t> seen;
+  for (const RankPoint& p : ws.dynamics().result->trajectories[0].points) seen.push_back(p.step);
+  EXPECT_EQ(seen, steps);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  fs::remove_all(run);
 }

@@ -208,6 +208,28 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));
 }
 
+TEST(Figures, RankDynamicsPlotsTheChosenQuantityOfEachMatrixAgainstStep) {
+  RankDynamics d;
+  d.threshold = 0.9;
+  d.trajectories = {{"layers.0.q", {{10, 5, 3.5, 2.0}, {20, 7, 4.5, 1.5}}},
+                    {"embedding", {{10, 30, 12.0, 9.0}, {20, 28, 11.0, 8.0}}}};
+  const plot::Figure rank = plot::rankDynamicsFigure(d, plot::RankQuantity::EffectiveRank);
+  EXPECT_EQ(rank.title, "Effective rank against training step");
+  EXPECT_EQ(rank.yLabel, "effective rank (90%)");
+  EXPECT_EQ(rank.subtitle, "2 checkpoints");
+  ASSERT_EQ(rank.series.size(), 2u);
+  EXPECT_EQ(rank.series[1].label, "embedding");
+  EXPECT_EQ(rank.series[0].x, (std::vector<double>{10, 20}));
+  EXPECT_EQ(rank.series[0].y, (std::vector<double>{5, 7}));
+  const auto& a = rank.series[0].color;
+  const auto& b = rank.series[1].color;
+  EXPECT_FALSE(a.r == b.r && a.g == b.g && a.b == b.b) << "each matrix its own colour";
+  EXPECT_EQ(plot::rankDynamicsFigure(d, plot::RankQuantity::StableRank).series[1].y,
+            (std::vector<double>{12.0, 11.0}));
+  EXPECT_EQ(plot::rankDynamicsFigure(d, plot::RankQuantity::SpectralNorm).series[0].y,
+            (std::vector<double>{2.0, 1.5}));
+}
+
 // A texture belongs to a map's content: two different maps of the same size (built one after the other in the
 // same stack slot, as a view rebuilding its figure would) never share a texture; equal content does.
 TEST(Figures, HeatmapTexturesKeyOnContentNotOnWhereTheFigureLives) {

@@ -115,7 +115,7 @@ TEST_P(DecoderFamilies, ShapeRolesAndPerHeadSlicesMatchTheRawTensors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, DecoderFamilies,
-                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Gemma3),
+                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gemma3),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 TEST(ModelView, Qwen2BiasesAndGemmaNorms) {
@@ -127,6 +127,30 @@ TEST(ModelView, Qwen2BiasesAndGemmaNorms) {
   EXPECT_EQ(gemma.view.shape.heads * gemma.view.shape.headDim, 96) << "explicit head_dim, not hidden / heads";
   fs::remove_all(qwen.dir);
   fs::remove_all(gemma.dir);
+}
+
+TEST(ModelView, Qwen3HasQkNormNoBiasesAndItsOwnHeadDim) {
+  // Qwen3 Technical Report, section 2: QKV biases removed, QK-Norm added; head_dim is a config field.
+  auto o = openFixture(testing::defaultSpec(Family::Qwen3), "qwen3");
+  EXPECT_EQ(o.view.family, Family::Qwen3);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(o.view.layers[0].bias[i].has_value());
+  EXPECT_TRUE(o.view.layers[2].norm[static_cast<int>(NormSlot::QNorm)].has_value());
+  EXPECT_TRUE(o.view.layers[2].norm[static_cast<int>(NormSlot::KNorm)].has_value());
+  EXPECT_FALSE(o.view.layers[2].norm[static_cast<int>(NormSlot::FfnOut)].has_value()) << "no sandwich norms";
+  EXPECT_EQ(o.view.shape.heads * o.view.shape.headDim, 128) << "explicit head_dim, not hidden / heads";
+  EXPECT_TRUE(o.view.unexpected.empty());
+  EXPECT_FALSE(forwardTraits(Family::Qwen3).normWeightPlusOne) << "plain RMSNorm, unlike Gemma's (1 + w)";
+  fs::remove_all(o.dir);
+}
+
+TEST(ModelView, WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3) {
+  for (Family family : {Family::Qwen3, Family::Gemma3}) {
+    auto spec = testing::defaultSpec(family);
+    spec.writeConfig = false;
+    auto o = openFixture(spec, "noconfig-qk");
+    EXPECT_EQ(o.view.family, family) << familyName(family);
+    fs::remove_all(o.dir);
+  }
 }
 
 TEST(ModelView, GemmaMultimodalNestingPrefixAndVisionTower) {
@@ -339,6 +363,7 @@ TEST(ModelView, UnknownArchitectureIsANamedError) {
   const std::string e = errorOf([&] { openModelView(*ckpt); });
   EXPECT_NE(e.find("unrecognised model architecture"), std::string::npos) << e;
   EXPECT_NE(e.find("'t5'"), std::string::npos) << e;
+  EXPECT_NE(e.find("qwen3, "), std::string::npos) << "the known model types come from the adapters: " << e;
   fs::remove_all(dir);
 }
 

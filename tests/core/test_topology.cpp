@@ -2,13 +2,17 @@
 // exact parameter counts, and the parameter-matched baseline.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_edit.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/errors.hpp"
+#include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
 namespace {
@@ -18,6 +22,7 @@ using Assign = std::vector<int64_t>;
 using testing::errorOf;
 
 TEST(Presets, AssignmentsFollowTheirDefinitions) {
+  EXPECT_EQ(patternList(), "vanilla, sequence, cycle, cycle-rev, bulge, hierarchy or universal");
   EXPECT_EQ(patternAssignment(SharingPattern::Sequence, 12, 4), (Assign{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}));
   EXPECT_EQ(patternAssignment(SharingPattern::Cycle, 7, 3), (Assign{0, 1, 2, 0, 1, 2, 0}));
   // Cycle (Rev), Takase & Kiyono 2023, Sec. 2: the first M (ceil(N/M) - 1) layers cycle, the rest reverse.
@@ -33,6 +38,50 @@ TEST(Presets, AssignmentsFollowTheirDefinitions) {
   EXPECT_EQ(patternAssignment(SharingPattern::Hierarchy, 10, 4), (Assign{0, 1, 1, 2, 2, 2, 3, 3, 3, 3}));
   EXPECT_EQ(interiorTieAssignment(8, 2), (Assign{0, 1, 2, 2, 2, 2, 3, 4}));
   EXPECT_EQ(interiorTieAssignment(5, 0), (Assign{0, 0, 0, 0, 0}));
+}
+
+TEST(ShippedTopologies, EveryPatternAndTheDemoShipAsValidFiles) {
+  // assets/topologies: N = 12 layers, M = 4 blocks. Sequence, Cycle and Cycle (Rev) as Takase & Kiyono
+  // (2023), Sec. 2, define them (N = 12, M = 4 is their Cycle (Rev) example); Bulge and Hierarchy are our
+  // readings of figure-only descriptions, so for them the file must equal what the Designer's pattern button
+  // builds.
+  const std::map<std::string, Assign> fromThePaper = {{"vanilla", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+                                                      {"sequence", {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}},
+                                                      {"cycle", {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}},
+                                                      {"cycle-rev", {0, 1, 2, 3, 0, 1, 2, 3, 3, 2, 1, 0}},
+                                                      {"universal", Assign(12, 0)}};
+  const Topology demo = demoTopology();
+  std::set<std::string> names;
+  for (const auto& file : shippedTopologies()) {
+    const std::string name = file.stem().string();
+    names.insert(name);
+    const Topology t = readTopologyFile(file);  // validated on reading
+    if (name == "demo") continue;
+    const auto pattern = parsePattern(name);
+    ASSERT_TRUE(pattern) << file << " is named after no pattern";
+    EXPECT_EQ(t.provenance.pattern, name) << file;
+    const Assign expected = fromThePaper.count(name)
+                                ? fromThePaper.at(name)
+                                : patternAssignment(*pattern, 12, t.attention.uniqueBlocks());
+    EXPECT_EQ(t.attention.assign, expected) << file;
+    EXPECT_EQ(t.ffn.assign, expected) << file;
+    EXPECT_EQ(t.model.dModel, demo.model.dModel) << file << ": the demo's width";
+    EXPECT_EQ(t.model.ffn, demo.model.ffn) << file;
+  }
+  std::set<std::string> expectedNames = {"demo"};
+  for (SharingPattern p : kAllPatterns) expectedNames.insert(std::string(patternName(p)));
+  EXPECT_EQ(names, expectedNames);
+  EXPECT_EQ(demo.name, "demo-cycle-L6-U3");
+  EXPECT_EQ(demo.attention.assign, (Assign{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(ShippedTopologies, AMissingDemoFileIsANamedError) {
+  const auto dir = testing::makeTempDir("assets");
+  ::setenv("SHARELENS_ASSETS", dir.c_str(), 1);
+  const std::string e = errorOf([] { demoTopology(); });
+  ::unsetenv("SHARELENS_ASSETS");
+  EXPECT_NE(e.find("demo.json"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Presets, EveryPatternIsValidAtManySizes) {

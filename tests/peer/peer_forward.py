@@ -88,7 +88,7 @@ def attend(q, k, v, scale, window=None):
 
 
 def decoder_reference(t, cfg, ids):
-    """Llama, Qwen2 and Gemma 3: hidden states [embeddings, after layer 0, ...] and logits."""
+    """Llama, Qwen2, Qwen3 and Gemma 3: hidden states [embeddings, after layer 0, ...] and logits."""
     text = cfg.get("text_config", cfg)
     gemma = cfg["model_type"] in ("gemma3", "gemma3_text")
     prefix = next(p for p in ["model.", "model.language_model.", "language_model.model."] if p + "embed_tokens.weight" in t)
@@ -118,9 +118,9 @@ def decoder_reference(t, cfg, ids):
 
         h = rms_norm(x, T(b + "input_layernorm.weight"), eps, gemma)
         q, k, v = proj("q", h, heads), proj("k", h, kv), proj("v", h, kv)
-        if gemma:
-            q = rms_norm(q, T(b + "self_attn.q_norm.weight"), eps, True)
-            k = rms_norm(k, T(b + "self_attn.k_norm.weight"), eps, True)
+        if b + "self_attn.q_norm.weight" in t:  # QK-Norm (Gemma 3, Qwen3): per head over head_dim, before RoPE
+            q = rms_norm(q, T(b + "self_attn.q_norm.weight"), eps, gemma)
+            k = rms_norm(k, T(b + "self_attn.k_norm.weight"), eps, gemma)
         q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin

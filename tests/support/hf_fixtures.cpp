@@ -103,7 +103,7 @@ void planDecoder(const FixtureSpec& s, Planner& p) {
       p.add(b + "self_attn.k_proj.bias", {kv}, Init::SmallNoise);
       p.add(b + "self_attn.v_proj.bias", {kv}, Init::SmallNoise);
     }
-    if (gemma) {
+    if (gemma || s.family == Family::Qwen3) {  // QK-Norm: one RMSNorm over head_dim, shared by the heads
       p.add(b + "self_attn.q_norm.weight", {s.headDim}, norm);
       p.add(b + "self_attn.k_norm.weight", {s.headDim}, norm);
     }
@@ -205,6 +205,33 @@ Json configFor(const FixtureSpec& s) {
               {"tie_word_embeddings", s.tied},
               {"torch_dtype", "bfloat16"},
               {"transformers_version", "4.43.1"},
+              {"use_cache", true},
+              {"use_sliding_window", false},
+              {"vocab_size", s.vocab}};
+    case Family::Qwen3:  // Qwen3-0.6B's config.json, at test size
+      return {{"architectures", {"Qwen3ForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 151643},
+              {"eos_token_id", 151645},
+              {"head_dim", s.headDim},
+              {"hidden_act", "silu"},
+              {"hidden_size", s.hidden},
+              {"initializer_range", 0.02},
+              {"intermediate_size", s.ffn},
+              {"max_position_embeddings", s.context},
+              {"max_window_layers", s.layers},
+              {"model_type", "qwen3"},
+              {"num_attention_heads", s.heads},
+              {"num_hidden_layers", s.layers},
+              {"num_key_value_heads", s.kvHeads},
+              {"rms_norm_eps", 1e-06},
+              {"rope_scaling", nullptr},
+              {"rope_theta", 1000000},
+              {"sliding_window", nullptr},
+              {"tie_word_embeddings", s.tied},
+              {"torch_dtype", "bfloat16"},
+              {"transformers_version", "4.51.0"},
               {"use_cache", true},
               {"use_sliding_window", false},
               {"vocab_size", s.vocab}};
@@ -340,6 +367,10 @@ FixtureSpec defaultSpec(Family family) {
     case Family::Qwen2:
       s.heads = 4;
       s.kvHeads = 1;
+      break;
+    case Family::Qwen3:
+      s.headDim = 32;  // 4 * 32 != 64, as Qwen3-0.6B's 16 * 128 != 1024
+      s.tied = true;
       break;
     case Family::Gemma3:
       s.heads = 4;

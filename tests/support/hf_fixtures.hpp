@@ -34,8 +34,8 @@ struct FixtureSpec {
   uint64_t seed = 1;
 };
 
-// A spec with the family's characteristic traits (GQA for Llama, biases for Qwen2, explicit head_dim for
-// Gemma 3, packed MHA for GPT-2), at test size.
+// A spec with the family's characteristic traits (GQA for Llama, biases for Qwen2, QK-Norm and an explicit
+// head_dim for Qwen3 and Gemma 3, packed MHA for GPT-2), at test size.
 FixtureSpec defaultSpec(Family family);
 
 // Writes the checkpoint into `dir` (created) and returns the path to open (the directory).

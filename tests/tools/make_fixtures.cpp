@@ -44,6 +44,9 @@ std::vector<Named> fixtureList() {
   auto qwen = testing::defaultSpec(Family::Qwen2);
   qwen.dtype = DType::F16;
   all.push_back({"qwen2_f16", qwen});
+  auto qwen3 = testing::defaultSpec(Family::Qwen3);
+  qwen3.dtype = DType::BF16;
+  all.push_back({"qwen3_bf16", qwen3});
   all.push_back({"gemma3", testing::defaultSpec(Family::Gemma3)});
   auto gemmaMm = testing::defaultSpec(Family::Gemma3);
   gemmaMm.gemmaMultimodal = true;

@@ -9,19 +9,43 @@
 
 namespace sharelens::gui {
 
+// Every complete checkpoint of the followed run is on the slider. Dragging shows loaded steps at once; a step
+// that is not loaded is loaded when the slider is let go (not for every step dragged over).
 void drawStepSlider(AppContext& ctx) {
-  const auto steps = ctx.workspace.steps();
-  if (steps.size() < 1 || !ctx.workspace.followed()) return;
-  int index = 0;
+  Workspace& ws = ctx.workspace;
+  const auto steps = ws.steps();
+  if (steps.empty() || !ws.followed()) return;
+  const int64_t shown = ws.loadingStep() >= 0 ? ws.loadingStep() : ws.selectedStep();
+  int& dragged = *ImGui::GetStateStorage()->GetIntRef(ImGui::GetID("##steps-dragged"), -1);
+  int index = static_cast<int>(steps.size()) - 1;
   for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i] == ctx.workspace.selectedStep()) index = static_cast<int>(i);
+    if (steps[i] == shown) index = static_cast<int>(i);
+  if (dragged >= 0 && dragged < static_cast<int>(steps.size())) index = dragged;
+  const int64_t step = steps[static_cast<size_t>(index)];
   ImGui::SetNextItemWidth(280);
-  const std::string label = "step " + std::to_string(steps[static_cast<size_t>(index)]);
-  if (ImGui::SliderInt("training step##steps", &index, 0, static_cast<int>(steps.size()) - 1, label.c_str()))
-    ctx.workspace.selectStep(steps[static_cast<size_t>(index)]);
+  const std::string label = "step " + std::to_string(step);
+  const bool changed =
+      ImGui::SliderInt("training step##steps", &index, 0, static_cast<int>(steps.size()) - 1, label.c_str());
+  const int64_t chosen = steps[static_cast<size_t>(index)];
+  const bool loaded = ws.isLoaded(chosen);
+  if (ImGui::IsItemActive()) {
+    dragged = index;
+    if (changed && loaded) ws.selectStep(chosen);
+  } else if (changed || ImGui::IsItemDeactivated()) {
+    ws.selectStep(chosen);
+  }
+  if (!ImGui::IsItemActive()) dragged = -1;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s", loaded ? "loaded" : "not loaded: let go to load this checkpoint");
   ImGui::SameLine();
-  ImGui::TextDisabled("following %s (%zu checkpoints loaded)", ctx.workspace.followed()->filename().c_str(),
-                      steps.size());
+  const size_t loadedCount = ws.loadedSteps();
+  if (ws.loadingStep() >= 0)
+    ImGui::TextDisabled("following %s: loading step %lld ...", ws.followed()->filename().c_str(),
+                        static_cast<long long>(ws.loadingStep()));
+  else
+    ImGui::TextDisabled("following %s: %zu checkpoint%s on disk, %zu loaded",
+                        ws.followed()->filename().c_str(), steps.size(), steps.size() == 1 ? "" : "s",
+                        loadedCount);
 }
 
 bool drawNoModelHint(AppContext& ctx) {

@@ -12,6 +12,7 @@
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_edit.hpp"
+#include "core/topology_presets.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -296,6 +297,20 @@ class DesignerPanel : public DesignerApi {
       } catch (const Error& e) {
         ctx.reportError(e.what());
       }
+    }
+    // The presets ShareLens ships (assets/topologies): one per pattern at L = 12, U = 4, and the demo.
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::BeginCombo("##shipped", "open a shipped preset")) {
+      for (const auto& file : shippedTopologies())
+        if (ImGui::Selectable(file.stem().string().c_str())) {
+          try {
+            receive(readTopologyFile(file));
+          } catch (const Error& e) {
+            ctx.reportError(e.what());
+          }
+        }
+      ImGui::EndCombo();
     }
 
     drawSectionHeader("train");

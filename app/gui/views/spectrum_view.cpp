@@ -1,5 +1,6 @@
 // Spectrum: overlaid singular-value spectra of the chosen matrices, normalised or raw, with effective-rank
-// markers and a statistics table.
+// markers and a statistics table; for a followed run, the chosen matrices' effective rank, stable rank or
+// spectral norm against the training step, over every checkpoint on disk.
 #include <imgui.h>
 
 #include <set>
@@ -16,9 +17,13 @@ class SpectrumPanel : public View {
   ViewId id() const override { return ViewId::Spectrum; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    std::vector<std::pair<std::string, plot::Figure>> out;
     const auto chosen = selected(ctx);
-    if (chosen.empty()) return {};
-    return {{"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra")}};
+    if (!chosen.empty())
+      out.push_back({"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra")});
+    if (const auto& d = ctx.workspace.dynamics(); d.result)
+      out.push_back({"rank-vs-step", plot::rankDynamicsFigure(*d.result, m_quantity)});
+    return out;
   }
 
   void draw(AppContext& ctx) override {
@@ -40,10 +45,13 @@ class SpectrumPanel : public View {
       ImGui::TableNextColumn();
       drawPicker(*spectra);
       ImGui::TableNextColumn();
+      const bool dynamics = ctx.workspace.followed().has_value();
       const float height = ImGui::GetContentRegionAvail().y - 150;
-      plot::plotWidget("##spectrumplot", figure, m_plot, ImVec2(-1, std::max(240.0f, height)), ctx.textures,
+      plot::plotWidget("##spectrumplot", figure, m_plot,
+                       ImVec2(-1, std::max(240.0f, dynamics ? height * 0.5f : height)), ctx.textures,
                        ctx.style);
       drawStats(chosen);
+      if (dynamics) drawDynamics(ctx);
       ImGui::EndTable();
     }
   }
@@ -121,9 +129,56 @@ class SpectrumPanel : public View {
     }
   }
 
+  // The chosen matrices through training: computed on request over every checkpoint of the followed run.
+  void drawDynamics(AppContext& ctx) {
+    drawSectionHeader("through training");
+    const DynamicsOutcome& d = ctx.workspace.dynamics();
+    std::vector<std::string> chosen;  // in the spectra's order, so each matrix keeps its colour in both plots
+    for (const MatrixSpectrum* s : selected(ctx)) chosen.push_back(s->id.name);
+    const size_t checkpoints = ctx.workspace.steps().size();
+    const std::string button = "Compute for the chosen matrices over " + std::to_string(checkpoints) +
+                               " checkpoint" + (checkpoints == 1 ? "" : "s");
+    // Computed once on its own for a model small enough to analyse without asking; again on request.
+    if (ImGui::SmallButton(button.c_str()) ||
+        (d.state == DynamicsOutcome::State::None && !ctx.workspace.large() && !chosen.empty()))
+      ctx.workspace.computeDynamics(chosen, ctx.workspace.params().threshold);
+    ImGui::SameLine();
+    int q = static_cast<int>(m_quantity);
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::Combo("##quantity", &q, "effective rank\0stable rank\0spectral norm\0"))
+      m_quantity = static_cast<plot::RankQuantity>(q);
+    if (d.state == DynamicsOutcome::State::Pending) {
+      drawPending("ranks at every checkpoint");
+      return;
+    }
+    if (d.state == DynamicsOutcome::State::Failed || d.state == DynamicsOutcome::State::Cancelled) {
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s",
+                         d.state == DynamicsOutcome::State::Cancelled ? "cancelled" : d.error.c_str());
+      ImGui::PopTextWrapPos();
+      return;
+    }
+    if (!d.result) {
+      ImGui::TextDisabled("not computed yet: choose matrices on the left, then compute");
+      return;
+    }
+    if (d.matrices != chosen) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("(shows %zu matrices chosen earlier; compute again for the new choice)",
+                          d.matrices.size());
+    }
+    const plot::Figure figure = plot::rankDynamicsFigure(*d.result, m_quantity);
+    drawExportButtons(ctx, figure, "rank-vs-step", &m_dynamicsPlot);
+    plot::plotWidget("##dynamicsplot", figure, m_dynamicsPlot,
+                     ImVec2(-1, std::max(200.0f, ImGui::GetContentRegionAvail().y - 4)), ctx.textures,
+                     ctx.style);
+  }
+
   std::set<std::string> m_chosen;
   bool m_normalised = true;
   plot::PlotState m_plot;
+  plot::RankQuantity m_quantity = plot::RankQuantity::EffectiveRank;
+  plot::PlotState m_dynamicsPlot;
 };
 
 }  // namespace

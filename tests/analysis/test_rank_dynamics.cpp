@@ -1,0 +1,109 @@
+// Rank dynamics over a run's checkpoints, against closed forms (DESIGN.md section 4): a matrix with r equal
+// non-zero singular values sigma has effective rank ceil(t r) at threshold t (the smallest k with k / r >=
+// t), stable rank ||A||_F^2 / ||A||_2^2 = r and spectral norm sigma.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "analysis/rank_dynamics.hpp"
+#include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "core/safetensors.hpp"
+#include "tests/support/errors.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+// rows x cols with sigma at (i, 7 i mod cols) for i < r: distinct rows and columns (7 is prime to cols = 64),
+// so the singular values are exactly r copies of sigma.
+std::vector<float> equalSpectrum(int64_t rows, int64_t cols, int64_t r, float sigma) {
+  std::vector<float> v(static_cast<size_t>(rows * cols), 0.0f);
+  for (int64_t i = 0; i < r; ++i) v[static_cast<size_t>(i * cols + (7 * i) % cols)] = sigma;
+  return v;
+}
+
+// A checkpoint of the fixture model whose layer-1 query projection is `q`; complete unless said otherwise.
+void writeStep(const fs::path& runDir, const fs::path& fixture, int64_t step, std::span<const float> q,
+               bool complete = true) {
+  const fs::path dir = checkpointDirectory(runDir, step);
+  fs::create_directories(dir);
+  const auto source = SafetensorsFile::open(fixture / "model.safetensors");
+  std::vector<EncodedTensor> tensors;
+  for (const TensorInfo& t : source->tensors()) {
+    const auto bytes = source->bytes(t);
+    tensors.push_back({t.name, t.dtype, t.shape, {bytes.begin(), bytes.end()}});
+    if (t.name == "model.layers.1.self_attn.q_proj.weight")
+      tensors.back() = EncodedTensor::fromFloats(t.name, DType::F32, t.shape, q);
+  }
+  writeSafetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
+  fs::copy_file(fixture / "config.json", dir / "config.json");
+  if (complete) std::ofstream(dir / kCompleteMarker) << "";
+}
+
+TEST(RankDynamics, EffectiveAndStableRankAndSpectralNormAgainstStepFollowTheClosedForms) {
+  const fs::path root = testing::makeTempDir("dynamics");
+  const auto spec = testing::defaultSpec(Family::Llama);  // q_proj: 4 heads x 16 = 64 rows, 64 columns
+  const fs::path fixture = testing::writeHfFixture(root / "fixture", spec);
+  const int64_t rows = spec.heads * spec.headDim, cols = spec.hidden;
+  const fs::path run = root / "run";
+  // step -> (r, sigma); step 300 is torn (no COMPLETE marker) and must be skipped.
+  const std::vector<std::tuple<int64_t, int64_t, float>> steps = {
+      {100, 3, 0.5f}, {200, 10, 1.0f}, {400, 24, 2.0f}};
+  for (const auto& [step, r, sigma] : steps)
+    writeStep(run, fixture, step, equalSpectrum(rows, cols, r, sigma));
+  writeStep(run, fixture, 300, equalSpectrum(rows, cols, 40, 1.0f), /*complete=*/false);
+
+  auto backend = makeCpuBackend();
+  const std::vector<std::string> names = {"layers.1.q", "layers.1.q.head.0", "layers.0.q"};
+  const RankDynamics d = computeRankDynamics(run, names, *backend, 0.85, {});
+  ASSERT_EQ(d.trajectories.size(), 3u);
+  const RankTrajectory& whole = d.trajectories[0];
+  EXPECT_EQ(whole.matrix, "layers.1.q");
+  ASSERT_EQ(whole.points.size(), 3u) << "the checkpoint without COMPLETE is not read";
+  // ceil(0.85 r): r = 3 -> 3, r = 10 -> 9, r = 24 -> 21 (none on a boundary).
+  const int64_t expectedRank[] = {3, 9, 21};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& [step, r, sigma] = steps[i];
+    EXPECT_EQ(whole.points[i].step, step);
+    EXPECT_EQ(whole.points[i].effectiveRank, expectedRank[i]) << "step " << step;
+    EXPECT_NEAR(whole.points[i].stableRank, static_cast<double>(r), 1e-4) << "step " << step;
+    EXPECT_NEAR(whole.points[i].spectralNorm, sigma, 1e-5) << "step " << step;
+  }
+  // Head 0 is rows 0..15: min(r, 16) non-zero rows -> ranks 3, 10, 16; effective ranks 3, 9, ceil(13.6) = 14.
+  const RankTrajectory& head = d.trajectories[1];
+  ASSERT_EQ(head.points.size(), 3u);
+  EXPECT_EQ(head.points[0].effectiveRank, 3);
+  EXPECT_EQ(head.points[1].effectiveRank, 9);
+  EXPECT_EQ(head.points[2].effectiveRank, 14);
+  EXPECT_NEAR(head.points[2].stableRank, 16.0, 1e-4);
+  // An untouched matrix is the same at every step.
+  const RankTrajectory& other = d.trajectories[2];
+  EXPECT_EQ(other.points.front().effectiveRank, other.points.back().effectiveRank);
+  EXPECT_DOUBLE_EQ(other.points.front().spectralNorm, other.points.back().spectralNorm);
+  fs::remove_all(root);
+}
+
+TEST(RankDynamics, AnUnknownMatrixOrAnEmptyRunIsANamedError) {
+  const fs::path root = testing::makeTempDir("dynamics-errors");
+  const auto spec = testing::defaultSpec(Family::Llama);
+  const fs::path fixture = testing::writeHfFixture(root / "fixture", spec);
+  auto backend = makeCpuBackend();
+  const std::vector<std::string> none = {"layers.0.q"};
+  std::string e = testing::errorOf([&] { computeRankDynamics(root / "run", none, *backend, 0.95, {}); });
+  EXPECT_NE(e.find("no complete checkpoint"), std::string::npos) << e;
+  writeStep(root / "run", fixture, 10, equalSpectrum(64, 64, 4, 1.0f));
+  for (const std::string bad :
+       {"layers.9.q", "layers.0.q.head.4", "layers.0.gate.head.0", "layers.x.q", "lm"}) {
+    const std::vector<std::string> names = {bad};
+    e = testing::errorOf([&] { computeRankDynamics(root / "run", names, *backend, 0.95, {}); });
+    EXPECT_NE(e.find("no matrix " + bad), std::string::npos) << e;
+    EXPECT_NE(e.find("step-0000010"), std::string::npos) << "names the checkpoint: " << e;
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace sharelens
