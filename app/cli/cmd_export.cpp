@@ -18,6 +18,7 @@
 #include "app/workflows/model_runner.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
+#include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology.hpp"
 
@@ -104,7 +105,8 @@ int runExport(Args& args) {
     throw Error({.what = "missing --view, --input or --out",
                  .where = "sharelens export",
                  .hint = "usage: " + args.usage()});
-  exportFormatFor(out);  // fail on a bad extension before computing anything
+  const bool csv = viewName == "training" && out.size() > 4 && out.substr(out.size() - 4) == ".csv";
+  if (!csv) exportFormatFor(out);  // fail on a bad extension before computing anything
   const auto proj = parseProj(projText);
   if (!proj)
     throw Error({.what = "unknown projection",
@@ -132,9 +134,18 @@ int runExport(Args& args) {
       std::cerr
           << "note: " << reader.malformedLines() << " line(s) of " << input
           << "/metrics.jsonl skipped (not JSON objects, or steps that are negative or implausibly large)\n";
-    const std::vector<plot::RunCurve> curves = {
-        {readJsonFile(std::filesystem::path(input) / "run.json")["topology"].value("name", input),
-         &reader.points()}};
+    // Labelled by the topology's name, or by the directory when run.json does not say it.
+    const Json run = readJsonFile(std::filesystem::path(input) / "run.json");
+    std::string label = std::filesystem::path(input).filename().string();
+    if (run.is_object() && run.contains("topology") && run["topology"].is_object() &&
+        run["topology"].contains("name") && run["topology"]["name"].is_string())
+      label = run["topology"]["name"].get<std::string>();
+    const std::vector<plot::RunCurve> curves = {{label, &reader.points()}};
+    if (csv) {  // the curves as numbers, for pandas or a spreadsheet
+      writeMetricsCsv(curves, out);
+      std::cout << "wrote " << out << "\n";
+      return 0;
+    }
     const std::vector<std::string> metrics = {"loss", "val_loss", "lr", "grad_norm", "tokens_per_s"};
     const auto it = std::find(metrics.begin(), metrics.end(), metricText);
     if (it == metrics.end())

@@ -88,7 +88,8 @@ const std::vector<Command>& commands() {
        "its own family's layout)",
        runExportHf},
       {"export",
-       "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G] "
+       "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
+       "P] [--group G] "
        "[--colormap C] [--metric M] [--matrices A,B] [--quantity effective-rank|stable-rank|spectral-norm] "
        "[--width W] [--height H] [analysis parameters as for analyze]",
        "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "

@@ -89,7 +89,9 @@ class App {
                   [this](const fs::path& p) { open(p); },
                   [this](const Topology& t) { toDesigner(t); },
                   [this] { return m_designer->topology(); },
-                  [this](ViewId v) { m_requestedView = v; }} {
+                  [this](ViewId v) { m_requestedView = v; },
+                  [this](const plot::Figure& f, const std::string& stem, const std::string& ext,
+                         const ExportOptions& o) { askExportPath(f, stem, ext, o); }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
     std::error_code ec;
     fs::create_directories(Settings::file().parent_path(), ec);
@@ -374,12 +376,13 @@ class App {
 
   // Save As: the path is offered as <model>-<step>-<view>.<ext> in the exports folder (never an existing
   // file), and the user may change it before saving.
-  void askExportPath(const plot::Figure& figure, const std::string& stem, const std::string& ext) {
+  void askExportPath(const plot::Figure& figure, const std::string& stem, const std::string& ext,
+                     const ExportOptions& options = {}) {
     const fs::path dir = Settings::dataDirectory() / "exports";
     const LoadedModel* model = m_workspace.current();
     const fs::path path =
         defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
-    m_export = PendingExport{figure, {}};
+    m_export = PendingExport{figure, options, {}};
     std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
     m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it
   }
@@ -402,7 +405,7 @@ class App {
     if (ImGui::Button("Save") || enter) {
       try {
         if (path.has_parent_path()) fs::create_directories(path.parent_path());
-        exportFigure(m_export->figure, path);
+        exportFigure(m_export->figure, path, m_export->options);
         notify("exported " + path.string());
       } catch (const Error& e) {
         error(e.what());
@@ -503,6 +506,7 @@ class App {
   DesignerApi* m_designer = nullptr;  // one of m_views
   struct PendingExport {
     plot::Figure figure;
+    ExportOptions options;  // the on-screen zoom and hidden series of an export button's plot
     char path[1024];
   };
   std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/export/figure_export.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
 #include "app/gui/settings.hpp"
@@ -34,6 +35,9 @@ struct AppContext {
   std::function<void(const Topology&)> sendToDesigner;
   std::function<Topology()> designerTopology;  // what the Designer holds now
   std::function<void(ViewId)> showView;
+  // Save As for a figure (file stem, extension, the zoom seen on screen): the app asks for the path.
+  std::function<void(const plot::Figure&, const std::string&, const std::string&, const ExportOptions&)>
+      saveFigureAs;
 };
 
 class View {

@@ -470,12 +470,13 @@ std::string_view runMetricName(RunMetric m) {
   return names[static_cast<int>(m)];
 }
 
-Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing) {
+Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
+                      bool logY) {
   Figure f;
   f.title = "Training: " + std::string(runMetricName(metric));
   f.xLabel = axis == RunAxis::Step ? "step" : axis == RunAxis::Tokens ? "tokens" : "seconds";
   f.yLabel = std::string(runMetricName(metric));
-  if (metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
+  if (logY || metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
   int color = 0;
   for (const RunCurve& run : runs) {
     std::vector<double> xs, ys;

@@ -15,6 +15,7 @@
 #include "app/plot/figure.hpp"
 #include "app/workflows/compress.hpp"
 #include "core/experiment.hpp"
+#include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology.hpp"
 
@@ -62,12 +63,11 @@ Figure experimentCurvesFigure(const ExperimentReport& report, bool againstFlops)
 
 enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
 enum class RunAxis { Step, Tokens, Seconds };
-struct RunCurve {
-  std::string label;
-  const std::vector<MetricPoint>* points = nullptr;
-};
-// Raw points faint, exponential moving average (0 = none) solid, one colour per run.
-Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing);
+using RunCurve = NamedCurve;  // a run's label and its points (core/metrics_csv.hpp)
+// Raw points faint, exponential moving average (0 = none) solid, one colour per run. The learning rate and
+// gradient norm are always on a log axis; logY puts the others there too.
+Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
+                      bool logY = false);
 std::string_view runMetricName(RunMetric m);
 
 // A topology as a layers x {attention, FFN} map coloured by unique block.

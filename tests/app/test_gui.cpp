@@ -135,6 +135,26 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
       ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }
+  // A run's matrices through its checkpoints (10, 20, 30).
+  const fs::path ranks = s_dir / "export-rank-vs-step.pdf";
+  auto r =
+      runProcess(kBinary + " export --view rank-vs-step --matrices layers.0.q,layers.1.q.head.0 --input " +
+                 shellQuote((s_dir / "run").string()) + " --out " + shellQuote(ranks.string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_GT(fs::file_size(ranks), 1000u);
+  // The training curves as CSV: a header and one row per step the run logged.
+  const fs::path csv = s_dir / "training.csv";
+  r = runProcess(kBinary + " export --view training --input " + shellQuote((s_dir / "run").string()) +
+                 " --out " + shellQuote(csv.string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::ifstream in(csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  MetricsReader reader(s_dir / "run" / "metrics.jsonl");
+  reader.poll();
+  ASSERT_EQ(lines.size(), reader.points().size() + 1);
+  EXPECT_EQ(lines[0], "run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s");
+  EXPECT_EQ(lines.back().rfind("gui-test-cycle-masa,30,", 0), 0u) << lines.back();
   const auto bad = runProcess(kBinary + " export --view nonsense --input " +
                               shellQuote((s_dir / "run").string()) + " --out /tmp/x.png");
   EXPECT_EQ(bad.exitCode, 2);

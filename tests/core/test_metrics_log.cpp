@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -77,4 +78,18 @@ TEST(MetricsLog, ALineWithANulByteIsMalformedNotReadUpToTheNul) {
   EXPECT_EQ(reader.malformedLines(), 1u);
   ASSERT_EQ(reader.points().size(), 1u);
   EXPECT_EQ(reader.points()[0].step, 1);
+}
+
+TEST(MetricsLog, CsvHasOneRowPerLoggedStepAndLeavesUnloggedValuesEmpty) {
+  const fs::path file = writeLog("csv",
+                                 "{\"step\":1,\"tokens\":256,\"elapsed\":0.5,\"loss\":5.25,\"lr\":0.001}\n"
+                                 "{\"step\":2,\"tokens\":512,\"elapsed\":1.0,\"loss\":4.75,\"val_loss\":4.9,"
+                                 "\"lr\":0.0005,\"grad_norm\":1.5,\"tokens_per_s\":512}\n");
+  MetricsReader reader(file);
+  reader.poll();
+  const std::string csv = metricsCsv({{"cycle, L=4", &reader.points()}});
+  EXPECT_EQ(csv,
+            "run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s\n"
+            "\"cycle, L=4\",1,256,0.5,5.25,,0.001,,\n"
+            "\"cycle, L=4\",2,512,1,4.75,4.9,0.0005,1.5,512\n");
 }

@@ -101,22 +101,14 @@ void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::s
   for (const char* ext : {"png", "svg", "pdf"}) {
     ImGui::SameLine();
     const std::string label = std::string("Export ") + ext + "##" + stem;
-    if (ImGui::SmallButton(label.c_str())) {
-      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
-      std::filesystem::create_directories(dir);
-      const auto path = dir / (stem + "." + ext);
-      try {
-        ExportOptions o;
-        if (state) {
-          o.xView = state->xView;
-          o.yView = state->yView;
-          o.hidden = state->hidden;
-        }
-        exportFigure(figure, path, o);
-        ctx.notify("exported " + path.string());
-      } catch (const Error& e) {
-        ctx.reportError(e.what());
+    if (ImGui::SmallButton(label.c_str())) {  // Save As, offering <model>-<step>-<view>.<ext>
+      ExportOptions o;
+      if (state) {
+        o.xView = state->xView;
+        o.yView = state->yView;
+        o.hidden = state->hidden;
       }
+      ctx.saveFigureAs(figure, stem, ext, o);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/error.hpp"
+#include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
 
 namespace sharelens::gui {
@@ -20,7 +21,8 @@ class TrainingPanel : public View {
     const auto curves = visible(ctx);
     if (curves.empty()) return {};
     return {
-        {"training-" + metricStem(m_metric), plot::trainingFigure(curves, m_metric, m_axis, m_smoothing)},
+        {"training-" + metricStem(m_metric),
+         plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY)},
         {"training-validation", plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0)}};
   }
 
@@ -49,6 +51,8 @@ class TrainingPanel : public View {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(140);
     ImGui::SliderFloat("smoothing", &m_smoothing, 0.0f, 0.99f, "%.2f");
+    ImGui::SameLine();
+    ImGui::Checkbox("log y", &m_logY);
     const auto curves = visible(ctx);
     if (curves.empty()) {
       ImGui::TextWrapped(
@@ -56,9 +60,12 @@ class TrainingPanel : public View {
           "written by `sharelens train`.");
       return;
     }
-    const plot::Figure main = plot::trainingFigure(curves, m_metric, m_axis, m_smoothing);
-    const plot::Figure validation = plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0);
+    const plot::Figure main = plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY);
+    const plot::Figure validation =
+        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY);
     drawExportButtons(ctx, main, "training-" + metricStem(m_metric), &m_main);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Export CSV")) exportCsv(ctx, curves);
     const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetContentRegionAvail().y;
     if (ImGui::BeginTable("##curves", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableNextColumn();
@@ -75,6 +82,26 @@ class TrainingPanel : public View {
     std::string s(plot::runMetricName(m));
     for (char& c : s) c = c == ' ' || c == '/' ? '-' : c;
     return s;
+  }
+
+  // Every shown run's logged steps, one row each (core/metrics_csv.hpp), under a name that is never taken.
+  static void exportCsv(AppContext& ctx, const std::vector<plot::RunCurve>& curves) {
+    try {
+      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
+      std::filesystem::create_directories(dir);
+      const auto path =
+          defaultExportPath(dir, curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv");
+      writeMetricsCsv(curves, path);
+      ctx.notify("wrote " + path.string());
+    } catch (const Error& e) {
+      ctx.reportError(e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      ctx.reportError(Error({.what = "cannot create the exports folder",
+                             .where = e.path1().string(),
+                             .found = e.code().message(),
+                             .hint = "check the permissions of ShareLens's data directory"})
+                          .what());
+    }
   }
 
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
@@ -184,6 +211,7 @@ class TrainingPanel : public View {
   plot::RunMetric m_metric = plot::RunMetric::Loss;
   plot::RunAxis m_axis = plot::RunAxis::Step;
   float m_smoothing = 0.6f;
+  bool m_logY = false;
   char m_attach[512] = "";
   plot::PlotState m_main, m_validation;
 };
