@@ -11,12 +11,6 @@
 namespace sharelens {
 namespace {
 
-struct ParsedName {
-  int64_t layer = -1;
-  std::optional<Proj> proj;
-  int64_t head = -1;
-};
-
 std::optional<int64_t> parseIndex(std::string_view s) {
   int64_t v = -1;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -24,26 +18,19 @@ std::optional<int64_t> parseIndex(std::string_view s) {
   return v;
 }
 
-// "layers.L.P" or "layers.L.P.head.H"; "embedding" and "output_head" are handled by the caller.
-std::optional<ParsedName> parseLayerName(std::string_view name) {
+std::vector<std::string_view> splitOnDots(std::string_view name) {
   std::vector<std::string_view> parts;
   for (size_t start = 0;;) {
     const size_t dot = name.find('.', start);
     parts.push_back(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) break;
+    if (dot == std::string_view::npos) return parts;
     start = dot + 1;
   }
-  if ((parts.size() != 3 && parts.size() != 5) || parts[0] != "layers") return std::nullopt;
-  ParsedName out;
-  const auto layer = parseIndex(parts[1]);
-  out.proj = parseProj(parts[2]);
-  if (!layer || !out.proj) return std::nullopt;
-  out.layer = *layer;
-  if (parts.size() == 5) {
-    const auto head = parseIndex(parts[4]);
-    if (parts[3] != "head" || !head) return std::nullopt;
-    out.head = *head;
-  }
+}
+
+std::string projectionList() {
+  std::string out;
+  for (Proj p : kAllProjs) out += (out.empty() ? "" : ", ") + std::string(projName(p));
   return out;
 }
 
@@ -54,7 +41,8 @@ FloatMatrix matrixByName(const Checkpoint& checkpoint, const ModelView& view, st
   auto missing = [&](const std::string& what) {
     return Error({.what = "no matrix " + std::string(name) + " in this model",
                   .where = checkpoint.path().string(),
-                  .expected = "embedding, output_head, layers.L.P or layers.L.P.head.H",
+                  .expected = "embedding, output_head, layers.L.P or layers.L.P.head.H with P one of " +
+                              projectionList(),
                   .found = what,
                   .hint = "the Spectrum view lists the model's matrices by these names"});
   };
@@ -63,21 +51,35 @@ FloatMatrix matrixByName(const Checkpoint& checkpoint, const ModelView& view, st
     return materializeFinite(checkpoint, *view.embedding);
   }
   if (name == "output_head") {
-    if (!view.outputHead || view.shape.tiedEmbeddings)
-      throw missing("the output head is tied to the embedding");
+    if (!view.outputHead) throw missing("no output head tensor");
+    if (view.shape.tiedEmbeddings)
+      throw missing("an output head tied to the embedding (ask for 'embedding')");
     return materializeFinite(checkpoint, *view.outputHead);
   }
-  const auto parsed = parseLayerName(name);
-  if (!parsed) throw missing("a name of another form");
-  if (parsed->layer >= static_cast<int64_t>(view.layers.size()))
-    throw missing(std::to_string(view.layers.size()) + " layers");
-  const Proj projs[] = {*parsed->proj};
-  LayerWeights w = loadLayer(checkpoint, view, parsed->layer, ctx, projs);
-  if (!w.proj[static_cast<int>(*parsed->proj)]) throw missing("no such projection in that layer");
-  if (parsed->head < 0) return std::move(*w.proj[static_cast<int>(*parsed->proj)]);
-  if (!isAttentionProj(*parsed->proj) || !view.hasHeads() || parsed->head >= view.headCount(*parsed->proj))
-    throw missing("no such head");
-  return headSlice(view, w.at(*parsed->proj), *parsed->proj, parsed->head);
+  const std::vector<std::string_view> parts = splitOnDots(name);
+  if ((parts.size() != 3 && parts.size() != 5) || parts[0] != "layers")
+    throw missing("a name of " + std::to_string(parts.size()) + " dot-separated parts");
+  const auto layer = parseIndex(parts[1]);
+  if (!layer) throw missing("'" + std::string(parts[1]) + "' where a layer number belongs");
+  if (*layer >= static_cast<int64_t>(view.layers.size()))
+    throw missing("layer " + std::to_string(*layer) + " of a model with " +
+                  std::to_string(view.layers.size()) + " layers");
+  const auto proj = parseProj(parts[2]);
+  if (!proj) throw missing("'" + std::string(parts[2]) + "' where a projection belongs");
+  const Proj projs[] = {*proj};
+  LayerWeights w = loadLayer(checkpoint, view, *layer, ctx, projs);
+  if (!w.proj[static_cast<int>(*proj)])
+    throw missing("no " + std::string(parts[2]) + " projection in that layer");
+  if (parts.size() == 3) return std::move(*w.proj[static_cast<int>(*proj)]);
+  const auto head = parseIndex(parts[4]);
+  if (parts[3] != "head" || !head)
+    throw missing("'" + std::string(parts[3]) + "." + std::string(parts[4]) + "' where head.H belongs");
+  if (!isAttentionProj(*proj))
+    throw missing("heads of " + std::string(parts[2]) + ", which is not attention");
+  if (!view.hasHeads()) throw missing("no head count (config.json is missing)");
+  if (*head >= view.headCount(*proj))
+    throw missing("head " + std::to_string(*head) + " of " + std::to_string(view.headCount(*proj)));
+  return headSlice(view, w.at(*proj), *proj, *head);
 }
 
 RankDynamics computeRankDynamics(const std::filesystem::path& runDir, std::span<const std::string> matrices,
@@ -94,6 +96,9 @@ RankDynamics computeRankDynamics(const std::filesystem::path& runDir, std::span<
   for (const std::string& name : matrices) out.trajectories.push_back({name, {}});
   for (size_t c = 0; c < checkpoints.size(); ++c) {
     ctx.throwIfCancelled();
+    // A live run's retention may delete a checkpoint after it was listed: skip it rather than fail the rest.
+    std::error_code ec;
+    if (!std::filesystem::exists(checkpoints[c].dir / kCompleteMarker, ec)) continue;
     const auto checkpoint = Checkpoint::open(checkpoints[c].dir);
     const ModelView view = openModelView(*checkpoint);
     for (RankTrajectory& t : out.trajectories) {

@@ -1,6 +1,7 @@
 #include "core/run_dir.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -48,13 +49,17 @@ std::vector<CheckpointEntry> listCheckpoints(const fs::path& runDir) {
   const fs::path dir = runDir / "checkpoints";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!e.is_directory() || !startsWith(name, "step-") || !fs::exists(e.path() / kCompleteMarker)) continue;
-    try {
-      out.push_back({std::stoll(name.substr(5)), e.path()});
-    } catch (const std::exception&) {
-    }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!startsWith(name, "step-") || name.size() > 24 || !fs::exists(it->path() / kCompleteMarker, ec))
+      continue;
+    int64_t step = -1;
+    const auto [last, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+    // Only the names we write ("step-0000010"): "step-10", "step-10x" or "step--1" would list a step twice.
+    if (error != std::errc() || last != name.data() + name.size() || step < 0 ||
+        checkpointDirectory(runDir, step).filename() != name)
+      continue;
+    out.push_back({step, it->path()});
   }
   std::sort(out.begin(), out.end(),
             [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });

@@ -50,11 +50,15 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
   return kind.run(in, params, ctx);
 }
 
+// "a, b,,c" -> {"a", "b", "c"}
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> out;
   for (size_t start = 0; start <= text.size();) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) out.push_back(text.substr(start, comma - start));
+    std::string item = text.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
     start = comma + 1;
   }
   return out;

@@ -77,26 +77,36 @@ size_t Workspace::loadedSteps() const {
 }
 
 void Workspace::selectStep(int64_t step) {
+  m_onNewest = !m_onDisk.empty() && step >= m_onDisk.back().step;
+  if (step == m_wanted) return;                   // already loading
+  if (m_wanted >= 0) m_jobs.cancel(m_wantedJob);  // an earlier choice not loaded yet
+  m_wanted = -1;
   if (m_models.count(step)) {
     m_selected = step;
-    m_wanted = -1;
     return;
   }
-  if (step == m_wanted) return;  // already loading
   for (const CheckpointEntry& c : m_onDisk)
     if (c.step == step) {
       m_wanted = step;
-      load(c.dir, step, m_params.threshold, true);
+      m_wantedJob = load(c.dir, step, m_params.threshold, true, LoadPurpose::Chosen);
       return;
     }
+}
+
+bool Workspace::dynamicsAffordable() const {
+  const LoadedModel* m = current();
+  if (!m_follow || !m || !m->report || !m->report->contains("parameters")) return false;
+  const auto checkpoints = static_cast<int64_t>(std::max<size_t>(1, steps().size()));
+  return (*m->report)["parameters"]["total"].get<int64_t>() * checkpoints <= kAutomaticLimit;
 }
 
 void Workspace::computeDynamics(std::vector<std::string> matrices, double threshold) {
   if (!m_follow || matrices.empty()) return;
   const uint64_t request = ++m_requests;
+  if (m_dynamics.state == DynamicsOutcome::State::Pending) m_jobs.cancel(m_dynamicsJob);  // superseded
   m_dynamics = {DynamicsOutcome::State::Pending, nullptr, {}, matrices, request};
   auto slot = std::make_shared<std::shared_ptr<const RankDynamics>>();
-  m_jobs.submit(
+  m_dynamicsJob = m_jobs.submit(
       "rank against step (" + m_follow->filename().string() + ")",
       [runDir = *m_follow, matrices, threshold, slot](const TaskContext& ctx) -> JobSystem::Completion {
         const auto backend = BackendPool::instance().lease();
@@ -129,24 +139,29 @@ void Workspace::open(const fs::path& path, double threshold, bool analyse) {
     follow(path, threshold);
     return;
   }
+  startOver();
   m_follow.reset();
-  m_models.clear();
-  m_onDisk.clear();
-  m_dynamics = {};
-  m_wanted = -1;
-  load(path, -1, threshold, analyse);
+  load(path, -1, threshold, analyse, LoadPurpose::Open);
 }
 
 void Workspace::follow(const fs::path& runDir, double threshold) {
+  startOver();
+  m_follow = runDir;
+  m_followThrottle.reset();
+  poll(threshold);
+}
+
+void Workspace::startOver() {
+  ++m_generation;
+  if (m_wanted >= 0) m_jobs.cancel(m_wantedJob);
+  if (m_dynamics.state == DynamicsOutcome::State::Pending) m_jobs.cancel(m_dynamicsJob);
   m_models.clear();
   m_onDisk.clear();
   m_dynamics = {};
-  m_follow = runDir;
-  m_lastFollowedStep = -1;
-  m_selected = -1;
+  m_selected = kNoSelection;
   m_wanted = -1;
-  m_followThrottle.reset();
-  poll(threshold);
+  m_onNewest = true;
+  m_lastFollowedStep = -1;
 }
 
 void Workspace::poll(double threshold) {
@@ -154,34 +169,38 @@ void Workspace::poll(double threshold) {
   m_onDisk = listCheckpoints(*m_follow);
   if (m_onDisk.empty() || m_onDisk.back().step <= m_lastFollowedStep) return;
   m_lastFollowedStep = m_onDisk.back().step;
-  load(m_onDisk.back().dir, m_onDisk.back().step, threshold, true);
+  load(m_onDisk.back().dir, m_onDisk.back().step, threshold, true, LoadPurpose::Follow);
 }
 
-void Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse) {
+uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse,
+                         LoadPurpose purpose) {
   const std::string label =
       step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
                 : path.filename().string();
-  m_jobs.submit(
+  const uint64_t generation = m_generation;
+  return m_jobs.submit(
       "open " + label,
-      [this, path, step, label, threshold, analyse](const TaskContext& ctx) -> JobSystem::Completion {
+      [this, path, step, label, threshold, analyse, purpose,
+       generation](const TaskContext& ctx) -> JobSystem::Completion {
         ctx.report(0.1, "reading the header");
         auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
         auto report = std::make_shared<const Json>(inspectCheckpoint(*checkpoint));
         std::shared_ptr<const ModelView> view;
         if (!(*report)["family"].is_null())
           view = std::make_shared<const ModelView>(openModelView(*checkpoint));
-        return [this, path, step, label, threshold, analyse, checkpoint, report, view] {
-          const bool followLatest = m_selected == -1 || m_selected == m_lastFollowedStep ||
-                                    !m_models.count(m_selected) ||
-                                    (m_follow && step >= 0 && m_selected < step && m_models.size() <= 1);
+        return [this, path, step, label, threshold, analyse, purpose, generation, checkpoint, report, view] {
+          if (generation != m_generation) return;  // another file or run was opened meanwhile
           LoadedModel& m = m_models[step];
           m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
-          if (step == m_wanted) {  // chosen on the slider while it loaded
-            m_selected = step;
+          bool show = purpose == LoadPurpose::Open;
+          if (purpose == LoadPurpose::Chosen && step == m_wanted) {  // chosen on the slider while it loaded
+            show = true;
             m_wanted = -1;
-          } else if (m_wanted < 0 && (followLatest || step < 0)) {
-            m_selected = step;
           }
+          if (purpose ==
+              LoadPurpose::Follow)  // a newer checkpoint of the run, while the view is on the newest
+            show = m_onNewest && m_wanted < 0 && (m_selected == kNoSelection || step > m_selected);
+          if (show) m_selected = step;
           while (m_models.size() > kKeptSteps) {  // keep the newest steps and the selected one
             auto oldest = m_models.begin();
             if (oldest->first == m_selected) ++oldest;
@@ -194,8 +213,10 @@ void Workspace::load(const fs::path& path, int64_t step, double threshold, bool 
           }
         };
       },
-      [this, step](JobSystem::Status status, const std::string&) {
-        if (status != JobSystem::Status::Ok && step == m_wanted) m_wanted = -1;  // the job bar says why
+      [this, step, purpose, generation](JobSystem::Status status, const std::string&) {
+        if (generation == m_generation && status != JobSystem::Status::Ok && purpose == LoadPurpose::Chosen &&
+            step == m_wanted)
+          m_wanted = -1;  // the job bar and the error panel say why
       });
 }
 

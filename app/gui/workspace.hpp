@@ -64,6 +64,8 @@ struct LoadedModel {
 
 class Workspace {
  public:
+  static constexpr int64_t kNoSelection = INT64_MIN;  // -1 is a plain checkpoint's key
+
   Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError)
       : m_jobs(jobs), m_error(std::move(reportError)) {}
 
@@ -77,9 +79,9 @@ class Workspace {
   std::vector<int64_t> steps() const;
   size_t loadedSteps() const;  // how many of them are loaded (the newest kKeptSteps and the chosen one)
   bool isLoaded(int64_t step) const { return m_models.count(step) > 0; }
-  void selectStep(int64_t step);  // loads it first when it is not loaded, then shows it
-  int64_t selectedStep() const { return m_selected; }
-  int64_t loadingStep() const { return m_wanted; }  // the chosen step being loaded; -1 when none
+  void selectStep(int64_t step);                       // loads it first when it is not loaded, then shows it
+  int64_t selectedStep() const { return m_selected; }  // kNoSelection before anything is shown
+  int64_t loadingStep() const { return m_wanted; }     // the chosen step being loaded; -1 when none
   const std::optional<std::filesystem::path>& followed() const { return m_follow; }
 
   // The parameters every analysis of the current model is computed with (views change them, then run()).
@@ -89,13 +91,21 @@ class Workspace {
   void run(std::string_view analysisId);
   bool busy() const;
   bool large() const;  // too big to analyse automatically (views offer a button instead)
+  // Whether the rank dynamics of the followed run (its model at every checkpoint) are small enough to compute
+  // without asking.
+  bool dynamicsAffordable() const;
 
   // Effective rank, stable rank and spectral norm of chosen matrices at every checkpoint of the followed run.
   void computeDynamics(std::vector<std::string> matrices, double threshold);
   const DynamicsOutcome& dynamics() const { return m_dynamics; }
 
  private:
-  void load(const std::filesystem::path& path, int64_t step, double threshold, bool analyse);
+  // Why a checkpoint is read, which decides whether it is shown when it arrives: an opened file always; a
+  // followed run's new checkpoint while the view is on the newest; a chosen one if it is still the choice.
+  enum class LoadPurpose { Open, Follow, Chosen };
+  uint64_t load(const std::filesystem::path& path, int64_t step, double threshold, bool analyse,
+                LoadPurpose purpose);  // the job's id
+  void startOver();                    // open() and follow(): drop the models and cancel their jobs
   void analyse(int64_t key, std::string_view analysisId);
   LoadedModel* byKey(int64_t key);
 
@@ -103,9 +113,13 @@ class Workspace {
   std::function<void(const std::string&)> m_error;
   std::map<int64_t, LoadedModel> m_models;  // key: step (or -1 for a plain checkpoint)
   std::vector<CheckpointEntry> m_onDisk;    // of the followed run, oldest first
-  int64_t m_selected = -1;
-  int64_t m_wanted = -1;  // a chosen step whose checkpoint is being loaded
+  int64_t m_selected = kNoSelection;
+  int64_t m_wanted = -1;      // a chosen step whose checkpoint is being loaded
+  uint64_t m_wantedJob = 0;   // its job, cancelled when another step is chosen
+  bool m_onNewest = true;     // the view moves to each new checkpoint (until an older step is chosen)
+  uint64_t m_generation = 0;  // bumped by open() and follow(): completions of earlier loads are dropped
   DynamicsOutcome m_dynamics;
+  uint64_t m_dynamicsJob = 0;
   std::optional<std::filesystem::path> m_follow;
   int64_t m_lastFollowedStep = -1;
   PollThrottle m_followThrottle;  // listing the followed run's checkpoints, at most 4 times a second

@@ -5,6 +5,10 @@
 
 namespace sharelens {
 
+// Order matters only for ties, which the first listed wins: without a config.json, a Qwen3 checkpoint's
+// q_norm is evidence for Qwen3 and for Gemma 3 alike (20 each), so Qwen3 comes first; Gemma 3 wins its own
+// checkpoints with its second piece of evidence (pre_feedforward_layernorm, 30). Tested in
+// ModelView.WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3.
 const std::vector<const FamilyAdapter*>& familyAdapters() {
   static const std::vector<const FamilyAdapter*> adapters = {&sharelensAdapter(), &llamaAdapter(),
                                                              &qwen2Adapter(),     &qwen3Adapter(),

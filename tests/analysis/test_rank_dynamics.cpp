@@ -3,6 +3,7 @@
 // t), stable rank ||A||_F^2 / ||A||_2^2 = r and spectral norm sigma.
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
 #include <fstream>
 
 #include "analysis/rank_dynamics.hpp"
@@ -79,10 +80,22 @@ TEST(RankDynamics, EffectiveAndStableRankAndSpectralNormAgainstStepFollowTheClos
   EXPECT_EQ(head.points[1].effectiveRank, 9);
   EXPECT_EQ(head.points[2].effectiveRank, 14);
   EXPECT_NEAR(head.points[2].stableRank, 16.0, 1e-4);
-  // An untouched matrix is the same at every step.
-  const RankTrajectory& other = d.trajectories[2];
-  EXPECT_EQ(other.points.front().effectiveRank, other.points.back().effectiveRank);
-  EXPECT_DOUBLE_EQ(other.points.front().spectralNorm, other.points.back().spectralNorm);
+  // An untouched matrix, against Eigen's SVD of the raw tensor (not our Gram route), at every step.
+  const auto raw = SafetensorsFile::open(fixture / "model.safetensors");
+  const std::vector<float> q0 = raw->readFloat(raw->at("model.layers.0.self_attn.q_proj.weight"));
+  const Eigen::MatrixXd a =
+      Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(q0.data(), rows,
+                                                                                              cols)
+          .cast<double>();
+  const Eigen::VectorXd sigma = Eigen::JacobiSVD<Eigen::MatrixXd>(a).singularValues();
+  const double total = sigma.squaredNorm();
+  int64_t rank = 0;
+  for (double energy = 0; energy < 0.85 * total;) energy += sigma[rank] * sigma[rank], ++rank;
+  for (const RankPoint& p : d.trajectories[2].points) {
+    EXPECT_EQ(p.effectiveRank, rank) << "step " << p.step;
+    EXPECT_NEAR(p.stableRank, total / (sigma[0] * sigma[0]), 1e-5) << "step " << p.step;
+    EXPECT_NEAR(p.spectralNorm, sigma[0], 1e-5) << "step " << p.step;
+  }
   fs::remove_all(root);
 }
 

@@ -273,3 +273,66 @@ TEST(Workspace, EveryCheckpointOfAFollowedRunIsListedAndAnOlderOneLoadsWhenChose
   EXPECT_TRUE(errors.empty()) << errors.front();
   fs::remove_all(run);
 }
+
+namespace {
+
+void writeCheckpoint(const fs::path& run, int64_t step) {
+  auto spec = sharelens::testing::defaultSpec(Family::Llama);
+  spec.seed = static_cast<uint64_t>(step);
+  sharelens::testing::writeHfFixture(checkpointDirectory(run, step), spec);
+  std::ofstream(checkpointDirectory(run, step) / kCompleteMarker) << "";
+}
+
+// A new checkpoint appears and the frame loop polls (at most 4 times a second), then waits for the loads.
+void arrive(gui::Workspace& ws, JobSystem& jobs, const fs::path& run, int64_t step) {
+  writeCheckpoint(run, step);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ws.poll(0.95);
+  drainUntil(jobs, [&] { return ws.isLoaded(step) && !ws.busy(); });
+}
+
+}  // namespace
+
+TEST(Workspace, TheViewMovesToEachNewCheckpointUntilAnOlderStepIsChosen) {
+  const fs::path run = sharelens::testing::makeTempDir("workspace-newest");
+  writeCheckpoint(run, 10);
+  JobSystem jobs(
+      1, [] {}, [](const std::string&, const std::string&) {});
+  gui::Workspace ws(jobs, [](const std::string&) {});
+  ws.follow(run, 0.95);
+  drainUntil(jobs, [&] { return ws.current() && !ws.busy(); });
+  EXPECT_EQ(ws.selectedStep(), 10);
+  for (int64_t step : {20, 30, 40}) {
+    arrive(ws, jobs, run, step);
+    EXPECT_EQ(ws.selectedStep(), step) << "on the newest, the view follows every new checkpoint";
+  }
+  ws.selectStep(20);
+  EXPECT_EQ(ws.selectedStep(), 20) << "loaded: shown at once";
+  arrive(ws, jobs, run, 50);
+  EXPECT_EQ(ws.selectedStep(), 20) << "an older step was chosen: a new checkpoint does not take the view";
+  EXPECT_EQ(ws.steps().back(), 50);
+  ws.selectStep(50);
+  arrive(ws, jobs, run, 60);
+  EXPECT_EQ(ws.selectedStep(), 60) << "back on the newest, it follows again";
+  fs::remove_all(run);
+}
+
+TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
+  const fs::path root = sharelens::testing::makeTempDir("workspace-switch");
+  for (int64_t step : {10, 20, 30}) writeCheckpoint(root / "run", step);
+  const fs::path plain =
+      sharelens::testing::writeHfFixture(root / "plain", sharelens::testing::defaultSpec(Family::Qwen2));
+  JobSystem jobs(
+      1, [] {}, [](const std::string&, const std::string&) {});
+  gui::Workspace ws(jobs, [](const std::string&) {});
+  ws.follow(root / "run", 0.95);
+  drainUntil(jobs, [&] { return ws.current() && !ws.busy(); });
+  ws.selectStep(10);  // not loaded: queued behind nothing, still running when the next file is opened
+  ws.open(plain, 0.95);
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  ASSERT_NE(ws.current(), nullptr);
+  EXPECT_EQ(ws.current()->path, plain) << "the run's late checkpoint must not replace the opened file";
+  EXPECT_EQ(ws.loadedSteps(), 0u);
+  EXPECT_FALSE(ws.followed().has_value());
+  fs::remove_all(root);
+}

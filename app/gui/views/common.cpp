@@ -16,11 +16,11 @@ void drawStepSlider(AppContext& ctx) {
   const auto steps = ws.steps();
   if (steps.empty() || !ws.followed()) return;
   const int64_t shown = ws.loadingStep() >= 0 ? ws.loadingStep() : ws.selectedStep();
+  // The step under the thumb while dragging (a step, not an index: the list may grow mid-drag).
   int& dragged = *ImGui::GetStateStorage()->GetIntRef(ImGui::GetID("##steps-dragged"), -1);
   int index = static_cast<int>(steps.size()) - 1;
   for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i] == shown) index = static_cast<int>(i);
-  if (dragged >= 0 && dragged < static_cast<int>(steps.size())) index = dragged;
+    if (steps[i] == (dragged >= 0 ? dragged : shown)) index = static_cast<int>(i);
   const int64_t step = steps[static_cast<size_t>(index)];
   ImGui::SetNextItemWidth(280);
   const std::string label = "step " + std::to_string(step);
@@ -29,7 +29,7 @@ void drawStepSlider(AppContext& ctx) {
   const int64_t chosen = steps[static_cast<size_t>(index)];
   const bool loaded = ws.isLoaded(chosen);
   if (ImGui::IsItemActive()) {
-    dragged = index;
+    dragged = static_cast<int>(chosen);
     if (changed && loaded) ws.selectStep(chosen);
   } else if (changed || ImGui::IsItemDeactivated()) {
     ws.selectStep(chosen);

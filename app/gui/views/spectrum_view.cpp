@@ -138,9 +138,10 @@ class SpectrumPanel : public View {
     const size_t checkpoints = ctx.workspace.steps().size();
     const std::string button = "Compute for the chosen matrices over " + std::to_string(checkpoints) +
                                " checkpoint" + (checkpoints == 1 ? "" : "s");
-    // Computed once on its own for a model small enough to analyse without asking; again on request.
+    // Computed once on its own when the model times the checkpoints is small enough to analyse without
+    // asking; again on request.
     if (ImGui::SmallButton(button.c_str()) ||
-        (d.state == DynamicsOutcome::State::None && !ctx.workspace.large() && !chosen.empty()))
+        (d.state == DynamicsOutcome::State::None && ctx.workspace.dynamicsAffordable() && !chosen.empty()))
       ctx.workspace.computeDynamics(chosen, ctx.workspace.params().threshold);
     ImGui::SameLine();
     int q = static_cast<int>(m_quantity);
