@@ -1,13 +1,13 @@
 #include "analysis/matrix_pca.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "analysis/linalg_cpu.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/sharelens_names.hpp"
+#include "core/text.hpp"
 #include "core/topology.hpp"
 
 namespace sharelens {
@@ -106,10 +106,8 @@ std::optional<int64_t> parseKlGrouping(const std::string& spec) {
   if (spec == "kl") return 3;
   if (spec == "kl-peaks") return 0;
   if (spec.rfind("kl:", 0) != 0) return std::nullopt;
-  int64_t g = 0;
-  const char* begin = spec.data() + 3;
-  const auto [end, ec] = std::from_chars(begin, spec.data() + spec.size(), g);
-  if (ec != std::errc() || end != spec.data() + spec.size() || g < 1)
+  const auto g = parseWholeInt(std::string_view(spec).substr(3));
+  if (!g || *g < 1)
     throw Error({.what = "not a group count",
                  .where = "layer groups '" + spec + "'",
                  .expected = "kl:G with G >= 1",
@@ -139,32 +137,17 @@ std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int6
                  .hint = "layers are numbered 0.." + std::to_string(layers - 1)});
   };
   auto number = [&](std::string_view token) {
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
-    if (ec != std::errc() || end != token.data() + token.size())
-      bad("not a layer number", "'" + std::string(token) + "'");
-    if (v < 0 || v >= layers) bad("layer out of range", std::to_string(v));
-    return v;
-  };
-  auto split = [](std::string_view s, char sep) {
-    std::vector<std::string_view> out;
-    size_t start = 0;
-    for (size_t i = 0; i <= s.size(); ++i)
-      if (i == s.size() || s[i] == sep) {
-        std::string_view piece = s.substr(start, i - start);
-        while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
-        while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
-        if (!piece.empty()) out.push_back(piece);
-        start = i + 1;
-      }
-    return out;
+    const auto v = parseWholeInt(token);
+    if (!v) bad("not a layer number", "'" + std::string(token) + "'");
+    if (*v < 0 || *v >= layers) bad("layer out of range", std::to_string(*v));
+    return *v;
   };
   std::vector<std::vector<int64_t>> groups;
   const bool lists = text.find(';') != std::string::npos;
-  for (std::string_view part : split(text, lists ? ';' : ',')) {
+  for (std::string_view part : splitList(text, lists ? ';' : ',')) {
     std::vector<int64_t> group;
     if (lists) {
-      for (std::string_view item : split(part, ',')) group.push_back(number(item));
+      for (std::string_view item : splitList(part, ',')) group.push_back(number(item));
     } else if (const auto dash = part.find('-'); dash != std::string_view::npos) {
       const int64_t a = number(part.substr(0, dash)), b = number(part.substr(dash + 1));
       if (b < a) bad("range runs backwards", "'" + std::string(part) + "'");

@@ -1,21 +1,18 @@
 #include "analysis/rank_dynamics.hpp"
 
-#include <charconv>
-
 #include "analysis/spectra.hpp"
 #include "analysis/weights.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
+#include "core/text.hpp"
 
 namespace sharelens {
 namespace {
 
 std::optional<int64_t> parseIndex(std::string_view s) {
-  int64_t v = -1;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
-  return v;
+  const auto v = parseWholeInt(s);
+  return v && *v >= 0 ? v : std::nullopt;
 }
 
 std::vector<std::string_view> splitOnDots(std::string_view name) {

@@ -1,18 +1,16 @@
 #include "core/checkpoint_retention.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace sharelens {
 
 CheckpointRetention parseCheckpointRetention(const std::string& text, const std::string& where) {
   if (text == "all") return CheckpointRetention::all();
   if (text == "log") return CheckpointRetention::logSpaced();
-  int64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec == std::errc() && end == text.data() + text.size() && n >= 1) return CheckpointRetention::lastN(n);
+  if (const auto n = parseWholeInt(text); n && *n >= 1) return CheckpointRetention::lastN(*n);
   throw Error(
       {.what = "unknown checkpoint retention",
        .where = where,

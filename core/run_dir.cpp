@@ -1,7 +1,6 @@
 #include "core/run_dir.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -10,6 +9,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
+#include "core/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -53,13 +53,10 @@ std::vector<CheckpointEntry> listCheckpoints(const fs::path& runDir) {
     const std::string name = it->path().filename().string();
     if (!startsWith(name, "step-") || name.size() > 24 || !fs::exists(it->path() / kCompleteMarker, ec))
       continue;
-    int64_t step = -1;
-    const auto [last, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
     // Only the names we write ("step-0000010"): "step-10", "step-10x" or "step--1" would list a step twice.
-    if (error != std::errc() || last != name.data() + name.size() || step < 0 ||
-        checkpointDirectory(runDir, step).filename() != name)
-      continue;
-    out.push_back({step, it->path()});
+    const auto step = parseWholeInt(std::string_view(name).substr(5));
+    if (!step || *step < 0 || checkpointDirectory(runDir, *step).filename() != name) continue;
+    out.push_back({*step, it->path()});
   }
   std::sort(out.begin(), out.end(),
             [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });

@@ -1,10 +1,10 @@
 #include "app/cli/args.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace sharelens::cli {
 
@@ -65,10 +65,9 @@ std::optional<double> Args::number(std::string_view name, double minValue, doubl
 std::optional<long long> Args::integer(std::string_view name, long long minValue, long long maxValue) {
   auto text = option(name);
   if (!text) return std::nullopt;
-  long long value = 0;
-  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc() || ptr != text->data() + text->size())
-    fail("option --" + std::string(name) + " needs an integer", "'" + *text + "'");
+  const auto parsed = parseWholeInt(*text);
+  if (!parsed) fail("option --" + std::string(name) + " needs an integer", "'" + *text + "'");
+  const long long value = *parsed;
   if (value < minValue || value > maxValue)
     fail("option --" + std::string(name) + " out of range [" + std::to_string(minValue) + ", " +
              std::to_string(maxValue) + "]",

@@ -19,7 +19,9 @@
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
 #include "core/metrics_csv.hpp"
+#include "core/naming.hpp"
 #include "core/run_dir.hpp"
+#include "core/text.hpp"
 #include "core/topology.hpp"
 
 namespace sharelens::cli {
@@ -48,20 +50,6 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
     throw Error(
         {.what = std::string(kind.title) + " cannot run on this model", .where = input, .found = why});
   return kind.run(in, params, ctx);
-}
-
-// "a, b,,c" -> {"a", "b", "c"}
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start <= text.size();) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    std::string item = text.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-    start = comma + 1;
-  }
-  return out;
 }
 
 plot::Figure rankVsStepFigure(const std::string& input, const std::vector<std::string>& matrices,
@@ -98,7 +86,8 @@ int runExport(Args& args) {
   const std::string projText = args.option("proj", "q");
   const std::string metricText = args.option("metric", "loss");
   const std::string colormapText = args.option("colormap", "viridis");
-  figure.matrices = splitList(args.option("matrices", ""));
+  const std::string matrices = args.option("matrices", "");
+  for (std::string_view name : splitList(matrices, ',')) figure.matrices.emplace_back(name);
   const std::string quantity = args.option("quantity", "effective-rank");
   const AnalysisParams params = parseAnalysisParams(args);
   ExportOptions options;
@@ -109,7 +98,7 @@ int runExport(Args& args) {
     throw Error({.what = "missing --view, --input or --out",
                  .where = "sharelens export",
                  .hint = "usage: " + args.usage()});
-  const bool csv = viewName == "training" && out.size() > 4 && out.substr(out.size() - 4) == ".csv";
+  const bool csv = viewName == "training" && endsWith(out, ".csv");
   if (!csv) exportFormatFor(out);  // fail on a bad extension before computing anything
   const auto proj = parseProj(projText);
   if (!proj)

@@ -11,9 +11,7 @@ const FamilyAdapter& qwen2Adapter() {
       .embedding = "embed_tokens.weight",
       .finalNorm = "norm.weight",
       .outputHeads = {"lm_head.weight"},
-      .proj = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
-               "mlp.down_proj.weight"},
+      .proj = kHfDecoderProj,
       .qkvBias = {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"},
       .qkvBiasExpected = true,
       // NormSlot order: AttnIn, AttnOut, FfnIn, FfnOut, QNorm, KNorm

@@ -14,9 +14,7 @@ const FamilyAdapter& qwen3Adapter() {
       .embedding = "embed_tokens.weight",
       .finalNorm = "norm.weight",
       .outputHeads = {"lm_head.weight"},
-      .proj = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
-               "mlp.down_proj.weight"},
+      .proj = kHfDecoderProj,
       .qkvBias = {},
       // NormSlot order: AttnIn, AttnOut, FfnIn, FfnOut, QNorm, KNorm
       .norms = {"input_layernorm.weight", "", "post_attention_layernorm.weight", "",

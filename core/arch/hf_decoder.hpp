@@ -32,6 +32,13 @@ inline constexpr int64_t kMaxConfigContext = int64_t{1} << 24;
 // omits the head counts, for example).
 using ConfigDefaults = std::vector<std::pair<std::string_view, int64_t>>;
 
+// The projection names every Hugging Face decoder family here uses, relative to "<prefix>layers.{L}."
+// (Proj order: q, k, v, o, gate, up, down).
+inline constexpr std::array<std::string_view, kProjCount> kHfDecoderProj = {
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+    "mlp.down_proj.weight"};
+
 struct DecoderLayout {
   Family family;
   std::vector<std::string_view> modelTypes;       // config.json model_type values this layout claims

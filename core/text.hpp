@@ -1,0 +1,17 @@
+// Parsing the small pieces of text users type or files hold: whole integers and separated lists.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace sharelens {
+
+// The integer the whole of `text` spells in decimal ("12", "-3"); nullopt for "", "12x", " 12" or overflow.
+std::optional<int64_t> parseWholeInt(std::string_view text);
+
+// "a, b,,c" -> {"a", "b", "c"}: split at `separator`, spaces and tabs trimmed, empty pieces dropped.
+std::vector<std::string_view> splitList(std::string_view text, char separator);
+
+}  // namespace sharelens
