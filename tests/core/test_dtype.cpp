@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.hpp"
 
@@ -98,6 +99,42 @@ TEST(DType, IntegerConversionFromUnalignedBytes) {
   EXPECT_EQ(out[0], -5.0f);
   EXPECT_EQ(out[1], 1048576.0f);
   EXPECT_EQ(out[2], 7.0f);
+}
+
+// A conversion large enough to take the streaming, two-thread path (8 MiB of output and more) must give
+// every element's closed form: each of the 65,536 encodings appears, starting at unaligned source and
+// destination addresses, with a count that is neither a multiple of 8 nor even.
+TEST(DType, LargeHalfAndBfloat16ConversionsMatchTheClosedFormAtEveryElement) {
+  const size_t count = (size_t{5} << 20) + 7;  // 20 MiB of floats
+  std::vector<std::byte> source(2 * count + 1);
+  for (size_t i = 0; i < count; ++i) {
+    const uint16_t bits = static_cast<uint16_t>(i * 40503u);  // odd multiplier: every encoding, scattered
+    std::memcpy(source.data() + 1 + 2 * i, &bits, 2);
+  }
+  std::vector<float> out(count + 4);  // room for the largest offset and one guard element
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    for (size_t offset : {size_t{0}, size_t{1}, size_t{3}}) {  // 0, 4 and 12 bytes past an allocation
+      std::fill(out.begin(), out.end(), -1.0f);
+      convertToFloat(dtype, source.data() + 1, count, out.data() + offset);
+      size_t wrong = 0;
+      for (size_t i = 0; i < count && wrong < 5; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, source.data() + 1 + 2 * i, 2);
+        const double expected =
+            dtype == DType::BF16 ? std::bit_cast<float>(uint32_t{bits} << 16) : halfClosedForm(bits);
+        const float got = out[offset + i];
+        const bool same = std::isnan(expected) ? std::isnan(got)
+                                               : static_cast<double>(got) == expected &&
+                                                     std::signbit(got) == std::signbit(expected);
+        if (!same) {
+          ++wrong;
+          ADD_FAILURE() << dtypeName(dtype) << " element " << i << " (0x" << std::hex << bits << std::dec
+                        << ", destination offset " << offset << "): " << got << " vs " << expected;
+        }
+      }
+      EXPECT_EQ(out[offset + count], -1.0f) << "wrote past the end";
+    }
+  }
 }
 
 }  // namespace
