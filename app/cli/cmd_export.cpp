@@ -1,5 +1,6 @@
 // sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G]
-//                  [--colormap C] [--metric M] [--matrices A,B] [--quantity Q] [--width W] [--height H]
+//                  [--colormap C] [--metric M] [--matrices A,B] [--quantity Q]
+//                  [--size screen|single|double|WxH] [--dpi N] [--font-scale F] [--width PT] [--height PT]
 //                  [analysis parameters]
 // ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, `rank-vs-step` (a run's
 // chosen matrices at every checkpoint) or `topology`.
@@ -90,10 +91,15 @@ int runExport(Args& args) {
   for (std::string_view name : splitList(matrices, ',')) figure.matrices.emplace_back(name);
   const std::string quantity = args.option("quantity", "effective-rank");
   const AnalysisParams params = parseAnalysisParams(args);
+  // A preset or WxH inches, then each of its parts overridden on its own (--width/--height in points).
   ExportOptions options;
-  options.width = static_cast<int>(args.integer("width", 100, 20000).value_or(1200));
-  options.height = static_cast<int>(args.integer("height", 100, 20000).value_or(800));
+  options.size = parseFigureSize(args.option("size", "screen"), "--size");
+  options.size.widthPt = args.number("width", 36, 14400).value_or(options.size.widthPt);
+  options.size.heightPt = args.number("height", 36, 14400).value_or(options.size.heightPt);
+  options.size.dpi = args.number("dpi", 10, 2400).value_or(options.size.dpi);
+  options.size.fontScale = args.number("font-scale", 0.1, 10).value_or(options.size.fontScale);
   args.finish();
+  validateFigureSize(options.size, "--size, --dpi");
   if (viewName.empty() || input.empty() || out.empty())
     throw Error({.what = "missing --view, --input or --out",
                  .where = "sharelens export",

@@ -91,7 +91,8 @@ const std::vector<Command>& commands() {
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
        "P] [--group G] "
        "[--colormap C] [--metric M] [--matrices A,B] [--quantity effective-rank|stable-rank|spectral-norm] "
-       "[--width W] [--height H] [analysis parameters as for analyze]",
+       "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
+       "[analysis parameters as for analyze]",
        "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "
        "masa-coefficients, "
        "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, "

@@ -1,13 +1,14 @@
 #include "app/export/figure_export.hpp"
 
 #include <cairo-pdf.h>
-#include <cairo-svg.h>
 #include <cairo.h>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <functional>
 
+#include "app/export/cairo_canvas.hpp"
+#include "app/export/svg_canvas.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
@@ -16,152 +17,50 @@ namespace {
 
 using namespace plot;
 
-void setColor(cairo_t* cr, Rgb c, float alpha = 1.0f) {
-  cairo_set_source_rgba(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0, alpha);
-}
-
-cairo_surface_t* imageOf(int width, int height, const std::function<Rgb(int x, int y)>& color) {
-  cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
-  cairo_surface_flush(s);
-  unsigned char* data = cairo_image_surface_get_data(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  for (int y = 0; y < height; ++y) {
-    auto* row = reinterpret_cast<uint32_t*>(data + y * stride);
-    for (int x = 0; x < width; ++x) {
-      const Rgb c = color(x, y);
-      row[x] = (uint32_t(c.r) << 16) | (uint32_t(c.g) << 8) | c.b;
-    }
-  }
-  cairo_surface_mark_dirty(s);
-  return s;
-}
-
-class CairoCanvas : public Canvas {
- public:
-  explicit CairoCanvas(cairo_t* cr) : m_cr(cr) {
-    cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-  }
-  void line(Point a, Point b, Rgb color, float width, bool dashed) override {
-    stroke({a, b}, color, width, dashed);
-  }
-  void polyline(std::span<const Point> points, Rgb color, float width, bool dashed) override {
-    stroke(std::vector<Point>(points.begin(), points.end()), color, width, dashed);
-  }
-  void rect(Point min, Point max, Rgb color, float width) override {
-    cairo_rectangle(m_cr, min.x, min.y, max.x - min.x, max.y - min.y);
-    setColor(m_cr, color);
-    cairo_set_line_width(m_cr, width);
-    cairo_stroke(m_cr);
-  }
-  void fillRect(Point min, Point max, Rgb color, float alpha) override {
-    cairo_rectangle(m_cr, min.x, min.y, max.x - min.x, max.y - min.y);
-    setColor(m_cr, color, alpha);
-    cairo_fill(m_cr);
-  }
-  void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) override {
-    cairo_move_to(m_cr, a.x, a.y);
-    cairo_line_to(m_cr, b.x, b.y);
-    cairo_line_to(m_cr, c.x, c.y);
-    cairo_line_to(m_cr, d.x, d.y);
-    cairo_close_path(m_cr);
-    setColor(m_cr, color, alpha);
-    cairo_fill(m_cr);
-  }
-  void circle(Point c, float r, Rgb color) override {
-    cairo_arc(m_cr, c.x, c.y, r, 0, 2 * M_PI);
-    setColor(m_cr, color);
-    cairo_fill(m_cr);
-  }
-  Point textSize(std::string_view text, float size) override {
-    cairo_set_font_size(m_cr, size);
-    cairo_text_extents_t e;
-    const std::string s(text);
-    cairo_text_extents(m_cr, s.c_str(), &e);
-    cairo_font_extents_t f;
-    cairo_font_extents(m_cr, &f);
-    return {static_cast<float>(e.x_advance), static_cast<float>(f.ascent + f.descent)};
-  }
-  void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v,
-            bool vertical) override {
-    const Point s = textSize(text, size);
-    cairo_font_extents_t f;
-    cairo_font_extents(m_cr, &f);
-    const float w = vertical ? s.y : s.x, ht = vertical ? s.x : s.y;
-    const float x = at.x - (h == Align::Center ? w / 2 : h == Align::End ? w : 0);
-    const float y = at.y - (v == Align::Center ? ht / 2 : v == Align::End ? ht : 0);
-    const std::string str(text);
-    cairo_save(m_cr);
-    setColor(m_cr, color);
-    if (vertical) {
-      cairo_translate(m_cr, x + f.ascent, y + s.x);
-      cairo_rotate(m_cr, -M_PI / 2);
-      cairo_move_to(m_cr, 0, 0);
-    } else {
-      cairo_move_to(m_cr, x, y + f.ascent);
-    }
-    cairo_show_text(m_cr, str.c_str());
-    cairo_restore(m_cr);
-  }
-  void heatmapCells(Point min, Point max, const Heatmap& h) override {
-    const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
-    cairo_surface_t* image = imageOf(static_cast<int>(h.cols), static_cast<int>(h.rows), [&](int x, int y) {
-      const float v = h.at(y, x);
-      return colormapColor(h.colormap, std::isnan(v) ? NAN : (v - h.vmin) / span);
-    });
-    paintScaled(image, min, max);
-  }
-  void colorbar(Point min, Point max, Colormap c) override {
-    cairo_surface_t* image =
-        imageOf(1, 256, [&](int, int y) { return colormapTable(c)[static_cast<size_t>(255 - y)]; });
-    paintScaled(image, min, max);
-  }
-  void pushClip(Point min, Point max) override {
-    cairo_save(m_cr);
-    cairo_rectangle(m_cr, min.x, min.y, max.x - min.x, max.y - min.y);
-    cairo_clip(m_cr);
-  }
-  void popClip() override { cairo_restore(m_cr); }
-
- private:
-  void stroke(const std::vector<Point>& points, Rgb color, float width, bool dashed) {
-    if (points.size() < 2) return;
-    cairo_move_to(m_cr, points[0].x, points[0].y);
-    for (size_t i = 1; i < points.size(); ++i) cairo_line_to(m_cr, points[i].x, points[i].y);
-    setColor(m_cr, color);
-    cairo_set_line_width(m_cr, width);
-    const double dash[] = {4.0, 4.0};
-    cairo_set_dash(m_cr, dash, dashed ? 2 : 0, 0);
-    cairo_stroke(m_cr);
-    cairo_set_dash(m_cr, nullptr, 0, 0);
-  }
-  // Paints an image stretched into [min, max] with nearest-neighbour sampling (crisp cells in PNG, SVG, PDF).
-  void paintScaled(cairo_surface_t* image, Point min, Point max) {
-    cairo_save(m_cr);
-    cairo_translate(m_cr, min.x, min.y);
-    cairo_scale(m_cr, (max.x - min.x) / cairo_image_surface_get_width(image),
-                (max.y - min.y) / cairo_image_surface_get_height(image));
-    cairo_set_source_surface(m_cr, image, 0, 0);
-    cairo_pattern_set_filter(cairo_get_source(m_cr), CAIRO_FILTER_NEAREST);
-    cairo_paint(m_cr);
-    cairo_restore(m_cr);
-    cairo_surface_destroy(image);
-  }
-  cairo_t* m_cr;
-};
-
 cairo_status_t writeToAtomicFile(void* closure, const unsigned char* data, unsigned int length) {
   static_cast<AtomicFile*>(closure)->write(data, length);
   return CAIRO_STATUS_SUCCESS;
 }
 
-void draw(cairo_surface_t* surface, const Figure& figure, const ExportOptions& o) {
+constexpr double kPointsPerInch = 72;
+constexpr int kMaxPixels = 20000;
+
+// The single-column preset's dpi and text, kept by custom sizes.
+constexpr FigureSize kSingleColumn{3.5 * kPointsPerInch, 2.6 * kPointsPerInch, 300, 8.0 / 13.0};
+
+constexpr FigureSizePreset kPresets[] = {
+    {"screen", "1200 x 800 pt, 72 dpi, 13 pt text (as on screen)", {1200, 800, 72, 1}},
+    {"single", "one column: 3.5 x 2.6 in, 300 dpi, 8 pt text", kSingleColumn},
+    {"double",
+     "two columns: 7 x 3.5 in, 300 dpi, 9 pt text",
+     {7 * kPointsPerInch, 3.5 * kPointsPerInch, 300, 9.0 / 13.0}},
+};
+
+// Lays the figure out in points on `canvas` (already scaled to its device) and draws it.
+void drawInPoints(Canvas& canvas, const Figure& figure, const ExportOptions& o) {
+  Style style = o.style;
+  style.squareHeatmapCells = true;
+  style.fontSize *= static_cast<float>(o.size.fontScale);
+  style.titleSize *= static_cast<float>(o.size.fontScale);
+  const Point size{static_cast<float>(o.size.widthPt), static_cast<float>(o.size.heightPt)};
+  const FigureLayout layout = layoutFigure(figure, canvas, style, {0, 0}, size, o.xView, o.yView, o.hidden);
+  drawFigure(canvas, figure, layout, style, o.hidden);
+}
+
+void drawOnCairo(cairo_surface_t* surface, const Figure& figure, const ExportOptions& o, double scale) {
   cairo_t* cr = cairo_create(surface);
+  cairo_scale(cr, scale, scale);
   CairoCanvas canvas(cr);
-  const Point size{static_cast<float>(o.width), static_cast<float>(o.height)};
-  const FigureLayout layout = layoutFigure(figure, canvas, o.style, {0, 0}, size, o.xView, o.yView, o.hidden);
-  drawFigure(canvas, figure, layout, o.style, o.hidden);
+  drawInPoints(canvas, figure, o);
   cairo_destroy(cr);
+}
+
+std::optional<double> parsePositive(std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
+    return std::nullopt;
+  return v;
 }
 
 }  // namespace
@@ -178,26 +77,78 @@ ExportFormat exportFormatFor(const std::filesystem::path& path) {
                .found = ext.empty() ? "no extension" : ext});
 }
 
+int FigureSize::pixelWidth() const {
+  return static_cast<int>(std::lround(widthPt * dpi / kPointsPerInch));
+}
+
+int FigureSize::pixelHeight() const {
+  return static_cast<int>(std::lround(heightPt * dpi / kPointsPerInch));
+}
+
+std::span<const FigureSizePreset> figureSizePresets() {
+  return kPresets;
+}
+
+FigureSize parseFigureSize(std::string_view text, const std::string& where) {
+  for (const FigureSizePreset& p : kPresets)
+    if (p.name == text) return p.size;
+  const size_t x = text.find('x');
+  const auto w = x == std::string_view::npos ? std::nullopt : parsePositive(text.substr(0, x));
+  const auto h = x == std::string_view::npos ? std::nullopt : parsePositive(text.substr(x + 1));
+  if (!w || !h)
+    throw Error({.what = "unknown figure size",
+                 .where = where,
+                 .expected = "screen, single, double, or width x height in inches like 3.3x2.5",
+                 .found = std::string(text)});
+  FigureSize size = kSingleColumn;
+  size.widthPt = *w * kPointsPerInch;
+  size.heightPt = *h * kPointsPerInch;
+  validateFigureSize(size, where);
+  return size;
+}
+
+void validateFigureSize(const FigureSize& size, const std::string& where) {
+  auto fail = [&](const std::string& what, const std::string& expected, const std::string& found) {
+    throw Error({.what = what,
+                 .where = where,
+                 .expected = expected,
+                 .found = found,
+                 .hint = "choose a smaller size or dpi"});
+  };
+  if (!(size.widthPt >= 36 && size.heightPt >= 36 && size.widthPt <= 14400 && size.heightPt <= 14400))
+    fail("figure size out of range", "0.5 to 200 in (36 to 14,400 pt) a side",
+         std::to_string(size.widthPt) + " x " + std::to_string(size.heightPt) + " pt");
+  if (!(size.dpi >= 10 && size.dpi <= 2400)) fail("dpi out of range", "10 to 2400", std::to_string(size.dpi));
+  if (!(size.fontScale >= 0.1 && size.fontScale <= 10))
+    fail("font scale out of range", "0.1 to 10", std::to_string(size.fontScale));
+  if (size.pixelWidth() > kMaxPixels || size.pixelHeight() > kMaxPixels)
+    fail("PNG too large", "at most 20,000 pixels a side",
+         std::to_string(size.pixelWidth()) + " x " + std::to_string(size.pixelHeight()) + " pixels");
+}
+
 void exportFigure(const Figure& figure, const std::filesystem::path& path, const ExportOptions& options) {
   const ExportFormat format = exportFormatFor(path);
+  validateFigureSize(options.size, path.string());
   AtomicFile file(path);
-  cairo_surface_t* surface = nullptr;
-  switch (format) {
-    case ExportFormat::Png:
-      surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, options.width, options.height);
-      break;
-    case ExportFormat::Svg:
-      surface = cairo_svg_surface_create_for_stream(writeToAtomicFile, &file, options.width, options.height);
-      break;
-    case ExportFormat::Pdf:
-      surface = cairo_pdf_surface_create_for_stream(writeToAtomicFile, &file, options.width, options.height);
-      break;
+  if (format == ExportFormat::Svg) {
+    SvgCanvas canvas(options.size.widthPt, options.size.heightPt);
+    drawInPoints(canvas, figure, options);
+    const std::string doc = canvas.document();
+    file.write(doc.data(), doc.size());
+    file.commit();
+    return;
   }
-  draw(surface, figure, options);
+  cairo_surface_t* surface = format == ExportFormat::Png
+                                 ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, options.size.pixelWidth(),
+                                                              options.size.pixelHeight())
+                                 : cairo_pdf_surface_create_for_stream(
+                                       writeToAtomicFile, &file, options.size.widthPt, options.size.heightPt);
+  drawOnCairo(surface, figure, options,
+              format == ExportFormat::Png ? options.size.dpi / kPointsPerInch : 1.0);
   cairo_status_t status = CAIRO_STATUS_SUCCESS;
   if (format == ExportFormat::Png)
     status = cairo_surface_write_to_png_stream(surface, writeToAtomicFile, &file);
-  cairo_surface_finish(surface);  // SVG and PDF write on finish
+  cairo_surface_finish(surface);  // PDF writes on finish
   if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
   cairo_surface_destroy(surface);
   if (status != CAIRO_STATUS_SUCCESS)

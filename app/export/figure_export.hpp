@@ -1,10 +1,12 @@
-// Figures to files through Cairo: PNG (raster), SVG and PDF (vector), with the same drawFigure() layout as
-// on screen. Written atomically; the format comes from the extension.
+// Figures to files: PNG (raster) and PDF (vector) through Cairo, SVG (vector, its text kept as <text>
+// elements a journal's editor can change) through svg_canvas, all with the same drawFigure() layout as on
+// screen and text measured by Cairo. Written atomically; the format comes from the extension.
 #pragma once
 
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "app/plot/figure.hpp"
@@ -14,8 +16,34 @@ namespace sharelens {
 enum class ExportFormat { Png, Svg, Pdf };
 ExportFormat exportFormatFor(const std::filesystem::path& path);  // throws a named Error for others
 
+// A figure's size on paper. The layout is made in points (1/72 in): SVG and PDF pages are widthPt x heightPt,
+// and PNG draws the same layout at `dpi` (pixels = points * dpi / 72), so a figure's text and lines keep
+// their proportions in every format. fontScale multiplies the style's font sizes (13 pt text, 15 pt titles).
+struct FigureSize {
+  double widthPt = 1200, heightPt = 800;
+  double dpi = 72;
+  double fontScale = 1;
+  int pixelWidth() const;  // the PNG's size
+  int pixelHeight() const;
+};
+
+// The presets a journal asks for: "screen" (1200 x 800 pt at 72 dpi: what the app shows), "single"
+// (one column, 3.5 x 2.6 in, 300 dpi, 8 pt text) and "double" (two columns, 7 x 3.5 in, 300 dpi, 9 pt text).
+struct FigureSizePreset {
+  std::string_view name, description;
+  FigureSize size;
+};
+std::span<const FigureSizePreset> figureSizePresets();
+
+// A preset's name or a custom size in inches, "WxH" ("3.3x2.5"), for --size. A custom size keeps the
+// single-column dpi and text size. Throws a named Error naming `where` for anything else.
+FigureSize parseFigureSize(std::string_view text, const std::string& where);
+
+// Throws a named Error when the size cannot be drawn: non-positive, or a PNG over 20,000 pixels a side.
+void validateFigureSize(const FigureSize& size, const std::string& where);
+
 struct ExportOptions {
-  int width = 1200, height = 800;  // pixels (PNG) or points (SVG, PDF)
+  FigureSize size;
   plot::Style style = plot::Style::light();
   std::optional<plot::Range> xView, yView;  // the zoom seen on screen
   std::vector<bool> hidden;                 // series switched off in the legend

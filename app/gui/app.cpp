@@ -11,6 +11,7 @@
 
 #include "app/export/figure_export.hpp"
 #include "app/export/png.hpp"
+#include "app/gui/figure_size_picker.hpp"
 #include "app/gui/platform.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -393,6 +394,7 @@ class App {
       m_exportDialog = false;
     }
     if (!ImGui::BeginPopupModal("Save figure as", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    drawFigureSizePicker(m_exportSize);
     ImGui::TextUnformatted("PNG, SVG or PDF, from the extension:");
     ImGui::SetNextItemWidth(640);
     const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path,
@@ -405,7 +407,9 @@ class App {
     if (ImGui::Button("Save") || enter) {
       try {
         if (path.has_parent_path()) fs::create_directories(path.parent_path());
-        exportFigure(m_export->figure, path, m_export->options);
+        ExportOptions options = m_export->options;
+        options.size = m_exportSize.size;
+        exportFigure(m_export->figure, path, options);
         notify("exported " + path.string());
       } catch (const Error& e) {
         error(e.what());
@@ -510,6 +514,7 @@ class App {
     char path[1024];
   };
   std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for
+  FigureSizeChoice m_exportSize;          // the page the last export used
   bool m_exportDialog = false;
   View* m_current = nullptr;
   std::optional<ViewId> m_requestedView;  // the tab to select on the next frame

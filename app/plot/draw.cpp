@@ -205,6 +205,42 @@ Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
   return dataRange(all, f.yScale, 0.05);
 }
 
+namespace {
+
+// Words of `text` in lines no wider than `width` (a word wider than that gets a line of its own).
+std::vector<std::string> wrapText(Canvas& canvas, const std::string& text, float size, float width) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(' ', start), text.size());
+    const std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    const std::string candidate = line.empty() ? word : line + " " + word;
+    if (!line.empty() && canvas.textSize(candidate, size).x > width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = candidate;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// Square cells: the data area gives up room along the axis with more of it per cell (its left and top stay,
+// the colour bar follows the right edge).
+void keepCellsSquare(FigureLayout& l) {
+  const double cols = l.x.range.max - l.x.range.min, rows = l.y.range.max - l.y.range.min;
+  if (!(cols > 0 && rows > 0)) return;
+  const double cell = std::min((l.plotMax.x - l.plotMin.x) / cols, (l.plotMax.y - l.plotMin.y) / rows);
+  l.plotMax.x = l.plotMin.x + static_cast<float>(cell * cols);
+  l.plotMax.y = l.plotMin.y + static_cast<float>(cell * rows);
+}
+
+}  // namespace
+
 FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
                           const std::optional<Range>& xView, const std::optional<Range>& yView,
                           const std::vector<bool>& hidden) {
@@ -216,7 +252,8 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   const float text = canvas.textSize("0", style.fontSize).y;
   float top = kPad, bottom = kPad, left = kPad, right = kPad;
   if (!f.title.empty()) top += canvas.textSize(f.title, style.titleSize).y + 4;
-  if (!f.subtitle.empty()) top += text + 2;
+  top +=
+      static_cast<float>(wrapText(canvas, f.subtitle, style.fontSize, size.x - 2 * kPad).size()) * (text + 2);
   bottom += text + kTickLength + 4;  // x tick labels
   if (!f.xLabel.empty()) bottom += text + 4;
   // y tick labels: measure the widest label for this range.
@@ -237,6 +274,7 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   l.plotMax = {origin.x + std::max(left + 20, size.x - right),
                origin.y + std::max(top + 20, size.y - bottom)};
   l.yDown = f.heatmap.has_value();
+  if (f.heatmap && style.squareHeatmapCells) keepCellsSquare(l);
   if (f.heatmap) {
     l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};
     l.colorbarMax = Point{l.plotMax.x + 10 + kColorbarWidth, l.plotMax.y};
@@ -304,14 +342,21 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   c.fillRect(l.origin, {l.origin.x + l.size.x, l.origin.y + l.size.y}, style.background);
   const float text = c.textSize("0", style.fontSize).y;
   float y = l.origin.y + kPad;
+  // Centred over the data area, but never past the figure's edges.
+  auto centredLine = [&](const std::string& line, Rgb color, float size) {
+    const float half = c.textSize(line, size).x / 2;
+    const float lo = l.origin.x + kPad + half, hi = l.origin.x + l.size.x - kPad - half;
+    const float cx = std::clamp((l.plotMin.x + l.plotMax.x) / 2, std::min(lo, hi), std::max(lo, hi));
+    c.text({cx, y}, line, color, size, Align::Center, Align::Start);
+  };
   if (!f.title.empty()) {
-    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.title, style.foreground, style.titleSize, Align::Center,
-           Align::Start);
+    centredLine(f.title, style.foreground, style.titleSize);
     y += c.textSize(f.title, style.titleSize).y + 4;
   }
-  if (!f.subtitle.empty())
-    c.text({(l.plotMin.x + l.plotMax.x) / 2, y}, f.subtitle, style.frame, style.fontSize, Align::Center,
-           Align::Start);
+  for (const std::string& line : wrapText(c, f.subtitle, style.fontSize, l.size.x - 2 * kPad)) {
+    centredLine(line, style.frame, style.fontSize);
+    y += text + 2;
+  }
 
   const float plotW = l.plotMax.x - l.plotMin.x, plotH = l.plotMax.y - l.plotMin.y;
   float widestColumnLabel = 0;
@@ -347,12 +392,20 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       c.line({l.plotMin.x, py}, {l.plotMax.x, py}, style.grid, t.major ? 1.0f : 0.5f);
     }
     c.pushClip(l.plotMin, l.plotMax);
+    std::vector<std::pair<Point, Point>> placedLabels;  // marker labels that would overlap go one row down
     for (const Marker& m : f.markers) {
       const float px = l.toPixel(m.x, l.y.range.min).x;
       c.line({px, l.plotMin.y}, {px, l.plotMax.y}, m.color, 1.2f, true);
-      if (!m.label.empty())
-        c.text({px + 3, l.plotMin.y + 2}, m.label, m.color, style.fontSize * 0.9f, Align::Start,
-               Align::Start);
+      if (m.label.empty()) continue;
+      const Point size = c.textSize(m.label, style.fontSize * 0.9f);
+      Point at{px + 3, l.plotMin.y + 2};
+      auto overlaps = [&](const std::pair<Point, Point>& box) {
+        return at.x < box.second.x && box.first.x < at.x + size.x && at.y < box.second.y &&
+               box.first.y < at.y + size.y;
+      };
+      while (std::any_of(placedLabels.begin(), placedLabels.end(), overlaps)) at.y += size.y + 1;
+      placedLabels.push_back({at, {at.x + size.x, at.y + size.y}});
+      c.text(at, m.label, m.color, style.fontSize * 0.9f, Align::Start, Align::Start);
     }
     for (size_t i = 0; i < f.series.size(); ++i) {
       if (isHidden(hidden, i)) continue;
@@ -414,16 +467,19 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     c.rect(*l.colorbarMin, *l.colorbarMax, style.frame, 1.0f);
     AxisTransform bar{Scale::Linear, {h.vmin, h.vmax}};
     const int barTicks = std::min(8, yTickTarget(l.colorbarMax->y - l.colorbarMin->y, text));
+    float widestTick = 0;
     for (const Tick& t : niceTicks(bar, barTicks)) {
       const float py =
           l.colorbarMax->y - static_cast<float>(bar.toUnit(t.value)) * (l.colorbarMax->y - l.colorbarMin->y);
       c.line({l.colorbarMax->x, py}, {l.colorbarMax->x + 3, py}, style.frame, 1.0f);
       c.text({l.colorbarMax->x + 5, py}, t.label, style.foreground, style.fontSize, Align::Start,
              Align::Center);
+      widestTick = std::max(widestTick, c.textSize(t.label, style.fontSize).x);
     }
-    if (!h.colorbarLabel.empty())
-      c.text({l.origin.x + l.size.x - kPad - text, (l.colorbarMin->y + l.colorbarMax->y) / 2},
-             h.colorbarLabel, style.foreground, style.fontSize, Align::Center, Align::Start,
+    if (!h.colorbarLabel.empty())  // beside its tick labels (the data area may have shrunk to square cells)
+      c.text({std::min(l.colorbarMax->x + 5 + widestTick + 6, l.origin.x + l.size.x - kPad - text),
+              (l.colorbarMin->y + l.colorbarMax->y) / 2},
+             h.colorbarLabel, style.foreground, style.fontSize, Align::Start, Align::Center,
              /*vertical=*/true);
   }
 

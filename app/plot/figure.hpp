@@ -96,6 +96,7 @@ class Canvas {
 struct Style {
   Rgb background{255, 255, 255}, foreground{30, 30, 30}, grid{225, 225, 225}, frame{120, 120, 120};
   float fontSize = 13.0f, titleSize = 15.0f;
+  bool squareHeatmapCells = false;  // exports: the data area shrinks so that a heatmap's cells are square
   static Style light();
   static Style dark();
 };

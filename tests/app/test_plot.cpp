@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "core/param_count.hpp"
 #include "core/topology_edit.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
 
 namespace sharelens {
 namespace {
@@ -296,9 +298,10 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
   MatrixSpectrum m{{"layers.0.q"}, {}};
   for (int i = 0; i < 64; ++i) m.spectrum.sigma.push_back(std::exp(-i / 10.0));
   m.spectrum.effectiveRank = 30;
-  const Figure f = spectrumFigure({&m}, true, "Export title");
-  for (const char* ext : {"png", "svg", "pdf"})
-    exportFigure(f, dir / (std::string("f.") + ext), {.width = 640, .height = 400});
+  const Figure f = spectrumFigure({&m}, true, "Export title & <more>");
+  ExportOptions options;
+  options.size = {640, 400, 72, 1};
+  for (const char* ext : {"png", "svg", "pdf"}) exportFigure(f, dir / (std::string("f.") + ext), options);
   cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
   ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
   EXPECT_EQ(cairo_image_surface_get_width(png), 640);
@@ -306,10 +309,94 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
   cairo_surface_destroy(png);
   const std::string svg = slurp(dir / "f.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
-  EXPECT_NE(svg.find("glyph"), std::string::npos) << "text is drawn as glyphs";
+  EXPECT_NE(svg.find(">Export title &amp; &lt;more&gt;</text>"), std::string::npos)
+      << "text stays text, escaped";
+  EXPECT_NE(svg.find(">index i</text>"), std::string::npos) << "axis labels are text";
+  EXPECT_EQ(svg.find("glyph"), std::string::npos) << "no text drawn as glyph outlines";
   EXPECT_EQ(slurp(dir / "f.pdf").substr(0, 5), "%PDF-");
   EXPECT_THROW(exportFigure(f, dir / "f.bmp"), Error);
   EXPECT_FALSE(fs::exists(dir / "f.bmp"));
+  fs::remove_all(dir);
+}
+
+// The PDF's page box, "/MediaBox [ 0 0 W H ]", as Cairo writes it (uncompressed).
+std::pair<double, double> pdfPageSize(const std::string& pdf) {
+  const size_t at = pdf.find("/MediaBox");
+  if (at == std::string::npos) return {0, 0};
+  std::istringstream in(pdf.substr(pdf.find('[', at) + 1, 80));
+  double x0, y0, w, h;
+  in >> x0 >> y0 >> w >> h;
+  return {w - x0, h - y0};
+}
+
+// Journal sizes: a single column is 3.5 in wide, so the PDF and SVG pages are 3.5 x 72 = 252 pt and the PNG
+// 3.5 x 300 dpi = 1050 pixels; its text is 8 pt (13 pt x 8/13) and its title 15 x 8/13 = 9.23 pt.
+TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
+  const fs::path dir = testing::makeTempDir("export-sizes");
+  Heatmap h;
+  h.rows = 4;
+  h.cols = 12;
+  h.values.assign(48, 0.5f);
+  Figure f;
+  f.title = "Heads";
+  f.heatmap = h;
+  ExportOptions options;
+  options.size = parseFigureSize("single", "--size");
+  for (const char* ext : {"png", "svg", "pdf"}) exportFigure(f, dir / (std::string("f.") + ext), options);
+  cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
+  EXPECT_EQ(cairo_image_surface_get_width(png), 1050);
+  EXPECT_EQ(cairo_image_surface_get_height(png), 780);
+  cairo_surface_destroy(png);
+  const auto [w, h2] = pdfPageSize(slurp(dir / "f.pdf"));
+  EXPECT_NEAR(w, 252, 0.01);
+  EXPECT_NEAR(h2, 187.2, 0.01);
+  const std::string svg = slurp(dir / "f.svg");
+  EXPECT_NE(svg.find("width=\"252pt\" height=\"187.2pt\""), std::string::npos);
+  EXPECT_NE(svg.find("font-size=\"9.23\" fill=\"#1e1e1e\">Heads</text>"), std::string::npos);
+  EXPECT_NE(svg.find("font-size=\"8\""), std::string::npos);
+  // Square cells: the embedded 12 x 4 image is drawn three times as wide as it is tall.
+  const size_t image = svg.find("<image ");
+  ASSERT_NE(image, std::string::npos);
+  double iw = 0, ih = 0;
+  std::sscanf(svg.c_str() + svg.find("width=", image), "width=\"%lf\" height=\"%lf\"", &iw, &ih);
+  EXPECT_NEAR(iw / ih, 3.0, 0.02) << iw << " x " << ih;
+
+  const FigureSize custom = parseFigureSize("5x2.5", "--size");
+  EXPECT_DOUBLE_EQ(custom.widthPt, 360);
+  EXPECT_DOUBLE_EQ(custom.heightPt, 180);
+  EXPECT_EQ(custom.pixelWidth(), 1500);
+  for (const char* bad : {"5x", "x2", "5by2", "-1x2", "0x2", "medium", "1e9x1"}) {
+    try {
+      parseFigureSize(bad, "--size");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--size"), std::string::npos) << e.what();
+    }
+  }
+  options.size.dpi = 2400;  // 7 in x 2400 dpi = 16,800 px fits, 10 in does not
+  options.size.widthPt = 720;
+  EXPECT_THROW(exportFigure(f, dir / "big.png", options), Error);
+  EXPECT_FALSE(fs::exists(dir / "big.png"));
+  fs::remove_all(dir);
+}
+
+// The SVG is well-formed XML whose text elements carry the figure's words (read by Python's own parser).
+TEST(Export, SvgIsWellFormedXmlToAnIndependentParser) {
+  if (testing::runProcess("/usr/bin/python3 -c 'import xml.etree.ElementTree'").exitCode != 0)
+    GTEST_SKIP() << "no /usr/bin/python3";
+  const fs::path dir = testing::makeTempDir("export-svg");
+  MatrixSpectrum m{{"layers.0.q"}, {}};
+  for (int i = 0; i < 32; ++i) m.spectrum.sigma.push_back(1.0 / (1 + i));
+  exportFigure(spectrumFigure({&m}, true, "A \"quoted\" title"), dir / "f.svg");
+  const auto r = testing::runProcess(
+      "/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); "
+      "ns = \"{http://www.w3.org/2000/svg}\"; print(r.get(\"width\")); "
+      "print(\"|\".join(t.text for t in r.iter(ns + \"text\")))' " +
+      testing::shellQuote((dir / "f.svg").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "1200pt");
+  EXPECT_NE(r.out.find("A \"quoted\" title"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("|index i"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 
