@@ -65,7 +65,8 @@ TEST(Cli, RankAgainstStepFollowsARunsMatricesThroughEveryCheckpoint) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::ifstream in(svg);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("<svg"), std::string::npos);  // the figure's numbers are checked in Figures.RankDynamics...
+  EXPECT_NE(text.find("<svg"),
+            std::string::npos);  // the figure's numbers are checked in Figures.RankDynamics...
   EXPECT_NE(text.find(">layers.0.q</text>"), std::string::npos) << "the legend names the matrices as text";
   r = runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
                  " --matrices layers.0.q --quantity entropy --out " + shellQuote(svg));
