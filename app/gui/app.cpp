@@ -38,32 +38,6 @@ std::string clockTime() {
   return buf;
 }
 
-// A 1000 x 1000 heatmap for the responsiveness benchmark (--bench-ui).
-class HeatmapBenchView : public View {
- public:
-  HeatmapBenchView() {
-    plot::Heatmap h;
-    h.rows = h.cols = 1000;
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> u(0, 1);
-    for (int i = 0; i < 1000 * 1000; ++i)
-      h.values.push_back(u(rng) + static_cast<float>((i / 1000 + i % 1000) % 97) / 97.0f);
-    h.vmin = 0;
-    h.vmax = 2;
-    h.colorbarLabel = "value";
-    m_figure.title = "1000 x 1000 heatmap";
-    m_figure.heatmap = std::move(h);
-  }
-  ViewId id() const override { return ViewId::HeatmapBench; }
-  void draw(AppContext& ctx) override {
-    plot::plotWidget("##bench", m_figure, m_state, ImVec2(-1, -1), ctx.textures, ctx.style);
-  }
-
- private:
-  plot::Figure m_figure;
-  plot::PlotState m_state;
-};
-
 class App {
  public:
   explicit App(const GuiOptions& options)
@@ -109,7 +83,7 @@ class App {
     m_views.push_back(std::move(designer));
     m_views.push_back(makeTrainingView());
     m_views.push_back(makeExperimentsView());
-    if (options.benchUi) m_views.push_back(std::make_unique<HeatmapBenchView>());
+    if (options.benchUi) m_views.push_back(makeUiBenchView());
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
     });
@@ -266,7 +240,7 @@ class App {
     c.threads = 1;
     const fs::path dir = fs::temp_directory_path() / ("sharelens-bench-ui-" + std::to_string(::getpid()));
     m_runs.launch(debugTopology(), c, dir, false);
-    m_requestedView = ViewId::HeatmapBench;
+    m_requestedView = ViewId::UiBench;
   }
 
   void writeFrameStats(const std::string& path) {

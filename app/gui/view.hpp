@@ -68,6 +68,7 @@ class DesignerApi : public View {
 std::unique_ptr<DesignerApi> makeDesignerView();
 std::unique_ptr<View> makeTrainingView();
 std::unique_ptr<View> makeExperimentsView();
+std::unique_ptr<View> makeUiBenchView();  // --bench-ui only
 
 // Shared widgets.
 void drawStepSlider(AppContext& ctx);   // scrub a followed run's checkpoints

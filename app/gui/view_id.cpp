@@ -14,17 +14,12 @@ struct Entry {
 };
 
 constexpr std::array kViews = {
-    Entry{ViewId::Model, "Model", true},
-    Entry{ViewId::Spectrum, "Spectrum", true},
-    Entry{ViewId::Heads, "Heads", true},
-    Entry{ViewId::Layers, "Layers", true},
-    Entry{ViewId::Masa, "MASA", true},
-    Entry{ViewId::DirectShare, "DirectShare", true},
-    Entry{ViewId::Embedding, "Embedding", true},
-    Entry{ViewId::Designer, "Designer", true},
-    Entry{ViewId::Training, "Training", true},
-    Entry{ViewId::Experiments, "Experiments", true},
-    Entry{ViewId::HeatmapBench, "Heatmap", false},
+    Entry{ViewId::Model, "Model", true},         Entry{ViewId::Spectrum, "Spectrum", true},
+    Entry{ViewId::Heads, "Heads", true},         Entry{ViewId::Layers, "Layers", true},
+    Entry{ViewId::Masa, "MASA", true},           Entry{ViewId::DirectShare, "DirectShare", true},
+    Entry{ViewId::Embedding, "Embedding", true}, Entry{ViewId::Designer, "Designer", true},
+    Entry{ViewId::Training, "Training", true},   Entry{ViewId::Experiments, "Experiments", true},
+    Entry{ViewId::UiBench, "Benchmark", false},
 };
 
 bool equalIgnoringCase(std::string_view a, std::string_view b) {

@@ -20,7 +20,7 @@ enum class ViewId : uint8_t {
   Designer,
   Training,
   Experiments,
-  HeatmapBench,  // --bench-ui only
+  UiBench,  // --bench-ui only
 };
 
 // The tab's label: "Model", "Spectrum", ..., "MASA", "DirectShare", ...

@@ -62,6 +62,11 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
     const int lo = static_cast<int>(std::floor(std::log10(r.min))),
               hi = static_cast<int>(std::ceil(std::log10(r.max)));
     const int every = std::max(1, (hi - lo + target - 1) / std::max(1, target));
+    // Fewer than two decades inside the range (0.3 to 3): the 2s, 3s and 5s are labelled too, so the axis
+    // can still be read.
+    int decadesInside = 0;
+    for (int e = lo; e <= hi; ++e)
+      decadesInside += std::pow(10.0, e) >= r.min * (1 - 1e-12) && std::pow(10.0, e) <= r.max * (1 + 1e-12);
     // Decades are labelled alike: plainly when all fit in [0.01, 10^4], else all in 1eK form.
     const bool plain = lo >= -2 && hi <= 4;
     for (int e = lo; e <= hi; ++e) {
@@ -72,7 +77,8 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
       if (hi - lo <= 3)
         for (int m = 2; m <= 9; ++m) {
           const double v = m * decade;
-          if (v >= r.min && v <= r.max) ticks.push_back({v, "", false});
+          const bool labelled = decadesInside < 2 && (m == 2 || m == 3 || m == 5);
+          if (v >= r.min && v <= r.max) ticks.push_back({v, labelled ? formatTick(v, decade) : "", false});
         }
     }
     if (std::none_of(ticks.begin(), ticks.end(), [](const Tick& t) { return t.major; })) {
@@ -91,21 +97,22 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
   return ticks;
 }
 
-Range dataRange(const std::vector<double>& values, Scale scale, double pad) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (double v : values) {
-    if (!std::isfinite(v) || (scale == Scale::Log10 && v <= 0)) continue;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  if (!(lo <= hi)) return scale == Scale::Log10 ? Range{1e-3, 1} : Range{0, 1};
-  if (scale == Scale::Log10) {
+Range RangeAccumulator::padded(double pad) const {
+  const double lo = m_lo, hi = m_hi;
+  if (!(lo <= hi)) return m_scale == Scale::Log10 ? Range{1e-3, 1} : Range{0, 1};
+  if (m_scale == Scale::Log10) {
     const double l = std::log10(lo), h = std::log10(hi), p = std::max(h - l, 0.3) * pad;
     return {std::pow(10.0, l - p), std::pow(10.0, h + p)};
   }
   if (hi == lo) return {lo - 0.5 - std::abs(lo) * 0.05, hi + 0.5 + std::abs(hi) * 0.05};
   const double p = (hi - lo) * pad;
   return {lo - p, hi + p};
+}
+
+Range dataRange(const std::vector<double>& values, Scale scale, double pad) {
+  RangeAccumulator r(scale);
+  r.add(values);
+  return r.padded(pad);
 }
 
 }  // namespace sharelens::plot

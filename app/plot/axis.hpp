@@ -2,6 +2,12 @@
 // ticks for logs, and compact tick labels. Pure functions, unit-tested without a window.
 #pragma once
 
+#include <span>
+
+#include <cmath>
+
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -38,6 +44,25 @@ double niceStep(double span, int target);
 
 // 0.00012 -> "1.2e-4", 1500 -> "1500", 2.5 -> "2.5"
 std::string formatTick(double value, double step);
+
+// The extent of values seen so far, without keeping them (a figure's 200,000 points are fitted every frame).
+class RangeAccumulator {
+ public:
+  explicit RangeAccumulator(Scale scale) : m_scale(scale) {}
+  void add(double v) {  // non-finite values, and non-positive ones on a log axis, are ignored
+    if (!std::isfinite(v) || (m_scale == Scale::Log10 && v <= 0)) return;
+    m_lo = std::min(m_lo, v);
+    m_hi = std::max(m_hi, v);
+  }
+  void add(std::span<const double> values) {
+    for (double v : values) add(v);
+  }
+  Range padded(double pad) const;  // the extent padded by `pad` of it (in decades on a log axis)
+
+ private:
+  Scale m_scale;
+  double m_lo = INFINITY, m_hi = -INFINITY;
+};
 
 // A range that covers `values` (ignoring non-finite and, for logs, non-positive ones), padded by `pad`.
 Range dataRange(const std::vector<double>& values, Scale scale, double pad = 0.05);

@@ -153,8 +153,10 @@ Rgb colormapColor(Colormap c, double unit) {
 }
 
 Rgb seriesColor(int index) {
+  // Okabe & Ito's eight colours (black as grey, for dark backgrounds) and two more for ten distinct runs.
   static constexpr Rgb palette[] = {{0, 114, 178},  {230, 159, 0}, {0, 158, 115},  {204, 121, 167},
-                                    {86, 180, 233}, {213, 94, 0},  {240, 228, 66}, {150, 150, 150}};
+                                    {86, 180, 233}, {213, 94, 0},  {240, 228, 66}, {150, 150, 150},
+                                    {117, 84, 184}, {150, 100, 60}};
   return palette[static_cast<size_t>(index) % (sizeof palette / sizeof palette[0])];
 }
 

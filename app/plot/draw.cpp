@@ -6,6 +6,41 @@
 namespace sharelens::plot {
 namespace {
 
+// FigureLayout::toPixel with each axis's logarithms taken once, for loops over many points.
+class UnitMap {
+ public:
+  explicit UnitMap(const AxisTransform& t) : m_log(t.scale == Scale::Log10) {
+    m_lo = m_log ? std::log10(std::max(t.range.min, 1e-300)) : t.range.min;
+    const double hi = m_log ? std::log10(std::max(t.range.max, 1e-300)) : t.range.max;
+    m_span = hi - m_lo;
+  }
+  double operator()(double v) const {  // as AxisTransform::toUnit: non-positive values go to the range's min
+    const double x = !m_log ? v : v > 0 ? std::log10(v) : m_lo;
+    return m_span > 0 ? (x - m_lo) / m_span : 0.5;
+  }
+
+ private:
+  bool m_log;
+  double m_lo = 0, m_span = 0;
+};
+
+class PixelMap {
+ public:
+  explicit PixelMap(const FigureLayout& l) : m_l(l), m_x(l.x), m_y(l.y) {}
+  float x(double v) const {
+    return m_l.plotMin.x + static_cast<float>(m_x(v)) * (m_l.plotMax.x - m_l.plotMin.x);
+  }
+  float y(double v) const {
+    const float u = static_cast<float>(m_y(v)), h = m_l.plotMax.y - m_l.plotMin.y;
+    return m_l.yDown ? m_l.plotMin.y + u * h : m_l.plotMax.y - u * h;
+  }
+  Point operator()(double xv, double yv) const { return {x(xv), y(yv)}; }
+
+ private:
+  const FigureLayout& m_l;
+  UnitMap m_x, m_y;
+};
+
 constexpr float kPad = 8.0f, kTickLength = 4.0f, kColorbarWidth = 14.0f;
 
 // How many major ticks an axis of this many pixels gets: labels about 4 (y) or 7 (x) text heights apart.
@@ -101,19 +136,30 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
 }
 
 // How many of the visible series' points (sampled) fall inside the box.
-size_t pointsInside(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden, Point min,
-                    Point max) {
-  size_t inside = 0;
+// Up to 2,000 points of each shown series in pixels, each standing for `stride` points: enough to tell which
+// corner of the plot is emptiest.
+struct SampledPoint {
+  Point p;
+  size_t weight;
+};
+std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
+                                       const std::vector<bool>& hidden) {
+  const PixelMap toPixel(l);
+  std::vector<SampledPoint> out;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
     const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
-    for (size_t k = 0; k < n; k += stride) {
-      if (!std::isfinite(s.y[k])) continue;
-      const Point p = l.toPixel(s.x[k], s.y[k]);
-      inside += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? stride : 0;
-    }
+    for (size_t k = 0; k < n; k += stride)
+      if (std::isfinite(s.y[k])) out.push_back({toPixel(s.x[k], s.y[k]), stride});
   }
+  return out;
+}
+
+size_t pointsInside(std::span<const SampledPoint> points, Point min, Point max) {
+  size_t inside = 0;
+  for (const auto& [p, weight] : points)
+    inside += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? weight : 0;
   return inside;
 }
 
@@ -133,10 +179,11 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
                            {l.plotMin.x + inset, l.plotMin.y + inset},
                            {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset},
                            {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
+  const std::vector<SampledPoint> points = samplePoints(f, l, hidden);
   Point best = corners[0];
   size_t fewest = SIZE_MAX;
   for (const Point& c : corners) {
-    const size_t covered = pointsInside(f, l, hidden, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
+    const size_t covered = pointsInside(points, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
     if (covered < fewest) fewest = covered, best = c;
   }
   float y = best.y;
@@ -180,29 +227,29 @@ Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
   if (f.heatmap) return heatmapRange(f.heatmap->cols);
   if (f.xRange) return *f.xRange;
   if (!f.xCategories.empty()) return heatmapRange(static_cast<int64_t>(f.xCategories.size()));
-  std::vector<double> all;
+  RangeAccumulator r(f.xScale);
   for (size_t i = 0; i < f.series.size(); ++i)
-    if (!isHidden(hidden, i)) all.insert(all.end(), f.series[i].x.begin(), f.series[i].x.end());
-  for (const Marker& m : f.markers) all.push_back(m.x);
-  return dataRange(all, f.xScale, 0.02);
+    if (!isHidden(hidden, i)) r.add(f.series[i].x);
+  for (const Marker& m : f.markers) r.add(m.x);
+  return r.padded(0.02);
 }
 
 Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
   if (f.heatmap) return heatmapRange(f.heatmap->rows);
   if (f.yRange) return *f.yRange;
-  std::vector<double> all;
+  RangeAccumulator r(f.yScale);
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
-    all.insert(all.end(), s.y.begin(), s.y.end());
-    all.insert(all.end(), s.bandLow.begin(), s.bandLow.end());
-    all.insert(all.end(), s.bandHigh.begin(), s.bandHigh.end());
+    r.add(s.y);
+    r.add(s.bandLow);
+    r.add(s.bandHigh);
     for (size_t k = 0; k < s.error.size() && k < s.y.size(); ++k) {  // error bars reach y +- e
-      all.push_back(s.y[k] - s.error[k]);
-      all.push_back(s.y[k] + s.error[k]);
+      r.add(s.y[k] - s.error[k]);
+      r.add(s.y[k] + s.error[k]);
     }
   }
-  return dataRange(all, f.yScale, 0.05);
+  return r.padded(0.05);
 }
 
 namespace {
@@ -299,38 +346,35 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
     begin = begin > 0 ? begin - 1 : 0;
     end = std::min(n, end + 1);
   }
+  const PixelMap toPixel(l);
   const float width = l.plotMax.x - l.plotMin.x;
   const bool decimate = static_cast<float>(end - begin) > 2.0f * width;
+  out.reserve(decimate ? 2 * static_cast<size_t>(width) + 4 : end - begin);
+  // Decimated: per pixel column its lowest and highest points, in the order they come, so the stroke
+  // covers every value the column holds. The extremes are found on the values (the axis map is monotonic):
+  // only two points per column are mapped to pixels, and drawn.
   int column = INT32_MIN;
-  Point first{}, low{}, high{}, last{};
+  size_t low = 0, high = 0;
   auto flush = [&] {
     if (column == INT32_MIN) return;
-    out.push_back(first);
-    if (low.y < high.y) {  // keep vertical order of the extremes as they happened is not needed: min then max
-      out.push_back(low);
-      out.push_back(high);
-    } else {
-      out.push_back(high);
-      out.push_back(low);
-    }
-    out.push_back(last);
+    out.push_back(toPixel(s.x[std::min(low, high)], s.y[std::min(low, high)]));
+    if (low != high) out.push_back(toPixel(s.x[std::max(low, high)], s.y[std::max(low, high)]));
   };
   for (size_t i = begin; i < end; ++i) {
     if (!std::isfinite(s.y[i]) || (l.y.scale == Scale::Log10 && s.y[i] <= 0)) continue;
-    const Point p = l.toPixel(s.x[i], s.y[i]);
+    const float x = toPixel.x(s.x[i]);
     if (!decimate) {
-      out.push_back(p);
+      out.push_back({x, toPixel.y(s.y[i])});
       continue;
     }
-    const int c = static_cast<int>(std::floor(p.x));
+    const int c = static_cast<int>(std::floor(x));
     if (c != column) {
       flush();
       column = c;
-      first = low = high = last = p;
+      low = high = i;
     } else {
-      if (p.y < low.y) low = p;
-      if (p.y > high.y) high = p;
-      last = p;
+      if (s.y[i] < s.y[low]) low = i;
+      if (s.y[i] > s.y[high]) high = i;
     }
   }
   if (decimate) flush();

@@ -3,6 +3,7 @@
 #include <GL/gl.h>
 #include <imgui_internal.h>  // ImTextCharFromUtf8
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <vector>
@@ -111,7 +112,10 @@ void ImGuiCanvas::polyline(std::span<const Point> points, Rgb color, float width
   std::vector<ImVec2> v;
   v.reserve(points.size());
   for (const Point& p : points) v.push_back(im(p));
-  m_list->AddPolyline(v.data(), static_cast<int>(v.size()), toImColor(color), 0, width);
+  // A whole-pixel width lets ImGui antialias from its baked line texture: 2 vertices a point instead of 4,
+  // which is what a software GL (llvmpipe) spends its time on with ten 20,000-point curves on screen.
+  m_list->AddPolyline(v.data(), static_cast<int>(v.size()), toImColor(color), 0,
+                      std::max(1.0f, std::round(width)));
 }
 
 void ImGuiCanvas::rect(Point min, Point max, Rgb color, float width) {

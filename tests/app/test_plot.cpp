@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 
 #include "app/export/figure_export.hpp"
@@ -57,6 +59,14 @@ TEST(Axis, LogTicksAtDecadesWithMinors) {
   EXPECT_LE(values(niceTicks({Scale::Log10, {1e-12, 1e3}}, 5)).size(), 6u);
   // Less than a decade falls back to linear ticks inside it.
   EXPECT_FALSE(values(niceTicks({Scale::Log10, {2, 8}}, 5)).empty());
+  // One decade inside (0.3 to 3, a loss curve): the 2s, 3s and 5s are labelled as well as the 1.
+  std::vector<std::string> labels;
+  for (const Tick& t : niceTicks({Scale::Log10, {0.3, 3}}, 6))
+    if (!t.label.empty()) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"0.3", "0.5", "1", "2", "3"}));
+  // Two decades or more: only the decades are labelled.
+  for (const Tick& t : niceTicks({Scale::Log10, {0.05, 20}}, 6))
+    EXPECT_EQ(t.label.empty(), !t.major) << t.value;
 }
 
 TEST(Axis, TransformsRoundTripAndLabelsAreCompact) {
@@ -161,6 +171,35 @@ TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
   // Zoomed in, only the visible part is processed and no decimation is needed.
   const FigureLayout zoomed = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500}, Range{1000, 1100});
   EXPECT_LE(decimatedPolyline(s, zoomed).size(), 103u);
+}
+
+// Decimation keeps, per pixel column, exactly the extremes that drawing every point would reach: checked
+// against FigureLayout::toPixel of all 60,000 points of a noisy curve on a log axis.
+TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
+  Series s;
+  std::mt19937 rng(3);
+  std::lognormal_distribution<double> noise(0, 0.3);
+  for (int i = 0; i < 60000; ++i) {
+    s.x.push_back(i + 1);
+    s.y.push_back(3.0 * std::pow(i + 1.0, -0.2) * noise(rng));
+  }
+  Figure f;
+  f.yScale = Scale::Log10;
+  f.series.push_back(s);
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400});
+  std::map<int, std::pair<float, float>> expected, got;  // column -> (top, bottom) pixel
+  auto note = [](std::map<int, std::pair<float, float>>& m, Point p) {
+    auto [it, fresh] = m.try_emplace(static_cast<int>(std::floor(p.x)), p.y, p.y);
+    it->second = {std::min(it->second.first, p.y), std::max(it->second.second, p.y)};
+  };
+  for (size_t i = 0; i < s.x.size(); ++i) note(expected, l.toPixel(s.x[i], s.y[i]));
+  for (const Point& p : decimatedPolyline(s, l)) note(got, p);
+  ASSERT_EQ(got.size(), expected.size());
+  for (const auto& [column, extent] : expected) {
+    EXPECT_NEAR(got[column].first, extent.first, 1e-3) << "column " << column;
+    EXPECT_NEAR(got[column].second, extent.second, 1e-3) << "column " << column;
+  }
 }
 
 TEST(Figures, MovingAverageIsDebiased) {
