@@ -129,4 +129,15 @@ bool RunBook::anyTraining() const {
   });
 }
 
+bool RunBook::remove(const RunEntry* run) {
+  const auto it = std::find_if(m_runs.begin(), m_runs.end(), [&](const auto& r) { return r.get() == run; });
+  if (it == m_runs.end()) return false;
+  if ((*it)->controller) {
+    const RunState s = (*it)->controller->state();
+    if (s == RunState::Running || s == RunState::Paused || s == RunState::Preparing) return false;
+  }
+  m_runs.erase(it);
+  return true;
+}
+
 }  // namespace sharelens::gui

@@ -15,6 +15,8 @@
 #include "app/gui/workspace.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
+#include "core/run_dir.hpp"
+#include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -190,6 +192,40 @@ TEST(RunBook, ARunRecordWithoutItsFieldsIsLabelledByItsDirectoryAndAWrongTypeIsA
   EXPECT_THROW(book.attach(bad / "nothing-here"), Error);
   fs::remove_all(dir);
   fs::remove_all(bad);
+}
+
+// Taking a run off the monitor never loses progress: a run still training (or paused) is refused until it
+// has stopped, and removing keeps the run's directory on disk.
+TEST(RunBook, ARunIsRemovedOnlyOnceItHasStoppedAndItsDirectoryStays) {
+  const fs::path dir = sharelens::testing::makeTempDir("runbook-remove");
+  TrainConfig c;
+  c.steps = 100000;
+  c.batchSize = 4;
+  c.evalEvery = 100000;
+  c.checkpointEvery = 100000;
+  c.threads = 1;
+  gui::RunBook book;
+  book.launch(debugTopology(), c, dir / "run", /*withBaseline=*/false);
+  ASSERT_EQ(book.runs().size(), 1u);
+  gui::RunEntry* run = book.runs()[0].get();
+  auto waitFor = [](auto predicate) {
+    for (int i = 0; i < 1200 && !predicate(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return predicate();
+  };
+  ASSERT_TRUE(waitFor([&] { return run->controller->state() == RunState::Running; }))
+      << run->controller->message();
+  EXPECT_FALSE(book.remove(run)) << "a training run was taken off the monitor";
+  run->controller->pause();
+  ASSERT_TRUE(waitFor([&] { return run->controller->state() == RunState::Paused; }));
+  EXPECT_FALSE(book.remove(run)) << "a paused run was taken off the monitor";
+  run->controller->requestStop();
+  ASSERT_TRUE(waitFor([&] { return run->controller->state() == RunState::Stopped; }));
+  EXPECT_TRUE(book.remove(run));
+  EXPECT_TRUE(book.runs().empty());
+  EXPECT_TRUE(isRunDirectory(dir / "run")) << "removing deleted the run's files";
+  EXPECT_TRUE(latestCheckpoint(dir / "run").has_value()) << "stopping wrote a checkpoint";
+  EXPECT_FALSE(book.remove(run)) << "a run no longer in the book";
+  fs::remove_all(dir);
 }
 
 TEST(RunBook, TheDirectoryOfACompareRunAttachesBothRuns) {

@@ -3,6 +3,9 @@
 // overlays labelled by topology, and pause / resume / stop / checkpoint-now for embedded runs.
 #include <imgui.h>
 
+#include <map>
+#include <optional>
+
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -111,23 +114,34 @@ class TrainingPanel : public View {
     return out;
   }
 
+  // One row per run: what it is (topology, directory, parameters, rho, FLOPs per token, from its run.json),
+  // where it is (state, progress, latest numbers, last checkpoint) and what can be done with it.
   void drawRunTable(AppContext& ctx) {
     if (!ImGui::BeginTable(
-            "##runs", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY,
-            ImVec2(0, std::min(200.0f, 34.0f + 26.0f * static_cast<float>(ctx.runs.runs().size())))))
+            "##runs", 9,
+            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
+                ImGuiTableFlags_Resizable,
+            ImVec2(0, std::min(220.0f, 34.0f + 42.0f * static_cast<float>(ctx.runs.runs().size())))))
       return;
     // Fixed columns fit their content (the controls must never be clipped); the rest share what is left.
     const ImGuiStyle& style = ImGui::GetStyle();
     const float controlsWidth = ImGui::CalcTextSize("resume checkpoint now stop analyse").x +
                                 8 * style.FramePadding.x + 3 * style.ItemSpacing.x;
-    ImGui::TableSetupColumn("show", ImGuiTableColumnFlags_WidthFixed,
-                            ImGui::CalcTextSize("show").x + style.CellPadding.x);
+    auto fixed = [&](const char* name, const char* widest) {
+      ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed,
+                              ImGui::CalcTextSize(widest).x + 2 * style.CellPadding.x);
+    };
+    fixed("show", "show");
     ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 2.0f);
-    ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    fixed("params", "000.0M");
+    fixed("rho", "0.000");
+    fixed("FLOP/tok", "000.0M");
+    ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 0.8f);
     ImGui::TableSetupColumn("progress", ImGuiTableColumnFlags_WidthFixed, 160.0f);
     ImGui::TableSetupColumn("latest", ImGuiTableColumnFlags_WidthStretch, 1.5f);
     ImGui::TableSetupColumn("controls", ImGuiTableColumnFlags_WidthFixed, controlsWidth);
     ImGui::TableHeadersRow();
+    const RunEntry* removed = nullptr;
     int id = 0;
     for (auto& r : ctx.runs.runs()) {
       ImGui::PushID(id++);
@@ -135,30 +149,11 @@ class TrainingPanel : public View {
       ImGui::TableNextColumn();
       ImGui::Checkbox("##show", &r->visible);
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(r->label.c_str());
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r->dir.c_str());
-      if (const size_t skipped = r->metrics.malformedLines(); skipped > 0) {
-        ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "(!)");
-        if (ImGui::IsItemHovered())
-          ImGui::SetTooltip(
-              "%zu line(s) of metrics.jsonl skipped: not JSON objects, or steps that are negative or "
-              "implausibly large",
-              skipped);
-      }
+      drawRunName(*r);
+      drawBudgetCells(*r);
       ImGui::TableNextColumn();
-      if (r->controller) {
-        const RunState s = r->controller->state();
-        ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
-        if ((s == RunState::Failed || s == RunState::Preparing) && ImGui::IsItemHovered())
-          ImGui::SetTooltip("%s", r->controller->message().c_str());
-        if (s == RunState::Failed)
-          ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r->controller->message().substr(0, 60).c_str());
-      } else {
-        ImGui::TextUnformatted(r->status.c_str());
-      }
+      drawState(*r);
       ImGui::TableNextColumn();
-      const auto& points = r->metrics.points();
       const float fraction =
           r->totalSteps > 0 ? static_cast<float>(r->lastStep()) / static_cast<float>(r->totalSteps) : 0.0f;
       char overlay[64];
@@ -166,48 +161,187 @@ class TrainingPanel : public View {
                     static_cast<long long>(r->totalSteps));
       ImGui::ProgressBar(fraction, ImVec2(160, 0), overlay);
       ImGui::TableNextColumn();
-      if (!points.empty()) {
-        const MetricPoint& last = points.back();
-        ImGui::Text("loss %.3f  %s tok/s", last.loss, humanCount(last.tokensPerSecond).c_str());
-        if (last.worldSize > 1) {  // a distributed run: its world size, and each rank's throughput on hover
-          ImGui::SameLine();
-          ImGui::TextDisabled("%d ranks", last.worldSize);
-          if (ImGui::IsItemHovered()) {
-            std::string perRank;
-            for (size_t i = 0; i < last.rankTokensPerSecond.size(); ++i)
-              perRank +=
-                  "rank " + std::to_string(i) + ": " + humanCount(last.rankTokensPerSecond[i]) + " tok/s\n";
-            ImGui::SetTooltip("data parallel over %d ranks (the step runs at the slowest)\n%s",
-                              last.worldSize, perRank.c_str());
-          }
-        }
-      }
+      drawLatest(*r);
       ImGui::TableNextColumn();
-      bool controlsDrawn = false;  // SameLine before a cell's first item would follow the previous column
-      if (r->controller) {
-        const RunState s = r->controller->state();
-        if (s == RunState::Running && ImGui::SmallButton("pause")) r->controller->pause();
-        if (s == RunState::Paused && ImGui::SmallButton("resume")) r->controller->resume();
-        if (s == RunState::Running || s == RunState::Paused) {
-          ImGui::SameLine();
-          if (ImGui::SmallButton("checkpoint now")) r->controller->checkpointNow();
-          ImGui::SameLine();
-          if (ImGui::SmallButton("stop")) r->controller->requestStop();
-          controlsDrawn = true;
-        }
-      }
-      if (r->latestCheckpoint >= 0) {
-        if (controlsDrawn) ImGui::SameLine();
-        if (ImGui::SmallButton("analyse")) {
-          ctx.workspace.follow(r->dir, ctx.settings.threshold);
-          ctx.showView(ViewId::Spectrum);
-        }
-      }
+      if (drawControls(ctx, *r)) removed = r.get();
       ImGui::PopID();
     }
     ImGui::EndTable();
+    drawStopConfirmation(ctx);
+    if (removed) {  // after the loop: the table iterated over the list
+      const std::string label = removed->label;
+      if (ctx.runs.remove(removed))
+        ctx.notify("removed " + label + " from the monitor (its directory stays)");
+    }
   }
 
+  static void drawRunName(const RunEntry& r) {
+    ImGui::TextUnformatted(r.label.c_str());
+    if (const size_t skipped = r.metrics.malformedLines(); skipped > 0) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "(!)");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "%zu line(s) of metrics.jsonl skipped: not JSON objects, or steps that are negative or "
+            "implausibly large",
+            skipped);
+    }
+    const std::filesystem::path shown = r.dir.parent_path().filename() / r.dir.filename();
+    ImGui::TextDisabled("%s", shown.c_str());  // the directory's last two parts, whole on hover
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r.dir.c_str());
+  }
+
+  // run.json's budget: total parameters, rho (the embedding's share) and training FLOPs per token; a dash
+  // until the run has written it, or when a hand-edited file holds something else.
+  static void drawBudgetCells(const RunEntry& r) {
+    auto number = [&](const char* key) -> std::optional<double> {
+      if (!r.record || !r.record->is_object()) return std::nullopt;
+      const auto p = r.record->find("parameters");
+      if (p == r.record->end() || !p->is_object()) return std::nullopt;
+      const auto v = p->find(key);
+      return v != p->end() && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+    };
+    const auto total = number("total"), rho = number("rho"), flops = number("train_flops_per_token");
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(total ? humanCount(*total).c_str() : "-");
+    if (total && ImGui::IsItemHovered()) ImGui::SetTooltip("%.0f parameters", *total);
+    ImGui::TableNextColumn();
+    if (rho)
+      ImGui::Text("%.3f", *rho);
+    else
+      ImGui::TextUnformatted("-");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("rho: the embedding's share of all parameters");
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(flops ? humanCount(*flops).c_str() : "-");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("training FLOPs per token (forward and backward)");
+  }
+
+  static void drawState(const RunEntry& r) {
+    if (!r.controller) {
+      ImGui::TextUnformatted(r.status.c_str());
+      return;
+    }
+    const RunState s = r.controller->state();
+    ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
+    if ((s == RunState::Failed || s == RunState::Preparing) && ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", r.controller->message().c_str());
+    if (s == RunState::Failed)
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r.controller->message().substr(0, 60).c_str());
+  }
+
+  void drawLatest(const RunEntry& r) {
+    const auto& points = r.metrics.points();
+    if (!points.empty()) {
+      const MetricPoint& last = points.back();
+      ImGui::Text("loss %.3f  %s tok/s", last.loss, humanCount(last.tokensPerSecond).c_str());
+      if (last.worldSize > 1) {  // a distributed run: its world size, and each rank's throughput on hover
+        ImGui::SameLine();
+        ImGui::TextDisabled("%d ranks", last.worldSize);
+        if (ImGui::IsItemHovered()) {
+          std::string perRank;
+          for (size_t i = 0; i < last.rankTokensPerSecond.size(); ++i)
+            perRank +=
+                "rank " + std::to_string(i) + ": " + humanCount(last.rankTokensPerSecond[i]) + " tok/s\n";
+          ImGui::SetTooltip("data parallel over %d ranks (the step runs at the slowest)\n%s", last.worldSize,
+                            perRank.c_str());
+        }
+      }
+    }
+    // The last checkpoint, and whether one asked for is still being written.
+    const auto asked = m_checkpointAsked.find(r.dir);
+    const bool waiting = asked != m_checkpointAsked.end() && r.latestCheckpoint < asked->second;
+    if (waiting)
+      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.3f, 1), "checkpoint asked at step %lld: writing...",
+                         static_cast<long long>(asked->second));
+    else if (r.latestCheckpoint >= 0)
+      ImGui::TextDisabled("checkpoint at step %lld", static_cast<long long>(r.latestCheckpoint));
+  }
+
+  // Returns true when the user asked to take the run off the monitor.
+  bool drawControls(AppContext& ctx, RunEntry& r) {
+    bool drawn = false;  // SameLine before a cell's first item would follow the previous column
+    auto next = [&] {
+      if (drawn) ImGui::SameLine();
+      drawn = true;
+    };
+    const RunState s = r.controller ? r.controller->state() : RunState::Finished;
+    const bool live = r.controller && (s == RunState::Running || s == RunState::Paused);
+    if (r.controller && s == RunState::Running && (next(), ImGui::SmallButton("pause")))
+      r.controller->pause();
+    if (r.controller && s == RunState::Paused && (next(), ImGui::SmallButton("resume")))
+      r.controller->resume();
+    if (live) {
+      next();
+      if (ImGui::SmallButton("checkpoint now")) {
+        r.controller->checkpointNow();
+        m_checkpointAsked[r.dir] = r.lastStep();
+        ctx.notify("checkpoint of " + r.label + " asked for at step " + std::to_string(r.lastStep()));
+      }
+      next();
+      if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
+    }
+    if (r.controller && s == RunState::Stopped && r.latestCheckpoint >= 0) {
+      next();
+      if (ImGui::SmallButton("continue")) {
+        try {
+          ctx.runs.resumeEmbedded(r.dir, recordedThreads(r));
+          ctx.notify("continuing " + r.label + " from step " + std::to_string(r.latestCheckpoint));
+        } catch (const Error& e) {
+          ctx.reportError(e.what());
+        }
+      }
+    }
+    if (r.latestCheckpoint >= 0) {
+      next();
+      if (ImGui::SmallButton("analyse")) {
+        ctx.workspace.follow(r.dir, ctx.settings.threshold);
+        ctx.showView(ViewId::Spectrum);
+      }
+    }
+    if (!live && !(r.controller && s == RunState::Preparing)) {
+      next();
+      if (ImGui::SmallButton("remove")) return true;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("take the run off the monitor; its directory stays");
+    }
+    return false;
+  }
+
+  // The threads the run was started with (run.json's config), so a continued run keeps its pace.
+  static int recordedThreads(const RunEntry& r) {
+    if (!r.record || !r.record->is_object()) return 1;
+    const auto config = r.record->find("config");
+    if (config == r.record->end() || !config->is_object()) return 1;
+    const auto threads = config->find("threads");
+    return threads != config->end() && threads->is_number_integer()
+               ? static_cast<int>(std::clamp<int64_t>(threads->get<int64_t>(), 1, 256))
+               : 1;
+  }
+
+  void drawStopConfirmation(AppContext& ctx) {
+    if (!m_confirmStop.empty()) {
+      ImGui::OpenPopup("Stop run?");
+      m_stopping = m_confirmStop;
+      m_confirmStop.clear();
+    }
+    if (!ImGui::BeginPopupModal("Stop run?", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    RunEntry* r = ctx.runs.find(m_stopping);
+    if (r && r->controller) {
+      ImGui::Text("Stop %s at step %lld?", r->label.c_str(), static_cast<long long>(r->lastStep()));
+      ImGui::TextDisabled("A checkpoint is written first; \"continue\" resumes the run from it.");
+      if (ImGui::Button("Stop")) {
+        r->controller->requestStop();
+        ctx.notify("stopping " + r->label + " (writing its checkpoint)");
+        ImGui::CloseCurrentPopup();
+      }
+      ImGui::SameLine();
+    }
+    if (ImGui::Button(r ? "Keep training" : "Close")) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+
+  std::filesystem::path m_confirmStop, m_stopping;  // the run the Stop popup is asking about
+  std::map<std::filesystem::path, int64_t>
+      m_checkpointAsked;  // run -> step at which "checkpoint now" was pressed
   plot::RunMetric m_metric = plot::RunMetric::Loss;
   plot::RunAxis m_axis = plot::RunAxis::Step;
   float m_smoothing = 0.6f;
