@@ -17,7 +17,22 @@ Json layerJson(const LayerView& layer) {
     if (layer.norm[slot]) norms.push_back(normSlotName(static_cast<NormSlot>(slot)));
   for (Proj p : kAllProjs)
     if (layer.bias[static_cast<int>(p)]) biases.push_back(projName(p));
-  return {{"index", layer.index}, {"roles", roles}, {"norms", norms}, {"biases", biases}};
+  // The stored block a projection's weight comes from ("attn_blocks.2" for attn_blocks.2.wq): layers that
+  // share weights name the same block.
+  auto source = [&](std::initializer_list<Proj> projs) -> Json {
+    for (Proj p : projs)
+      if (layer.has(p) && !layer.at(p).terms.empty()) {
+        const std::string& tensor = layer.at(p).terms.front().left.tensor;
+        return tensor.substr(0, tensor.rfind('.'));
+      }
+    return nullptr;
+  };
+  return {{"index", layer.index},
+          {"roles", roles},
+          {"norms", norms},
+          {"biases", biases},
+          {"attention_source", source({Proj::Q, Proj::K})},
+          {"ffn_source", source({Proj::Up, Proj::Down})}};
 }
 
 std::string padRight(std::string s, size_t width) {

@@ -9,7 +9,7 @@ namespace sharelens::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"inspect", "sharelens inspect PATH [--json FILE]",
+      {"inspect", "sharelens inspect PATH [--json FILE] [--tensor NAME [--bins N]]",
        "family, config, tensors, parameters by role and the per-layer view of a checkpoint", runInspect},
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},

@@ -12,6 +12,7 @@
 #include "core/corpus.hpp"
 #include "core/fault_injection.hpp"
 #include "core/hash.hpp"
+#include "core/inspect_report.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -133,6 +134,17 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   // The checkpoint opens in the model views (a shared topology: ShareLens family).
   const auto ckpt = Checkpoint::open(resolveModelPath(dir / "run"));
   EXPECT_EQ(openModelView(*ckpt).family, Family::ShareLens);
+  // The inspect report (the Model view's layer table) names the block each layer's weights come from, as
+  // the topology assigns them.
+  const Json report = inspectCheckpoint(*ckpt);
+  const Topology t = debugTopology();
+  ASSERT_EQ(report["layers"].size(), t.attention.assign.size());
+  for (size_t l = 0; l < t.attention.assign.size(); ++l) {
+    const std::string attention = report["layers"][l]["attention_source"],
+                      ffn = report["layers"][l]["ffn_source"];
+    EXPECT_EQ(attention.substr(attention.rfind('.') + 1), std::to_string(t.attention.assign[l])) << attention;
+    EXPECT_EQ(ffn.substr(ffn.rfind('.') + 1), std::to_string(t.ffn.assign[l])) << ffn;
+  }
   fs::remove_all(dir);
 }
 

@@ -1,10 +1,18 @@
-// Model: what the checkpoint is -- family, shape, parameters by role, every tensor, the per-layer view.
+// Model: what the checkpoint is -- family, shape, parameters by role, every tensor, the per-layer view, and
+// the chosen tensor in detail (statistics over every element, histogram, first values; Netron's pane).
 #include <imgui.h>
 
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+
 #include "app/gui/view.hpp"
+#include "app/plot/plot_widget.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
+#include "core/tensor_summary.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -22,8 +30,9 @@ class ModelPanel : public View {
     if (m.path != m_shownPath) {
       m_shownPath = m.path;
       const std::filesystem::path model = runDirectoryOf(m.path).value_or(m.path);
-      if (model != m_filteredModel) m_filter[0] = 0;
+      if (model != m_filteredModel) m_filter[0] = 0, m_details.reset();
       m_filteredModel = model;
+      if (m_details) summarize(ctx, m, m_details->name);  // the same tensor at the newly shown checkpoint
     }
     const Json& r = *m.report;
     ImGui::Text("%s", m.path.c_str());
@@ -46,7 +55,8 @@ class ModelPanel : public View {
       drawParameters(r);
       drawLayers(r);
       ImGui::TableNextColumn();
-      drawTensors(r);
+      drawTensors(ctx, m, r);
+      drawDetails(ctx);
       ImGui::EndTable();
     }
   }
@@ -71,38 +81,59 @@ class ModelPanel : public View {
       }
   }
 
+  // One row per layer. A model whose layers share weights (a ShareLens topology) gets a column naming the
+  // stored block each layer's attention and FFN come from, so Cycle or Sequence can be read off the table.
   static void drawLayers(const Json& r) {
     if (!r.contains("layers")) return;
     drawSectionHeader("layers");
-    if (ImGui::BeginTable("layers", 4,
+    auto text = [](const Json& v) { return v.is_string() ? v.get<std::string>() : std::string("-"); };
+    std::map<std::string, int> uses;
+    for (const Json& layer : r["layers"])
+      for (const char* key : {"attention_source", "ffn_source"})
+        if (layer.contains(key) && layer[key].is_string()) ++uses[layer[key].get<std::string>()];
+    const bool shared = std::any_of(uses.begin(), uses.end(), [](const auto& u) { return u.second > 1; });
+    if (ImGui::BeginTable("layers", shared ? 5 : 4,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV,
                           ImVec2(0, 260))) {
-      ImGui::TableSetupColumn("layer");
-      ImGui::TableSetupColumn("projections");
-      ImGui::TableSetupColumn("norms");
-      ImGui::TableSetupColumn("biases");
+      ImGui::TableSetupColumn("layer", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("layer").x);
+      if (shared)
+        ImGui::TableSetupColumn("block (attention / FFN)", ImGuiTableColumnFlags_WidthStretch, 2.2f);
+      ImGui::TableSetupColumn("projections", ImGuiTableColumnFlags_WidthStretch, 1.6f);
+      ImGui::TableSetupColumn("norms", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+      ImGui::TableSetupColumn("biases", ImGuiTableColumnFlags_WidthStretch, 0.6f);
       ImGui::TableHeadersRow();
       for (const Json& layer : r["layers"]) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::Text("%lld", layer["index"].get<long long>());
+        if (shared) {
+          ImGui::TableNextColumn();
+          const std::string attention = text(layer.value("attention_source", Json())),
+                            ffn = text(layer.value("ffn_source", Json()));
+          ImGui::Text("%s / %s", attention.c_str(), ffn.c_str());
+          if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s is used by %d layers, %s by %d", attention.c_str(), uses[attention],
+                              ffn.c_str(), uses[ffn]);
+        }
         for (const char* key : {"roles", "norms", "biases"}) {
           ImGui::TableNextColumn();
-          std::string text;
-          for (const Json& v : layer[key]) text += v.get<std::string>() + " ";
-          ImGui::TextUnformatted(text.c_str());
+          std::string line;
+          for (const Json& v : layer[key]) line += v.get<std::string>() + " ";
+          ImGui::TextUnformatted(line.c_str());
         }
       }
       ImGui::EndTable();
     }
   }
 
-  void drawTensors(const Json& r) {
-    drawSectionHeader("tensors");
+  void drawTensors(AppContext& ctx, const LoadedModel& m, const Json& r) {
+    drawSectionHeader("tensors (click one for its details)");
     ImGui::SetNextItemWidth(-1);
     ImGui::InputTextWithHint("##filter", "filter tensors by name", m_filter, sizeof m_filter);
+    const float height = m_details ? std::max(120.0f, ImGui::GetContentRegionAvail().y - 330.0f) : 0.0f;
     if (ImGui::BeginTable("tensors", 4,
-                          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable)) {
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable,
+                          ImVec2(0, height))) {
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableSetupColumn("name");
       ImGui::TableSetupColumn("dtype");
@@ -120,7 +151,10 @@ class ModelPanel : public View {
           const Json& t = *rows[static_cast<size_t>(i)];
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(t["name"].get<std::string>().c_str());
+          const std::string name = t["name"].get<std::string>();
+          const bool chosen = m_details && m_details->name == name;
+          if (ImGui::Selectable(name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns) && !chosen)
+            summarize(ctx, m, name);
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(t["dtype"].get<std::string>().c_str());
           ImGui::TableNextColumn();
@@ -132,8 +166,96 @@ class ModelPanel : public View {
     }
   }
 
+  // The chosen tensor's details, computed on a job (a 128M-element embedding takes a while) into a state the
+  // completion shares, so that a view switching models meanwhile only drops it.
+  struct Details {
+    std::string name;
+    std::filesystem::path checkpoint;
+    std::optional<TensorSummary> summary;
+    plot::Figure histogram;
+    std::string error;
+  };
+
+  void summarize(AppContext& ctx, const LoadedModel& m, const std::string& name) {
+    if (!m.checkpoint->find(name)) {  // not in this checkpoint (another run's layout): nothing to show
+      m_details.reset();
+      return;
+    }
+    auto details = std::make_shared<Details>();
+    details->name = name;
+    details->checkpoint = m.path;
+    m_details = details;
+    m_histogramState = {};  // a new histogram starts unzoomed
+    ctx.jobs.submit(
+        "details of " + name,
+        [details, ckpt = m.checkpoint](const TaskContext& task) -> JobSystem::Completion {
+          TensorSummary s = summarizeTensor(*ckpt, details->name, 40, 16, task);
+          return [details, s = std::move(s)]() mutable {
+            details->histogram = histogramFigure(s);
+            details->summary = std::move(s);
+          };
+        },
+        [details](JobSystem::Status status, const std::string& error) {
+          if (status == JobSystem::Status::Failed) details->error = error;
+        });
+  }
+
+  static plot::Figure histogramFigure(const TensorSummary& s) {
+    plot::Figure f;
+    f.xLabel = "value";
+    f.yLabel = "elements";
+    f.legend = false;
+    plot::Series bars;
+    bars.style = plot::SeriesStyle::Bars;
+    const double width = (s.max - s.min) / static_cast<double>(std::max<size_t>(1, s.histogram.size()));
+    bars.barWidth = width > 0 ? width : 1.0;
+    for (size_t b = 0; b < s.histogram.size(); ++b) {
+      bars.x.push_back(s.min + (static_cast<double>(b) + 0.5) * width);
+      bars.y.push_back(static_cast<double>(s.histogram[b]));
+    }
+    f.series.push_back(std::move(bars));
+    return f;
+  }
+
+  void drawDetails(AppContext& ctx) {
+    if (!m_details) return;
+    const Details& d = *m_details;
+    drawSectionHeader(d.name.c_str());
+    if (!d.error.empty()) {
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", d.error.c_str());
+      return;
+    }
+    if (!d.summary) {
+      drawPending("reading every element");
+      return;
+    }
+    const TensorSummary& s = *d.summary;
+    ImGui::Text("%s %s, %s elements, %s", std::string(dtypeName(s.dtype)).c_str(),
+                shapeToString(s.shape).c_str(), humanCount(static_cast<double>(s.numel)).c_str(),
+                humanBytes(static_cast<double>(s.bytes)).c_str());
+    ImGui::Text("min %.5g   max %.5g   mean %.5g   std %.5g", s.min, s.max, s.mean, s.std);
+    ImGui::Text("zeros %llu   NaN %llu   inf %llu", static_cast<unsigned long long>(s.zeros),
+                static_cast<unsigned long long>(s.nan), static_cast<unsigned long long>(s.infinite));
+    if (s.nan + s.infinite > 0) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "(statistics over the finite values)");
+    }
+    std::string preview = "first values:";
+    char number[32];
+    for (float v : s.preview) {
+      std::snprintf(number, sizeof number, "  %.3g", v);
+      preview += number;
+    }
+    ImGui::TextWrapped("%s", preview.c_str());
+    if (!s.histogram.empty())
+      plot::plotWidget("##tensor-histogram", d.histogram, m_histogramState, ImVec2(-1, 200), ctx.textures,
+                       ctx.style);
+  }
+
   char m_filter[128] = "";
   std::filesystem::path m_shownPath, m_filteredModel;
+  std::shared_ptr<Details> m_details;
+  plot::PlotState m_histogramState;
 };
 
 }  // namespace
