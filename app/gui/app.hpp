@@ -18,7 +18,7 @@ struct GuiOptions {
   int maxWaitSeconds = 120;               // screenshots wait at most this long for jobs
   std::optional<ViewId> view;             // tab to show first
   std::optional<std::string> frameStats;  // write p50/p99 UI-thread frame times (JSON) on exit
-  bool benchUi = false;                   // a 4096^2 heatmap and 10 x 20k-point curves on screen, a run training
+  bool benchUi = false;  // a 4096^2 heatmap and 10 x 20k-point curves on screen, a run training
   int width = 1600, height = 1000;
 };
 
