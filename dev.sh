@@ -24,7 +24,7 @@ APT_PACKAGES=(
   libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format-14
-  xvfb xauth libgl1-mesa-dri mesa-utils
+  xvfb xauth libgl1-mesa-dri mesa-utils xdotool
   python3 python3-torch python3-numpy
 )
 

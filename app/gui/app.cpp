@@ -1,5 +1,7 @@
 #include "app/gui/app.hpp"
 
+#include <GLFW/glfw3.h>
+
 #include <imgui.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "app/export/png.hpp"
 #include "app/gui/figure_size_picker.hpp"
 #include "app/gui/platform.hpp"
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/atomic_file.hpp"
@@ -100,6 +103,12 @@ class App {
   }
 
   int run() {
+    if (m_options.uiState) {
+      probe::enable(*m_options.uiState);
+      // Without a window manager (Xvfb) nothing gives the window focus, and ImGui's GLFW backend reads the
+      // pointer only in a focused window: a scripted click would go unseen.
+      glfwFocusWindow(m_platform.window());
+    }
     if (m_options.demo) startDemo();
     if (m_options.benchUi) startBenchUi();
     if (m_options.path) open(*m_options.path);
@@ -108,8 +117,8 @@ class App {
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
       if (m_options.screenshot || m_options.benchUi)
         m_platform.pollEvents();
-      else
-        m_platform.waitEvents(animating ? 0.05 : 0.5);
+      else  // a scripted test's clicks are seen at once, not on the next idle wake-up
+        m_platform.waitEvents(animating || m_options.uiState ? 0.05 : 0.5);
       const auto frameStart = Clock::now();
       m_jobs.drainCompletions();
       m_workspace.poll(m_settings.threshold);
@@ -132,7 +141,11 @@ class App {
         writePngRgba(*m_options.screenshot, image.width, image.height, image.pixels);
         break;
       }
+      probe::endFrame(m_platform.window(), frame, m_current ? m_current->name() : "");
       if (m_options.benchUi && frame + 1 >= m_options.frames) break;
+      if (m_options.exitAfterSeconds &&
+          Clock::now() - started > std::chrono::seconds(*m_options.exitAfterSeconds))
+        break;
     }
     if (m_options.frameStats) writeFrameStats(*m_options.frameStats);
     return 0;

@@ -20,6 +20,8 @@ struct GuiOptions {
   std::optional<std::string> frameStats;  // write p50/p99 UI-thread frame times (JSON) on exit
   bool benchUi = false;  // a 4096^2 heatmap and 10 x 20k-point curves on screen, a run training
   int width = 1600, height = 1000;
+  std::optional<std::string> uiState;   // scripted tests: widget positions and view state (app/gui/ui_probe)
+  std::optional<int> exitAfterSeconds;  // scripted tests: close the window after this long
 };
 
 int runGui(const GuiOptions& options);

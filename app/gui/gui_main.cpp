@@ -15,7 +15,7 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
     cli::Args args("",
                    "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
                    "[--frame-stats FILE.json] "
-                   "[--bench-ui --frames N] [--size WxH]",
+                   "[--bench-ui --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS]",
                    argv);
     GuiOptions o;
     o.demo = args.flag("demo");
@@ -33,6 +33,8 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
                      .hint = "name one of the main window's tabs (any case)"});
     }
     o.frameStats = args.option("frame-stats");
+    o.uiState = args.option("ui-state");
+    if (auto seconds = args.integer("exit-after", 1, 86400)) o.exitAfterSeconds = static_cast<int>(*seconds);
     if (auto size = args.option("size")) {
       const auto x = size->find('x');
       try {

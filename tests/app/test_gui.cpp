@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "core/checkpoint.hpp"
+#include "core/json_util.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -85,6 +87,89 @@ class Gui : public ::testing::Test {
   static fs::path s_dir;
 };
 fs::path Gui::s_dir;
+
+// Scripted input on the real window: the app runs visibly under Xvfb with --ui-state, which says where its
+// widgets are on the screen; xdotool moves the X pointer there and clicks, exactly as a person's mouse
+// would; the test then reads what the views hold. Skipped where xdotool is missing (CI installs it).
+class GuiInput : public Gui {
+ protected:
+  void SetUp() override {
+    if (runProcess("command -v xdotool").exitCode != 0) GTEST_SKIP() << "xdotool is not installed";
+  }
+  // Shell functions for the script: `waitfor TEXT` until the state file (spaces removed) holds TEXT;
+  // `click KEY` moves the pointer to the widget's centre as the state file gives it, and clicks.
+  static std::string helpers(const fs::path& state) {
+    const std::string s = shellQuote(state.string());
+    return "flat() { tr -d ' \\n' < " + s +
+           " 2>/dev/null; }\n"
+           "waitfor() { for i in $(seq 300); do flat | grep -qF \"$1\" && return 0; sleep 0.2; done; "
+           "echo \"timed out waiting for $1\" >&2; flat >&2; return 1; }\n"
+           "pos() { /usr/bin/python3 -c 'import json, sys; x, y = "
+           "json.load(open(sys.argv[1]))[\"items\"][sys.argv[2]]; "
+           "print(x, y)' " +
+           s +
+           " \"$1\" 2>/dev/null; }\n"
+           "click() { xy=; for i in $(seq 300); do xy=$(pos \"$1\") && break; sleep 0.2; done; "
+           "[ -n \"$xy\" ] || { echo \"no widget $1 on screen\" >&2; flat >&2; return 1; }; "
+           "xdotool mousemove $xy; sleep 0.3; xdotool click 1; sleep 0.3; }\n";
+  }
+  static Json readState(const fs::path& state) {
+    std::ifstream in(state);
+    return Json::parse(in);
+  }
+};
+
+// Model view: clicking a tensor's row opens its details, computed over every element.
+TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
+  const fs::path state = s_dir / "ui-model.json";
+  const auto ckpt = Checkpoint::open(resolveModelPath(s_dir / "run"));
+  ASSERT_GE(ckpt->tensorNames().size(), 3u);
+  const std::string tensor = ckpt->tensorNames()[2];  // the third row, on screen without scrolling
+  const std::string script = helpers(state) + kBinary + " " + shellQuote((s_dir / "run").string()) +
+                             " --view model --exit-after 60 --ui-state " + shellQuote(state.string()) +
+                             " & app=$!\n"
+                             "click tensor/" +
+                             tensor +
+                             " || { kill $app; exit 3; }\n"
+                             "waitfor '\"ready\":true' || { kill $app; exit 4; }\n"
+                             "sleep 0.5; kill $app; wait $app; exit 0\n";
+  std::ofstream(s_dir / "model.sh") << script;
+  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "model.sh").string())));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json details = readState(state)["state"]["model/details"];
+  EXPECT_EQ(details["tensor"], tensor);
+  EXPECT_EQ(details["ready"], true);
+  EXPECT_EQ(details["numel"].get<uint64_t>(), ckpt->at(tensor).info->numel);
+  EXPECT_GT(details["std"].get<double>(), 0.0);
+}
+
+// Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.
+TEST_F(GuiInput, StopAsksBeforeStoppingARun) {
+  const fs::path state = s_dir / "ui-train.json", data = s_dir / "xdg";
+  const std::string script =
+      helpers(state) + "XDG_DATA_HOME=" + shellQuote(data.string()) +
+      " XDG_CONFIG_HOME=" + shellQuote(data.string()) + " " + kBinary +
+      " --demo --exit-after 120 --ui-state " + shellQuote(state.string()) +
+      " & app=$!\n"
+      "waitfor '\"state\":\"running\"' || { kill $app; exit 3; }\n"
+      "click 'run/demo-cycle-L6-U3/stop' || { kill $app; exit 4; }\n"
+      "click 'stop-dialog/keep' || { kill $app; exit 5; }\n"
+      "sleep 1; flat > " +
+      shellQuote((s_dir / "after-keep.json").string()) +
+      "\n"
+      "click 'run/demo-cycle-L6-U3/stop' || { kill $app; exit 6; }\n"
+      "click 'stop-dialog/stop' || { kill $app; exit 7; }\n"
+      "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"stopped\"' || { kill $app; exit 8; }\n"
+      "kill $app; wait $app; exit 0\n";
+  std::ofstream(s_dir / "train.sh") << script;
+  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "train.sh").string())));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::ifstream keep(s_dir / "after-keep.json");
+  const std::string afterKeep((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
+  EXPECT_NE(afterKeep.find("\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\""), std::string::npos)
+      << "Keep training stopped the run: " << afterKeep;
+  EXPECT_TRUE(latestCheckpoint(data / "sharelens" / "demo" / "model").has_value()) << "no checkpoint on stop";
+}
 
 TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   std::map<std::string, Image> shots;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/naming.hpp"
@@ -155,6 +156,7 @@ class ModelPanel : public View {
           const bool chosen = m_details && m_details->name == name;
           if (ImGui::Selectable(name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns) && !chosen)
             summarize(ctx, m, name);
+          probe::item("tensor/" + name);
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(t["dtype"].get<std::string>().c_str());
           ImGui::TableNextColumn();
@@ -220,6 +222,11 @@ class ModelPanel : public View {
   void drawDetails(AppContext& ctx) {
     if (!m_details) return;
     const Details& d = *m_details;
+    probe::state("model/details", {{"tensor", d.name},
+                                   {"ready", d.summary.has_value()},
+                                   {"numel", d.summary ? d.summary->numel : 0},
+                                   {"mean", d.summary ? d.summary->mean : 0.0},
+                                   {"std", d.summary ? d.summary->std : 0.0}});
     drawSectionHeader(d.name.c_str());
     if (!d.error.empty()) {
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", d.error.c_str());

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -143,7 +144,11 @@ class TrainingPanel : public View {
     ImGui::TableHeadersRow();
     const RunEntry* removed = nullptr;
     int id = 0;
+    Json runStates = Json::array();
     for (auto& r : ctx.runs.runs()) {
+      runStates.push_back(
+          {{"label", r->label},
+           {"state", r->controller ? std::string(runStateName(r->controller->state())) : r->status}});
       ImGui::PushID(id++);
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
@@ -167,6 +172,7 @@ class TrainingPanel : public View {
       ImGui::PopID();
     }
     ImGui::EndTable();
+    probe::state("training/runs", runStates);
     drawStopConfirmation(ctx);
     if (removed) {  // after the loop: the table iterated over the list
       const std::string label = removed->label;
@@ -279,6 +285,7 @@ class TrainingPanel : public View {
       }
       next();
       if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
+      probe::item("run/" + r.label + "/stop");
     }
     if (r.controller && s == RunState::Stopped && r.latestCheckpoint >= 0) {
       next();
@@ -300,7 +307,9 @@ class TrainingPanel : public View {
     }
     if (!live && !(r.controller && s == RunState::Preparing)) {
       next();
-      if (ImGui::SmallButton("remove")) return true;
+      const bool remove = ImGui::SmallButton("remove");
+      probe::item("run/" + r.label + "/remove");
+      if (remove) return true;
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("take the run off the monitor; its directory stays");
     }
     return false;
@@ -328,14 +337,18 @@ class TrainingPanel : public View {
     if (r && r->controller) {
       ImGui::Text("Stop %s at step %lld?", r->label.c_str(), static_cast<long long>(r->lastStep()));
       ImGui::TextDisabled("A checkpoint is written first; \"continue\" resumes the run from it.");
-      if (ImGui::Button("Stop")) {
+      const bool stop = ImGui::Button("Stop");
+      probe::item("stop-dialog/stop");
+      if (stop) {
         r->controller->requestStop();
         ctx.notify("stopping " + r->label + " (writing its checkpoint)");
         ImGui::CloseCurrentPopup();
       }
       ImGui::SameLine();
     }
-    if (ImGui::Button(r ? "Keep training" : "Close")) ImGui::CloseCurrentPopup();
+    const bool keep = ImGui::Button(r ? "Keep training" : "Close");
+    probe::item("stop-dialog/keep");
+    if (keep) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 

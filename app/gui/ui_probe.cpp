@@ -1,0 +1,75 @@
+#include "app/gui/ui_probe.hpp"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "core/atomic_file.hpp"
+
+namespace sharelens::gui::probe {
+namespace {
+
+struct Probe {
+  std::string path;
+  std::map<std::string, std::pair<float, float>> items;  // this frame's, in window pixels
+  Json facts = Json::object();
+  std::chrono::steady_clock::time_point lastWrite{};
+};
+
+Probe& instance() {
+  static Probe probe;
+  return probe;
+}
+
+}  // namespace
+
+void enable(std::string path) {
+  instance().path = std::move(path);
+}
+
+bool enabled() {
+  return !instance().path.empty();
+}
+
+void item(const std::string& key) {
+  if (!enabled()) return;
+  const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+  // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
+  // on its label rather than on a column border that would resize the table.
+  instance().items[key] = {min.x + std::min((max.x - min.x) / 2, 24.0f), (min.y + max.y) / 2};
+}
+
+void state(const std::string& key, Json value) {
+  if (enabled()) instance().facts[key] = std::move(value);
+}
+
+void endFrame(GLFWwindow* window, int frame, const std::string& view) {
+  Probe& p = instance();
+  if (p.path.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - p.lastWrite >= std::chrono::milliseconds(200)) {
+    p.lastWrite = now;
+    int x = 0, y = 0;
+    glfwGetWindowPos(window, &x, &y);  // items are drawn in window pixels: add where the window is
+    Json items = Json::object();
+    for (const auto& [key, at] : p.items)
+      items[key] = {static_cast<int>(at.first) + x, static_cast<int>(at.second) + y};
+    const ImVec2 mouse = ImGui::GetIO().MousePos;  // where ImGui saw the pointer (window pixels)
+    const Json out = {{"frame", frame},
+                      {"view", view},
+                      {"mouse", {static_cast<int>(mouse.x) + x, static_cast<int>(mouse.y) + y}},
+                      {"items", items},
+                      {"state", p.facts}};
+    try {
+      writeFileAtomically(p.path, out.dump(1) + "\n");
+    } catch (const std::exception&) {  // a test's file it cannot write: the window goes on
+    }
+  }
+  p.items.clear();  // only what this frame drew is clickable
+  p.facts = Json::object();
+}
+
+}  // namespace sharelens::gui::probe
