@@ -14,6 +14,7 @@
 #include "app/export/figure_export.hpp"
 #include "app/export/png.hpp"
 #include "app/gui/figure_size_picker.hpp"
+#include "app/gui/file_browser.hpp"
 #include "app/gui/platform.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
@@ -129,6 +130,7 @@ class App {
       m_context.style.fontSize = ImGui::GetFontSize();
       m_context.style.titleSize = ImGui::GetFontSize() * 1.1f;
       drawMainWindow();
+      if (const LoadedModel* m = m_workspace.current()) probe::state("workspace/model", m->path.string());
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
       if (capture) m_platform.captureNextFrame();
       m_platform.render();
@@ -386,6 +388,7 @@ class App {
     ImGui::SetNextItemWidth(640);
     const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path,
                                         ImGuiInputTextFlags_EnterReturnsTrue);
+    m_saveBrowser.draw(m_export->path, sizeof m_export->path, 200);
     const fs::path path = m_export->path;
     std::error_code ec;
     if (fs::exists(path, ec))
@@ -471,7 +474,8 @@ class App {
     ImGui::SetNextItemWidth(560);
     const bool enter =
         ImGui::InputText("##path", m_openPath, sizeof m_openPath, ImGuiInputTextFlags_EnterReturnsTrue);
-    if (ImGui::Button("Open") || enter) {
+    const bool chosen = m_openBrowser.draw(m_openPath, sizeof m_openPath, 280);
+    if (ImGui::Button("Open") || enter || chosen) {
       open(m_openPath);
       ImGui::CloseCurrentPopup();
     }
@@ -509,6 +513,8 @@ class App {
   Message m_status;
   bool m_showErrors = false, m_openDialog = false;
   char m_openPath[1024] = "";
+  FileBrowser m_openBrowser{{".safetensors", ".json"}, /*saving=*/false};
+  FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};
   std::vector<double> m_frameMs;
 };
 

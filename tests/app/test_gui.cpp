@@ -97,7 +97,7 @@ class GuiInput : public Gui {
     if (runProcess("command -v xdotool").exitCode != 0) GTEST_SKIP() << "xdotool is not installed";
   }
   // Shell functions for the script: `waitfor TEXT` until the state file (spaces removed) holds TEXT;
-  // `click KEY` moves the pointer to the widget's centre as the state file gives it, and clicks.
+  // `click KEY` moves the pointer to the widget as the state file gives it, and clicks; `dblclick KEY`.
   static std::string helpers(const fs::path& state) {
     const std::string s = shellQuote(state.string());
     return "flat() { tr -d ' \\n' < " + s +
@@ -111,7 +111,8 @@ class GuiInput : public Gui {
            " \"$1\" 2>/dev/null; }\n"
            "click() { xy=; for i in $(seq 300); do xy=$(pos \"$1\") && break; sleep 0.2; done; "
            "[ -n \"$xy\" ] || { echo \"no widget $1 on screen\" >&2; flat >&2; return 1; }; "
-           "xdotool mousemove $xy; sleep 0.3; xdotool click 1; sleep 0.3; }\n";
+           "xdotool mousemove $xy; sleep 0.3; xdotool click ${2:-} 1; sleep 0.3; }\n"
+           "dblclick() { click \"$1\" '--repeat 2 --delay 80'; }\n";
   }
   static Json readState(const fs::path& state) {
     std::ifstream in(state);
@@ -141,6 +142,25 @@ TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
   EXPECT_EQ(details["ready"], true);
   EXPECT_EQ(details["numel"].get<uint64_t>(), ckpt->at(tensor).info->numel);
   EXPECT_GT(details["std"].get<double>(), 0.0);
+}
+
+// File > Open (Ctrl+O) lists the home folder with run directories marked; a double-click on one opens it.
+TEST_F(GuiInput, TheOpenDialogsBrowserOpensARunWithADoubleClick) {
+  const fs::path state = s_dir / "ui-open.json";
+  const std::string script = helpers(state) + "HOME=" + shellQuote(s_dir.string()) + " " + kBinary +
+                             " --exit-after 60 --ui-state " + shellQuote(state.string()) +
+                             " & app=$!\n"
+                             "waitfor '\"frame\"' || { kill $app; exit 3; }\n"
+                             "sleep 0.5; xdotool key ctrl+o\n"
+                             "dblclick browser/run || { kill $app; exit 4; }\n"
+                             "waitfor '\"workspace/model\"' || { kill $app; exit 5; }\n"
+                             "sleep 0.3; kill $app; wait $app; exit 0\n";
+  std::ofstream(s_dir / "open.sh") << script;
+  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "open.sh").string())));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string model = readState(state)["state"]["workspace/model"];
+  EXPECT_EQ(fs::path(model).parent_path().parent_path(), s_dir / "run")
+      << model << ": not a checkpoint of the run";
 }
 
 // Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.

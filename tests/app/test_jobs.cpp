@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "app/gui/file_browser.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
 #include "app/gui/workspace.hpp"
@@ -146,6 +147,40 @@ TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
   ASSERT_TRUE(ended.status.has_value());
   EXPECT_EQ(*ended.status, JobSystem::Status::Cancelled);
   EXPECT_FALSE(completionRan);
+}
+
+// The file browser's listing: folders first, by name ignoring case; hidden entries and other file types
+// left out; run directories, model directories, checkpoints and topologies marked; an unreadable folder is a
+// named error.
+TEST(FileBrowser, ListsFoldersFirstMarksWhatOpensAndFiltersByExtension) {
+  const fs::path dir = sharelens::testing::makeTempDir("browser");
+  fs::create_directories(dir / "b-run");
+  std::ofstream(dir / "b-run" / "run.json") << "{}";
+  fs::create_directories(dir / "A-model");
+  std::ofstream(dir / "A-model" / "model.safetensors") << "x";
+  fs::create_directories(dir / "plain");
+  fs::create_directories(dir / ".hidden");
+  std::ofstream(dir / "Z.safetensors") << "12345";
+  std::ofstream(dir / "cycle.JSON") << "{}";
+  std::ofstream(dir / "notes.txt") << "n";
+  std::ofstream(dir / ".secret.json") << "{}";
+  const std::vector<std::string> extensions = {".safetensors", ".json"};
+  const auto entries = gui::listFolder(dir, extensions);
+  std::vector<std::string> names, kinds;
+  for (const auto& e : entries) names.push_back(e.name), kinds.push_back(e.kind);
+  EXPECT_EQ(names, (std::vector<std::string>{"A-model", "b-run", "plain", "cycle.JSON", "Z.safetensors"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"model", "run", "", "topology", "checkpoint"}));
+  EXPECT_TRUE(entries[0].folder);
+  EXPECT_FALSE(entries[3].folder);
+  EXPECT_EQ(entries[4].bytes, 5u);
+  EXPECT_EQ(gui::listFolder(dir, {}).size(), 6u) << "no filter: notes.txt too";
+  try {
+    gui::listFolder(dir / "missing", extensions);
+    FAIL() << "a missing folder was listed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(RunBook, AnAttachedRunShowsItsCurveItsEventsAndItsPlannedSteps) {

@@ -1,0 +1,144 @@
+#include "app/gui/file_browser.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/gui/ui_probe.hpp"
+#include "core/error.hpp"
+#include "core/naming.hpp"
+#include "core/run_dir.hpp"
+
+namespace sharelens::gui {
+namespace fs = std::filesystem;
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string kindOf(const fs::directory_entry& e) {
+  std::error_code ec;
+  if (e.is_directory(ec)) {
+    if (isRunDirectory(e.path())) return "run";
+    if (fs::exists(e.path() / "model.safetensors", ec) ||
+        fs::exists(e.path() / "model.safetensors.index.json", ec))
+      return "model";
+    return "";
+  }
+  const std::string ext = lower(e.path().extension().string());
+  if (ext == ".safetensors") return "checkpoint";
+  if (ext == ".json" && e.path().filename() != "config.json") return "topology";
+  return "";
+}
+
+}  // namespace
+
+std::vector<BrowserEntry> listFolder(const fs::path& dir, std::span<const std::string> extensions) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec)
+    throw Error({.what = "cannot list the folder",
+                 .where = dir.string(),
+                 .found = ec.message(),
+                 .hint = "type another path, or go up with .."});
+  std::vector<BrowserEntry> out;
+  for (const fs::directory_entry& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    BrowserEntry entry{name, e.is_directory(ec), kindOf(e), 0};
+    if (!entry.folder) {
+      const std::string ext = lower(e.path().extension().string());
+      if (!extensions.empty() && std::none_of(extensions.begin(), extensions.end(),
+                                              [&](const std::string& x) { return lower(x) == ext; }))
+        continue;
+      entry.bytes = e.file_size(ec);
+    }
+    out.push_back(std::move(entry));
+  }
+  std::sort(out.begin(), out.end(), [](const BrowserEntry& a, const BrowserEntry& b) {
+    if (a.folder != b.folder) return a.folder;
+    const std::string x = lower(a.name), y = lower(b.name);
+    return x != y ? x < y : a.name < b.name;
+  });
+  return out;
+}
+
+void FileBrowser::enter(const fs::path& folder) {
+  m_folder = folder;
+  m_error.clear();
+  try {
+    m_entries = listFolder(folder, m_extensions);
+  } catch (const Error& e) {
+    m_entries.clear();
+    m_error = e.what();
+  }
+}
+
+bool FileBrowser::draw(char* path, size_t capacity, float height) {
+  // The listing follows the field: a typed directory, else the folder of a typed file, else home.
+  if (m_folder.empty() || m_lastField != path) {
+    std::error_code ec;
+    const fs::path typed = path;
+    if (!typed.empty() && fs::is_directory(typed, ec))
+      enter(typed);
+    else if (!typed.empty() && typed.has_parent_path() && fs::is_directory(typed.parent_path(), ec))
+      enter(typed.parent_path());
+    else if (m_folder.empty())
+      enter(std::getenv("HOME") ? fs::path(std::getenv("HOME")) : fs::current_path(ec));
+    m_lastField = path;
+  }
+  ImGui::TextDisabled("%s", m_folder.c_str());
+  bool chosen = false;
+  auto put = [&](const fs::path& p) {
+    std::snprintf(path, capacity, "%s", p.c_str());
+    m_lastField = path;
+  };
+  if (ImGui::BeginChild("##browser", ImVec2(0, height), true)) {
+    if (m_folder.has_parent_path() && m_folder != m_folder.root_path() &&
+        ImGui::Selectable("..", false, ImGuiSelectableFlags_AllowDoubleClick) &&
+        (m_saving || ImGui::IsMouseDoubleClicked(0))) {
+      const fs::path name = fs::path(path).filename();
+      enter(m_folder.parent_path());
+      if (m_saving) put(m_folder / name);
+    }
+    if (!m_error.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", m_error.c_str());
+    for (const BrowserEntry& e : std::vector<BrowserEntry>(m_entries)) {  // a copy: entering replaces it
+      const std::string label = (e.folder ? "[" + e.name + "]" : e.name) + "##" + e.name;
+      const bool selected = m_folder / e.name == fs::path(path);
+      const bool clicked = ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick);
+      probe::item("browser/" + e.name);
+      if (clicked) {
+        if (m_saving && e.folder) {  // into the folder, same file name
+          const fs::path name = fs::path(path).filename();
+          enter(m_folder / e.name);
+          put(m_folder / name);
+          continue;
+        }
+        put(m_folder / e.name);
+        if (ImGui::IsMouseDoubleClicked(0)) {
+          if (e.folder && e.kind.empty())
+            enter(m_folder / e.name);
+          else
+            chosen = true;
+        }
+      }
+      if (!e.kind.empty()) {  // SameLine only before an item: an empty one would pull the next row up
+        ImGui::SameLine(ImGui::GetWindowWidth() * 0.62f);
+        ImGui::TextColored(ImVec4(0.45f, 0.75f, 1, 1), "%s", e.kind.c_str());
+      }
+      if (!e.folder) {
+        ImGui::SameLine(ImGui::GetWindowWidth() * 0.78f);
+        ImGui::TextDisabled("%s", humanBytes(static_cast<double>(e.bytes)).c_str());
+      }
+    }
+  }
+  ImGui::EndChild();
+  return chosen;
+}
+
+}  // namespace sharelens::gui
