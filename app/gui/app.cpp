@@ -131,6 +131,7 @@ class App {
       m_context.style.titleSize = ImGui::GetFontSize() * 1.1f;
       drawMainWindow();
       if (const LoadedModel* m = m_workspace.current()) probe::state("workspace/model", m->path.string());
+      if (const auto& run = m_workspace.followed()) probe::state("workspace/following", run->string());
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
       if (capture) m_platform.captureNextFrame();
       m_platform.render();

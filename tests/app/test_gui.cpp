@@ -163,6 +163,33 @@ TEST_F(GuiInput, TheOpenDialogsBrowserOpensARunWithADoubleClick) {
       << model << ": not a checkpoint of the run";
 }
 
+// Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
+TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
+  const fs::path state = s_dir / "ui-launch.json", data = s_dir / "xdg-launch";
+  const std::string script = helpers(state) + "XDG_DATA_HOME=" + shellQuote(data.string()) +
+                             " XDG_CONFIG_HOME=" + shellQuote(data.string()) + " " + kBinary + " " +
+                             shellQuote((s_dir / "run").string()) +
+                             " --view designer --exit-after 90 --ui-state " + shellQuote(state.string()) +
+                             " & app=$!\n"
+                             "waitfor '\"workspace/model\"' || { kill $app; exit 3; }\n"
+                             "click designer/launch || { kill $app; exit 4; }\n"
+                             "waitfor '\"state\":\"running\"' || { kill $app; exit 5; }\n"
+                             "sleep 0.5; flat > " +
+                             shellQuote((s_dir / "after-launch.json").string()) +
+                             "\n"
+                             "kill $app; wait $app; exit 0\n";
+  std::ofstream(s_dir / "launch.sh") << script;
+  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "launch.sh").string())));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::ifstream in(s_dir / "after-launch.json");
+  const Json after = Json::parse(in);
+  const std::string model = after["state"]["workspace/model"];
+  EXPECT_EQ(fs::path(model).parent_path().parent_path(), s_dir / "run") << "the views jumped to " << model;
+  EXPECT_EQ(after["state"]["workspace/following"], (s_dir / "run").string())
+      << "the views follow the launched run instead of the one opened";
+  EXPECT_EQ(after["view"], "Training");
+}
+
 // Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.
 TEST_F(GuiInput, StopAsksBeforeStoppingARun) {
   const fs::path state = s_dir / "ui-train.json", data = s_dir / "xdg";

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "core/error.hpp"
@@ -327,9 +328,17 @@ class DesignerPanel : public DesignerApi {
     m_batch = std::max(1, m_batch);
     for (bool baseline : {false, true}) {
       if (baseline) ImGui::SameLine();
-      if (ImGui::Button(baseline ? "Launch with baseline" : "Launch"))
-        launch(ctx, baseline, corpora[m_corpus]);
+      const bool clicked = ImGui::Button(baseline ? "Launch with baseline" : "Launch");
+      probe::item(baseline ? "designer/launch-with-baseline" : "designer/launch");
+      if (clicked) launch(ctx, baseline, corpora[m_corpus]);
     }
+    ImGui::SameLine();
+    ImGui::Checkbox("follow it in the analysis views", &m_followLaunched);
+    probe::item("designer/follow");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "the Model, Spectrum, Heads ... views switch to the new run and move with each checkpoint;\n"
+          "off, they keep what they show (\"analyse\" in the Training tab follows a run later)");
   }
 
   // Merge the incoming tied heads into the design, replace the design, or keep it.
@@ -421,7 +430,12 @@ class DesignerPanel : public DesignerApi {
         std::filesystem::path(ctx.settings.runsDirectory) / (m_topology.name + "-" + std::to_string(stamp));
     try {
       const auto modelRun = ctx.runs.launch(m_topology, c, dir, withBaseline);
-      ctx.workspace.follow(modelRun, ctx.settings.threshold);
+      // The analysis views move to the new run only when asked, or when they show nothing yet.
+      if (m_followLaunched || !ctx.workspace.current())
+        ctx.workspace.follow(modelRun, ctx.settings.threshold);
+      else
+        ctx.notify("launched " + m_topology.name + "; the analysis views keep " +
+                   ctx.workspace.current()->label + " (\"analyse\" in the Training tab follows the run)");
       ctx.showView(ViewId::Training);
     } catch (const Error& e) {
       ctx.reportError(e.what());
@@ -429,7 +443,8 @@ class DesignerPanel : public DesignerApi {
   }
 
   Topology m_topology;
-  Topology m_pending;  // a topology with tied heads waiting for merge-or-replace
+  bool m_followLaunched = false;  // the analysis views follow a launched run (always when they are empty)
+  Topology m_pending;             // a topology with tied heads waiting for merge-or-replace
   bool m_askPending = false;
   std::optional<Topology> m_baseline;  // of m_baselineKey's design
   std::string m_baselineKey, m_baselineProblem;
