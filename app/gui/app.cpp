@@ -82,6 +82,7 @@ class App {
     m_views.push_back(makeMasaView());
     m_views.push_back(makeDirectShareView());
     m_views.push_back(makeEmbeddingView());
+    m_views.push_back(makeEsdView());
     auto designer = makeDesignerView();
     m_designer = designer.get();
     m_views.push_back(std::move(designer));

@@ -59,6 +59,7 @@ std::unique_ptr<View> makeLayersView();
 std::unique_ptr<View> makeMasaView();
 std::unique_ptr<View> makeDirectShareView();
 std::unique_ptr<View> makeEmbeddingView();
+std::unique_ptr<View> makeEsdView();
 // The Designer as the app and the other views reach it: typed, so that nobody downcasts a View.
 class DesignerApi : public View {
  public:

@@ -14,11 +14,17 @@ struct Entry {
 };
 
 constexpr std::array kViews = {
-    Entry{ViewId::Model, "Model", true},         Entry{ViewId::Spectrum, "Spectrum", true},
-    Entry{ViewId::Heads, "Heads", true},         Entry{ViewId::Layers, "Layers", true},
-    Entry{ViewId::Masa, "MASA", true},           Entry{ViewId::DirectShare, "DirectShare", true},
-    Entry{ViewId::Embedding, "Embedding", true}, Entry{ViewId::Designer, "Designer", true},
-    Entry{ViewId::Training, "Training", true},   Entry{ViewId::Experiments, "Experiments", true},
+    Entry{ViewId::Model, "Model", true},
+    Entry{ViewId::Spectrum, "Spectrum", true},
+    Entry{ViewId::Heads, "Heads", true},
+    Entry{ViewId::Layers, "Layers", true},
+    Entry{ViewId::Masa, "MASA", true},
+    Entry{ViewId::DirectShare, "DirectShare", true},
+    Entry{ViewId::Embedding, "Embedding", true},
+    Entry{ViewId::Esd, "ESD", true},
+    Entry{ViewId::Designer, "Designer", true},
+    Entry{ViewId::Training, "Training", true},
+    Entry{ViewId::Experiments, "Experiments", true},
     Entry{ViewId::UiBench, "Benchmark", false},
 };
 

@@ -17,6 +17,7 @@ enum class ViewId : uint8_t {
   Masa,
   DirectShare,
   Embedding,
+  Esd,
   Designer,
   Training,
   Experiments,

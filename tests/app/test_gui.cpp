@@ -4,6 +4,7 @@
 #include <cairo.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -23,8 +24,8 @@ using testing::runProcess;
 using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
-const char* kViews[] = {"Model",       "Spectrum",  "Heads",    "Layers",  "MASA",
-                        "DirectShare", "Embedding", "Designer", "Training"};
+const char* kViews[] = {"Model", "Spectrum",    "Heads",     "Layers",   "MASA",
+                        "ESD",   "DirectShare", "Embedding", "Designer", "Training"};
 
 struct Image {
   int width = 0, height = 0;
@@ -188,6 +189,41 @@ TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   EXPECT_EQ(after["state"]["workspace/following"], (s_dir / "run").string())
       << "the views follow the launched run instead of the one opened";
   EXPECT_EQ(after["view"], "Training");
+}
+
+// ESD tab: clicking the alpha header sorts the matrices by their power-law alpha, smallest first (checked
+// against the report `sharelens analyze --esd` writes); a second click sorts largest first.
+TEST_F(GuiInput, TheEsdTableSortsByAlphaWhenItsHeaderIsClicked) {
+  const fs::path report = s_dir / "esd.json";
+  const auto analyzed = runProcess(kBinary + " analyze " + shellQuote((s_dir / "run").string()) +
+                                   " --esd --json " + shellQuote(report.string()));
+  ASSERT_EQ(analyzed.exitCode, 0) << analyzed.err;
+  std::ifstream in(report);
+  const Json esd = Json::parse(in)["esd"];
+  std::string smallest, largest;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Json& e : esd)
+    if (e["alpha"].is_number()) {
+      if (e["alpha"].get<double>() < lo) lo = e["alpha"], smallest = e["name"];
+      if (e["alpha"].get<double>() > hi) hi = e["alpha"], largest = e["name"];
+    }
+  ASSERT_FALSE(smallest.empty());
+  const fs::path state = s_dir / "ui-esd.json";
+  const std::string script = helpers(state) + kBinary + " " + shellQuote((s_dir / "run").string()) +
+                             " --view esd --exit-after 60 --ui-state " + shellQuote(state.string()) +
+                             " & app=$!\n"
+                             "click esd/header/alpha || { kill $app; exit 3; }\n"
+                             "waitfor '\"esd/first\":\"" +
+                             smallest +
+                             "\"' || { kill $app; exit 4; }\n"
+                             "click esd/header/alpha || { kill $app; exit 5; }\n"
+                             "waitfor '\"esd/first\":\"" +
+                             largest +
+                             "\"' || { kill $app; exit 6; }\n"
+                             "kill $app; wait $app; exit 0\n";
+  std::ofstream(s_dir / "esd.sh") << script;
+  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "esd.sh").string())));
+  EXPECT_EQ(r.exitCode, 0) << "smallest alpha " << smallest << ", largest " << largest << "\n" << r.err;
 }
 
 // Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.

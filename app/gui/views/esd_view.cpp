@@ -1,0 +1,200 @@
+// ESD: WeightWatcher's habits in ShareLens -- a sortable table of every weight matrix with its effective
+// rank, stable rank, spectral norm and the power-law alpha of its eigenvalue density (CSV export), the
+// chosen matrix's density with its fit, and alpha against the layer for every projection.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/matrix_metrics.hpp"
+#include "app/gui/ui_probe.hpp"
+#include "app/gui/view.hpp"
+#include "app/plot/figure_registry.hpp"
+#include "app/plot/plot_widget.hpp"
+#include "core/error.hpp"
+
+namespace sharelens::gui {
+namespace {
+
+enum Column { Matrix, Shape, EffectiveRank, StableRank, SpectralNorm, Alpha, Tail, Ks, LambdaMax, kColumns };
+
+double sortKey(const MatrixMetrics& m, int column) {
+  switch (column) {
+    case EffectiveRank:
+      return m.effectiveRank;
+    case StableRank:
+      return m.stableRank;
+    case SpectralNorm:
+      return m.spectralNorm;
+    case Alpha:
+      return m.alpha;
+    case Tail:
+      return static_cast<double>(m.tail);
+    case Ks:
+      return m.ks;
+    case LambdaMax:
+      return m.lambdaMax;
+    case Shape:
+      return static_cast<double>(m.rows) * static_cast<double>(m.cols);
+    default:
+      return static_cast<double>(m.layer);
+  }
+}
+
+class EsdPanel : public View {
+ public:
+  ViewId id() const override { return ViewId::Esd; }
+
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
+    const LoadedModel* m = ctx.workspace.current();
+    const AnalysisResult result = m ? m->results.result("esd") : nullptr;
+    if (!result) return {};
+    std::vector<std::pair<std::string, plot::Figure>> out = {
+        {"esd-alpha", plot::figureKind("esd-alpha").build(result, {})}};
+    if (m_chosen) out.emplace_back("esd", plot::figureKind("esd").build(result, *m_chosen));
+    return out;
+  }
+
+  void draw(AppContext& ctx) override {
+    drawStepSlider(ctx);
+    if (drawNoModelHint(ctx)) return;
+    const LoadedModel& m = *ctx.workspace.current();
+    if (!drawAnalysisState(ctx, m, "esd")) return;
+    const auto* esd = m.results.get<std::vector<MatrixEsd>>("esd");
+    const auto* spectra = m.results.get<std::vector<MatrixSpectrum>>("spectra");
+    std::vector<MatrixMetrics> rows = matrixMetrics(*esd, spectra);
+    if (rows.empty()) {
+      ImGui::TextDisabled("no weight matrices to describe");
+      return;
+    }
+    if (ImGui::SmallButton("Export table as CSV")) exportCsv(ctx, m, rows);
+    ImGui::SameLine();
+    ImGui::TextDisabled("%zu matrices; click a row for its density; click a header to sort", rows.size());
+    if (ImGui::BeginTable("##esd-split", 2, ImGuiTableFlags_Resizable)) {
+      ImGui::TableNextColumn();
+      drawTable(rows);
+      ImGui::TableNextColumn();
+      drawFigures(ctx, m);
+      ImGui::EndTable();
+    }
+  }
+
+ private:
+  void drawTable(std::vector<MatrixMetrics>& rows) {
+    if (!ImGui::BeginTable("##metrics", kColumns,
+                           ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
+                               ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV,
+                           ImVec2(0, ImGui::GetContentRegionAvail().y)))
+      return;
+    ImGui::TableSetupScrollFreeze(1, 1);
+    const char* names[kColumns] = {"matrix", "shape", "eff. rank", "stable rank", "||W||_2",
+                                   "alpha",  "tail",  "KS",        "lambda_max"};
+    float widestName = ImGui::CalcTextSize("matrix").x;
+    for (const MatrixMetrics& r : rows)
+      widestName = std::max(widestName, ImGui::CalcTextSize(r.name.c_str()).x);
+    ImGui::TableSetupColumn(
+        names[Matrix], ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_WidthFixed, widestName + 8);
+    for (int c = Matrix + 1; c < kColumns; ++c) ImGui::TableSetupColumn(names[c]);
+    ImGui::TableNextRow(ImGuiTableRowFlags_Headers);  // headers one by one: each is a probed click target
+    for (int c = 0; c < kColumns; ++c) {
+      ImGui::TableSetColumnIndex(c);
+      ImGui::TableHeader(names[c]);
+      probe::item(std::string("esd/header/") + names[c]);
+    }
+    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0) {
+      m_sortColumn = specs->Specs[0].ColumnIndex;
+      m_ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+    }
+    // NaN (no value) sorts last either way; ties keep the layer order.
+    std::stable_sort(rows.begin(), rows.end(), [&](const MatrixMetrics& a, const MatrixMetrics& b) {
+      const double x = sortKey(a, m_sortColumn), y = sortKey(b, m_sortColumn);
+      if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+      return m_ascending ? x < y : x > y;
+    });
+    auto cell = [](double v, const char* format) {
+      ImGui::TableNextColumn();
+      if (std::isfinite(v))
+        ImGui::Text(format, v);
+      else
+        ImGui::TextDisabled("-");
+    };
+    for (const MatrixMetrics& r : rows) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      const bool chosen = m_chosen && m_chosen->layer == r.layer && projName(m_chosen->proj) == r.proj;
+      if (ImGui::Selectable(r.name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns))
+        if (const auto proj = parseProj(r.proj)) {
+          plot::FigureParams p;
+          p.layer = r.layer;
+          p.proj = *proj;
+          m_chosen = p;
+          m_esdState = {};
+        }
+      probe::item("esd/" + r.name);
+      ImGui::TableNextColumn();
+      ImGui::Text("%lld x %lld", static_cast<long long>(r.rows), static_cast<long long>(r.cols));
+      cell(r.effectiveRank, "%.0f");
+      cell(r.stableRank, "%.2f");
+      cell(r.spectralNorm, "%.3g");
+      cell(r.alpha, "%.2f");
+      if (std::isfinite(r.alpha) && (r.alpha < 2 || r.alpha > 6) && ImGui::IsItemHovered())
+        ImGui::SetTooltip(r.alpha > 6
+                              ? "alpha above 6: under-trained in WeightWatcher's reading"
+                              : "alpha below 2: very heavy-tailed (over-fit in WeightWatcher's reading)");
+      cell(static_cast<double>(r.tail), "%.0f");
+      cell(r.ks, "%.3f");
+      cell(r.lambdaMax, "%.3g");
+    }
+    probe::state("esd/first", rows.front().name);  // what sorting put on top
+    ImGui::EndTable();
+  }
+
+  void drawFigures(AppContext& ctx, const LoadedModel& m) {
+    const AnalysisResult result = m.results.result("esd");
+    const float h = ImGui::GetContentRegionAvail().y;
+    if (m_chosen) {
+      try {
+        const plot::Figure f = plot::figureKind("esd").build(result, *m_chosen);
+        drawExportButtons(ctx, f, "esd", &m_esdState);
+        plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, h * 0.5f), ctx.textures, ctx.style);
+      } catch (const Error&) {  // the matrix is not in this checkpoint (another model): forget it
+        m_chosen.reset();
+      }
+    } else {
+      ImGui::TextDisabled("click a matrix in the table for its eigenvalue density and power-law fit");
+    }
+    const plot::Figure alpha = plot::figureKind("esd-alpha").build(result, {});
+    drawExportButtons(ctx, alpha, "esd-alpha", &m_alphaState);
+    plot::plotWidget("##esd-alpha", alpha, m_alphaState, ImVec2(-1, -1), ctx.textures, ctx.style);
+  }
+
+  static void exportCsv(AppContext& ctx, const LoadedModel& m, const std::vector<MatrixMetrics>& rows) {
+    try {
+      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
+      std::filesystem::create_directories(dir);
+      const auto path = defaultExportPath(dir, m.label, m.step, "matrix-metrics", "csv");
+      writeMatrixMetricsCsv(rows, path);
+      ctx.notify("wrote " + path.string());
+    } catch (const Error& e) {
+      ctx.reportError(e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
+      ctx.reportError(Error({.what = "cannot create the exports folder",
+                             .where = e.path1().string(),
+                             .found = e.code().message()})
+                          .what());
+    }
+  }
+
+  std::optional<plot::FigureParams> m_chosen;
+  int m_sortColumn = Matrix;
+  bool m_ascending = true;
+  plot::PlotState m_esdState, m_alphaState;
+};
+
+}  // namespace
+
+std::unique_ptr<View> makeEsdView() {
+  return std::make_unique<EsdPanel>();
+}
+
+}  // namespace sharelens::gui
