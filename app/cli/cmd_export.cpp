@@ -152,8 +152,14 @@ int runExport(Args& args) {
                    .where = "--metric",
                    .expected = "loss val_loss lr grad_norm tokens_per_s",
                    .found = metricText});
-    result = plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()),
-                                  plot::RunAxis::Step, 0.6);
+    // The training view's two panels on one page: the chosen metric beside the validation loss.
+    const std::vector<plot::Figure> panels = {
+        plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()), plot::RunAxis::Step,
+                             0.6),
+        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, plot::RunAxis::Step, 0)};
+    exportPanels(panels, out, options);
+    std::cout << "wrote " << out << "\n";
+    return 0;
   } else if (viewName == "rank-vs-step") {
     result = rankVsStepFigure(input, figure.matrices, quantity, params.threshold, ctx);
   } else if (viewName == "topology") {

@@ -36,22 +36,31 @@ constexpr FigureSizePreset kPresets[] = {
      {7 * kPointsPerInch, 3.5 * kPointsPerInch, 300, 9.0 / 13.0}},
 };
 
-// Lays the figure out in points on `canvas` (already scaled to its device) and draws it.
-void drawInPoints(Canvas& canvas, const Figure& figure, const ExportOptions& o) {
+// Lays the panels out in points on `canvas` (already scaled to its device), side by side, and draws them.
+void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o) {
   Style style = o.style;
   style.squareHeatmapCells = true;
   style.fontSize *= static_cast<float>(o.size.fontScale);
   style.titleSize *= static_cast<float>(o.size.fontScale);
-  const Point size{static_cast<float>(o.size.widthPt), static_cast<float>(o.size.heightPt)};
-  const FigureLayout layout = layoutFigure(figure, canvas, style, {0, 0}, size, o.xView, o.yView, o.hidden);
-  drawFigure(canvas, figure, layout, style, o.hidden);
+  const float width =
+      static_cast<float>(o.size.widthPt) / static_cast<float>(std::max<size_t>(1, panels.size()));
+  const Point size{width, static_cast<float>(o.size.heightPt)};
+  for (size_t i = 0; i < panels.size(); ++i) {
+    const bool first = i == 0;
+    const std::vector<bool> none;
+    const FigureLayout layout =
+        layoutFigure(panels[i], canvas, style, {width * static_cast<float>(i), 0}, size, o.xView,
+                     first ? o.yView : std::nullopt, first ? o.hidden : none);
+    drawFigure(canvas, panels[i], layout, style, first ? o.hidden : none);
+  }
 }
 
-void drawOnCairo(cairo_surface_t* surface, const Figure& figure, const ExportOptions& o, double scale) {
+void drawOnCairo(cairo_surface_t* surface, std::span<const Figure> panels, const ExportOptions& o,
+                 double scale) {
   cairo_t* cr = cairo_create(surface);
   cairo_scale(cr, scale, scale);
   CairoCanvas canvas(cr);
-  drawInPoints(canvas, figure, o);
+  drawInPoints(canvas, panels, o);
   cairo_destroy(cr);
 }
 
@@ -127,12 +136,17 @@ void validateFigureSize(const FigureSize& size, const std::string& where) {
 }
 
 void exportFigure(const Figure& figure, const std::filesystem::path& path, const ExportOptions& options) {
+  exportPanels(std::span<const Figure>(&figure, 1), path, options);
+}
+
+void exportPanels(std::span<const Figure> panels, const std::filesystem::path& path,
+                  const ExportOptions& options) {
   const ExportFormat format = exportFormatFor(path);
   validateFigureSize(options.size, path.string());
   AtomicFile file(path);
   if (format == ExportFormat::Svg) {
     SvgCanvas canvas(options.size.widthPt, options.size.heightPt);
-    drawInPoints(canvas, figure, options);
+    drawInPoints(canvas, panels, options);
     const std::string doc = canvas.document();
     file.write(doc.data(), doc.size());
     file.commit();
@@ -143,7 +157,7 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
                                                               options.size.pixelHeight())
                                  : cairo_pdf_surface_create_for_stream(
                                        writeToAtomicFile, &file, options.size.widthPt, options.size.heightPt);
-  drawOnCairo(surface, figure, options,
+  drawOnCairo(surface, panels, options,
               format == ExportFormat::Png ? options.size.dpi / kPointsPerInch : 1.0);
   cairo_status_t status = CAIRO_STATUS_SUCCESS;
   if (format == ExportFormat::Png)

@@ -52,6 +52,12 @@ struct ExportOptions {
 void exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
                   const ExportOptions& options = {});
 
+// Several figures side by side on one page, each in an equal share of its width (the training view's loss
+// and validation panels). The options' x range applies to every panel; its y range and hidden series to the
+// first, the one whose zoom they were taken from.
+void exportPanels(std::span<const plot::Figure> panels, const std::filesystem::path& path,
+                  const ExportOptions& options = {});
+
 // The name Save As offers: DIR/<model>-<step>-<view>.<ext> ("step" left out for a model that is not a run's
 // checkpoint), the model label reduced to [A-Za-z0-9._-], and -2, -3, ... appended when the file exists, so
 // an export never overwrites an earlier one unless the user names it.

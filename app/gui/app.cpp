@@ -69,8 +69,8 @@ class App {
                   [this](const Topology& t) { toDesigner(t); },
                   [this] { return m_designer->topology(); },
                   [this](ViewId v) { m_requestedView = v; },
-                  [this](const plot::Figure& f, const std::string& stem, const std::string& ext,
-                         const ExportOptions& o) { askExportPath(f, stem, ext, o); }} {
+                  [this](std::vector<plot::Figure> panels, const std::string& stem, const std::string& ext,
+                         const ExportOptions& o) { askExportPath(std::move(panels), stem, ext, o); }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
     std::error_code ec;
     fs::create_directories(Settings::file().parent_path(), ec);
@@ -327,7 +327,7 @@ class App {
       if (ImGui::BeginMenu("Export view", m_current != nullptr)) {
         for (auto& [stem, figure] : m_current->figures(m_context))
           for (const char* ext : {"png", "svg", "pdf"})
-            if (ImGui::MenuItem((stem + "." + ext + "...").c_str())) askExportPath(figure, stem, ext);
+            if (ImGui::MenuItem((stem + "." + ext + "...").c_str())) askExportPath({figure}, stem, ext);
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Start the demo")) startDemo();
@@ -368,13 +368,13 @@ class App {
 
   // Save As: the path is offered as <model>-<step>-<view>.<ext> in the exports folder (never an existing
   // file), and the user may change it before saving.
-  void askExportPath(const plot::Figure& figure, const std::string& stem, const std::string& ext,
+  void askExportPath(std::vector<plot::Figure> panels, const std::string& stem, const std::string& ext,
                      const ExportOptions& options = {}) {
     const fs::path dir = Settings::dataDirectory() / "exports";
     const LoadedModel* model = m_workspace.current();
     const fs::path path =
         defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
-    m_export = PendingExport{figure, options, {}};
+    m_export = PendingExport{std::move(panels), options, {}};
     std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
     m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it
   }
@@ -401,7 +401,7 @@ class App {
         if (path.has_parent_path()) fs::create_directories(path.parent_path());
         ExportOptions options = m_export->options;
         options.size = m_exportSize.size;
-        exportFigure(m_export->figure, path, options);
+        exportPanels(m_export->panels, path, options);
         notify("exported " + path.string());
       } catch (const Error& e) {
         error(e.what());
@@ -502,8 +502,8 @@ class App {
   std::vector<std::unique_ptr<View>> m_views;
   DesignerApi* m_designer = nullptr;  // one of m_views
   struct PendingExport {
-    plot::Figure figure;
-    ExportOptions options;  // the on-screen zoom and hidden series of an export button's plot
+    std::vector<plot::Figure> panels;  // one figure, or several side by side
+    ExportOptions options;             // the on-screen zoom and hidden series of an export button's plot
     char path[1024];
   };
   std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for

@@ -2,6 +2,8 @@
 // and hands the figures it shows to File > Export and `sharelens export`.
 #pragma once
 
+#include <span>
+
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -35,8 +37,9 @@ struct AppContext {
   std::function<void(const Topology&)> sendToDesigner;
   std::function<Topology()> designerTopology;  // what the Designer holds now
   std::function<void(ViewId)> showView;
-  // Save As for a figure (file stem, extension, the zoom seen on screen): the app asks for the path.
-  std::function<void(const plot::Figure&, const std::string&, const std::string&, const ExportOptions&)>
+  // Save As for a figure, or panels side by side on one page (file stem, extension, the zoom seen on
+  // screen): the app asks for the path.
+  std::function<void(std::vector<plot::Figure>, const std::string&, const std::string&, const ExportOptions&)>
       saveFigureAs;
 };
 
@@ -82,6 +85,9 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls // "computing
                                             // ..." with a spinner
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
+                       const plot::PlotState* state);
+// The same for panels side by side (the training view's two plots), the first panel's zoom kept.
+void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
                        const plot::PlotState* state);
 
 }  // namespace sharelens::gui

@@ -419,6 +419,34 @@ TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
   fs::remove_all(dir);
 }
 
+// Panels share a page side by side: each title is centred in its own half (the training export's loss and
+// validation loss).
+TEST(Export, PanelsShareThePageSideBySide) {
+  const fs::path dir = testing::makeTempDir("export-panels");
+  Figure left, right;
+  left.title = "Left panel";
+  right.title = "Right panel";
+  for (Figure* f : {&left, &right}) f->series.push_back({"s", {1, 2, 3}, {3, 1, 2}});
+  ExportOptions options;
+  options.size = parseFigureSize("double", "--size");  // 504 pt wide: panels of 252 pt
+  const std::vector<Figure> panels = {left, right};
+  exportPanels(panels, dir / "p.svg", options);
+  exportPanels(panels, dir / "p.png", options);
+  const std::string svg = slurp(dir / "p.svg");
+  auto titleX = [&](const std::string& title) {
+    const size_t end = svg.find(">" + title + "</text>");
+    if (end == std::string::npos) return -1.0;
+    const size_t x = svg.rfind("<text x=\"", end);
+    return std::stod(svg.substr(x + 9));
+  };
+  const double l = titleX("Left panel"), r = titleX("Right panel");
+  EXPECT_GT(l, 0);
+  EXPECT_LT(l, 252);
+  EXPECT_GT(r, 252) << "the second panel starts at half the page";
+  EXPECT_LT(r, 504);
+  fs::remove_all(dir);
+}
+
 // The SVG is well-formed XML whose text elements carry the figure's words (read by Python's own parser).
 TEST(Export, SvgIsWellFormedXmlToAnIndependentParser) {
   if (testing::runProcess("/usr/bin/python3 -c 'import xml.etree.ElementTree'").exitCode != 0)

@@ -98,6 +98,11 @@ void drawSectionHeader(const char* label) {
 
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
                        const plot::PlotState* state) {
+  drawExportButtons(ctx, std::span<const plot::Figure>(&figure, 1), stem, state);
+}
+
+void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
+                       const plot::PlotState* state) {
   for (const char* ext : {"png", "svg", "pdf"}) {
     ImGui::SameLine();
     const std::string label = std::string("Export ") + ext + "##" + stem;
@@ -108,7 +113,8 @@ void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::s
         o.yView = state->yView;
         o.hidden = state->hidden;
       }
-      ctx.saveFigureAs(figure, stem, ext, o);
+      ctx.saveFigureAs(std::vector<plot::Figure>(panels.begin(), panels.end()), stem, ext,
+                       o);  // copied on click
     }
   }
 }

@@ -64,10 +64,12 @@ class TrainingPanel : public View {
           "written by `sharelens train`.");
       return;
     }
-    const plot::Figure main = plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY);
-    const plot::Figure validation =
-        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY);
-    drawExportButtons(ctx, main, "training-" + metricStem(m_metric), &m_main);
+    // The chosen metric and the validation loss; exported together, side by side on one page.
+    const plot::Figure panels[] = {
+        plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY),
+        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY)};
+    const plot::Figure &main = panels[0], &validation = panels[1];
+    drawExportButtons(ctx, panels, "training-" + metricStem(m_metric), &m_main);
     ImGui::SameLine();
     if (ImGui::SmallButton("Export CSV")) exportCsv(ctx, curves);
     const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetContentRegionAvail().y;
