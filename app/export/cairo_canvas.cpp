@@ -169,11 +169,8 @@ void CairoCanvas::paintScaled(cairo_surface_t* image, Point min, Point max) {
 }
 
 cairo_surface_t* heatmapImage(const Heatmap& h) {
-  const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
-  return imageOf(static_cast<int>(h.cols), static_cast<int>(h.rows), [&](int x, int y) {
-    const float v = h.at(y, x);
-    return colormapColor(h.colormap, std::isnan(v) ? NAN : (v - h.vmin) / span);
-  });
+  return imageOf(static_cast<int>(h.cols), static_cast<int>(h.rows),
+                 [&](int x, int y) { return heatmapCellColor(h, h.at(y, x)); });
 }
 
 cairo_surface_t* colorbarImage(Colormap c) {

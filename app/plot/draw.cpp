@@ -196,6 +196,17 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
 
 }  // namespace
 
+Rgb heatmapCellColor(const Heatmap& h, float value) {
+  if (std::isnan(value)) return colormapColor(h.colormap, NAN);
+  if (!h.categories.empty()) {
+    const int index = static_cast<int>(std::lround(value));
+    return index >= 0 && index < static_cast<int>(h.categories.size()) ? seriesColor(index)
+                                                                       : colormapColor(h.colormap, NAN);
+  }
+  const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
+  return colormapColor(h.colormap, (value - h.vmin) / span);
+}
+
 Style Style::light() {
   return Style{};
 }
@@ -312,7 +323,12 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   for (const Tick& t : yTicks) widest = std::max(widest, canvas.textSize(t.label, style.fontSize).x);
   left += widest + kTickLength + 4;
   if (!f.yLabel.empty()) left += text + 6;
-  if (f.heatmap) {
+  if (f.heatmap && !f.heatmap->categories.empty()) {  // a legend of swatches: swatch, gap, widest name
+    float widestName = canvas.textSize(f.heatmap->colorbarLabel, style.fontSize).x;
+    for (const std::string& c : f.heatmap->categories)
+      widestName = std::max(widestName, kColorbarWidth + 6 + canvas.textSize(c, style.fontSize).x);
+    right += 10 + widestName + 6;
+  } else if (f.heatmap) {
     const float labelWidth = std::max(canvas.textSize(formatTick(f.heatmap->vmax, 0.01), style.fontSize).x,
                                       canvas.textSize(formatTick(f.heatmap->vmin, 0.01), style.fontSize).x);
     right += kColorbarWidth + 6 + labelWidth + (f.heatmap->colorbarLabel.empty() ? 0 : text + 8) + 6;
@@ -505,7 +521,24 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     c.text({l.origin.x + kPad, (l.plotMin.y + l.plotMax.y) / 2}, f.yLabel, style.foreground, style.fontSize,
            Align::Center, Align::Start, /*vertical=*/true);
 
-  if (f.heatmap && l.colorbarMin) {
+  if (f.heatmap && l.colorbarMin && !f.heatmap->categories.empty()) {  // categorical: one swatch per name
+    const Heatmap& h = *f.heatmap;
+    float y = l.colorbarMin->y;
+    if (!h.colorbarLabel.empty()) {
+      c.text({l.colorbarMin->x, y}, h.colorbarLabel, style.foreground, style.fontSize, Align::Start,
+             Align::Start);
+      y += text + 4;
+    }
+    for (size_t i = 0; i < h.categories.size() && y + text <= l.origin.y + l.size.y; ++i) {
+      const Point swatchMin{l.colorbarMin->x, y + 2},
+          swatchMax{l.colorbarMin->x + kColorbarWidth, y + text - 2};
+      c.fillRect(swatchMin, swatchMax, seriesColor(static_cast<int>(i)));
+      c.rect(swatchMin, swatchMax, style.frame, 1.0f);
+      c.text({swatchMax.x + 6, y + text / 2}, h.categories[i], style.foreground, style.fontSize, Align::Start,
+             Align::Center);
+      y += text + 3;
+    }
+  } else if (f.heatmap && l.colorbarMin) {
     const Heatmap& h = *f.heatmap;
     c.colorbar(*l.colorbarMin, *l.colorbarMax, h.colormap);
     c.rect(*l.colorbarMin, *l.colorbarMax, style.frame, 1.0f);

@@ -50,6 +50,9 @@ struct Heatmap {
   double vmin = 0, vmax = 1;
   std::string colorbarLabel;
   std::vector<std::string> rowLabels, colLabels;  // optional; shown when they fit
+  // Categorical: values are indices into these names (a topology's blocks), each cell coloured by the
+  // distinct run palette and explained by a legend of swatches instead of a colour bar.
+  std::vector<std::string> categories;
   float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
   // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept:
   // texture caches key on it, so two different maps never share a texture and an unchanged one is uploaded
@@ -57,6 +60,9 @@ struct Heatmap {
   uint64_t fingerprint() const;
   mutable uint64_t cachedFingerprint = 0;  // 0: not computed yet
 };
+
+// A cell's colour: the colormap over [vmin, vmax], or a category's palette colour; NaN is grey.
+Rgb heatmapCellColor(const Heatmap& h, float value);
 
 struct Figure {
   std::string title, subtitle;

@@ -540,6 +540,7 @@ Figure topologyFigure(const Topology& t) {
   h.vmin = 0;
   h.vmax = static_cast<double>(std::max<int64_t>(1, blocks - 1));
   h.colorbarLabel = "unique block";
+  for (int64_t b = 0; b < blocks; ++b) h.categories.push_back("block " + std::to_string(b));
   h.colLabels = {"attention", "FFN"};
   h.rowLabels = numbered("layer ", t.model.layers);
   f.heatmap = std::move(h);

@@ -40,7 +40,10 @@ TextureCache::~TextureCache() {
 }
 
 TextureCache::Key TextureCache::keyOf(const Heatmap& h) {
-  return {h.fingerprint(), static_cast<int>(h.colormap), h.vmin, h.vmax, h.rows, h.cols};
+  // A categorical map colours by category: keyed apart from the same values under a colormap.
+  const int coloring =
+      h.categories.empty() ? static_cast<int>(h.colormap) : -1 - static_cast<int>(h.categories.size());
+  return {h.fingerprint(), coloring, h.vmin, h.vmax, h.rows, h.cols};
 }
 
 ImTextureID TextureCache::heatmap(const Heatmap& h) {
@@ -48,10 +51,8 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
   auto it = m_textures.find(key);
   if (it == m_textures.end()) {
     std::vector<uint8_t> rgba(static_cast<size_t>(h.rows * h.cols * 4));
-    const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
     for (int64_t i = 0; i < h.rows * h.cols; ++i) {
-      const float v = h.values[static_cast<size_t>(i)];
-      const Rgb c = colormapColor(h.colormap, std::isnan(v) ? NAN : (v - h.vmin) / span);
+      const Rgb c = heatmapCellColor(h, h.values[static_cast<size_t>(i)]);
       rgba[static_cast<size_t>(4 * i)] = c.r, rgba[static_cast<size_t>(4 * i + 1)] = c.g,
                                    rgba[static_cast<size_t>(4 * i + 2)] = c.b;
       rgba[static_cast<size_t>(4 * i + 3)] = 255;

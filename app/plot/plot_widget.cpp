@@ -118,8 +118,11 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
             h.colLabels.empty() ? std::to_string(col) : h.colLabels[static_cast<size_t>(col)];
         ImGui::Text("%s  x  %s", rowName.c_str(), colName.c_str());
         const std::string quantity = h.colorbarLabel.empty() ? "value" : h.colorbarLabel;
-        if (std::isnan(h.at(row, col)))
+        const float v = h.at(row, col);
+        if (std::isnan(v))
           ImGui::TextDisabled("%s: %s", quantity.c_str(), h.missingMeaning.c_str());
+        else if (!h.categories.empty() && v >= 0 && v < static_cast<float>(h.categories.size()))
+          ImGui::Text("%s: %s", quantity.c_str(), h.categories[static_cast<size_t>(std::lround(v))].c_str());
         else
           ImGui::Text("%s: %.6g", quantity.c_str(), h.at(row, col));
         ImGui::EndTooltip();

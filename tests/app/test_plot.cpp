@@ -202,6 +202,30 @@ TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
   }
 }
 
+// A topology's block map is categorical: each block its own palette colour and a named swatch, not a
+// position on a 0-1 colour bar (Cycle (Rev) at L = 12, U = 4: 0 1 2 3 0 1 2 3 3 2 1 0).
+TEST(Figures, TopologyBlocksAreCategoriesWithTheirOwnColours) {
+  Topology t = debugTopology();
+  resizeLayers(t, 12);
+  applyPattern(t, SharingPattern::CycleRev, 4);
+  const Figure f = topologyFigure(t);
+  ASSERT_TRUE(f.heatmap.has_value());
+  const Heatmap& h = *f.heatmap;
+  EXPECT_EQ(h.categories, (std::vector<std::string>{"block 0", "block 1", "block 2", "block 3"}));
+  const int expected[] = {0, 1, 2, 3, 0, 1, 2, 3, 3, 2, 1, 0};
+  for (int l = 0; l < 12; ++l) {
+    EXPECT_EQ(h.at(l, 0), static_cast<float>(expected[l])) << "layer " << l;
+    const Rgb c = heatmapCellColor(h, h.at(l, 0)), want = seriesColor(expected[l]);
+    EXPECT_TRUE(c.r == want.r && c.g == want.g && c.b == want.b) << "layer " << l;
+  }
+  const Rgb grey = heatmapCellColor(h, NAN), outside = heatmapCellColor(h, 9.0f);
+  EXPECT_TRUE(grey.r == outside.r && grey.g == outside.g && grey.b == outside.b) << "no such block: grey";
+  MeasuringCanvas c;  // the legend names every block; no colour-bar ticks
+  drawFigure(c, f, layoutFigure(f, c, Style::light(), {0, 0}, {600, 500}), Style::light());
+  for (const char* name : {"block 0", "block 3", "unique block"})
+    EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), name) != c.texts.end()) << name;
+}
+
 TEST(Figures, MovingAverageIsDebiased) {
   const auto ema = exponentialMovingAverage({4, 4, 4}, 0.9);
   for (double v : ema) EXPECT_NEAR(v, 4.0, 1e-12) << "a constant stays constant from the first point";
