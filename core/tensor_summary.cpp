@@ -10,7 +10,9 @@
 namespace sharelens {
 namespace {
 
-constexpr size_t kChunk = size_t{1} << 20;  // elements read at a time (4 MiB of floats)
+// Elements read at a time: 1 MiB of floats, read back at once from the cache (below the 4 MiB where
+// convertToFloat switches to streaming stores that bypass it).
+constexpr size_t kChunk = size_t{1} << 18;
 
 // Calls `visit` on consecutive chunks of the tensor's values as floats.
 void forEachChunk(const TensorRef& ref, const TaskContext& ctx, double progressFrom, double progressTo,

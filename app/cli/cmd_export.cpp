@@ -99,13 +99,13 @@ int runExport(Args& args) {
   options.size.dpi = args.number("dpi", 10, 2400).value_or(options.size.dpi);
   options.size.fontScale = args.number("font-scale", 0.1, 10).value_or(options.size.fontScale);
   args.finish();
-  validateFigureSize(options.size, "--size, --dpi");
   if (viewName.empty() || input.empty() || out.empty())
     throw Error({.what = "missing --view, --input or --out",
                  .where = "sharelens export",
                  .hint = "usage: " + args.usage()});
   const bool csv = viewName == "training" && endsWith(out, ".csv");
   if (!csv) exportFormatFor(out);  // fail on a bad extension before computing anything
+  validateFigureSize(options.size, "--size, --dpi", !csv && exportFormatFor(out) == ExportFormat::Png);
   const auto proj = parseProj(projText);
   if (!proj)
     throw Error({.what = "unknown projection",

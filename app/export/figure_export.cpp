@@ -116,7 +116,7 @@ FigureSize parseFigureSize(std::string_view text, const std::string& where) {
   return size;
 }
 
-void validateFigureSize(const FigureSize& size, const std::string& where) {
+void validateFigureSize(const FigureSize& size, const std::string& where, bool png) {
   auto fail = [&](const std::string& what, const std::string& expected, const std::string& found) {
     throw Error({.what = what,
                  .where = where,
@@ -130,7 +130,7 @@ void validateFigureSize(const FigureSize& size, const std::string& where) {
   if (!(size.dpi >= 10 && size.dpi <= 2400)) fail("dpi out of range", "10 to 2400", std::to_string(size.dpi));
   if (!(size.fontScale >= 0.1 && size.fontScale <= 10))
     fail("font scale out of range", "0.1 to 10", std::to_string(size.fontScale));
-  if (size.pixelWidth() > kMaxPixels || size.pixelHeight() > kMaxPixels)
+  if (png && (size.pixelWidth() > kMaxPixels || size.pixelHeight() > kMaxPixels))
     fail("PNG too large", "at most 20,000 pixels a side",
          std::to_string(size.pixelWidth()) + " x " + std::to_string(size.pixelHeight()) + " pixels");
 }
@@ -142,7 +142,7 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
 void exportPanels(std::span<const Figure> panels, const std::filesystem::path& path,
                   const ExportOptions& options) {
   const ExportFormat format = exportFormatFor(path);
-  validateFigureSize(options.size, path.string());
+  validateFigureSize(options.size, path.string(), format == ExportFormat::Png);
   AtomicFile file(path);
   if (format == ExportFormat::Svg) {
     SvgCanvas canvas(options.size.widthPt, options.size.heightPt);

@@ -39,8 +39,9 @@ std::span<const FigureSizePreset> figureSizePresets();
 // single-column dpi and text size. Throws a named Error naming `where` for anything else.
 FigureSize parseFigureSize(std::string_view text, const std::string& where);
 
-// Throws a named Error when the size cannot be drawn: non-positive, or a PNG over 20,000 pixels a side.
-void validateFigureSize(const FigureSize& size, const std::string& where);
+// Throws a named Error when the size cannot be drawn: out of range, or (`png`) a PNG over 20,000 pixels a
+// side; dpi means nothing to SVG and PDF.
+void validateFigureSize(const FigureSize& size, const std::string& where, bool png = true);
 
 struct ExportOptions {
   FigureSize size;

@@ -10,7 +10,6 @@
 #include "app/gui/ui_probe.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
-#include "core/run_dir.hpp"
 
 namespace sharelens::gui {
 namespace fs = std::filesystem;
@@ -23,8 +22,8 @@ std::string lower(std::string s) {
 
 std::string kindOf(const fs::directory_entry& e) {
   std::error_code ec;
-  if (e.is_directory(ec)) {
-    if (isRunDirectory(e.path())) return "run";
+  if (e.is_directory(ec)) {  // non-throwing checks: a folder we may not enter is listed, not fatal
+    if (fs::exists(e.path() / "run.json", ec)) return "run";
     if (fs::exists(e.path() / "model.safetensors", ec) ||
         fs::exists(e.path() / "model.safetensors.index.json", ec))
       return "model";
@@ -47,7 +46,9 @@ std::vector<BrowserEntry> listFolder(const fs::path& dir, std::span<const std::s
                  .found = ec.message(),
                  .hint = "type another path, or go up with .."});
   std::vector<BrowserEntry> out;
-  for (const fs::directory_entry& e : it) {
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;  // an entry that vanished or cannot be read ends the listing, it does not throw
+    const fs::directory_entry& e = *it;
     const std::string name = e.path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     BrowserEntry entry{name, e.is_directory(ec), kindOf(e), 0};
@@ -76,6 +77,9 @@ void FileBrowser::enter(const fs::path& folder) {
   } catch (const Error& e) {
     m_entries.clear();
     m_error = e.what();
+  } catch (const fs::filesystem_error& e) {
+    m_entries.clear();
+    m_error = folder.string() + ": " + e.code().message();
   }
 }
 

@@ -157,7 +157,8 @@ Rgb seriesColor(int index) {
   static constexpr Rgb palette[] = {{0, 114, 178},  {230, 159, 0}, {0, 158, 115},  {204, 121, 167},
                                     {86, 180, 233}, {213, 94, 0},  {240, 228, 66}, {150, 150, 150},
                                     {117, 84, 184}, {150, 100, 60}};
-  return palette[static_cast<size_t>(index) % (sizeof palette / sizeof palette[0])];
+  static_assert(sizeof palette / sizeof palette[0] == kSeriesColors);
+  return palette[static_cast<size_t>(index) % kSeriesColors];
 }
 
 }  // namespace sharelens::plot

@@ -32,6 +32,7 @@ const std::array<Rgb, 256>& colormapTable(Colormap c);  // loadColormaps() on fi
 Rgb colormapColor(Colormap c, double unit);             // unit in [0, 1], clamped; NaN -> grey
 
 // Series colours for line plots (distinguishable, colour-blind friendly order).
+inline constexpr int kSeriesColors = 10;  // distinct colours before seriesColor repeats
 Rgb seriesColor(int index);
 
 }  // namespace sharelens::plot

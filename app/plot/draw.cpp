@@ -198,10 +198,10 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
 
 Rgb heatmapCellColor(const Heatmap& h, float value) {
   if (std::isnan(value)) return colormapColor(h.colormap, NAN);
-  if (!h.categories.empty()) {
-    const int index = static_cast<int>(std::lround(value));
-    return index >= 0 && index < static_cast<int>(h.categories.size()) ? seriesColor(index)
-                                                                       : colormapColor(h.colormap, NAN);
+  if (!h.categories.empty()) {  // the palette while it has a colour per category, else spread over the map
+    const int index = static_cast<int>(std::lround(value)), n = static_cast<int>(h.categories.size());
+    if (index < 0 || index >= n) return colormapColor(h.colormap, NAN);
+    return n <= kSeriesColors ? seriesColor(index) : colormapColor(h.colormap, index / (n - 1.0));
   }
   const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
   return colormapColor(h.colormap, (value - h.vmin) / span);
@@ -532,7 +532,7 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     for (size_t i = 0; i < h.categories.size() && y + text <= l.origin.y + l.size.y; ++i) {
       const Point swatchMin{l.colorbarMin->x, y + 2},
           swatchMax{l.colorbarMin->x + kColorbarWidth, y + text - 2};
-      c.fillRect(swatchMin, swatchMax, seriesColor(static_cast<int>(i)));
+      c.fillRect(swatchMin, swatchMax, heatmapCellColor(h, static_cast<float>(i)));
       c.rect(swatchMin, swatchMax, style.frame, 1.0f);
       c.text({swatchMax.x + 6, y + text / 2}, h.categories[i], style.foreground, style.fontSize, Align::Start,
              Align::Center);

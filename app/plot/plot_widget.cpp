@@ -121,8 +121,9 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
         const float v = h.at(row, col);
         if (std::isnan(v))
           ImGui::TextDisabled("%s: %s", quantity.c_str(), h.missingMeaning.c_str());
-        else if (!h.categories.empty() && v >= 0 && v < static_cast<float>(h.categories.size()))
-          ImGui::Text("%s: %s", quantity.c_str(), h.categories[static_cast<size_t>(std::lround(v))].c_str());
+        else if (const long i = std::lround(v);
+                 !h.categories.empty() && i >= 0 && i < static_cast<long>(h.categories.size()))
+          ImGui::Text("%s: %s", quantity.c_str(), h.categories[static_cast<size_t>(i)].c_str());
         else
           ImGui::Text("%s: %.6g", quantity.c_str(), h.at(row, col));
         ImGui::EndTooltip();

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "app/export/figure_export.hpp"
 #include "app/plot/figures.hpp"
@@ -218,6 +220,15 @@ TEST(Figures, TopologyBlocksAreCategoriesWithTheirOwnColours) {
     const Rgb c = heatmapCellColor(h, h.at(l, 0)), want = seriesColor(expected[l]);
     EXPECT_TRUE(c.r == want.r && c.g == want.g && c.b == want.b) << "layer " << l;
   }
+  // More blocks than the palette has colours: still one distinct colour each (spread over the colormap).
+  Heatmap many;
+  many.categories = std::vector<std::string>(14, "b");
+  std::set<std::tuple<int, int, int>> colours;
+  for (int i = 0; i < 14; ++i) {
+    const Rgb c = heatmapCellColor(many, static_cast<float>(i));
+    colours.insert({c.r, c.g, c.b});
+  }
+  EXPECT_EQ(colours.size(), 14u);
   const Rgb grey = heatmapCellColor(h, NAN), outside = heatmapCellColor(h, 9.0f);
   EXPECT_TRUE(grey.r == outside.r && grey.g == outside.g && grey.b == outside.b) << "no such block: grey";
   MeasuringCanvas c;  // the legend names every block; no colour-bar ticks
@@ -440,6 +451,7 @@ TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
   options.size.widthPt = 720;
   EXPECT_THROW(exportFigure(f, dir / "big.png", options), Error);
   EXPECT_FALSE(fs::exists(dir / "big.png"));
+  EXPECT_NO_THROW(exportFigure(f, dir / "big.pdf", options)) << "dpi limits only the PNG";
   fs::remove_all(dir);
 }
 

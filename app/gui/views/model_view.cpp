@@ -31,7 +31,7 @@ class ModelPanel : public View {
     if (m.path != m_shownPath) {
       m_shownPath = m.path;
       const std::filesystem::path model = runDirectoryOf(m.path).value_or(m.path);
-      if (model != m_filteredModel) m_filter[0] = 0, m_details.reset();
+      if (model != m_filteredModel) m_filter[0] = 0, dropDetails(ctx);
       m_filteredModel = model;
       if (m_details) summarize(ctx, m, m_details->name);  // the same tensor at the newly shown checkpoint
     }
@@ -154,7 +154,10 @@ class ModelPanel : public View {
           ImGui::TableNextColumn();
           const std::string name = t["name"].get<std::string>();
           const bool chosen = m_details && m_details->name == name;
-          if (ImGui::Selectable(name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns) && !chosen)
+          const bool failed =
+              chosen && !m_details->error.empty();  // a failed or cancelled one may be retried
+          if (ImGui::Selectable(name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns) &&
+              (!chosen || failed))
             summarize(ctx, m, name);
           probe::item("tensor/" + name);
           ImGui::TableNextColumn();
@@ -176,20 +179,20 @@ class ModelPanel : public View {
     std::optional<TensorSummary> summary;
     plot::Figure histogram;
     std::string error;
+    uint64_t job = 0;
   };
 
-  void summarize(AppContext& ctx, const LoadedModel& m, const std::string& name) {
-    if (!m.checkpoint->find(name)) {  // not in this checkpoint (another run's layout): nothing to show
-      m_details.reset();
-      return;
-    }
+  // `name` by value: it may be the current details' own name, which replacing them frees.
+  void summarize(AppContext& ctx, const LoadedModel& m, std::string name) {
+    dropDetails(ctx);
+    if (!m.checkpoint->find(name)) return;  // not in this checkpoint (another run's layout): nothing to show
     auto details = std::make_shared<Details>();
-    details->name = name;
+    details->name = std::move(name);
     details->checkpoint = m.path;
     m_details = details;
     m_histogramState = {};  // a new histogram starts unzoomed
-    ctx.jobs.submit(
-        "details of " + name,
+    details->job = ctx.jobs.submit(
+        "details of " + details->name,
         [details, ckpt = m.checkpoint](const TaskContext& task) -> JobSystem::Completion {
           TensorSummary s = summarizeTensor(*ckpt, details->name, 40, 16, task);
           return [details, s = std::move(s)]() mutable {
@@ -199,7 +202,14 @@ class ModelPanel : public View {
         },
         [details](JobSystem::Status status, const std::string& error) {
           if (status == JobSystem::Status::Failed) details->error = error;
+          if (status == JobSystem::Status::Cancelled) details->error = "cancelled: click the tensor again";
         });
+  }
+
+  // Forgets the shown details, cancelling their job if it still runs (a superseded read of every element).
+  void dropDetails(AppContext& ctx) {
+    if (m_details && !m_details->summary && m_details->error.empty()) ctx.jobs.cancel(m_details->job);
+    m_details.reset();
   }
 
   static plot::Figure histogramFigure(const TensorSummary& s) {

@@ -24,10 +24,10 @@ class TrainingPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto curves = visible(ctx);
     if (curves.empty()) return {};
-    return {
-        {"training-" + metricStem(m_metric),
-         plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY)},
-        {"training-validation", plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0)}};
+    return {{"training-" + metricStem(m_metric),
+             plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY)},
+            {"training-validation",
+             plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY)}};
   }
 
   void draw(AppContext& ctx) override {
