@@ -58,6 +58,7 @@ class RangeAccumulator {
     for (double v : values) add(v);
   }
   Range padded(double pad) const;  // the extent padded by `pad` of it (in decades on a log axis)
+  bool empty() const { return !(m_lo <= m_hi); }
 
  private:
   Scale m_scale;

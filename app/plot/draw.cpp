@@ -245,13 +245,24 @@ Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
   return r.padded(0.02);
 }
 
-Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
+Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::optional<Range>& visibleX) {
   if (f.heatmap) return heatmapRange(f.heatmap->rows);
   if (f.yRange) return *f.yRange;
   RangeAccumulator r(f.yScale);
+  if (visibleX && !f.xCategories.empty()) return fittedYRange(f, hidden);  // bars: always the whole
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
+    if (visibleX) {  // only what the x zoom shows; bands and error bars of those points too
+      for (size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) {
+        if (s.x[k] < visibleX->min || s.x[k] > visibleX->max) continue;
+        r.add(s.y[k]);
+        if (k < s.bandLow.size()) r.add(s.bandLow[k]);
+        if (k < s.bandHigh.size()) r.add(s.bandHigh[k]);
+        if (k < s.error.size()) r.add(s.y[k] - s.error[k]), r.add(s.y[k] + s.error[k]);
+      }
+      continue;
+    }
     r.add(s.y);
     r.add(s.bandLow);
     r.add(s.bandHigh);
@@ -260,6 +271,7 @@ Range fittedYRange(const Figure& f, const std::vector<bool>& hidden) {
       r.add(s.y[k] + s.error[k]);
     }
   }
+  if (visibleX && r.empty()) return fittedYRange(f, hidden);  // nothing in view: the whole data
   return r.padded(0.05);
 }
 
@@ -306,7 +318,7 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   l.origin = origin;
   l.size = size;
   l.x = {f.heatmap ? Scale::Linear : f.xScale, xView ? *xView : fittedXRange(f, hidden)};
-  l.y = {f.heatmap ? Scale::Linear : f.yScale, yView ? *yView : fittedYRange(f, hidden)};
+  l.y = {f.heatmap ? Scale::Linear : f.yScale, yView ? *yView : fittedYRange(f, hidden, xView)};
   const float text = canvas.textSize("0", style.fontSize).y;
   float top = kPad, bottom = kPad, left = kPad, right = kPad;
   if (!f.title.empty()) top += canvas.textSize(f.title, style.titleSize).y + 4;

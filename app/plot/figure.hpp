@@ -134,7 +134,9 @@ void drawFigure(Canvas& canvas, const Figure& figure, const FigureLayout& layout
 
 // The fitted data ranges (heatmaps: cell indices), before any zoom.
 Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden = {});
-Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {});
+// With `visibleX`, only the points whose x lies in it count: y refits to what a horizontal zoom shows.
+Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {},
+                   const std::optional<Range>& visibleX = std::nullopt);
 
 // A line series reduced to at most ~2 points per pixel column over the visible x range: each column keeps its
 // first, minimum, maximum and last point, so spikes survive (Tracy's approach).

@@ -43,9 +43,48 @@ Range panBy(const Range& r, Scale scale, double unitDelta) {
   return {fromSpace(lo + shift, scale), fromSpace(hi + shift, scale)};
 }
 
+namespace {
+
+// What a figure shows, not its values: a growing curve keeps its identity, another matrix or layer does not.
+uint64_t identityOf(const Figure& f) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  mix(f.title);
+  mix(f.subtitle);
+  for (const Series& s : f.series) mix(s.label);
+  if (f.heatmap) mix(std::to_string(f.heatmap->rows) + "x" + std::to_string(f.heatmap->cols));
+  return h;
+}
+
+// Keeps a zoomed view inside the data: shifted back in when panned past an edge, and fitted again (nullopt)
+// when zoomed out to the whole range or more.
+void clampToData(std::optional<Range>& view, const Range& data, Scale scale) {
+  if (!view) return;
+  double lo = toSpace(view->min, scale), hi = toSpace(view->max, scale);
+  const double dataLo = toSpace(data.min, scale), dataHi = toSpace(data.max, scale);
+  if (!(hi - lo < dataHi - dataLo)) {
+    view.reset();
+    return;
+  }
+  if (lo < dataLo) hi += dataLo - lo, lo = dataLo;
+  if (hi > dataHi) lo -= hi - dataHi, hi = dataHi;
+  view = Range{fromSpace(lo, scale), fromSpace(hi, scale)};
+}
+
+}  // namespace
+
 PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 size, TextureCache& textures,
                       const Style& style) {
   PlotEvents events;
+  if (const uint64_t shown = identityOf(f); shown != state.shown) {  // another figure: fitted, all series on
+    state.reset();
+    state.hidden.clear();
+    state.shown = shown;
+  }
+  const std::optional<Range> xBefore = state.xView, yBefore = state.yView;
   if (size.x <= 0) size.x = ImGui::GetContentRegionAvail().x;
   if (size.y <= 0) size.y = std::max(200.0f, ImGui::GetContentRegionAvail().y);
   state.hidden.resize(f.series.size(), false);
@@ -103,6 +142,13 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
         state.yView = Range{std::min(y0, y1), std::max(y0, y1)};
       }
     }
+  }
+  auto same = [](const std::optional<Range>& a, const std::optional<Range>& b) {
+    return a.has_value() == b.has_value() && (!a || (a->min == b->min && a->max == b->max));
+  };
+  if (!same(state.xView, xBefore) || !same(state.yView, yBefore)) {  // moved this frame: kept on the data
+    clampToData(state.xView, fittedXRange(f, state.hidden), layout.x.scale);
+    clampToData(state.yView, fittedYRange(f, state.hidden), layout.y.scale);
   }
   if (inPlot && !state.boxZooming) {
     if (f.heatmap) {

@@ -19,6 +19,7 @@ struct PlotState {
   std::vector<bool> hidden;           // per series, toggled from the legend
   bool boxZooming = false;
   Point boxStart;
+  uint64_t shown = 0;  // what the zoom belongs to (title, series, map size): another figure starts fitted
   void reset() { xView.reset(), yView.reset(); }
 };
 

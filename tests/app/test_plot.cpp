@@ -237,6 +237,24 @@ TEST(Figures, TopologyBlocksAreCategoriesWithTheirOwnColours) {
     EXPECT_TRUE(std::find(c.texts.begin(), c.texts.end(), name) != c.texts.end()) << name;
 }
 
+// Zoomed on x, y refits to the points in view (y = x^2 over 0..100: x in [10, 20] gives y in [100, 400]);
+// a zoom with nothing in view keeps the whole data's range.
+TEST(Figures, YRefitsToTheVisibleXRange) {
+  Series s;
+  for (int i = 0; i <= 100; ++i) s.x.push_back(i), s.y.push_back(static_cast<double>(i) * i);
+  Figure f;
+  f.series.push_back(s);
+  const Range visible = fittedYRange(f, {}, Range{10, 20});
+  EXPECT_NEAR(visible.min, 100 - 0.05 * 300, 1e-9);
+  EXPECT_NEAR(visible.max, 400 + 0.05 * 300, 1e-9);
+  const Range all = fittedYRange(f), none = fittedYRange(f, {}, Range{200, 300});
+  EXPECT_DOUBLE_EQ(none.min, all.min);
+  EXPECT_DOUBLE_EQ(none.max, all.max);
+  MeasuringCanvas c;  // and the layout uses it when only x is zoomed
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400}, Range{10, 20});
+  EXPECT_NEAR(l.y.range.max, visible.max, 1e-9);
+}
+
 TEST(Figures, MovingAverageIsDebiased) {
   const auto ema = exponentialMovingAverage({4, 4, 4}, 0.9);
   for (double v : ema) EXPECT_NEAR(v, 4.0, 1e-12) << "a constant stays constant from the first point";
