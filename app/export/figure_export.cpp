@@ -112,7 +112,7 @@ FigureSize parseFigureSize(std::string_view text, const std::string& where) {
   FigureSize size = kSingleColumn;
   size.widthPt = *w * kPointsPerInch;
   size.heightPt = *h * kPointsPerInch;
-  validateFigureSize(size, where);
+  validateFigureSize(size, where, /*png=*/false);  // the pixel limit is the PNG export's to check
   return size;
 }
 

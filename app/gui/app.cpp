@@ -131,8 +131,10 @@ class App {
       m_context.style.fontSize = ImGui::GetFontSize();
       m_context.style.titleSize = ImGui::GetFontSize() * 1.1f;
       drawMainWindow();
-      if (const LoadedModel* m = m_workspace.current()) probe::state("workspace/model", m->path.string());
-      if (const auto& run = m_workspace.followed()) probe::state("workspace/following", run->string());
+      if (const LoadedModel* m = m_workspace.current())
+        probe::state("workspace/model", [&] { return m->path.string(); });
+      if (const auto& run = m_workspace.followed())
+        probe::state("workspace/following", [&] { return run->string(); });
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
       if (capture) m_platform.captureNextFrame();
       m_platform.render();
@@ -370,7 +372,7 @@ class App {
   // file), and the user may change it before saving.
   void askExportPath(std::vector<plot::Figure> panels, const std::string& stem, const std::string& ext,
                      const ExportOptions& options = {}) {
-    const fs::path dir = Settings::dataDirectory() / "exports";
+    const fs::path dir = Settings::exportsDirectory();
     const LoadedModel* model = m_workspace.current();
     const fs::path path =
         defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);

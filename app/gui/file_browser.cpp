@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "app/gui/ui_probe.hpp"
 #include "core/error.hpp"
@@ -102,46 +103,51 @@ bool FileBrowser::draw(char* path, size_t capacity, float height) {
     std::snprintf(path, capacity, "%s", p.c_str());
     m_lastField = path;
   };
+  // A folder to enter is applied after the listing is drawn (entering replaces the entries being drawn).
+  std::optional<fs::path> next;
   if (ImGui::BeginChild("##browser", ImVec2(0, height), true)) {
     if (m_folder.has_parent_path() && m_folder != m_folder.root_path() &&
         ImGui::Selectable("..", false, ImGuiSelectableFlags_AllowDoubleClick) &&
-        (m_saving || ImGui::IsMouseDoubleClicked(0))) {
-      const fs::path name = fs::path(path).filename();
-      enter(m_folder.parent_path());
-      if (m_saving) put(m_folder / name);
-    }
+        (m_saving || ImGui::IsMouseDoubleClicked(0)))
+      next = m_folder.parent_path();
     if (!m_error.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", m_error.c_str());
-    for (const BrowserEntry& e : std::vector<BrowserEntry>(m_entries)) {  // a copy: entering replaces it
-      const std::string label = (e.folder ? "[" + e.name + "]" : e.name) + "##" + e.name;
-      const bool selected = m_folder / e.name == fs::path(path);
-      const bool clicked = ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick);
-      probe::item("browser/" + e.name);
-      if (clicked) {
-        if (m_saving && e.folder) {  // into the folder, same file name
-          const fs::path name = fs::path(path).filename();
-          enter(m_folder / e.name);
-          put(m_folder / name);
-          continue;
+    ImGuiListClipper clipper;  // only the rows on screen: a folder may hold thousands of files
+    clipper.Begin(static_cast<int>(m_entries.size()));
+    while (clipper.Step())
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        const BrowserEntry& e = m_entries[static_cast<size_t>(i)];
+        const std::string label = (e.folder ? "[" + e.name + "]" : e.name) + "##" + e.name;
+        const bool selected = m_folder / e.name == fs::path(path);
+        const bool clicked =
+            ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick);
+        probe::item("browser/", e.name);
+        if (clicked && m_saving && e.folder) {
+          next = m_folder / e.name;  // saving: into the folder, same file name
+        } else if (clicked) {
+          put(m_folder / e.name);
+          if (ImGui::IsMouseDoubleClicked(0)) {
+            if (e.folder && e.kind.empty())
+              next = m_folder / e.name;
+            else
+              chosen = true;
+          }
         }
-        put(m_folder / e.name);
-        if (ImGui::IsMouseDoubleClicked(0)) {
-          if (e.folder && e.kind.empty())
-            enter(m_folder / e.name);
-          else
-            chosen = true;
+        if (!e.kind.empty()) {  // SameLine only before an item: an empty one would pull the next row up
+          ImGui::SameLine(ImGui::GetWindowWidth() * 0.62f);
+          ImGui::TextColored(ImVec4(0.45f, 0.75f, 1, 1), "%s", e.kind.c_str());
+        }
+        if (!e.folder) {
+          ImGui::SameLine(ImGui::GetWindowWidth() * 0.78f);
+          ImGui::TextDisabled("%s", humanBytes(static_cast<double>(e.bytes)).c_str());
         }
       }
-      if (!e.kind.empty()) {  // SameLine only before an item: an empty one would pull the next row up
-        ImGui::SameLine(ImGui::GetWindowWidth() * 0.62f);
-        ImGui::TextColored(ImVec4(0.45f, 0.75f, 1, 1), "%s", e.kind.c_str());
-      }
-      if (!e.folder) {
-        ImGui::SameLine(ImGui::GetWindowWidth() * 0.78f);
-        ImGui::TextDisabled("%s", humanBytes(static_cast<double>(e.bytes)).c_str());
-      }
-    }
   }
   ImGui::EndChild();
+  if (next) {
+    const fs::path name = fs::path(path).filename();
+    enter(*next);
+    if (m_saving) put(m_folder / name);  // the same file name in the new folder
+  }
   return chosen;
 }
 

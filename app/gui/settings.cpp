@@ -32,6 +32,10 @@ fs::path Settings::dataDirectory() {
   return xdg("XDG_DATA_HOME", ".local/share") / "sharelens";
 }
 
+fs::path Settings::exportsDirectory() {
+  return dataDirectory() / "exports";
+}
+
 Settings Settings::load(std::string* problem) {
   Settings s;
   s.runsDirectory = (dataDirectory() / "runs").string();

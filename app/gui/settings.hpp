@@ -21,7 +21,8 @@ struct Settings {
 
   void addRecent(const std::string& path);
   static std::filesystem::path file();
-  static std::filesystem::path dataDirectory();  // $XDG_DATA_HOME/sharelens
+  static std::filesystem::path dataDirectory();     // $XDG_DATA_HOME/sharelens
+  static std::filesystem::path exportsDirectory();  // where figures and tables are offered to be saved
   // Loads; on a broken file returns defaults and sets `problem`.
   static Settings load(std::string* problem = nullptr);
   void save() const;

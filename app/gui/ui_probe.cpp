@@ -34,16 +34,18 @@ bool enabled() {
   return !instance().path.empty();
 }
 
-void item(const std::string& key) {
+void item(std::string_view prefix, std::string_view name) {
   if (!enabled()) return;
+  std::string key(prefix);
+  key += name;
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
   // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
   // on its label rather than on a column border that would resize the table.
   instance().items[key] = {min.x + std::min((max.x - min.x) / 2, 24.0f), (min.y + max.y) / 2};
 }
 
-void state(const std::string& key, Json value) {
-  if (enabled()) instance().facts[key] = std::move(value);
+void setState(const std::string& key, Json value) {
+  instance().facts[key] = std::move(value);
 }
 
 void endFrame(GLFWwindow* window, int frame, const std::string& view) {

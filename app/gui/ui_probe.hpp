@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/json_util.hpp"
 
@@ -17,8 +18,15 @@ namespace sharelens::gui::probe {
 
 void enable(std::string path);  // --ui-state FILE
 bool enabled();
-void item(const std::string& key);               // after a widget: its rectangle, under `key`
-void state(const std::string& key, Json value);  // a fact a view holds now ("model/details")
+// After a widget: its rectangle, under prefix + name ("tensor/" + the tensor's name); nothing is built
+// without --ui-state.
+void item(std::string_view prefix, std::string_view name = {});
+void setState(const std::string& key, Json value);
+// A fact a view holds now ("model/details"): `make` builds it only when a test is listening.
+template <class Make>
+void state(const std::string& key, Make&& make) {
+  if (enabled()) setState(key, make());
+}
 void endFrame(GLFWwindow* window, int frame, const std::string& view);  // writes at most 5 times a second
 
 }  // namespace sharelens::gui::probe

@@ -82,6 +82,11 @@ void drawPending(const char* what);
 // it cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns
 // false.
 bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id);
+// Writes a table into the exports folder as <model>-<step>-<view>.<ext> (never over an existing file) through
+// `write`, and says where in the status line; a failure goes to the error panel.
+void writeToExports(AppContext& ctx, const std::string& model, int64_t step, const std::string& view,
+                    const std::string& extension,
+                    const std::function<void(const std::filesystem::path&)>& write);
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls // "computing
                                             // ..." with a spinner
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,

@@ -253,22 +253,17 @@ Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
-    if (visibleX) {  // only what the x zoom shows; bands and error bars of those points too
-      for (size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) {
-        if (s.x[k] < visibleX->min || s.x[k] > visibleX->max) continue;
-        r.add(s.y[k]);
-        if (k < s.bandLow.size()) r.add(s.bandLow[k]);
-        if (k < s.bandHigh.size()) r.add(s.bandHigh[k]);
-        if (k < s.error.size()) r.add(s.y[k] - s.error[k]), r.add(s.y[k] + s.error[k]);
-      }
-      continue;
-    }
-    r.add(s.y);
-    r.add(s.bandLow);
-    r.add(s.bandHigh);
-    for (size_t k = 0; k < s.error.size() && k < s.y.size(); ++k) {  // error bars reach y +- e
-      r.add(s.y[k] - s.error[k]);
-      r.add(s.y[k] + s.error[k]);
+    // Every point, or with an x zoom those it shows; each with its band and error bar.
+    auto inView = [&](size_t k) {
+      return !visibleX || (k < s.x.size() && s.x[k] >= visibleX->min && s.x[k] <= visibleX->max);
+    };
+    for (size_t k = 0; k < s.y.size(); ++k) {
+      if (!inView(k)) continue;
+      r.add(s.y[k]);
+      if (k < s.bandLow.size()) r.add(s.bandLow[k]);
+      if (k < s.bandHigh.size()) r.add(s.bandHigh[k]);
+      if (k < s.error.size())
+        r.add(s.y[k] - s.error[k]), r.add(s.y[k] + s.error[k]);  // error bars reach y +- e
     }
   }
   if (visibleX && r.empty()) return fittedYRange(f, hidden);  // nothing in view: the whole data

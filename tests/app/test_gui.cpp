@@ -119,26 +119,41 @@ class GuiInput : public Gui {
     std::ifstream in(state);
     return Json::parse(in);
   }
+  // Runs `app` (environment, binary and arguments) visibly under Xvfb with --ui-state, then each step in
+  // turn; the first step that fails ends the session with exit status 3 + its index. The app is closed at
+  // the end either way.
+  struct Session {
+    testing::ProcessResult result;
+    fs::path state;
+  };
+  static Session session(const std::string& name, const std::string& app,
+                         const std::vector<std::string>& steps) {
+    const fs::path state = s_dir / ("ui-" + name + ".json");
+    std::string script = helpers(state) + app + " --ui-state " + shellQuote(state.string()) + " & app=$!\n";
+    for (size_t i = 0; i < steps.size(); ++i)
+      script += "{ " + steps[i] + "; } || { kill $app; exit " + std::to_string(3 + i) + "; }\n";
+    script += "kill $app; wait $app; exit 0\n";
+    const fs::path file = s_dir / (name + ".sh");
+    std::ofstream(file) << script;
+    return {runProcess(xvfb("bash " + shellQuote(file.string()))), state};
+  }
+  static std::string binaryOn(const std::string& input) {
+    return kBinary + " " + shellQuote((s_dir / input).string());
+  }
+  static std::string dataHome(const fs::path& dir) {  // settings and runs of the session kept apart
+    return "XDG_DATA_HOME=" + shellQuote(dir.string()) + " XDG_CONFIG_HOME=" + shellQuote(dir.string()) + " ";
+  }
 };
 
 // Model view: clicking a tensor's row opens its details, computed over every element.
 TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
-  const fs::path state = s_dir / "ui-model.json";
   const auto ckpt = Checkpoint::open(resolveModelPath(s_dir / "run"));
   ASSERT_GE(ckpt->tensorNames().size(), 3u);
   const std::string tensor = ckpt->tensorNames()[2];  // the third row, on screen without scrolling
-  const std::string script = helpers(state) + kBinary + " " + shellQuote((s_dir / "run").string()) +
-                             " --view model --exit-after 60 --ui-state " + shellQuote(state.string()) +
-                             " & app=$!\n"
-                             "click tensor/" +
-                             tensor +
-                             " || { kill $app; exit 3; }\n"
-                             "waitfor '\"ready\":true' || { kill $app; exit 4; }\n"
-                             "sleep 0.5; kill $app; wait $app; exit 0\n";
-  std::ofstream(s_dir / "model.sh") << script;
-  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "model.sh").string())));
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  const Json details = readState(state)["state"]["model/details"];
+  const auto s = session("model", binaryOn("run") + " --view model --exit-after 60",
+                         {"click tensor/" + tensor, "waitfor '\"ready\":true'", "sleep 0.5"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json details = readState(s.state)["state"]["model/details"];
   EXPECT_EQ(details["tensor"], tensor);
   EXPECT_EQ(details["ready"], true);
   EXPECT_EQ(details["numel"].get<uint64_t>(), ckpt->at(tensor).info->numel);
@@ -147,48 +162,29 @@ TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
 
 // File > Open (Ctrl+O) lists the home folder with run directories marked; a double-click on one opens it.
 TEST_F(GuiInput, TheOpenDialogsBrowserOpensARunWithADoubleClick) {
-  const fs::path state = s_dir / "ui-open.json";
-  const std::string script = helpers(state) + "HOME=" + shellQuote(s_dir.string()) + " " + kBinary +
-                             " --exit-after 60 --ui-state " + shellQuote(state.string()) +
-                             " & app=$!\n"
-                             "waitfor '\"frame\"' || { kill $app; exit 3; }\n"
-                             "sleep 0.5; xdotool key ctrl+o\n"
-                             "dblclick browser/run || { kill $app; exit 4; }\n"
-                             "waitfor '\"workspace/model\"' || { kill $app; exit 5; }\n"
-                             "sleep 0.3; kill $app; wait $app; exit 0\n";
-  std::ofstream(s_dir / "open.sh") << script;
-  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "open.sh").string())));
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  const std::string model = readState(state)["state"]["workspace/model"];
+  const auto s = session("open", "HOME=" + shellQuote(s_dir.string()) + " " + kBinary + " --exit-after 60",
+                         {"waitfor '\"frame\"'", "sleep 0.5", "xdotool key ctrl+o", "dblclick browser/run",
+                          "waitfor '\"workspace/model\"'", "sleep 0.3"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const std::string model = readState(s.state)["state"]["workspace/model"];
   EXPECT_EQ(fs::path(model).parent_path().parent_path(), s_dir / "run")
       << model << ": not a checkpoint of the run";
 }
 
 // Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
-  const fs::path state = s_dir / "ui-launch.json", data = s_dir / "xdg-launch";
-  const std::string script = helpers(state) + "XDG_DATA_HOME=" + shellQuote(data.string()) +
-                             " XDG_CONFIG_HOME=" + shellQuote(data.string()) + " " + kBinary + " " +
-                             shellQuote((s_dir / "run").string()) +
-                             " --view designer --exit-after 90 --ui-state " + shellQuote(state.string()) +
-                             " & app=$!\n"
-                             "waitfor '\"workspace/model\"' || { kill $app; exit 3; }\n"
-                             "click designer/launch || { kill $app; exit 4; }\n"
-                             "waitfor '\"state\":\"running\"' || { kill $app; exit 5; }\n"
-                             "sleep 0.5; flat > " +
-                             shellQuote((s_dir / "after-launch.json").string()) +
-                             "\n"
-                             "kill $app; wait $app; exit 0\n";
-  std::ofstream(s_dir / "launch.sh") << script;
-  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "launch.sh").string())));
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  std::ifstream in(s_dir / "after-launch.json");
-  const Json after = Json::parse(in);
-  const std::string model = after["state"]["workspace/model"];
+  const fs::path after = s_dir / "after-launch.json";
+  const auto s =
+      session("launch", dataHome(s_dir / "xdg-launch") + binaryOn("run") + " --view designer --exit-after 90",
+              {"waitfor '\"workspace/model\"'", "click designer/launch", "waitfor '\"state\":\"running\"'",
+               "sleep 0.5", "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json state = readState(after);
+  const std::string model = state["state"]["workspace/model"];
   EXPECT_EQ(fs::path(model).parent_path().parent_path(), s_dir / "run") << "the views jumped to " << model;
-  EXPECT_EQ(after["state"]["workspace/following"], (s_dir / "run").string())
+  EXPECT_EQ(state["state"]["workspace/following"], (s_dir / "run").string())
       << "the views follow the launched run instead of the one opened";
-  EXPECT_EQ(after["view"], "Training");
+  EXPECT_EQ(state["view"], "Training");
 }
 
 // ESD tab: clicking the alpha header sorts the matrices by their power-law alpha, smallest first (checked
@@ -198,59 +194,35 @@ TEST_F(GuiInput, TheEsdTableSortsByAlphaWhenItsHeaderIsClicked) {
   const auto analyzed = runProcess(kBinary + " analyze " + shellQuote((s_dir / "run").string()) +
                                    " --esd --json " + shellQuote(report.string()));
   ASSERT_EQ(analyzed.exitCode, 0) << analyzed.err;
-  std::ifstream in(report);
-  const Json esd = Json::parse(in)["esd"];
   std::string smallest, largest;
   double lo = INFINITY, hi = -INFINITY;
+  const Json esd = readState(report)["esd"];  // a copy: the loop must not walk into a destroyed temporary
   for (const Json& e : esd)
     if (e["alpha"].is_number()) {
       if (e["alpha"].get<double>() < lo) lo = e["alpha"], smallest = e["name"];
       if (e["alpha"].get<double>() > hi) hi = e["alpha"], largest = e["name"];
     }
   ASSERT_FALSE(smallest.empty());
-  const fs::path state = s_dir / "ui-esd.json";
-  const std::string script = helpers(state) + kBinary + " " + shellQuote((s_dir / "run").string()) +
-                             " --view esd --exit-after 60 --ui-state " + shellQuote(state.string()) +
-                             " & app=$!\n"
-                             "click esd/header/alpha || { kill $app; exit 3; }\n"
-                             "waitfor '\"esd/first\":\"" +
-                             smallest +
-                             "\"' || { kill $app; exit 4; }\n"
-                             "click esd/header/alpha || { kill $app; exit 5; }\n"
-                             "waitfor '\"esd/first\":\"" +
-                             largest +
-                             "\"' || { kill $app; exit 6; }\n"
-                             "kill $app; wait $app; exit 0\n";
-  std::ofstream(s_dir / "esd.sh") << script;
-  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "esd.sh").string())));
-  EXPECT_EQ(r.exitCode, 0) << "smallest alpha " << smallest << ", largest " << largest << "\n" << r.err;
+  const auto s = session("esd", binaryOn("run") + " --view esd --exit-after 60",
+                         {"click esd/header/alpha", "waitfor '\"esd/first\":\"" + smallest + "\"'",
+                          "click esd/header/alpha", "waitfor '\"esd/first\":\"" + largest + "\"'"});
+  EXPECT_EQ(s.result.exitCode, 0) << "smallest alpha " << smallest << ", largest " << largest << "\n"
+                                  << s.result.err;
 }
 
 // Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.
 TEST_F(GuiInput, StopAsksBeforeStoppingARun) {
-  const fs::path state = s_dir / "ui-train.json", data = s_dir / "xdg";
-  const std::string script =
-      helpers(state) + "XDG_DATA_HOME=" + shellQuote(data.string()) +
-      " XDG_CONFIG_HOME=" + shellQuote(data.string()) + " " + kBinary +
-      " --demo --exit-after 120 --ui-state " + shellQuote(state.string()) +
-      " & app=$!\n"
-      "waitfor '\"state\":\"running\"' || { kill $app; exit 3; }\n"
-      "click 'run/demo-cycle-L6-U3/stop' || { kill $app; exit 4; }\n"
-      "click 'stop-dialog/keep' || { kill $app; exit 5; }\n"
-      "sleep 1; flat > " +
-      shellQuote((s_dir / "after-keep.json").string()) +
-      "\n"
-      "click 'run/demo-cycle-L6-U3/stop' || { kill $app; exit 6; }\n"
-      "click 'stop-dialog/stop' || { kill $app; exit 7; }\n"
-      "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"stopped\"' || { kill $app; exit 8; }\n"
-      "kill $app; wait $app; exit 0\n";
-  std::ofstream(s_dir / "train.sh") << script;
-  const auto r = runProcess(xvfb("bash " + shellQuote((s_dir / "train.sh").string())));
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  std::ifstream keep(s_dir / "after-keep.json");
-  const std::string afterKeep((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
-  EXPECT_NE(afterKeep.find("\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\""), std::string::npos)
-      << "Keep training stopped the run: " << afterKeep;
+  const fs::path data = s_dir / "xdg", afterKeep = s_dir / "after-keep.json";
+  const auto s = session(
+      "train", dataHome(data) + kBinary + " --demo --exit-after 120",
+      {"waitfor '\"state\":\"running\"'", "click 'run/demo-cycle-L6-U3/stop'", "click 'stop-dialog/keep'",
+       "sleep 1", "flat > " + shellQuote(afterKeep.string()), "click 'run/demo-cycle-L6-U3/stop'",
+       "click 'stop-dialog/stop'", "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"stopped\"'"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  std::ifstream keep(afterKeep);
+  const std::string kept((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
+  EXPECT_NE(kept.find("\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\""), std::string::npos)
+      << "Keep training stopped the run: " << kept;
   EXPECT_TRUE(latestCheckpoint(data / "sharelens" / "demo" / "model").has_value()) << "no checkpoint on stop";
 }
 

@@ -470,6 +470,9 @@ TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
   EXPECT_THROW(exportFigure(f, dir / "big.png", options), Error);
   EXPECT_FALSE(fs::exists(dir / "big.png"));
   EXPECT_NO_THROW(exportFigure(f, dir / "big.pdf", options)) << "dpi limits only the PNG";
+  options.size = parseFigureSize("100x50", "--size");  // a poster: 30,000 px at 300 dpi, fine as a PDF
+  EXPECT_NO_THROW(exportFigure(f, dir / "poster.pdf", options));
+  EXPECT_THROW(exportFigure(f, dir / "poster.png", options), Error);
   fs::remove_all(dir);
 }
 

@@ -112,7 +112,7 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
   }
   char suffix[64];
   std::snprintf(suffix, sizeof suffix, sweep ? "-sweep-" : "-%s-a%.2f-", o.spec.method.c_str(), o.spec.ratio);
-  o.out = Settings::dataDirectory() / "exports" / (fileStem(m.label) + suffix + timestampForFileName());
+  o.out = Settings::exportsDirectory() / (fileStem(m.label) + suffix + timestampForFileName());
   auto outcome = std::make_shared<Outcome>();
   outcome->sweep = sweep;
   m_outcome = outcome;

@@ -105,8 +105,7 @@ class DirectSharePanel : public View {
     const auto result = std::make_shared<const DirectShareResult>(r);
     char name[96];
     std::snprintf(name, sizeof name, "-directshare-a%.2f-", r.ratio);
-    const auto out =
-        Settings::dataDirectory() / "exports" / (fileStem(m.label) + name + timestampForFileName());
+    const auto out = Settings::exportsDirectory() / (fileStem(m.label) + name + timestampForFileName());
     const std::filesystem::path original = m.path;
     ctx.jobs.submit(
         "write the shared model",

@@ -60,9 +60,15 @@ class EsdPanel : public View {
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
     if (!drawAnalysisState(ctx, m, "esd")) return;
-    const auto* esd = m.results.get<std::vector<MatrixEsd>>("esd");
-    const auto* spectra = m.results.get<std::vector<MatrixSpectrum>>("spectra");
-    std::vector<MatrixMetrics> rows = matrixMetrics(*esd, spectra);
+    // Joined once per result, not per frame; the results are held so that their addresses stay theirs.
+    const AnalysisResult esd = m.results.result("esd"), spectra = m.results.result("spectra");
+    if (esd != m_table.esd || spectra != m_table.spectra) {
+      m_table = {esd, spectra, {}, ImGui::CalcTextSize("matrix").x, false};
+      m_table.rows = m_table.join();
+      for (const MatrixMetrics& r : m_table.rows)
+        m_table.widestName = std::max(m_table.widestName, ImGui::CalcTextSize(r.name.c_str()).x);
+    }
+    std::vector<MatrixMetrics>& rows = m_table.rows;
     if (rows.empty()) {
       ImGui::TextDisabled("no weight matrices to describe");
       return;
@@ -89,28 +95,31 @@ class EsdPanel : public View {
     ImGui::TableSetupScrollFreeze(1, 1);
     const char* names[kColumns] = {"matrix", "shape", "eff. rank", "stable rank", "||W||_2",
                                    "alpha",  "tail",  "KS",        "lambda_max"};
-    float widestName = ImGui::CalcTextSize("matrix").x;
-    for (const MatrixMetrics& r : rows)
-      widestName = std::max(widestName, ImGui::CalcTextSize(r.name.c_str()).x);
-    ImGui::TableSetupColumn(
-        names[Matrix], ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_WidthFixed, widestName + 8);
+    ImGui::TableSetupColumn(names[Matrix],
+                            ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_WidthFixed,
+                            m_table.widestName + 8);
     for (int c = Matrix + 1; c < kColumns; ++c) ImGui::TableSetupColumn(names[c]);
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);  // headers one by one: each is a probed click target
     for (int c = 0; c < kColumns; ++c) {
       ImGui::TableSetColumnIndex(c);
       ImGui::TableHeader(names[c]);
-      probe::item(std::string("esd/header/") + names[c]);
+      probe::item("esd/header/", names[c]);
     }
-    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0) {
-      m_sortColumn = specs->Specs[0].ColumnIndex;
-      m_ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+    // Sorted when a header is clicked or the rows are new. NaN (no value) sorts last either way; ties keep
+    // the layer order.
+    ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+    if (specs && specs->SpecsCount > 0 && (specs->SpecsDirty || !m_table.sorted)) {
+      const int column = specs->Specs[0].ColumnIndex;
+      const bool ascending = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+      rows = m_table.join();  // from the analysis' own order, so that ties keep it
+      std::stable_sort(rows.begin(), rows.end(), [&](const MatrixMetrics& a, const MatrixMetrics& b) {
+        const double x = sortKey(a, column), y = sortKey(b, column);
+        if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+        return ascending ? x < y : x > y;
+      });
+      specs->SpecsDirty = false;
+      m_table.sorted = true;
     }
-    // NaN (no value) sorts last either way; ties keep the layer order.
-    std::stable_sort(rows.begin(), rows.end(), [&](const MatrixMetrics& a, const MatrixMetrics& b) {
-      const double x = sortKey(a, m_sortColumn), y = sortKey(b, m_sortColumn);
-      if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
-      return m_ascending ? x < y : x > y;
-    });
     auto cell = [](double v, const char* format) {
       ImGui::TableNextColumn();
       if (std::isfinite(v))
@@ -130,7 +139,7 @@ class EsdPanel : public View {
           m_chosen = p;
           m_esdState = {};
         }
-      probe::item("esd/" + r.name);
+      probe::item("esd/", r.name);
       ImGui::TableNextColumn();
       ImGui::Text("%lld x %lld", static_cast<long long>(r.rows), static_cast<long long>(r.cols));
       cell(r.effectiveRank, "%.0f");
@@ -145,7 +154,7 @@ class EsdPanel : public View {
       cell(r.ks, "%.3f");
       cell(r.lambdaMax, "%.3g");
     }
-    probe::state("esd/first", rows.front().name);  // what sorting put on top
+    probe::state("esd/first", [&] { return rows.front().name; });  // what sorting put on top
     ImGui::EndTable();
   }
 
@@ -154,7 +163,10 @@ class EsdPanel : public View {
     const float h = ImGui::GetContentRegionAvail().y;
     if (m_chosen) {
       try {
-        const plot::Figure f = plot::figureKind("esd").build(result, *m_chosen);
+        const std::string choice =
+            "esd/" + std::to_string(m_chosen->layer) + "/" + std::string(projName(m_chosen->proj));
+        const plot::Figure& f =
+            ctx.figures.get(result, choice, [&] { return plot::figureKind("esd").build(result, *m_chosen); });
         drawExportButtons(ctx, f, "esd", &m_esdState);
         plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, h * 0.5f), ctx.textures, ctx.style);
       } catch (const Error&) {  // the matrix is not in this checkpoint (another model): forget it
@@ -163,31 +175,30 @@ class EsdPanel : public View {
     } else {
       ImGui::TextDisabled("click a matrix in the table for its eigenvalue density and power-law fit");
     }
-    const plot::Figure alpha = plot::figureKind("esd-alpha").build(result, {});
+    const plot::Figure& alpha =
+        ctx.figures.get(result, "esd-alpha", [&] { return plot::figureKind("esd-alpha").build(result, {}); });
     drawExportButtons(ctx, alpha, "esd-alpha", &m_alphaState);
     plot::plotWidget("##esd-alpha", alpha, m_alphaState, ImVec2(-1, -1), ctx.textures, ctx.style);
   }
 
   static void exportCsv(AppContext& ctx, const LoadedModel& m, const std::vector<MatrixMetrics>& rows) {
-    try {
-      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
-      std::filesystem::create_directories(dir);
-      const auto path = defaultExportPath(dir, m.label, m.step, "matrix-metrics", "csv");
-      writeMatrixMetricsCsv(rows, path);
-      ctx.notify("wrote " + path.string());
-    } catch (const Error& e) {
-      ctx.reportError(e.what());
-    } catch (const std::filesystem::filesystem_error& e) {
-      ctx.reportError(Error({.what = "cannot create the exports folder",
-                             .where = e.path1().string(),
-                             .found = e.code().message()})
-                          .what());
-    }
+    writeToExports(ctx, m.label, m.step, "matrix-metrics", "csv",
+                   [&](const std::filesystem::path& path) { writeMatrixMetricsCsv(rows, path); });
   }
 
+  // The joined rows of the shown results, kept until they change (and the widest name, for the column).
+  struct Table {
+    AnalysisResult esd, spectra;
+    std::vector<MatrixMetrics> rows;
+    float widestName = 0;
+    bool sorted = false;
+    std::vector<MatrixMetrics> join() const {
+      return matrixMetrics(*resultAs<std::vector<MatrixEsd>>(esd),
+                           spectra ? resultAs<std::vector<MatrixSpectrum>>(spectra) : nullptr);
+    }
+  };
+  Table m_table;
   std::optional<plot::FigureParams> m_chosen;
-  int m_sortColumn = Matrix;
-  bool m_ascending = true;
   plot::PlotState m_esdState, m_alphaState;
 };
 

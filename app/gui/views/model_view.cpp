@@ -159,7 +159,7 @@ class ModelPanel : public View {
           if (ImGui::Selectable(name.c_str(), chosen, ImGuiSelectableFlags_SpanAllColumns) &&
               (!chosen || failed))
             summarize(ctx, m, name);
-          probe::item("tensor/" + name);
+          probe::item("tensor/", name);
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(t["dtype"].get<std::string>().c_str());
           ImGui::TableNextColumn();
@@ -232,11 +232,13 @@ class ModelPanel : public View {
   void drawDetails(AppContext& ctx) {
     if (!m_details) return;
     const Details& d = *m_details;
-    probe::state("model/details", {{"tensor", d.name},
-                                   {"ready", d.summary.has_value()},
-                                   {"numel", d.summary ? d.summary->numel : 0},
-                                   {"mean", d.summary ? d.summary->mean : 0.0},
-                                   {"std", d.summary ? d.summary->std : 0.0}});
+    probe::state("model/details", [&] {
+      return Json{{"tensor", d.name},
+                  {"ready", d.summary.has_value()},
+                  {"numel", d.summary ? d.summary->numel : 0},
+                  {"mean", d.summary ? d.summary->mean : 0.0},
+                  {"std", d.summary ? d.summary->std : 0.0}};
+    });
     drawSectionHeader(d.name.c_str());
     if (!d.error.empty()) {
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", d.error.c_str());

@@ -92,22 +92,8 @@ class TrainingPanel : public View {
 
   // Every shown run's logged steps, one row each (core/metrics_csv.hpp), under a name that is never taken.
   static void exportCsv(AppContext& ctx, const std::vector<plot::RunCurve>& curves) {
-    try {
-      const std::filesystem::path dir = Settings::dataDirectory() / "exports";
-      std::filesystem::create_directories(dir);
-      const auto path =
-          defaultExportPath(dir, curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv");
-      writeMetricsCsv(curves, path);
-      ctx.notify("wrote " + path.string());
-    } catch (const Error& e) {
-      ctx.reportError(e.what());
-    } catch (const std::filesystem::filesystem_error& e) {
-      ctx.reportError(Error({.what = "cannot create the exports folder",
-                             .where = e.path1().string(),
-                             .found = e.code().message(),
-                             .hint = "check the permissions of ShareLens's data directory"})
-                          .what());
-    }
+    writeToExports(ctx, curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv",
+                   [&](const std::filesystem::path& path) { writeMetricsCsv(curves, path); });
   }
 
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
@@ -146,11 +132,7 @@ class TrainingPanel : public View {
     ImGui::TableHeadersRow();
     const RunEntry* removed = nullptr;
     int id = 0;
-    Json runStates = Json::array();
     for (auto& r : ctx.runs.runs()) {
-      runStates.push_back(
-          {{"label", r->label},
-           {"state", r->controller ? std::string(runStateName(r->controller->state())) : r->status}});
       ImGui::PushID(id++);
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
@@ -174,7 +156,14 @@ class TrainingPanel : public View {
       ImGui::PopID();
     }
     ImGui::EndTable();
-    probe::state("training/runs", runStates);
+    probe::state("training/runs", [&] {
+      Json runs = Json::array();
+      for (const auto& r : ctx.runs.runs())
+        runs.push_back(
+            {{"label", r->label},
+             {"state", r->controller ? std::string(runStateName(r->controller->state())) : r->status}});
+      return runs;
+    });
     drawStopConfirmation(ctx);
     if (removed) {  // after the loop: the table iterated over the list
       const std::string label = removed->label;
@@ -287,7 +276,7 @@ class TrainingPanel : public View {
       }
       next();
       if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
-      probe::item("run/" + r.label + "/stop");
+      probe::item("run/" + r.label, "/stop");
     }
     if (r.controller && s == RunState::Stopped && r.latestCheckpoint >= 0) {
       next();
@@ -310,7 +299,7 @@ class TrainingPanel : public View {
     if (!live && !(r.controller && s == RunState::Preparing)) {
       next();
       const bool remove = ImGui::SmallButton("remove");
-      probe::item("run/" + r.label + "/remove");
+      probe::item("run/" + r.label, "/remove");
       if (remove) return true;
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("take the run off the monitor; its directory stays");
     }
