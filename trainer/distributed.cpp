@@ -177,6 +177,17 @@ void DistributedGroup::begin(double share) {
   }
 }
 
+template <class Start>
+void DistributedGroup::complete(Start&& start) {
+  try {
+    start()->wait();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
+
 void DistributedGroup::launchReady() {
   while (m_launched < m_buckets.size() && m_buckets[m_launched]->pending == 0) {
     std::vector<torch::Tensor> tensors = {m_buckets[m_launched]->flat};
@@ -196,7 +207,7 @@ void DistributedGroup::finish() {
       }
   }
   launchReady();
-  for (auto& b : m_buckets) b->work->wait();
+  for (auto& b : m_buckets) complete([&] { return b->work; });
   for (auto& b : m_buckets)
     for (size_t i : b->params) {
       torch::Tensor& p = (*m_params)[i].tensor;
@@ -214,16 +225,16 @@ void DistributedGroup::broadcastFromZero(std::vector<NamedParameter>& params, Ad
   for (torch::Tensor& t : optimizer.stateTensorsForSync()) tensors.push_back(t);
   for (torch::Tensor& t : tensors) {  // one at a time: broadcast needs contiguous tensors, parameters are
     std::vector<torch::Tensor> one = {t};
-    m_group->broadcast(one)->wait();
+    complete([&] { return m_group->broadcast(one); });
   }
   std::vector<torch::Tensor> steps = {at::full({1}, static_cast<double>(optimizer.steps()), at::kDouble)};
-  m_group->broadcast(steps)->wait();
+  complete([&] { return m_group->broadcast(steps); });
   optimizer.setSteps(static_cast<int64_t>(steps[0].item<double>()));
 }
 
 double DistributedGroup::broadcastFromZero(double value) {
   std::vector<torch::Tensor> t = {at::full({1}, value, at::kDouble)};
-  m_group->broadcast(t)->wait();
+  complete([&] { return m_group->broadcast(t); });
   return t[0].item<double>();
 }
 
@@ -231,7 +242,7 @@ std::vector<double> DistributedGroup::allGather(double value) {
   std::vector<torch::Tensor> input = {at::full({1}, value, at::kDouble)};
   std::vector<std::vector<torch::Tensor>> output(1);
   for (int r = 0; r < worldSize(); ++r) output[0].push_back(at::zeros({1}, at::kDouble));
-  m_group->allgather(output, input)->wait();
+  complete([&] { return m_group->allgather(output, input); });
   std::vector<double> out;
   for (const torch::Tensor& t : output[0]) out.push_back(t.item<double>());
   return out;
@@ -239,7 +250,7 @@ std::vector<double> DistributedGroup::allGather(double value) {
 
 double DistributedGroup::sum(double value) {
   std::vector<torch::Tensor> t = {at::full({1}, value, at::kDouble)};
-  m_group->allreduce(t)->wait();
+  complete([&] { return m_group->allreduce(t); });
   return t[0].item<double>();
 }
 
@@ -265,17 +276,22 @@ void DistributedGroup::checkWeightsAgree(const std::vector<NamedParameter>& para
 }
 
 void DistributedGroup::heartbeat(int64_t step) {
+  m_step = step;
   const std::string value = std::to_string(step);
-  m_store->set("heartbeat/" + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
+  try {
+    m_store->set("heartbeat/" + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
+  } catch (const std::exception& e) {  // rank 0, which serves the store, is gone
+    fail(e);
+  }
 }
 
 // After a failed collective the ranks still alive check in on the store under the failing step; the ones that
 // do not within a few seconds are the ones that stopped. Rank 0 serves the store: when it is gone, that is
 // the answer.
-std::string DistributedGroup::stoppedRanks(int64_t step) {
+std::string DistributedGroup::stoppedRanks() {
   std::string out;
   try {
-    const std::string prefix = "alive/" + std::to_string(step) + "/";
+    const std::string prefix = "alive/" + std::to_string(m_step) + "/";
     const std::string me = "1";
     m_store->set(prefix + std::to_string(rank()), std::vector<uint8_t>(me.begin(), me.end()));
     std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -287,13 +303,13 @@ std::string DistributedGroup::stoppedRanks(int64_t step) {
   return out.empty() ? "none (a timeout)" : out;
 }
 
-void DistributedGroup::fail(const std::exception& cause, int64_t step) {
+void DistributedGroup::fail(const std::exception& cause) {
   std::string what = cause.what();
   if (const auto* c = dynamic_cast<const c10::Error*>(&cause)) what = c->what_without_backtrace();
   if (what.size() > 300) what = what.substr(0, 300) + "...";
   throw Error({.what = "a collective failed: another rank stopped or timed out",
-               .where = "rank " + std::to_string(rank()) + ", step " + std::to_string(step),
-               .found = what + "; ranks that stopped: " + stoppedRanks(step),
+               .where = "rank " + std::to_string(rank()) + ", after step " + std::to_string(m_step),
+               .found = what + "; ranks that stopped: " + stoppedRanks(),
                .hint = "the last complete checkpoint is intact: `sharelens train --resume --out DIR` "
                        "continues it, with any number of ranks"});
 }

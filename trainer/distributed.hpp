@@ -65,15 +65,23 @@ class DistributedGroup {
   double sum(double value);
   // Debug: a hash of every weight, compared across ranks; a named Error when they differ.
   void checkWeightsAgree(const std::vector<NamedParameter>& params, int64_t step);
-  // The ranks that no longer answer after a collective failed at `step`.
+  // Each step's check-in: the step every rank has completed, under which a failed collective's survivors
+  // find each other.
   void heartbeat(int64_t step);
-  std::string stoppedRanks(int64_t step);
-  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped.
-  [[noreturn]] void fail(const std::exception& cause, int64_t step);
+  // The ranks that no longer answer after a collective failed after the last heartbeat's step.
+  std::string stoppedRanks();
+  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped. Every
+  // collective of this group reports its own failure through it; callers need it only for collectives
+  // started elsewhere (the gradient all-reduce launched from backward's hooks).
+  [[noreturn]] void fail(const std::exception& cause);
 
  private:
   struct Bucket;
   void launchReady();
+  // Starts a collective and waits for it; a failure becomes fail()'s named Error.
+  template <class Start>
+  void complete(Start&& start);
+  int64_t m_step = 0;  // the last heartbeat's
   DistributedConfig m_config;
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<CollectiveBackend> m_group;

@@ -364,14 +364,8 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     }
     bool stop = m_ctx.stop.stop_requested();
     if (m_group) {  // a stop requested on any rank stops every rank at the same step
-      try {
-        m_group->heartbeat(m_step);
-        stop = m_group->sum(stop ? 1.0 : 0.0) > 0;
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        m_group->fail(e, m_step);
-      }
+      m_group->heartbeat(m_step);
+      stop = m_group->sum(stop ? 1.0 : 0.0) > 0;
     }
     if (stop) break;
     const int64_t step = m_step + 1;
@@ -385,9 +379,9 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
       this->step(step, lr, metrics, nonFinite);
     } catch (const Error&) {
       throw;
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // the gradient all-reduce starts inside backward's hooks
       if (!m_group) throw;
-      m_group->fail(e, step);
+      m_group->fail(e);
     }
     m_step = step;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
