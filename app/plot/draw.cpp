@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "app/plot/figure.hpp"
 
@@ -135,23 +137,75 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   }
 }
 
-// How many of the visible series' points (sampled) fall inside the box.
-// Up to 2,000 points of each shown series in pixels, each standing for `stride` points: enough to tell which
-// corner of the plot is emptiest.
+// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line the
+// segments between them sampled every few pixels (a line of three points crosses the plot): enough to tell
+// which corner of the plot is emptiest.
 struct SampledPoint {
   Point p;
   size_t weight;
 };
+
+bool drawsLine(const Series& s) {
+  return s.style == SeriesStyle::Line || s.style == SeriesStyle::LineAndMarkers;
+}
+
+// The part of segment a-b inside the box [min, max] (Liang-Barsky), as parameters t0 <= t1 in [0, 1];
+// nullopt when it misses the box.
+std::optional<std::pair<float, float>> clipSegment(Point a, Point b, Point min, Point max) {
+  float t0 = 0, t1 = 1;
+  const float d[2] = {b.x - a.x, b.y - a.y}, lo[2] = {min.x - a.x, min.y - a.y},
+              hi[2] = {max.x - a.x, max.y - a.y};
+  for (int axis = 0; axis < 2; ++axis) {
+    if (d[axis] == 0) {
+      if (lo[axis] > 0 || hi[axis] < 0) return std::nullopt;
+      continue;
+    }
+    float enter = lo[axis] / d[axis], leave = hi[axis] / d[axis];
+    if (enter > leave) std::swap(enter, leave);
+    t0 = std::max(t0, enter), t1 = std::min(t1, leave);
+    if (t0 > t1) return std::nullopt;
+  }
+  return std::pair{t0, t1};
+}
+
+// Points every `spacing` pixels along the part of segment a-b inside the plot, at most `budget` of them
+// (taken from it): a zoomed-in view's long off-screen segments cost nothing.
+void sampleSegment(Point a, Point b, const FigureLayout& l, float spacing, size_t& budget,
+                   std::vector<SampledPoint>& out) {
+  const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
+  if (!clipped) return;
+  const auto [t0, t1] = *clipped;
+  const float length = (t1 - t0) * std::hypot(b.x - a.x, b.y - a.y);
+  const size_t n = std::min(budget, static_cast<size_t>(length / spacing));
+  for (size_t k = 1; k <= n; ++k) {
+    const float t = t0 + (t1 - t0) * static_cast<float>(k) / static_cast<float>(n + 1);
+    out.push_back({{a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)}, 1});
+  }
+  budget -= n;
+}
+
 std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
                                        const std::vector<bool>& hidden) {
+  constexpr float kSpacing = 6;           // pixels between a segment's samples
+  constexpr size_t kSegmentBudget = 512;  // per series: a sparse line is covered, a dense one has its points
   const PixelMap toPixel(l);
   std::vector<SampledPoint> out;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
     const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
-    for (size_t k = 0; k < n; k += stride)
-      if (std::isfinite(s.y[k])) out.push_back({toPixel(s.x[k], s.y[k]), stride});
+    size_t budget = drawsLine(s) ? kSegmentBudget : 0;
+    std::optional<Point> previous;
+    for (size_t k = 0; k < n; k += stride) {
+      // Points the line leaves out (as decimatedPolyline does): it joins their neighbours.
+      if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0) ||
+          (l.x.scale == Scale::Log10 && s.x[k] <= 0))
+        continue;
+      const Point p = toPixel(s.x[k], s.y[k]);
+      if (previous && budget > 0) sampleSegment(*previous, p, l, kSpacing, budget, out);
+      out.push_back({p, stride});
+      previous = p;
+    }
   }
   return out;
 }

@@ -66,6 +66,11 @@ TEST(Axis, LogTicksAtDecadesWithMinors) {
   for (const Tick& t : niceTicks({Scale::Log10, {0.3, 3}}, 6))
     if (!t.label.empty()) labels.push_back(t.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"0.3", "0.5", "1", "2", "3"}));
+  // Two decades inside but a span of less than two (0.7 to 10.5 GiB, the README's memory axis): the same.
+  labels.clear();
+  for (const Tick& t : niceTicks({Scale::Log10, {0.7, 10.5}}, 6))
+    if (!t.label.empty()) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"1", "2", "3", "5", "10"}));
   // Two decades or more: only the decades are labelled.
   for (const Tick& t : niceTicks({Scale::Log10, {0.05, 20}}, 6))
     EXPECT_EQ(t.label.empty(), !t.major) << t.value;
@@ -253,6 +258,36 @@ TEST(Figures, YRefitsToTheVisibleXRange) {
   MeasuringCanvas c;  // and the layout uses it when only x is zoomed
   const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400}, Range{10, 20});
   EXPECT_NEAR(l.y.range.max, visible.max, 1e-9);
+}
+
+// The README's cost-growth figure: two rising lines of three points each. The legend's corner was chosen by
+// the points alone, so the top-right box, holding no point, sat on both lines.
+TEST(Figures, TheLegendAvoidsTheLinesBetweenSparsePoints) {
+  Figure f;
+  f.xScale = f.yScale = Scale::Log10;
+  const std::vector<std::vector<double>> ys = {{67.0, 582.7, 1329.9}, {16.8, 121.9, 439.8}};
+  for (const auto& y : ys) {
+    Series s;
+    s.label = "a side";
+    s.style = SeriesStyle::LineAndMarkers;
+    s.x = {124.4, 354.8, 1235.8};
+    s.y = y;
+    f.series.push_back(s);
+  }
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {520, 500});
+  ASSERT_EQ(l.legend.size(), 2u);
+  const Point min = l.legend.front().min, max = l.legend.back().max;
+  for (const Series& s : f.series)
+    for (size_t k = 0; k + 1 < s.x.size(); ++k) {
+      const Point a = l.toPixel(s.x[k], s.y[k]), b = l.toPixel(s.x[k + 1], s.y[k + 1]);
+      for (int i = 0; i <= 1000; ++i) {  // the segment as drawn: straight in pixels
+        const float t = static_cast<float>(i) / 1000;
+        const Point p{a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)};
+        EXPECT_FALSE(p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y)
+            << "the legend covers the line at (" << p.x << ", " << p.y << ")";
+      }
+    }
 }
 
 TEST(Figures, MovingAverageIsDebiased) {

@@ -9,6 +9,9 @@ echo "== checkpoint I/O (1 GiB BF16 checkpoint)"
 "$BUILD/tests/bench_checkpoint_io"
 echo "== analysis engine vs torch.linalg.svdvals"
 "$HERE/bench_analysis.sh" "$BUILD" gpt2-124m llama-3.2-1b
+echo "== how the analysis cost grows: adds GPT-2 medium (PyTorch float32), then the table and docs/scaling.*"
+PEER_DTYPES=float32 "$HERE/bench_analysis.sh" "$BUILD" gpt2-350m
+COLLECT_ONLY=1 "$HERE/bench_scaling.sh" "$BUILD"
 echo "== training throughput vs eager PyTorch"
 "$HERE/bench_train.sh" "$BUILD"
 echo "== compression: MASA at ratio 0.8 with 2,048 calibration tokens"

@@ -103,7 +103,7 @@ def main():
         mats = [view[f"layers.{l}.{p}.head.{h}"] for p, h in labels]
         pairs = [(a, b) for a in range(len(mats)) for b in range(a + 1, len(mats))]
         head_sigmas.append((pairs, batched_svdvals([mats[a].to(dtype) - mats[b].to(dtype) for a, b in pairs], dtype)))
-    timing["head_differences_s"] = time.time() - t
+    timing["heads_s"] = time.time() - t
     if "head_differences" in ours:
         for l, (pairs, sig) in enumerate(head_sigmas):
             entry = ours["head_differences"]["layers"][l]["effective_rank"]
@@ -112,7 +112,7 @@ def main():
 
     # layer differences: every projection, every pair of layers
     layer_sigmas = {}
-    timing["layer_differences_s"] = 0.0
+    timing["layers_s"] = 0.0
     for p in ["q", "k", "v", "o", "gate", "up", "down"]:
         if f"layers.0.{p}" not in view:
             continue
@@ -124,7 +124,7 @@ def main():
         for a, b in pairs:  # one difference at a time bounds memory; svdvals batches within the chunk
             sig.append(batched_svdvals([mats[a].to(dtype) - mats[b].to(dtype)], dtype)[0])
         layer_sigmas[p] = (pairs, sig)
-        timing["layer_differences_s"] += (time.time() - t) * len(all_pairs) / len(pairs)
+        timing["layers_s"] += (time.time() - t) * len(all_pairs) / len(pairs)
     if "layer_differences" in ours:
         by_proj = {m["proj"]: m for m in ours["layer_differences"]["maps"]}
         for p, (pairs, sig) in layer_sigmas.items():

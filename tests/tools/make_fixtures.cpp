@@ -2,10 +2,11 @@
 // make_fixtures --seeds OUT_DIR    writes each fuzz target's seed corpus (OUT_DIR/<target>/: valid inputs +
 // the
 //                                  malformed safetensors corpus)
-// make_fixtures --bench-shape gpt2-124m|llama-3.2-1b OUT_DIR
+// make_fixtures --bench-shape gpt2-124m|gpt2-350m|llama-3.2-1b OUT_DIR
 //                                  a full-size checkpoint with the real model's shapes, random weights
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "core/atomic_file.hpp"
@@ -124,26 +125,36 @@ int writeSeeds(const std::filesystem::path& dir) {
   return 0;
 }
 
+// The published models' shapes, for the benchmarks (GPT-2 small and medium, Llama 3.2 1B), random weights.
+std::optional<testing::FixtureSpec> benchShape(std::string_view name) {
+  testing::FixtureSpec spec;
+  if (name == "gpt2-124m" || name == "gpt2-350m") {
+    const bool medium = name == "gpt2-350m";
+    spec = testing::defaultSpec(Family::Gpt2);
+    spec.layers = medium ? 24 : 12, spec.hidden = medium ? 1024 : 768;
+    spec.heads = spec.kvHeads = medium ? 16 : 12, spec.headDim = 64;
+    spec.ffn = 4 * spec.hidden, spec.vocab = 50257, spec.context = 1024, spec.dtype = DType::F32;
+  } else if (name == "llama-3.2-1b") {
+    spec = testing::defaultSpec(Family::Llama);
+    spec.layers = 16, spec.hidden = 2048, spec.heads = 32, spec.kvHeads = 8, spec.headDim = 64;
+    spec.ffn = 8192, spec.vocab = 128256, spec.context = 131072, spec.dtype = DType::BF16, spec.tied = true;
+  } else {
+    return std::nullopt;
+  }
+  return spec;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--seeds") return writeSeeds(argv[2]);
   if (argc == 4 && std::string(argv[1]) == "--bench-shape") {
-    const std::string shape = argv[2];
-    testing::FixtureSpec spec;
-    if (shape == "gpt2-124m") {
-      spec = testing::defaultSpec(Family::Gpt2);
-      spec.layers = 12, spec.hidden = 768, spec.heads = spec.kvHeads = 12, spec.headDim = 64;
-      spec.ffn = 3072, spec.vocab = 50257, spec.context = 1024, spec.dtype = DType::F32;
-    } else if (shape == "llama-3.2-1b") {
-      spec = testing::defaultSpec(Family::Llama);
-      spec.layers = 16, spec.hidden = 2048, spec.heads = 32, spec.kvHeads = 8, spec.headDim = 64;
-      spec.ffn = 8192, spec.vocab = 128256, spec.context = 131072, spec.dtype = DType::BF16, spec.tied = true;
-    } else {
-      std::cerr << "unknown shape '" << shape << "': use gpt2-124m or llama-3.2-1b\n";
+    const std::optional<testing::FixtureSpec> spec = benchShape(argv[2]);
+    if (!spec) {
+      std::cerr << "unknown shape '" << argv[2] << "': use gpt2-124m, gpt2-350m or llama-3.2-1b\n";
       return 2;
     }
-    testing::writeHfFixture(argv[3], spec);
+    testing::writeHfFixture(argv[3], *spec);
     return 0;
   }
   if (argc != 2) {
