@@ -9,6 +9,7 @@
 #endif
 
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 #include "core/error.hpp"
@@ -118,12 +119,17 @@ DistributedGroup::~DistributedGroup() = default;
 
 void DistributedGroup::agree(const std::string& field, const std::string& value) {
   const std::string prefix = "agree/" + field + "/";
-  m_store->set(prefix + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
-  const std::vector<uint8_t> zero = m_store->get(prefix + "0");
+  std::vector<uint8_t> zero;
   std::string disagree;
-  for (int r = 1; r < worldSize(); ++r)
-    if (m_store->get(prefix + std::to_string(r)) != zero)
-      disagree += (disagree.empty() ? "" : ", ") + std::to_string(r);
+  try {  // a rank that died before checking in leaves the others waiting for the store's timeout
+    m_store->set(prefix + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
+    zero = m_store->get(prefix + "0");
+    for (int r = 1; r < worldSize(); ++r)
+      if (m_store->get(prefix + std::to_string(r)) != zero)
+        disagree += (disagree.empty() ? "" : ", ") + std::to_string(r);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
   if (!disagree.empty())
     throw Error(
         {.what = "the ranks disagree on the " + field,
@@ -188,10 +194,17 @@ void DistributedGroup::complete(Start&& start) {
   }
 }
 
+// Runs inside backward's hooks, where an exception would come out of backward() unnamed: a failed launch is
+// kept, and finish() reports it.
 void DistributedGroup::launchReady() {
-  while (m_launched < m_buckets.size() && m_buckets[m_launched]->pending == 0) {
+  while (m_launchFailure.empty() && m_launched < m_buckets.size() && m_buckets[m_launched]->pending == 0) {
     std::vector<torch::Tensor> tensors = {m_buckets[m_launched]->flat};
-    m_buckets[m_launched]->work = m_group->allreduce(tensors);
+    try {
+      m_buckets[m_launched]->work = m_group->allreduce(tensors);
+    } catch (const std::exception& e) {
+      m_launchFailure = e.what();
+      return;
+    }
     ++m_launched;
   }
 }
@@ -207,6 +220,7 @@ void DistributedGroup::finish() {
       }
   }
   launchReady();
+  if (!m_launchFailure.empty()) fail(std::runtime_error(m_launchFailure));
   for (auto& b : m_buckets) complete([&] { return b->work; });
   for (auto& b : m_buckets)
     for (size_t i : b->params) {
@@ -275,23 +289,18 @@ void DistributedGroup::checkWeightsAgree(const std::vector<NamedParameter>& para
                "a non-deterministic kernel or a rank that skipped an update; report this with the command"});
 }
 
-void DistributedGroup::heartbeat(int64_t step) {
+void DistributedGroup::atStep(int64_t step) {
   m_step = step;
-  const std::string value = std::to_string(step);
-  try {
-    m_store->set("heartbeat/" + std::to_string(rank()), std::vector<uint8_t>(value.begin(), value.end()));
-  } catch (const std::exception& e) {  // rank 0, which serves the store, is gone
-    fail(e);
-  }
 }
 
-// After a failed collective the ranks still alive check in on the store under the failing step; the ones that
-// do not within a few seconds are the ones that stopped. Rank 0 serves the store: when it is gone, that is
-// the answer.
+// After a failed collective the ranks still alive check in on the store; the ones that do not within a few
+// seconds are the ones that stopped. The key carries no step: one collective can complete on one rank and
+// fail on another, which then checks in a step later. A group fails once (fail() ends the process's run).
+// Rank 0 serves the store: when it is gone, that is the answer.
 std::string DistributedGroup::stoppedRanks() {
   std::string out;
   try {
-    const std::string prefix = "alive/" + std::to_string(m_step) + "/";
+    const std::string prefix = "alive/";
     const std::string me = "1";
     m_store->set(prefix + std::to_string(rank()), std::vector<uint8_t>(me.begin(), me.end()));
     std::this_thread::sleep_for(std::chrono::seconds(3));

@@ -1,7 +1,9 @@
 // Data parallelism on LibTorch's c10d (trainer-internal: includes torch). One DistributedGroup per rank:
 // rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors) or,
 // for CUDA training on a LibTorch built with NCCL, ProcessGroupNCCL -- with a timeout on every operation so
-// that no rank waits forever for one that died.
+// that no rank waits forever for one that died. A rank's death or a timeout ends the others' runs with a
+// named Error naming the ranks that stopped (Gloo, tested). With NCCL, LibTorch's watchdog may abort the
+// process before wait() can raise (TORCH_NCCL_ASYNC_ERROR_HANDLING); untested here, for want of a GPU.
 //
 // Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
 // bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM)
@@ -65,23 +67,22 @@ class DistributedGroup {
   double sum(double value);
   // Debug: a hash of every weight, compared across ranks; a named Error when they differ.
   void checkWeightsAgree(const std::vector<NamedParameter>& params, int64_t step);
-  // Each step's check-in: the step every rank has completed, under which a failed collective's survivors
-  // find each other.
-  void heartbeat(int64_t step);
-  // The ranks that no longer answer after a collective failed after the last heartbeat's step.
-  std::string stoppedRanks();
-  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped. Every
-  // collective of this group reports its own failure through it; callers need it only for collectives
-  // started elsewhere (the gradient all-reduce launched from backward's hooks).
-  [[noreturn]] void fail(const std::exception& cause);
+  // The step every rank has completed (the start step when joining), which a failure's message names.
+  void atStep(int64_t step);
 
  private:
+  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped. Every
+  // collective and store exchange of this group reports its own failure through it.
+  [[noreturn]] void fail(const std::exception& cause);
+  // The ranks that no longer answer after a collective failed.
+  std::string stoppedRanks();
   struct Bucket;
   void launchReady();
   // Starts a collective and waits for it; a failure becomes fail()'s named Error.
   template <class Start>
   void complete(Start&& start);
-  int64_t m_step = 0;  // the last heartbeat's
+  int64_t m_step = 0;           // atStep's
+  std::string m_launchFailure;  // a gradient all-reduce that could not start in backward's hooks
   DistributedConfig m_config;
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<CollectiveBackend> m_group;

@@ -295,6 +295,7 @@ void TrainingRun::joinDistributed(const std::string& corpusFingerprint,
                                           {"weight_decay", c.weightDecay}}
                                          .dump());
   m_group->agree("start step", std::to_string(m_step));
+  m_group->atStep(m_step);
   torch::NoGradGuard noGrad;
   m_group->broadcastFromZero(m_model->parameters(), *m_optimizer);
   m_tokens = m_group->broadcastFromZero(m_tokens);
@@ -364,7 +365,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     }
     bool stop = m_ctx.stop.stop_requested();
     if (m_group) {  // a stop requested on any rank stops every rank at the same step
-      m_group->heartbeat(m_step);
+      m_group->atStep(m_step);
       stop = m_group->sum(stop ? 1.0 : 0.0) > 0;
     }
     if (stop) break;
@@ -375,14 +376,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     metrics.step = step;
     metrics.lr = lr;
     std::string nonFinite;
-    try {
-      this->step(step, lr, metrics, nonFinite);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {  // the gradient all-reduce starts inside backward's hooks
-      if (!m_group) throw;
-      m_group->fail(e);
-    }
+    this->step(step, lr, metrics, nonFinite);
     m_step = step;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
                  "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));

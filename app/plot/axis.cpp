@@ -62,9 +62,11 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
     const int lo = static_cast<int>(std::floor(std::log10(r.min))),
               hi = static_cast<int>(std::ceil(std::log10(r.max)));
     const int every = std::max(1, (hi - lo + target - 1) / std::max(1, target));
-    // A range spanning less than two decades (0.3 to 3, or 0.7 to 10 with the two decades 1 and 10 inside
-    // it): the 2s, 3s and 5s are labelled too, so the axis can still be read.
-    const bool labelMinors = std::log10(r.max / r.min) < 2;
+    // A range spanning less than two decades (0.7 to 10.5, with the two decades 1 and 10 inside it): the 2s
+    // and 5s are labelled too, so the axis can still be read, and the 3s when it spans one decade at most
+    // (0.3 to 3). Labels stay 15% of the axis apart (1 to 2 is 0.3 decades).
+    const double span = std::log10(r.max / r.min);
+    auto labelled = [&](int m) { return (span < 2 && (m == 2 || m == 5)) || (span <= 1 + 1e-9 && m == 3); };
     // Decades are labelled alike: plainly when all fit in [0.01, 10^4], else all in 1eK form.
     const bool plain = lo >= -2 && hi <= 4;
     for (int e = lo; e <= hi; ++e) {
@@ -75,8 +77,7 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
       if (hi - lo <= 3)
         for (int m = 2; m <= 9; ++m) {
           const double v = m * decade;
-          const bool labelled = labelMinors && (m == 2 || m == 3 || m == 5);
-          if (v >= r.min && v <= r.max) ticks.push_back({v, labelled ? formatTick(v, decade) : "", false});
+          if (v >= r.min && v <= r.max) ticks.push_back({v, labelled(m) ? formatTick(v, decade) : "", false});
         }
     }
     if (std::none_of(ticks.begin(), ticks.end(), [](const Tick& t) { return t.major; })) {

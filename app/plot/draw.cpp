@@ -137,9 +137,9 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   }
 }
 
-// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line the
-// segments between them sampled every few pixels (a line of three points crosses the plot): enough to tell
-// which corner of the plot is emptiest.
+// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line up to
+// 2,048 samples along the visible parts of the segments between them (a line of three points crosses corners
+// that hold none of them): enough to tell which corner of the plot is emptiest.
 struct SampledPoint {
   Point p;
   size_t weight;
@@ -168,44 +168,49 @@ std::optional<std::pair<float, float>> clipSegment(Point a, Point b, Point min, 
   return std::pair{t0, t1};
 }
 
-// Points every `spacing` pixels along the part of segment a-b inside the plot, at most `budget` of them
-// (taken from it): a zoomed-in view's long off-screen segments cost nothing.
-void sampleSegment(Point a, Point b, const FigureLayout& l, float spacing, size_t& budget,
-                   std::vector<SampledPoint>& out) {
+// The length of the part of segment a-b inside the plot, and the points every `spacing` pixels along it.
+float clippedLength(Point a, Point b, const FigureLayout& l) {
+  const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
+  return clipped ? (clipped->second - clipped->first) * std::hypot(b.x - a.x, b.y - a.y) : 0.0f;
+}
+void sampleSegment(Point a, Point b, const FigureLayout& l, float spacing, std::vector<SampledPoint>& out) {
   const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
   if (!clipped) return;
   const auto [t0, t1] = *clipped;
   const float length = (t1 - t0) * std::hypot(b.x - a.x, b.y - a.y);
-  const size_t n = std::min(budget, static_cast<size_t>(length / spacing));
+  if (!(length >= spacing)) return;  // also NaN
+  const auto n = static_cast<size_t>(length / spacing);
   for (size_t k = 1; k <= n; ++k) {
     const float t = t0 + (t1 - t0) * static_cast<float>(k) / static_cast<float>(n + 1);
     out.push_back({{a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)}, 1});
   }
-  budget -= n;
 }
 
 std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
                                        const std::vector<bool>& hidden) {
-  constexpr float kSpacing = 6;           // pixels between a segment's samples
-  constexpr size_t kSegmentBudget = 512;  // per series: a sparse line is covered, a dense one has its points
+  constexpr float kSpacing = 6;            // pixels between a segment's samples, at most
+  constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
   const PixelMap toPixel(l);
   std::vector<SampledPoint> out;
+  std::vector<Point> line;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
     const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
-    size_t budget = drawsLine(s) ? kSegmentBudget : 0;
-    std::optional<Point> previous;
+    line.clear();
     for (size_t k = 0; k < n; k += stride) {
-      // Points the line leaves out (as decimatedPolyline does): it joins their neighbours.
-      if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0) ||
-          (l.x.scale == Scale::Log10 && s.x[k] <= 0))
-        continue;
+      // The points decimatedPolyline leaves out; the line joins their neighbours.
+      if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0)) continue;
       const Point p = toPixel(s.x[k], s.y[k]);
-      if (previous && budget > 0) sampleSegment(*previous, p, l, kSpacing, budget, out);
+      if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
       out.push_back({p, stride});
-      previous = p;
+      line.push_back(p);
     }
+    if (!drawsLine(s)) continue;
+    float length = 0;
+    for (size_t k = 1; k < line.size(); ++k) length += clippedLength(line[k - 1], line[k], l);
+    const float spacing = std::max(kSpacing, length / kSegmentSamples);
+    for (size_t k = 1; k < line.size(); ++k) sampleSegment(line[k - 1], line[k], l, spacing, out);
   }
   return out;
 }

@@ -17,12 +17,13 @@ THREADS="${THREADS:-2}"
 # (torch_analysis_peer.py --max-layer-pairs; every pair of a projection has the same shape). 0 = all pairs.
 PEER_LAYER_PAIRS="${PEER_LAYER_PAIRS:-8}"
 PEER_DTYPES="${PEER_DTYPES:-float64 float32}"
-# Runs a command under /usr/bin/time, printing its wall time and peak and keeping them in FILE.
+# Runs a command under /usr/bin/time, keeping its wall time and peak in FILE and printing them on stderr
+# (a caller may discard the command's stdout).
 timed() {
   local file="$1"
   shift
   /usr/bin/time -f "%e %M" -o "$file" "$@"
-  awk '{ printf "%s s wall, %s KiB peak\n", $1, $2 }' "$file"
+  awk '{ printf "%s s wall, %s KiB peak\n", $1, $2 }' "$file" >&2
 }
 mkdir -p "$WORK"
 for shape in ${SHAPES[@]}; do

@@ -3,12 +3,13 @@
 # maps) of the GPT-2 124M, GPT-2 350M and Llama-3.2-1B shapes, ShareLens beside PyTorch float32, through
 # bench_analysis.sh; then a table (time, peak memory, ratios, the growth exponent between neighbouring shapes)
 # and a log-log figure drawn by plot_scaling.
-# Usage: tests/bench/bench_scaling.sh BUILD_DIR [FIGURE_PREFIX]   (default prefix: docs/scaling; writes .svg, .png)
+# Usage: tests/bench/bench_scaling.sh BUILD_DIR [FIGURE_PREFIX]   (default: the repository's docs/scaling;
+#        writes .svg and .png)
 #        COLLECT_ONLY=1 skips the runs and uses the measurements already in $SHARELENS_BENCH_DIR.
 set -euo pipefail
 BUILD="$(cd "${1:-build}" && pwd)"
-PREFIX="${2:-docs/scaling}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PREFIX="${2:-$HERE/../../docs/scaling}"
 WORK="${SHARELENS_BENCH_DIR:-/tmp/sharelens-bench}"
 SHAPES="gpt2-124m gpt2-350m llama-3.2-1b"
 if [ -z "${COLLECT_ONLY:-}" ]; then
