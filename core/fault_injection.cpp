@@ -46,6 +46,11 @@ bool nonFiniteLossAt(int64_t step) {
   return !spec.empty() && stepListContains(spec, step);
 }
 
+bool outOfMemoryAt(int64_t step) {
+  static const std::string spec = variable("SHARELENS_TEST_OOM_STEPS");
+  return !spec.empty() && stepListContains(spec, step);
+}
+
 void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
   static const std::string want = variable("SHARELENS_TEST_KILL_IN_CHECKPOINT");
   if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
@@ -57,6 +62,9 @@ bool compiledIn() {
   return false;
 }
 bool nonFiniteLossAt(int64_t) {
+  return false;
+}
+bool outOfMemoryAt(int64_t) {
   return false;
 }
 void maybeKillInCheckpoint(std::string_view, int) {}

@@ -5,6 +5,8 @@
 //
 //   SHARELENS_TEST_NONFINITE_STEPS     "7", "7,9" or "12-": training steps whose loss is made NaN
 //                                      (trainer/training_run.cpp; Training.NonFinite* tests)
+//   SHARELENS_TEST_OOM_STEPS           "4": training steps that run out of memory (std::bad_alloc before the
+//                                      forward pass; trainer/training_run.cpp; Distributed.AnErrorInOneRank*)
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
 //                                      the second checkpoint write (trainer/checkpoint_io.cpp;
 //                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)
@@ -20,6 +22,9 @@ bool compiledIn();
 
 // SHARELENS_TEST_NONFINITE_STEPS: should this step's loss be replaced by NaN?
 bool nonFiniteLossAt(int64_t step);
+
+// SHARELENS_TEST_OOM_STEPS: should this step run out of memory?
+bool outOfMemoryAt(int64_t step);
 
 // SHARELENS_TEST_KILL_IN_CHECKPOINT: SIGKILLs the process when `stage` is the one asked for and this is
 // the process's second (or later) checkpoint write.

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 
@@ -449,6 +450,7 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
   const double share = static_cast<double>(end - begin) / static_cast<double>(c.batchSize);
   const torch::Tensor tokens =
       toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context, begin, end));
+  if (fault::outOfMemoryAt(step)) throw std::bad_alloc();
   torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
   {
     ScopedCudaAutocast autocast(m_device.is_cuda());

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "core/atomic_file.hpp"
+#include "core/fault_injection.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -109,6 +110,34 @@ TEST(Distributed, AKilledRankStopsTheOtherWithinTheTimeoutAndTheRunResumesOnOneR
   r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "run").string()) + " --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(latestCheckpoint(dir / "run")->step, 200) << "resumed from 2 ranks to 1";
+  fs::remove_all(dir);
+}
+
+// A rank whose step fails for its own reason (out of memory here) reports that reason, not a collective
+// failure; the rank left waiting in the next collective names it as the one that stopped.
+TEST(Distributed, AnErrorInOneRanksStepIsReportedAsItselfAndTheOtherRankNamesIt) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
+  const fs::path dir = testing::makeTempDir("dist-oom");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  const int port = freePort();
+  const std::string args = " train --topology " + shellQuote((dir / "t.json").string()) +
+                           " --corpus brown --steps 20 --batch 8 --threads 1 --eval-every 1000 --out " +
+                           shellQuote((dir / "run").string());
+  // Rank 1 runs out of memory in step 4; rank 0 is left waiting in that step's first collective.
+  std::string command = "(" + rankEnv(0, 2, port, 8) + kBinary + args;
+  command += " 2>" + shellQuote((dir / "rank0.err").string()) + " & p0=$!; SHARELENS_TEST_OOM_STEPS=4 ";
+  command += rankEnv(1, 2, port, 8) + kBinary + args;
+  command += " 2>" + shellQuote((dir / "rank1.err").string()) + "; echo rank1=$?; wait $p0; echo rank0=$?)";
+  const auto r = runProcess(command);
+  const std::string failed = readTextFile(dir / "rank1.err"), waiting = readTextFile(dir / "rank0.err");
+  EXPECT_NE(r.out.find("rank1=2"), std::string::npos) << r.out << failed;
+  EXPECT_NE(failed.find("out of memory"), std::string::npos) << failed;
+  EXPECT_EQ(failed.find("a collective failed"), std::string::npos)
+      << "its own error, not a dead peer: " << failed;
+  EXPECT_NE(r.out.find("rank0=2"), std::string::npos) << r.out << waiting;
+  EXPECT_NE(waiting.find("a collective failed"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.find("ranks that stopped: 1)"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.find("after step 3"), std::string::npos) << "the last step both completed: " << waiting;
   fs::remove_all(dir);
 }
 
