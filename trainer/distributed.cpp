@@ -9,7 +9,7 @@
 #endif
 
 #include <cstdlib>
-#include <stdexcept>
+#include <exception>
 #include <thread>
 
 #include "core/error.hpp"
@@ -197,12 +197,12 @@ void DistributedGroup::complete(Start&& start) {
 // Runs inside backward's hooks, where an exception would come out of backward() unnamed: a failed launch is
 // kept, and finish() reports it.
 void DistributedGroup::launchReady() {
-  while (m_launchFailure.empty() && m_launched < m_buckets.size() && m_buckets[m_launched]->pending == 0) {
+  while (!m_launchFailure && m_launched < m_buckets.size() && m_buckets[m_launched]->pending == 0) {
     std::vector<torch::Tensor> tensors = {m_buckets[m_launched]->flat};
     try {
       m_buckets[m_launched]->work = m_group->allreduce(tensors);
-    } catch (const std::exception& e) {
-      m_launchFailure = e.what();
+    } catch (const std::exception&) {
+      m_launchFailure = std::current_exception();
       return;
     }
     ++m_launched;
@@ -220,7 +220,13 @@ void DistributedGroup::finish() {
       }
   }
   launchReady();
-  if (!m_launchFailure.empty()) fail(std::runtime_error(m_launchFailure));
+  if (m_launchFailure) {  // reported like any collective's failure
+    try {
+      std::rethrow_exception(m_launchFailure);
+    } catch (const std::exception& e) {
+      fail(e);
+    }
+  }
   for (auto& b : m_buckets) complete([&] { return b->work; });
   for (auto& b : m_buckets)
     for (size_t i : b->params) {

@@ -15,6 +15,7 @@
 
 #include <torch/types.h>
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,8 +82,8 @@ class DistributedGroup {
   // Starts a collective and waits for it; a failure becomes fail()'s named Error.
   template <class Start>
   void complete(Start&& start);
-  int64_t m_step = 0;           // atStep's
-  std::string m_launchFailure;  // a gradient all-reduce that could not start in backward's hooks
+  int64_t m_step = 0;                  // atStep's
+  std::exception_ptr m_launchFailure;  // a gradient all-reduce that could not start in backward's hooks
   DistributedConfig m_config;
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<CollectiveBackend> m_group;

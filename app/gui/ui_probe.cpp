@@ -34,10 +34,7 @@ bool enabled() {
   return !instance().path.empty();
 }
 
-void item(std::string_view prefix, std::string_view name) {
-  if (!enabled()) return;
-  std::string key(prefix);
-  key += name;
+void setItem(const std::string& key) {
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
   // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
   // on its label rather than on a column border that would resize the table.

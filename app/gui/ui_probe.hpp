@@ -18,9 +18,16 @@ namespace sharelens::gui::probe {
 
 void enable(std::string path);  // --ui-state FILE
 bool enabled();
-// After a widget: its rectangle, under prefix + name ("tensor/" + the tensor's name); nothing is built
-// without --ui-state.
-void item(std::string_view prefix, std::string_view name = {});
+// After a widget: its rectangle, under the key its parts make ("run/", label, "/stop"); the key is built only
+// when a test is listening.
+void setItem(const std::string& key);
+template <class... Parts>
+void item(const Parts&... parts) {
+  if (!enabled()) return;
+  std::string key;
+  (key.append(std::string_view(parts)), ...);
+  setItem(key);
+}
 void setState(const std::string& key, Json value);
 // A fact a view holds now ("model/details"): `make` builds it only when a test is listening.
 template <class Make>

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "app/plot/figure.hpp"
+#include "core/hash.hpp"
 
 namespace sharelens::plot {
 namespace {
@@ -137,10 +138,8 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   }
 }
 
-// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line up to
-// 2,048 samples along the visible parts of the segments between them (a line of three points crosses corners
-// that hold none of them): enough to tell which corner of the plot is emptiest.
-struct SampledPoint {
+struct SampledPoint {  // a pixel standing for `weight` data points
+
   Point p;
   size_t weight;
 };
@@ -168,49 +167,55 @@ std::optional<std::pair<float, float>> clipSegment(Point a, Point b, Point min, 
   return std::pair{t0, t1};
 }
 
-// The length of the part of segment a-b inside the plot, and the points every `spacing` pixels along it.
-float clippedLength(Point a, Point b, const FigureLayout& l) {
-  const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
-  return clipped ? (clipped->second - clipped->first) * std::hypot(b.x - a.x, b.y - a.y) : 0.0f;
-}
-void sampleSegment(Point a, Point b, const FigureLayout& l, float spacing, std::vector<SampledPoint>& out) {
-  const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
-  if (!clipped) return;
-  const auto [t0, t1] = *clipped;
-  const float length = (t1 - t0) * std::hypot(b.x - a.x, b.y - a.y);
-  if (!(length >= spacing)) return;  // also NaN
-  const auto n = static_cast<size_t>(length / spacing);
+// The part of segment a-b inside the plot, from a + t0 (b - a) to a + t1 (b - a), `length` pixels long.
+struct VisibleSegment {
+  Point a, b;
+  float t0, t1, length;
+};
+
+// Points every `spacing` pixels along a visible segment.
+void sampleSegment(const VisibleSegment& v, float spacing, std::vector<SampledPoint>& out) {
+  if (!(v.length >= spacing)) return;  // also NaN
+  const auto n = static_cast<size_t>(v.length / spacing);
   for (size_t k = 1; k <= n; ++k) {
-    const float t = t0 + (t1 - t0) * static_cast<float>(k) / static_cast<float>(n + 1);
-    out.push_back({{a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)}, 1});
+    const float t = v.t0 + (v.t1 - v.t0) * static_cast<float>(k) / static_cast<float>(n + 1);
+    out.push_back({{v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1});
   }
 }
 
+// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line up to
+// 2,048 samples along the visible parts of the segments between them (a line of three points crosses corners
+// that hold none of them): enough to tell which corner of the plot is emptiest.
 std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
                                        const std::vector<bool>& hidden) {
   constexpr float kSpacing = 6;            // pixels between a segment's samples, at most
   constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
   const PixelMap toPixel(l);
   std::vector<SampledPoint> out;
-  std::vector<Point> line;
+  std::vector<VisibleSegment> segments;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
     const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
-    line.clear();
+    segments.clear();
+    std::optional<Point> previous;
+    float length = 0;
     for (size_t k = 0; k < n; k += stride) {
       // The points decimatedPolyline leaves out; the line joins their neighbours.
       if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0)) continue;
       const Point p = toPixel(s.x[k], s.y[k]);
       if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
       out.push_back({p, stride});
-      line.push_back(p);
+      if (previous && drawsLine(s))
+        if (const auto t = clipSegment(*previous, p, l.plotMin, l.plotMax)) {
+          const float visible = (t->second - t->first) * std::hypot(p.x - previous->x, p.y - previous->y);
+          segments.push_back({*previous, p, t->first, t->second, visible});
+          length += visible;
+        }
+      previous = p;
     }
-    if (!drawsLine(s)) continue;
-    float length = 0;
-    for (size_t k = 1; k < line.size(); ++k) length += clippedLength(line[k - 1], line[k], l);
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
-    for (size_t k = 1; k < line.size(); ++k) sampleSegment(line[k - 1], line[k], l, spacing, out);
+    for (const VisibleSegment& v : segments) sampleSegment(v, spacing, out);
   }
   return out;
 }
@@ -307,8 +312,8 @@ Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
 Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::optional<Range>& visibleX) {
   if (f.heatmap) return heatmapRange(f.heatmap->rows);
   if (f.yRange) return *f.yRange;
-  RangeAccumulator r(f.yScale);
   if (visibleX && !f.xCategories.empty()) return fittedYRange(f, hidden);  // bars: always the whole
+  RangeAccumulator r(f.yScale);
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
@@ -656,15 +661,11 @@ namespace sharelens::plot {
 
 uint64_t Heatmap::fingerprint() const {
   if (cachedFingerprint != 0) return cachedFingerprint;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over rows, cols and the values' bytes
-  auto mix = [&](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
-  mix(&rows, sizeof rows);
-  mix(&cols, sizeof cols);
-  mix(values.data(), values.size() * sizeof(float));
-  cachedFingerprint = h == 0 ? 1 : h;
+  Fnv1a h;  // over rows, cols and the values' bytes
+  h.update(&rows, sizeof rows);
+  h.update(&cols, sizeof cols);
+  h.update(values.data(), values.size() * sizeof(float));
+  cachedFingerprint = h.value() == 0 ? 1 : h.value();
   return cachedFingerprint;
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/hash.hpp"
+
 namespace sharelens::plot {
 namespace {
 
@@ -47,16 +49,14 @@ namespace {
 
 // What a figure shows, not its values: a growing curve keeps its identity, another matrix or layer does not.
 uint64_t identityOf(const Figure& f) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&](std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  };
+  Fnv1a h;
+  auto mix = [&](std::string_view s) { h.update(s.data(), s.size() + 1); };  // with the terminating NUL
   mix(f.title);
   mix(f.subtitle);
   for (const Series& s : f.series) mix(s.label);
-  if (f.heatmap) mix(std::to_string(f.heatmap->rows) + "x" + std::to_string(f.heatmap->cols));
-  return h;
+  if (f.heatmap)
+    h.update(&f.heatmap->rows, sizeof f.heatmap->rows), h.update(&f.heatmap->cols, sizeof f.heatmap->cols);
+  return h.value();
 }
 
 // Keeps a zoomed view inside the data: shifted back in when panned past an edge, and fitted again (nullopt)

@@ -276,7 +276,7 @@ class TrainingPanel : public View {
       }
       next();
       if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
-      probe::item("run/" + r.label, "/stop");
+      probe::item("run/", r.label, "/stop");
     }
     if (r.controller && s == RunState::Stopped && r.latestCheckpoint >= 0) {
       next();
@@ -299,7 +299,7 @@ class TrainingPanel : public View {
     if (!live && !(r.controller && s == RunState::Preparing)) {
       next();
       const bool remove = ImGui::SmallButton("remove");
-      probe::item("run/" + r.label, "/remove");
+      probe::item("run/", r.label, "/remove");
       if (remove) return true;
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("take the run off the monitor; its directory stays");
     }
