@@ -18,7 +18,7 @@ BUILD="$ROOT/build"
 JOBS="$(nproc)"
 
 APT_PACKAGES=(
-  g++ cmake make pkg-config git
+  g++ cmake make pkg-config git time
   libtorch-dev libgloo-dev libsentencepiece-dev libicu-dev
   libimgui-dev libglfw3-dev libgl-dev libcairo2-dev fonts-dejavu-core
   libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev

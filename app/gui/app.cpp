@@ -359,8 +359,7 @@ class App {
       }
       ImGui::EndMenu();
     }
-    // ImGui 1.86's GLFW backend indexes keys by GLFW key code, which is ASCII for letters.
-    if (ImGui::IsKeyPressed('O') && ImGui::GetIO().KeyCtrl) m_openDialog = true;
+    if (m_platform.keyPressed(GLFW_KEY_O, GLFW_MOD_CONTROL)) m_openDialog = true;
     if (const LoadedModel* m = m_workspace.current()) {
       ImGui::Separator();
       ImGui::TextDisabled("%s", m->label.c_str());

@@ -36,6 +36,12 @@ std::string kindOf(const fs::directory_entry& e) {
   return "";
 }
 
+// Asked of the row just drawn. Not Selectable's return: when both clicks of a double-click fall in one slow
+// frame, ImGui reports the click a frame after the double-click (Platform times double-clicks by events).
+bool itemDoubleClicked() {
+  return ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+}
+
 }  // namespace
 
 std::vector<BrowserEntry> listFolder(const fs::path& dir, std::span<const std::string> extensions) {
@@ -106,10 +112,10 @@ bool FileBrowser::draw(char* path, size_t capacity, float height) {
   // A folder to enter is applied after the listing is drawn (entering replaces the entries being drawn).
   std::optional<fs::path> next;
   if (ImGui::BeginChild("##browser", ImVec2(0, height), true)) {
-    if (m_folder.has_parent_path() && m_folder != m_folder.root_path() &&
-        ImGui::Selectable("..", false, ImGuiSelectableFlags_AllowDoubleClick) &&
-        (m_saving || ImGui::IsMouseDoubleClicked(0)))
-      next = m_folder.parent_path();
+    if (m_folder.has_parent_path() && m_folder != m_folder.root_path()) {
+      const bool clicked = ImGui::Selectable("..", false, ImGuiSelectableFlags_AllowDoubleClick);
+      if ((clicked && m_saving) || itemDoubleClicked()) next = m_folder.parent_path();
+    }
     if (!m_error.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", m_error.c_str());
     ImGuiListClipper clipper;  // only the rows on screen: a folder may hold thousands of files
     clipper.Begin(static_cast<int>(m_entries.size()));
@@ -120,12 +126,13 @@ bool FileBrowser::draw(char* path, size_t capacity, float height) {
         const bool selected = m_folder / e.name == fs::path(path);
         const bool clicked =
             ImGui::Selectable(label.c_str(), selected, ImGuiSelectableFlags_AllowDoubleClick);
+        const bool doubleClicked = itemDoubleClicked();
         probe::item("browser/", e.name);
-        if (clicked && m_saving && e.folder) {
-          next = m_folder / e.name;  // saving: into the folder, same file name
-        } else if (clicked) {
+        if (m_saving && e.folder) {
+          if (clicked || doubleClicked) next = m_folder / e.name;  // saving: into the folder, same file name
+        } else if (clicked || doubleClicked) {
           put(m_folder / e.name);
-          if (ImGui::IsMouseDoubleClicked(0)) {
+          if (doubleClicked) {
             if (e.folder && e.kind.empty())
               next = m_folder / e.name;
             else

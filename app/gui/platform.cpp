@@ -8,6 +8,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -65,6 +66,7 @@ Platform::Platform(const PlatformOptions& options) : m_iniPath(options.iniPath) 
   ImGui::StyleColorsDark();
   ImGui::GetStyle().ScaleAllSizes(m_scale);
   loadFonts();
+  installInputLatches();
   ImGui_ImplGlfw_InitForOpenGL(m_window, true);
   ImGui_ImplOpenGL3_Init("#version 130");
 
@@ -80,6 +82,35 @@ Platform::~Platform() {
   ImGui::DestroyContext();
   if (m_window) glfwDestroyWindow(m_window);
   glfwTerminate();
+}
+
+void Platform::installInputLatches() {
+  glfwSetKeyCallback(m_window, [](GLFWwindow* w, int key, int /*scancode*/, int action, int mods) {
+    auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
+    if (self && action == GLFW_PRESS) self->m_pendingPresses.push_back({key, mods});
+  });
+  glfwSetMouseButtonCallback(m_window, [](GLFWwindow* w, int button, int action, int /*mods*/) {
+    auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
+    if (self && action == GLFW_PRESS) self->notePress(button);
+  });
+}
+
+// ImGui's rule (imgui.cpp, UpdateMouseInputs): a press within MouseDoubleClickTime of the previous press of
+// the button and within MouseDoubleClickMaxDist of it is a double-click; the press after it starts anew.
+void Platform::notePress(int button) {
+  if (button < 0 || button >= kButtons) return;
+  const ImGuiIO& io = ImGui::GetIO();
+  double x = 0, y = 0;
+  glfwGetCursorPos(m_window, &x, &y);
+  const double now = glfwGetTime();
+  Press& last = m_lastPress[button];
+  if (now - last.time <= io.MouseDoubleClickTime &&
+      std::hypot(x - last.x, y - last.y) <= io.MouseDoubleClickMaxDist) {
+    m_pendingDoubleClick[button] = true;
+    last = Press{};
+  } else {
+    last = {now, x, y};
+  }
 }
 
 void Platform::loadFonts() {
@@ -117,10 +148,28 @@ void Platform::onDrop(std::function<void(std::vector<std::string>)> handler) {
   m_dropHandler = std::move(handler);
 }
 
+bool Platform::keyPressed(int key, int mods) const {
+  constexpr int kChordMods =
+      GLFW_MOD_SHIFT | GLFW_MOD_CONTROL | GLFW_MOD_ALT | GLFW_MOD_SUPER;  // not the locks
+  return std::any_of(m_framePresses.begin(), m_framePresses.end(),
+                     [&](const KeyPress& p) { return p.key == key && (p.mods & kChordMods) == mods; });
+}
+
 void Platform::beginFrame() {
+  m_framePresses.swap(m_pendingPresses);
+  m_pendingPresses.clear();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
+  // A double-click ImGui missed: 1.86's IsMouseDoubleClicked reads the click count; the bool is for old code.
+  ImGuiIO& io = ImGui::GetIO();
+  for (int b = 0; b < kButtons; ++b) {
+    if (m_pendingDoubleClick[b]) {
+      io.MouseClickedCount[b] = std::max<ImU16>(io.MouseClickedCount[b], 2);
+      io.MouseDoubleClicked[b] = true;
+    }
+    m_pendingDoubleClick[b] = false;
+  }
 }
 
 void Platform::setVsync(bool on) {

@@ -53,12 +53,33 @@ class Platform {
   // Files dropped onto the window are delivered here, on the UI thread, from pollEvents/waitEvents.
   void onDrop(std::function<void(std::vector<std::string>)> handler);
 
+  // Whether `key` (GLFW_KEY_*) went down with exactly the modifiers `mods` (GLFW_MOD_*) in the events this
+  // frame consumed. ImGui 1.86 sees only whether a key is down when the frame starts, so a quick tap, pressed
+  // and released within one slow frame, never reaches ImGui::IsKeyPressed: shortcuts read this instead.
+  bool keyPressed(int key, int mods) const;
+
  private:
   void loadFonts();
+  void installInputLatches();  // before ImGui's backend, which keeps these callbacks and calls them first
+  void notePress(int button);
   GLFWwindow* m_window = nullptr;
   float m_scale = 1.0f;
   std::string m_iniPath;
   std::function<void(std::vector<std::string>)> m_dropHandler;
+  struct KeyPress {
+    int key, mods;
+  };
+  std::vector<KeyPress> m_pendingPresses;  // since the last beginFrame(), from GLFW's key callback
+  std::vector<KeyPress> m_framePresses;    // the ones this frame consumed
+  // Double-clicks timed between the presses themselves, not between frames: ImGui 1.86 keeps one press per
+  // button per frame, so two clicks within one slow frame reach it as one. beginFrame() raises the click
+  // count of a pair ImGui missed to 2.
+  static constexpr int kButtons = 3;
+  struct Press {
+    double time = -1e9, x = 0, y = 0;
+  };
+  Press m_lastPress[kButtons];
+  bool m_pendingDoubleClick[kButtons] = {};
   RgbaImage m_lastFrame;
   bool m_captureNext = false;
 };

@@ -2,6 +2,7 @@
 
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h>  // ImGuiWindow::Hidden
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +36,10 @@ bool enabled() {
 }
 
 void setItem(const std::string& key) {
+  // A window that is not shown this frame is not clickable. An auto-resizing window (the Open dialog) is
+  // measured hidden on its first frame, before it is placed: a test that clicked where its items were drawn
+  // then would click beside the dialog.
+  if (ImGui::GetCurrentWindowRead()->Hidden) return;
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
   // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
   // on its label rather than on a column border that would resize the table.
