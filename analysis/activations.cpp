@@ -26,7 +26,7 @@ ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& 
   r.logitLensTokens = data.logitLensTokens;
   r.attentionSimilarity = data.attentionSimilarity;
   r.headLabels = data.headLabels;
-  r.attentionTokens = std::min(params.attentionTokens, data.tokens);
+  r.attentionTokens = data.attentionTokens;
   r.forwardSeconds = data.forwardSeconds;
   r.logitLensSeconds = data.logitLensSeconds;
   r.peakResidentBytes = data.peakResidentBytes;

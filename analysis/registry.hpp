@@ -43,6 +43,7 @@ struct ActivationData {
   std::vector<double> klDrift;              // KL(p_l || p_{l+1})
   int64_t logitLensTokens = 0;              // the tokens the drift was computed over
   FloatMatrix attentionSimilarity;          // (layers * heads)^2
+  int64_t attentionTokens = 0;              // the sample sequence the maps are of
   std::vector<std::string> headLabels;
   std::vector<int> tokenIds;
   int64_t tokens = 0, layers = 0;

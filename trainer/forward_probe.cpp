@@ -45,8 +45,11 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
           {.what = "CUDA requested but unavailable", .where = "--device cuda", .hint = "use --device cpu"});
     device = torch::Device(torch::kCUDA, 0);
   }
-  ctx.report(0.0, "activations: loading the model");
-  const InferenceModel model(*ckpt, view, device);
+  ctx.report(0.0, "activations: opening the model");
+  // Streamed: one layer's weights are resident at a time. Resident, the model's float32 copy would sit beside
+  // the residual contributions, which are kept whole (4.6 GiB beside 3.1 GiB for 25,000 tokens of a 1B
+  // model).
+  InferenceModel model(*ckpt, view, device, InferenceModel::Weights::Streamed);
   ProbeResult r;
   r.layers = model.layers();
   r.hidden = view.shape.hidden;
@@ -85,74 +88,95 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
                  .where = "--logit-lens",
                  .expected = "mean-state or per-token",
                  .found = options.logitLens});
+  const auto tokensAt = [&](int64_t at, int64_t n) {  // [1, n] int64 on the device
+    return at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong)
+        .unsqueeze(0)
+        .to(device);
+  };
+
+  // The residual stream of every window of `chunk` tokens, [1, n, d] each, advanced a layer at a time over
+  // all of them (as calibration does). Each window is its own sequence, as when each went through the whole
+  // model in turn, and the numbers are those: the same operations on the same shapes.
+  ctx.report(0.03, "activations: embedding " + std::to_string(r.tokens) + " tokens");
+  std::vector<torch::Tensor> windows;
+  for (int64_t at = 0; at < r.tokens; at += chunk)
+    windows.push_back(model.embed(tokensAt(at, std::min(chunk, r.tokens - at))));
+  // Per-token lens: the first windows' streams after each layer, until logitLensTokens tokens are covered
+  // ([window][layer] -> [n, d]); the V-wide softmaxes come after the last layer.
+  size_t lensWindows = 0;
+  for (int64_t covered = 0;
+       perTokenLens && r.layers >= 2 && lensWindows < windows.size() && covered < options.logitLensTokens;)
+    covered += windows[lensWindows++].size(1);
+  std::vector<std::vector<torch::Tensor>> lensStates(lensWindows);
+  // The attention maps: one short sample sequence of its own, advanced with the windows.
+  const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});
+  torch::Tensor sampleStream = sample >= 2 ? model.embed(tokensAt(0, sample)) : torch::Tensor();
+  std::vector<torch::Tensor> maps;  // (layer, head) -> the flattened [T, T] map
+
   r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));
-  std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
-  int64_t klTokens = 0;
   // Sum over tokens of each block's output h_l (double), for the mean-state lens: [layers, d].
   torch::Tensor stateSum =
       at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
   const auto started = clock::now();
-  for (int64_t at = 0; at < r.tokens; at += chunk) {
+  for (int64_t l = 0; l < r.layers; ++l) {
     ctx.throwIfCancelled();
-    const int64_t n = std::min(chunk, r.tokens - at);
-    const torch::Tensor tokens =
-        at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong)
-            .unsqueeze(0)
-            .to(device);
-    InferenceModel::Trace trace;
-    model.forward(tokens, &trace);
-    for (int64_t l = 0; l < r.layers; ++l) {
-      const torch::Tensor& after = trace.residual[static_cast<size_t>(l + 1)];
-      const torch::Tensor delta =
-          (after - trace.residual[static_cast<size_t>(l)]).squeeze(0).to(at::kCPU).contiguous();
+    model.loadLayer(l);
+    int64_t at = 0;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      torch::Tensor& x = windows[w];
+      const torch::Tensor after = model.runLayer(l, x);
+      const torch::Tensor delta = (after - x).squeeze(0).to(at::kCPU).contiguous();  // dh_l = h_l - h_{l-1}
       std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(),
                 r.residualDeltas[static_cast<size_t>(l)].row(at));
       stateSum[l] += after.squeeze(0).to(at::kDouble).sum(0);
+      if (w < lensWindows) lensStates[w].push_back(after.squeeze(0));
+      at += x.size(1);
+      x = after;
     }
-    if (perTokenLens && klTokens < options.logitLensTokens && r.layers >= 2) {
-      const auto lensStart = clock::now();
-      torch::Tensor previous = at::log_softmax(model.logits(trace.residual[1].squeeze(0)), -1);
+    if (sampleStream.defined()) {
+      InferenceModel::Trace trace;
+      sampleStream = model.runLayer(l, sampleStream, &trace, /*captureAttention=*/true);
+      for (int64_t h = 0; h < r.heads; ++h) {
+        maps.push_back(trace.attention.front().select(0, 0).select(0, h).reshape({-1}));
+        r.headLabels.push_back("L" + std::to_string(l) + ".h" + std::to_string(h));
+      }
+    }
+    model.unloadLayer(l);
+    ctx.report(0.05 + 0.85 * static_cast<double>(l + 1) / static_cast<double>(r.layers),
+               "activations: layer " + std::to_string(l + 1) + " / " + std::to_string(r.layers) + " over " +
+                   std::to_string(r.tokens) + " tokens");
+  }
+  windows.clear();
+  r.forwardSeconds = std::chrono::duration<double>(clock::now() - started).count();
+
+  ctx.report(0.92, "activations: logit lens");
+  const auto lensStart = clock::now();
+  if (perTokenLens) {
+    std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
+    int64_t klTokens = 0;
+    for (const std::vector<torch::Tensor>& states : lensStates) {
+      torch::Tensor previous = at::log_softmax(model.logits(states.front()), -1);
       for (int64_t l = 1; l < r.layers; ++l) {
-        const torch::Tensor current =
-            at::log_softmax(model.logits(trace.residual[static_cast<size_t>(l + 1)].squeeze(0)), -1);
+        const torch::Tensor current = at::log_softmax(model.logits(states[static_cast<size_t>(l)]), -1);
         klSum[static_cast<size_t>(l - 1)] += (previous.exp() * (previous - current)).sum().item<double>();
         previous = current;
       }
-      klTokens += n;
-      r.logitLensSeconds += std::chrono::duration<double>(clock::now() - lensStart).count();
+      klTokens += states.front().size(0);
     }
-    ctx.report(0.05 + 0.9 * static_cast<double>(at + n) / static_cast<double>(r.tokens),
-               "activations: " + std::to_string(at + n) + " / " + std::to_string(r.tokens) + " tokens");
-  }
-  r.forwardSeconds = std::chrono::duration<double>(clock::now() - started).count() - r.logitLensSeconds;
-  if (perTokenLens) {
     for (double sum : klSum) r.klDrift.push_back(klTokens ? sum / static_cast<double>(klTokens) : 0.0);
     r.logitLensTokens = klTokens;
   } else if (r.layers >= 2 && r.tokens > 0) {
-    const auto lensStart = clock::now();
-    r.klDrift = meanStateKlDrift(stateSum / static_cast<double>(r.tokens), model.outputTable());
+    r.klDrift = model.klDriftOfMeans(stateSum / static_cast<double>(r.tokens));
     r.logitLensTokens = r.tokens;
-    r.logitLensSeconds = std::chrono::duration<double>(clock::now() - lensStart).count();
   }
+  r.logitLensSeconds = std::chrono::duration<double>(clock::now() - lensStart).count();
 
-  // Attention maps of one sample sequence: cosine similarity between every pair of (layer, head).
-  const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});
-  if (sample >= 2) {
-    const torch::Tensor tokens =
-        at::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + sample), at::kLong)
-            .unsqueeze(0)
-            .to(device);
-    InferenceModel::Trace trace;
-    model.forward(tokens, &trace, /*captureAttention=*/true);
-    std::vector<torch::Tensor> maps;
-    for (int64_t l = 0; l < r.layers; ++l)
-      for (int64_t h = 0; h < r.heads; ++h) {
-        maps.push_back(trace.attention[static_cast<size_t>(l)].select(0, 0).select(0, h).reshape({-1}));
-        r.headLabels.push_back("L" + std::to_string(l) + ".h" + std::to_string(h));
-      }
+  // Attention maps of the sample: cosine similarity between every pair of (layer, head).
+  if (!maps.empty()) {
     const torch::Tensor x = at::stack(maps);
     const torch::Tensor unit = x / x.norm(2, 1, true).clamp_min(1e-12);
     r.attentionSimilarity = toMatrix(at::matmul(unit, unit.t()));
+    r.attentionTokens = sample;
   }
   r.peakResidentBytes = peakResidentBytes();
   ctx.report(1.0, "activations: done");

@@ -39,6 +39,7 @@ struct ProbeResult {
   int64_t logitLensTokens = 0;              // the tokens the drift was computed over
   std::vector<std::string> headLabels;      // "L3.h5"
   FloatMatrix attentionSimilarity;          // (layers * heads)^2 cosine similarity of attention maps
+  int64_t attentionTokens = 0;              // the sample's length: min(attentionTokens, context, tokens)
   double forwardSeconds = 0, logitLensSeconds = 0;
   int64_t peakResidentBytes = 0;  // of the process, after the forward passes
 };

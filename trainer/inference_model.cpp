@@ -343,6 +343,7 @@ torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) c
       rows.push_back(tensorOf(
           materializeFinite(m_ckpt, m_view.embedding->sliceRows(cpu.data_ptr<int64_t>()[i], 1)), m_device));
     x = at::cat(rows, 0).view({tokens.size(0), t, m_shape.hidden});
+    for (const std::string& name : m_view.embedding->tensorNames()) m_ckpt.releasePages(name);
   }
   if (m_params.traits.scaleEmbeddingBySqrtHidden)
     x = x *
@@ -394,7 +395,7 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
 std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) const {
   if (m_mode == Weights::Resident) return meanStateKlDrift(means, m_outputHead);
   // The output head a slice of rows at a time, in double: the same logits meanStateKlDrift() computes.
-  const MatrixExpr& head = m_view.shape.tiedEmbeddings ? *m_view.embedding : *m_view.outputHead;
+  const MatrixExpr& head = outputHeadView();
   const torch::Tensor m = means.to(at::kCPU, at::kDouble);
   std::vector<torch::Tensor> parts;
   for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice) {
@@ -408,7 +409,19 @@ std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) c
 
 torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {
   torch::NoGradGuard noGrad;
-  return at::matmul(norm(hidden, m_finalNorm), m_outputHead.t());
+  const torch::Tensor normed = norm(hidden, m_finalNorm);
+  if (m_mode == Weights::Resident) return at::matmul(normed, m_outputHead.t());
+  // Streamed: the output head a slice of rows at a time, each slice's pages dropped after it is read.
+  const MatrixExpr& head = outputHeadView();
+  std::vector<torch::Tensor> parts;
+  for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice)
+    parts.push_back(at::matmul(
+        normed, weightOf(m_ckpt, head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0)), m_device).t()));
+  return at::cat(parts, -1);
+}
+
+const MatrixExpr& InferenceModel::outputHeadView() const {
+  return m_view.shape.tiedEmbeddings ? *m_view.embedding : *m_view.outputHead;
 }
 
 }  // namespace sharelens

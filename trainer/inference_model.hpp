@@ -46,7 +46,7 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
 
 class InferenceModel {
  public:
-  // Resident: every weight is loaded now (forward(), logits()). Streamed: only the norms and position tables;
+  // Resident: every weight is loaded now (forward() needs it). Streamed: only the norms and position tables;
   // a layer's weights are read by loadLayer() and dropped by unloadLayer(), and the embedding and output head
   // are read a slice of rows at a time -- for passes that take many tokens through one layer at a time
   // (calibration, activations) in little more memory than one layer. A streamed model reads through
@@ -79,7 +79,8 @@ class InferenceModel {
   // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d]): meanStateKlDrift()
   // with this model's output projection (a streamed model reads it a slice at a time).
   std::vector<double> klDriftOfMeans(const torch::Tensor& means) const;
-  // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V].
+  // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V]
+  // (a streamed model reads the head a slice at a time, on every call).
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
   int64_t layers() const { return static_cast<int64_t>(m_layers.size()); }
@@ -109,6 +110,7 @@ class InferenceModel {
   };
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
+  const MatrixExpr& outputHeadView() const;  // W_U in the checkpoint: the embedding itself when tied
   void loadWeights(Layer& layer, const LayerView& view) const;
   void checkWindow(int64_t tokens) const;
   torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,

@@ -22,6 +22,7 @@ ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string
     d.klDrift = std::move(r.klDrift);
     d.logitLensTokens = r.logitLensTokens;
     d.attentionSimilarity = std::move(r.attentionSimilarity);
+    d.attentionTokens = r.attentionTokens;
     d.headLabels = std::move(r.headLabels);
     d.tokenIds = std::move(r.tokenIds);
     d.tokens = r.tokens;

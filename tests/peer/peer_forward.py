@@ -75,8 +75,9 @@ def cos_sin(inv, length):
     return emb.cos(), emb.sin()
 
 
-def attend(q, k, v, scale, window=None):
-    """q [H, T, hd], k/v [H, T, hd] (already repeated for GQA): causal, optionally sliding-window."""
+def attend(q, k, v, scale, window=None, maps=None):
+    """q [H, T, hd], k/v [H, T, hd] (already repeated for GQA): causal, optionally sliding-window. The
+    attention probabilities [H, T, T] are appended to `maps` when it is given."""
     t = q.shape[1]
     scores = (q @ k.transpose(-1, -2)) * scale
     i = torch.arange(t).unsqueeze(1)
@@ -84,11 +85,16 @@ def attend(q, k, v, scale, window=None):
     mask = j > i
     if window:
         mask = mask | ((i - j) >= window)
-    return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v
+    probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    if maps is not None:
+        maps.append(probs)
+    return probs @ v
 
 
-def decoder_reference(t, cfg, ids):
-    """Llama, Qwen2, Qwen3 and Gemma 3: hidden states [embeddings, after layer 0, ...] and logits."""
+def decoder_reference(t, cfg, ids, capture=None):
+    """Llama, Qwen2, Qwen3 and Gemma 3: hidden states [embeddings, after layer 0, ...] and logits. With a
+    `capture` dict: its "attention" gets each layer's probabilities, its "lens" the logits of each layer's
+    output (the final norm and the head applied to it)."""
     text = cfg.get("text_config", cfg)
     gemma = cfg["model_type"] in ("gemma3", "gemma3_text")
     prefix = next(p for p in ["model.", "model.language_model.", "language_model.model."] if p + "embed_tokens.weight" in t)
@@ -126,7 +132,9 @@ def decoder_reference(t, cfg, ids):
         k = k * cos + rotate_half(k) * sin
         k, v = k.repeat_interleave(heads // kv, 0), v.repeat_interleave(heads // kv, 0)
         scale = text.get("query_pre_attn_scalar", hd) ** -0.5 if gemma else hd ** -0.5
-        a = attend(q, k, v, scale, text.get("sliding_window") if sliding else None).transpose(0, 1).reshape(n, heads * hd)
+        maps = capture.setdefault("attention", []) if capture is not None else None
+        window = text.get("sliding_window") if sliding else None
+        a = attend(q, k, v, scale, window, maps).transpose(0, 1).reshape(n, heads * hd)
         a = torch.nn.functional.linear(a, T(b + "self_attn.o_proj.weight"))
         if gemma:
             a = rms_norm(a, T(b + "post_attention_layernorm.weight"), eps, True)
@@ -142,11 +150,13 @@ def decoder_reference(t, cfg, ids):
             x = x + (act * (h @ T(b + "mlp.up_proj.weight").t())) @ T(b + "mlp.down_proj.weight").t()
         states.append(x)
     head = T("lm_head.weight") if "lm_head.weight" in t else T(prefix + "embed_tokens.weight")
-    logits = rms_norm(x, T(prefix + "norm.weight"), eps, gemma) @ head.t()
-    return states, logits
+    final = lambda s: rms_norm(s, T(prefix + "norm.weight"), eps, gemma) @ head.t()  # noqa: E731
+    if capture is not None:
+        capture["lens"] = [final(s) for s in states[1:]]
+    return states, final(x)
 
 
-def gpt2_reference(t, cfg, ids):
+def gpt2_reference(t, cfg, ids, capture=None):
     p = "transformer." if "transformer.wte.weight" in t else ""
     T = lambda name: torch.from_numpy(np.ascontiguousarray(t[name]))  # noqa: E731
     d, heads, eps = cfg["n_embd"], cfg["n_head"], cfg.get("layer_norm_epsilon", 1e-5)
@@ -158,20 +168,24 @@ def gpt2_reference(t, cfg, ids):
         b = f"{p}h.{l}."
         qkv = ln(x, b + "ln_1") @ T(b + "attn.c_attn.weight") + T(b + "attn.c_attn.bias")  # Conv1D: x @ W + b
         q, k, v = (qkv[:, i * d:(i + 1) * d].view(n, heads, hd).transpose(0, 1) for i in range(3))
-        a = attend(q, k, v, hd ** -0.5).transpose(0, 1).reshape(n, d)
+        maps = capture.setdefault("attention", []) if capture is not None else None
+        a = attend(q, k, v, hd ** -0.5, None, maps).transpose(0, 1).reshape(n, d)
         x = x + a @ T(b + "attn.c_proj.weight") + T(b + "attn.c_proj.bias")
         h = torch.nn.functional.gelu(ln(x, b + "ln_2") @ T(b + "mlp.c_fc.weight") + T(b + "mlp.c_fc.bias"), approximate="tanh")
         x = x + h @ T(b + "mlp.c_proj.weight") + T(b + "mlp.c_proj.bias")
         states.append(x)
     head = T("lm_head.weight") if "lm_head.weight" in t else T(p + "wte.weight")
-    return states, ln(x, p + "ln_f") @ head.t()
+    final = lambda s: ln(s, p + "ln_f") @ head.t()  # noqa: E731
+    if capture is not None:
+        capture["lens"] = [final(s) for s in states[1:]]
+    return states, final(x)
 
 
-def reference(directory, ids):
+def reference(directory, ids, capture=None):
     with open(os.path.join(directory, "config.json")) as f:
         cfg = json.load(f)
     raw = read_checkpoint(directory)
-    return (gpt2_reference if cfg["model_type"] == "gpt2" else decoder_reference)(raw, cfg, ids), cfg
+    return (gpt2_reference if cfg["model_type"] == "gpt2" else decoder_reference)(raw, cfg, ids, capture), cfg
 
 
 # ---- comparisons -----------------------------------------------------------------------------------------
@@ -281,6 +295,50 @@ def compare_rank_map(name, directory, ids, ids_file, cfg, sharelens, work):
     print(f"   {name}: {compared} layer-output ranks identical ({skipped} within 1e-5 of the threshold skipped)")
 
 
+def compare_token_lens_and_attention(name, directory, ids, ids_file, cfg, sharelens, work, lens_tokens=100):
+    """DESIGN.md section 4's named older lens, `--logit-lens per-token`: the mean over the first tokens of
+    KL(softmax(W_U norm(h_l,t)) || softmax(W_U norm(h_{l+1},t))) between consecutive layer outputs, over whole
+    windows (min(512, context) tokens, each its own sequence) until lens_tokens are covered; and the attention
+    similarity: the cosine between the flattened attention maps of every pair of (layer, head) over one sample
+    sequence, the first min(128, context, N) tokens. Both from the reference forward, in double."""
+    out = os.path.join(work, name + ".token-lens.json")
+    subprocess.run([sharelens, "analyze", directory, "--activations", "--token-ids", ids_file, "--logit-lens", "per-token",
+                    "--logit-lens-tokens", str(lens_tokens), "--json", out, "--threads", "2"], check=True, capture_output=True)
+    ours = json.load(open(out))["activations"]
+    chunk = min(512, context_of(cfg))
+    kl, covered = None, 0
+    with torch.no_grad():
+        for start in range(0, len(ids), chunk):
+            if covered >= lens_tokens:
+                break
+            capture = {}
+            reference(directory, ids[start:start + chunk], capture)
+            logp = [torch.log_softmax(z.double(), dim=-1) for z in capture["lens"]]
+            step = [float((lp.exp() * (lp - nxt)).sum()) for lp, nxt in zip(logp, logp[1:])]
+            kl = step if kl is None else [a + b for a, b in zip(kl, step)]
+            covered += len(ids[start:start + chunk])
+        drift = [v / covered for v in kl]
+        lens = ours["logit_lens"]
+        worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(lens["kl_drift"], drift))
+        check(lens["lens"] == "per-token" and lens["tokens"] == covered, f"{name}: lens {lens['lens']} over {lens['tokens']} tokens, expected per-token over {covered}")
+        check(len(lens["kl_drift"]) == len(drift) and worst < 1e-4,
+              f"{name}: per-token KL drift {lens['kl_drift']} vs reference {drift} ({worst:.1e} relative)")
+
+        sample = min(128, context_of(cfg), len(ids))
+        capture = {}
+        reference(directory, ids[:sample], capture)
+        maps = torch.cat([a.double().reshape(a.shape[0], -1) for a in capture["attention"]])  # (layer, head) rows
+        unit = maps / maps.norm(dim=1, keepdim=True)
+        expected = unit @ unit.t()
+    att = ours["attention_similarity"]
+    got = torch.tensor(att["similarity"], dtype=torch.float64)
+    check(att["tokens"] == sample and got.shape == expected.shape, f"{name}: attention similarity {tuple(got.shape)} over {att['tokens']} tokens, expected {tuple(expected.shape)} over {sample}")
+    diff = (got - expected).abs().max().item()
+    check(diff < 1e-4, f"{name}: attention similarity differs by {diff:.1e}")
+    print(f"   {name}: per-token KL drift within {worst:.1e} relative over {covered} tokens; attention similarity of "
+          f"{got.shape[0]} heads within {diff:.1e}")
+
+
 def compare_eval(name, directory, ids, ids_file, sharelens, work, window=32):
     out = os.path.join(work, name + ".eval.json")
     subprocess.run([sharelens, "eval", directory, "--token-ids", ids_file, "--window", str(window), "--json", out],
@@ -362,6 +420,7 @@ def main():
         with open(long_file, "w") as f:
             f.write(" ".join(map(str, long_ids)))
         compare_rank_map(name, directory, long_ids, long_file, cfg, args.sharelens, args.workdir)
+        compare_token_lens_and_attention(name, directory, long_ids, long_file, cfg, args.sharelens, args.workdir)
         compare_eval(name, directory, long_ids, long_file, args.sharelens, args.workdir)
         if name in ("llama", "qwen2_f16", "gpt2_transformer_prefix_untied"):
             compare_embedding_loss(name, directory, long_ids, long_file, args.sharelens, args.workdir)
