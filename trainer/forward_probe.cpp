@@ -98,6 +98,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   // all of them (as calibration does). Each window is its own sequence, as when each went through the whole
   // model in turn, and the numbers are those: the same operations on the same shapes.
   ctx.report(0.03, "activations: embedding " + std::to_string(r.tokens) + " tokens");
+  const auto started = clock::now();
   std::vector<torch::Tensor> windows;
   for (int64_t at = 0; at < r.tokens; at += chunk)
     windows.push_back(model.embed(tokensAt(at, std::min(chunk, r.tokens - at))));
@@ -117,12 +118,12 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   // Sum over tokens of each block's output h_l (double), for the mean-state lens: [layers, d].
   torch::Tensor stateSum =
       at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
-  const auto started = clock::now();
   for (int64_t l = 0; l < r.layers; ++l) {
     ctx.throwIfCancelled();
     model.loadLayer(l);
     int64_t at = 0;
     for (size_t w = 0; w < windows.size(); ++w) {
+      ctx.throwIfCancelled();
       torch::Tensor& x = windows[w];
       const torch::Tensor after = model.runLayer(l, x);
       const torch::Tensor delta = (after - x).squeeze(0).to(at::kCPU).contiguous();  // dh_l = h_l - h_{l-1}
@@ -132,6 +133,10 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
       if (w < lensWindows) lensStates[w].push_back(after.squeeze(0));
       at += x.size(1);
       x = after;
+      ctx.report(
+          0.05 + 0.85 * static_cast<double>(l * r.tokens + at) / static_cast<double>(r.layers * r.tokens),
+          "activations: layer " + std::to_string(l + 1) + " / " + std::to_string(r.layers) + ", " +
+              std::to_string(at) + " / " + std::to_string(r.tokens) + " tokens");
     }
     if (sampleStream.defined()) {
       InferenceModel::Trace trace;
@@ -142,9 +147,6 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
       }
     }
     model.unloadLayer(l);
-    ctx.report(0.05 + 0.85 * static_cast<double>(l + 1) / static_cast<double>(r.layers),
-               "activations: layer " + std::to_string(l + 1) + " / " + std::to_string(r.layers) + " over " +
-                   std::to_string(r.tokens) + " tokens");
   }
   windows.clear();
   r.forwardSeconds = std::chrono::duration<double>(clock::now() - started).count();
@@ -155,6 +157,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
     std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
     int64_t klTokens = 0;
     for (const std::vector<torch::Tensor>& states : lensStates) {
+      ctx.throwIfCancelled();
       torch::Tensor previous = at::log_softmax(model.logits(states.front()), -1);
       for (int64_t l = 1; l < r.layers; ++l) {
         const torch::Tensor current = at::log_softmax(model.logits(states[static_cast<size_t>(l)]), -1);

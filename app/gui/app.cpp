@@ -486,7 +486,8 @@ class App {
     if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
     if (!m_settings.recent.empty()) drawSectionHeader("recent");
     for (const std::string& r : m_settings.recent)
-      if (ImGui::Selectable(r.c_str())) std::snprintf(m_openPath, sizeof m_openPath, "%s", r.c_str());
+      if (ImGui::Selectable(r.c_str(), false, ImGuiSelectableFlags_DontClosePopups))  // fills the path only
+        std::snprintf(m_openPath, sizeof m_openPath, "%s", r.c_str());
     ImGui::EndPopup();
   }
 

@@ -36,8 +36,9 @@ std::string kindOf(const fs::directory_entry& e) {
   return "";
 }
 
-// Asked of the row just drawn. Not Selectable's return: when both clicks of a double-click fall in one slow
-// frame, ImGui reports the click a frame after the double-click (Platform times double-clicks by events).
+// Asked of the row just drawn, not of Selectable's return: when the second press and the first release fall
+// in one frame, ImGui sees the button held throughout and no click in the frame where Platform finds the
+// double-click.
 bool itemDoubleClicked() {
   return ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
 }

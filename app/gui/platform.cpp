@@ -93,16 +93,20 @@ void Platform::installInputLatches() {
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
     if (self && action == GLFW_PRESS) self->notePress(button);
   });
+  glfwGetCursorPos(m_window, &m_cursorX, &m_cursorY);
+  glfwSetCursorPosCallback(m_window, [](GLFWwindow* w, double x, double y) {  // ImGui 1.86 installs none
+    if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w)))
+      self->m_cursorX = x, self->m_cursorY = y;
+  });
 }
 
 // ImGui's rule (imgui.cpp, UpdateMouseInputs): a press within MouseDoubleClickTime of the previous press of
-// the button and within MouseDoubleClickMaxDist of it is a double-click; the press after it starts anew.
+// the button and within MouseDoubleClickMaxDist of it is a double-click. Only pairs are looked for here (the
+// press after a pair starts anew); ImGui goes on counting 3, 4, ... from the count beginFrame() leaves.
 void Platform::notePress(int button) {
   if (button < 0 || button >= kButtons) return;
   const ImGuiIO& io = ImGui::GetIO();
-  double x = 0, y = 0;
-  glfwGetCursorPos(m_window, &x, &y);
-  const double now = glfwGetTime();
+  const double x = m_cursorX, y = m_cursorY, now = glfwGetTime();
   Press& last = m_lastPress[button];
   if (now - last.time <= io.MouseDoubleClickTime &&
       std::hypot(x - last.x, y - last.y) <= io.MouseDoubleClickMaxDist) {
@@ -166,6 +170,8 @@ void Platform::beginFrame() {
   for (int b = 0; b < kButtons; ++b) {
     if (m_pendingDoubleClick[b]) {
       io.MouseClickedCount[b] = std::max<ImU16>(io.MouseClickedCount[b], 2);
+      // ImGui counts the next click from this, and ignores the release that follows a double-click by it.
+      io.MouseClickedLastCount[b] = io.MouseClickedCount[b];
       io.MouseDoubleClicked[b] = true;
     }
     m_pendingDoubleClick[b] = false;

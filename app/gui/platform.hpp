@@ -71,14 +71,17 @@ class Platform {
   };
   std::vector<KeyPress> m_pendingPresses;  // since the last beginFrame(), from GLFW's key callback
   std::vector<KeyPress> m_framePresses;    // the ones this frame consumed
-  // Double-clicks timed between the presses themselves, not between frames: ImGui 1.86 keeps one press per
-  // button per frame, so two clicks within one slow frame reach it as one. beginFrame() raises the click
-  // count of a pair ImGui missed to 2.
+  // Double-clicks found among the presses as GLFW delivers them: ImGui 1.86 keeps one press per button per
+  // frame, so two clicks within one slow frame reach it as one. Each press is placed where the pointer's
+  // motion events had brought it (not where it is when the events are read), and timed when it is read:
+  // GLFW gives no event times, so after a stall two presses at the same place count as a double-click
+  // however far apart they were. beginFrame() raises ImGui's click count of a pair it missed to 2.
   static constexpr int kButtons = 3;
   struct Press {
     double time = -1e9, x = 0, y = 0;
   };
   Press m_lastPress[kButtons];
+  double m_cursorX = 0, m_cursorY = 0;  // from the cursor-position callback, in event order
   bool m_pendingDoubleClick[kButtons] = {};
   RgbaImage m_lastFrame;
   bool m_captureNext = false;

@@ -117,7 +117,8 @@ class GuiInput : public Gui {
            "xdotool mousemove $xy; sleep 0.3; }\n"
            "click() { hover \"$1\" && xdotool click ${2:-} 1 && sleep 0.3; }\n"
            "dblclick() { click \"$1\" '--repeat 2 --delay 80'; }\n"
-           "frozen() { kill -STOP $app; \"$@\"; sleep 0.2; kill -CONT $app; }\n";
+           "frozen() { kill -STOP $app || return 1; \"$@\"; rc=$?; sleep 0.2; kill -CONT $app; return $rc; "
+           "}\n";
   }
   static Json readState(const fs::path& state) {
     std::ifstream in(state);
