@@ -97,15 +97,8 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
   for (LayerInputAutocorrelation& l : r.layers) l = {PackedSymmetric(d), PackedSymmetric(o_in)};
   torch::Tensor stateSum = at::zeros({layers, d}, at::TensorOptions().dtype(at::kDouble).device(device));
   const int64_t chunk = std::min(o.chunk, model.context()), total = static_cast<int64_t>(ids.size());
-  std::vector<torch::Tensor>
-      windows;  // [1, n, d] each: the residual stream of every window, advanced layer by layer
-  for (int64_t at = 0; at < total; at += chunk) {
-    const int64_t n = std::min(chunk, total - at);
-    windows.push_back(
-        model.embed(at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + at + n), at::kLong)
-                        .unsqueeze(0)
-                        .to(device)));
-  }
+  // [1, n, d] each: the residual stream of every window, advanced layer by layer
+  std::vector<torch::Tensor> windows = model.embedWindows(ids, chunk);
   for (int64_t l = 0; l < layers; ++l) {
     ctx.throwIfCancelled();
     model.loadLayer(l);

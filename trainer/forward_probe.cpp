@@ -88,20 +88,12 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
                  .where = "--logit-lens",
                  .expected = "mean-state or per-token",
                  .found = options.logitLens});
-  const auto tokensAt = [&](int64_t at, int64_t n) {  // [1, n] int64 on the device
-    return at::tensor(std::vector<int64_t>(stream.begin() + at, stream.begin() + at + n), at::kLong)
-        .unsqueeze(0)
-        .to(device);
-  };
-
   // The residual stream of every window of `chunk` tokens, [1, n, d] each, advanced a layer at a time over
   // all of them (as calibration does). Each window is its own sequence, as when each went through the whole
   // model in turn, and the numbers are those: the same operations on the same shapes.
   ctx.report(0.03, "activations: embedding " + std::to_string(r.tokens) + " tokens");
   const auto started = clock::now();
-  std::vector<torch::Tensor> windows;
-  for (int64_t at = 0; at < r.tokens; at += chunk)
-    windows.push_back(model.embed(tokensAt(at, std::min(chunk, r.tokens - at))));
+  std::vector<torch::Tensor> windows = model.embedWindows(stream, chunk);
   // Per-token lens: the first windows' streams after each layer, until logitLensTokens tokens are covered
   // ([window][layer] -> [n, d]); the V-wide softmaxes come after the last layer.
   size_t lensWindows = 0;
@@ -111,7 +103,9 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   std::vector<std::vector<torch::Tensor>> lensStates(lensWindows);
   // The attention maps: one short sample sequence of its own, advanced with the windows.
   const int64_t sample = std::min({options.attentionTokens, model.context(), r.tokens});
-  torch::Tensor sampleStream = sample >= 2 ? model.embed(tokensAt(0, sample)) : torch::Tensor();
+  torch::Tensor sampleStream =
+      sample >= 2 ? model.embedWindows({stream.begin(), stream.begin() + sample}, sample).front()
+                  : torch::Tensor();
   std::vector<torch::Tensor> maps;  // (layer, head) -> the flattened [T, T] map
 
   r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));

@@ -353,6 +353,17 @@ torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) c
   return x;
 }
 
+std::vector<torch::Tensor> InferenceModel::embedWindows(const std::vector<int>& ids, int64_t window) const {
+  std::vector<torch::Tensor> windows;
+  for (size_t at = 0; at < ids.size(); at += static_cast<size_t>(window)) {
+    const size_t end = std::min(ids.size(), at + static_cast<size_t>(window));
+    windows.push_back(embed(at::tensor(std::vector<int64_t>(ids.begin() + at, ids.begin() + end), at::kLong)
+                                .unsqueeze(0)
+                                .to(m_device)));
+  }
+  return windows;
+}
+
 torch::Tensor InferenceModel::runLayer(int64_t l, const torch::Tensor& input, Trace* trace,
                                        bool captureAttention) const {
   torch::NoGradGuard noGrad;
@@ -395,15 +406,10 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
 std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) const {
   if (m_mode == Weights::Resident) return meanStateKlDrift(means, m_outputHead);
   // The output head a slice of rows at a time, in double: the same logits meanStateKlDrift() computes.
-  const MatrixExpr& head = outputHeadView();
   const torch::Tensor m = means.to(at::kCPU, at::kDouble);
   std::vector<torch::Tensor> parts;
-  for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice) {
-    const MatrixExpr slice = head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0));
-    parts.push_back(
-        at::matmul(m, tensorOf(materializeFinite(m_ckpt, slice), torch::kCPU).to(at::kDouble).t()));
-    for (const std::string& name : slice.tensorNames()) m_ckpt.releasePages(name);
-  }
+  forEachOutputHeadSlice(
+      torch::kCPU, [&](const torch::Tensor& w) { parts.push_back(at::matmul(m, w.to(at::kDouble).t())); });
   return consecutiveKl(at::cat(parts, 1));
 }
 
@@ -411,13 +417,17 @@ torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {
   torch::NoGradGuard noGrad;
   const torch::Tensor normed = norm(hidden, m_finalNorm);
   if (m_mode == Weights::Resident) return at::matmul(normed, m_outputHead.t());
-  // Streamed: the output head a slice of rows at a time, each slice's pages dropped after it is read.
-  const MatrixExpr& head = outputHeadView();
   std::vector<torch::Tensor> parts;
-  for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice)
-    parts.push_back(at::matmul(
-        normed, weightOf(m_ckpt, head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0)), m_device).t()));
+  forEachOutputHeadSlice(m_device,
+                         [&](const torch::Tensor& w) { parts.push_back(at::matmul(normed, w.t())); });
   return at::cat(parts, -1);
+}
+
+void InferenceModel::forEachOutputHeadSlice(torch::Device device,
+                                            const std::function<void(const torch::Tensor&)>& use) const {
+  const MatrixExpr& head = outputHeadView();
+  for (int64_t v0 = 0; v0 < head.rows; v0 += kVocabSlice)
+    use(weightOf(m_ckpt, head.sliceRows(v0, std::min(kVocabSlice, head.rows - v0)), device));
 }
 
 const MatrixExpr& InferenceModel::outputHeadView() const {

@@ -72,6 +72,9 @@ class InferenceModel {
   // trace->residual), then block `layer` on x [B, T, d] (its output appended; the tap called; a streamed
   // layer must be loaded).
   torch::Tensor embed(const torch::Tensor& tokens, Trace* trace = nullptr) const;
+  // `ids` cut into consecutive windows of `window` tokens (the last may be shorter), each embedded as its own
+  // sequence: [1, n, d] each -- the start of a pass that advances many windows a layer at a time.
+  std::vector<torch::Tensor> embedWindows(const std::vector<int>& ids, int64_t window) const;
   torch::Tensor runLayer(int64_t layer, const torch::Tensor& x, Trace* trace = nullptr,
                          bool captureAttention = false) const;
   void loadLayer(int64_t layer);    // streamed: read layer's weights (no-op when resident)
@@ -111,6 +114,9 @@ class InferenceModel {
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
   const MatrixExpr& outputHeadView() const;  // W_U in the checkpoint: the embedding itself when tied
+  // Streamed: W_U read a slice of rows at a time ([n, d] float on `device`), its pages dropped after each.
+  void forEachOutputHeadSlice(torch::Device device,
+                              const std::function<void(const torch::Tensor&)>& use) const;
   void loadWeights(Layer& layer, const LayerView& view) const;
   void checkWindow(int64_t tokens) const;
   torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
