@@ -6,6 +6,7 @@
 extern "C" {
 void openblas_set_num_threads(int);
 int openblas_get_num_threads(void);
+int openblas_get_parallel(void);  // 0: sequential build, 1: its own pthread pool, 2: OpenMP
 }
 
 namespace sharelens {
@@ -44,6 +45,10 @@ SingleThreadedBlas::~SingleThreadedBlas() {
   BlasState& s = state();
   std::lock_guard lock(s.mutex);
   if (--s.pins == 0) openblas_set_num_threads(s.requested);
+}
+
+bool blasHasItsOwnThreadPool() {
+  return openblas_get_parallel() == 1;
 }
 
 int currentBlasThreads() {

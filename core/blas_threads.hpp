@@ -21,6 +21,10 @@ class SingleThreadedBlas {
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
 };
 
+// Whether OpenBLAS runs its matmuls on a pthread pool of its own (Debian's libopenblas0-pthread) rather than
+// sequentially or on the OpenMP pool that LibTorch's elementwise ops use.
+bool blasHasItsOwnThreadPool();
+
 // The count OpenBLAS runs with now (for tests and reports).
 int currentBlasThreads();
 

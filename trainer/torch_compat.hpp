@@ -12,9 +12,21 @@
 
 namespace sharelens {
 
-// Intra-op threads for LibTorch and for the OpenBLAS pool that its CPU matmuls (and Eigen's LAPACK) share.
+// LibTorch's own intra-op threads when its matmuls get `threads` BLAS threads. Debian's LibTorch has no MKL:
+// its CPU matmuls call OpenBLAS, whose pthread pool is not LibTorch's OpenMP pool. With both pools at
+// `threads`, OpenMP's idle workers spin (libgomp's default wait policy) through every matmul while OpenBLAS's
+// workers compute, so twice as many threads as cores compete: on 2 cores bench_train ran 913-1017 tokens/s
+// so, and 1314-1443 with LibTorch's pool at one thread, the same as with OMP_WAIT_POLICY=PASSIVE (which
+// libgomp reads only at start-up, so it cannot be set from here). So where the matmuls run on OpenBLAS's own
+// pool, LibTorch's elementwise ops run on the calling thread between them; where LibTorch brings MKL (its pip
+// builds), MKL uses the OpenMP pool itself and both get `threads`.
+inline int torchIntraOpThreads(int threads) {
+  return !at::hasMKL() && blasHasItsOwnThreadPool() ? 1 : threads;
+}
+
+// Threads for a run's compute: OpenBLAS's pool (shared with Eigen's LAPACK and the analyses) and LibTorch's.
 inline void setComputeThreads(int threads) {
-  at::set_num_threads(threads);
+  at::set_num_threads(torchIntraOpThreads(threads));
   requestBlasThreads(threads);
 }
 

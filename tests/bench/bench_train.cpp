@@ -1,8 +1,10 @@
 // Training throughput of the LibTorch model (issue #4): tokens/s of full training steps (forward, backward,
 // clipping, AdamW) of a ~10M-parameter vanilla topology in fp32, and model FLOPs utilisation against the
 // machine's measured sgemm peak. Its peer, torch_train_peer.py, runs the same model in eager PyTorch.
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE] [--json OUT] [--profile
-// TRACE.json]
+// --cycle U --lora-rank R shares the same model's blocks as a Cycle of U with per-layer LoRA (the peer takes
+// the same two flags).
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE | --cycle U --lora-rank R]
+// [--json OUT] [--profile TRACE.json]
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -48,6 +50,7 @@ double sgemmPeak() {
 int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
+  int64_t cycle = 0, loraRank = 0;
   std::string topologyPath, jsonOut, profileOut;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -59,13 +62,23 @@ int main(int argc, char** argv) {
       batch = std::stoll(v);
     else if (a == "--topology")
       topologyPath = v;
+    else if (a == "--cycle")
+      cycle = std::stoll(v);
+    else if (a == "--lora-rank")
+      loraRank = std::stoll(v);
     else if (a == "--json")
       jsonOut = v;
     else if (a == "--profile")
       profileOut = v;
   }
   setComputeThreads(threads);
-  const Topology t = topologyPath.empty() ? benchTopology() : readTopologyFile(topologyPath);
+  Topology t = topologyPath.empty() ? benchTopology() : readTopologyFile(topologyPath);
+  if (cycle > 0) {
+    t.name = "bench-cycle" + std::to_string(cycle) + "-lora" + std::to_string(loraRank);
+    t.attention.assign = patternAssignment(SharingPattern::Cycle, t.model.layers, cycle);
+    t.ffn.assign = t.attention.assign;
+    t.attention.loraRank = t.ffn.loraRank = loraRank;
+  }
   SharedTransformer model(t, torch::kCPU, 1);
   AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.1);
   at::Generator gen = at::detail::createCPUGenerator(3);
@@ -89,9 +102,11 @@ int main(int argc, char** argv) {
   const ParamBudget budget = countParameters(t);
   const double peak = sgemmPeak();
   const double mfu = tokensPerSecond * budget.trainFlopsPerToken / peak;
-  std::printf("sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads\n",
-              TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total),
-              static_cast<long long>(batch), static_cast<long long>(t.model.context), threads);
+  std::printf(
+      "sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads (LibTorch intra-op "
+      "%d)\n",
+      TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total), static_cast<long long>(batch),
+      static_cast<long long>(t.model.context), threads, at::get_num_threads());
   std::printf("  %.0f tokens/s, %.2f GFLOP/s (6N + 12LHQT per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
               tokensPerSecond, tokensPerSecond * budget.trainFlopsPerToken / 1e9, peak / 1e9, 100.0 * mfu);
   if (!jsonOut.empty())

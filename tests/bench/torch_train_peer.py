@@ -22,40 +22,62 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-class Block(nn.Module):
+class Weights(nn.Module):
+    """One block's seven projection weights (out x in, as nn.Linear keeps them)."""
+
     def __init__(self, d, heads, kv, ffn):
         super().__init__()
         hd = d // heads
-        self.heads, self.kv, self.hd = heads, kv, hd
+        shapes = {"q": (heads * hd, d), "k": (kv * hd, d), "v": (kv * hd, d), "o": (d, heads * hd),
+                  "gate": (ffn, d), "up": (ffn, d), "down": (d, ffn)}
+        for name, shape in shapes.items():
+            self.register_parameter(name, nn.Parameter(torch.empty(shape)))
+
+
+class Layer(nn.Module):
+    """A layer's norms, its block's weights (its own, or a block several layers share) and, when shared, its
+    low-rank correction of each weight: W_l = W_block + B_l A_l (A_l ~ N(0, 1/in), B_l = 0 at the start)."""
+
+    def __init__(self, d, heads, kv, weights, lora_rank):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv, d // heads
         self.attn_norm, self.ffn_norm = RMSNorm(d), RMSNorm(d)
-        self.q = nn.Linear(d, heads * hd, bias=False)
-        self.k = nn.Linear(d, kv * hd, bias=False)
-        self.v = nn.Linear(d, kv * hd, bias=False)
-        self.o = nn.Linear(heads * hd, d, bias=False)
-        self.gate = nn.Linear(d, ffn, bias=False)
-        self.up = nn.Linear(d, ffn, bias=False)
-        self.down = nn.Linear(ffn, d, bias=False)
+        self.weights = weights  # shared modules appear once in parameters()
+        self.lora_a, self.lora_b = nn.ParameterDict(), nn.ParameterDict()
+        for name, w in weights.named_parameters():
+            if lora_rank:
+                out, inp = w.shape
+                self.lora_a[name] = nn.Parameter(torch.randn(lora_rank, inp) / math.sqrt(inp))
+                self.lora_b[name] = nn.Parameter(torch.zeros(out, lora_rank))
+
+    def w(self, name):
+        base = getattr(self.weights, name)
+        return base + self.lora_b[name] @ self.lora_a[name] if name in self.lora_a else base
 
     def forward(self, x, cos, sin, mask):
         b, t, _ = x.shape
         h = self.attn_norm(x)
         rot = lambda v: torch.cat((-v[..., self.hd // 2:], v[..., :self.hd // 2]), -1)  # noqa: E731
-        q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
-        k = self.k(h).view(b, t, self.kv, self.hd).transpose(1, 2)
-        v = self.v(h).view(b, t, self.kv, self.hd).transpose(1, 2)
+        q = F.linear(h, self.w("q")).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = F.linear(h, self.w("k")).view(b, t, self.kv, self.hd).transpose(1, 2)
+        v = F.linear(h, self.w("v")).view(b, t, self.kv, self.hd).transpose(1, 2)
         q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
         k, v = k.repeat_interleave(self.heads // self.kv, 1), v.repeat_interleave(self.heads // self.kv, 1)
         att = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(self.hd)).masked_fill(mask, float("-inf")), -1) @ v
-        x = x + self.o(att.transpose(1, 2).reshape(b, t, -1))
+        x = x + F.linear(att.transpose(1, 2).reshape(b, t, -1), self.w("o"))
         h = self.ffn_norm(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+        return x + F.linear(F.silu(F.linear(h, self.w("gate"))) * F.linear(h, self.w("up")), self.w("down"))
 
 
 class Model(nn.Module):
-    def __init__(self, vocab, d, layers, heads, kv, ffn, context):
+    def __init__(self, vocab, d, layers, heads, kv, ffn, context, unique_blocks=0, lora_rank=0):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList(Block(d, heads, kv, ffn) for _ in range(layers))
+        # Cycle sharing: layer l uses block l mod U; LoRA only where a block has several users.
+        unique = unique_blocks or layers
+        self.shared = nn.ModuleList(Weights(d, heads, kv, ffn) for _ in range(unique))
+        self.blocks = nn.ModuleList(
+            Layer(d, heads, kv, self.shared[l % unique], lora_rank if unique < layers else 0) for l in range(layers))
         self.norm = RMSNorm(d)
         hd = d // heads
         inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).float() / hd))
@@ -66,8 +88,8 @@ class Model(nn.Module):
         # ShareLens's initialisation (nanoGPT's): N(0, 0.02), residual outputs N(0, 0.02 / sqrt(2 L)). PyTorch's
         # defaults (N(0, 1) embeddings, tied) saturate the softmax and drive the step into denormals.
         for name, p in self.named_parameters():
-            if p.dim() >= 2:
-                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("o.weight", "down.weight")) else 0.02
+            if p.dim() >= 2 and "lora" not in name:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith((".o", ".down")) else 0.02
                 nn.init.normal_(p, 0.0, std)
 
     def forward(self, tokens):
@@ -83,12 +105,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--intra-op-threads", type=int,
+                    help="torch.set_num_threads (default: --threads); the matmuls run on OpenBLAS's own pool of "
+                         "OPENBLAS_NUM_THREADS or all cores either way in Debian's PyTorch")
+    ap.add_argument("--cycle", type=int, default=0, help="unique blocks U of a Cycle (layer l uses l mod U)")
+    ap.add_argument("--lora-rank", type=int, default=0, help="per-layer LoRA rank on the shared blocks")
     ap.add_argument("--json")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    intra = args.intra_op_threads or args.threads
+    torch.set_num_threads(intra)
     torch.manual_seed(1)
     vocab, d, layers, heads, kv, ffn, context = 8192, 320, 8, 8, 4, 864, 256
-    model = Model(vocab, d, layers, heads, kv, ffn, context)
+    model = Model(vocab, d, layers, heads, kv, ffn, context, args.cycle, args.lora_rank)
     params = sum(p.numel() for n, p in model.named_parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
@@ -120,7 +148,8 @@ def main():
     for _ in range(6):
         a @ b
     peak = 2 * 2048 ** 3 * 6 / (time.time() - t)
-    print(f"PyTorch {torch.__version__} eager: {params} parameters, batch {args.batch} x {context}, {args.threads} threads")
+    print(f"PyTorch {torch.__version__} eager: {params} parameters, batch {args.batch} x {context}, {args.threads} threads "
+          f"(torch.set_num_threads({intra}))")
     print(f"  {tps:.0f} tokens/s, {tps * flops / 1e9:.2f} GFLOP/s, sgemm peak {peak / 1e9:.1f} GFLOP/s, "
           f"MFU {100 * tps * flops / peak:.1f}%")
     if args.json:

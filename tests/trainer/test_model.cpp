@@ -347,6 +347,24 @@ TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
   EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
 }
 
+// Two pools on the same cores fight: where LibTorch's matmuls go to OpenBLAS's own pthread pool (Debian's
+// LibTorch, no MKL), LibTorch's OpenMP pool is kept at one thread and OpenBLAS gets the run's count; a build
+// whose BLAS shares the OpenMP pool (MKL) gives both the count (trainer/torch_compat.hpp).
+TEST(ComputeThreads, LibTorchKeepsOneThreadBesideAnOpenBlasPoolOfItsOwn) {
+  setComputeThreads(2);
+  EXPECT_EQ(currentBlasThreads(), 2);
+  if (!at::hasMKL() && blasHasItsOwnThreadPool())
+    EXPECT_EQ(at::get_num_threads(), 1);
+  else
+    EXPECT_EQ(at::get_num_threads(), 2);
+  const torch::Tensor a = at::randn({300, 200}, at::kDouble), b = at::randn({200, 100}, at::kDouble);
+  EXPECT_TRUE(at::allclose(at::matmul(a, b), (a.unsqueeze(2) * b.unsqueeze(0)).sum(1), 1e-12, 1e-12))
+      << "matmuls under this arrangement still compute the product";
+  setComputeThreads(1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(currentBlasThreads(), 1);
+}
+
 TEST(AdamW, MatchesTheUpdateRuleOfTorchOptimAdamW) {
   // One parameter, known gradients; the expected values are the update rule evaluated by hand.
   Topology t = debugTopology();
