@@ -15,11 +15,11 @@ namespace sharelens {
 // LibTorch's own intra-op threads when its matmuls get `threads` BLAS threads. Debian's LibTorch has no MKL:
 // its CPU matmuls call OpenBLAS, whose pthread pool is not LibTorch's OpenMP pool. With both pools at
 // `threads`, OpenMP's idle workers spin (libgomp's default wait policy) through every matmul while OpenBLAS's
-// workers compute, so twice as many threads as cores compete: on 2 cores bench_train ran 913-1017 tokens/s
-// so, and 1314-1443 with LibTorch's pool at one thread, the same as with OMP_WAIT_POLICY=PASSIVE (which
-// libgomp reads only at start-up, so it cannot be set from here). So where the matmuls run on OpenBLAS's own
-// pool, LibTorch's elementwise ops run on the calling thread between them; where LibTorch brings MKL (its pip
-// builds), MKL uses the OpenMP pool itself and both get `threads`.
+// workers compute, so twice as many threads as cores compete. bench_train on 2 cores, alternated in one
+// session: 913-1017 tokens/s so, 1314-1443 with LibTorch's pool at one thread, 1224-1440 with
+// OMP_WAIT_POLICY=PASSIVE (which libgomp reads only at start-up, so it cannot be set from here). So where the
+// matmuls run on OpenBLAS's own pool, LibTorch's elementwise ops run on the calling thread between them;
+// where LibTorch brings MKL (its pip builds), MKL uses the OpenMP pool itself and both get `threads`.
 inline int torchIntraOpThreads(int threads) {
   return !at::hasMKL() && blasHasItsOwnThreadPool() ? 1 : threads;
 }

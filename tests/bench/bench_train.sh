@@ -18,8 +18,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="$(mktemp -d)"
 for round in $(seq "$ROUNDS"); do
   "$BUILD/tests/bench_train" --threads "$THREADS" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/ours-$round.json"
-  /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/torch-$round.json"
-  /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --intra-op-threads 1 --steps "$STEPS" "${SHARING[@]}" \
+  OPENBLAS_NUM_THREADS="$THREADS" /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/torch-$round.json"
+  OPENBLAS_NUM_THREADS="$THREADS" /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --intra-op-threads 1 --steps "$STEPS" "${SHARING[@]}" \
     --json "$OUT/torch1-$round.json"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'

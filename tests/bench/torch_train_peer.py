@@ -75,9 +75,13 @@ class Model(nn.Module):
         self.embed = nn.Embedding(vocab, d)
         # Cycle sharing: layer l uses block l mod U; LoRA only where a block has several users.
         unique = unique_blocks or layers
+        if unique > layers:
+            raise SystemExit(f"--cycle {unique}: more unique blocks than the {layers} layers")
+        users = lambda block: sum(j % unique == block for j in range(layers))  # noqa: E731
         self.shared = nn.ModuleList(Weights(d, heads, kv, ffn) for _ in range(unique))
         self.blocks = nn.ModuleList(
-            Layer(d, heads, kv, self.shared[l % unique], lora_rank if unique < layers else 0) for l in range(layers))
+            Layer(d, heads, kv, self.shared[l % unique], lora_rank if users(l % unique) >= 2 else 0)
+            for l in range(layers))
         self.norm = RMSNorm(d)
         hd = d // heads
         inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).float() / hd))
@@ -107,7 +111,7 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--intra-op-threads", type=int,
                     help="torch.set_num_threads (default: --threads); the matmuls run on OpenBLAS's own pool of "
-                         "OPENBLAS_NUM_THREADS or all cores either way in Debian's PyTorch")
+                         "OPENBLAS_NUM_THREADS (bench_train.sh sets it to --threads) either way in Debian's PyTorch")
     ap.add_argument("--cycle", type=int, default=0, help="unique blocks U of a Cycle (layer l uses l mod U)")
     ap.add_argument("--lora-rank", type=int, default=0, help="per-layer LoRA rank on the shared blocks")
     ap.add_argument("--json")

@@ -349,7 +349,8 @@ TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
 
 // Two pools on the same cores fight: where LibTorch's matmuls go to OpenBLAS's own pthread pool (Debian's
 // LibTorch, no MKL), LibTorch's OpenMP pool is kept at one thread and OpenBLAS gets the run's count; a build
-// whose BLAS shares the OpenMP pool (MKL) gives both the count (trainer/torch_compat.hpp).
+// whose BLAS shares the OpenMP pool (MKL) gives both the count (trainer/torch_compat.hpp). This checks the
+// wiring (both pools set, and set back); the speed it is for is measured by tests/bench/bench_train.sh.
 TEST(ComputeThreads, LibTorchKeepsOneThreadBesideAnOpenBlasPoolOfItsOwn) {
   setComputeThreads(2);
   EXPECT_EQ(currentBlasThreads(), 2);
@@ -357,9 +358,6 @@ TEST(ComputeThreads, LibTorchKeepsOneThreadBesideAnOpenBlasPoolOfItsOwn) {
     EXPECT_EQ(at::get_num_threads(), 1);
   else
     EXPECT_EQ(at::get_num_threads(), 2);
-  const torch::Tensor a = at::randn({300, 200}, at::kDouble), b = at::randn({200, 100}, at::kDouble);
-  EXPECT_TRUE(at::allclose(at::matmul(a, b), (a.unsqueeze(2) * b.unsqueeze(0)).sum(1), 1e-12, 1e-12))
-      << "matmuls under this arrangement still compute the product";
   setComputeThreads(1);
   EXPECT_EQ(at::get_num_threads(), 1);
   EXPECT_EQ(currentBlasThreads(), 1);
