@@ -310,6 +310,34 @@ TEST(ModelView, MissingAndUnexpectedTensorsAreReportedByName) {
   fs::remove_all(dir);
 }
 
+TEST(ModelView, AnOutputProjectionNarrowerThanItsHeadsIsANamedError) {
+  // Found by fuzz_model_view: GPT-2's c_proj stored as 44 x 64 ([in, out]) under n_head 4 of 16 made
+  // headMatrix slice columns past the end (std::out_of_range) instead of naming the tensor.
+  const auto dir = testing::makeTempDir("narrow-o");
+  testing::writeHfFixture(dir, testing::defaultSpec(Family::Gpt2));
+  const std::string narrowed = "h.2.attn.c_proj.weight";
+  const std::vector<float> narrow(44 * 64, 0.5f);
+  {
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    std::vector<TensorWrite> keep;
+    for (const TensorInfo& t : file->tensors())
+      keep.push_back(t.name == narrowed
+                         ? TensorWrite{t.name, DType::F32, {44, 64}, std::as_bytes(std::span(narrow))}
+                         : TensorWrite{t.name, t.dtype, t.shape, file->bytes(t)});
+    writeSafetensors(dir / "rewritten.safetensors", keep);
+  }
+  fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView v = openModelView(*ckpt);
+  EXPECT_NO_THROW(v.headMatrix(1, Proj::O, 3)) << "an intact layer still splits";
+  const std::string e = errorOf([&] { v.headMatrix(2, Proj::O, 0); });
+  EXPECT_NE(e.find("narrower than the configured heads"), std::string::npos) << e;
+  EXPECT_NE(e.find(narrowed), std::string::npos) << e;
+  EXPECT_NE(e.find("64 columns"), std::string::npos) << e;
+  EXPECT_NE(e.find("44"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
 TEST(ModelView, AStrayHugeLayerIndexIsANamedErrorNotAnAllocation) {
   // Found by the bad-input probe: "model.layers.4294967296..." made the view allocate 2^32 layers.
   const auto dir = testing::makeTempDir("huge-index");
