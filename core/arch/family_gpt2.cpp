@@ -149,12 +149,15 @@ class Gpt2Adapter : public FamilyAdapter {
       if (const TensorInfo* b = claim(base + std::string(kCAttnB), TensorRole::Attention))
         for (int i = 0; i < 3; ++i) layer.bias[i] = VectorSlice{b->name, i * d, d};
       if (const TensorInfo* o = require2d(claim(base + std::string(kAttnProjW), TensorRole::Attention))) {
+        // Conv1D stores [in, out]: n_head x head_dim = n_embd inputs (the heads), n_embd outputs.
+        checkDimension(ckpt, kGpt2Config.hidden, d, o->name, 0, o->dim(0), "n_embd");
         checkDimension(ckpt, kGpt2Config.hidden, d, o->name, 1, o->dim(1), "n_embd");
         layer.proj[static_cast<int>(Proj::O)] = MatrixExpr::fromTensor(o->name, o->dim(1), o->dim(0), true);
       }
       if (const TensorInfo* b = claim(base + std::string(kAttnProjB), TensorRole::Attention))
         layer.bias[static_cast<int>(Proj::O)] = VectorSlice{b->name, 0, static_cast<int64_t>(b->numel)};
       if (const TensorInfo* fc = require2d(claim(base + std::string(kFcW), TensorRole::Ffn))) {
+        checkDimension(ckpt, kGpt2Config.hidden, d, fc->name, 0, fc->dim(0), "n_embd");
         checkDimension(ckpt, kGpt2Config.ffn, s.ffn, fc->name, 1, fc->dim(1), "n_inner");
         layer.proj[static_cast<int>(Proj::Up)] =
             MatrixExpr::fromTensor(fc->name, fc->dim(1), fc->dim(0), true);
@@ -163,6 +166,7 @@ class Gpt2Adapter : public FamilyAdapter {
         layer.bias[static_cast<int>(Proj::Up)] = VectorSlice{b->name, 0, static_cast<int64_t>(b->numel)};
       if (const TensorInfo* down = require2d(claim(base + std::string(kMlpProjW), TensorRole::Ffn))) {
         checkDimension(ckpt, kGpt2Config.ffn, s.ffn, down->name, 0, down->dim(0), "n_inner");
+        checkDimension(ckpt, kGpt2Config.hidden, d, down->name, 1, down->dim(1), "n_embd");
         layer.proj[static_cast<int>(Proj::Down)] =
             MatrixExpr::fromTensor(down->name, down->dim(1), down->dim(0), true);
       }

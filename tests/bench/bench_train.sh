@@ -18,9 +18,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="$(mktemp -d)"
 for round in $(seq "$ROUNDS"); do
   "$BUILD/tests/bench_train" --threads "$THREADS" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/ours-$round.json"
-  OPENBLAS_NUM_THREADS="$THREADS" /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/torch-$round.json"
-  OPENBLAS_NUM_THREADS="$THREADS" /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" --intra-op-threads 1 --steps "$STEPS" "${SHARING[@]}" \
-    --json "$OUT/torch1-$round.json"
+  for side in torch torch1; do  # torch.set_num_threads(THREADS), then (1)
+    intra=$([ "$side" = torch ] && echo "$THREADS" || echo 1)
+    OPENBLAS_NUM_THREADS="$THREADS" /usr/bin/python3 "$HERE/torch_train_peer.py" --threads "$THREADS" \
+      --intra-op-threads "$intra" --steps "$STEPS" "${SHARING[@]}" --json "$OUT/$side-$round.json"
+  done
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, statistics, sys

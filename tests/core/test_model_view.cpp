@@ -310,32 +310,40 @@ TEST(ModelView, MissingAndUnexpectedTensorsAreReportedByName) {
   fs::remove_all(dir);
 }
 
-TEST(ModelView, AnOutputProjectionNarrowerThanItsHeadsIsANamedError) {
-  // Found by fuzz_model_view: GPT-2's c_proj stored as 44 x 64 ([in, out]) under n_head 4 of 16 made
-  // headMatrix slice columns past the end (std::out_of_range) instead of naming the tensor.
-  const auto dir = testing::makeTempDir("narrow-o");
-  testing::writeHfFixture(dir, testing::defaultSpec(Family::Gpt2));
-  const std::string narrowed = "h.2.attn.c_proj.weight";
-  const std::vector<float> narrow(44 * 64, 0.5f);
-  {
-    const auto file = SafetensorsFile::open(dir / "model.safetensors");
-    std::vector<TensorWrite> keep;
-    for (const TensorInfo& t : file->tensors())
-      keep.push_back(t.name == narrowed
-                         ? TensorWrite{t.name, DType::F32, {44, 64}, std::as_bytes(std::span(narrow))}
-                         : TensorWrite{t.name, t.dtype, t.shape, file->bytes(t)});
-    writeSafetensors(dir / "rewritten.safetensors", keep);
+TEST(ModelView, AGpt2ProjectionNarrowerThanNEmbdIsANamedError) {
+  // Found by fuzz_model_view: GPT-2's attention c_proj stored as 44 x 64 ([in, out]) under n_embd 64 passed
+  // the view, and headMatrix then sliced the O heads' columns past its end (std::out_of_range). Conv1D's
+  // input side of c_proj and c_fc and the output side of mlp.c_proj are now checked against n_embd too.
+  for (const std::string narrowed :
+       {"h.2.attn.c_proj.weight", "h.1.mlp.c_fc.weight", "h.0.mlp.c_proj.weight"}) {
+    const auto dir = testing::makeTempDir("narrow-gpt2");
+    testing::writeHfFixture(dir, testing::defaultSpec(Family::Gpt2));
+    std::vector<int64_t> shape;
+    std::vector<float> values;
+    {
+      const auto file = SafetensorsFile::open(dir / "model.safetensors");
+      std::vector<TensorWrite> keep;
+      for (const TensorInfo& t : file->tensors()) {
+        if (t.name != narrowed) {
+          keep.push_back({t.name, t.dtype, t.shape, file->bytes(t)});
+          continue;
+        }
+        shape = t.shape;
+        shape[narrowed == "h.0.mlp.c_proj.weight" ? 1 : 0] = 44;  // the side that must be n_embd = 64
+        values.assign(static_cast<size_t>(shape[0] * shape[1]), 0.5f);
+        keep.push_back({t.name, DType::F32, shape, std::as_bytes(std::span(values))});
+      }
+      writeSafetensors(dir / "rewritten.safetensors", keep);
+    }
+    fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
+    const auto ckpt = Checkpoint::open(dir);
+    const std::string e = errorOf([&] { openModelView(*ckpt); });
+    EXPECT_NE(e.find("contradicts tensor '" + narrowed + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("field 'n_embd'"), std::string::npos) << e;
+    EXPECT_NE(e.find("n_embd = 64"), std::string::npos) << e;
+    EXPECT_NE(e.find(shapeToString(shape)), std::string::npos) << e;
+    fs::remove_all(dir);
   }
-  fs::rename(dir / "rewritten.safetensors", dir / "model.safetensors");
-  const auto ckpt = Checkpoint::open(dir);
-  const ModelView v = openModelView(*ckpt);
-  EXPECT_NO_THROW(v.headMatrix(1, Proj::O, 3)) << "an intact layer still splits";
-  const std::string e = errorOf([&] { v.headMatrix(2, Proj::O, 0); });
-  EXPECT_NE(e.find("narrower than the configured heads"), std::string::npos) << e;
-  EXPECT_NE(e.find(narrowed), std::string::npos) << e;
-  EXPECT_NE(e.find("64 columns"), std::string::npos) << e;
-  EXPECT_NE(e.find("44"), std::string::npos) << e;
-  fs::remove_all(dir);
 }
 
 TEST(ModelView, AStrayHugeLayerIndexIsANamedErrorNotAnAllocation) {
