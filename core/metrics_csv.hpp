@@ -14,6 +14,8 @@ namespace sharelens {
 struct NamedCurve {
   std::string label;  // the run, by topology name or directory
   const std::vector<MetricPoint>* points = nullptr;
+  uint64_t revision = 0;  // changes whenever *points does (MetricsReader::revision()): figures built from
+                          // the curve are kept until it changes
 };
 
 // Header: run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s. Run labels are quoted as

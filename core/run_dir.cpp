@@ -1,6 +1,7 @@
 #include "core/run_dir.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -109,6 +110,11 @@ Json metricToJson(const MetricPoint& p) {
   return j;
 }
 
+uint64_t MetricsReader::nextRevision() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
 size_t MetricsReader::poll() {
   std::ifstream in(m_file, std::ios::binary);
   if (!in) return 0;
@@ -118,6 +124,7 @@ size_t MetricsReader::poll() {
     m_offset = 0;
     m_points.clear();
     m_events.clear();
+    m_revision = nextRevision();
   }
   if (size == m_offset) return 0;
   std::string chunk(size - m_offset, '\0');
@@ -126,7 +133,7 @@ size_t MetricsReader::poll() {
   const size_t lastNewline = chunk.rfind('\n');
   if (lastNewline == std::string::npos) return 0;  // only a torn line so far
   size_t consumed = 0, start = 0;
-  bool changed = false;
+  bool changed = false, inOrder = true;  // in order: each new step after the last one (a run's usual log)
   while (start <= lastNewline) {
     const size_t end = chunk.find('\n', start);
     const std::string_view line(chunk.data() + start, end - start);
@@ -151,16 +158,19 @@ size_t MetricsReader::poll() {
       ++m_malformed;
       continue;
     }
-    m_points.push_back(metricFromJson(j));
+    MetricPoint point = metricFromJson(j);
+    inOrder = inOrder && (m_points.empty() || point.step > m_points.back().step);
+    m_points.push_back(std::move(point));
     changed = true;
   }
   m_offset += lastNewline + 1;
-  if (changed) {  // keep step order, last entry of a step wins
+  if (changed && !inOrder) {  // a step logged again (a resumed run): keep step order, the last entry wins
     std::map<int64_t, MetricPoint> byStep;
-    for (const MetricPoint& p : m_points) byStep[p.step] = p;
+    for (MetricPoint& p : m_points) byStep[p.step] = std::move(p);
     m_points.clear();
-    for (auto& [step, p] : byStep) m_points.push_back(p);
+    for (auto& [step, p] : byStep) m_points.push_back(std::move(p));
   }
+  if (changed) m_revision = nextRevision();
   return consumed;
 }
 

@@ -56,6 +56,9 @@ class MetricsReader {
   explicit MetricsReader(std::filesystem::path file) : m_file(std::move(file)) {}
   size_t poll();  // returns the number of lines consumed; never throws on a torn or malformed last line
   const std::vector<MetricPoint>& points() const { return m_points; }
+  // Changes whenever points() does, to a number no reader has had before (0: nothing read yet): a plot can
+  // keep what it built from the points until it changes.
+  uint64_t revision() const { return m_revision; }
   const std::vector<Json>& events() const { return m_events; }  // {"event": "resume" | "stop" | "skip", ...}
   size_t malformedLines() const { return m_malformed; }
 
@@ -65,6 +68,8 @@ class MetricsReader {
   std::vector<MetricPoint> m_points;
   std::vector<Json> m_events;
   size_t m_malformed = 0;
+  uint64_t m_revision = 0;
+  static uint64_t nextRevision();
 };
 
 MetricPoint metricFromJson(const Json& j);

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include <malloc.h>
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -15,6 +16,7 @@
 #include "app/export/png.hpp"
 #include "app/gui/figure_size_picker.hpp"
 #include "app/gui/file_browser.hpp"
+#include "app/gui/frame_times.hpp"
 #include "app/gui/platform.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
@@ -135,10 +137,11 @@ class App {
         probe::state("workspace/model", [&] { return m->path.string(); });
       if (const auto& run = m_workspace.followed())
         probe::state("workspace/following", [&] { return run->string(); });
+      const auto built = Clock::now();
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
       if (capture) m_platform.captureNextFrame();
       m_platform.render();
-      m_frameMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - frameStart).count());
+      m_frameTimes.add(frameStart, built, Clock::now());
       m_platform.present();
       m_textures.endFrame();
       m_figures.endFrame();
@@ -263,22 +266,12 @@ class App {
   }
 
   void writeFrameStats(const std::string& path) {
-    std::vector<double> ms = m_frameMs;
-    if (ms.size() > 10) ms.erase(ms.begin(), ms.begin() + 10);  // warm-up: font atlas, first textures
-    std::sort(ms.begin(), ms.end());
-    auto pct = [&](double p) {
-      return ms.empty()
-                 ? 0.0
-                 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))];
-    };
-    const Json j = {{"frames", ms.size()},
-                    {"p50_ms", pct(0.5)},
-                    {"p99_ms", pct(0.99)},
-                    {"max_ms", ms.empty() ? 0.0 : ms.back()},
-                    {"training", m_runs.anyTraining()}};
+    Json j = m_frameTimes.summary(/*warmUp=*/10);
+    j["training"] = m_runs.anyTraining();
     writeFileAtomically(path, j.dump(2) + "\n");
-    std::cout << "UI-thread frame time: p50 " << pct(0.5) << " ms, p99 " << pct(0.99) << " ms over "
-              << ms.size() << " frames\n";
+    std::cout << "UI-thread frame time: p50 " << j["p50_ms"] << " ms, p99 " << j["p99_ms"] << " ms, max "
+              << j["max_ms"] << " ms over " << j["frames"] << " frames (building p99 " << j["build"]["p99_ms"]
+              << " ms, GL submission p99 " << j["submit"]["p99_ms"] << " ms)\n";
   }
 
   void drawMainWindow() {
@@ -519,12 +512,17 @@ class App {
   char m_openPath[1024] = "";
   FileBrowser m_openBrowser{{".safetensors", ".json"}, /*saving=*/false};
   FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};
-  std::vector<double> m_frameMs;
+  FrameTimes m_frameTimes;
 };
 
 }  // namespace
 
 int runGui(const GuiOptions& options) {
+  // Every frame the GL driver frees megabytes at the top of the heap and asks for them again in the next
+  // (llvmpipe's vertex buffers above all). glibc gave them back to the kernel each time, and the next frame
+  // paid for faulting them in again: 17% of the UI thread's time, and p99 20 ms instead of 10.5 ms on
+  // --bench-ui. Up to 256 MiB of freed heap is kept instead (DESIGN.md section 6).
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   App app(options);
   return app.run();
 }

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <utility>
 
 #include "app/plot/figure.hpp"
+#include "app/plot/figure_memo.hpp"
 #include "core/hash.hpp"
 
 namespace sharelens::plot {
@@ -230,7 +232,7 @@ size_t pointsInside(std::span<const SampledPoint> points, Point min, Point max) 
 // One legend row per named series, in the corner of the plot that covers the fewest data points (top-right
 // on ties), like matplotlib's loc="best" restricted to corners.
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
-                 FigureLayout& l) {
+                 FigureLayout& l, FigureMemo* memo) {
   float widest = 0;
   size_t rows = 0;
   for (const Series& s : f.series)
@@ -243,13 +245,27 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
                            {l.plotMin.x + inset, l.plotMin.y + inset},
                            {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset},
                            {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
-  const std::vector<SampledPoint> points = samplePoints(f, l, hidden);
-  Point best = corners[0];
-  size_t fewest = SIZE_MAX;
-  for (const Point& c : corners) {
-    const size_t covered = pointsInside(points, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
-    if (covered < fewest) fewest = covered, best = c;
-  }
+  auto emptiestCorner = [&] {
+    const std::vector<SampledPoint> points = samplePoints(f, l, hidden);
+    size_t best = 0, fewest = SIZE_MAX;
+    for (size_t k = 0; k < std::size(corners); ++k) {
+      const Point& c = corners[k];
+      const size_t covered = pointsInside(points, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
+      if (covered < fewest) fewest = covered, best = k;
+    }
+    return best;
+  };
+  WordHash layoutKey;  // what the sampled points and the corners depend on besides the data
+  layoutKey.add(l.x)
+      .add(l.y)
+      .add(l.plotMin.x)
+      .add(l.plotMin.y)
+      .add(l.plotMax.x)
+      .add(l.plotMax.y)
+      .add(boxW)
+      .add(boxH);
+  const Point best =
+      corners[memo ? memo->legendCorner(f, layoutKey.value(), hidden, emptiestCorner) : emptiestCorner()];
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (f.series[i].label.empty()) continue;
@@ -372,12 +388,16 @@ void keepCellsSquare(FigureLayout& l) {
 
 FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
                           const std::optional<Range>& xView, const std::optional<Range>& yView,
-                          const std::vector<bool>& hidden) {
+                          const std::vector<bool>& hidden, FigureMemo* memo) {
   FigureLayout l;
   l.origin = origin;
   l.size = size;
-  l.x = {f.heatmap ? Scale::Linear : f.xScale, xView ? *xView : fittedXRange(f, hidden)};
-  l.y = {f.heatmap ? Scale::Linear : f.yScale, yView ? *yView : fittedYRange(f, hidden, xView)};
+  const Range fittedX = xView ? *xView : memo ? memo->fittedX(f, hidden) : fittedXRange(f, hidden);
+  const Range fittedY = yView  ? *yView
+                        : memo ? memo->fittedY(f, hidden, xView)
+                               : fittedYRange(f, hidden, xView);
+  l.x = {f.heatmap ? Scale::Linear : f.xScale, fittedX};
+  l.y = {f.heatmap ? Scale::Linear : f.yScale, fittedY};
   const float text = canvas.textSize("0", style.fontSize).y;
   float top = kPad, bottom = kPad, left = kPad, right = kPad;
   if (!f.title.empty()) top += canvas.textSize(f.title, style.titleSize).y + 4;
@@ -413,7 +433,7 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
     l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};
     l.colorbarMax = Point{l.plotMax.x + 10 + kColorbarWidth, l.plotMax.y};
   }
-  if (f.legend && !f.heatmap) placeLegend(f, canvas, style, hidden, l);
+  if (f.legend && !f.heatmap) placeLegend(f, canvas, style, hidden, l, memo);
   return l;
 }
 
@@ -469,7 +489,7 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
 }
 
 void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& style,
-                const std::vector<bool>& hidden) {
+                const std::vector<bool>& hidden, FigureMemo* memo) {
   c.fillRect(l.origin, {l.origin.x + l.size.x, l.origin.y + l.size.y}, style.background);
   const float text = c.textSize("0", style.fontSize).y;
   float y = l.origin.y + kPad;
@@ -547,7 +567,9 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
           if (std::isfinite(s.y[k])) drawBar(c, l, s, k, style);
         continue;
       }
-      const std::vector<Point> points = decimatedPolyline(s, l);
+      std::vector<Point> computed;
+      const std::vector<Point>& points =
+          memo ? memo->polyline(f, i, l) : (computed = decimatedPolyline(s, l));
       if (s.style != SeriesStyle::Markers && points.size() >= 2)
         c.polyline(points, s.color, s.width, s.dashed);
       if (s.style != SeriesStyle::Line && points.size() < 2000)

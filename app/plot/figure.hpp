@@ -107,6 +107,8 @@ struct Style {
   static Style dark();
 };
 
+class FigureMemo;  // app/plot/figure_memo.hpp
+
 // Where everything goes for a figure drawn into the box [origin, origin + size].
 struct FigureLayout {
   Point origin, size;
@@ -124,13 +126,14 @@ struct FigureLayout {
   double yAt(float py) const;
 };
 
-// xView / yView override the figure's ranges (zoom and pan).
+// xView / yView override the figure's ranges (zoom and pan). A memo bound to the figure this frame keeps the
+// passes over its points from one frame to the next; without one, everything is computed.
 FigureLayout layoutFigure(const Figure& figure, Canvas& canvas, const Style& style, Point origin, Point size,
                           const std::optional<Range>& xView = std::nullopt,
                           const std::optional<Range>& yView = std::nullopt,
-                          const std::vector<bool>& hidden = {});
+                          const std::vector<bool>& hidden = {}, FigureMemo* memo = nullptr);
 void drawFigure(Canvas& canvas, const Figure& figure, const FigureLayout& layout, const Style& style,
-                const std::vector<bool>& hidden = {});
+                const std::vector<bool>& hidden = {}, FigureMemo* memo = nullptr);
 
 // The fitted data ranges (heatmaps: cell indices), before any zoom.
 Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden = {});

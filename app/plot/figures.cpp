@@ -478,6 +478,7 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
   f.yLabel = std::string(runMetricName(metric));
   if (logY || metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
   int color = 0;
+  std::vector<Series> smoothed;  // drawn after every run's raw points, so no run's faint noise hides them
   for (const RunCurve& run : runs) {
     std::vector<double> xs, ys;
     for (const MetricPoint& p : *run.points) {
@@ -513,9 +514,10 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
       ema.y = exponentialMovingAverage(ys, smoothing);
       ema.color = c;
       ema.width = 2.0f;
-      f.series.push_back(std::move(ema));
+      smoothed.push_back(std::move(ema));
     }
   }
+  for (Series& s : smoothed) f.series.push_back(std::move(s));
   if (smoothing > 0) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "faint: raw; solid: EMA %.2f", smoothing);

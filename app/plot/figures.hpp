@@ -64,7 +64,8 @@ Figure experimentCurvesFigure(const ExperimentReport& report, bool againstFlops)
 enum class RunMetric { Loss, ValidationLoss, LearningRate, GradNorm, TokensPerSecond };
 enum class RunAxis { Step, Tokens, Seconds };
 using RunCurve = NamedCurve;  // a run's label and its points (core/metrics_csv.hpp)
-// Raw points faint, exponential moving average (0 = none) solid, one colour per run. The learning rate and
+// Raw points faint, exponential moving average (0 = none) solid, one colour per run; every run's raw series
+// come first, then the averages, drawn over all of them. The learning rate and
 // gradient norm are always on a log axis; logY puts the others there too.
 Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
                       bool logY = false);

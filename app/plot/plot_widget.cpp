@@ -93,10 +93,11 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* list = ImGui::GetWindowDrawList();
   ImGuiCanvas canvas(list, textures);
+  state.memo.bind(f);
   const FigureLayout layout = layoutFigure(f, canvas, style, {origin.x, origin.y}, {size.x, size.y},
-                                           state.xView, state.yView, state.hidden);
+                                           state.xView, state.yView, state.hidden, &state.memo);
   list->PushClipRect(origin, {origin.x + size.x, origin.y + size.y}, true);
-  drawFigure(canvas, f, layout, style, state.hidden);
+  drawFigure(canvas, f, layout, style, state.hidden, &state.memo);
 
   const ImGuiIO& io = ImGui::GetIO();
   const Point mouse{io.MousePos.x, io.MousePos.y};
@@ -147,8 +148,8 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
     return a.has_value() == b.has_value() && (!a || (a->min == b->min && a->max == b->max));
   };
   if (!same(state.xView, xBefore) || !same(state.yView, yBefore)) {  // moved this frame: kept on the data
-    clampToData(state.xView, fittedXRange(f, state.hidden), layout.x.scale);
-    clampToData(state.yView, fittedYRange(f, state.hidden), layout.y.scale);
+    clampToData(state.xView, state.memo.fittedX(f, state.hidden), layout.x.scale);
+    clampToData(state.yView, state.memo.fittedY(f, state.hidden, std::nullopt), layout.y.scale);
   }
   if (inPlot && !state.boxZooming) {
     if (f.heatmap) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "app/plot/figure.hpp"
+#include "app/plot/figure_memo.hpp"
 #include "app/plot/imgui_canvas.hpp"
 
 namespace sharelens::plot {
@@ -20,6 +21,7 @@ struct PlotState {
   bool boxZooming = false;
   Point boxStart;
   uint64_t shown = 0;  // what the zoom belongs to (title, series, map size): another figure starts fitted
+  FigureMemo memo;     // the passes over the figure's points, kept while its data and the view stay
   void reset() { xView.reset(), yView.reset(); }
 };
 

@@ -1,18 +1,22 @@
 // The GUI's machinery without a window: the job system (every job ends as a value the UI thread sees), the
 // run book (attached run directories, polled like the frame loop does), the workspace following a run's
-// checkpoints, and the BLAS thread arbiter.
+// checkpoints, the BLAS thread arbiter, the Training view's panel cache and the frame-time statistics.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <latch>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "app/gui/file_browser.hpp"
+#include "app/gui/frame_times.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
+#include "app/gui/views/training_panels.hpp"
 #include "app/gui/workspace.hpp"
 #include "core/blas_threads.hpp"
 #include "core/error.hpp"
@@ -22,7 +26,10 @@
 
 namespace fs = std::filesystem;
 using namespace sharelens;
+using gui::FrameTimes;
 using gui::JobSystem;
+using gui::TrainingPanelOptions;
+using gui::TrainingPanels;
 
 namespace {
 
@@ -406,4 +413,50 @@ TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
   EXPECT_EQ(ws.loadedSteps(), 0u);
   EXPECT_FALSE(ws.followed().has_value());
   fs::remove_all(root);
+}
+
+// Nearest rank: the p-th percentile of n values is the ceil(p n)-th smallest. 1..200 ms in shuffled order
+// after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200; building and submitting split each.
+TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoBuildingAndSubmitting) {
+  using namespace std::chrono;
+  FrameTimes times;
+  const FrameTimes::Clock::time_point t0{};
+  for (int i = 0; i < 10; ++i) times.add(t0, t0 + milliseconds(400), t0 + milliseconds(1000));
+  std::vector<int> ms(200);
+  std::iota(ms.begin(), ms.end(), 1);
+  std::shuffle(ms.begin(), ms.end(), std::mt19937(4));
+  for (int m : ms)  // a quarter of each frame building, the rest submitting
+    times.add(t0, t0 + microseconds(250 * m), t0 + milliseconds(m));
+  const Json j = times.summary(10);
+  EXPECT_EQ(j["frames"], 200);
+  EXPECT_DOUBLE_EQ(j["p50_ms"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(j["p99_ms"].get<double>(), 198);
+  EXPECT_DOUBLE_EQ(j["max_ms"].get<double>(), 200);
+  EXPECT_DOUBLE_EQ(j["build"]["p99_ms"].get<double>(), 49.5);
+  EXPECT_DOUBLE_EQ(j["submit"]["p50_ms"].get<double>(), 75);
+  EXPECT_EQ(FrameTimes().summary(10)["p99_ms"], 0.0) << "no frames: zeros, not a crash";
+}
+
+// The Training view's figures are rebuilt when, and only when, a run's points (its revision), the set of
+// runs or a control changes; what they show is what trainingFigure builds from the points at that time.
+TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
+  std::vector<MetricPoint> points;
+  for (int s = 1; s <= 50; ++s) points.push_back({s, s * 100.0, 5.0 / s, s % 10 == 0 ? 5.5 / s : NAN});
+  std::vector<plot::RunCurve> runs = {{"cycle", &points, 1}};
+  TrainingPanels panels;
+  TrainingPanelOptions options;
+  EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 2u) << "raw and smoothed";
+  panels.figures(runs, options);
+  EXPECT_EQ(panels.rebuilds(), 1u) << "nothing changed: kept";
+  points.push_back({51, 5100.0, 0.01});
+  runs[0].revision = 2;  // as MetricsReader::poll() does when it reads a point
+  EXPECT_EQ(panels.figures(runs, options)[0].series[0].y.back(), 0.01) << "the new point is shown";
+  EXPECT_EQ(panels.rebuilds(), 2u);
+  options.smoothing = 0;
+  EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 1u) << "no smoothing: the raw series alone";
+  options.metric = plot::RunMetric::ValidationLoss;
+  panels.figures(runs, options);
+  runs.push_back({"baseline", &points, 1});
+  EXPECT_EQ(panels.figures(runs, options)[1].series.size(), 2u) << "a second run in the validation panel";
+  EXPECT_EQ(panels.rebuilds(), 5u);
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <sstream>
 #include <tuple>
 
@@ -183,6 +184,69 @@ TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
   // Zoomed in, only the visible part is processed and no decimation is needed.
   const FigureLayout zoomed = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500}, Range{1000, 1100});
   EXPECT_LE(decimatedPolyline(s, zoomed).size(), 103u);
+}
+
+// Keeps every polyline's points as well.
+class RecordingCanvas : public MeasuringCanvas {
+ public:
+  void polyline(std::span<const Point> p, Rgb color, float width, bool dashed) override {
+    MeasuringCanvas::polyline(p, color, width, dashed);
+    lines.emplace_back(p.begin(), p.end());
+  }
+  std::vector<std::vector<Point>> lines;
+};
+
+bool sameDrawing(const RecordingCanvas& a, const RecordingCanvas& b) {
+  auto samePoints = [](const std::vector<Point>& p, const std::vector<Point>& q) {
+    return std::equal(p.begin(), p.end(), q.begin(), q.end(),
+                      [](Point u, Point v) { return u.x == v.x && u.y == v.y; });
+  };
+  return a.texts == b.texts && samePoints(a.textAt, b.textAt) &&
+         std::equal(a.lines.begin(), a.lines.end(), b.lines.begin(), b.lines.end(), samePoints);
+}
+
+// The on-screen memo (app/plot/figure_memo.hpp) draws exactly what drawing without it draws, frame after
+// frame, and reuses a result only while everything it was computed from is unchanged: checked against a
+// memo-less drawing of the same figure after each change (a value edited in place, a zoom, a hidden series,
+// a resize), with the count of recomputed results showing what was reused.
+TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouches) {
+  Figure f;
+  f.yScale = Scale::Log10;
+  std::mt19937 rng(5);
+  std::lognormal_distribution<double> noise(0, 0.2);
+  for (int r = 0; r < 3; ++r) {
+    Series s;
+    s.label = "run " + std::to_string(r);
+    for (int i = 1; i <= 5000; ++i)
+      s.x.push_back(i), s.y.push_back((2.0 + r) * std::pow(i, -0.2) * noise(rng));
+    f.series.push_back(s);
+  }
+  FigureMemo memo;
+  std::optional<Range> xView;
+  std::vector<bool> hidden;
+  Point size{640, 400};
+  auto draw = [&](FigureMemo* m) {
+    RecordingCanvas c;
+    if (m) m->bind(f);
+    const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, size, xView, std::nullopt, hidden, m);
+    drawFigure(c, f, l, Style::light(), hidden, m);
+    return c;
+  };
+  auto checkFrame = [&](const char* what, size_t recomputed) {
+    const size_t before = memo.recomputed();
+    EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << what;
+    EXPECT_EQ(memo.recomputed() - before, recomputed) << what;
+  };
+  checkFrame("the first frame: both ranges, the legend's corner, three lines", 6);
+  checkFrame("an unchanged frame: everything reused", 0);
+  f.series[1].y[2500] = 500;  // a spike, written into the same figure
+  checkFrame("a value changed in place", 6);
+  xView = Range{1000, 2000};
+  checkFrame("a zoom: the y range refits to it, the corner and the lines follow", 5);
+  hidden = {true, false, false};
+  checkFrame("a hidden series: the y range, the corner and the two lines still shown", 4);
+  size = {500, 400};
+  checkFrame("a resize: the corner and the two shown lines", 3);
 }
 
 // Decimation keeps, per pixel column, exactly the extremes that drawing every point would reach: checked
@@ -366,6 +430,13 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   const Figure training = trainingFigure({{"cycle", &points}}, RunMetric::Loss, RunAxis::Step, 0.5);
   EXPECT_EQ(training.series.size(), 2u) << "raw and smoothed";
   EXPECT_EQ(training.series[1].label, "cycle");
+  const Figure two =
+      trainingFigure({{"cycle", &points}, {"baseline", &points}}, RunMetric::Loss, RunAxis::Step, 0.5);
+  ASSERT_EQ(two.series.size(), 4u);
+  EXPECT_TRUE(two.series[0].label.empty() && two.series[1].label.empty())
+      << "both runs' raw points first, unlabelled";
+  EXPECT_EQ(two.series[2].label, "cycle") << "then the averages, drawn over every run's raw points";
+  EXPECT_EQ(two.series[3].label, "baseline");
   const Figure validation =
       trainingFigure({{"cycle", &points}}, RunMetric::ValidationLoss, RunAxis::Tokens, 0.5);
   EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));

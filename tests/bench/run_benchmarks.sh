@@ -20,5 +20,5 @@ echo "== distributed training: 1 vs 2 ranks, Gloo all-reduce over loopback, expe
 "$HERE/bench_distributed.sh" "$BUILD"
 echo "== activations: 25,000 tokens through a Llama-3.2-1B shape"
 "$HERE/bench_activations.sh" "$BUILD"
-echo "== UI-thread frame time with a 4096 x 4096 heatmap, 10 runs of 20,000 points and a training run"
-xvfb-run -a -s "-screen 0 1600x1000x24" "$BUILD/sharelens" --bench-ui --frames 600 --frame-stats /tmp/sharelens-ui.json
+echo "== UI-thread frame time: a 4096 x 4096 heatmap and the Training panels with 10 runs of 20,000 steps, while a run trains"
+xvfb-run -a -s "-screen 0 1600x1000x24" "$BUILD/sharelens" --bench-ui --frames 2000 --frame-stats /tmp/sharelens-ui.json

@@ -93,3 +93,38 @@ TEST(MetricsLog, CsvHasOneRowPerLoggedStepAndLeavesUnloggedValuesEmpty) {
             "\"cycle, L=4\",1,256,0.5,5.25,,0.001,,\n"
             "\"cycle, L=4\",2,512,1,4.75,4.9,0.0005,1.5,512\n");
 }
+
+// The Training view keeps its figures until a run's revision changes (app/gui/views/training_panels.hpp):
+// a poll that reads nothing keeps it, one that reads a point or a re-logged step changes it, and a resumed
+// run's re-logged step still wins over the first one (appends in step order skip the re-sort).
+TEST(MetricsLog, TheRevisionChangesExactlyWhenThePointsDo) {
+  const fs::path file = writeLog("revision", "{\"step\":1,\"loss\":5.0}\n{\"step\":2,\"loss\":4.0}\n");
+  MetricsReader reader(file), other(file);
+  EXPECT_EQ(reader.revision(), 0u) << "nothing read yet";
+  reader.poll();
+  other.poll();
+  const uint64_t first = reader.revision();
+  EXPECT_NE(first, 0u);
+  EXPECT_NE(other.revision(), first) << "no two readers share a revision";
+  reader.poll();
+  EXPECT_EQ(reader.revision(), first) << "nothing new: the same revision";
+  std::ofstream(file, std::ios::app) << "{\"event\":\"stop\",\"step\":2}\n";
+  reader.poll();
+  EXPECT_EQ(reader.revision(), first) << "an event is not a point";
+  std::ofstream(file, std::ios::app) << "{\"step\":3,\"loss\":3.0}\n";
+  reader.poll();
+  const uint64_t second = reader.revision();
+  EXPECT_NE(second, first);
+  std::ofstream(file, std::ios::app) << "{\"step\":2,\"loss\":3.5}\n{\"step\":4,\"loss\":2.5}\n";
+  reader.poll();
+  EXPECT_NE(reader.revision(), second) << "a re-logged step changes the points";
+  ASSERT_EQ(reader.points().size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(reader.points()[static_cast<size_t>(i)].step, i + 1);
+  EXPECT_DOUBLE_EQ(reader.points()[1].loss, 3.5) << "the later line of step 2 wins";
+  const uint64_t third = reader.revision();
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "{\"step\":1,\"loss\":9.0}\n";
+  reader.poll();
+  EXPECT_NE(reader.revision(), third) << "a replaced file is read again";
+  ASSERT_EQ(reader.points().size(), 1u);
+  EXPECT_DOUBLE_EQ(reader.points()[0].loss, 9.0);
+}

@@ -8,6 +8,7 @@
 
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
+#include "app/gui/views/training_panels.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/error.hpp"
@@ -24,10 +25,8 @@ class TrainingPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto curves = visible(ctx);
     if (curves.empty()) return {};
-    return {{"training-" + metricStem(m_metric),
-             plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY)},
-            {"training-validation",
-             plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY)}};
+    const std::span<const plot::Figure> panels = m_panels.figures(curves, m_options);
+    return {{"training-" + metricStem(m_options.metric), panels[0]}, {"training-validation", panels[1]}};
   }
 
   void draw(AppContext& ctx) override {
@@ -44,19 +43,19 @@ class TrainingPanel : public View {
     }
     ImGui::SameLine(0, 30);
     const char* metrics[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
-    int metric = static_cast<int>(m_metric);
+    int metric = static_cast<int>(m_options.metric);
     ImGui::SetNextItemWidth(150);
-    if (ImGui::Combo("metric", &metric, metrics, 5)) m_metric = static_cast<plot::RunMetric>(metric);
+    if (ImGui::Combo("metric", &metric, metrics, 5)) m_options.metric = static_cast<plot::RunMetric>(metric);
     ImGui::SameLine();
     const char* axes[] = {"step", "tokens", "seconds"};
-    int axis = static_cast<int>(m_axis);
+    int axis = static_cast<int>(m_options.axis);
     ImGui::SetNextItemWidth(110);
-    if (ImGui::Combo("x axis", &axis, axes, 3)) m_axis = static_cast<plot::RunAxis>(axis);
+    if (ImGui::Combo("x axis", &axis, axes, 3)) m_options.axis = static_cast<plot::RunAxis>(axis);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(140);
-    ImGui::SliderFloat("smoothing", &m_smoothing, 0.0f, 0.99f, "%.2f");
+    ImGui::SliderFloat("smoothing", &m_options.smoothing, 0.0f, 0.99f, "%.2f");
     ImGui::SameLine();
-    ImGui::Checkbox("log y", &m_logY);
+    ImGui::Checkbox("log y", &m_options.logY);
     const auto curves = visible(ctx);
     if (curves.empty()) {
       ImGui::TextWrapped(
@@ -65,22 +64,11 @@ class TrainingPanel : public View {
       return;
     }
     // The chosen metric and the validation loss; exported together, side by side on one page.
-    const plot::Figure panels[] = {
-        plot::trainingFigure(curves, m_metric, m_axis, m_smoothing, m_logY),
-        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, m_axis, 0, m_logY)};
-    const plot::Figure &main = panels[0], &validation = panels[1];
-    drawExportButtons(ctx, panels, "training-" + metricStem(m_metric), &m_main);
+    drawExportButtons(ctx, m_panels.figures(curves, m_options), "training-" + metricStem(m_options.metric),
+                      &m_panels.metricState());
     ImGui::SameLine();
     if (ImGui::SmallButton("Export CSV")) exportCsv(ctx, curves);
-    const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetContentRegionAvail().y;
-    if (ImGui::BeginTable("##curves", 2, ImGuiTableFlags_Resizable)) {
-      ImGui::TableNextColumn();
-      plot::plotWidget("##main", main, m_main, ImVec2(-1, h - 10), ctx.textures, ctx.style);
-      ImGui::TableNextColumn();
-      plot::plotWidget("##validation", validation, m_validation, ImVec2(-1, h - 10), ctx.textures, ctx.style);
-      ImGui::EndTable();
-    }
-    (void)w;
+    m_panels.draw(ctx, curves, m_options, ImVec2(0, 0));
   }
 
  private:
@@ -99,7 +87,7 @@ class TrainingPanel : public View {
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
     std::vector<plot::RunCurve> out;
     for (auto& r : ctx.runs.runs())
-      if (r->visible) out.push_back({r->label, &r->metrics.points()});
+      if (r->visible) out.push_back({r->label, &r->metrics.points(), r->metrics.revision()});
     return out;
   }
 
@@ -346,12 +334,9 @@ class TrainingPanel : public View {
   std::filesystem::path m_confirmStop, m_stopping;  // the run the Stop popup is asking about
   std::map<std::filesystem::path, int64_t>
       m_checkpointAsked;  // run -> step at which "checkpoint now" was pressed
-  plot::RunMetric m_metric = plot::RunMetric::Loss;
-  plot::RunAxis m_axis = plot::RunAxis::Step;
-  float m_smoothing = 0.6f;
-  bool m_logY = false;
+  TrainingPanelOptions m_options;
   char m_attach[512] = "";
-  plot::PlotState m_main, m_validation;
+  TrainingPanels m_panels;
 };
 
 }  // namespace

@@ -1,10 +1,12 @@
-// The responsiveness benchmark's screen (--bench-ui; issue 14, item 9): a 4096 x 4096 heatmap above ten runs
-// of 20,000 points each, the largest figures a session shows at once, while a training run goes on.
+// The responsiveness benchmark's screen (--bench-ui; issue 14, item 9): a 4096 x 4096 heatmap above the
+// Training view's two panels with ten runs of 20,000 points each, the largest figures a session shows at
+// once, while a training run goes on.
 #include <imgui.h>
 
 #include <random>
 
 #include "app/gui/view.hpp"
+#include "app/gui/views/training_panels.hpp"
 #include "app/plot/plot_widget.hpp"
 
 namespace sharelens::gui {
@@ -30,40 +32,45 @@ plot::Figure heatmapFigure() {
   return f;
 }
 
-plot::Figure curvesFigure() {
-  plot::Figure f;
-  f.title = "10 runs x 20,000 steps";
-  f.xLabel = "step";
-  f.yLabel = "loss";
-  f.yScale = plot::Scale::Log10;
+// Ten runs of 20,000 logged steps: a loss falling as a power of the step with noise, validated every 100
+// steps, as the Training view shows them (raw and smoothed, and the validation panel beside).
+std::vector<std::vector<MetricPoint>> syntheticRuns() {
+  std::vector<std::vector<MetricPoint>> runs(kRuns);
   std::mt19937 rng(2);
   std::normal_distribution<double> noise(0, 0.05);
-  for (int r = 0; r < kRuns; ++r) {
-    plot::Series s;
-    s.label = "run " + std::to_string(r);
-    s.color = plot::seriesColor(r);
-    for (int i = 0; i < kPointsPerRun; ++i) {  // a loss curve falling as a power of the step, with noise
-      s.x.push_back(i + 1);
-      s.y.push_back((2.0 + 0.1 * r) * std::pow(i + 1.0, -0.15) * std::exp(noise(rng)));
+  for (int r = 0; r < kRuns; ++r)
+    for (int i = 1; i <= kPointsPerRun; ++i) {
+      MetricPoint p;
+      p.step = i;
+      p.tokens = 8192.0 * i;
+      p.loss = (2.0 + 0.1 * r) * std::pow(i, -0.15) * std::exp(noise(rng));
+      if (i % 100 == 0) p.valLoss = (2.0 + 0.1 * r) * std::pow(i, -0.15);
+      p.lr = 3e-4;
+      p.elapsed = 0.05 * i;
+      runs[static_cast<size_t>(r)].push_back(p);
     }
-    f.series.push_back(std::move(s));
-  }
-  return f;
+  return runs;
 }
 
 class UiBenchView : public View {
  public:
-  UiBenchView() : m_heatmap(heatmapFigure()), m_curves(curvesFigure()) {}
+  UiBenchView() : m_heatmap(heatmapFigure()), m_points(syntheticRuns()) {
+    for (size_t r = 0; r < m_points.size(); ++r)
+      m_runs.push_back({"run " + std::to_string(r), &m_points[r], /*revision=*/1});  // never changes
+  }
   ViewId id() const override { return ViewId::UiBench; }
   void draw(AppContext& ctx) override {
     const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
     plot::plotWidget("##bench-heatmap", m_heatmap, m_heatmapState, ImVec2(-1, half), ctx.textures, ctx.style);
-    plot::plotWidget("##bench-curves", m_curves, m_curvesState, ImVec2(-1, half), ctx.textures, ctx.style);
+    m_training.draw(ctx, m_runs, TrainingPanelOptions{}, ImVec2(0, half));
   }
 
  private:
-  plot::Figure m_heatmap, m_curves;
-  plot::PlotState m_heatmapState, m_curvesState;
+  plot::Figure m_heatmap;
+  plot::PlotState m_heatmapState;
+  std::vector<std::vector<MetricPoint>> m_points;
+  std::vector<plot::RunCurve> m_runs;
+  TrainingPanels m_training;
 };
 
 }  // namespace

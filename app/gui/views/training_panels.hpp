@@ -1,0 +1,50 @@
+// The Training view's two panels, the chosen metric and the validation loss, as figures and on screen.
+// They are rebuilt only when a shown run's points or a control change: ten runs of 20,000 points take
+// milliseconds to rebuild (each run's raw curve and its moving average), which every frame would pay
+// otherwise. The responsiveness benchmark (--bench-ui) draws the same panels.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
+
+namespace sharelens::gui {
+
+struct TrainingPanelOptions {
+  plot::RunMetric metric = plot::RunMetric::Loss;
+  plot::RunAxis axis = plot::RunAxis::Step;
+  float smoothing = 0.6f;
+  bool logY = false;
+  bool operator==(const TrainingPanelOptions&) const = default;
+};
+
+class TrainingPanels {
+ public:
+  // [metric panel, validation panel] for these runs; the same figures while nothing changed.
+  std::span<const plot::Figure> figures(const std::vector<plot::RunCurve>& runs,
+                                        const TrainingPanelOptions& o);
+  // Both panels side by side in `size` (ImGui's convention: <= 0 takes what is left).
+  void draw(AppContext& ctx, const std::vector<plot::RunCurve>& runs, const TrainingPanelOptions& o,
+            ImVec2 size);
+  const plot::PlotState& metricState() const { return m_metric; }
+  size_t rebuilds() const { return m_rebuilds; }  // for tests
+
+ private:
+  struct Key {
+    std::vector<std::tuple<std::string, const void*, uint64_t>> runs;  // label, points, revision
+    TrainingPanelOptions options;
+    bool operator==(const Key&) const = default;
+  };
+  std::optional<Key> m_key;
+  std::vector<plot::Figure> m_panels;
+  plot::PlotState m_metric, m_validation;
+  size_t m_rebuilds = 0;
+};
+
+}  // namespace sharelens::gui
