@@ -7,8 +7,10 @@ namespace {
 
 constexpr uint64_t kPrime = 1099511628211ull;  // FNV-1a's 64-bit prime
 
+// FNV-1a's step, then a rotation: a multiply carries a difference only upwards, so without it a change
+// confined to the top bits (a sign, a power of two) stays there, and two sign flips cancel exactly.
 uint64_t step(uint64_t state, uint64_t word) {
-  return (state ^ word) * kPrime;
+  return std::rotl((state ^ word) * kPrime, 29);
 }
 
 }  // namespace

@@ -19,9 +19,10 @@
 
 namespace sharelens::plot {
 
-// A 64-bit hash of words: FNV-1a's xor-multiply step on whole words, over four interleaved lanes for a long
-// run of doubles (a quarter of the dependent multiplies). Each step is a bijection of its lane, so changing
-// any one word always changes the value.
+// A 64-bit hash of words: FNV-1a's xor-multiply step on whole words followed by a rotation (so that changes
+// in the top bits, a double's sign and exponent, reach the low bits and the next multiply spreads them),
+// over four interleaved lanes for a long run of doubles (a quarter of the dependent multiplies). Each step
+// is a bijection of its lane, so changing any one word always changes the value.
 class WordHash {
  public:
   WordHash& add(uint64_t word);

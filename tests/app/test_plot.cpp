@@ -249,6 +249,36 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   checkFrame("a resize: the corner and the two shown lines", 3);
 }
 
+// Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)
+// and powers of two, which differ only in a double's exponent bits. Each pair must hash apart, and a figure
+// whose series is negated in place must be drawn from its new values.
+TEST(FigureMemo, SignFlipsAndExponentOnlyChangesAreSeen) {
+  auto hashOf = [](std::vector<double> v) { return WordHash().add(v).value(); };
+  EXPECT_NE(hashOf({1, 2}), hashOf({-1, -2}));
+  EXPECT_NE(hashOf({1, 2, 3, 4, 5, 6, 7, 8}), hashOf({-1, 2, 3, 4, -5, 6, 7, 8})) << "the same lane";
+  EXPECT_NE(hashOf({1, 2, 3, 4}), hashOf({-1, -2, 3, 4})) << "two lanes";
+  EXPECT_NE(hashOf({0.5, 0.25}), hashOf({2, 4}));
+  EXPECT_NE(WordHash().add(std::vector<double>{1}).add(std::vector<double>{2}).value(),
+            WordHash().add(std::vector<double>{-1}).add(std::vector<double>{-2}).value())
+      << "one flip in each of two series";
+  Figure f;
+  Series s;
+  s.x = {0, 1};
+  s.y = {1, 2};
+  f.series.push_back(s);
+  FigureMemo memo;
+  auto draw = [&](FigureMemo* m) {
+    RecordingCanvas c;
+    if (m) m->bind(f);
+    drawFigure(c, f, layoutFigure(f, c, Style::light(), {0, 0}, {400, 300}, {}, {}, {}, m), Style::light(),
+               {}, m);
+    return c;
+  };
+  draw(&memo);
+  f.series[0].y = {-1, -2};
+  EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the negated series is drawn where it now is";
+}
+
 // Decimation keeps, per pixel column, exactly the extremes that drawing every point would reach: checked
 // against FigureLayout::toPixel of all 60,000 points of a noisy curve on a log axis.
 TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
