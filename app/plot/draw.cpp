@@ -255,17 +255,8 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
     }
     return best;
   };
-  WordHash layoutKey;  // what the sampled points and the corners depend on besides the data
-  layoutKey.add(l.x)
-      .add(l.y)
-      .add(l.plotMin.x)
-      .add(l.plotMin.y)
-      .add(l.plotMax.x)
-      .add(l.plotMax.y)
-      .add(boxW)
-      .add(boxH);
   const Point best =
-      corners[memo ? memo->legendCorner(f, layoutKey.value(), hidden, emptiestCorner) : emptiestCorner()];
+      corners[memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner()];
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (f.series[i].label.empty()) continue;

@@ -48,6 +48,11 @@ WordHash& WordHash::add(const AxisTransform& a) {
   return add(uint64_t{a.scale == Scale::Log10}).add(a.range.min).add(a.range.max);
 }
 
+WordHash& WordHash::add(const FigureLayout& l) {
+  add(l.x).add(l.y).add(l.plotMin.x).add(l.plotMin.y).add(l.plotMax.x).add(l.plotMax.y);
+  return add(uint64_t{l.yDown});
+}
+
 WordHash& WordHash::add(const std::vector<bool>& flags) {
   add(uint64_t{flags.size()});
   for (bool f : flags) add(uint64_t{f});
@@ -102,25 +107,17 @@ Range FigureMemo::fittedY(const Figure& f, const std::vector<bool>& hidden,
   return lookup(m_y, key, [&] { return fittedYRange(f, hidden, visibleX); });
 }
 
-size_t FigureMemo::legendCorner(const Figure& f, uint64_t layoutKey, const std::vector<bool>& hidden,
-                                const std::function<size_t()>& choose) {
+size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point box,
+                                const std::vector<bool>& hidden, const std::function<size_t()>& choose) {
   requireBound(f);
-  const uint64_t key = WordHash().add(m_data).add(hidden).add(layoutKey).value();
+  const uint64_t key = WordHash().add(m_data).add(hidden).add(l).add(box.x).add(box.y).value();
   return lookup(m_corner, key, choose);
 }
 
 const std::vector<Point>& FigureMemo::polyline(const Figure& f, size_t index, const FigureLayout& l) {
   requireBound(f);
-  WordHash key;
-  key.add(m_series[index]);
-  key.add(l.x)
-      .add(l.y)
-      .add(l.plotMin.x)
-      .add(l.plotMin.y)
-      .add(l.plotMax.x)
-      .add(l.plotMax.y)
-      .add(uint64_t{l.yDown});
-  return lookup(m_lines[index], key.value(), [&] { return decimatedPolyline(f.series[index], l); });
+  const uint64_t key = WordHash().add(m_series[index]).add(l).value();
+  return lookup(m_lines[index], key, [&] { return decimatedPolyline(f.series[index], l); });
 }
 
 }  // namespace sharelens::plot

@@ -30,7 +30,8 @@ class WordHash {
   WordHash& add(float value);
   WordHash& add(std::span<const double> values);  // their count, then their bits
   WordHash& add(const std::optional<Range>& range);
-  WordHash& add(const AxisTransform& axis);  // its scale and range
+  WordHash& add(const AxisTransform& axis);   // its scale and range
+  WordHash& add(const FigureLayout& layout);  // where data lands: both axes, the plot box, yDown
   WordHash& add(const std::vector<bool>& flags);
   uint64_t value() const { return m_state; }
 
@@ -47,10 +48,10 @@ class FigureMemo {
   // fittedXRange / fittedYRange of the bound figure.
   Range fittedX(const Figure& figure, const std::vector<bool>& hidden);
   Range fittedY(const Figure& figure, const std::vector<bool>& hidden, const std::optional<Range>& visibleX);
-  // The legend's corner for a layout: `choose` runs only when the key (the layout and the legend box's size,
-  // hashed by the caller, plus the bound data and hidden series) differs from the last one.
-  size_t legendCorner(const Figure& figure, uint64_t layoutKey, const std::vector<bool>& hidden,
-                      const std::function<size_t()>& choose);
+  // The legend's corner: `choose` runs only when the bound data, the hidden series, the layout or the
+  // legend box's size differ from the last call's.
+  size_t legendCorner(const Figure& figure, const FigureLayout& layout, Point box,
+                      const std::vector<bool>& hidden, const std::function<size_t()>& choose);
   // decimatedPolyline of series `index` of the bound figure in this layout.
   const std::vector<Point>& polyline(const Figure& figure, size_t index, const FigureLayout& layout);
 
