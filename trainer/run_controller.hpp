@@ -70,6 +70,10 @@ struct RunRequest {
   std::string role = "model";  // "model" or "baseline" (recorded in run.json)
   std::string sibling;         // the other run of a --compare pair, relative to runDir's parent
   DistributedConfig distributed;
+  // Above 0: the run's threads train at this nice value (Linux gives each thread its own, and threads
+  // inherit it), so that they yield the cores to the GUI's drawing and return to full speed when it idles.
+  // The GUI sets it for its embedded runs; `sharelens train` keeps 0.
+  int niceness = 0;
 };
 
 class TrainingRun;

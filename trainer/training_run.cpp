@@ -1,5 +1,7 @@
 // TrainingRun: one run from preparation (corpus, tokenizer, tokens, model, resume) through the training
 // loop, its checkpoints and metrics. RunController and runTraining drive it.
+#include <sys/resource.h>
+
 #include <torch/cuda.h>
 #include <torch/version.h>
 
@@ -514,6 +516,9 @@ std::unique_ptr<RunController> RunController::start(RunRequest request) {
   shared->ctx.progress = &shared->channel.progress;
   shared->ctx.threads = shared->request.config.threads;
   shared->thread = std::jthread([shared] {
+    // For this thread only (and those it starts): PRIO_PROCESS with 0 names the calling thread on Linux.
+    // Best effort: a run at normal priority is still a correct run.
+    if (shared->request.niceness > 0) (void)::setpriority(PRIO_PROCESS, 0, shared->request.niceness);
     try {
       TrainingRun run(shared->request, shared->channel, shared->ctx);
       run.prepare();

@@ -50,6 +50,17 @@ void CairoCanvas::polyline(std::span<const Point> points, Rgb color, float width
   stroke(points, color, width, dashed);
 }
 
+void CairoCanvas::columnBand(std::span<const ColumnSpan> columns, Rgb color, float width) {
+  const std::vector<ColumnSpan> outline = bandOutline(columns, width);
+  if (outline.empty()) return;
+  cairo_move_to(m_cr, outline.front().x, outline.front().top);
+  for (const ColumnSpan& v : outline) cairo_line_to(m_cr, v.x, v.top);
+  for (auto v = outline.rbegin(); v != outline.rend(); ++v) cairo_line_to(m_cr, v->x, v->bottom);
+  cairo_close_path(m_cr);
+  setColor(m_cr, color);
+  cairo_fill(m_cr);
+}
+
 void CairoCanvas::rect(Point min, Point max, Rgb color, float width) {
   cairo_rectangle(m_cr, min.x, min.y, max.x - min.x, max.y - min.y);
   setColor(m_cr, color);

@@ -97,6 +97,16 @@ void SvgCanvas::polyline(std::span<const Point> points, Rgb c, float width, bool
   stroke(points, c, width, dashed);
 }
 
+void SvgCanvas::columnBand(std::span<const ColumnSpan> columns, Rgb c, float width) {
+  const std::vector<ColumnSpan> outline = bandOutline(columns, width);
+  if (outline.empty()) return;
+  m_body += "<polygon fill=\"" + color(c) + "\" points=\"";
+  for (const ColumnSpan& v : outline) m_body += num(v.x) + "," + num(v.top) + " ";
+  for (auto v = outline.rbegin(); v != outline.rend(); ++v)
+    m_body += num(v->x) + "," + num(v->bottom) + (v + 1 == outline.rend() ? "" : " ");
+  m_body += "\"/>\n";
+}
+
 void SvgCanvas::rect(Point min, Point max, Rgb c, float width) {
   m_body += "<rect x=\"" + num(min.x) + "\" y=\"" + num(min.y) + "\" width=\"" + num(max.x - min.x) +
             "\" height=\"" + num(max.y - min.y) + "\" fill=\"none\" stroke=\"" + color(c) +

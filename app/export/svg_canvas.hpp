@@ -28,6 +28,7 @@ class SvgCanvas : public plot::Canvas {
   void fillQuad(plot::Point a, plot::Point b, plot::Point c, plot::Point d, plot::Rgb color,
                 float alpha) override;
   void circle(plot::Point c, float r, plot::Rgb color) override;
+  void columnBand(std::span<const plot::ColumnSpan> columns, plot::Rgb color, float width) override;
   plot::Point textSize(std::string_view text, float size) override;
   void text(plot::Point at, std::string_view text, plot::Rgb color, float size, plot::Align h, plot::Align v,
             bool vertical) override;

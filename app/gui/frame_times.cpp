@@ -24,10 +24,12 @@ Json percentiles(const std::vector<double>& ms, size_t warmUp) {
 
 }  // namespace
 
-void FrameTimes::add(Clock::time_point start, Clock::time_point built, Clock::time_point submitted) {
+void FrameTimes::add(Clock::time_point start, Clock::time_point built, Clock::time_point submitted,
+                     Clock::time_point presented) {
   m_total.push_back(milliseconds(submitted - start));
   m_build.push_back(milliseconds(built - start));
   m_submit.push_back(milliseconds(submitted - built));
+  m_present.push_back(milliseconds(presented - submitted));
 }
 
 Json FrameTimes::summary(size_t warmUp) const {
@@ -35,6 +37,7 @@ Json FrameTimes::summary(size_t warmUp) const {
   j["frames"] = m_total.size() - std::min(warmUp, m_total.size());
   j["build"] = percentiles(m_build, warmUp);
   j["submit"] = percentiles(m_submit, warmUp);
+  j["present"] = percentiles(m_present, warmUp);
   return j;
 }
 

@@ -203,7 +203,7 @@ std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
     std::optional<Point> previous;
     float length = 0;
     for (size_t k = 0; k < n; k += stride) {
-      // The points decimatedPolyline leaves out; the line joins their neighbours.
+      // The points seriesTrace leaves out; the line joins their neighbours.
       if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0)) continue;
       const Point p = toPixel(s.x[k], s.y[k]);
       if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
@@ -428,8 +428,45 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   return l;
 }
 
-std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
+namespace {
+
+float distanceToSegment(Point p, Point a, Point b) {
+  const float dx = b.x - a.x, dy = b.y - a.y, length2 = dx * dx + dy * dy;
+  const float t =
+      length2 > 0 ? std::clamp(((p.x - a.x) * dx + (p.y - a.y) * dy) / length2, 0.0f, 1.0f) : 0.0f;
+  return std::hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy));
+}
+
+// Douglas-Peucker: the fewest of the path's points (its ends always) such that every dropped point lies
+// within `tolerance` of the simplified line.
+std::vector<Point> simplifiedPath(const std::vector<Point>& path, float tolerance) {
+  if (path.size() < 3) return path;
+  std::vector<bool> keep(path.size(), false);
+  keep.front() = keep.back() = true;
+  std::vector<std::pair<size_t, size_t>> pending{{0, path.size() - 1}};
+  while (!pending.empty()) {
+    const auto [first, last] = pending.back();
+    pending.pop_back();
+    float farthest = 0;
+    size_t at = first;
+    for (size_t i = first + 1; i < last; ++i)
+      if (const float d = distanceToSegment(path[i], path[first], path[last]); d > farthest)
+        farthest = d, at = i;
+    if (farthest <= tolerance) continue;
+    keep[at] = true;
+    pending.push_back({first, at});
+    pending.push_back({at, last});
+  }
   std::vector<Point> out;
+  for (size_t i = 0; i < path.size(); ++i)
+    if (keep[i]) out.push_back(path[i]);
+  return out;
+}
+
+}  // namespace
+
+Trace seriesTrace(const Series& s, const FigureLayout& l) {
+  Trace out;
   const size_t n = std::min(s.x.size(), s.y.size());
   if (n == 0) return out;
   // The visible index range (x sorted): one point of margin on each side so lines reach the edges.
@@ -446,23 +483,30 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
   }
   const PixelMap toPixel(l);
   const float width = l.plotMax.x - l.plotMin.x;
-  const bool decimate = static_cast<float>(end - begin) > 2.0f * width;
-  out.reserve(decimate ? 2 * static_cast<size_t>(width) + 4 : end - begin);
-  // Decimated: per pixel column its lowest and highest points, in the order they come, so the stroke
-  // covers every value the column holds. The extremes are found on the values (the axis map is monotonic):
-  // only two points per column are mapped to pixels, and drawn.
+  const bool dense = static_cast<float>(end - begin) > 2.0f * width;
+  if (dense)
+    out.columns.reserve(static_cast<size_t>(width) + 4);
+  else
+    out.points.reserve(end - begin);
+  // Dense: per pixel column its lowest and highest value. They are found on the values (the axis map is
+  // monotonic): only the two extremes of each column are mapped to pixels.
   int column = INT32_MIN;
   size_t low = 0, high = 0;
+  std::vector<Point> extremes;  // dense: each column's lowest and highest point, in the order they come
   auto flush = [&] {
     if (column == INT32_MIN) return;
-    out.push_back(toPixel(s.x[std::min(low, high)], s.y[std::min(low, high)]));
-    if (low != high) out.push_back(toPixel(s.x[std::max(low, high)], s.y[std::max(low, high)]));
+    const Point first = toPixel(s.x[std::min(low, high)], s.y[std::min(low, high)]);
+    const Point second = toPixel(s.x[std::max(low, high)], s.y[std::max(low, high)]);
+    extremes.push_back(first);
+    if (low != high) extremes.push_back(second);
+    out.columns.push_back(
+        {static_cast<float>(column) + 0.5f, std::min(first.y, second.y), std::max(first.y, second.y)});
   };
   for (size_t i = begin; i < end; ++i) {
     if (!std::isfinite(s.y[i]) || (l.y.scale == Scale::Log10 && s.y[i] <= 0)) continue;
     const float x = toPixel.x(s.x[i]);
-    if (!decimate) {
-      out.push_back({x, toPixel.y(s.y[i])});
+    if (!dense) {
+      out.points.push_back({x, toPixel.y(s.y[i])});
       continue;
     }
     const int c = static_cast<int>(std::floor(x));
@@ -475,9 +519,76 @@ std::vector<Point> decimatedPolyline(const Series& s, const FigureLayout& l) {
       if (s.y[i] > s.y[high]) high = i;
     }
   }
-  if (decimate) flush();
+  if (!dense) return out;
+  flush();
+  std::vector<float> spans;
+  spans.reserve(out.columns.size());
+  for (const ColumnSpan& c : out.columns) spans.push_back(c.bottom - c.top);
+  const auto middle = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
+  std::nth_element(spans.begin(), middle, spans.end());
+  out.band = *middle >= Trace::kBandSpan;
+  out.points = simplifiedPath(extremes, Trace::kPathTolerance);
   return out;
 }
+
+std::vector<ColumnSpan> bandOutline(std::span<const ColumnSpan> columns, float width) {
+  std::vector<ColumnSpan> out;
+  if (columns.empty()) return out;
+  // A stroke w pixels wide reaches (w - 1) / 2 pixels further sideways than a 1-pixel one: where a line
+  // is steep, each column also takes what the band holds that far to its left and right.
+  const float reach = std::max(0.0f, (width - 1) / 2), half = width / 2;
+  auto widened = [&](size_t i) {
+    ColumnSpan w = columns[i];
+    for (const int dir : {-1, 1})
+      for (size_t j = i;;) {
+        const size_t next = j + static_cast<size_t>(dir);  // wraps past 0 to a huge index: out of range
+        if (next >= columns.size() || reach == 0) break;
+        const float gap = std::abs(columns[next].x - columns[i].x);
+        if (gap <= reach) {
+          w.top = std::min(w.top, columns[next].top), w.bottom = std::max(w.bottom, columns[next].bottom);
+          j = next;
+          continue;
+        }
+        // The band between columns j and next, at reach from column i.
+        const float t =
+            (reach - std::abs(columns[j].x - columns[i].x)) / std::abs(columns[next].x - columns[j].x);
+        w.top = std::min(w.top, columns[j].top + t * (columns[next].top - columns[j].top));
+        w.bottom = std::max(w.bottom, columns[j].bottom + t * (columns[next].bottom - columns[j].bottom));
+        break;
+      }
+    w.top -= half, w.bottom += half;
+    return w;
+  };
+  out.reserve(columns.size() + 2);
+  for (size_t i = 0; i < columns.size(); ++i) out.push_back(widened(i));
+  ColumnSpan first = out.front(), last = out.back();
+  first.x -= 0.5f, last.x += 0.5f;
+  out.insert(out.begin(), first);
+  out.push_back(last);
+  return out;
+}
+
+namespace {
+
+void drawTrace(Canvas& c, const Series& s, const Trace& t) {
+  if (s.style != SeriesStyle::Markers) {
+    if (t.band && !s.dashed)  // a band cannot carry dashes: a dashed one is drawn as its column path
+      c.columnBand(t.columns, s.color, s.width);
+    else if (t.points.size() >= 2)
+      c.polyline(t.points, s.color, s.width, s.dashed);
+  }
+  if (s.style == SeriesStyle::Line) return;
+  // Markers at each point, or at each column's extremes; more than 2000 would merge into a smear.
+  if (!t.dense() && t.points.size() < 2000)
+    for (const Point& p : t.points) c.circle(p, 2.6f, s.color);
+  if (t.columns.size() < 1000)
+    for (const ColumnSpan& col : t.columns) {
+      c.circle({col.x, col.top}, 2.6f, s.color);
+      if (col.bottom != col.top) c.circle({col.x, col.bottom}, 2.6f, s.color);
+    }
+}
+
+}  // namespace
 
 void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& style,
                 const std::vector<bool>& hidden, FigureMemo* memo) {
@@ -558,13 +669,8 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
           if (std::isfinite(s.y[k])) drawBar(c, l, s, k, style);
         continue;
       }
-      std::vector<Point> computed;
-      const std::vector<Point>& points =
-          memo ? memo->polyline(f, i, l) : (computed = decimatedPolyline(s, l));
-      if (s.style != SeriesStyle::Markers && points.size() >= 2)
-        c.polyline(points, s.color, s.width, s.dashed);
-      if (s.style != SeriesStyle::Line && points.size() < 2000)
-        for (const Point& p : points) c.circle(p, 2.6f, s.color);
+      Trace computed;
+      drawTrace(c, s, memo ? memo->trace(f, i, l) : (computed = seriesTrace(s, l)));
       for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()});
            ++k) {  // error bars of markers
         if (!std::isfinite(s.error[k]) || s.error[k] <= 0 || !std::isfinite(s.y[k])) continue;

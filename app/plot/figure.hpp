@@ -20,6 +20,12 @@ struct Point {
   float x = 0, y = 0;
 };
 
+// One pixel column of a dense line: at x (the column's centre) the line reaches from top to bottom (pixels,
+// y down, top <= bottom).
+struct ColumnSpan {
+  float x = 0, top = 0, bottom = 0;
+};
+
 enum class SeriesStyle : uint8_t { Line, Markers, LineAndMarkers, Bars };
 
 struct Series {
@@ -73,6 +79,9 @@ struct Figure {
   std::vector<Series> series;
   std::vector<Marker> markers;
   std::optional<Heatmap> heatmap;  // drawn as cells; the axes are then column and row indices
+  // 0, or a value its builder changes whenever it changes the figure's data (newFigureRevision()): the
+  // on-screen memo then keys on it instead of hashing every point of every series each frame.
+  uint64_t revision = 0;
   bool legend = true;
   std::vector<std::string>
       xCategories;  // x positions 0..n-1 are these categories (bar charts); ticks thinned to fit
@@ -90,6 +99,11 @@ class Canvas {
   virtual void fillRect(Point min, Point max, Rgb color, float alpha = 1.0f) = 0;
   virtual void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) = 0;  // convex, in order
   virtual void circle(Point center, float radius, Rgb color) = 0;
+  // A line with more points than pixel columns, as the extent it reaches in each column (x ascending),
+  // widened by width / 2 above and below and joined column to column: one filled band. It covers the
+  // pixels that stroking every point would, without the zigzag through each column's extremes, whose
+  // overlapping strokes fill each of those pixels several times over.
+  virtual void columnBand(std::span<const ColumnSpan> columns, Rgb color, float width) = 0;
   virtual void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v,
                     bool vertical = false) = 0;
   virtual Point textSize(std::string_view text, float size) = 0;
@@ -141,8 +155,24 @@ Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden = {});
 Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {},
                    const std::optional<Range>& visibleX = std::nullopt);
 
-// A line series reduced to at most ~2 points per pixel column over the visible x range: each column keeps its
-// first, minimum, maximum and last point, so spikes survive (Tracy's approach).
-std::vector<Point> decimatedPolyline(const Series& series, const FigureLayout& layout);
+// A series as it is drawn in a layout, over the visible x range.
+// - Sparse (at most two visible points per pixel column): its points, joined in order.
+// - Dense: each pixel column's lowest and highest value (`columns`), so that spikes survive. Spread (the
+//   median column spans kBandSpan pixels or more: a noisy loss), it is drawn as the band of those columns.
+//   Otherwise (a smooth curve, which a band's hard edge would stair-step) as a line through each column's
+//   extremes in the order they come, simplified to within kPathTolerance pixels.
+struct Trace {
+  static constexpr float kBandSpan = 2.0f, kPathTolerance = 0.25f;
+  std::vector<Point> points;        // the line's vertices (dense: through the columns' extremes, simplified)
+  std::vector<ColumnSpan> columns;  // dense: x ascending, one per column that holds a point
+  bool band = false;                // dense and spread: drawn as Canvas::columnBand(columns)
+  bool dense() const { return !columns.empty(); }
+};
+Trace seriesTrace(const Series& series, const FigureLayout& layout);
+
+// The outline of Canvas::columnBand's band: each column's span widened by width / 2 above and below, at the
+// column's centre, with the first and last spans repeated at their columns' outer edges so that the band
+// covers its end columns whole.
+std::vector<ColumnSpan> bandOutline(std::span<const ColumnSpan> columns, float width);
 
 }  // namespace sharelens::plot

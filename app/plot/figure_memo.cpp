@@ -1,5 +1,7 @@
 #include "app/plot/figure_memo.hpp"
 
+#include <atomic>
+
 #include <bit>
 
 namespace sharelens::plot {
@@ -70,13 +72,21 @@ const T& FigureMemo::lookup(Slot<T>& slot, uint64_t key, Compute compute) {
   return slot.value;
 }
 
+uint64_t newFigureRevision() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 void FigureMemo::bind(const Figure& f) {
   m_bound = &f;
   m_series.clear();
   WordHash data;
   for (const Series& s : f.series) {
     WordHash h;
-    h.add(s.x).add(s.y).add(s.error).add(s.bandLow).add(s.bandHigh);
+    if (f.revision != 0)
+      h.add(f.revision).add(uint64_t{m_series.size()});
+    else
+      h.add(s.x).add(s.y).add(s.error).add(s.bandLow).add(s.bandHigh);
     m_series.push_back(h.value());
     data.add(h.value()).add(
         uint64_t{static_cast<uint8_t>(s.style)});  // markers or a line: the legend's corner
@@ -114,10 +124,10 @@ size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point bo
   return lookup(m_corner, key, choose);
 }
 
-const std::vector<Point>& FigureMemo::polyline(const Figure& f, size_t index, const FigureLayout& l) {
+const Trace& FigureMemo::trace(const Figure& f, size_t index, const FigureLayout& l) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_series[index]).add(l).value();
-  return lookup(m_lines[index], key, [&] { return decimatedPolyline(f.series[index], l); });
+  return lookup(m_lines[index], key, [&] { return seriesTrace(f.series[index], l); });
 }
 
 }  // namespace sharelens::plot

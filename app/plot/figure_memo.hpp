@@ -1,7 +1,7 @@
 // What an on-screen figure keeps between frames so that its unchanged data is not scanned again: the fitted
-// ranges, the legend's corner and each series' decimated polyline. Those are the passes over every point
-// (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core machine), and their inputs
-// rarely change from one frame to the next.
+// ranges, the legend's corner and each series' trace (its points, or its per-column band). Those are the
+// passes over every point (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core
+// machine), and their inputs rarely change from one frame to the next.
 //
 // Each result is kept with a key hashed from everything it was computed from: the series' values (hashed
 // again every frame by bind(), so a value changed in place, a figure rebuilt at the same address or a new
@@ -39,10 +39,13 @@ class WordHash {
   uint64_t m_state = 1469598103934665603ull;
 };
 
+// A Figure::revision no figure has had before (process-wide, from 1).
+uint64_t newFigureRevision();
+
 class FigureMemo {
  public:
-  // Hashes the figure's data (each series' x, y, error bars and band; markers; axes). Call once a frame,
-  // before the figure is laid out or drawn with this memo.
+  // Hashes the figure's data (each series' x, y, error bars and band, or only the figure's revision where
+  // it has one; markers; axes). Call once a frame, before the figure is laid out or drawn with this memo.
   void bind(const Figure& figure);
 
   // fittedXRange / fittedYRange of the bound figure.
@@ -52,8 +55,8 @@ class FigureMemo {
   // legend box's size differ from the last call's.
   size_t legendCorner(const Figure& figure, const FigureLayout& layout, Point box,
                       const std::vector<bool>& hidden, const std::function<size_t()>& choose);
-  // decimatedPolyline of series `index` of the bound figure in this layout.
-  const std::vector<Point>& polyline(const Figure& figure, size_t index, const FigureLayout& layout);
+  // seriesTrace of series `index` of the bound figure in this layout.
+  const Trace& trace(const Figure& figure, size_t index, const FigureLayout& layout);
 
   // How many results were computed rather than reused, since construction (for tests).
   size_t recomputed() const { return m_recomputed; }
@@ -74,7 +77,7 @@ class FigureMemo {
   std::vector<uint64_t> m_series;  // each series' values
   Slot<Range> m_x, m_y;
   Slot<size_t> m_corner;
-  std::vector<Slot<std::vector<Point>>> m_lines;
+  std::vector<Slot<Trace>> m_lines;
   size_t m_recomputed = 0;
 };
 

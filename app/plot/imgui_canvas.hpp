@@ -20,6 +20,9 @@ class TextureCache {
   ~TextureCache();
   ImTextureID heatmap(const Heatmap& h);
   ImTextureID colorbar(Colormap c);
+  // A white disc whose alpha is its coverage, with every mip level down to 1 x 1: a marker is one quad of it
+  // at any radius, its edge smoothed by trilinear filtering.
+  ImTextureID disc();
   void endFrame();  // frees textures not used since the previous endFrame
 
  private:
@@ -29,6 +32,7 @@ class TextureCache {
   };
   std::map<Key, Entry> m_textures;
   std::map<int, unsigned> m_colorbars;
+  unsigned m_disc = 0;
 };
 
 class ImGuiCanvas : public Canvas {
@@ -40,6 +44,7 @@ class ImGuiCanvas : public Canvas {
   void fillRect(Point min, Point max, Rgb color, float alpha) override;
   void fillQuad(Point a, Point b, Point c, Point d, Rgb color, float alpha) override;
   void circle(Point center, float radius, Rgb color) override;
+  void columnBand(std::span<const ColumnSpan> columns, Rgb color, float width) override;
   void text(Point at, std::string_view text, Rgb color, float size, Align h, Align v, bool vertical) override;
   Point textSize(std::string_view text, float size) override;
   void heatmapCells(Point min, Point max, const Heatmap& heatmap) override;

@@ -416,17 +416,19 @@ TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
 }
 
 // Nearest rank: the p-th percentile of n values is the ceil(p n)-th smallest. 1..200 ms in shuffled order
-// after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200; building and submitting split each.
+// after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200; building and submitting split each,
+// and presenting is measured beside them.
 TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoBuildingAndSubmitting) {
   using namespace std::chrono;
   FrameTimes times;
   const FrameTimes::Clock::time_point t0{};
-  for (int i = 0; i < 10; ++i) times.add(t0, t0 + milliseconds(400), t0 + milliseconds(1000));
+  for (int i = 0; i < 10; ++i)
+    times.add(t0, t0 + milliseconds(400), t0 + milliseconds(1000), t0 + seconds(9));
   std::vector<int> ms(200);
   std::iota(ms.begin(), ms.end(), 1);
   std::shuffle(ms.begin(), ms.end(), std::mt19937(4));
-  for (int m : ms)  // a quarter of each frame building, the rest submitting
-    times.add(t0, t0 + microseconds(250 * m), t0 + milliseconds(m));
+  for (int m : ms)  // a quarter of each frame building, the rest submitting; presenting takes twice that
+    times.add(t0, t0 + microseconds(250 * m), t0 + milliseconds(m), t0 + milliseconds(3 * m));
   const Json j = times.summary(10);
   EXPECT_EQ(j["frames"], 200);
   EXPECT_DOUBLE_EQ(j["p50_ms"].get<double>(), 100);
@@ -434,6 +436,7 @@ TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoBuildingAnd
   EXPECT_DOUBLE_EQ(j["max_ms"].get<double>(), 200);
   EXPECT_DOUBLE_EQ(j["build"]["p99_ms"].get<double>(), 49.5);
   EXPECT_DOUBLE_EQ(j["submit"]["p50_ms"].get<double>(), 75);
+  EXPECT_DOUBLE_EQ(j["present"]["p99_ms"].get<double>(), 396) << "kept apart, not in the total";
   EXPECT_EQ(FrameTimes().summary(10)["p99_ms"], 0.0) << "no frames: zeros, not a crash";
 }
 
@@ -446,12 +449,14 @@ TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
   TrainingPanels panels;
   TrainingPanelOptions options;
   EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 2u) << "raw and smoothed";
-  panels.figures(runs, options);
+  const uint64_t first = panels.figures(runs, options)[0].revision;
+  EXPECT_NE(first, 0u) << "the memo keys on the revision instead of hashing the points";
   EXPECT_EQ(panels.rebuilds(), 1u) << "nothing changed: kept";
   points.push_back({51, 5100.0, 0.01});
   runs[0].revision = 2;  // as MetricsReader::poll() does when it reads a point
   EXPECT_EQ(panels.figures(runs, options)[0].series[0].y.back(), 0.01) << "the new point is shown";
   EXPECT_EQ(panels.rebuilds(), 2u);
+  EXPECT_NE(panels.figures(runs, options)[0].revision, first) << "a rebuilt figure has a new revision";
   options.smoothing = 0;
   EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 1u) << "no smoothing: the raw series alone";
   options.metric = plot::RunMetric::ValidationLoss;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "app/export/cairo_canvas.hpp"
 #include "app/export/figure_export.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
@@ -118,7 +120,8 @@ class MeasuringCanvas : public Canvas {
   void rect(Point, Point, Rgb, float) override {}
   void fillRect(Point, Point, Rgb, float) override { ++fills; }
   void fillQuad(Point, Point, Point, Point, Rgb, float) override { ++quads; }
-  void circle(Point, float, Rgb) override {}
+  void circle(Point, float, Rgb) override { ++circles; }
+  void columnBand(std::span<const ColumnSpan> c, Rgb, float) override { columns += c.size(); }
   void text(Point at, std::string_view t, Rgb, float, Align, Align, bool) override {
     texts.emplace_back(t);
     textAt.push_back(at);
@@ -130,7 +133,7 @@ class MeasuringCanvas : public Canvas {
   void colorbar(Point, Point, Colormap) override {}
   void pushClip(Point, Point) override {}
   void popClip() override {}
-  size_t lines = 0, points = 0, heatmaps = 0, fills = 0, quads = 0;
+  size_t lines = 0, points = 0, heatmaps = 0, fills = 0, quads = 0, circles = 0, columns = 0;
   std::vector<std::string> texts;
   std::vector<Point> textAt;
 };
@@ -175,15 +178,23 @@ TEST(Figures, DecimationBoundsPointsAndKeepsSpikes) {
   f.series.push_back(s);
   MeasuringCanvas c;
   const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500});
-  const auto points = decimatedPolyline(s, l);
-  EXPECT_LT(points.size(), 4 * 800u + 8) << "at most four points per pixel column";
+  const Trace trace = seriesTrace(s, l);
+  ASSERT_TRUE(trace.dense());
+  EXPECT_FALSE(trace.band) << "under a pixel of spread: a line, not a band";
+  EXPECT_LE(trace.columns.size(), 800u + 2) << "one span per pixel column";
   const float spikeY = l.toPixel(100000, 50).y;
-  EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](const Point& p) {
-    return std::abs(p.y - spikeY) < 0.5f;
+  EXPECT_TRUE(std::any_of(trace.columns.begin(), trace.columns.end(), [&](const ColumnSpan& col) {
+    return std::abs(col.top - spikeY) < 0.5f;
   })) << "the spike survives decimation";
+  EXPECT_TRUE(std::any_of(trace.points.begin(), trace.points.end(), [&](const Point& p) {
+    return std::abs(p.y - spikeY) < 0.5f;
+  })) << "and simplification";
+  EXPECT_LT(trace.points.size(), 20u) << "a flat line with one spike is a handful of vertices";
   // Zoomed in, only the visible part is processed and no decimation is needed.
   const FigureLayout zoomed = layoutFigure(f, c, Style::light(), {0, 0}, {800, 500}, Range{1000, 1100});
-  EXPECT_LE(decimatedPolyline(s, zoomed).size(), 103u);
+  const Trace near = seriesTrace(s, zoomed);
+  EXPECT_FALSE(near.dense());
+  EXPECT_LE(near.points.size(), 103u);
 }
 
 // Keeps every polyline's points as well.
@@ -192,6 +203,13 @@ class RecordingCanvas : public MeasuringCanvas {
   void polyline(std::span<const Point> p, Rgb color, float width, bool dashed) override {
     MeasuringCanvas::polyline(p, color, width, dashed);
     lines.emplace_back(p.begin(), p.end());
+  }
+  void columnBand(std::span<const ColumnSpan> c, Rgb color, float width) override {
+    MeasuringCanvas::columnBand(c, color, width);
+    std::vector<Point> asPoints;  // each column as its top and bottom
+    for (const ColumnSpan& col : c)
+      asPoints.push_back({col.x, col.top}), asPoints.push_back({col.x, col.bottom});
+    lines.push_back(std::move(asPoints));
   }
   std::vector<std::vector<Point>> lines;
 };
@@ -249,6 +267,38 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   checkFrame("a resize: the corner and the two shown lines", 3);
 }
 
+// A figure whose builder gives it a revision is keyed on that, not on its values: a rebuilt figure (a new
+// revision) is drawn from its new values, and an unchanged revision reuses everything without reading them.
+TEST(FigureMemo, AFigureWithARevisionIsKeyedOnIt) {
+  Figure f;
+  for (int r = 0; r < 2; ++r) {
+    Series s;
+    for (int i = 1; i <= 3000; ++i) s.x.push_back(i), s.y.push_back((1.0 + r) / i);
+    f.series.push_back(s);
+  }
+  f.revision = newFigureRevision();
+  FigureMemo memo;
+  auto draw = [&](FigureMemo* m) {
+    RecordingCanvas c;
+    if (m) m->bind(f);
+    drawFigure(c, f, layoutFigure(f, c, Style::light(), {0, 0}, {500, 300}, {}, {}, {}, m), Style::light(),
+               {}, m);
+    return c;
+  };
+  EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr)));
+  size_t before = memo.recomputed();
+  draw(&memo);
+  EXPECT_EQ(memo.recomputed(), before) << "the same revision: all reused";
+  f.series[0].y[10] = 100;  // the builder's contract broken on purpose: the values are not read
+  draw(&memo);
+  EXPECT_EQ(memo.recomputed(), before) << "the same revision: still reused";
+  for (double& y : f.series[1].y) y *= 3;  // rebuilt: new values under a new revision
+  f.revision = newFigureRevision();
+  before = memo.recomputed();
+  EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "drawn from the new values";
+  EXPECT_EQ(memo.recomputed() - before, 4u) << "both ranges and both lines (no labels: no legend)";
+}
+
 // Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)
 // and powers of two, which differ only in a double's exponent bits. Each pair must hash apart, and a figure
 // whose series is negated in place must be drawn from its new values.
@@ -300,12 +350,192 @@ TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
     it->second = {std::min(it->second.first, p.y), std::max(it->second.second, p.y)};
   };
   for (size_t i = 0; i < s.x.size(); ++i) note(expected, l.toPixel(s.x[i], s.y[i]));
-  for (const Point& p : decimatedPolyline(s, l)) note(got, p);
+  for (const ColumnSpan& col : seriesTrace(s, l).columns) {
+    EXPECT_EQ(col.x, std::floor(col.x) + 0.5f) << "each span sits at its column's centre";
+    note(got, {col.x, col.top});
+    note(got, {col.x, col.bottom});
+  }
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [column, extent] : expected) {
     EXPECT_NEAR(got[column].first, extent.first, 1e-3) << "column " << column;
     EXPECT_NEAR(got[column].second, extent.second, 1e-3) << "column " << column;
   }
+}
+
+// Pixel coverage masks, for comparing what two ways of drawing reach.
+struct Mask {
+  int width = 0, height = 0;
+  std::vector<uint8_t> on;
+  size_t count() const { return static_cast<size_t>(std::count(on.begin(), on.end(), uint8_t{1})); }
+  // |this and other| / |this|: how much of this mask the other covers.
+  double coveredBy(const Mask& o) const {
+    size_t both = 0;
+    for (size_t i = 0; i < on.size(); ++i) both += on[i] && o.on[i];
+    return static_cast<double>(both) / static_cast<double>(std::max<size_t>(1, count()));
+  }
+};
+
+// What Cairo paints (alpha >= 1/2) on a width x height A8 surface.
+Mask cairoMask(int width, int height, const std::function<void(cairo_t*)>& paint) {
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_A8, width, height);
+  cairo_t* cr = cairo_create(surface);
+  paint(cr);
+  cairo_destroy(cr);
+  cairo_surface_flush(surface);
+  Mask m{width, height, std::vector<uint8_t>(static_cast<size_t>(width * height))};
+  const unsigned char* data = cairo_image_surface_get_data(surface);
+  const int stride = cairo_image_surface_get_stride(surface);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) m.on[static_cast<size_t>(y * width + x)] = data[y * stride + x] >= 128;
+  cairo_surface_destroy(surface);
+  return m;
+}
+
+// Every point of the series stroked as one polyline, by Cairo: what a dense line should look like.
+Mask strokedEveryPoint(const Series& s, const FigureLayout& l, float width, int w, int h) {
+  return cairoMask(w, h, [&](cairo_t* cr) {
+    cairo_set_line_width(cr, width);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      const Point p = l.toPixel(s.x[i], s.y[i]);
+      cairo_line_to(cr, p.x, p.y);
+    }
+    cairo_stroke(cr);
+  });
+}
+
+Mask bandByCairo(std::span<const ColumnSpan> columns, float width, int w, int h) {
+  return cairoMask(w, h, [&](cairo_t* cr) {
+    sharelens::CairoCanvas(cr).columnBand(columns, {0, 0, 0}, width);
+  });
+}
+
+// A dense line is drawn from its columns' extents: a noisy one as their band (Canvas::columnBand), a smooth
+// one as a simplified line through them. Either must reach the pixels that stroking all of its points
+// reaches, and little else: checked against Cairo stroking every one of 20,000 points, for a noisy loss
+// curve 1 pixel wide and a smooth one 2 pixels wide.
+TEST(Figures, ADenseLineCoversWhatStrokingEveryPointCovers) {
+  std::mt19937 rng(11);
+  std::lognormal_distribution<double> noise(0, 0.05);
+  for (const bool noisy : {true, false}) {
+    Series s;
+    for (int i = 1; i <= 20000; ++i) {
+      s.x.push_back(i);
+      s.y.push_back(2.0 * std::pow(i, -0.15) * (noisy ? noise(rng) : 1.0));
+    }
+    const float width = noisy ? 1.0f : 2.0f;
+    Figure f;
+    f.series.push_back(s);
+    MeasuringCanvas c;
+    const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400});
+    const Trace trace = seriesTrace(s, l);
+    const char* what = noisy ? "noisy, 1 px" : "smooth, 2 px";
+    ASSERT_TRUE(trace.dense()) << what;
+    EXPECT_EQ(trace.band, noisy) << what;
+    const Mask truth = strokedEveryPoint(s, l, width, 700, 400);
+    const Mask drawn =
+        trace.band ? bandByCairo(trace.columns, width, 700, 400) : cairoMask(700, 400, [&](cairo_t* cr) {
+          sharelens::CairoCanvas(cr).polyline(trace.points, Rgb{0, 0, 0}, width, false);
+        });
+    if (!noisy) {
+      EXPECT_LT(trace.points.size(), trace.columns.size() / 4) << "a smooth curve needs few vertices";
+    }
+    EXPECT_GT(truth.count(), 1000u) << what;
+    EXPECT_GE(truth.coveredBy(drawn), 0.94)
+        << what << ": what is drawn reaches what every point's stroke reaches";
+    EXPECT_GE(drawn.coveredBy(truth), 0.90) << what << ": and paints little that the stroke leaves alone";
+  }
+}
+
+// ImGuiCanvas::columnBand's triangles (a strip, batched 16,384 columns at a time, past 65,536 vertices on a
+// new vertex offset as with the GL backend) rasterised at pixel centres here, against the inside of the
+// band's outline at the same centres: the same pixels, over 40,000 columns (three batches) of a wandering,
+// jagged band.
+TEST(Figures, TheScreensBandTrianglesFillTheBandsOutline) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // no imgui.ini left in the working directory
+  unsigned char* pixels = nullptr;
+  int atlasW = 0, atlasH = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &atlasW, &atlasH);
+  io.DisplaySize = {40000, 200};
+  io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;  // as imgui_impl_opengl3 sets it
+  io.DeltaTime = 1.0f / 60;
+  ImGui::NewFrame();
+  ImDrawList* list = ImGui::GetForegroundDrawList();
+  std::vector<ColumnSpan> columns;
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int x = 1; x < 40000; ++x) {
+    const float centre = 100 + 60 * std::sin(static_cast<float>(x) / 300), spread = 20 * u(rng);
+    // A quarter past each pixel's left edge: every pixel centre lies between two columns' vertices, inside
+    // the quads joining them.
+    columns.push_back({static_cast<float>(x) + 0.25f, centre - spread, centre + spread * u(rng)});
+  }
+  {
+    TextureCache textures;
+    ImGuiCanvas canvas(list, textures);
+    canvas.columnBand(columns, {0, 0, 0}, 1.0f);
+  }
+  // Each triangle's alpha, interpolated, at the pixel centres it holds; a pixel keeps its largest.
+  const int w = 40000, h = 200;
+  std::vector<float> alpha(static_cast<size_t>(w * h), 0.0f);
+  for (const ImDrawCmd& cmd : list->CmdBuffer)
+    for (unsigned t = 0; t < cmd.ElemCount; t += 3) {
+      const ImDrawVert* v[3];
+      for (int k = 0; k < 3; ++k)
+        v[k] = &list->VtxBuffer[static_cast<int>(cmd.VtxOffset +
+                                                 list->IdxBuffer[static_cast<int>(cmd.IdxOffset + t + k)])];
+      const float x0 = std::min({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x}),
+                  x1 = std::max({v[0]->pos.x, v[1]->pos.x, v[2]->pos.x});
+      const float y0 = std::min({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y}),
+                  y1 = std::max({v[0]->pos.y, v[1]->pos.y, v[2]->pos.y});
+      const float area = (v[1]->pos.x - v[0]->pos.x) * (v[2]->pos.y - v[0]->pos.y) -
+                         (v[2]->pos.x - v[0]->pos.x) * (v[1]->pos.y - v[0]->pos.y);
+      if (area == 0) continue;
+      for (int py = std::max(0, static_cast<int>(y0)); py <= std::min(h - 1, static_cast<int>(y1)); ++py)
+        for (int px = std::max(0, static_cast<int>(x0)); px <= std::min(w - 1, static_cast<int>(x1)); ++px) {
+          const float cx = static_cast<float>(px) + 0.5f, cy = static_cast<float>(py) + 0.5f;
+          float b[3];
+          for (int k = 0; k < 3; ++k) {
+            const ImVec2 p = v[(k + 1) % 3]->pos, q = v[(k + 2) % 3]->pos;
+            b[k] = ((q.x - p.x) * (cy - p.y) - (cx - p.x) * (q.y - p.y)) / area;
+          }
+          if (b[0] < -1e-5f || b[1] < -1e-5f || b[2] < -1e-5f) continue;
+          float a = 0;
+          for (int k = 0; k < 3; ++k)
+            a += b[k] * static_cast<float>(v[k]->col >> IM_COL32_A_SHIFT & 0xff) / 255;
+          float& at = alpha[static_cast<size_t>(py * w + px)];
+          at = std::max(at, a);
+        }
+    }
+  ImGui::EndFrame();
+  ImGui::DestroyContext();
+  Mask screen{w, h, std::vector<uint8_t>(alpha.size())};
+  for (size_t i = 0; i < alpha.size(); ++i) screen.on[i] = alpha[i] >= 0.5f;
+  // The outline's inside at each pixel centre: its top and bottom interpolated between the two outline
+  // vertices around the centre's x. A centre within 1/100 pixel of an edge could fall either way in float
+  // arithmetic and is not compared.
+  const std::vector<ColumnSpan> edge = bandOutline(columns, 1.0f);
+  Mask outline{w, h, std::vector<uint8_t>(alpha.size())};
+  std::vector<uint8_t> onEdge(alpha.size(), 0);
+  for (size_t k = 0; k + 1 < edge.size(); ++k)
+    for (int px = static_cast<int>(std::ceil(edge[k].x - 0.5f));
+         static_cast<float>(px) + 0.5f < edge[k + 1].x; ++px) {
+      const float t = (static_cast<float>(px) + 0.5f - edge[k].x) / (edge[k + 1].x - edge[k].x);
+      const float top = edge[k].top + t * (edge[k + 1].top - edge[k].top);
+      const float bottom = edge[k].bottom + t * (edge[k + 1].bottom - edge[k].bottom);
+      for (int py = 0; py < h; ++py) {
+        const float cy = static_cast<float>(py) + 0.5f;
+        const auto i = static_cast<size_t>(py * w + px);
+        outline.on[i] = cy >= top && cy <= bottom;
+        onEdge[i] = std::abs(cy - top) < 0.01f || std::abs(cy - bottom) < 0.01f;
+      }
+    }
+  EXPECT_GT(outline.count(), 400000u);
+  size_t differing = 0;
+  for (size_t i = 0; i < alpha.size(); ++i) differing += !onEdge[i] && screen.on[i] != outline.on[i];
+  EXPECT_EQ(differing, 0u) << "of " << outline.count() << " pixels inside";
 }
 
 // A topology's block map is categorical: each block its own palette colour and a named swatch, not a

@@ -1,8 +1,11 @@
 // Training runs on real text (the Brown corpus): the run directory, exact resume after SIGKILL, crash-safe
 // checkpoints, non-finite steps, live commands, and --compare. Runs use the tiny debug topology.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -252,11 +255,29 @@ TEST(Training, NonFiniteStepsNeverReachTheWeights) {
   fs::remove_all(dir);
 }
 
+// The nice value of each of this process's threads, from /proc/self/task/<tid>/stat (its 19th field).
+std::vector<int> threadNiceValues() {
+  std::vector<int> out;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t name = stat.rfind(')');  // the thread's name may hold spaces and parentheses
+    if (name == std::string::npos) continue;
+    std::istringstream fields(stat.substr(name + 1));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i)
+      if (i == 19) out.push_back(std::stoi(field));
+  }
+  return out;
+}
+
 TEST(Training, ControllerPausesResumesSavesAndStops) {
   const fs::path dir = testing::makeTempDir("controller");
   TrainConfig c = smallConfig(100000);
   c.checkpointEvery = 100000;
-  auto run = RunController::start({debugTopology(), c, dir / "run"});
+  RunRequest request{debugTopology(), c, dir / "run"};
+  request.niceness = 7;  // as the GUI asks for its runs
+  auto run = RunController::start(request);
   auto waitFor = [&](auto predicate) {
     for (int i = 0; i < 600 && !predicate(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return predicate();
@@ -267,6 +288,9 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
     metrics.insert(metrics.end(), m.begin(), m.end());
     return metrics.size() >= 3;
   })) << run->message();
+  const std::vector<int> nice = threadNiceValues();
+  EXPECT_GE(std::count(nice.begin(), nice.end(), 7), 1) << "the training thread (and any it started)";
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), 0) << "this thread keeps its priority";
   run->pause();
   ASSERT_TRUE(waitFor([&] { return run->state() == RunState::Paused; }));
   run->takeMetrics();
