@@ -70,9 +70,12 @@ struct RunRequest {
   std::string role = "model";  // "model" or "baseline" (recorded in run.json)
   std::string sibling;         // the other run of a --compare pair, relative to runDir's parent
   DistributedConfig distributed;
-  // Above 0: the run's threads train at this nice value (Linux gives each thread its own, and threads
-  // inherit it), so that they yield the cores to the GUI's drawing and return to full speed when it idles.
-  // The GUI sets it for its embedded runs; `sharelens train` keeps 0.
+  // Above 0: RunController's training thread, and the threads it starts, run at this nice value (Linux
+  // gives each thread its own, and new threads inherit it), so that they yield the cores to the GUI's
+  // drawing and return to full speed when it idles. A BLAS pool started by another thread keeps that
+  // thread's priority (with config.threads = 1, the GUI's comparisons and --bench-ui, BLAS runs on the
+  // training thread itself). The GUI sets it for the runs it launches or resumes; `sharelens train`
+  // and runTraining (experiments, whose jobs run on shared worker threads) ignore it.
   int niceness = 0;
 };
 

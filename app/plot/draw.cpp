@@ -437,7 +437,7 @@ float distanceToSegment(Point p, Point a, Point b) {
   return std::hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy));
 }
 
-// Douglas-Peucker: the fewest of the path's points (its ends always) such that every dropped point lies
+// Douglas-Peucker: a subset of the path's points (its ends always) such that every dropped point lies
 // within `tolerance` of the simplified line.
 std::vector<Point> simplifiedPath(const std::vector<Point>& path, float tolerance) {
   if (path.size() < 3) return path;
@@ -521,6 +521,7 @@ Trace seriesTrace(const Series& s, const FigureLayout& l) {
   }
   if (!dense) return out;
   flush();
+  if (out.columns.empty()) return out;  // nothing drawable in view (all NaN, or <= 0 on a log axis)
   std::vector<float> spans;
   spans.reserve(out.columns.size());
   for (const ColumnSpan& c : out.columns) spans.push_back(c.bottom - c.top);

@@ -3,10 +3,11 @@
 // passes over every point (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core
 // machine), and their inputs rarely change from one frame to the next.
 //
-// Each result is kept with a key hashed from everything it was computed from: the series' values (hashed
-// again every frame by bind(), so a value changed in place, a figure rebuilt at the same address or a new
-// point is seen), the hidden series, the zoom, the plot's box. A figure is drawn the same with or without a
-// memo (tests/app/test_plot.cpp draws both and compares). Exports draw without one.
+// Each result is kept with a key hashed from everything it was computed from: the figure's revision where
+// its builder keeps one (Figure::revision; the builder then owes a new one with every change), else the
+// series' values (hashed again every frame by bind(), so a value changed in place, a figure rebuilt at the
+// same address or a new point is seen), the hidden series, the zoom, the plot's box. A figure is drawn the
+// same with or without a memo (tests/app/test_plot.cpp draws both and compares). Exports draw without one.
 #pragma once
 
 #include <cstdint>

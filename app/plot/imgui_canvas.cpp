@@ -72,10 +72,11 @@ ImTextureID TextureCache::disc() {
   glBindTexture(GL_TEXTURE_2D, m_disc);
   // Every mip level drawn from the disc itself (8 x 8 samples a texel) rather than from the level above, so
   // that each is the disc's true coverage at that size.
+  // The disc fills kDiscFill of the side: the transparent margin keeps its filtered edge inside the quad.
   constexpr int kLargest = 64, kSamples = 8;
   for (int level = 0, side = kLargest; side >= 1; ++level, side /= 2) {
     std::vector<uint8_t> rgba(static_cast<size_t>(side * side * 4), 255);
-    const float radius = static_cast<float>(side) / 2;
+    const float radius = static_cast<float>(side) / 2 * kDiscFill;
     for (int y = 0; y < side; ++y)
       for (int x = 0; x < side; ++x) {
         int inside = 0;
@@ -164,8 +165,9 @@ void ImGuiCanvas::fillQuad(Point a, Point b, Point c, Point d, Rgb color, float 
 void ImGuiCanvas::circle(Point center, float radius, Rgb color) {
   // One textured quad (TextureCache::disc) instead of an antialiased 10-gon's 20 vertices and 28 triangles:
   // with a validation curve's markers on ten runs, the polygons were a third of the frame on llvmpipe.
-  m_list->AddImage(m_textures.disc(), {center.x - radius, center.y - radius},
-                   {center.x + radius, center.y + radius}, {0, 0}, {1, 1}, toImColor(color));
+  const float half = radius / TextureCache::kDiscFill;  // the quad holds the disc and its margin
+  m_list->AddImage(m_textures.disc(), {center.x - half, center.y - half}, {center.x + half, center.y + half},
+                   {0, 0}, {1, 1}, toImColor(color));
 }
 
 void ImGuiCanvas::columnBand(std::span<const ColumnSpan> columns, Rgb color, float width) {

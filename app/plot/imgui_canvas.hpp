@@ -23,7 +23,8 @@ class TextureCache {
   // A white disc whose alpha is its coverage, with every mip level down to 1 x 1: a marker is one quad of it
   // at any radius, its edge smoothed by trilinear filtering.
   ImTextureID disc();
-  void endFrame();  // frees textures not used since the previous endFrame
+  static constexpr float kDiscFill = 0.9f;  // the disc's diameter over the texture's side
+  void endFrame();                          // frees textures not used since the previous endFrame
 
  private:
   struct Entry {

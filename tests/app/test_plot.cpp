@@ -413,23 +413,24 @@ Mask bandByCairo(std::span<const ColumnSpan> columns, float width, int w, int h)
 // A dense line is drawn from its columns' extents: a noisy one as their band (Canvas::columnBand), a smooth
 // one as a simplified line through them. Either must reach the pixels that stroking all of its points
 // reaches, and little else: checked against Cairo stroking every one of 20,000 points, for a noisy loss
-// curve 1 pixel wide and a smooth one 2 pixels wide.
+// curve 1 and 1.8 pixels wide and a smooth one 2 pixels wide.
 TEST(Figures, ADenseLineCoversWhatStrokingEveryPointCovers) {
   std::mt19937 rng(11);
   std::lognormal_distribution<double> noise(0, 0.05);
-  for (const bool noisy : {true, false}) {
+  // (noisy, width): the Training view's raw curves are 1 px with smoothing and 1.8 px without (whose band
+  // also reaches sideways where it is steep); its moving averages are 2 px.
+  for (const auto& [noisy, width] : {std::pair{true, 1.0f}, std::pair{true, 1.8f}, std::pair{false, 2.0f}}) {
     Series s;
     for (int i = 1; i <= 20000; ++i) {
       s.x.push_back(i);
       s.y.push_back(2.0 * std::pow(i, -0.15) * (noisy ? noise(rng) : 1.0));
     }
-    const float width = noisy ? 1.0f : 2.0f;
     Figure f;
     f.series.push_back(s);
     MeasuringCanvas c;
     const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400});
     const Trace trace = seriesTrace(s, l);
-    const char* what = noisy ? "noisy, 1 px" : "smooth, 2 px";
+    const std::string what = (noisy ? "noisy, " : "smooth, ") + std::to_string(width) + " px";
     ASSERT_TRUE(trace.dense()) << what;
     EXPECT_EQ(trace.band, noisy) << what;
     const Mask truth = strokedEveryPoint(s, l, width, 700, 400);
@@ -444,6 +445,25 @@ TEST(Figures, ADenseLineCoversWhatStrokingEveryPointCovers) {
     EXPECT_GE(truth.coveredBy(drawn), 0.94)
         << what << ": what is drawn reaches what every point's stroke reaches";
     EXPECT_GE(drawn.coveredBy(truth), 0.90) << what << ": and paints little that the stroke leaves alone";
+  }
+}
+
+// A dense stretch with nothing drawable (every value NaN, or every value <= 0 on a log axis) is an empty
+// trace, drawn as nothing: not a crash.
+TEST(Figures, ADenseStretchWithNothingDrawableIsAnEmptyTrace) {
+  for (const bool logY : {false, true}) {
+    Series s;
+    for (int i = 1; i <= 5000; ++i) s.x.push_back(i), s.y.push_back(logY ? 0.0 : NAN);
+    Figure f;
+    f.yScale = logY ? Scale::Log10 : Scale::Linear;
+    f.series.push_back(s);
+    MeasuringCanvas c;
+    const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400});
+    const Trace trace = seriesTrace(s, l);
+    EXPECT_FALSE(trace.dense()) << (logY ? "zeros on a log axis" : "NaN");
+    EXPECT_TRUE(trace.points.empty());
+    drawFigure(c, f, l, Style::light());
+    EXPECT_EQ(c.columns + c.points, 0u);
   }
 }
 
@@ -475,7 +495,7 @@ TEST(Figures, TheScreensBandTrianglesFillTheBandsOutline) {
   {
     TextureCache textures;
     ImGuiCanvas canvas(list, textures);
-    canvas.columnBand(columns, {0, 0, 0}, 1.0f);
+    canvas.columnBand(columns, {0, 0, 0}, 1.8f);
   }
   // Each triangle's alpha, interpolated, at the pixel centres it holds; a pixel keeps its largest.
   const int w = 40000, h = 200;
@@ -516,7 +536,7 @@ TEST(Figures, TheScreensBandTrianglesFillTheBandsOutline) {
   // The outline's inside at each pixel centre: its top and bottom interpolated between the two outline
   // vertices around the centre's x. A centre within 1/100 pixel of an edge could fall either way in float
   // arithmetic and is not compared.
-  const std::vector<ColumnSpan> edge = bandOutline(columns, 1.0f);
+  const std::vector<ColumnSpan> edge = bandOutline(columns, 1.8f);
   Mask outline{w, h, std::vector<uint8_t>(alpha.size())};
   std::vector<uint8_t> onEdge(alpha.size(), 0);
   for (size_t k = 0; k + 1 < edge.size(); ++k)

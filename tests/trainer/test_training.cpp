@@ -276,7 +276,8 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
   TrainConfig c = smallConfig(100000);
   c.checkpointEvery = 100000;
   RunRequest request{debugTopology(), c, dir / "run"};
-  request.niceness = 7;  // as the GUI asks for its runs
+  const int ours = ::getpriority(PRIO_PROCESS, 0);  // the test may itself run under `nice`
+  request.niceness = std::min(19, ours + 7);        // as the GUI asks for its runs
   auto run = RunController::start(request);
   auto waitFor = [&](auto predicate) {
     for (int i = 0; i < 600 && !predicate(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -289,8 +290,11 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
     return metrics.size() >= 3;
   })) << run->message();
   const std::vector<int> nice = threadNiceValues();
-  EXPECT_GE(std::count(nice.begin(), nice.end(), 7), 1) << "the training thread (and any it started)";
-  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), 0) << "this thread keeps its priority";
+  if (ours < 19) {
+    EXPECT_GE(std::count(nice.begin(), nice.end(), request.niceness), 1)
+        << "the training thread (and any it started)";
+  }
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), ours) << "this thread keeps its priority";
   run->pause();
   ASSERT_TRUE(waitFor([&] { return run->state() == RunState::Paused; }));
   run->takeMetrics();
