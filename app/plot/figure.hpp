@@ -40,6 +40,9 @@ struct Series {
   double barWidth = 0.8;                  // Bars: in x units, centred on x
   bool hatched = false;                   // Bars: diagonal hatching (a baseline beside its model, as in the
                                           // low-rank sharing paper's Figure 4)
+  // 0, or a value its builder changes whenever it changes this series' values (and no other series of the
+  // figure shares): the on-screen memo then keys on it instead of hashing every value each frame.
+  uint64_t revision = 0;
 };
 
 struct Marker {  // a vertical line at x (an effective-rank marker, a chosen S)
@@ -79,9 +82,6 @@ struct Figure {
   std::vector<Series> series;
   std::vector<Marker> markers;
   std::optional<Heatmap> heatmap;  // drawn as cells; the axes are then column and row indices
-  // 0, or a value its builder changes whenever it changes the figure's data (newFigureRevision()): the
-  // on-screen memo then keys on it instead of hashing every point of every series each frame.
-  uint64_t revision = 0;
   bool legend = true;
   std::vector<std::string>
       xCategories;  // x positions 0..n-1 are these categories (bar charts); ticks thinned to fit

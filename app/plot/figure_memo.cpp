@@ -1,7 +1,5 @@
 #include "app/plot/figure_memo.hpp"
 
-#include <atomic>
-
 #include <bit>
 
 namespace sharelens::plot {
@@ -72,19 +70,14 @@ const T& FigureMemo::lookup(Slot<T>& slot, uint64_t key, Compute compute) {
   return slot.value;
 }
 
-uint64_t newFigureRevision() {
-  static std::atomic<uint64_t> last{0};
-  return ++last;
-}
-
 void FigureMemo::bind(const Figure& f) {
   m_bound = &f;
   m_series.clear();
   WordHash data;
   for (const Series& s : f.series) {
     WordHash h;
-    if (f.revision != 0)
-      h.add(f.revision).add(uint64_t{m_series.size()});
+    if (s.revision != 0)
+      h.add(s.revision);
     else
       h.add(s.x).add(s.y).add(s.error).add(s.bandLow).add(s.bandHigh);
     m_series.push_back(h.value());

@@ -3,8 +3,8 @@
 // passes over every point (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core
 // machine), and their inputs rarely change from one frame to the next.
 //
-// Each result is kept with a key hashed from everything it was computed from: the figure's revision where
-// its builder keeps one (Figure::revision; the builder then owes a new one with every change), else the
+// Each result is kept with a key hashed from everything it was computed from: each series' revision where
+// its builder keeps one (Series::revision; the builder then owes a new one with every change), else the
 // series' values (hashed again every frame by bind(), so a value changed in place, a figure rebuilt at the
 // same address or a new point is seen), the hidden series, the zoom, the plot's box. A figure is drawn the
 // same with or without a memo (tests/app/test_plot.cpp draws both and compares). Exports draw without one.
@@ -40,13 +40,10 @@ class WordHash {
   uint64_t m_state = 1469598103934665603ull;
 };
 
-// A Figure::revision no figure has had before (process-wide, from 1).
-uint64_t newFigureRevision();
-
 class FigureMemo {
  public:
-  // Hashes the figure's data (each series' x, y, error bars and band, or only the figure's revision where
-  // it has one; markers; axes). Call once a frame, before the figure is laid out or drawn with this memo.
+  // Hashes the figure's data (each series' x, y, error bars and band, or only its revision where it has
+  // one; markers; axes). Call once a frame, before the figure is laid out or drawn with this memo.
   void bind(const Figure& figure);
 
   // fittedXRange / fittedYRange of the bound figure.

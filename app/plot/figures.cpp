@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/plot/figure_memo.hpp"  // WordHash
 #include "core/naming.hpp"
 
 namespace sharelens::plot {
@@ -496,6 +497,20 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
     const Rgb c = seriesColor(color++);
     const bool smooth =
         smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
+    // A run whose points carry a revision gives its series one: the same points, revision and choices
+    // give the same values, so an unchanged run's series are not hashed or traced again on screen.
+    auto revisionOf = [&](uint64_t kind) -> uint64_t {
+      if (run.revision == 0) return 0;
+      const uint64_t r = WordHash()
+                             .add(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(run.points)))
+                             .add(run.revision)
+                             .add(uint64_t{static_cast<uint8_t>(metric)})
+                             .add(uint64_t{static_cast<uint8_t>(axis)})
+                             .add(smoothing)
+                             .add(kind)
+                             .value();
+      return r == 0 ? 1 : r;
+    };
     Series raw;
     raw.x = xs;
     raw.y = ys;
@@ -505,6 +520,7 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
                : c;
     raw.width = smooth ? 1.0f : 1.8f;
     raw.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
+    raw.revision = revisionOf(0);
     if (!smooth) raw.label = run.label;
     f.series.push_back(std::move(raw));
     if (smooth) {
@@ -514,6 +530,7 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
       ema.y = exponentialMovingAverage(ys, smoothing);
       ema.color = c;
       ema.width = 2.0f;
+      ema.revision = revisionOf(1);
       smoothed.push_back(std::move(ema));
     }
   }

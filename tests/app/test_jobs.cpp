@@ -449,19 +449,24 @@ TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
   TrainingPanels panels;
   TrainingPanelOptions options;
   EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 2u) << "raw and smoothed";
-  const uint64_t first = panels.figures(runs, options)[0].revision;
+  const uint64_t first = panels.figures(runs, options)[0].series[0].revision;
   EXPECT_NE(first, 0u) << "the memo keys on the revision instead of hashing the points";
+  EXPECT_NE(panels.figures(runs, options)[0].series[1].revision, first) << "raw and smoothed differ";
   EXPECT_EQ(panels.rebuilds(), 1u) << "nothing changed: kept";
   points.push_back({51, 5100.0, 0.01});
   runs[0].revision = 2;  // as MetricsReader::poll() does when it reads a point
   EXPECT_EQ(panels.figures(runs, options)[0].series[0].y.back(), 0.01) << "the new point is shown";
   EXPECT_EQ(panels.rebuilds(), 2u);
-  EXPECT_NE(panels.figures(runs, options)[0].revision, first) << "a rebuilt figure has a new revision";
+  EXPECT_NE(panels.figures(runs, options)[0].series[0].revision, first) << "new points: a new revision";
   options.smoothing = 0;
   EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 1u) << "no smoothing: the raw series alone";
   options.metric = plot::RunMetric::ValidationLoss;
   panels.figures(runs, options);
-  runs.push_back({"baseline", &points, 1});
+  const uint64_t cycle = panels.figures(runs, options)[1].series[0].revision;
+  std::vector<MetricPoint> other = points;
+  runs.push_back({"baseline", &other, 1});
   EXPECT_EQ(panels.figures(runs, options)[1].series.size(), 2u) << "a second run in the validation panel";
+  EXPECT_EQ(panels.figures(runs, options)[1].series[0].revision, cycle) << "the first run's series unchanged";
+  EXPECT_NE(panels.figures(runs, options)[1].series[1].revision, cycle) << "other points: another revision";
   EXPECT_EQ(panels.rebuilds(), 5u);
 }

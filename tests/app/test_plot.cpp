@@ -267,16 +267,17 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   checkFrame("a resize: the corner and the two shown lines", 3);
 }
 
-// A figure whose builder gives it a revision is keyed on that, not on its values: a rebuilt figure (a new
-// revision) is drawn from its new values, and an unchanged revision reuses everything without reading them.
-TEST(FigureMemo, AFigureWithARevisionIsKeyedOnIt) {
+// A series whose builder gives it a revision is keyed on that, not on its values: a rebuilt series (a new
+// revision) is drawn from its new values and alone traced again, and an unchanged revision reuses
+// everything without reading the values.
+TEST(FigureMemo, ASeriesWithARevisionIsKeyedOnIt) {
   Figure f;
   for (int r = 0; r < 2; ++r) {
     Series s;
     for (int i = 1; i <= 3000; ++i) s.x.push_back(i), s.y.push_back((1.0 + r) / i);
+    s.revision = 100 + r;
     f.series.push_back(s);
   }
-  f.revision = newFigureRevision();
   FigureMemo memo;
   auto draw = [&](FigureMemo* m) {
     RecordingCanvas c;
@@ -288,15 +289,16 @@ TEST(FigureMemo, AFigureWithARevisionIsKeyedOnIt) {
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr)));
   size_t before = memo.recomputed();
   draw(&memo);
-  EXPECT_EQ(memo.recomputed(), before) << "the same revision: all reused";
+  EXPECT_EQ(memo.recomputed(), before) << "the same revisions: all reused";
   f.series[0].y[10] = 100;  // the builder's contract broken on purpose: the values are not read
   draw(&memo);
-  EXPECT_EQ(memo.recomputed(), before) << "the same revision: still reused";
-  for (double& y : f.series[1].y) y *= 3;  // rebuilt: new values under a new revision
-  f.revision = newFigureRevision();
+  EXPECT_EQ(memo.recomputed(), before) << "the same revisions: still reused";
+  f.series[1].y[1000] = 1.5;  // rebuilt: a new value (inside both ranges) under a new revision
+  f.series[1].revision = 102;
+  f.series[0].y[10] = 1.0 / 11;  // (and the first series as its revision says)
   before = memo.recomputed();
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "drawn from the new values";
-  EXPECT_EQ(memo.recomputed() - before, 4u) << "both ranges and both lines (no labels: no legend)";
+  EXPECT_EQ(memo.recomputed() - before, 3u) << "both ranges (refitted to the same) and the changed line only";
 }
 
 // Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)

@@ -2,8 +2,6 @@
 
 #include <imgui.h>
 
-#include "app/plot/figure_memo.hpp"
-
 namespace sharelens::gui {
 
 std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::RunCurve>& runs,
@@ -13,7 +11,6 @@ std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::Ru
   if (key != m_key) {
     m_panels = {plot::trainingFigure(runs, o.metric, o.axis, o.smoothing, o.logY),
                 plot::trainingFigure(runs, plot::RunMetric::ValidationLoss, o.axis, 0, o.logY)};
-    for (plot::Figure& f : m_panels) f.revision = plot::newFigureRevision();  // hashed once, not each frame
     m_key = std::move(key);
     ++m_rebuilds;
   }
