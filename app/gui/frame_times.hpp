@@ -21,11 +21,9 @@ class FrameTimes {
   void add(Clock::time_point start, Clock::time_point built, Clock::time_point submitted,
            Clock::time_point presented);
   // {"frames", "p50_ms", "p99_ms", "max_ms", "build": {p50, p99, max}, "submit": {...}, "present": {...}}
-  // over the frames
-  // after the first `warmUp` (the font atlas and first textures are made then). A percentile p is the
-  // ceil(p n)-th smallest value (nearest rank).
+  // over the frames after the first `warmUp` (the font atlas and first textures are made then). A
+  // percentile p is the ceil(p n)-th smallest value (nearest rank).
   Json summary(size_t warmUp) const;
-  size_t size() const { return m_total.size(); }
 
  private:
   std::vector<double> m_total, m_build, m_submit, m_present;  // milliseconds, one per frame

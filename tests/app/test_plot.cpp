@@ -223,6 +223,17 @@ bool sameDrawing(const RecordingCanvas& a, const RecordingCanvas& b) {
          std::equal(a.lines.begin(), a.lines.end(), b.lines.begin(), b.lines.end(), samePoints);
 }
 
+// One frame of `f` drawn and recorded, through `memo` (bound first, as plotWidget does) or without one.
+RecordingCanvas drawRecorded(const Figure& f, FigureMemo* memo, Point size,
+                             const std::optional<Range>& xView = std::nullopt,
+                             const std::vector<bool>& hidden = {}) {
+  RecordingCanvas c;
+  if (memo) memo->bind(f);
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, size, xView, std::nullopt, hidden, memo);
+  drawFigure(c, f, l, Style::light(), hidden, memo);
+  return c;
+}
+
 // The on-screen memo (app/plot/figure_memo.hpp) draws exactly what drawing without it draws, frame after
 // frame, and reuses a result only while everything it was computed from is unchanged: checked against a
 // memo-less drawing of the same figure after each change (a value edited in place, a zoom, a hidden series,
@@ -243,13 +254,7 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   std::optional<Range> xView;
   std::vector<bool> hidden;
   Point size{640, 400};
-  auto draw = [&](FigureMemo* m) {
-    RecordingCanvas c;
-    if (m) m->bind(f);
-    const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, size, xView, std::nullopt, hidden, m);
-    drawFigure(c, f, l, Style::light(), hidden, m);
-    return c;
-  };
+  auto draw = [&](FigureMemo* m) { return drawRecorded(f, m, size, xView, hidden); };
   auto checkFrame = [&](const char* what, size_t recomputed) {
     const size_t before = memo.recomputed();
     EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << what;
@@ -279,13 +284,7 @@ TEST(FigureMemo, ASeriesWithARevisionIsKeyedOnIt) {
     f.series.push_back(s);
   }
   FigureMemo memo;
-  auto draw = [&](FigureMemo* m) {
-    RecordingCanvas c;
-    if (m) m->bind(f);
-    drawFigure(c, f, layoutFigure(f, c, Style::light(), {0, 0}, {500, 300}, {}, {}, {}, m), Style::light(),
-               {}, m);
-    return c;
-  };
+  auto draw = [&](FigureMemo* m) { return drawRecorded(f, m, {500, 300}); };
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr)));
   size_t before = memo.recomputed();
   draw(&memo);
@@ -319,13 +318,7 @@ TEST(FigureMemo, SignFlipsAndExponentOnlyChangesAreSeen) {
   s.y = {1, 2};
   f.series.push_back(s);
   FigureMemo memo;
-  auto draw = [&](FigureMemo* m) {
-    RecordingCanvas c;
-    if (m) m->bind(f);
-    drawFigure(c, f, layoutFigure(f, c, Style::light(), {0, 0}, {400, 300}, {}, {}, {}, m), Style::light(),
-               {}, m);
-    return c;
-  };
+  auto draw = [&](FigureMemo* m) { return drawRecorded(f, m, {400, 300}); };
   draw(&memo);
   f.series[0].y = {-1, -2};
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the negated series is drawn where it now is";
