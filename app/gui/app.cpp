@@ -90,7 +90,7 @@ class App {
     m_views.push_back(std::move(designer));
     m_views.push_back(makeTrainingView());
     m_views.push_back(makeExperimentsView());
-    if (options.benchUi) m_views.push_back(makeUiBenchView());
+    if (options.benchUi) m_views.push_back(makeUiBenchView(options.benchLive));
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
     });
@@ -113,6 +113,7 @@ class App {
       // pointer only in a focused window: a scripted click would go unseen.
       glfwFocusWindow(m_platform.window());
     }
+    m_textures.rasters().setEnabled(m_options.figureCache);
     if (m_options.demo) startDemo();
     if (m_options.benchUi) startBenchUi();
     if (m_options.path) open(*m_options.path);
@@ -269,11 +270,18 @@ class App {
   void writeFrameStats(const std::string& path) {
     Json j = m_frameTimes.summary(/*warmUp=*/10);
     j["training"] = m_runs.anyTraining();
+    const plot::FigureRasters::Counts figures = m_textures.rasters().counts();
+    j["figures"] = {{"cache", m_textures.rasters().enabled()},
+                    {"in_place", figures.inPlace},
+                    {"pictured", figures.pictured},
+                    {"reused", figures.reused}};
     writeFileAtomically(path, j.dump(2) + "\n");
     std::cout << "UI-thread frame time: p50 " << j["p50_ms"] << " ms, p99 " << j["p99_ms"] << " ms, max "
               << j["max_ms"] << " ms over " << j["frames"] << " frames (building p99 " << j["build"]["p99_ms"]
               << " ms, GL submission p99 " << j["submit"]["p99_ms"] << " ms); presenting (not counted): p50 "
-              << j["present"]["p50_ms"] << " ms, p99 " << j["present"]["p99_ms"] << " ms\n";
+              << j["present"]["p50_ms"] << " ms, p99 " << j["present"]["p99_ms"] << " ms; figures shown from "
+              << "their picture " << figures.reused << " times, in place " << figures.inPlace << " times ("
+              << figures.pictured << " pictures made)\n";
   }
 
   void drawMainWindow() {

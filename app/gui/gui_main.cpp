@@ -12,14 +12,21 @@ namespace sharelens::gui {
 
 int runGuiFromArgs(const std::vector<std::string>& argv) {
   try {
-    cli::Args args("",
-                   "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
-                   "[--frame-stats FILE.json] "
-                   "[--bench-ui --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS]",
-                   argv);
+    cli::Args args(
+        "",
+        "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
+        "[--frame-stats FILE.json] [--no-figure-cache] "
+        "[--bench-ui [--bench-live] --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS]",
+        argv);
     GuiOptions o;
     o.demo = args.flag("demo");
     o.benchUi = args.flag("bench-ui");
+    o.benchLive = args.flag("bench-live");
+    if (o.benchLive && !o.benchUi)
+      throw Error({.what = "--bench-live changes the frame-time benchmark's scene",
+                   .where = "--bench-live",
+                   .expected = "--bench-ui beside it",
+                   .hint = "sharelens --bench-ui --bench-live --frame-stats f.json"});
     o.screenshot = args.option("screenshot");
     o.frames = static_cast<int>(args.integer("frames", 1, 10'000'000).value_or(o.benchUi ? 600 : 3));
     o.maxWaitSeconds = static_cast<int>(args.integer("max-wait", 0, 86400).value_or(120));
@@ -33,6 +40,7 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
                      .hint = "name one of the main window's tabs (any case)"});
     }
     o.frameStats = args.option("frame-stats");
+    o.figureCache = !args.flag("no-figure-cache");
     o.uiState = args.option("ui-state");
     if (auto seconds = args.integer("exit-after", 1, 86400)) o.exitAfterSeconds = static_cast<int>(*seconds);
     if (auto size = args.option("size")) {

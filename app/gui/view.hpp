@@ -72,7 +72,7 @@ class DesignerApi : public View {
 std::unique_ptr<DesignerApi> makeDesignerView();
 std::unique_ptr<View> makeTrainingView();
 std::unique_ptr<View> makeExperimentsView();
-std::unique_ptr<View> makeUiBenchView();  // --bench-ui only
+std::unique_ptr<View> makeUiBenchView(bool live);  // --bench-ui only; live: one run gains a step every 250 ms
 
 // Shared widgets.
 void drawStepSlider(AppContext& ctx);   // scrub a followed run's checkpoints

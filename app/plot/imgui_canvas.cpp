@@ -58,6 +58,7 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
                                    rgba[static_cast<size_t>(4 * i + 2)] = c.b;
       rgba[static_cast<size_t>(4 * i + 3)] = 255;
     }
+    ++m_generation;
     it = m_textures
              .emplace(key, Entry{uploadRgba(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba), true})
              .first;
@@ -68,6 +69,7 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
 
 ImTextureID TextureCache::disc() {
   if (m_disc) return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(m_disc));
+  ++m_generation;
   glGenTextures(1, &m_disc);
   glBindTexture(GL_TEXTURE_2D, m_disc);
   // Every mip level drawn from the disc itself (8 x 8 samples a texel) rather than from the level above, so
@@ -109,12 +111,14 @@ ImTextureID TextureCache::colorbar(Colormap c) {
                                    rgba[static_cast<size_t>(4 * i + 2)] = col.b;
       rgba[static_cast<size_t>(4 * i + 3)] = 255;
     }
+    ++m_generation;
     it = m_colorbars.emplace(static_cast<int>(c), uploadRgba(1, 256, rgba)).first;
   }
   return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second));
 }
 
 void TextureCache::endFrame() {
+  m_rasters.endFrame();
   for (auto it = m_textures.begin(); it != m_textures.end();) {
     if (!it->second.used) {
       glDeleteTextures(1, &it->second.texture);

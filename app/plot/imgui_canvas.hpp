@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "app/plot/figure.hpp"
+#include "app/plot/figure_raster.hpp"
 
 namespace sharelens::plot {
 
@@ -24,7 +25,12 @@ class TextureCache {
   // at any radius, its edge smoothed by trilinear filtering.
   ImTextureID disc();
   static constexpr float kDiscFill = 0.9f;  // the disc's diameter over the texture's side
-  void endFrame();                          // frees textures not used since the previous endFrame
+  void endFrame();  // frees textures and pictures not used since the previous endFrame
+  // Counts the textures made: a figure's picture drawn before a texture was made is drawn again
+  // (a freed texture's name may come back for other content).
+  uint64_t generation() const { return m_generation; }
+  // The pictures of on-screen figures (figure_raster.hpp).
+  FigureRasters& rasters() { return m_rasters; }
 
  private:
   struct Entry {
@@ -34,6 +40,8 @@ class TextureCache {
   std::map<Key, Entry> m_textures;
   std::map<int, unsigned> m_colorbars;
   unsigned m_disc = 0;
+  uint64_t m_generation = 0;
+  FigureRasters m_rasters;
 };
 
 class ImGuiCanvas : public Canvas {

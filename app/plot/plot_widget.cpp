@@ -89,15 +89,24 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   if (size.y <= 0) size.y = std::max(200.0f, ImGui::GetContentRegionAvail().y);
   state.hidden.resize(f.series.size(), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 end{origin.x + size.x, origin.y + size.y};
+  const ImGuiID itemId = ImGui::GetID(id);
   ImGui::InvisibleButton(id, size, ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* list = ImGui::GetWindowDrawList();
-  ImGuiCanvas canvas(list, textures);
+  // The figure goes into a list of its own, shown from a picture while it stays the same (figure_raster.hpp);
+  // the overlays below (box zoom, the hover line) go into the window's list, over it.
+  ImDrawList* own = textures.rasters().begin(itemId, origin, end);
+  ImGuiCanvas canvas(own ? own : list, textures);
   state.memo.bind(f);
   const FigureLayout layout = layoutFigure(f, canvas, style, {origin.x, origin.y}, {size.x, size.y},
                                            state.xView, state.yView, state.hidden, &state.memo);
-  list->PushClipRect(origin, {origin.x + size.x, origin.y + size.y}, true);
+  list->PushClipRect(origin, end, true);
   drawFigure(canvas, f, layout, style, state.hidden, &state.memo);
+  if (own && !textures.rasters().finish(list, textures.generation())) {
+    ImGuiCanvas direct(list, textures);  // changing, not pictured yet, or no picture can be made: in place
+    drawFigure(direct, f, layout, style, state.hidden, &state.memo);
+  }
 
   const ImGuiIO& io = ImGui::GetIO();
   const Point mouse{io.MousePos.x, io.MousePos.y};

@@ -1,8 +1,11 @@
 // The responsiveness benchmark's screen (--bench-ui; issue 14, item 9): a 4096 x 4096 heatmap above the
 // Training view's two panels with ten runs of 20,000 points each, the largest figures a session shows at
-// once, while a training run goes on.
+// once, while a training run goes on. With --bench-live one of the ten is live: it gains a step at the rate
+// the Training view polls a training run's log (every 250 ms), so the panels change as they do while
+// watching a run.
 #include <imgui.h>
 
+#include <chrono>
 #include <random>
 
 #include "app/gui/view.hpp"
@@ -14,6 +17,7 @@ namespace {
 
 constexpr int64_t kSide = 4096;
 constexpr int kRuns = 10, kPointsPerRun = 20000;
+constexpr auto kLiveStepEvery = std::chrono::milliseconds(250);  // RunBook's poll interval (PollThrottle)
 
 plot::Figure heatmapFigure() {
   plot::Heatmap h;
@@ -34,38 +38,51 @@ plot::Figure heatmapFigure() {
 
 // Ten runs of 20,000 logged steps: a loss falling as a power of the step with noise, validated every 100
 // steps, as the Training view shows them (raw and smoothed, and the validation panel beside).
-std::vector<std::vector<MetricPoint>> syntheticRuns() {
-  std::vector<std::vector<MetricPoint>> runs(kRuns);
-  std::mt19937 rng(2);
+// Step i of run r: a loss falling as a power of the step with noise, validated every 100 steps.
+MetricPoint syntheticStep(int r, int i, std::mt19937& rng) {
   std::normal_distribution<double> noise(0, 0.05);
+  MetricPoint p;
+  p.step = i;
+  p.tokens = 8192.0 * i;
+  p.loss = (2.0 + 0.1 * r) * std::pow(i, -0.15) * std::exp(noise(rng));
+  if (i % 100 == 0) p.valLoss = (2.0 + 0.1 * r) * std::pow(i, -0.15);
+  p.lr = 3e-4;
+  p.elapsed = 0.05 * i;
+  return p;
+}
+
+// Ten runs of 20,000 logged steps, as the Training view shows them (raw and smoothed, and the validation
+// panel beside).
+std::vector<std::vector<MetricPoint>> syntheticRuns(std::mt19937& rng) {
+  std::vector<std::vector<MetricPoint>> runs(kRuns);
   for (int r = 0; r < kRuns; ++r)
-    for (int i = 1; i <= kPointsPerRun; ++i) {
-      MetricPoint p;
-      p.step = i;
-      p.tokens = 8192.0 * i;
-      p.loss = (2.0 + 0.1 * r) * std::pow(i, -0.15) * std::exp(noise(rng));
-      if (i % 100 == 0) p.valLoss = (2.0 + 0.1 * r) * std::pow(i, -0.15);
-      p.lr = 3e-4;
-      p.elapsed = 0.05 * i;
-      runs[static_cast<size_t>(r)].push_back(p);
-    }
+    for (int i = 1; i <= kPointsPerRun; ++i) runs[static_cast<size_t>(r)].push_back(syntheticStep(r, i, rng));
   return runs;
 }
 
 class UiBenchView : public View {
  public:
-  UiBenchView() : m_heatmap(heatmapFigure()), m_points(syntheticRuns()) {
+  explicit UiBenchView(bool live) : m_live(live), m_heatmap(heatmapFigure()), m_points(syntheticRuns(m_rng)) {
     for (size_t r = 0; r < m_points.size(); ++r)
-      m_runs.push_back({"run " + std::to_string(r), &m_points[r], /*revision=*/1});  // never changes
+      m_runs.push_back({"run " + std::to_string(r), &m_points[r], /*revision=*/1});
   }
   ViewId id() const override { return ViewId::UiBench; }
   void draw(AppContext& ctx) override {
+    if (const auto now = std::chrono::steady_clock::now(); m_live && now - m_lastStep >= kLiveStepEvery) {
+      m_lastStep = now;  // the live run (run 0) logs a step
+      std::vector<MetricPoint>& live = m_points[0];
+      live.push_back(syntheticStep(0, static_cast<int>(live.size()) + 1, m_rng));
+      ++m_runs[0].revision;
+    }
     const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
     plot::plotWidget("##bench-heatmap", m_heatmap, m_heatmapState, ImVec2(-1, half), ctx.textures, ctx.style);
     m_training.draw(ctx, m_runs, TrainingPanelOptions{}, ImVec2(0, half));
   }
 
  private:
+  bool m_live;
+  std::mt19937 m_rng{2};
+  std::chrono::steady_clock::time_point m_lastStep = std::chrono::steady_clock::now();
   plot::Figure m_heatmap;
   plot::PlotState m_heatmapState;
   std::vector<std::vector<MetricPoint>> m_points;
@@ -75,8 +92,8 @@ class UiBenchView : public View {
 
 }  // namespace
 
-std::unique_ptr<View> makeUiBenchView() {
-  return std::make_unique<UiBenchView>();
+std::unique_ptr<View> makeUiBenchView(bool live) {
+  return std::make_unique<UiBenchView>(live);
 }
 
 }  // namespace sharelens::gui

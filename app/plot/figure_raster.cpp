@@ -1,0 +1,191 @@
+#include "app/plot/figure_raster.hpp"
+
+#define GL_GLEXT_PROTOTYPES
+#include <GL/gl.h>
+#include <GL/glext.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace sharelens::plot {
+namespace {
+
+template <class T>
+bool sameBytes(const ImVector<T>& a, const ImVector<T>& b) {
+  return a.Size == b.Size && (a.Size == 0 || std::memcmp(a.Data, b.Data, sizeof(T) * a.Size) == 0);
+}
+
+bool same(ImVec2 a, ImVec2 b) {
+  return a.x == b.x && a.y == b.y;
+}
+
+}  // namespace
+
+// ImDrawCmd's constructor zeroes it, padding included, so whole commands compare as bytes.
+bool FigureRasters::Drawing::matches(const ImDrawList& list, ImVec2 atOrigin, ImVec2 ofSize, ImVec2 atScale,
+                                     uint64_t generation) const {
+  return same(origin, atOrigin) && same(size, ofSize) && same(scale, atScale) &&
+         textureGeneration == generation && sameBytes(list.VtxBuffer, vertices) &&
+         sameBytes(list.IdxBuffer, indices) && sameBytes(list.CmdBuffer, commands);
+}
+
+FigureRasters::~FigureRasters() {
+  for (auto& [id, p] : m_pictures) release(p);
+}
+
+void FigureRasters::release(Picture& p) {
+  if (p.framebuffer) glDeleteFramebuffers(1, &p.framebuffer);
+  if (p.renderbuffer) glDeleteRenderbuffers(1, &p.renderbuffer);
+  if (p.texture) glDeleteTextures(1, &p.texture);
+  p.framebuffer = p.renderbuffer = p.texture = 0;
+  p.width = p.height = 0;
+  p.hasRendered = p.hasShown = false;
+}
+
+ImDrawList* FigureRasters::begin(ImGuiID id, ImVec2 min, ImVec2 max) {
+  if (!m_enabled) return nullptr;
+  Picture& p = m_pictures[id];
+  if (!p.list) p.list = std::make_unique<ImDrawList>(ImGui::GetDrawListSharedData());
+  p.used = true;
+  p.min = min;
+  p.max = max;
+  ImDrawList& list = *p.list;
+  list._ResetForNewFrame();  // as ImGui prepares a window's list each frame
+  list.PushTextureID(ImGui::GetFont()->ContainerAtlas->TexID);
+  list.PushClipRect(min, max, false);
+  m_current = &p;
+  return &list;
+}
+
+bool FigureRasters::prepareTarget(Picture& p, int width, int height) {
+  if (p.framebuffer && p.width == width && p.height == height) return true;
+  release(p);
+  GLint previous = 0;
+  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
+  glGenRenderbuffers(1, &p.renderbuffer);
+  glBindRenderbuffer(GL_RENDERBUFFER, p.renderbuffer);
+  glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, width, height);
+  glGenFramebuffers(1, &p.framebuffer);
+  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, p.renderbuffer);
+  const bool complete = glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
+  if (!complete) {
+    release(p);
+    return false;
+  }
+  glGenTextures(1, &p.texture);
+  glBindTexture(GL_TEXTURE_2D, p.texture);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);  // shown one texel a pixel
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+  p.width = width;
+  p.height = height;
+  return true;
+}
+
+void FigureRasters::render(Picture& p, ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale) {
+  GLint previous = 0;
+  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
+  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
+  glDisable(GL_SCISSOR_TEST);
+  glClearColor(0, 0, 0, 0);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImDrawList* lists[] = {&list};
+  ImDrawData data;
+  data.Valid = true;
+  data.CmdLists = lists;
+  data.CmdListsCount = 1;
+  data.TotalVtxCount = list.VtxBuffer.Size;
+  data.TotalIdxCount = list.IdxBuffer.Size;
+  data.DisplayPos = origin;
+  data.DisplaySize = size;
+  data.FramebufferScale = scale;
+  ImGui_ImplOpenGL3_RenderDrawData(&data);  // restores the GL state it changes, the viewport included
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
+}
+
+void FigureRasters::copyToTexture(const Picture& p) {
+  GLint previous = 0;
+  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
+  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
+  glBindTexture(GL_TEXTURE_2D, p.texture);
+  glCopyTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, 0, 0, p.width, p.height);
+  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
+}
+
+bool FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
+  Picture& p = *m_current;
+  m_current = nullptr;
+  ImDrawList& list = *p.list;
+  list.PopClipRect();
+  list.PopTextureID();
+  list._PopUnusedDrawCmd();
+  // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels.
+  const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+  const ImVec2 origin{std::floor(p.min.x), std::floor(p.min.y)};
+  const ImVec2 size{std::ceil(p.max.x) - origin.x, std::ceil(p.max.y) - origin.y};
+  const int width = static_cast<int>(std::lround(size.x * scale.x));
+  const int height = static_cast<int>(std::lround(size.y * scale.y));
+  if (width <= 0 || height <= 0) return true;  // nothing on screen
+  auto holds = [&](const Drawing& d) { return d.matches(list, origin, size, scale, textureGeneration); };
+  // Keeps the list's drawing in `d` by trading buffers with the list (cleared next frame, it reuses the
+  // old drawing's storage): nothing is copied.
+  auto keep = [&](Drawing& d) {
+    d.vertices.swap(list.VtxBuffer);
+    d.indices.swap(list.IdxBuffer);
+    d.commands.swap(list.CmdBuffer);
+    d.origin = origin, d.size = size, d.scale = scale, d.textureGeneration = textureGeneration;
+  };
+  const bool sized = p.framebuffer && p.width == width && p.height == height;
+  if (sized && p.hasShown && holds(p.shown)) {
+    ++m_counts.reused;
+  } else if (sized && p.hasRendered && holds(p.rendered)) {  // frame 3: rasterised by now
+    copyToTexture(p);
+    p.shown.vertices.swap(p.rendered.vertices);
+    p.shown.indices.swap(p.rendered.indices);
+    p.shown.commands.swap(p.rendered.commands);
+    p.shown.origin = origin, p.shown.size = size, p.shown.scale = scale;
+    p.shown.textureGeneration = textureGeneration;
+    p.hasShown = true;
+    p.hasRendered = false;
+    ++m_counts.pictured;
+  } else {
+    p.hasRendered = false;
+    if (p.hasLast && holds(p.last)) {  // frame 2: the same twice, into the renderbuffer
+      if (!prepareTarget(p, width, height)) {
+        m_enabled = false;
+        return false;
+      }
+      render(p, list, origin, size, scale);
+      keep(p.rendered);
+      p.hasRendered = true;
+    } else {  // frame 1: changed
+      keep(p.last);
+      p.hasLast = true;
+    }
+    ++m_counts.inPlace;
+    return false;
+  }
+  // GL's first row is the bottom one: the picture is shown with v running up.
+  window->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(p.texture)), origin,
+                   {origin.x + size.x, origin.y + size.y}, {0, 1}, {1, 0});
+  return true;
+}
+
+void FigureRasters::endFrame() {
+  for (auto it = m_pictures.begin(); it != m_pictures.end();) {
+    if (!it->second.used) {
+      release(it->second);
+      it = m_pictures.erase(it);
+    } else {
+      it->second.used = false;
+      ++it;
+    }
+  }
+}
+
+}  // namespace sharelens::plot

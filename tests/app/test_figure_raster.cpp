@@ -1,0 +1,200 @@
+// Figures shown from their picture (app/plot/figure_raster.hpp) against the same figures drawn in place, in
+// a real (hidden) GLFW window with Mesa's GL under Xvfb: ctest runs this binary through xvfb-run. Each
+// check reads the window's pixels back after the frame was drawn from the picture, then after it was drawn
+// with the cache off, and compares them; the cache's own counts say which way each frame went.
+#include <gtest/gtest.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "app/gui/platform.hpp"
+#include "app/plot/imgui_canvas.hpp"
+#include "app/plot/plot_widget.hpp"
+
+namespace sharelens {
+namespace {
+
+using gui::Platform;
+using gui::RgbaImage;
+using plot::Figure;
+using plot::FigureRasters;
+
+class FigureRaster : public ::testing::Test {
+ protected:
+  // One window for the suite: GLFW is started and ended once.
+  static void SetUpTestSuite() {
+    if (std::getenv("DISPLAY"))
+      s_platform = new Platform(gui::PlatformOptions{.width = 900, .height = 640, .visible = false});
+  }
+  static void TearDownTestSuite() {
+    delete s_platform;
+    s_platform = nullptr;
+  }
+  void SetUp() override {
+    if (!s_platform) GTEST_SKIP() << "no X display (ctest runs this test under xvfb-run)";
+    m_platform = s_platform;
+    m_textures = std::make_unique<plot::TextureCache>();
+  }
+  void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
+
+  // One frame with `f` filling the window; returns the pixels drawn (before the swap).
+  RgbaImage frame(const Figure& f) {
+    m_platform->beginFrame();
+    plot::Style style;
+    style.fontSize = ImGui::GetFontSize();
+    style.titleSize = style.fontSize * 1.1f;
+    ImGui::SetNextWindowPos({0, 0});
+    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+    ImGui::Begin("##test", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
+    ImGui::Dummy({0, 7.5f});  // a figure at a fractional y: the picture's grid is rounded out to pixels
+    plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
+    ImGui::End();
+    m_platform->render();
+    RgbaImage image = m_platform->captureFramebuffer();
+    m_platform->present();
+    m_textures->endFrame();
+    return image;
+  }
+  // The frame drawn in place, with the cache off.
+  RgbaImage direct(const Figure& f) {
+    m_textures->rasters().setEnabled(false);
+    RgbaImage image = frame(f);
+    m_textures->rasters().setEnabled(true);
+    return image;
+  }
+  // The frame drawn from the picture, after the frames that make it: changed, the same twice (rendered
+  // into the picture), the same thrice (pictured).
+  RgbaImage fromPicture(const Figure& f) {
+    for (int i = 0; i < 3; ++i) frame(f);
+    const uint64_t reused = counts().reused;
+    RgbaImage image = frame(f);
+    EXPECT_EQ(counts().reused, reused + 1)
+        << "the fourth frame of an unchanged figure comes from its picture";
+    return image;
+  }
+  FigureRasters::Counts counts() const { return m_textures->rasters().counts(); }
+  void expectPicturedAgainOnChange(const Figure& original, const Figure& changed, size_t ties);
+
+  static Platform* s_platform;
+  Platform* m_platform = nullptr;
+  std::unique_ptr<plot::TextureCache> m_textures;
+  plot::PlotState m_state;
+};
+
+Platform* FigureRaster::s_platform = nullptr;
+
+struct Difference {
+  size_t pixels = 0;          // differing in any colour channel
+  size_t beyondRounding = 0;  // differing by more than one in some channel
+  int largest = 0;            // over the colour channels
+};
+Difference compare(const RgbaImage& a, const RgbaImage& b) {
+  Difference d;
+  EXPECT_EQ(a.pixels.size(), b.pixels.size());
+  for (size_t i = 0; i + 3 < std::min(a.pixels.size(), b.pixels.size()); i += 4) {
+    int most = 0;
+    for (size_t c = 0; c < 3; ++c)
+      most = std::max(most, std::abs(int(a.pixels[i + c]) - int(b.pixels[i + c])));
+    d.pixels += most > 0;
+    d.beyondRounding += most > 1;
+    d.largest = std::max(d.largest, most);
+  }
+  return d;
+}
+
+// A training-loss figure as the Training view draws it: a noisy curve dense enough to be drawn as a band, a
+// smooth one, validation markers and a legend.
+Figure lossFigure(int points) {
+  Figure f;
+  f.title = "loss";
+  f.xLabel = "step";
+  f.yLabel = "loss";
+  f.yScale = plot::Scale::Log10;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(0, 0.05);
+  plot::Series raw{.label = "raw"}, smooth{.label = "EMA", .color = {230, 159, 0}};
+  plot::Series validation{.label = "validation", .color = {0, 158, 115}, .style = plot::SeriesStyle::Markers};
+  for (int i = 1; i <= points; ++i) {
+    const double trend = 3.0 * std::pow(i, -0.2);
+    raw.x.push_back(i), raw.y.push_back(trend * std::exp(noise(rng)));
+    smooth.x.push_back(i), smooth.y.push_back(trend);
+    if (i % 500 == 0) validation.x.push_back(i), validation.y.push_back(trend * 1.02);
+  }
+  f.series = {raw, smooth, validation};
+  return f;
+}
+
+TEST_F(FigureRaster, AnUnchangedFigureIsShownFromItsPictureAsItIsDrawnInPlace) {
+  const Figure f = lossFigure(20000);
+  const RgbaImage inPlace = direct(f);
+  const RgbaImage cached = fromPicture(f);
+  EXPECT_EQ(counts().pictured, 1u);
+  EXPECT_EQ(counts().inPlace, 2u) << "drawn in place while new (the first frame) and being pictured";
+  const Difference d = compare(cached, inPlace);
+  // llvmpipe blends into the picture's RGBA8 renderbuffer and into the window's own format with different
+  // rounding: a channel may differ by one. A picture a pixel off, or blended twice, differs by far more.
+  EXPECT_LE(d.largest, 1) << d.pixels << " pixels differ";
+  EXPECT_LT(d.pixels, cached.pixels.size() / 4 / 100) << "over 1% of the window differs";
+}
+
+// From a figure shown from its picture, `changed` is drawn in place at once (not from the stale picture),
+// then pictured again, and its new picture looks as drawing it in place does: at most `ties` pixels differ
+// by more than a rounding.
+void FigureRaster::expectPicturedAgainOnChange(const Figure& original, const Figure& changed, size_t ties) {
+  const RgbaImage inPlace = direct(changed);
+  const RgbaImage before = fromPicture(original);
+  const FigureRasters::Counts shown = counts();
+  const RgbaImage first = frame(changed);
+  EXPECT_EQ(counts().inPlace, shown.inPlace + 1) << "the changed figure is drawn in place at once";
+  EXPECT_EQ(counts().reused, shown.reused);
+  EXPECT_GT(compare(before, first).pixels, 100u) << "the change is on screen at once";
+  EXPECT_LE(compare(first, inPlace).largest, 1);
+  frame(changed);  // rendered into the picture
+  const RgbaImage pictured = frame(changed);
+  EXPECT_EQ(counts().pictured, shown.pictured + 1) << "the changed figure is pictured again";
+  EXPECT_LE(compare(pictured, inPlace).beyondRounding, ties)
+      << "the new picture is what drawing in place gives";
+  frame(changed);
+  EXPECT_EQ(counts().reused, shown.reused + 1);
+}
+
+TEST_F(FigureRaster, ANewPointIsOnScreenAtOnceAndPicturedAgain) {
+  const Figure f = lossFigure(5000);
+  Figure more = f;
+  more.series[0].x.push_back(5001), more.series[0].y.push_back(20.0);  // a spike the eye cannot miss
+  expectPicturedAgainOnChange(f, more, 0);
+}
+
+TEST_F(FigureRaster, AHeatmapWithNewValuesInTheSameLayoutIsPicturedAgain) {
+  // Its vertices stay the same (one quad over the same cells); the new texture, made while the old one
+  // still exists, has another name, and that is the whole change.
+  Figure f;
+  f.title = "ranks";
+  plot::Heatmap h;
+  h.rows = h.cols = 24;
+  for (int64_t i = 0; i < h.rows * h.cols; ++i) h.values.push_back(static_cast<float>(i % 7) / 7.0f);
+  f.heatmap = h;
+  Figure changed = f;
+  changed.heatmap->cachedFingerprint = 0;
+  std::fill(changed.heatmap->values.begin(), changed.heatmap->values.begin() + 24 * 12, 1.0f);  // top half
+  // Where a cell's edge lies exactly on a row of pixel centres, the picture's projection and the window's
+  // round that tie differently and the row takes the next cell's colour: one row of the map (about 500
+  // pixels here), where a stale picture differs in over 200,000.
+  expectPicturedAgainOnChange(f, changed, 900);
+}
+
+TEST_F(FigureRaster, OffDrawsEveryFigureInPlace) {
+  m_textures->rasters().setEnabled(false);
+  const Figure f = lossFigure(1000);
+  frame(f);
+  frame(f);
+  EXPECT_EQ(counts().inPlace, 0u);
+  EXPECT_EQ(counts().pictured, 0u);
+  EXPECT_EQ(counts().reused, 0u);
+}
+
+}  // namespace
+}  // namespace sharelens
