@@ -124,12 +124,18 @@ bool FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   list.PopClipRect();
   list.PopTextureID();
   list._PopUnusedDrawCmd();
-  // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels.
+  // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels. With a
+  // fractional framebuffer scale no rectangle in ImGui's units is whole pixels on both sides (ImGui's GL
+  // backend sizes the viewport by truncation), so such figures are drawn in place.
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+  if (scale.x != std::floor(scale.x) || scale.y != std::floor(scale.y) || scale.x < 1 || scale.y < 1) {
+    ++m_counts.inPlace;
+    return false;
+  }
   const ImVec2 origin{std::floor(p.min.x), std::floor(p.min.y)};
   const ImVec2 size{std::ceil(p.max.x) - origin.x, std::ceil(p.max.y) - origin.y};
-  const int width = static_cast<int>(std::lround(size.x * scale.x));
-  const int height = static_cast<int>(std::lround(size.y * scale.y));
+  const int width = static_cast<int>(size.x * scale.x);  // exact: whole numbers
+  const int height = static_cast<int>(size.y * scale.y);
   if (width <= 0 || height <= 0) return true;  // nothing on screen
   auto holds = [&](const Drawing& d) { return d.matches(list, origin, size, scale, textureGeneration); };
   // Keeps the list's drawing in `d` by trading buffers with the list (cleared next frame, it reuses the

@@ -49,10 +49,14 @@ class FigureRaster : public ::testing::Test {
     ImGui::SetNextWindowPos({0, 0});
     ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
     ImGui::Begin("##test", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
-    ImGui::Dummy({0, 7.5f});  // a figure at a fractional y: the picture's grid is rounded out to pixels
+    // A figure at a fractional position (ImGui's layout keeps items on whole pixels, the cursor need not
+    // be): the picture's grid is rounded out to the screen's pixels.
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    ImGui::SetCursorScreenPos({at.x + 0.5f, at.y + 7.5f});
     plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
     ImGui::End();
     m_platform->render();
+    m_vertices = ImGui::GetDrawData()->TotalVtxCount;
     RgbaImage image = m_platform->captureFramebuffer();
     m_platform->present();
     m_textures->endFrame();
@@ -80,6 +84,7 @@ class FigureRaster : public ::testing::Test {
 
   static Platform* s_platform;
   Platform* m_platform = nullptr;
+  int m_vertices = 0;  // handed to GL by the last frame
   std::unique_ptr<plot::TextureCache> m_textures;
   plot::PlotState m_state;
 };
@@ -130,14 +135,33 @@ Figure lossFigure(int points) {
 TEST_F(FigureRaster, AnUnchangedFigureIsShownFromItsPictureAsItIsDrawnInPlace) {
   const Figure f = lossFigure(20000);
   const RgbaImage inPlace = direct(f);
+  const int inPlaceVertices = m_vertices;
   const RgbaImage cached = fromPicture(f);
   EXPECT_EQ(counts().pictured, 1u);
   EXPECT_EQ(counts().inPlace, 2u) << "drawn in place while new (the first frame) and being pictured";
+  EXPECT_LT(m_vertices * 10, inPlaceVertices) << "the picture's frame hands GL a quad, not the curves";
   const Difference d = compare(cached, inPlace);
   // llvmpipe blends into the picture's RGBA8 renderbuffer and into the window's own format with different
   // rounding: a channel may differ by one. A picture a pixel off, or blended twice, differs by far more.
   EXPECT_LE(d.largest, 1) << d.pixels << " pixels differ";
   EXPECT_LT(d.pixels, cached.pixels.size() / 4 / 100) << "over 1% of the window differs";
+}
+
+TEST_F(FigureRaster, AFigureIsDrawnInPlaceAgainOnceATextureIsMade) {
+  // A texture made under a freed one's GL name could hold other content behind the same draw commands, so a
+  // picture is not shown across the making of any texture: the figure is drawn in place, then pictured anew.
+  const Figure f = lossFigure(1000);
+  fromPicture(f);
+  const FigureRasters::Counts shown = counts();
+  const uint64_t generation = m_textures->generation();
+  m_textures->colorbar(plot::Colormap::Magma);  // a texture the figure does not use
+  ASSERT_EQ(m_textures->generation(), generation + 1);
+  frame(f);
+  EXPECT_EQ(counts().inPlace, shown.inPlace + 1);
+  EXPECT_EQ(counts().reused, shown.reused);
+  frame(f);
+  frame(f);
+  EXPECT_EQ(counts().pictured, shown.pictured + 1);
 }
 
 // From a figure shown from its picture, `changed` is drawn in place at once (not from the stale picture),

@@ -39,8 +39,8 @@ plot::Figure heatmapFigure() {
 // Ten runs of 20,000 logged steps: a loss falling as a power of the step with noise, validated every 100
 // steps, as the Training view shows them (raw and smoothed, and the validation panel beside).
 // Step i of run r: a loss falling as a power of the step with noise, validated every 100 steps.
-MetricPoint syntheticStep(int r, int i, std::mt19937& rng) {
-  std::normal_distribution<double> noise(0, 0.05);
+// `noise` is N(0, 0.05), one for all steps (it makes values in pairs, keeping the second for the next call).
+MetricPoint syntheticStep(int r, int i, std::mt19937& rng, std::normal_distribution<double>& noise) {
   MetricPoint p;
   p.step = i;
   p.tokens = 8192.0 * i;
@@ -53,16 +53,19 @@ MetricPoint syntheticStep(int r, int i, std::mt19937& rng) {
 
 // Ten runs of 20,000 logged steps, as the Training view shows them (raw and smoothed, and the validation
 // panel beside).
-std::vector<std::vector<MetricPoint>> syntheticRuns(std::mt19937& rng) {
+std::vector<std::vector<MetricPoint>> syntheticRuns(std::mt19937& rng,
+                                                    std::normal_distribution<double>& noise) {
   std::vector<std::vector<MetricPoint>> runs(kRuns);
   for (int r = 0; r < kRuns; ++r)
-    for (int i = 1; i <= kPointsPerRun; ++i) runs[static_cast<size_t>(r)].push_back(syntheticStep(r, i, rng));
+    for (int i = 1; i <= kPointsPerRun; ++i)
+      runs[static_cast<size_t>(r)].push_back(syntheticStep(r, i, rng, noise));
   return runs;
 }
 
 class UiBenchView : public View {
  public:
-  explicit UiBenchView(bool live) : m_live(live), m_heatmap(heatmapFigure()), m_points(syntheticRuns(m_rng)) {
+  explicit UiBenchView(bool live)
+      : m_live(live), m_heatmap(heatmapFigure()), m_points(syntheticRuns(m_rng, m_noise)) {
     for (size_t r = 0; r < m_points.size(); ++r)
       m_runs.push_back({"run " + std::to_string(r), &m_points[r], /*revision=*/1});
   }
@@ -71,7 +74,7 @@ class UiBenchView : public View {
     if (const auto now = std::chrono::steady_clock::now(); m_live && now - m_lastStep >= kLiveStepEvery) {
       m_lastStep = now;  // the live run (run 0) logs a step
       std::vector<MetricPoint>& live = m_points[0];
-      live.push_back(syntheticStep(0, static_cast<int>(live.size()) + 1, m_rng));
+      live.push_back(syntheticStep(0, static_cast<int>(live.size()) + 1, m_rng, m_noise));
       ++m_runs[0].revision;
     }
     const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
@@ -82,6 +85,7 @@ class UiBenchView : public View {
  private:
   bool m_live;
   std::mt19937 m_rng{2};
+  std::normal_distribution<double> m_noise{0, 0.05};
   std::chrono::steady_clock::time_point m_lastStep = std::chrono::steady_clock::now();
   plot::Figure m_heatmap;
   plot::PlotState m_heatmapState;
