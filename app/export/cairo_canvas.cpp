@@ -51,11 +51,10 @@ void CairoCanvas::polyline(std::span<const Point> points, Rgb color, float width
 }
 
 void CairoCanvas::columnBand(std::span<const ColumnSpan> columns, Rgb color, float width) {
-  const std::vector<ColumnSpan> outline = bandOutline(columns, width);
-  if (outline.empty()) return;
-  cairo_move_to(m_cr, outline.front().x, outline.front().top);
-  for (const ColumnSpan& v : outline) cairo_line_to(m_cr, v.x, v.top);
-  for (auto v = outline.rbegin(); v != outline.rend(); ++v) cairo_line_to(m_cr, v->x, v->bottom);
+  const std::vector<Point> polygon = bandPolygon(columns, width);
+  if (polygon.empty()) return;
+  cairo_move_to(m_cr, polygon.front().x, polygon.front().y);
+  for (const Point& v : polygon) cairo_line_to(m_cr, v.x, v.y);
   cairo_close_path(m_cr);
   setColor(m_cr, color);
   cairo_fill(m_cr);

@@ -98,12 +98,11 @@ void SvgCanvas::polyline(std::span<const Point> points, Rgb c, float width, bool
 }
 
 void SvgCanvas::columnBand(std::span<const ColumnSpan> columns, Rgb c, float width) {
-  const std::vector<ColumnSpan> outline = bandOutline(columns, width);
-  if (outline.empty()) return;
+  const std::vector<Point> polygon = bandPolygon(columns, width);
+  if (polygon.empty()) return;
   m_body += "<polygon fill=\"" + color(c) + "\" points=\"";
-  for (const ColumnSpan& v : outline) m_body += num(v.x) + "," + num(v.top) + " ";
-  for (auto v = outline.rbegin(); v != outline.rend(); ++v)
-    m_body += num(v->x) + "," + num(v->bottom) + (v + 1 == outline.rend() ? "" : " ");
+  for (size_t i = 0; i < polygon.size(); ++i)
+    m_body += (i ? " " : "") + num(polygon[i].x) + "," + num(polygon[i].y);
   m_body += "\"/>\n";
 }
 

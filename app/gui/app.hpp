@@ -21,8 +21,8 @@ struct GuiOptions {
   bool benchUi = false;    // a 4096^2 heatmap and 10 x 20k-point curves on screen, a run training
   bool benchLive = false;  // --bench-ui with one of the ten curves gaining a step every 250 ms
   int width = 1600, height = 1000;
-  bool figureCache =
-      true;  // show unchanged figures from a picture (plot/figure_raster.hpp); --no-figure-cache
+  // Show unchanged figures from a picture (plot/figure_raster.hpp); off with --no-figure-cache.
+  bool figureCache = true;
   std::optional<std::string> uiState;   // scripted tests: widget positions and view state (app/gui/ui_probe)
   std::optional<int> exitAfterSeconds;  // scripted tests: close the window after this long
 };

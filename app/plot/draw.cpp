@@ -569,6 +569,15 @@ std::vector<ColumnSpan> bandOutline(std::span<const ColumnSpan> columns, float w
   return out;
 }
 
+std::vector<Point> bandPolygon(std::span<const ColumnSpan> columns, float width) {
+  const std::vector<ColumnSpan> outline = bandOutline(columns, width);
+  std::vector<Point> polygon;
+  polygon.reserve(2 * outline.size());
+  for (const ColumnSpan& v : outline) polygon.push_back({v.x, v.top});
+  for (auto v = outline.rbegin(); v != outline.rend(); ++v) polygon.push_back({v->x, v->bottom});
+  return polygon;
+}
+
 namespace {
 
 void drawTrace(Canvas& c, const Series& s, const Trace& t) {

@@ -174,5 +174,8 @@ Trace seriesTrace(const Series& series, const FigureLayout& layout);
 // column's centre, with the first and last spans repeated at their columns' outer edges so that the band
 // covers its end columns whole.
 std::vector<ColumnSpan> bandOutline(std::span<const ColumnSpan> columns, float width);
+// The same band as one closed polygon: along the outline's tops left to right, back along its bottoms (for
+// canvases that fill polygons: Cairo, SVG). Empty when there are no columns.
+std::vector<Point> bandPolygon(std::span<const ColumnSpan> columns, float width);
 
 }  // namespace sharelens::plot

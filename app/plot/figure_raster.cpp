@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
+
+#include "app/plot/imgui_canvas.hpp"  // nearestTexture
 
 namespace sharelens::plot {
 namespace {
@@ -20,6 +23,21 @@ bool same(ImVec2 a, ImVec2 b) {
   return a.x == b.x && a.y == b.y;
 }
 
+// Binds a framebuffer for its scope, and the one bound before again after it.
+class FramebufferBinding {
+ public:
+  explicit FramebufferBinding(GLuint framebuffer) {
+    glGetIntegerv(GL_FRAMEBUFFER_BINDING, &m_previous);
+    glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);
+  }
+  ~FramebufferBinding() { glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(m_previous)); }
+  FramebufferBinding(const FramebufferBinding&) = delete;
+  FramebufferBinding& operator=(const FramebufferBinding&) = delete;
+
+ private:
+  GLint m_previous = 0;
+};
+
 }  // namespace
 
 // ImDrawCmd's constructor zeroes it, padding included, so whole commands compare as bytes.
@@ -28,6 +46,14 @@ bool FigureRasters::Drawing::matches(const ImDrawList& list, ImVec2 atOrigin, Im
   return same(origin, atOrigin) && same(size, ofSize) && same(scale, atScale) &&
          textureGeneration == generation && sameBytes(list.VtxBuffer, vertices) &&
          sameBytes(list.IdxBuffer, indices) && sameBytes(list.CmdBuffer, commands);
+}
+
+void FigureRasters::Drawing::swap(Drawing& other) {
+  vertices.swap(other.vertices);
+  indices.swap(other.indices);
+  commands.swap(other.commands);
+  std::swap(origin, other.origin), std::swap(size, other.size), std::swap(scale, other.scale);
+  std::swap(textureGeneration, other.textureGeneration);
 }
 
 FigureRasters::~FigureRasters() {
@@ -61,36 +87,28 @@ ImDrawList* FigureRasters::begin(ImGuiID id, ImVec2 min, ImVec2 max) {
 bool FigureRasters::prepareTarget(Picture& p, int width, int height) {
   if (p.framebuffer && p.width == width && p.height == height) return true;
   release(p);
-  GLint previous = 0;
-  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
   glGenRenderbuffers(1, &p.renderbuffer);
   glBindRenderbuffer(GL_RENDERBUFFER, p.renderbuffer);
   glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, width, height);
   glGenFramebuffers(1, &p.framebuffer);
-  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, p.renderbuffer);
-  const bool complete = glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
-  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
+  bool complete = false;
+  {
+    FramebufferBinding bound(p.framebuffer);
+    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, p.renderbuffer);
+    complete = glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE;
+  }
   if (!complete) {
     release(p);
     return false;
   }
-  glGenTextures(1, &p.texture);
-  glBindTexture(GL_TEXTURE_2D, p.texture);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);  // shown one texel a pixel
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+  p.texture = nearestTexture(width, height, nullptr);
   p.width = width;
   p.height = height;
   return true;
 }
 
 void FigureRasters::render(Picture& p, ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale) {
-  GLint previous = 0;
-  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
-  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
+  FramebufferBinding bound(p.framebuffer);
   glDisable(GL_SCISSOR_TEST);
   glClearColor(0, 0, 0, 0);
   glClear(GL_COLOR_BUFFER_BIT);
@@ -105,16 +123,12 @@ void FigureRasters::render(Picture& p, ImDrawList& list, ImVec2 origin, ImVec2 s
   data.DisplaySize = size;
   data.FramebufferScale = scale;
   ImGui_ImplOpenGL3_RenderDrawData(&data);  // restores the GL state it changes, the viewport included
-  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
 }
 
 void FigureRasters::copyToTexture(const Picture& p) {
-  GLint previous = 0;
-  glGetIntegerv(GL_FRAMEBUFFER_BINDING, &previous);
-  glBindFramebuffer(GL_FRAMEBUFFER, p.framebuffer);
+  FramebufferBinding bound(p.framebuffer);
   glBindTexture(GL_TEXTURE_2D, p.texture);
   glCopyTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, 0, 0, p.width, p.height);
-  glBindFramebuffer(GL_FRAMEBUFFER, static_cast<GLuint>(previous));
 }
 
 bool FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
@@ -151,11 +165,7 @@ bool FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     ++m_counts.reused;
   } else if (sized && p.hasRendered && holds(p.rendered)) {  // frame 3: rasterised by now
     copyToTexture(p);
-    p.shown.vertices.swap(p.rendered.vertices);
-    p.shown.indices.swap(p.rendered.indices);
-    p.shown.commands.swap(p.rendered.commands);
-    p.shown.origin = origin, p.shown.size = size, p.shown.scale = scale;
-    p.shown.textureGeneration = textureGeneration;
+    p.shown.swap(p.rendered);
     p.hasShown = true;
     p.hasRendered = false;
     ++m_counts.pictured;

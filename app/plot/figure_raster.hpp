@@ -79,6 +79,7 @@ class FigureRasters {
     uint64_t textureGeneration = 0;
     bool matches(const ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale,
                  uint64_t textureGeneration) const;
+    void swap(Drawing& other);  // the buffers change hands, nothing is copied
   };
   struct Picture {
     std::unique_ptr<ImDrawList> list;

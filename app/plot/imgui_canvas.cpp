@@ -11,7 +11,13 @@
 namespace sharelens::plot {
 namespace {
 
-unsigned uploadRgba(int width, int height, const std::vector<uint8_t>& rgba) {
+ImVec2 im(Point p) {
+  return {p.x, p.y};
+}
+
+}  // namespace
+
+unsigned nearestTexture(int width, int height, const uint8_t* rgba) {
   GLuint texture = 0;
   glGenTextures(1, &texture);
   glBindTexture(GL_TEXTURE_2D, texture);
@@ -20,15 +26,9 @@ unsigned uploadRgba(int width, int height, const std::vector<uint8_t>& rgba) {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
   return texture;
 }
-
-ImVec2 im(Point p) {
-  return {p.x, p.y};
-}
-
-}  // namespace
 
 ImU32 toImColor(Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(alpha * 255));
@@ -60,7 +60,9 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
     }
     ++m_generation;
     it = m_textures
-             .emplace(key, Entry{uploadRgba(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba), true})
+             .emplace(
+                 key,
+                 Entry{nearestTexture(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba.data()), true})
              .first;
   }
   it->second.used = true;
@@ -112,7 +114,7 @@ ImTextureID TextureCache::colorbar(Colormap c) {
       rgba[static_cast<size_t>(4 * i + 3)] = 255;
     }
     ++m_generation;
-    it = m_colorbars.emplace(static_cast<int>(c), uploadRgba(1, 256, rgba)).first;
+    it = m_colorbars.emplace(static_cast<int>(c), nearestTexture(1, 256, rgba.data())).first;
   }
   return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second));
 }

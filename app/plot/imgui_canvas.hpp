@@ -68,4 +68,8 @@ class ImGuiCanvas : public Canvas {
 
 ImU32 toImColor(Rgb c, float alpha = 1.0f);
 
+// A GL texture of width x height RGBA pixels (rgba: width * height * 4 bytes, or nullptr for content drawn
+// later), sampled nearest and clamped: one texel per heatmap cell or screen pixel. Left bound.
+unsigned nearestTexture(int width, int height, const uint8_t* rgba);
+
 }  // namespace sharelens::plot
