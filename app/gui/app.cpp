@@ -166,7 +166,11 @@ class App {
   bool readyForScreenshot(int frame, Clock::time_point started) const {
     if (frame + 1 < m_options.frames) return false;
     const bool waitedLongEnough = Clock::now() - started > std::chrono::seconds(m_options.maxWaitSeconds);
-    return (m_jobs.idle() && !m_workspace.busy()) || waitedLongEnough || m_options.demo;
+    // The demo's picture shows its two runs' curves, not runs still preparing (frames alone pass in seconds
+    // now that unchanged figures are shown from a picture).
+    constexpr int64_t kDemoStepsShown = 10;
+    if (m_options.demo) return m_runs.everyRunHasLogged(kDemoStepsShown) || waitedLongEnough;
+    return (m_jobs.idle() && !m_workspace.busy()) || waitedLongEnough;
   }
 
   void error(const std::string& message) {

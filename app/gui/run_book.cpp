@@ -136,6 +136,11 @@ bool RunBook::anyTraining() const {
   });
 }
 
+bool RunBook::everyRunHasLogged(int64_t steps) const {
+  return !m_runs.empty() &&
+         std::all_of(m_runs.begin(), m_runs.end(), [&](const auto& r) { return r->lastStep() >= steps; });
+}
+
 bool RunBook::remove(const RunEntry* run) {
   const auto it = std::find_if(m_runs.begin(), m_runs.end(), [&](const auto& r) { return r.get() == run; });
   if (it == m_runs.end()) return false;

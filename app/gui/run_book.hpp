@@ -47,6 +47,8 @@ class RunBook {
   std::vector<std::unique_ptr<RunEntry>>& runs() { return m_runs; }
   RunEntry* find(const std::filesystem::path& dir);
   bool anyTraining() const;
+  // Whether every run on the monitor has logged at least `steps` steps (false with none).
+  bool everyRunHasLogged(int64_t steps) const;
   // Takes a run off the monitor (its directory stays on disk). An embedded run that is still training or
   // paused is refused: it must be stopped first, so no progress is lost. Returns whether it was removed.
   bool remove(const RunEntry* run);
