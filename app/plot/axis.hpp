@@ -48,7 +48,7 @@ std::string formatTick(double value, double step);
 // The extent of values seen so far, without keeping them (a figure's 200,000 points are fitted every frame).
 class RangeAccumulator {
  public:
-  explicit RangeAccumulator(Scale scale) : m_scale(scale) {}
+  explicit RangeAccumulator(Scale scale = Scale::Linear) : m_scale(scale) {}
   void add(double v) {  // non-finite values, and non-positive ones on a log axis, are ignored
     if (!std::isfinite(v) || (m_scale == Scale::Log10 && v <= 0)) return;
     m_lo = std::min(m_lo, v);
@@ -56,6 +56,10 @@ class RangeAccumulator {
   }
   void add(std::span<const double> values) {
     for (double v : values) add(v);
+  }
+  void add(const RangeAccumulator& other) {  // the values `other` saw (on the same scale)
+    m_lo = std::min(m_lo, other.m_lo);
+    m_hi = std::max(m_hi, other.m_hi);
   }
   Range padded(double pad) const;  // the extent padded by `pad` of it (in decades on a log axis)
   bool empty() const { return !(m_lo <= m_hi); }

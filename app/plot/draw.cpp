@@ -210,7 +210,10 @@ std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
       out.push_back({p, stride});
       if (previous && drawsLine(s))
         if (const auto t = clipSegment(*previous, p, l.plotMin, l.plotMax)) {
-          const float visible = (t->second - t->first) * std::hypot(p.x - previous->x, p.y - previous->y);
+          // (not std::hypot: its care for overflow, which doubles cannot reach from floats, costs more
+          // than the rest of the pass)
+          const double dx = p.x - previous->x, dy = p.y - previous->y;
+          const float visible = (t->second - t->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
           segments.push_back({*previous, p, t->first, t->second, visible});
           length += visible;
         }
@@ -305,40 +308,58 @@ double FigureLayout::yAt(float py) const {
   return y.fromUnit(yDown ? (py - plotMin.y) / h : (plotMax.y - py) / h);
 }
 
-Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
+RangeAccumulator seriesXExtent(const Series& s, Scale scale) {
+  RangeAccumulator r(scale);
+  r.add(s.x);
+  return r;
+}
+
+RangeAccumulator seriesYExtent(const Series& s, Scale scale, const std::optional<Range>& visibleX) {
+  RangeAccumulator r(scale);
+  // Every point, or with an x zoom those it shows; each with its band and error bar.
+  auto inView = [&](size_t k) {
+    return !visibleX || (k < s.x.size() && s.x[k] >= visibleX->min && s.x[k] <= visibleX->max);
+  };
+  for (size_t k = 0; k < s.y.size(); ++k) {
+    if (!inView(k)) continue;
+    r.add(s.y[k]);
+    if (k < s.bandLow.size()) r.add(s.bandLow[k]);
+    if (k < s.bandHigh.size()) r.add(s.bandHigh[k]);
+    if (k < s.error.size()) r.add(s.y[k] - s.error[k]), r.add(s.y[k] + s.error[k]);  // bars reach y +- e
+  }
+  return r;
+}
+
+Range fittedXRange(const Figure& f, const std::vector<bool>& hidden, const SeriesExtent& extent) {
   if (f.heatmap) return heatmapRange(f.heatmap->cols);
   if (f.xRange) return *f.xRange;
   if (!f.xCategories.empty()) return heatmapRange(static_cast<int64_t>(f.xCategories.size()));
   RangeAccumulator r(f.xScale);
   for (size_t i = 0; i < f.series.size(); ++i)
-    if (!isHidden(hidden, i)) r.add(f.series[i].x);
+    if (!isHidden(hidden, i)) r.add(extent(i));
   for (const Marker& m : f.markers) r.add(m.x);
   return r.padded(0.02);
 }
 
-Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::optional<Range>& visibleX) {
+Range fittedXRange(const Figure& f, const std::vector<bool>& hidden) {
+  return fittedXRange(f, hidden, [&](size_t i) { return seriesXExtent(f.series[i], f.xScale); });
+}
+
+Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::optional<Range>& visibleX,
+                   const SeriesExtent& extent) {
   if (f.heatmap) return heatmapRange(f.heatmap->rows);
   if (f.yRange) return *f.yRange;
   if (visibleX && !f.xCategories.empty()) return fittedYRange(f, hidden);  // bars: always the whole
   RangeAccumulator r(f.yScale);
-  for (size_t i = 0; i < f.series.size(); ++i) {
-    if (isHidden(hidden, i)) continue;
-    const Series& s = f.series[i];
-    // Every point, or with an x zoom those it shows; each with its band and error bar.
-    auto inView = [&](size_t k) {
-      return !visibleX || (k < s.x.size() && s.x[k] >= visibleX->min && s.x[k] <= visibleX->max);
-    };
-    for (size_t k = 0; k < s.y.size(); ++k) {
-      if (!inView(k)) continue;
-      r.add(s.y[k]);
-      if (k < s.bandLow.size()) r.add(s.bandLow[k]);
-      if (k < s.bandHigh.size()) r.add(s.bandHigh[k]);
-      if (k < s.error.size())
-        r.add(s.y[k] - s.error[k]), r.add(s.y[k] + s.error[k]);  // error bars reach y +- e
-    }
-  }
+  for (size_t i = 0; i < f.series.size(); ++i)
+    if (!isHidden(hidden, i)) r.add(extent(i));
   if (visibleX && r.empty()) return fittedYRange(f, hidden);  // nothing in view: the whole data
   return r.padded(0.05);
+}
+
+Range fittedYRange(const Figure& f, const std::vector<bool>& hidden, const std::optional<Range>& visibleX) {
+  return fittedYRange(f, hidden, visibleX,
+                      [&](size_t i) { return seriesYExtent(f.series[i], f.yScale, visibleX); });
 }
 
 namespace {
@@ -430,11 +451,13 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
 
 namespace {
 
-float distanceToSegment(Point p, Point a, Point b) {
+// Squared, so that the farthest point is found without a square root per point.
+float squaredDistanceToSegment(Point p, Point a, Point b) {
   const float dx = b.x - a.x, dy = b.y - a.y, length2 = dx * dx + dy * dy;
   const float t =
       length2 > 0 ? std::clamp(((p.x - a.x) * dx + (p.y - a.y) * dy) / length2, 0.0f, 1.0f) : 0.0f;
-  return std::hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy));
+  const float ex = p.x - (a.x + t * dx), ey = p.y - (a.y + t * dy);
+  return ex * ex + ey * ey;
 }
 
 // Douglas-Peucker: a subset of the path's points (its ends always) such that every dropped point lies
@@ -450,9 +473,9 @@ std::vector<Point> simplifiedPath(const std::vector<Point>& path, float toleranc
     float farthest = 0;
     size_t at = first;
     for (size_t i = first + 1; i < last; ++i)
-      if (const float d = distanceToSegment(path[i], path[first], path[last]); d > farthest)
+      if (const float d = squaredDistanceToSegment(path[i], path[first], path[last]); d > farthest)
         farthest = d, at = i;
-    if (farthest <= tolerance) continue;
+    if (farthest <= tolerance * tolerance) continue;
     keep[at] = true;
     pending.push_back({first, at});
     pending.push_back({at, last});
@@ -465,13 +488,35 @@ std::vector<Point> simplifiedPath(const std::vector<Point>& path, float toleranc
 
 }  // namespace
 
+namespace {
+
+// x ascending and finite: the visible points are found by bisection, and (on a linear axis) each pixel
+// column's by galloping.
+bool ascendingAndFinite(const std::vector<double>& x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i]) || (i > 0 && x[i] < x[i - 1])) return false;
+  return true;
+}
+
+// The pixel column of a pixel x, kept within int's range (a point far outside a deep zoom; NaN: the lowest).
+int pixelColumn(float x) {
+  constexpr float kFar = 1e9f;
+  const float column = std::floor(x);
+  return column >= kFar   ? static_cast<int>(kFar)
+         : column > -kFar ? static_cast<int>(column)
+                          : -static_cast<int>(kFar);
+}
+
+}  // namespace
+
 Trace seriesTrace(const Series& s, const FigureLayout& l) {
   Trace out;
   const size_t n = std::min(s.x.size(), s.y.size());
   if (n == 0) return out;
   // The visible index range (x sorted): one point of margin on each side so lines reach the edges.
   size_t begin = 0, end = n;
-  if (std::is_sorted(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n))) {
+  const bool ascending = ascendingAndFinite(s.x, n);
+  if (ascending) {
     begin = static_cast<size_t>(
         std::lower_bound(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n), l.x.range.min) -
         s.x.begin());
@@ -482,19 +527,21 @@ Trace seriesTrace(const Series& s, const FigureLayout& l) {
     end = std::min(n, end + 1);
   }
   const PixelMap toPixel(l);
+  auto drawable = [&](size_t i) {
+    return std::isfinite(s.y[i]) && !(l.y.scale == Scale::Log10 && s.y[i] <= 0);
+  };
   const float width = l.plotMax.x - l.plotMin.x;
-  const bool dense = static_cast<float>(end - begin) > 2.0f * width;
-  if (dense)
-    out.columns.reserve(static_cast<size_t>(width) + 4);
-  else
+  if (static_cast<float>(end - begin) <= 2.0f * width) {  // sparse: every point
     out.points.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i)
+      if (drawable(i)) out.points.push_back(toPixel(s.x[i], s.y[i]));
+    return out;
+  }
   // Dense: per pixel column its lowest and highest value. They are found on the values (the axis map is
   // monotonic): only the two extremes of each column are mapped to pixels.
-  int column = INT32_MIN;
-  size_t low = 0, high = 0;
-  std::vector<Point> extremes;  // dense: each column's lowest and highest point, in the order they come
-  auto flush = [&] {
-    if (column == INT32_MIN) return;
+  out.columns.reserve(static_cast<size_t>(width) + 4);
+  std::vector<Point> extremes;  // each column's lowest and highest point, in the order they come
+  auto addColumn = [&](int column, size_t low, size_t high) {
     const Point first = toPixel(s.x[std::min(low, high)], s.y[std::min(low, high)]);
     const Point second = toPixel(s.x[std::max(low, high)], s.y[std::max(low, high)]);
     extremes.push_back(first);
@@ -502,25 +549,51 @@ Trace seriesTrace(const Series& s, const FigureLayout& l) {
     out.columns.push_back(
         {static_cast<float>(column) + 0.5f, std::min(first.y, second.y), std::max(first.y, second.y)});
   };
-  for (size_t i = begin; i < end; ++i) {
-    if (!std::isfinite(s.y[i]) || (l.y.scale == Scale::Log10 && s.y[i] <= 0)) continue;
-    const float x = toPixel.x(s.x[i]);
-    if (!dense) {
-      out.points.push_back({x, toPixel.y(s.y[i])});
-      continue;
-    }
-    const int c = static_cast<int>(std::floor(x));
-    if (c != column) {
-      flush();
-      column = c;
-      low = high = i;
-    } else {
+  // The first lowest and first highest drawable point of [from, to), if any, into a column.
+  auto scanColumn = [&](int column, size_t from, size_t to) {
+    size_t i = from;
+    while (i < to && !drawable(i)) ++i;
+    if (i == to) return;
+    size_t low = i, high = i;
+    for (++i; i < to; ++i) {
+      if (!drawable(i)) continue;
       if (s.y[i] < s.y[low]) low = i;
       if (s.y[i] > s.y[high]) high = i;
     }
+    addColumn(column, low, high);
+  };
+  auto columnOf = [&](size_t i) { return pixelColumn(toPixel.x(s.x[i])); };
+  if (ascending && l.x.scale == Scale::Linear) {
+    // The column is monotonic in the index (an affine map of ascending values, each step rounding
+    // monotonically): each column's last point is found by doubling steps and then bisection, mapping about
+    // 2 log2(k) of its k points to pixels instead of all of them (a tenth of the time for 20,000 points on
+    // 700 pixels).
+    for (size_t first = begin; first < end;) {
+      const int column = columnOf(first);
+      size_t inside = first, outside = end;  // columnOf(inside) == column; outside: end, or past the column
+      for (size_t step = 1; inside + step < end; step *= 2) {
+        if (columnOf(inside + step) != column) {
+          outside = inside + step;
+          break;
+        }
+        inside += step;
+      }
+      while (outside - inside > 1) {
+        const size_t middle = inside + (outside - inside) / 2;
+        (columnOf(middle) == column ? inside : outside) = middle;
+      }
+      scanColumn(column, first, outside);
+      first = outside;
+    }
+  } else {  // a log axis, or x out of order: each drawable point's column, runs of one column together
+    for (size_t first = begin; first < end;) {
+      const int column = columnOf(first);
+      size_t next = first + 1;
+      while (next < end && (!drawable(next) || columnOf(next) == column)) ++next;
+      scanColumn(column, first, next);
+      first = next;
+    }
   }
-  if (!dense) return out;
-  flush();
   if (out.columns.empty()) return out;  // nothing drawable in view (all NaN, or <= 0 on a log axis)
   std::vector<float> spans;
   spans.reserve(out.columns.size());
@@ -528,7 +601,7 @@ Trace seriesTrace(const Series& s, const FigureLayout& l) {
   const auto middle = spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2);
   std::nth_element(spans.begin(), middle, spans.end());
   out.band = *middle >= Trace::kBandSpan;
-  out.points = simplifiedPath(extremes, Trace::kPathTolerance);
+  if (!out.band || s.dashed) out.points = simplifiedPath(extremes, Trace::kPathTolerance);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -154,6 +155,16 @@ Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden = {});
 // With `visibleX`, only the points whose x lies in it count: y refits to what a horizontal zoom shows.
 Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {},
                    const std::optional<Range>& visibleX = std::nullopt);
+// The same from each shown series' extent as `extent(i)` gives it, which must be seriesXExtent /
+// seriesYExtent of series i (FigureMemo keeps them between frames: a new point costs its own series' pass).
+using SeriesExtent = std::function<RangeAccumulator(size_t series)>;
+Range fittedXRange(const Figure& figure, const std::vector<bool>& hidden, const SeriesExtent& extent);
+Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden,
+                   const std::optional<Range>& visibleX, const SeriesExtent& extent);
+// A series' x values, and its y values with its band and error bars (with `visibleX`, at the points whose x
+// lies in it), on an axis of this scale.
+RangeAccumulator seriesXExtent(const Series& series, Scale scale);
+RangeAccumulator seriesYExtent(const Series& series, Scale scale, const std::optional<Range>& visibleX);
 
 // A series as it is drawn in a layout, over the visible x range.
 // - Sparse (at most two visible points per pixel column): its points, joined in order.
@@ -163,7 +174,8 @@ Range fittedYRange(const Figure& figure, const std::vector<bool>& hidden = {},
 //   extremes in the order they come, simplified to within kPathTolerance pixels.
 struct Trace {
   static constexpr float kBandSpan = 2.0f, kPathTolerance = 0.25f;
-  std::vector<Point> points;        // the line's vertices (dense: through the columns' extremes, simplified)
+  std::vector<Point> points;  // the line's vertices (dense: through the columns' extremes, simplified; none
+                              // for a band, unless its series is dashed and so drawn as this path)
   std::vector<ColumnSpan> columns;  // dense: x ascending, one per column that holds a point
   bool band = false;                // dense and spread: drawn as Canvas::columnBand(columns)
   bool dense() const { return !columns.empty(); }

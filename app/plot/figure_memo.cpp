@@ -91,23 +91,45 @@ void FigureMemo::bind(const Figure& f) {
   for (const Marker& m : f.markers) data.add(m.x);
   m_data = data.value();
   m_lines.resize(f.series.size());
+  m_xExtents.resize(f.series.size());
+  m_yExtents.resize(f.series.size());
 }
 
 void FigureMemo::requireBound(const Figure& f) {
   if (&f != m_bound) bind(f);  // another figure: hashed now, never mistaken for the bound one
 }
 
+RangeAccumulator FigureMemo::extent(Slot<RangeAccumulator>& slot, uint64_t key,
+                                    const std::function<RangeAccumulator()>& scan) {
+  if (!slot.valid || slot.key != key) {
+    slot = {key, true, scan()};
+    ++m_extentsScanned;
+  }
+  return slot.value;
+}
+
 Range FigureMemo::fittedX(const Figure& f, const std::vector<bool>& hidden) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_data).add(hidden).value();
-  return lookup(m_x, key, [&] { return fittedXRange(f, hidden); });
+  return lookup(m_x, key, [&] {
+    return fittedXRange(f, hidden, [&](size_t i) {
+      const uint64_t seriesKey = WordHash().add(m_series[i]).add(uint64_t{f.xScale == Scale::Log10}).value();
+      return extent(m_xExtents[i], seriesKey, [&] { return seriesXExtent(f.series[i], f.xScale); });
+    });
+  });
 }
 
 Range FigureMemo::fittedY(const Figure& f, const std::vector<bool>& hidden,
                           const std::optional<Range>& visibleX) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_data).add(hidden).add(visibleX).value();
-  return lookup(m_y, key, [&] { return fittedYRange(f, hidden, visibleX); });
+  return lookup(m_y, key, [&] {
+    return fittedYRange(f, hidden, visibleX, [&](size_t i) {
+      const uint64_t seriesKey =
+          WordHash().add(m_series[i]).add(uint64_t{f.yScale == Scale::Log10}).add(visibleX).value();
+      return extent(m_yExtents[i], seriesKey, [&] { return seriesYExtent(f.series[i], f.yScale, visibleX); });
+    });
+  });
 }
 
 size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point box,

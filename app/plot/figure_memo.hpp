@@ -46,7 +46,8 @@ class FigureMemo {
   // one; markers; axes). Call once a frame, before the figure is laid out or drawn with this memo.
   void bind(const Figure& figure);
 
-  // fittedXRange / fittedYRange of the bound figure.
+  // fittedXRange / fittedYRange of the bound figure, from each series' extent as it was kept: a changed
+  // series (a live run's new step) is scanned again, the others are not.
   Range fittedX(const Figure& figure, const std::vector<bool>& hidden);
   Range fittedY(const Figure& figure, const std::vector<bool>& hidden, const std::optional<Range>& visibleX);
   // The legend's corner: `choose` runs only when the bound data, the hidden series, the layout or the
@@ -58,6 +59,8 @@ class FigureMemo {
 
   // How many results were computed rather than reused, since construction (for tests).
   size_t recomputed() const { return m_recomputed; }
+  // How many series' extents were scanned rather than reused (for tests).
+  size_t extentsScanned() const { return m_extentsScanned; }
 
  private:
   template <class T>
@@ -69,6 +72,8 @@ class FigureMemo {
   template <class T, class Compute>
   const T& lookup(Slot<T>& slot, uint64_t key, Compute compute);
   void requireBound(const Figure& figure);
+  RangeAccumulator extent(Slot<RangeAccumulator>& slot, uint64_t key,
+                          const std::function<RangeAccumulator()>& scan);
 
   const Figure* m_bound = nullptr;
   uint64_t m_data = 0;             // the whole figure's data
@@ -76,7 +81,8 @@ class FigureMemo {
   Slot<Range> m_x, m_y;
   Slot<size_t> m_corner;
   std::vector<Slot<Trace>> m_lines;
-  size_t m_recomputed = 0;
+  std::vector<Slot<RangeAccumulator>> m_xExtents, m_yExtents;  // per series
+  size_t m_recomputed = 0, m_extentsScanned = 0;
 };
 
 }  // namespace sharelens::plot

@@ -7,8 +7,8 @@
 // llvmpipe) setting those up on the UI thread and rasterising them is most of a frame.
 //
 // A figure that changes (new points, a zoom being dragged, another size) is drawn in place, as with the
-// cache off; only one that stays the same is pictured, in two steps that keep the UI thread from waiting
-// on the renderer:
+// cache off (its list copied into the window's); only one that stays the same is pictured, in two steps that
+// keep the UI thread from waiting on the renderer:
 //   frame 1  the list differs from the last frame's: drawn in place;
 //   frame 2  the same again: drawn in place, and also drawn into the picture's renderbuffer (a
 //            framebuffer object on the figure's pixel grid, its origin rounded down to a whole pixel so that
@@ -53,12 +53,11 @@ class FigureRasters {
   // The list that figure `id` draws into this frame, clipped to [min, max) in screen coordinates; nullptr
   // when off. Each begin() is followed by finish() before the next.
   ImDrawList* begin(ImGuiID id, ImVec2 min, ImVec2 max);
-  // Puts the figure begun last into `window` as its picture, and returns true; or returns false, and the
-  // caller draws the figure into `window` itself: while it is changing or not yet pictured, or when no
-  // framebuffer object could be made (the cache then turns itself off). `textureGeneration` is
-  // TextureCache::generation: a picture is not shown across the making of a texture, whose name may be a
-  // freed one's.
-  bool finish(ImDrawList* window, uint64_t textureGeneration);
+  // Puts the figure begun last into `window`: as its picture, or as its drawing (copied from its list, not
+  // drawn again) while it is changing or not yet pictured, or when no framebuffer object could be made (the
+  // cache then turns itself off). `textureGeneration` is TextureCache::generation: a picture is not shown
+  // across the making of a texture, whose name may be a freed one's.
+  void finish(ImDrawList* window, uint64_t textureGeneration);
   // Frees the pictures of figures not shown since the previous call.
   void endFrame();
 

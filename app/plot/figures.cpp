@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "app/plot/figure_memo.hpp"  // WordHash
 #include "core/naming.hpp"
@@ -471,6 +472,79 @@ std::string_view runMetricName(RunMetric m) {
   return names[static_cast<int>(m)];
 }
 
+namespace {
+
+// Run `index`'s series in a training figure: its points, faint when a moving average is drawn over them,
+// and that average (none when the metric is not smoothed).
+struct RunSeries {
+  Series raw;
+  std::optional<Series> smoothed;
+};
+
+bool smoothed(RunMetric metric, double smoothing) {
+  return smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
+}
+
+RunSeries trainingRunSeries(const RunCurve& run, size_t index, RunMetric metric, RunAxis axis,
+                            double smoothing) {
+  std::vector<double> xs, ys;
+  xs.reserve(run.points->size());
+  ys.reserve(run.points->size());
+  for (const MetricPoint& p : *run.points) {
+    const double v = metric == RunMetric::Loss             ? p.loss
+                     : metric == RunMetric::ValidationLoss ? p.valLoss
+                     : metric == RunMetric::LearningRate   ? p.lr
+                     : metric == RunMetric::GradNorm       ? p.gradNorm
+                                                           : p.tokensPerSecond;
+    if (!std::isfinite(v)) continue;
+    xs.push_back(axis == RunAxis::Step     ? static_cast<double>(p.step)
+                 : axis == RunAxis::Tokens ? p.tokens
+                                           : p.elapsed);
+    ys.push_back(v);
+  }
+  const Rgb c = seriesColor(static_cast<int>(index));
+  const bool smooth = smoothed(metric, smoothing);
+  // A run whose points carry a revision gives its series one: the same points, revision and choices
+  // give the same values, so an unchanged run's series are not hashed or traced again on screen.
+  auto revisionOf = [&](uint64_t kind) -> uint64_t {
+    if (run.revision == 0) return 0;
+    const uint64_t r = WordHash()
+                           .add(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(run.points)))
+                           .add(run.revision)
+                           .add(uint64_t{static_cast<uint8_t>(metric)})
+                           .add(uint64_t{static_cast<uint8_t>(axis)})
+                           .add(smoothing)
+                           .add(kind)
+                           .value();
+    return r == 0 ? 1 : r;
+  };
+  RunSeries out;
+  Series& raw = out.raw;
+  raw.color = smooth
+                  ? Rgb{static_cast<uint8_t>((c.r + 2 * 200) / 3), static_cast<uint8_t>((c.g + 2 * 200) / 3),
+                        static_cast<uint8_t>((c.b + 2 * 200) / 3)}
+                  : c;
+  raw.width = smooth ? 1.0f : 1.8f;
+  raw.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
+  raw.revision = revisionOf(0);
+  if (smooth) {
+    Series& ema = out.smoothed.emplace();
+    ema.label = run.label;
+    ema.x = xs;
+    ema.y = exponentialMovingAverage(ys, smoothing);
+    ema.color = c;
+    ema.width = 2.0f;
+    ema.revision = revisionOf(1);
+  } else {
+    raw.label = run.label;
+  }
+  raw.x = std::move(xs);
+  raw.y = std::move(ys);
+  return out;
+}
+
+}  // namespace
+
 Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
                       bool logY) {
   Figure f;
@@ -478,69 +552,22 @@ Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAx
   f.xLabel = axis == RunAxis::Step ? "step" : axis == RunAxis::Tokens ? "tokens" : "seconds";
   f.yLabel = std::string(runMetricName(metric));
   if (logY || metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
-  int color = 0;
-  std::vector<Series> smoothed;  // drawn after every run's raw points, so no run's faint noise hides them
-  for (const RunCurve& run : runs) {
-    std::vector<double> xs, ys;
-    for (const MetricPoint& p : *run.points) {
-      const double v = metric == RunMetric::Loss             ? p.loss
-                       : metric == RunMetric::ValidationLoss ? p.valLoss
-                       : metric == RunMetric::LearningRate   ? p.lr
-                       : metric == RunMetric::GradNorm       ? p.gradNorm
-                                                             : p.tokensPerSecond;
-      if (!std::isfinite(v)) continue;
-      xs.push_back(axis == RunAxis::Step     ? static_cast<double>(p.step)
-                   : axis == RunAxis::Tokens ? p.tokens
-                                             : p.elapsed);
-      ys.push_back(v);
-    }
-    const Rgb c = seriesColor(color++);
-    const bool smooth =
-        smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
-    // A run whose points carry a revision gives its series one: the same points, revision and choices
-    // give the same values, so an unchanged run's series are not hashed or traced again on screen.
-    auto revisionOf = [&](uint64_t kind) -> uint64_t {
-      if (run.revision == 0) return 0;
-      const uint64_t r = WordHash()
-                             .add(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(run.points)))
-                             .add(run.revision)
-                             .add(uint64_t{static_cast<uint8_t>(metric)})
-                             .add(uint64_t{static_cast<uint8_t>(axis)})
-                             .add(smoothing)
-                             .add(kind)
-                             .value();
-      return r == 0 ? 1 : r;
-    };
-    Series raw;
-    raw.x = xs;
-    raw.y = ys;
-    raw.color =
-        smooth ? Rgb{static_cast<uint8_t>((c.r + 2 * 200) / 3), static_cast<uint8_t>((c.g + 2 * 200) / 3),
-                     static_cast<uint8_t>((c.b + 2 * 200) / 3)}
-               : c;
-    raw.width = smooth ? 1.0f : 1.8f;
-    raw.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
-    raw.revision = revisionOf(0);
-    if (!smooth) raw.label = run.label;
-    f.series.push_back(std::move(raw));
-    if (smooth) {
-      Series ema;
-      ema.label = run.label;
-      ema.x = xs;
-      ema.y = exponentialMovingAverage(ys, smoothing);
-      ema.color = c;
-      ema.width = 2.0f;
-      ema.revision = revisionOf(1);
-      smoothed.push_back(std::move(ema));
-    }
-  }
-  for (Series& s : smoothed) f.series.push_back(std::move(s));
+  // Every run's raw series first, then the averages: no run's faint noise hides another's average.
+  f.series.resize(runs.size() * (smoothed(metric, smoothing) ? 2 : 1));
+  for (size_t i = 0; i < runs.size(); ++i) updateTrainingRun(f, runs, i, metric, axis, smoothing);
   if (smoothing > 0) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "faint: raw; solid: EMA %.2f", smoothing);
     f.subtitle = buf;
   }
   return f;
+}
+
+void updateTrainingRun(Figure& f, const std::vector<RunCurve>& runs, size_t index, RunMetric metric,
+                       RunAxis axis, double smoothing) {
+  RunSeries s = trainingRunSeries(runs.at(index), index, metric, axis, smoothing);
+  f.series.at(index) = std::move(s.raw);
+  if (s.smoothed) f.series.at(runs.size() + index) = std::move(*s.smoothed);
 }
 
 Figure topologyFigure(const Topology& t) {

@@ -103,10 +103,7 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
                                            state.xView, state.yView, state.hidden, &state.memo);
   list->PushClipRect(origin, end, true);
   drawFigure(canvas, f, layout, style, state.hidden, &state.memo);
-  if (own && !textures.rasters().finish(list, textures.generation())) {
-    ImGuiCanvas direct(list, textures);  // changing, not pictured yet, or no picture can be made: in place
-    drawFigure(direct, f, layout, style, state.hidden, &state.memo);
-  }
+  if (own) textures.rasters().finish(list, textures.generation());
 
   const ImGuiIO& io = ImGui::GetIO();
   const Point mouse{io.MousePos.x, io.MousePos.y};

@@ -440,8 +440,27 @@ TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoBuildingAnd
   EXPECT_EQ(FrameTimes().summary(10)["p99_ms"], 0.0) << "no frames: zeros, not a crash";
 }
 
-// The Training view's figures are rebuilt when, and only when, a run's points (its revision), the set of
-// runs or a control changes; what they show is what trainingFigure builds from the points at that time.
+namespace {
+
+// Every series of two figures alike: points, style, name and revision.
+void expectSameSeries(const plot::Figure& shown, const plot::Figure& built) {
+  ASSERT_EQ(shown.series.size(), built.series.size());
+  for (size_t i = 0; i < shown.series.size(); ++i) {
+    const plot::Series &a = shown.series[i], &b = built.series[i];
+    EXPECT_EQ(a.x, b.x) << "series " << i;
+    EXPECT_EQ(a.y, b.y) << "series " << i;
+    EXPECT_EQ(a.label, b.label) << "series " << i;
+    EXPECT_EQ(a.revision, b.revision) << "series " << i;
+    EXPECT_EQ(a.width, b.width) << "series " << i;
+    EXPECT_TRUE(a.color.r == b.color.r && a.color.g == b.color.g && a.color.b == b.color.b) << "series " << i;
+  }
+}
+
+}  // namespace
+
+// The Training view's figures are built again when, and only when, the set of runs or a control changes, and
+// a run's series when its points (its revision) change; what they show is what trainingFigure builds from the
+// points at that time.
 TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
   std::vector<MetricPoint> points;
   for (int s = 1; s <= 50; ++s) points.push_back({s, s * 100.0, 5.0 / s, s % 10 == 0 ? 5.5 / s : NAN});
@@ -456,7 +475,8 @@ TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
   points.push_back({51, 5100.0, 0.01});
   runs[0].revision = 2;  // as MetricsReader::poll() does when it reads a point
   EXPECT_EQ(panels.figures(runs, options)[0].series[0].y.back(), 0.01) << "the new point is shown";
-  EXPECT_EQ(panels.rebuilds(), 2u);
+  EXPECT_EQ(panels.rebuilds(), 1u) << "a run's new point: its own series built again, not the figures";
+  EXPECT_EQ(panels.runUpdates(), 1u);
   EXPECT_NE(panels.figures(runs, options)[0].series[0].revision, first) << "new points: a new revision";
   options.smoothing = 0;
   EXPECT_EQ(panels.figures(runs, options)[0].series.size(), 1u) << "no smoothing: the raw series alone";
@@ -468,5 +488,24 @@ TEST(TrainingPanels, FiguresAreRebuiltExactlyWhenARunOrAControlChanges) {
   EXPECT_EQ(panels.figures(runs, options)[1].series.size(), 2u) << "a second run in the validation panel";
   EXPECT_EQ(panels.figures(runs, options)[1].series[0].revision, cycle) << "the first run's series unchanged";
   EXPECT_NE(panels.figures(runs, options)[1].series[1].revision, cycle) << "other points: another revision";
+  EXPECT_EQ(panels.rebuilds(), 4u);
+
+  // With smoothing, two runs, and the second logging steps: the panels stay what trainingFigure builds.
+  options = TrainingPanelOptions{};
+  panels.figures(runs, options);
   EXPECT_EQ(panels.rebuilds(), 5u);
+  const uint64_t firstRaw = panels.figures(runs, options)[0].series[0].revision;
+  for (int s = 52; s <= 61; ++s) {
+    other.push_back({s, s * 100.0, 4.0 / s, s % 10 == 0 ? 4.5 / s : NAN});
+    ++runs[1].revision;
+    const auto shown = panels.figures(runs, options);
+    expectSameSeries(shown[0], plot::trainingFigure(runs, options.metric, options.axis, options.smoothing));
+    expectSameSeries(shown[1], plot::trainingFigure(runs, plot::RunMetric::ValidationLoss, options.axis, 0));
+  }
+  EXPECT_EQ(panels.rebuilds(), 5u);
+  EXPECT_EQ(panels.runUpdates(), 11u) << "ten steps of the second run";
+  EXPECT_EQ(panels.figures(runs, options)[0].series[0].revision, firstRaw) << "the first run untouched";
+  runs[1].label = "renamed";
+  EXPECT_EQ(panels.figures(runs, options)[0].series[3].label, "renamed") << "a renamed run: built again";
+  EXPECT_EQ(panels.rebuilds(), 6u);
 }

@@ -255,21 +255,25 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   std::vector<bool> hidden;
   Point size{640, 400};
   auto draw = [&](FigureMemo* m) { return drawRecorded(f, m, size, xView, hidden); };
-  auto checkFrame = [&](const char* what, size_t recomputed) {
-    const size_t before = memo.recomputed();
+  // `recomputed` results; `scanned` series' extents (each series' x and y apart) behind the ranges.
+  auto checkFrame = [&](const char* what, size_t recomputed, size_t scanned) {
+    const size_t before = memo.recomputed(), extentsBefore = memo.extentsScanned();
     EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << what;
     EXPECT_EQ(memo.recomputed() - before, recomputed) << what;
+    EXPECT_EQ(memo.extentsScanned() - extentsBefore, scanned) << what;
   };
-  checkFrame("the first frame: both ranges, the legend's corner, three lines", 6);
-  checkFrame("an unchanged frame: everything reused", 0);
+  checkFrame("the first frame: both ranges, the legend's corner, three lines", 6, 6);
+  checkFrame("an unchanged frame: everything reused", 0, 0);
   f.series[1].y[2500] = 500;  // a spike, written into the same figure
-  checkFrame("a value changed in place", 6);
+  checkFrame("a value changed in place: that series' extents alone", 6, 2);
   xView = Range{1000, 2000};
-  checkFrame("a zoom: the y range refits to it, the corner and the lines follow", 5);
+  checkFrame("a zoom: the y range refits to it, the corner and the lines follow", 5, 3);
   hidden = {true, false, false};
-  checkFrame("a hidden series: the y range, the corner and the two lines still shown", 4);
+  checkFrame("a hidden series: the y range, the corner and the two lines still shown", 4, 0);
+  hidden = {};
+  checkFrame("shown again: its y extent in this zoom was kept", 4, 0);
   size = {500, 400};
-  checkFrame("a resize: the corner and the two shown lines", 3);
+  checkFrame("a resize: the corner and the three lines", 4, 0);
 }
 
 // A series whose builder gives it a revision is keyed on that, not on its values: a rebuilt series (a new
@@ -298,6 +302,10 @@ TEST(FigureMemo, ASeriesWithARevisionIsKeyedOnIt) {
   before = memo.recomputed();
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "drawn from the new values";
   EXPECT_EQ(memo.recomputed() - before, 3u) << "both ranges (refitted to the same) and the changed line only";
+  const size_t extents = memo.extentsScanned();
+  f.series[0].y[10] = 50, f.series[0].revision = 103;
+  EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the y range grows to the new value";
+  EXPECT_EQ(memo.extentsScanned() - extents, 2u) << "the changed series' x and y extents, not the other's";
 }
 
 // Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)
@@ -325,36 +333,54 @@ TEST(FigureMemo, SignFlipsAndExponentOnlyChangesAreSeen) {
 }
 
 // Decimation keeps, per pixel column, exactly the extremes that drawing every point would reach: checked
-// against FigureLayout::toPixel of all 60,000 points of a noisy curve on a log axis.
+// against FigureLayout::toPixel of all 60,000 points of a noisy curve on a log y axis, with points it cannot
+// draw (NaN, and values <= 0 on the log axis; alone, a few columns' worth in a row), on a linear x axis
+// (columns found by galloping), zoomed, on a log x axis and with x out of order (each point's column).
 TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
   Series s;
   std::mt19937 rng(3);
   std::lognormal_distribution<double> noise(0, 0.3);
   for (int i = 0; i < 60000; ++i) {
     s.x.push_back(i + 1);
-    s.y.push_back(3.0 * std::pow(i + 1.0, -0.2) * noise(rng));
+    const bool gap = (i >= 30000 && i < 30400) || i % 997 == 0;
+    s.y.push_back(gap ? (i % 2 ? NAN : -1.0) : 3.0 * std::pow(i + 1.0, -0.2) * noise(rng));
   }
-  Figure f;
-  f.yScale = Scale::Log10;
-  f.series.push_back(s);
-  MeasuringCanvas c;
-  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400});
-  std::map<int, std::pair<float, float>> expected, got;  // column -> (top, bottom) pixel
-  auto note = [](std::map<int, std::pair<float, float>>& m, Point p) {
-    auto [it, fresh] = m.try_emplace(static_cast<int>(std::floor(p.x)), p.y, p.y);
-    it->second = {std::min(it->second.first, p.y), std::max(it->second.second, p.y)};
+  auto check = [](const Series& s, Scale xScale, std::optional<Range> xView, const char* what) {
+    SCOPED_TRACE(what);
+    Figure f;
+    f.xScale = xScale;
+    f.yScale = Scale::Log10;
+    f.series.push_back(s);
+    MeasuringCanvas c;
+    const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {700, 400}, xView);
+    std::map<int, std::pair<float, float>> expected, got;  // column -> (top, bottom) pixel
+    auto note = [](std::map<int, std::pair<float, float>>& m, Point p) {
+      auto [it, fresh] = m.try_emplace(static_cast<int>(std::floor(p.x)), p.y, p.y);
+      it->second = {std::min(it->second.first, p.y), std::max(it->second.second, p.y)};
+    };
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (s.y[i] > 0 && s.x[i] >= l.x.range.min && s.x[i] <= l.x.range.max)
+        note(expected, l.toPixel(s.x[i], s.y[i]));
+    const Trace trace = seriesTrace(s, l);
+    ASSERT_TRUE(trace.dense());
+    for (const ColumnSpan& col : trace.columns) {
+      EXPECT_EQ(col.x, std::floor(col.x) + 0.5f) << "each span sits at its column's centre";
+      if (col.x < l.plotMin.x || col.x > l.plotMax.x) continue;  // a zoom's margin point beyond the edge
+      note(got, {col.x, col.top});
+      note(got, {col.x, col.bottom});
+    }
+    ASSERT_EQ(got.size(), expected.size());
+    for (const auto& [column, extent] : expected) {
+      EXPECT_NEAR(got[column].first, extent.first, 1e-3) << "column " << column;
+      EXPECT_NEAR(got[column].second, extent.second, 1e-3) << "column " << column;
+    }
   };
-  for (size_t i = 0; i < s.x.size(); ++i) note(expected, l.toPixel(s.x[i], s.y[i]));
-  for (const ColumnSpan& col : seriesTrace(s, l).columns) {
-    EXPECT_EQ(col.x, std::floor(col.x) + 0.5f) << "each span sits at its column's centre";
-    note(got, {col.x, col.top});
-    note(got, {col.x, col.bottom});
-  }
-  ASSERT_EQ(got.size(), expected.size());
-  for (const auto& [column, extent] : expected) {
-    EXPECT_NEAR(got[column].first, extent.first, 1e-3) << "column " << column;
-    EXPECT_NEAR(got[column].second, extent.second, 1e-3) << "column " << column;
-  }
+  check(s, Scale::Linear, std::nullopt, "linear x");
+  check(s, Scale::Linear, Range{20000.5, 45000.5}, "linear x, zoomed");
+  check(s, Scale::Log10, std::nullopt, "log x");
+  Series shuffled = s;  // the first two points swapped: x out of order
+  std::swap(shuffled.x[0], shuffled.x[1]), std::swap(shuffled.y[0], shuffled.y[1]);
+  check(shuffled, Scale::Linear, std::nullopt, "x out of order");
 }
 
 // Pixel coverage masks, for comparing what two ways of drawing reach.

@@ -2,18 +2,35 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+
 namespace sharelens::gui {
 
 std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::RunCurve>& runs,
                                                       const TrainingPanelOptions& o) {
   Key key{{}, o};
   for (const plot::RunCurve& r : runs) key.runs.emplace_back(r.label, r.points, r.revision);
-  if (key != m_key) {
+  if (key == m_key) return m_panels;
+  // The same runs and controls with new points in some runs (a live run logged a step): only those runs'
+  // series are built again.
+  auto sameRun = [](const auto& a, const auto& b) {
+    return std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b);
+  };
+  const bool sameRuns = m_key && m_key->options == o && m_key->runs.size() == key.runs.size() &&
+                        std::equal(key.runs.begin(), key.runs.end(), m_key->runs.begin(), sameRun);
+  if (sameRuns) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (key.runs[i] == m_key->runs[i]) continue;
+      plot::updateTrainingRun(m_panels[0], runs, i, o.metric, o.axis, o.smoothing);
+      plot::updateTrainingRun(m_panels[1], runs, i, plot::RunMetric::ValidationLoss, o.axis, 0);
+      ++m_runUpdates;
+    }
+  } else {
     m_panels = {plot::trainingFigure(runs, o.metric, o.axis, o.smoothing, o.logY),
                 plot::trainingFigure(runs, plot::RunMetric::ValidationLoss, o.axis, 0, o.logY)};
-    m_key = std::move(key);
     ++m_rebuilds;
   }
+  m_key = std::move(key);
   return m_panels;
 }
 

@@ -1,7 +1,8 @@
 // The Training view's two panels, the chosen metric and the validation loss, as figures and on screen.
-// They are rebuilt only when a shown run's points or a control change: ten runs of 20,000 points take
-// milliseconds to rebuild (each run's raw curve and its moving average), which every frame would pay
-// otherwise. The responsiveness benchmark (--bench-ui) draws the same panels.
+// They are built again only when the shown runs or a control change, and a run's series only when its
+// points change: ten runs of 20,000 points take milliseconds to build (each run's raw curve and its moving
+// average), which every frame, or every step of a live run, would pay otherwise. The responsiveness
+// benchmark (--bench-ui) draws the same panels.
 #pragma once
 
 #include <optional>
@@ -33,7 +34,8 @@ class TrainingPanels {
   void draw(AppContext& ctx, const std::vector<plot::RunCurve>& runs, const TrainingPanelOptions& o,
             ImVec2 size);
   const plot::PlotState& metricState() const { return m_metric; }
-  size_t rebuilds() const { return m_rebuilds; }  // for tests
+  size_t rebuilds() const { return m_rebuilds; }      // whole figures built (for tests)
+  size_t runUpdates() const { return m_runUpdates; }  // one run's series built again (for tests)
 
  private:
   struct Key {
@@ -44,7 +46,7 @@ class TrainingPanels {
   std::optional<Key> m_key;
   std::vector<plot::Figure> m_panels;
   plot::PlotState m_metric, m_validation;
-  size_t m_rebuilds = 0;
+  size_t m_rebuilds = 0, m_runUpdates = 0;
 };
 
 }  // namespace sharelens::gui
