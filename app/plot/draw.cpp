@@ -498,7 +498,8 @@ bool ascendingAndFinite(const std::vector<double>& x, size_t n) {
   return true;
 }
 
-// The pixel column of a pixel x, kept within int's range (a point far outside a deep zoom; NaN: the lowest).
+// The pixel column of a pixel x, kept within int's range (a point far outside a deep zoom; NaN, which no
+// drawn point has, the lowest).
 int pixelColumn(float x) {
   constexpr float kFar = 1e9f;
   const float column = std::floor(x);
@@ -528,7 +529,7 @@ Trace seriesTrace(const Series& s, const FigureLayout& l) {
   }
   const PixelMap toPixel(l);
   auto drawable = [&](size_t i) {
-    return std::isfinite(s.y[i]) && !(l.y.scale == Scale::Log10 && s.y[i] <= 0);
+    return std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && !(l.y.scale == Scale::Log10 && s.y[i] <= 0);
   };
   const float width = l.plotMax.x - l.plotMin.x;
   if (static_cast<float>(end - begin) <= 2.0f * width) {  // sparse: every point

@@ -80,6 +80,7 @@ void FigureMemo::bind(const Figure& f) {
       h.add(s.revision);
     else
       h.add(s.x).add(s.y).add(s.error).add(s.bandLow).add(s.bandHigh);
+    h.add(uint64_t{s.dashed});  // a dashed band keeps the path it is drawn as (seriesTrace)
     m_series.push_back(h.value());
     data.add(h.value()).add(
         uint64_t{static_cast<uint8_t>(s.style)});  // markers or a line: the legend's corner
@@ -93,6 +94,7 @@ void FigureMemo::bind(const Figure& f) {
   m_lines.resize(f.series.size());
   m_xExtents.resize(f.series.size());
   m_yExtents.resize(f.series.size());
+  m_yExtentsInView.resize(f.series.size());
 }
 
 void FigureMemo::requireBound(const Figure& f) {
@@ -123,11 +125,15 @@ Range FigureMemo::fittedY(const Figure& f, const std::vector<bool>& hidden,
                           const std::optional<Range>& visibleX) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_data).add(hidden).add(visibleX).value();
-  return lookup(m_y, key, [&] {
+  // The whole data's range apart from a zoom's: a zoomed plot asks for both every frame (plotWidget clamps
+  // the zoom to the whole).
+  Slot<Range>& range = visibleX ? m_yInView : m_y;
+  std::vector<Slot<RangeAccumulator>>& extents = visibleX ? m_yExtentsInView : m_yExtents;
+  return lookup(range, key, [&] {
     return fittedYRange(f, hidden, visibleX, [&](size_t i) {
       const uint64_t seriesKey =
           WordHash().add(m_series[i]).add(uint64_t{f.yScale == Scale::Log10}).add(visibleX).value();
-      return extent(m_yExtents[i], seriesKey, [&] { return seriesYExtent(f.series[i], f.yScale, visibleX); });
+      return extent(extents[i], seriesKey, [&] { return seriesYExtent(f.series[i], f.yScale, visibleX); });
     });
   });
 }

@@ -76,12 +76,12 @@ class FigureMemo {
                           const std::function<RangeAccumulator()>& scan);
 
   const Figure* m_bound = nullptr;
-  uint64_t m_data = 0;             // the whole figure's data
-  std::vector<uint64_t> m_series;  // each series' values
-  Slot<Range> m_x, m_y;
+  uint64_t m_data = 0;              // the whole figure's data
+  std::vector<uint64_t> m_series;   // each series' values
+  Slot<Range> m_x, m_y, m_yInView;  // m_yInView: refitted to a zoom's x range
   Slot<size_t> m_corner;
   std::vector<Slot<Trace>> m_lines;
-  std::vector<Slot<RangeAccumulator>> m_xExtents, m_yExtents;  // per series
+  std::vector<Slot<RangeAccumulator>> m_xExtents, m_yExtents, m_yExtentsInView;  // per series
   size_t m_recomputed = 0, m_extentsScanned = 0;
 };
 

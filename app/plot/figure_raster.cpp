@@ -39,21 +39,21 @@ class FramebufferBinding {
   GLint m_previous = 0;
 };
 
-// Appends a figure's drawing to `window`, as drawing the figure into it again would (within the window's
-// clip, which each command's clip is intersected with): each command's vertices and its indices, renumbered.
-// A copy costs a fraction of drawing the figure again (ten runs of 20,000 points: about 0.3 ms against 4 ms).
+}  // namespace
+
 void appendDrawing(ImDrawList& window, const ImVector<ImDrawVert>& vertices,
                    const ImVector<ImDrawIdx>& indices, const ImVector<ImDrawCmd>& commands) {
   for (const ImDrawCmd& cmd : commands) {
-    if (cmd.UserCallback) {
+    if (!cmd.UserCallback && cmd.ElemCount == 0) continue;
+    window.PushClipRect({cmd.ClipRect.x, cmd.ClipRect.y}, {cmd.ClipRect.z, cmd.ClipRect.w}, true);
+    if (cmd.UserCallback) {  // it runs with the command's clip, within the window's
       window.AddCallback(cmd.UserCallback, cmd.UserCallbackData);
+      window.PopClipRect();
       continue;
     }
-    if (cmd.ElemCount == 0) continue;
     const ImDrawIdx* idx = indices.Data + cmd.IdxOffset;
     const auto [lowest, highest] = std::minmax_element(idx, idx + cmd.ElemCount);
     const int first = *lowest, count = *highest - *lowest + 1;  // the vertices this command uses
-    window.PushClipRect({cmd.ClipRect.x, cmd.ClipRect.y}, {cmd.ClipRect.z, cmd.ClipRect.w}, true);
     window.PushTextureID(cmd.TextureId);
     // Past 65,536 vertices this starts a command at a new vertex offset, which `base` then counts from.
     window.PrimReserve(static_cast<int>(cmd.ElemCount), count);
@@ -68,8 +68,6 @@ void appendDrawing(ImDrawList& window, const ImVector<ImDrawVert>& vertices,
     window.PopClipRect();
   }
 }
-
-}  // namespace
 
 // ImDrawCmd's constructor zeroes it, padding included, so whole commands compare as bytes.
 bool FigureRasters::Drawing::matches(const ImDrawList& list, ImVec2 atOrigin, ImVec2 ofSize, ImVec2 atScale,

@@ -38,6 +38,13 @@
 
 namespace sharelens::plot {
 
+// Appends a figure's drawing (an ImDrawList's buffers) to `window` as drawing the figure into `window` would,
+// within the window's clip, which each command's clip is intersected with: each command's vertices, and its
+// indices renumbered (past 65,536 vertices, from a new vertex offset): a memcpy and a pass over the indices
+// instead of drawing the figure again.
+void appendDrawing(ImDrawList& window, const ImVector<ImDrawVert>& vertices,
+                   const ImVector<ImDrawIdx>& indices, const ImVector<ImDrawCmd>& commands);
+
 class FigureRasters {
  public:
   FigureRasters() = default;

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "app/gui/platform.hpp"
 #include "app/plot/imgui_canvas.hpp"
@@ -218,6 +220,72 @@ TEST_F(FigureRaster, OffDrawsEveryFigureInPlace) {
   EXPECT_EQ(counts().inPlace, 0u);
   EXPECT_EQ(counts().pictured, 0u);
   EXPECT_EQ(counts().reused, 0u);
+}
+
+// The triangles a list's commands from `fromCommand` on hand GL, each vertex as it reaches the renderer
+// (position, uv, colour), with the clip of the command that draws it.
+struct ResolvedVertex {
+  ImVec2 pos, uv;
+  ImU32 col;
+  ImVec4 clip;
+};
+std::vector<ResolvedVertex> resolved(const ImDrawList& list, int fromCommand) {
+  std::vector<ResolvedVertex> out;
+  for (int c = fromCommand; c < list.CmdBuffer.Size; ++c) {
+    const ImDrawCmd& cmd = list.CmdBuffer[c];
+    for (unsigned k = 0; k < cmd.ElemCount; ++k) {
+      const ImDrawVert& v =
+          list.VtxBuffer[static_cast<int>(cmd.VtxOffset + list.IdxBuffer[cmd.IdxOffset + k])];
+      out.push_back({v.pos, v.uv, v.col, cmd.ClipRect});
+    }
+  }
+  return out;
+}
+
+// A figure's list of over 65,536 vertices (its own commands at two vertex offsets) appended to a window's
+// list that already holds some: every triangle reaches GL with the same vertices, in the same order, clipped
+// to the figure's clip within the window's.
+TEST_F(FigureRaster, AFigureDrawnInPlaceIsItsListCopiedVertexForVertex) {
+  m_platform->beginFrame();
+  const ImTextureID font = ImGui::GetFont()->ContainerAtlas->TexID;
+  auto freshList = [&](ImVec2 min, ImVec2 max) {
+    auto list = std::make_unique<ImDrawList>(ImGui::GetDrawListSharedData());
+    list->_ResetForNewFrame();
+    list->Flags |= ImDrawListFlags_AllowVtxOffset;
+    list->PushTextureID(font);
+    list->PushClipRect(min, max, false);
+    return list;
+  };
+  const auto figure = freshList({0, 0}, {300, 300});
+  for (int i = 0; i < 17000; ++i) {  // 68,000 vertices
+    const auto x = static_cast<float>(i % 200), y = static_cast<float>(i / 200);
+    figure->AddRectFilled({x, y}, {x + 0.5f, y + 0.75f}, IM_COL32(i % 256, (i / 256) % 256, 7, 255));
+    if (i == 9000) figure->PushClipRect({10, 10}, {250, 120}, true);  // a second clip, part of the way
+  }
+  figure->PopClipRect();
+  ASSERT_GT(figure->VtxBuffer.Size, 65536);
+  ASSERT_TRUE(std::any_of(figure->CmdBuffer.begin(), figure->CmdBuffer.end(), [](const ImDrawCmd& c) {
+    return c.VtxOffset > 0;
+  })) << "the figure's own list needed a second vertex offset";
+  const auto window = freshList({5, 0}, {900, 100});
+  for (int i = 0; i < 1000; ++i) window->AddRectFilled({1, 1}, {2, 2}, IM_COL32_WHITE);  // already there
+  const int before = window->CmdBuffer.Size - 1;  // the current command: appended to only when it matches
+  const int drawnBefore = static_cast<int>(window->CmdBuffer.back().ElemCount);
+  plot::appendDrawing(*window, figure->VtxBuffer, figure->IdxBuffer, figure->CmdBuffer);
+  std::vector<ResolvedVertex> got = resolved(*window, before), expected = resolved(*figure, 0);
+  got.erase(got.begin(), got.begin() + drawnBefore);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    const ResolvedVertex &g = got[k], &e = expected[k];
+    ASSERT_TRUE(g.pos.x == e.pos.x && g.pos.y == e.pos.y && g.uv.x == e.uv.x && g.uv.y == e.uv.y &&
+                g.col == e.col)
+        << "vertex " << k << " of the appended triangles";
+    const ImVec4 clip{std::max(e.clip.x, 5.0f), std::max(e.clip.y, 0.0f), std::min(e.clip.z, 900.0f),
+                      std::min(e.clip.w, 100.0f)};
+    ASSERT_TRUE(g.clip.x == clip.x && g.clip.y == clip.y && g.clip.z == clip.z && g.clip.w == clip.w)
+        << "vertex " << k << ": the figure's clip within the window's";
+  }
+  ImGui::EndFrame();
 }
 
 }  // namespace

@@ -272,6 +272,8 @@ TEST(FigureMemo, DrawsWhatDrawingWithoutItDrawsAndRecomputesOnlyWhatAChangeTouch
   checkFrame("a hidden series: the y range, the corner and the two lines still shown", 4, 0);
   hidden = {};
   checkFrame("shown again: its y extent in this zoom was kept", 4, 0);
+  f.series[2].dashed = true;  // a band is drawn as its path when dashed: traced again
+  checkFrame("dashed: its line, the zoomed y range and the corner (its key changed), its extent", 3, 1);
   size = {500, 400};
   checkFrame("a resize: the corner and the three lines", 4, 0);
 }
@@ -378,8 +380,8 @@ TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
   check(s, Scale::Linear, std::nullopt, "linear x");
   check(s, Scale::Linear, Range{20000.5, 45000.5}, "linear x, zoomed");
   check(s, Scale::Log10, std::nullopt, "log x");
-  Series shuffled = s;  // the first two points swapped: x out of order
-  std::swap(shuffled.x[0], shuffled.x[1]), std::swap(shuffled.y[0], shuffled.y[1]);
+  Series shuffled = s;  // two points 25,000 steps (about 300 columns) apart swapped: x out of order
+  std::swap(shuffled.x[100], shuffled.x[25100]), std::swap(shuffled.y[100], shuffled.y[25100]);
   check(shuffled, Scale::Linear, std::nullopt, "x out of order");
 }
 
