@@ -336,8 +336,8 @@ TEST(FigureMemo, SignFlipsAndExponentOnlyChangesAreSeen) {
 
 // Decimation keeps, per pixel column, exactly the extremes that drawing every point would reach: checked
 // against FigureLayout::toPixel of all 60,000 points of a noisy curve on a log y axis, with points it cannot
-// draw (NaN, and values <= 0 on the log axis; alone, a few columns' worth in a row), on a linear x axis
-// (columns found by galloping), zoomed, on a log x axis and with x out of order (each point's column).
+// draw (NaN, and values <= 0 on the log axis; alone, a few columns' worth in a row) and without, on a linear
+// x axis (columns found by galloping), zoomed, on a log x axis and with x out of order (each point's column).
 TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
   Series s;
   std::mt19937 rng(3);
@@ -380,6 +380,11 @@ TEST(Figures, DecimationKeepsEachColumnsExtremesOnALogAxis) {
   check(s, Scale::Linear, std::nullopt, "linear x");
   check(s, Scale::Linear, Range{20000.5, 45000.5}, "linear x, zoomed");
   check(s, Scale::Log10, std::nullopt, "log x");
+  Series whole = s;  // every point drawable: columns scanned without checking each point
+  for (double& y : whole.y)
+    if (!(y > 0)) y = 1.0;
+  check(whole, Scale::Linear, std::nullopt, "every point drawable");
+  check(whole, Scale::Linear, Range{20000.5, 45000.5}, "every point drawable, zoomed");
   Series shuffled = s;  // two points 25,000 steps (about 300 columns) apart swapped: x out of order
   std::swap(shuffled.x[100], shuffled.x[25100]), std::swap(shuffled.y[100], shuffled.y[25100]);
   check(shuffled, Scale::Linear, std::nullopt, "x out of order");
