@@ -60,12 +60,12 @@ WordHash& WordHash::add(const std::vector<bool>& flags) {
 }
 
 template <class T, class Compute>
-const T& FigureMemo::lookup(Slot<T>& slot, uint64_t key, Compute compute) {
+const T& FigureMemo::lookup(Slot<T>& slot, uint64_t key, Compute compute, size_t& computed) {
   if (!slot.valid || slot.key != key) {
     slot.value = compute();
     slot.key = key;
     slot.valid = true;
-    ++m_recomputed;
+    ++computed;
   }
   return slot.value;
 }
@@ -101,54 +101,48 @@ void FigureMemo::requireBound(const Figure& f) {
   if (&f != m_bound) bind(f);  // another figure: hashed now, never mistaken for the bound one
 }
 
-RangeAccumulator FigureMemo::extent(Slot<RangeAccumulator>& slot, uint64_t key,
-                                    const std::function<RangeAccumulator()>& scan) {
-  if (!slot.valid || slot.key != key) {
-    slot = {key, true, scan()};
-    ++m_extentsScanned;
-  }
-  return slot.value;
-}
-
 Range FigureMemo::fittedX(const Figure& f, const std::vector<bool>& hidden) {
   requireBound(f);
+  auto seriesExtent = [&](size_t i) {
+    const uint64_t key = WordHash().add(m_series[i]).add(uint64_t{f.xScale == Scale::Log10}).value();
+    auto scan = [&] { return seriesXExtent(f.series[i], f.xScale); };
+    return lookup(m_xExtents[i], key, scan, m_extentsScanned);
+  };
   const uint64_t key = WordHash().add(m_data).add(hidden).value();
-  return lookup(m_x, key, [&] {
-    return fittedXRange(f, hidden, [&](size_t i) {
-      const uint64_t seriesKey = WordHash().add(m_series[i]).add(uint64_t{f.xScale == Scale::Log10}).value();
-      return extent(m_xExtents[i], seriesKey, [&] { return seriesXExtent(f.series[i], f.xScale); });
-    });
-  });
+  return lookup(
+      m_x, key, [&] { return fittedXRange(f, hidden, seriesExtent); }, m_recomputed);
 }
 
 Range FigureMemo::fittedY(const Figure& f, const std::vector<bool>& hidden,
                           const std::optional<Range>& visibleX) {
   requireBound(f);
-  const uint64_t key = WordHash().add(m_data).add(hidden).add(visibleX).value();
   // The whole data's range apart from a zoom's: a zoomed plot asks for both every frame (plotWidget clamps
   // the zoom to the whole).
   Slot<Range>& range = visibleX ? m_yInView : m_y;
   std::vector<Slot<RangeAccumulator>>& extents = visibleX ? m_yExtentsInView : m_yExtents;
-  return lookup(range, key, [&] {
-    return fittedYRange(f, hidden, visibleX, [&](size_t i) {
-      const uint64_t seriesKey =
-          WordHash().add(m_series[i]).add(uint64_t{f.yScale == Scale::Log10}).add(visibleX).value();
-      return extent(extents[i], seriesKey, [&] { return seriesYExtent(f.series[i], f.yScale, visibleX); });
-    });
-  });
+  auto seriesExtent = [&](size_t i) {
+    const uint64_t key =
+        WordHash().add(m_series[i]).add(uint64_t{f.yScale == Scale::Log10}).add(visibleX).value();
+    auto scan = [&] { return seriesYExtent(f.series[i], f.yScale, visibleX); };
+    return lookup(extents[i], key, scan, m_extentsScanned);
+  };
+  const uint64_t key = WordHash().add(m_data).add(hidden).add(visibleX).value();
+  return lookup(
+      range, key, [&] { return fittedYRange(f, hidden, visibleX, seriesExtent); }, m_recomputed);
 }
 
 size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point box,
                                 const std::vector<bool>& hidden, const std::function<size_t()>& choose) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_data).add(hidden).add(l).add(box.x).add(box.y).value();
-  return lookup(m_corner, key, choose);
+  return lookup(m_corner, key, choose, m_recomputed);
 }
 
 const Trace& FigureMemo::trace(const Figure& f, size_t index, const FigureLayout& l) {
   requireBound(f);
   const uint64_t key = WordHash().add(m_series[index]).add(l).value();
-  return lookup(m_lines[index], key, [&] { return seriesTrace(f.series[index], l); });
+  return lookup(
+      m_lines[index], key, [&] { return seriesTrace(f.series[index], l); }, m_recomputed);
 }
 
 }  // namespace sharelens::plot

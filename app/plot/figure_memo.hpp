@@ -69,11 +69,10 @@ class FigureMemo {
     bool valid = false;
     T value{};
   };
+  // The slot's value, computed (and counted in `computed`) unless it was computed for this key.
   template <class T, class Compute>
-  const T& lookup(Slot<T>& slot, uint64_t key, Compute compute);
+  const T& lookup(Slot<T>& slot, uint64_t key, Compute compute, size_t& computed);
   void requireBound(const Figure& figure);
-  RangeAccumulator extent(Slot<RangeAccumulator>& slot, uint64_t key,
-                          const std::function<RangeAccumulator()>& scan);
 
   const Figure* m_bound = nullptr;
   uint64_t m_data = 0;              // the whole figure's data

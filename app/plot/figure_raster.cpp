@@ -167,13 +167,16 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   list.PopClipRect();
   list.PopTextureID();
   list._PopUnusedDrawCmd();
+  auto inPlace = [&] {  // the list's drawing copied into the window's
+    ++m_counts.inPlace;
+    appendDrawing(*window, list.VtxBuffer, list.IdxBuffer, list.CmdBuffer);
+  };
   // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels. With a
   // fractional framebuffer scale no rectangle in ImGui's units is whole pixels on both sides (ImGui's GL
   // backend sizes the viewport by truncation), so such figures are drawn in place.
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
   if (scale.x != std::floor(scale.x) || scale.y != std::floor(scale.y) || scale.x < 1 || scale.y < 1) {
-    ++m_counts.inPlace;
-    appendDrawing(*window, list.VtxBuffer, list.IdxBuffer, list.CmdBuffer);
+    inPlace();
     return;
   }
   const ImVec2 origin{std::floor(p.min.x), std::floor(p.min.y)};
@@ -190,10 +193,6 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     d.commands.swap(list.CmdBuffer);
     d.origin = origin, d.size = size, d.scale = scale, d.textureGeneration = textureGeneration;
   };
-  auto inPlace = [&](const Drawing& d) {
-    ++m_counts.inPlace;
-    appendDrawing(*window, d.vertices, d.indices, d.commands);
-  };
   const bool sized = p.framebuffer && p.width == width && p.height == height;
   if (sized && p.hasShown && holds(p.shown)) {
     ++m_counts.reused;
@@ -206,20 +205,18 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   } else {
     p.hasRendered = false;
     if (p.hasLast && holds(p.last)) {  // frame 2: the same twice, into the renderbuffer
+      inPlace();
       if (!prepareTarget(p, width, height)) {
         m_enabled = false;
-        ++m_counts.inPlace;
-        appendDrawing(*window, list.VtxBuffer, list.IdxBuffer, list.CmdBuffer);
         return;
       }
       render(p, list, origin, size, scale);
       keep(p.rendered);
       p.hasRendered = true;
-      inPlace(p.rendered);
     } else {  // frame 1: changed
+      inPlace();
       keep(p.last);
       p.hasLast = true;
-      inPlace(p.last);
     }
     return;
   }
