@@ -141,12 +141,6 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   }
 }
 
-struct SampledPoint {  // a pixel standing for `weight` data points
-
-  Point p;
-  size_t weight;
-};
-
 bool drawsLine(const Series& s) {
   return s.style == SeriesStyle::Line || s.style == SeriesStyle::LineAndMarkers;
 }
@@ -176,25 +170,59 @@ struct VisibleSegment {
   float t0, t1, length;
 };
 
-// Points every `spacing` pixels along a visible segment.
-void sampleSegment(const VisibleSegment& v, float spacing, std::vector<SampledPoint>& out) {
+// How many data points each of a few boxes (the legend's candidate corners) covers, counted as it goes
+// instead of keeping the points.
+class BoxCounts {
+ public:
+  explicit BoxCounts(std::span<const std::pair<Point, Point>> boxes)
+      : m_boxes(boxes), m_counts(boxes.size()) {
+    m_left = m_right = boxes.empty() ? 0 : boxes.front().first.x;
+    for (const auto& [min, max] : boxes) m_left = std::min(m_left, min.x), m_right = std::max(m_right, max.x);
+  }
+  void add(Point p, size_t weight) {
+    for (size_t k = 0; k < m_boxes.size(); ++k) {
+      const auto& [min, max] = m_boxes[k];
+      m_counts[k] += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? weight : 0;
+    }
+  }
+  // Whether any box spans some x in [a, b].
+  bool reachesColumns(float a, float b) const {
+    if (a > b) std::swap(a, b);
+    if (b < m_left || a > m_right) return false;
+    for (const auto& [min, max] : m_boxes)
+      if (b >= min.x && a <= max.x) return true;
+    return false;
+  }
+  const std::vector<size_t>& counts() const { return m_counts; }
+
+ private:
+  std::span<const std::pair<Point, Point>> m_boxes;
+  std::vector<size_t> m_counts;
+  float m_left = 0, m_right = 0;  // the boxes' combined x extent
+};
+
+// Points every `spacing` pixels along a visible segment, each counted once (only those that can fall in a
+// box are made).
+void sampleSegment(const VisibleSegment& v, float spacing, BoxCounts& counts) {
   if (!(v.length >= spacing)) return;  // also NaN
+  if (!counts.reachesColumns(v.a.x + v.t0 * (v.b.x - v.a.x), v.a.x + v.t1 * (v.b.x - v.a.x))) return;
   const auto n = static_cast<size_t>(v.length / spacing);
   for (size_t k = 1; k <= n; ++k) {
     const float t = v.t0 + (v.t1 - v.t0) * static_cast<float>(k) / static_cast<float>(n + 1);
-    out.push_back({{v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1});
+    counts.add({v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1);
   }
 }
 
-// Up to 2,000 points of each shown series in pixels, each standing for `stride` points, and for a line up to
-// 2,048 samples along the visible parts of the segments between them (a line of three points crosses corners
-// that hold none of them): enough to tell which corner of the plot is emptiest.
-std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
-                                       const std::vector<bool>& hidden) {
+// How many data points of the shown series each box covers: up to 2,000 points of each series in pixels,
+// each standing for `stride` points, and for a line up to 2,048 samples along the visible parts of the
+// segments between them (a line of three points crosses corners that hold none of them): enough to tell
+// which corner of the plot is emptiest.
+std::vector<size_t> pointsInBoxes(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden,
+                                  std::span<const std::pair<Point, Point>> boxes) {
   constexpr float kSpacing = 6;            // pixels between a segment's samples, at most
   constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
   const PixelMap toPixel(l);
-  std::vector<SampledPoint> out;
+  BoxCounts counts(boxes);
   std::vector<VisibleSegment> segments;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
@@ -208,7 +236,7 @@ std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
       if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0)) continue;
       const Point p = toPixel(s.x[k], s.y[k]);
       if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
-      out.push_back({p, stride});
+      counts.add(p, stride);
       if (previous && drawsLine(s))
         if (const auto t = clipSegment(*previous, p, l.plotMin, l.plotMax)) {
           // (not std::hypot: its care for overflow, which doubles cannot reach from floats, costs more
@@ -221,16 +249,9 @@ std::vector<SampledPoint> samplePoints(const Figure& f, const FigureLayout& l,
       previous = p;
     }
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
-    for (const VisibleSegment& v : segments) sampleSegment(v, spacing, out);
+    for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
   }
-  return out;
-}
-
-size_t pointsInside(std::span<const SampledPoint> points, Point min, Point max) {
-  size_t inside = 0;
-  for (const auto& [p, weight] : points)
-    inside += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? weight : 0;
-  return inside;
+  return counts.counts();
 }
 
 // One legend row per named series, in the corner of the plot that covers the fewest data points (top-right
@@ -250,14 +271,11 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
                            {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset},
                            {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
   auto emptiestCorner = [&] {
-    const std::vector<SampledPoint> points = samplePoints(f, l, hidden);
-    size_t best = 0, fewest = SIZE_MAX;
-    for (size_t k = 0; k < std::size(corners); ++k) {
-      const Point& c = corners[k];
-      const size_t covered = pointsInside(points, {c.x - 3, c.y - 3}, {c.x + boxW + 3, c.y + boxH + 3});
-      if (covered < fewest) fewest = covered, best = k;
-    }
-    return best;
+    std::pair<Point, Point> boxes[std::size(corners)];
+    for (size_t k = 0; k < std::size(corners); ++k)
+      boxes[k] = {{corners[k].x - 3, corners[k].y - 3}, {corners[k].x + boxW + 3, corners[k].y + boxH + 3}};
+    const std::vector<size_t> covered = pointsInBoxes(f, l, hidden, boxes);
+    return static_cast<size_t>(std::min_element(covered.begin(), covered.end()) - covered.begin());
   };
   const Point best =
       corners[memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner()];
@@ -503,21 +521,34 @@ int pixelColumn(float x) {
 
 }  // namespace
 
+SeriesShape seriesShape(const Series& s) {
+  const size_t n = std::min(s.x.size(), s.y.size());
+  // Each condition over all points as a count, without an early exit: the loop then vectorises.
+  size_t falls = 0, nonFiniteX = 0, nonFiniteY = 0, nonPositive = 0;
+  for (size_t i = 0; i < n; ++i) {
+    nonFiniteX += !std::isfinite(s.x[i]);
+    nonFiniteY += !std::isfinite(s.y[i]);
+    nonPositive += !(s.y[i] > 0);
+    falls += i > 0 && !(s.x[i] >= s.x[i - 1]);
+  }
+  return {.ascending = falls == 0 && nonFiniteX == 0,
+          .finite = nonFiniteX == 0 && nonFiniteY == 0,
+          .positive = nonPositive == 0};
+}
+
 Trace seriesTrace(const Series& s, const FigureLayout& l) {
+  return seriesTrace(s, l, seriesShape(s));
+}
+
+Trace seriesTrace(const Series& s, const FigureLayout& l, const SeriesShape& shape) {
   Trace out;
   const size_t n = std::min(s.x.size(), s.y.size());
   if (n == 0) return out;
   auto drawable = [&](size_t i) {
     return std::isfinite(s.x[i]) && std::isfinite(s.y[i]) && !(l.y.scale == Scale::Log10 && s.y[i] <= 0);
   };
-  // One pass: is x ascending and finite (the visible points are then found by bisection, and on a linear
-  // axis each pixel column's by galloping), and is every point drawable (columns are then scanned without
-  // checking each)?
-  bool ascending = true, everyPointDrawable = true;
-  for (size_t i = 0; i < n; ++i) {
-    ascending = ascending && std::isfinite(s.x[i]) && (i == 0 || s.x[i] >= s.x[i - 1]);
-    everyPointDrawable = everyPointDrawable && drawable(i);
-  }
+  const bool ascending = shape.ascending;
+  const bool everyPointDrawable = shape.finite && (l.y.scale != Scale::Log10 || shape.positive);
   // The visible index range (x sorted): one point of margin on each side so lines reach the edges.
   size_t begin = 0, end = n;
   if (ascending) {

@@ -180,7 +180,17 @@ struct Trace {
   bool band = false;                // dense and spread: drawn as Canvas::columnBand(columns)
   bool dense() const { return !columns.empty(); }
 };
-Trace seriesTrace(const Series& series, const FigureLayout& layout);
+// What seriesTrace needs to know of a series' values whatever the layout: whether its x ascend (finite and
+// never falling: the visible points and each column's are then found by bisection), and whether every point
+// is finite, and every y positive (every point is then drawable on a linear y axis, or on a log one, and
+// columns are scanned without checking each point). One pass over the values, kept by FigureMemo while they
+// stay the same.
+struct SeriesShape {
+  bool ascending = false, finite = false, positive = false;
+};
+SeriesShape seriesShape(const Series& series);
+Trace seriesTrace(const Series& series, const FigureLayout& layout, const SeriesShape& shape);
+Trace seriesTrace(const Series& series, const FigureLayout& layout);  // with the series' shape found anew
 
 // The outline of Canvas::columnBand's band: each column's span widened by width / 2 above and below, at the
 // column's centre, with the first and last spans repeated at their columns' outer edges so that the band

@@ -92,6 +92,7 @@ void FigureMemo::bind(const Figure& f) {
   for (const Marker& m : f.markers) data.add(m.x);
   m_data = data.value();
   m_lines.resize(f.series.size());
+  m_shapes.resize(f.series.size());
   m_xExtents.resize(f.series.size());
   m_yExtents.resize(f.series.size());
   m_yExtentsInView.resize(f.series.size());
@@ -140,9 +141,13 @@ size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point bo
 
 const Trace& FigureMemo::trace(const Figure& f, size_t index, const FigureLayout& l) {
   requireBound(f);
-  const uint64_t key = WordHash().add(m_series[index]).add(l).value();
-  return lookup(
-      m_lines[index], key, [&] { return seriesTrace(f.series[index], l); }, m_recomputed);
+  const Series& s = f.series[index];
+  auto trace = [&] {
+    const SeriesShape& shape = lookup(
+        m_shapes[index], m_series[index], [&] { return seriesShape(s); }, m_shapesFound);
+    return seriesTrace(s, l, shape);
+  };
+  return lookup(m_lines[index], WordHash().add(m_series[index]).add(l).value(), trace, m_recomputed);
 }
 
 }  // namespace sharelens::plot

@@ -1,6 +1,6 @@
 // What an on-screen figure keeps between frames so that its unchanged data is not scanned again: the fitted
-// ranges, the legend's corner and each series' trace (its points, or its per-column band). Those are the
-// passes over every point (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core
+// ranges, the legend's corner and each series' trace (its points, or its per-column band) and shape. Those
+// are the passes over every point (about 6 ms a frame for ten runs of 20,000 points on this project's 2-core
 // machine), and their inputs rarely change from one frame to the next.
 //
 // Each result is kept with a key hashed from everything it was computed from: each series' revision where
@@ -61,6 +61,8 @@ class FigureMemo {
   size_t recomputed() const { return m_recomputed; }
   // How many series' extents were scanned rather than reused (for tests).
   size_t extentsScanned() const { return m_extentsScanned; }
+  // How many series' shapes (seriesShape) were found rather than reused (for tests).
+  size_t shapesFound() const { return m_shapesFound; }
 
  private:
   template <class T>
@@ -80,8 +82,9 @@ class FigureMemo {
   Slot<Range> m_x, m_y, m_yInView;  // m_yInView: refitted to a zoom's x range
   Slot<size_t> m_corner;
   std::vector<Slot<Trace>> m_lines;
+  std::vector<Slot<SeriesShape>> m_shapes;  // per series, whatever the layout
   std::vector<Slot<RangeAccumulator>> m_xExtents, m_yExtents, m_yExtentsInView;  // per series
-  size_t m_recomputed = 0, m_extentsScanned = 0;
+  size_t m_recomputed = 0, m_extentsScanned = 0, m_shapesFound = 0;
 };
 
 }  // namespace sharelens::plot

@@ -3,7 +3,6 @@
 #define GL_GLEXT_PROTOTYPES
 #include <GL/gl.h>
 #include <GL/glext.h>
-#include <backends/imgui_impl_opengl3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -93,16 +92,19 @@ void FigureRasters::release(Picture& p) {
   if (p.framebuffer) glDeleteFramebuffers(1, &p.framebuffer);
   if (p.renderbuffer) glDeleteRenderbuffers(1, &p.renderbuffer);
   if (p.texture) glDeleteTextures(1, &p.texture);
+  if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
   p.framebuffer = p.renderbuffer = p.texture = 0;
+  p.fence = nullptr;
   p.width = p.height = 0;
-  p.hasRendered = p.hasShown = false;
+  p.hasRendered = p.hasShown = p.renderDue = false;
 }
 
-ImDrawList* FigureRasters::begin(ImGuiID id, ImVec2 min, ImVec2 max) {
+ImDrawList* FigureRasters::begin(ImGuiID id, ImVec2 min, ImVec2 max, bool userDriven) {
   if (!m_enabled) return nullptr;
   Picture& p = m_pictures[id];
   if (!p.list) p.list = std::make_unique<ImDrawList>(ImGui::GetDrawListSharedData());
   p.used = true;
+  p.userDriven = userDriven;
   p.min = min;
   p.max = max;
   ImDrawList& list = *p.list;
@@ -136,28 +138,42 @@ bool FigureRasters::prepareTarget(Picture& p, int width, int height) {
   return true;
 }
 
-void FigureRasters::render(Picture& p, ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale) {
-  FramebufferBinding bound(p.framebuffer);
-  glDisable(GL_SCISSOR_TEST);
-  glClearColor(0, 0, 0, 0);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImDrawList* lists[] = {&list};
-  ImDrawData data;
-  data.Valid = true;
-  data.CmdLists = lists;
-  data.CmdListsCount = 1;
-  data.TotalVtxCount = list.VtxBuffer.Size;
-  data.TotalIdxCount = list.IdxBuffer.Size;
-  data.DisplayPos = origin;
-  data.DisplaySize = size;
-  data.FramebufferScale = scale;
-  ImGui_ImplOpenGL3_RenderDrawData(&data);  // restores the GL state it changes, the viewport included
+std::optional<size_t> FigureRasters::render(Picture& p, size_t budget) {
+  const Drawing& d = p.rendered;
+  const size_t from = p.renderedUpTo;
+  {
+    FramebufferBinding bound(p.framebuffer);
+    if (from == 0) {
+      glDisable(GL_SCISSOR_TEST);
+      glClearColor(0, 0, 0, 0);
+      glClear(GL_COLOR_BUFFER_BIT);
+    }
+    const std::optional<size_t> to = m_renderer.render(d.vertices, d.indices, d.commands, d.origin, d.size,
+                                                       d.scale, p.width, p.height, from, budget);
+    if (!to) return std::nullopt;
+    p.renderedUpTo = *to;
+  }
+  if (p.renderedUpTo >= static_cast<size_t>(d.indices.Size)) {
+    p.renderDue = false;
+    if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
+    p.fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (!p.fence) return std::nullopt;
+  }
+  return p.renderedUpTo - from;
 }
 
-void FigureRasters::copyToTexture(const Picture& p) {
+bool FigureRasters::rasterised(Picture& p) {
+  if (!p.fence) return false;
+  const GLenum state = glClientWaitSync(static_cast<GLsync>(p.fence), GL_SYNC_FLUSH_COMMANDS_BIT, 0);
+  return state == GL_ALREADY_SIGNALED || state == GL_CONDITION_SATISFIED;
+}
+
+void FigureRasters::copyToTexture(Picture& p) {
   FramebufferBinding bound(p.framebuffer);
   glBindTexture(GL_TEXTURE_2D, p.texture);
   glCopyTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, 0, 0, p.width, p.height);
+  glDeleteSync(static_cast<GLsync>(p.fence));
+  p.fence = nullptr;
 }
 
 void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
@@ -173,9 +189,13 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   };
   // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels. With a
   // fractional framebuffer scale no rectangle in ImGui's units is whole pixels on both sides (ImGui's GL
-  // backend sizes the viewport by truncation), so such figures are drawn in place.
+  // backend sizes the viewport by truncation), so such figures are drawn in place, as are lists with a
+  // callback (which ListRenderer does not run).
   const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
-  if (scale.x != std::floor(scale.x) || scale.y != std::floor(scale.y) || scale.x < 1 || scale.y < 1) {
+  const bool hasCallback = std::any_of(list.CmdBuffer.begin(), list.CmdBuffer.end(),
+                                       [](const ImDrawCmd& c) { return c.UserCallback != nullptr; });
+  if (scale.x != std::floor(scale.x) || scale.y != std::floor(scale.y) || scale.x < 1 || scale.y < 1 ||
+      hasCallback) {
     inPlace();
     return;
   }
@@ -193,39 +213,71 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     d.commands.swap(list.CmdBuffer);
     d.origin = origin, d.size = size, d.scale = scale, d.textureGeneration = textureGeneration;
   };
+  // GL's first row is the bottom one: the picture is shown with v running up.
+  auto showPicture = [&] {
+    window->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(p.texture)), origin,
+                     {origin.x + size.x, origin.y + size.y}, {0, 1}, {1, 0});
+  };
   const bool sized = p.framebuffer && p.width == width && p.height == height;
+  const bool changed = !(p.hasLast && holds(p.last));
+  p.changesInARow = changed ? p.changesInARow + 1 : 0;
+  // While the picture of what it draws now is made: its previous picture, or its drawing in place.
+  auto meanwhile = [&] {
+    if (sized && p.hasShown && !p.userDriven && p.changesInARow <= 2) {
+      ++m_counts.previous;
+      ++m_previousThisFrame;
+      showPicture();
+    } else {
+      inPlace();
+    }
+  };
   if (sized && p.hasShown && holds(p.shown)) {
     ++m_counts.reused;
-  } else if (sized && p.hasRendered && holds(p.rendered)) {  // frame 3: rasterised by now
+    showPicture();
+  } else if (sized && p.hasRendered && holds(p.rendered)) {
+    if (p.renderDue || !rasterised(p)) {  // on its way
+      meanwhile();
+      return;
+    }
     copyToTexture(p);
     p.shown.swap(p.rendered);
     p.hasShown = true;
     p.hasRendered = false;
     ++m_counts.pictured;
-  } else {
-    p.hasRendered = false;
-    if (p.hasLast && holds(p.last)) {  // frame 2: the same twice, into the renderbuffer
-      inPlace();
-      if (!prepareTarget(p, width, height)) {
-        m_enabled = false;
-        return;
-      }
-      render(p, list, origin, size, scale);
-      keep(p.rendered);
-      p.hasRendered = true;
-    } else {  // frame 1: changed
-      inPlace();
-      keep(p.last);
-      p.hasLast = true;
+    showPicture();
+  } else if (!changed) {  // the same twice: into the renderbuffer, after the window's drawing
+    meanwhile();
+    if (!prepareTarget(p, width, height)) {
+      m_enabled = false;
+      return;
     }
-    return;
+    keep(p.rendered);  // `last` holds the same, to compare the next frame's with
+    p.hasRendered = p.renderDue = true;
+    p.renderedUpTo = 0;
+  } else {
+    meanwhile();
+    keep(p.last);
+    p.hasLast = true;
   }
-  // GL's first row is the bottom one: the picture is shown with v running up.
-  window->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(p.texture)), origin,
-                   {origin.x + size.x, origin.y + size.y}, {0, 1}, {1, 0});
+}
+
+void FigureRasters::renderPictures() {
+  size_t budget = kIndicesPerFrame;
+  for (auto& [id, p] : m_pictures) {
+    if (!p.renderDue) continue;
+    if (budget == 0) break;
+    const std::optional<size_t> drawn = render(p, budget);
+    if (!drawn) {
+      m_enabled = false;
+      p.hasRendered = p.renderDue = false;
+      return;
+    }
+    budget -= std::min(budget, *drawn);
+  }
 }
 
 void FigureRasters::endFrame() {
+  m_previousThisFrame = 0;
   for (auto it = m_pictures.begin(); it != m_pictures.end();) {
     if (!it->second.used) {
       release(it->second);

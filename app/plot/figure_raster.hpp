@@ -1,23 +1,33 @@
 // Figures shown from a picture while their drawing does not change (issue 14, item 9).
 //
 // A figure is still laid out and drawn every frame, into a list of its own instead of the window's. Once
-// that list has held the same thing for a few frames (its vertices, indices and commands, compared byte for
-// byte, with no texture made since), the window shows the figure's picture instead: one textured quad in
-// place of its triangles. Ten runs of noisy loss are about 90,000 triangles; on a software GL (Mesa's
-// llvmpipe) setting those up on the UI thread and rasterising them is most of a frame.
+// that list has held the same thing for two frames (its vertices, indices and commands, compared byte for
+// byte, with no texture made since), it is rendered into the figure's picture, and from then on, while it
+// stays the same, the window shows the picture: one textured quad in place of its triangles. Ten runs of
+// noisy loss are about 30,000 vertices; on a software GL (Mesa's llvmpipe) setting those up on the UI thread
+// and rasterising them is most of a frame.
 //
-// A figure that changes (new points, a zoom being dragged, another size) is drawn in place, as with the
-// cache off (its list copied into the window's); only one that stays the same is pictured, in two steps that
-// keep the UI thread from waiting on the renderer:
-//   frame 1  the list differs from the last frame's: drawn in place;
-//   frame 2  the same again: drawn in place, and also drawn into the picture's renderbuffer (a
-//            framebuffer object on the figure's pixel grid, its origin rounded down to a whole pixel so that
-//            every primitive lands on the pixels it covers on screen), which the renderer rasterises by the
-//            next frame;
-//   frame 3  the same again: the renderbuffer is copied into the picture's texture and shown, and from then
-//            on while nothing changes.
-// The copy exists because llvmpipe holds up every draw that samples a texture which was itself drawn into
-// (measured with --bench-ui: GL submission p50 15-19 ms sampling the render targets, 1 ms sampling copies).
+//   frame 1  the list differs from the last frame's: changed;
+//   frame 2  the same again: after the window's own drawing is handed to GL (renderPictures), the list is
+//            drawn into the picture's renderbuffer (a framebuffer object on the figure's pixel grid, its
+//            origin rounded down to a whole pixel so that every primitive lands on the pixels it covers on
+//            screen), and a fence is set behind it;
+//   frame 3+ the same again and the fence passed (the renderer has rasterised it): the renderbuffer is copied
+//            into the picture's texture and shown, and from then on while nothing changes.
+// Nothing on the UI thread waits for the renderer: the picture is drawn after the window's own submission
+// (llvmpipe otherwise holds the window's next clear until the picture is rasterised: 3-9 ms), with buffers of
+// its own (ListRenderer), and copied only once its fence has passed. The copy exists because llvmpipe holds
+// up every draw that samples a texture which was itself drawn into (GL submission p50 15-19 ms sampling the
+// render targets, 1 ms sampling copies).
+//
+// Until its new picture is ready, a changed figure is shown
+// - from its previous picture, when the change came on its own (a run's new step, a job's result) and the
+//   figure has a picture of the same size: a live curve costs one picture render per change and no frame
+//   draws its triangles in place. At most two changes in a row are shown this way (a figure changing every
+//   frame is drawn in place, as it is);
+// - in place (its list copied into the window's) when the person is working it (hovering, dragging, box
+//   zooming: `userDriven`), when it is new or resized, or has changed three frames running: their input is
+//   on screen in the same frame.
 //
 // drawFigure first paints the figure's whole box opaque (Style::background), and ImGui fills rectangles
 // without antialiasing, so every pixel of the picture is opaque inside the box and empty outside it, and
@@ -34,7 +44,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
+
+#include "app/plot/list_renderer.hpp"
 
 namespace sharelens::plot {
 
@@ -58,22 +71,34 @@ class FigureRasters {
   bool enabled() const { return m_enabled; }
 
   // The list that figure `id` draws into this frame, clipped to [min, max) in screen coordinates; nullptr
-  // when off. Each begin() is followed by finish() before the next.
-  ImDrawList* begin(ImGuiID id, ImVec2 min, ImVec2 max);
-  // Puts the figure begun last into `window`: as its picture, or as its drawing (copied from its list, not
-  // drawn again) while it is changing or not yet pictured, or when no framebuffer object could be made (the
-  // cache then turns itself off). `textureGeneration` is TextureCache::generation: a picture is not shown
-  // across the making of a texture, whose name may be a freed one's.
+  // when off. `userDriven`: the person is working the figure, whose changes are then drawn in place at once.
+  // Each begin() is followed by finish() before the next.
+  ImDrawList* begin(ImGuiID id, ImVec2 min, ImVec2 max, bool userDriven);
+  // Puts the figure begun last into `window`: as its picture, as its previous picture while a new one is
+  // made, or as its drawing (copied from its list, not drawn again): see the top of this file. Also in place
+  // when no framebuffer object could be made (the cache then turns itself off). `textureGeneration` is
+  // TextureCache::generation: a drawing is not taken for the same across the making of a texture, whose name
+  // may be a freed one's.
   void finish(ImDrawList* window, uint64_t textureGeneration);
+  // Renders the pictures that finish() scheduled, up to kIndicesPerFrame indices a frame (a picture begun
+  // is carried on next frame). Call after the window's draw data was handed to GL, with the window's
+  // framebuffer bound.
+  void renderPictures();
+  // A frame's share of picture rendering: about 10,000 triangles, 1-2 ms of vertex setup on llvmpipe, so that
+  // a whole figure's 30,000 vertices (4-11 ms on the 2-core machine beside training) never land in one frame.
+  static constexpr size_t kIndicesPerFrame = 30000;
   // Frees the pictures of figures not shown since the previous call.
   void endFrame();
 
   struct Counts {
     uint64_t inPlace = 0;   // frames a figure was drawn in place (changing, or not yet pictured)
     uint64_t pictured = 0;  // pictures made (copied into their texture)
-    uint64_t reused = 0;    // frames a figure was shown from its picture
+    uint64_t reused = 0;    // frames a figure was shown from its picture of what it draws
+    uint64_t previous = 0;  // frames a changed figure was shown from its previous picture
   };
   Counts counts() const { return m_counts; }
+  // Whether a figure of this frame was shown from its previous picture (a screenshot waits for the new).
+  bool showingPrevious() const { return m_previousThisFrame > 0; }
 
  private:
   // What GL was handed for a picture: the same again draws the same pixels.
@@ -93,24 +118,33 @@ class FigureRasters {
     unsigned texture = 0;                        // shown: a copy of the renderbuffer
     int width = 0, height = 0;                   // of both, in framebuffer pixels
     Drawing last;                                // what the list held the frame before
-    Drawing rendered;                            // what the renderbuffer holds, not yet copied
+    Drawing rendered;                            // what the renderbuffer holds (or will), not yet copied
     Drawing shown;                               // what the texture holds
     bool hasLast = false, hasRendered = false, hasShown = false;
+    bool renderDue = false;   // `rendered` is being drawn into the renderbuffer by renderPictures()
+    size_t renderedUpTo = 0;  // indices of `rendered` drawn so far
+    void* fence = nullptr;    // a GLsync behind that drawing
+    int changesInARow = 0;    // frames in a row the list differed from the frame before's
     bool used = true;
-    ImVec2 min, max;  // this frame's clip, as begin() got it
+    bool userDriven = false;  // as begin() got it
+    ImVec2 min, max;          // this frame's clip, as begin() got it
   };
   // A framebuffer object, its renderbuffer and the texture shown, of this size (kept when they have it);
   // false when GL cannot draw into them.
   static bool prepareTarget(Picture& p, int width, int height);
-  // Draws `list` into the renderbuffer.
-  static void render(Picture& p, ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale);
-  static void copyToTexture(const Picture& p);
+  // Draws up to `budget` more indices of `rendered` into the renderbuffer (cleared first), setting the
+  // fence after the last; the indices drawn, or nullopt when GL cannot (the cache then turns itself off).
+  std::optional<size_t> render(Picture& p, size_t budget);
+  static bool rasterised(Picture& p);  // the fence behind the renderbuffer's drawing has passed
+  static void copyToTexture(Picture& p);
   static void release(Picture& p);
 
   bool m_enabled = true;
+  ListRenderer m_renderer;  // its own buffers: the window's upload never waits for a picture's draws
   std::unordered_map<ImGuiID, Picture> m_pictures;
   Picture* m_current = nullptr;
   Counts m_counts;
+  size_t m_previousThisFrame = 0;
 };
 
 }  // namespace sharelens::plot

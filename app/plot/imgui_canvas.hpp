@@ -31,6 +31,7 @@ class TextureCache {
   uint64_t generation() const { return m_generation; }
   // The pictures of on-screen figures (figure_raster.hpp).
   FigureRasters& rasters() { return m_rasters; }
+  const FigureRasters& rasters() const { return m_rasters; }
 
  private:
   struct Entry {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "app/gui/platform.hpp"
@@ -42,8 +43,10 @@ class FigureRaster : public ::testing::Test {
   }
   void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
 
-  // One frame with `f` filling the window; returns the pixels drawn (before the swap).
-  RgbaImage frame(const Figure& f) {
+  // One frame with `f` filling the window, as the app draws one; returns the pixels drawn (before the swap).
+  // The figure is drawn by plotWidget, which no pointer hovers here (its changes come on their own), or,
+  // `userDriven`, into the same place by the calls plotWidget makes, told that the person is working it.
+  RgbaImage frame(const Figure& f, bool userDriven = false) {
     m_platform->beginFrame();
     plot::Style style;
     style.fontSize = ImGui::GetFontSize();
@@ -55,14 +58,39 @@ class FigureRaster : public ::testing::Test {
     // be): the picture's grid is rounded out to the screen's pixels.
     const ImVec2 at = ImGui::GetCursorScreenPos();
     ImGui::SetCursorScreenPos({at.x + 0.5f, at.y + 7.5f});
-    plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
+    if (userDriven) {
+      const ImVec2 min = ImGui::GetCursorScreenPos(), size = ImGui::GetContentRegionAvail();
+      const ImVec2 max{min.x + size.x, min.y + size.y};
+      ImDrawList* own = m_textures->rasters().begin(ImGui::GetID("##figure"), min, max, /*userDriven=*/true);
+      plot::ImGuiCanvas canvas(own, *m_textures);
+      const plot::FigureLayout layout =
+          plot::layoutFigure(f, canvas, style, {min.x, min.y}, {size.x, size.y});
+      plot::drawFigure(canvas, f, layout, style);
+      m_textures->rasters().finish(ImGui::GetWindowDrawList(), m_textures->generation());
+    } else {
+      plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
+    }
     ImGui::End();
     m_platform->render();
+    m_textures->rasters().renderPictures();  // where the app renders them
     m_vertices = ImGui::GetDrawData()->TotalVtxCount;
+    m_indices = ImGui::GetDrawData()->TotalIdxCount;
     RgbaImage image = m_platform->captureFramebuffer();
     m_platform->present();
     m_textures->endFrame();
     return image;
+  }
+  // Frames of `f` until its picture is made (copied into its texture, shown from the frame it is made):
+  // returns how many frames that took. The picture is rendered a part a frame, and copied once the renderer
+  // has rasterised it, which a GL fence tells: a few frames.
+  int framesUntilPictured(const Figure& f, bool userDriven = false) {
+    const uint64_t pictured = counts().pictured;
+    for (int frames = 1; frames <= 100; ++frames) {
+      frame(f, userDriven);
+      if (counts().pictured > pictured) return frames;
+    }
+    ADD_FAILURE() << "no picture was made in 100 frames";
+    return 0;
   }
   // The frame drawn in place, with the cache off.
   RgbaImage direct(const Figure& f) {
@@ -72,13 +100,12 @@ class FigureRaster : public ::testing::Test {
     return image;
   }
   // The frame drawn from the picture, after the frames that make it: changed, the same twice (rendered
-  // into the picture), the same thrice (pictured).
+  // into the picture, a part a frame), the same until the renderer is done (pictured).
   RgbaImage fromPicture(const Figure& f) {
-    for (int i = 0; i < 3; ++i) frame(f);
+    framesUntilPictured(f);
     const uint64_t reused = counts().reused;
     RgbaImage image = frame(f);
-    EXPECT_EQ(counts().reused, reused + 1)
-        << "the fourth frame of an unchanged figure comes from its picture";
+    EXPECT_EQ(counts().reused, reused + 1) << "an unchanged figure comes from its picture once it is made";
     return image;
   }
   FigureRasters::Counts counts() const { return m_textures->rasters().counts(); }
@@ -86,7 +113,7 @@ class FigureRaster : public ::testing::Test {
 
   static Platform* s_platform;
   Platform* m_platform = nullptr;
-  int m_vertices = 0;  // handed to GL by the last frame
+  int m_vertices = 0, m_indices = 0;  // handed to GL by the last frame's window
   std::unique_ptr<plot::TextureCache> m_textures;
   plot::PlotState m_state;
 };
@@ -134,13 +161,35 @@ Figure lossFigure(int points) {
   return f;
 }
 
+// `runs` noisy losses of `points` steps each, one over another, as the Training view compares runs.
+Figure runsFigure(int runs, int points) {
+  Figure f = lossFigure(points);
+  const plot::Series raw = f.series[0];
+  for (int r = 1; r < runs; ++r) {
+    plot::Series s = raw;
+    s.label = "run " + std::to_string(r);
+    s.color = {static_cast<uint8_t>(20 * r), 90, static_cast<uint8_t>(250 - 15 * r)};
+    for (double& y : s.y) y *= 1.0 + 0.04 * r;
+    f.series.push_back(s);
+  }
+  return f;
+}
+
 TEST_F(FigureRaster, AnUnchangedFigureIsShownFromItsPictureAsItIsDrawnInPlace) {
-  const Figure f = lossFigure(20000);
+  const Figure f = runsFigure(14, 20000);
   const RgbaImage inPlace = direct(f);
   const int inPlaceVertices = m_vertices;
-  const RgbaImage cached = fromPicture(f);
+  ASSERT_GT(static_cast<size_t>(m_indices), 2 * FigureRasters::kIndicesPerFrame)
+      << "a figure rendered into its picture in three parts or more, a frame each";
+  const int frames = framesUntilPictured(f);
+  EXPECT_GE(frames, 5) << "changed, the same twice (rendered, in parts), the same again and rasterised";
+  EXPECT_EQ(counts().inPlace, static_cast<uint64_t>(frames - 1))
+      << "with no picture before it, drawn in place until its picture is made";
+  EXPECT_EQ(counts().previous, 0u);
+  const uint64_t reused = counts().reused;
+  const RgbaImage cached = frame(f);
+  EXPECT_EQ(counts().reused, reused + 1);
   EXPECT_EQ(counts().pictured, 1u);
-  EXPECT_EQ(counts().inPlace, 2u) << "drawn in place while new (the first frame) and being pictured";
   EXPECT_LT(m_vertices * 10, inPlaceVertices) << "the picture's frame hands GL a quad, not the curves";
   const Difference d = compare(cached, inPlace);
   // llvmpipe blends into the picture's RGBA8 renderbuffer and into the window's own format with different
@@ -149,9 +198,9 @@ TEST_F(FigureRaster, AnUnchangedFigureIsShownFromItsPictureAsItIsDrawnInPlace) {
   EXPECT_LT(d.pixels, cached.pixels.size() / 4 / 100) << "over 1% of the window differs";
 }
 
-TEST_F(FigureRaster, AFigureIsDrawnInPlaceAgainOnceATextureIsMade) {
+TEST_F(FigureRaster, AFigureIsPicturedAnewOnceATextureIsMade) {
   // A texture made under a freed one's GL name could hold other content behind the same draw commands, so a
-  // picture is not shown across the making of any texture: the figure is drawn in place, then pictured anew.
+  // drawing is not taken for the one pictured across the making of any texture: the figure is pictured anew.
   const Figure f = lossFigure(1000);
   fromPicture(f);
   const FigureRasters::Counts shown = counts();
@@ -159,35 +208,68 @@ TEST_F(FigureRaster, AFigureIsDrawnInPlaceAgainOnceATextureIsMade) {
   m_textures->colorbar(plot::Colormap::Magma);  // a texture the figure does not use
   ASSERT_EQ(m_textures->generation(), generation + 1);
   frame(f);
-  EXPECT_EQ(counts().inPlace, shown.inPlace + 1);
-  EXPECT_EQ(counts().reused, shown.reused);
-  frame(f);
-  frame(f);
+  EXPECT_EQ(counts().reused, shown.reused) << "not shown as the picture of what it draws now";
+  EXPECT_EQ(counts().previous, shown.previous + 1) << "its previous picture, while the new one is made";
+  framesUntilPictured(f);
   EXPECT_EQ(counts().pictured, shown.pictured + 1);
+  EXPECT_EQ(counts().inPlace, shown.inPlace) << "never drawn in place: it had a picture of its size";
 }
 
-// From a figure shown from its picture, `changed` is drawn in place at once (not from the stale picture),
-// then pictured again, and its new picture looks as drawing it in place does: at most `ties` pixels differ
-// by more than a rounding.
+// From a figure shown from its picture, a change that comes on its own (`changed`: new data) is shown from
+// the previous picture, never drawn in place, until its own picture is made, which looks as drawing it in
+// place does: at most `ties` pixels differ by more than a rounding.
 void FigureRaster::expectPicturedAgainOnChange(const Figure& original, const Figure& changed, size_t ties) {
   const RgbaImage inPlace = direct(changed);
   const RgbaImage before = fromPicture(original);
   const FigureRasters::Counts shown = counts();
   const RgbaImage first = frame(changed);
-  EXPECT_EQ(counts().inPlace, shown.inPlace + 1) << "the changed figure is drawn in place at once";
+  EXPECT_EQ(counts().previous, shown.previous + 1) << "the changed figure is shown from its previous picture";
   EXPECT_EQ(counts().reused, shown.reused);
-  EXPECT_GT(compare(before, first).pixels, 100u) << "the change is on screen at once";
-  EXPECT_LE(compare(first, inPlace).largest, 1);
-  frame(changed);  // rendered into the picture
+  EXPECT_EQ(compare(before, first).pixels, 0u) << "as it was, while the new picture is made";
+  const int frames = framesUntilPictured(changed);
   const RgbaImage pictured = frame(changed);
   EXPECT_EQ(counts().pictured, shown.pictured + 1) << "the changed figure is pictured again";
+  EXPECT_EQ(counts().inPlace, shown.inPlace) << "and never drawn in place meanwhile";
+  EXPECT_EQ(counts().previous, shown.previous + static_cast<uint64_t>(frames))
+      << "each frame before the new picture came from the previous one";
   EXPECT_LE(compare(pictured, inPlace).beyondRounding, ties)
       << "the new picture is what drawing in place gives";
+  EXPECT_GT(compare(before, pictured).pixels, 100u) << "and shows the change";
   frame(changed);
-  EXPECT_EQ(counts().reused, shown.reused + 1);
+  EXPECT_EQ(counts().reused, shown.reused + 2);
 }
 
-TEST_F(FigureRaster, ANewPointIsOnScreenAtOnceAndPicturedAgain) {
+TEST_F(FigureRaster, AChangeThePersonMakesIsDrawnInPlaceAtOnce) {
+  // Zooming, panning, box zooming: their input is on screen in the frame it comes, not a few frames later.
+  const Figure f = lossFigure(5000);
+  Figure zoomed = f;
+  zoomed.xRange = plot::Range{1000, 2000};
+  const RgbaImage inPlace = direct(zoomed);
+  framesUntilPictured(f, /*userDriven=*/true);
+  const FigureRasters::Counts shown = counts();
+  const RgbaImage first = frame(zoomed, /*userDriven=*/true);
+  EXPECT_EQ(counts().inPlace, shown.inPlace + 1) << "the changed figure is drawn in place at once";
+  EXPECT_EQ(counts().previous, shown.previous);
+  EXPECT_LE(compare(first, inPlace).largest, 1) << "what drawing it in place with the cache off gives";
+  framesUntilPictured(zoomed, /*userDriven=*/true);
+  EXPECT_EQ(counts().previous, shown.previous) << "never its previous picture";
+}
+
+TEST_F(FigureRaster, AFigureChangingEveryFrameIsDrawnInPlaceAfterTwoChanges) {
+  // A stale picture is shown for at most two changes in a row: a figure changing every frame (an animation)
+  // is drawn as it is.
+  Figure f = lossFigure(2000);
+  fromPicture(f);
+  const FigureRasters::Counts shown = counts();
+  for (int i = 0; i < 5; ++i) {
+    f.series[0].x.push_back(2001 + i), f.series[0].y.push_back(3.0);
+    frame(f);
+  }
+  EXPECT_EQ(counts().previous, shown.previous + 2);
+  EXPECT_EQ(counts().inPlace, shown.inPlace + 3);
+}
+
+TEST_F(FigureRaster, ANewPointIsShownFromThePreviousPictureUntilItsOwnIsMade) {
   const Figure f = lossFigure(5000);
   Figure more = f;
   more.series[0].x.push_back(5001), more.series[0].y.push_back(20.0);  // a spike the eye cannot miss

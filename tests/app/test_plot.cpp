@@ -304,10 +304,14 @@ TEST(FigureMemo, ASeriesWithARevisionIsKeyedOnIt) {
   before = memo.recomputed();
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "drawn from the new values";
   EXPECT_EQ(memo.recomputed() - before, 3u) << "both ranges (refitted to the same) and the changed line only";
-  const size_t extents = memo.extentsScanned();
+  const size_t extents = memo.extentsScanned(), shapes = memo.shapesFound();
   f.series[0].y[10] = 50, f.series[0].revision = 103;
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the y range grows to the new value";
   EXPECT_EQ(memo.extentsScanned() - extents, 2u) << "the changed series' x and y extents, not the other's";
+  // Both lines are traced again on the grown y axis; only the changed one's shape is derived again.
+  EXPECT_EQ(memo.shapesFound() - shapes, 1u) << "the changed series' shape, not the other's";
+  f.series[0].y[10] = std::nan(""), f.series[0].revision = 104;  // a point no longer drawable
+  EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the shape found again: the NaN is left out";
 }
 
 // Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)
