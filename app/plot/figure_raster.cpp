@@ -148,8 +148,9 @@ std::optional<size_t> FigureRasters::render(Picture& p, size_t budget) {
       glClearColor(0, 0, 0, 0);
       glClear(GL_COLOR_BUFFER_BIT);
     }
-    const std::optional<size_t> to = m_renderer.render(d.vertices, d.indices, d.commands, d.origin, d.size,
-                                                       d.scale, p.width, p.height, from, budget);
+    const std::optional<size_t> to =
+        m_renderer.render(d.vertices, d.indices, d.commands, d.origin, d.size, d.scale, p.width, p.height,
+                          from, budget, p.renderedId);
     if (!to) return std::nullopt;
     p.renderedUpTo = *to;
   }
@@ -223,7 +224,8 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   p.changesInARow = changed ? p.changesInARow + 1 : 0;
   // While the picture of what it draws now is made: its previous picture, or its drawing in place.
   auto meanwhile = [&] {
-    if (sized && p.hasShown && !p.userDriven && p.changesInARow <= 2) {
+    if (sized && p.hasShown && !p.userDriven && p.changesInARow <= 2 && p.framesBehind < kMostFramesBehind) {
+      ++p.framesBehind;
       ++m_counts.previous;
       ++m_previousThisFrame;
       showPicture();
@@ -232,6 +234,7 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     }
   };
   if (sized && p.hasShown && holds(p.shown)) {
+    p.changesInARow = p.framesBehind = 0;
     ++m_counts.reused;
     showPicture();
   } else if (sized && p.hasRendered && holds(p.rendered)) {
@@ -240,6 +243,7 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
       return;
     }
     copyToTexture(p);
+    p.framesBehind = 0;
     p.shown.swap(p.rendered);
     p.hasShown = true;
     p.hasRendered = false;
@@ -254,6 +258,7 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     keep(p.rendered);  // `last` holds the same, to compare the next frame's with
     p.hasRendered = p.renderDue = true;
     p.renderedUpTo = 0;
+    p.renderedId = ++m_drawings;
   } else {
     meanwhile();
     keep(p.last);

@@ -123,6 +123,8 @@ class FigureRasters {
     bool hasLast = false, hasRendered = false, hasShown = false;
     bool renderDue = false;   // `rendered` is being drawn into the renderbuffer by renderPictures()
     size_t renderedUpTo = 0;  // indices of `rendered` drawn so far
+    uint64_t renderedId = 0;  // names `rendered`'s buffers to ListRenderer (from m_drawings)
+    int framesBehind = 0;     // frames in a row shown from the previous picture
     void* fence = nullptr;    // a GLsync behind that drawing
     int changesInARow = 0;    // frames in a row the list differed from the frame before's
     bool used = true;
@@ -145,6 +147,10 @@ class FigureRasters {
   Picture* m_current = nullptr;
   Counts m_counts;
   size_t m_previousThisFrame = 0;
+  uint64_t m_drawings = 0;  // drawings scheduled for rendering, ever
+  // A previous picture is shown at most this many frames in a row (a figure changing every other frame
+  // never holds still long enough for its picture; it is then drawn in place).
+  static constexpr int kMostFramesBehind = 16;
 };
 
 }  // namespace sharelens::plot

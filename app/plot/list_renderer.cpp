@@ -172,7 +172,8 @@ bool ListRenderer::prepare() {
 std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
                                            const ImVector<ImDrawIdx>& indices,
                                            const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size,
-                                           ImVec2 scale, int width, int height, size_t from, size_t budget) {
+                                           ImVec2 scale, int width, int height, size_t from, size_t budget,
+                                           uint64_t drawing) {
   if (!prepare()) return std::nullopt;
   budget -= budget % 3;  // whole triangles
   const size_t to = std::min(from + std::max<size_t>(budget, 3), static_cast<size_t>(indices.Size));
@@ -207,7 +208,8 @@ std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
                                 1};
   glUniformMatrix4fv(m_projection, 1, GL_FALSE, projection);
   glBindVertexArray(m_vertexArray);
-  if (from == 0) {
+  if (from == 0 || drawing != m_uploaded) {
+    m_uploaded = drawing;
     // New storage for each list: the draws of the last one keep reading the old (see the top of the header).
     glBindBuffer(GL_ARRAY_BUFFER, m_vertices);
     glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(vertices.Size * sizeof(ImDrawVert)), vertices.Data,

@@ -19,6 +19,7 @@
 #include <imgui.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 namespace sharelens::plot {
@@ -34,12 +35,13 @@ class ListRenderer {
   // `size` and FramebufferScale `scale`, into the bound framebuffer of width x height pixels (size * scale):
   // the triangles of indices [from, from + budget) (commands hold consecutive indices, so this is a part of
   // the list in its order; drawing the parts in turn draws the list). The buffers are uploaded when `from`
-  // is 0, and must stay as they are until the last part. Commands with a callback are skipped
+  // is 0 or `drawing` (a number naming this list's buffers) is not the one uploaded last, so parts of
+  // several lists may be drawn in any order. Commands with a callback are skipped
   // (FigureRasters pictures no list that has one). Restores the GL state it changes. Returns where the next
   // part starts (IdxBuffer.Size when done), or nullopt when the shader program cannot be made.
   std::optional<size_t> render(const ImVector<ImDrawVert>& vertices, const ImVector<ImDrawIdx>& indices,
                                const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size, ImVec2 scale,
-                               int width, int height, size_t from, size_t budget);
+                               int width, int height, size_t from, size_t budget, uint64_t drawing);
 
  private:
   bool prepare();  // compiles and links the program, makes the buffers; once
@@ -47,6 +49,7 @@ class ListRenderer {
   unsigned m_program = 0, m_vertexArray = 0, m_vertices = 0, m_indices = 0;
   int m_projection = -1, m_texture = -1;  // uniform locations
   bool m_failed = false;                  // the program could not be made: never tried again
+  uint64_t m_uploaded = 0;                // the `drawing` the buffers hold
 };
 
 }  // namespace sharelens::plot

@@ -115,7 +115,7 @@ class FigureRaster : public ::testing::Test {
   Platform* m_platform = nullptr;
   int m_vertices = 0, m_indices = 0;  // handed to GL by the last frame's window
   std::unique_ptr<plot::TextureCache> m_textures;
-  plot::PlotState m_state;
+  plot::PlotState m_state, m_stateB;
 };
 
 Platform* FigureRaster::s_platform = nullptr;
@@ -253,6 +253,58 @@ TEST_F(FigureRaster, AChangeThePersonMakesIsDrawnInPlaceAtOnce) {
   EXPECT_LE(compare(first, inPlace).largest, 1) << "what drawing it in place with the cache off gives";
   framesUntilPictured(zoomed, /*userDriven=*/true);
   EXPECT_EQ(counts().previous, shown.previous) << "never its previous picture";
+}
+
+TEST_F(FigureRaster, AFigureChangingEveryOtherFrameIsDrawnInPlaceOnceItsPictureFallsBehind) {
+  // Each change is replaced before its picture is done: the previous picture would be shown for ever.
+  Figure f = lossFigure(2000);
+  fromPicture(f);
+  const FigureRasters::Counts shown = counts();
+  for (int i = 0; i < 40; ++i) {
+    if (i % 2 == 0) f.series[0].x.push_back(2001 + i), f.series[0].y.push_back(3.0);
+    frame(f);
+  }
+  EXPECT_LE(counts().previous - shown.previous, 16u) << "at most FigureRasters::kMostFramesBehind frames";
+  EXPECT_GT(counts().inPlace, shown.inPlace) << "then drawn as it is";
+}
+
+TEST_F(FigureRaster, TwoFiguresRenderedInPartsAtOnceEachGetTheirOwnPicture) {
+  // Two large figures made into pictures in the same frames (parts of each, under one budget a frame), each
+  // picture what drawing its own figure in place gives. (ListRenderer uploads again whenever a part belongs
+  // to another drawing than the last one uploaded; which order the parts come in here is the map's.)
+  const Figure a = runsFigure(14, 20000);
+  Figure b = runsFigure(14, 20000);
+  for (plot::Series& s : b.series)
+    for (double& y : s.y) y *= 3;  // other pixels throughout
+  auto twoFrame = [&](bool cache) {
+    m_textures->rasters().setEnabled(cache);
+    m_platform->beginFrame();
+    plot::Style style;
+    style.fontSize = ImGui::GetFontSize();
+    style.titleSize = style.fontSize * 1.1f;
+    ImGui::SetNextWindowPos({0, 0});
+    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+    ImGui::Begin("##test", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
+    const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
+    plot::plotWidget("##a", a, m_state, ImVec2(-1, half), *m_textures, style);
+    plot::plotWidget("##b", b, m_stateB, ImVec2(-1, half), *m_textures, style);
+    ImGui::End();
+    m_platform->render();
+    m_textures->rasters().renderPictures();
+    RgbaImage image = m_platform->captureFramebuffer();
+    m_platform->present();
+    m_textures->endFrame();
+    m_textures->rasters().setEnabled(true);
+    return image;
+  };
+  const RgbaImage inPlace = twoFrame(false);
+  for (int i = 0; i < 100 && counts().pictured < 2; ++i) twoFrame(true);
+  ASSERT_EQ(counts().pictured, 2u);
+  const uint64_t reused = counts().reused;
+  const RgbaImage pictured = twoFrame(true);
+  EXPECT_EQ(counts().reused, reused + 2) << "both from their pictures";
+  const Difference d = compare(pictured, inPlace);
+  EXPECT_LE(d.largest, 1) << d.pixels << " pixels differ";
 }
 
 TEST_F(FigureRaster, AFigureChangingEveryFrameIsDrawnInPlaceAfterTwoChanges) {

@@ -310,8 +310,10 @@ TEST(FigureMemo, ASeriesWithARevisionIsKeyedOnIt) {
   EXPECT_EQ(memo.extentsScanned() - extents, 2u) << "the changed series' x and y extents, not the other's";
   // Both lines are traced again on the grown y axis; only the changed one's shape is derived again.
   EXPECT_EQ(memo.shapesFound() - shapes, 1u) << "the changed series' shape, not the other's";
-  f.series[0].y[10] = std::nan(""), f.series[0].revision = 104;  // a point no longer drawable
+  // A point no longer drawable, the first of its column (a scan that does not check points would take it).
+  f.series[0].y[0] = std::nan(""), f.series[0].revision = 104;
   EXPECT_TRUE(sameDrawing(draw(&memo), draw(nullptr))) << "the shape found again: the NaN is left out";
+  EXPECT_EQ(memo.shapesFound() - shapes, 2u);
 }
 
 // Changes a multiply alone carries only upwards: sign flips (two of them cancel in plain word-wise FNV-1a)
