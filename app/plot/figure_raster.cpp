@@ -186,6 +186,7 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   list._PopUnusedDrawCmd();
   auto inPlace = [&] {  // the list's drawing copied into the window's
     ++m_counts.inPlace;
+    p.inPlaceLast = true;
     appendDrawing(*window, list.VtxBuffer, list.IdxBuffer, list.CmdBuffer);
   };
   // The picture's pixel grid is the screen's: its corner is the clip's, rounded out to whole pixels. With a
@@ -216,15 +217,18 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   };
   // GL's first row is the bottom one: the picture is shown with v running up.
   auto showPicture = [&] {
+    p.inPlaceLast = false;
     window->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(p.texture)), origin,
                      {origin.x + size.x, origin.y + size.y}, {0, 1}, {1, 0});
   };
   const bool sized = p.framebuffer && p.width == width && p.height == height;
   const bool changed = !(p.hasLast && holds(p.last));
   p.changesInARow = changed ? p.changesInARow + 1 : 0;
-  // While the picture of what it draws now is made: its previous picture, or its drawing in place.
+  // While the picture of what it draws now is made: its previous picture, or its drawing in place (also
+  // once the screen has shown something newer than that picture: it never goes back).
   auto meanwhile = [&] {
-    if (sized && p.hasShown && !p.userDriven && p.changesInARow <= 2 && p.framesBehind < kMostFramesBehind) {
+    if (sized && p.hasShown && !p.userDriven && !p.inPlaceLast && p.changesInARow <= 2 &&
+        p.framesBehind < kMostFramesBehind) {
       ++p.framesBehind;
       ++m_counts.previous;
       ++m_previousThisFrame;

@@ -26,8 +26,10 @@
 //   draws its triangles in place. At most two changes in a row are shown this way (a figure changing every
 //   frame is drawn in place, as it is);
 // - in place (its list copied into the window's) when the person is working it (hovering, dragging, box
-//   zooming: `userDriven`), when it is new or resized, or has changed three frames running: their input is
-//   on screen in the same frame.
+//   zooming) or another figure took its place (`userDriven`: on screen in the same frame), when it is new or
+//   resized, has changed three frames running or has been shown from its previous picture for
+//   kMostFramesBehind frames; and once drawn in place, until its new picture is ready (the screen never
+//   goes back to an older picture).
 //
 // drawFigure first paints the figure's whole box opaque (Style::background), and ImGui fills rectangles
 // without antialiasing, so every pixel of the picture is opaque inside the box and empty outside it, and
@@ -121,12 +123,13 @@ class FigureRasters {
     Drawing rendered;                            // what the renderbuffer holds (or will), not yet copied
     Drawing shown;                               // what the texture holds
     bool hasLast = false, hasRendered = false, hasShown = false;
-    bool renderDue = false;   // `rendered` is being drawn into the renderbuffer by renderPictures()
-    size_t renderedUpTo = 0;  // indices of `rendered` drawn so far
-    uint64_t renderedId = 0;  // names `rendered`'s buffers to ListRenderer (from m_drawings)
-    int framesBehind = 0;     // frames in a row shown from the previous picture
-    void* fence = nullptr;    // a GLsync behind that drawing
-    int changesInARow = 0;    // frames in a row the list differed from the frame before's
+    bool renderDue = false;    // `rendered` is being drawn into the renderbuffer by renderPictures()
+    size_t renderedUpTo = 0;   // indices of `rendered` drawn so far
+    uint64_t renderedId = 0;   // names `rendered`'s buffers to ListRenderer (from m_drawings)
+    int framesBehind = 0;      // frames in a row shown from the previous picture
+    bool inPlaceLast = false;  // the last frame drew the list in place: the screen is past the picture
+    void* fence = nullptr;     // a GLsync behind that drawing
+    int changesInARow = 0;     // frames in a row the list differed from the frame before's
     bool used = true;
     bool userDriven = false;  // as begin() got it
     ImVec2 min, max;          // this frame's clip, as begin() got it

@@ -190,22 +190,13 @@ std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
   glUniform1i(m_texture, 0);
   // [origin, origin + size] onto clip space, y down (ImGui's top row is the framebuffer's last).
   const float left = origin.x, right = origin.x + size.x, top = origin.y, bottom = origin.y + size.y;
-  const float projection[16] = {2 / (right - left),
-                                0,
-                                0,
-                                0,
-                                0,
-                                2 / (top - bottom),
-                                0,
-                                0,
-                                0,
-                                0,
-                                -1,
-                                0,
-                                (right + left) / (left - right),
-                                (top + bottom) / (bottom - top),
-                                0,
-                                1};
+  // clang-format off
+  const float projection[16] = {  // column-major
+      2 / (right - left),              0,                               0,  0,
+      0,                               2 / (top - bottom),              0,  0,
+      0,                               0,                               -1, 0,
+      (right + left) / (left - right), (top + bottom) / (bottom - top), 0,  1};
+  // clang-format on
   glUniformMatrix4fv(m_projection, 1, GL_FALSE, projection);
   glBindVertexArray(m_vertexArray);
   if (from == 0 || drawing != m_uploaded) {

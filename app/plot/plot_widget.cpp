@@ -79,7 +79,9 @@ void clampToData(std::optional<Range>& view, const Range& data, Scale scale) {
 PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 size, TextureCache& textures,
                       const Style& style) {
   PlotEvents events;
-  if (const uint64_t shown = identityOf(f); shown != state.shown) {  // another figure: fitted, all series on
+  const uint64_t shown = identityOf(f);
+  const bool anotherFigure = shown != state.shown;  // drawn at once, not over the last figure's picture
+  if (anotherFigure) {                              // fitted, all series on
     state.reset();
     state.hidden.clear();
     state.shown = shown;

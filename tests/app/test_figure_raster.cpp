@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -43,10 +44,9 @@ class FigureRaster : public ::testing::Test {
   }
   void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
 
-  // One frame with `f` filling the window, as the app draws one; returns the pixels drawn (before the swap).
-  // The figure is drawn by plotWidget, which no pointer hovers here (its changes come on their own), or,
-  // `userDriven`, into the same place by the calls plotWidget makes, told that the person is working it.
-  RgbaImage frame(const Figure& f, bool userDriven = false) {
+  // One frame of a window filling the screen, with `content` drawn into it as the app draws a view, and the
+  // pictures rendered where the app renders them; returns the pixels drawn (before the swap).
+  RgbaImage windowFrame(const std::function<void(const plot::Style&)>& content) {
     m_platform->beginFrame();
     plot::Style style;
     style.fontSize = ImGui::GetFontSize();
@@ -54,11 +54,30 @@ class FigureRaster : public ::testing::Test {
     ImGui::SetNextWindowPos({0, 0});
     ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
     ImGui::Begin("##test", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
-    // A figure at a fractional position (ImGui's layout keeps items on whole pixels, the cursor need not
-    // be): the picture's grid is rounded out to the screen's pixels.
-    const ImVec2 at = ImGui::GetCursorScreenPos();
-    ImGui::SetCursorScreenPos({at.x + 0.5f, at.y + 7.5f});
-    if (userDriven) {
+    content(style);
+    ImGui::End();
+    m_platform->render();
+    m_textures->rasters().renderPictures();
+    m_vertices = ImGui::GetDrawData()->TotalVtxCount;
+    m_indices = ImGui::GetDrawData()->TotalIdxCount;
+    RgbaImage image = m_platform->captureFramebuffer();
+    m_platform->present();
+    m_textures->endFrame();
+    return image;
+  }
+  // One frame with `f` filling the window. The figure is drawn by plotWidget, which no pointer hovers here
+  // (its changes come on their own), or, `userDriven`, into the same place by the calls plotWidget makes,
+  // told that the person is working it.
+  RgbaImage frame(const Figure& f, bool userDriven = false) {
+    return windowFrame([&](const plot::Style& style) {
+      // A figure at a fractional position (ImGui's layout keeps items on whole pixels, the cursor need not
+      // be): the picture's grid is rounded out to the screen's pixels.
+      const ImVec2 at = ImGui::GetCursorScreenPos();
+      ImGui::SetCursorScreenPos({at.x + 0.5f, at.y + 7.5f});
+      if (!userDriven) {
+        plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
+        return;
+      }
       const ImVec2 min = ImGui::GetCursorScreenPos(), size = ImGui::GetContentRegionAvail();
       const ImVec2 max{min.x + size.x, min.y + size.y};
       ImDrawList* own = m_textures->rasters().begin(ImGui::GetID("##figure"), min, max, /*userDriven=*/true);
@@ -67,18 +86,7 @@ class FigureRaster : public ::testing::Test {
           plot::layoutFigure(f, canvas, style, {min.x, min.y}, {size.x, size.y});
       plot::drawFigure(canvas, f, layout, style);
       m_textures->rasters().finish(ImGui::GetWindowDrawList(), m_textures->generation());
-    } else {
-      plot::plotWidget("##figure", f, m_state, ImVec2(-1, -1), *m_textures, style);
-    }
-    ImGui::End();
-    m_platform->render();
-    m_textures->rasters().renderPictures();  // where the app renders them
-    m_vertices = ImGui::GetDrawData()->TotalVtxCount;
-    m_indices = ImGui::GetDrawData()->TotalIdxCount;
-    RgbaImage image = m_platform->captureFramebuffer();
-    m_platform->present();
-    m_textures->endFrame();
-    return image;
+    });
   }
   // Frames of `f` until its picture is made (copied into its texture, shown from the frame it is made):
   // returns how many frames that took. The picture is rendered a part a frame, and copied once the renderer
@@ -278,22 +286,11 @@ TEST_F(FigureRaster, TwoFiguresRenderedInPartsAtOnceEachGetTheirOwnPicture) {
     for (double& y : s.y) y *= 3;  // other pixels throughout
   auto twoFrame = [&](bool cache) {
     m_textures->rasters().setEnabled(cache);
-    m_platform->beginFrame();
-    plot::Style style;
-    style.fontSize = ImGui::GetFontSize();
-    style.titleSize = style.fontSize * 1.1f;
-    ImGui::SetNextWindowPos({0, 0});
-    ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-    ImGui::Begin("##test", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
-    const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
-    plot::plotWidget("##a", a, m_state, ImVec2(-1, half), *m_textures, style);
-    plot::plotWidget("##b", b, m_stateB, ImVec2(-1, half), *m_textures, style);
-    ImGui::End();
-    m_platform->render();
-    m_textures->rasters().renderPictures();
-    RgbaImage image = m_platform->captureFramebuffer();
-    m_platform->present();
-    m_textures->endFrame();
+    RgbaImage image = windowFrame([&](const plot::Style& style) {
+      const float half = ImGui::GetContentRegionAvail().y / 2 - ImGui::GetStyle().ItemSpacing.y;
+      plot::plotWidget("##a", a, m_state, ImVec2(-1, half), *m_textures, style);
+      plot::plotWidget("##b", b, m_stateB, ImVec2(-1, half), *m_textures, style);
+    });
     m_textures->rasters().setEnabled(true);
     return image;
   };
@@ -305,6 +302,20 @@ TEST_F(FigureRaster, TwoFiguresRenderedInPartsAtOnceEachGetTheirOwnPicture) {
   EXPECT_EQ(counts().reused, reused + 2) << "both from their pictures";
   const Difference d = compare(pictured, inPlace);
   EXPECT_LE(d.largest, 1) << d.pixels << " pixels differ";
+}
+
+TEST_F(FigureRaster, AfterADrawingInPlaceTheOlderPictureIsNotShownAgain) {
+  // A zoom drawn in place at once, then the pointer leaves the figure: the screen already shows the zoom,
+  // and showing the picture from before it while the zoom's own is made would take the figure back.
+  const Figure f = lossFigure(5000);
+  Figure zoomed = f;
+  zoomed.xRange = plot::Range{1000, 2000};
+  fromPicture(f);
+  const FigureRasters::Counts shown = counts();
+  frame(zoomed, /*userDriven=*/true);
+  const int frames = framesUntilPictured(zoomed);
+  EXPECT_EQ(counts().previous, shown.previous) << "the picture from before the zoom never came back";
+  EXPECT_EQ(counts().inPlace, shown.inPlace + static_cast<uint64_t>(frames)) << "in place until pictured";
 }
 
 TEST_F(FigureRaster, AFigureChangingEveryFrameIsDrawnInPlaceAfterTwoChanges) {
