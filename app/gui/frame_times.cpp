@@ -24,12 +24,12 @@ Json percentiles(const std::vector<double>& ms, size_t warmUp) {
 
 }  // namespace
 
-void FrameTimes::add(Clock::time_point start, Clock::time_point built, Clock::time_point submitted,
-                     Clock::time_point presented) {
-  m_total.push_back(milliseconds(submitted - start));
-  m_build.push_back(milliseconds(built - start));
-  m_submit.push_back(milliseconds(submitted - built));
-  m_present.push_back(milliseconds(presented - submitted));
+void FrameTimes::add(const Marks& f) {
+  m_build.push_back(milliseconds(f.built - f.start));
+  m_submit.push_back(milliseconds(f.submitted - f.built));
+  m_present.push_back(milliseconds(f.presented - f.submitted));
+  m_pictures.push_back(milliseconds(f.pictured - f.presented));
+  m_total.push_back(m_build.back() + m_submit.back() + m_pictures.back());
 }
 
 Json FrameTimes::summary(size_t warmUp) const {
@@ -38,6 +38,7 @@ Json FrameTimes::summary(size_t warmUp) const {
   j["build"] = percentiles(m_build, warmUp);
   j["submit"] = percentiles(m_submit, warmUp);
   j["present"] = percentiles(m_present, warmUp);
+  j["pictures"] = percentiles(m_pictures, warmUp);
   return j;
 }
 

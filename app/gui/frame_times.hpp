@@ -1,11 +1,15 @@
 // The UI thread's time per frame, for the responsiveness benchmark (--bench-ui --frame-stats; issue 14):
-// from the frame's start (after waiting for events) to the end of its GL submission, in two parts:
+// from the frame's start (after waiting for events) to the end of its picture rendering, in three counted
+// parts and one that is kept apart:
 // - build: polling runs and jobs, ImGui and every view's drawing code (this project's code);
 // - submit: handing the draw lists to GL (ImGui's OpenGL backend). On a software renderer such as Mesa's
-//   llvmpipe this includes the vertex stage, which a GPU's driver would leave to the GPU.
-// Presenting the frame (the buffer swap) is kept apart, as `present`, and not counted in the total: with
-// vsync it waits for the display. Without vsync on llvmpipe it is where the UI thread waits for the
-// renderer's own threads to rasterise the frame, and for the image to be copied to the X server.
+//   llvmpipe this includes the vertex stage, which a GPU's driver would leave to the GPU;
+// - present, not counted in the total: the buffer swap. With vsync it waits for the display. Without vsync
+//   on llvmpipe it is where the UI thread waits for the renderer's own threads to rasterise the frame, and
+//   for the image to be copied to the X server;
+// - pictures: rendering the figures' pictures that are due (FigureRasters::renderPictures), after the swap:
+//   on llvmpipe the first draw into another framebuffer waits until the window's frame is rasterised, so
+//   done before the swap it took that wait (4-5 ms a frame) out of `present` into the frame's count.
 #pragma once
 
 #include <chrono>
@@ -18,15 +22,19 @@ namespace sharelens::gui {
 class FrameTimes {
  public:
   using Clock = std::chrono::steady_clock;
-  void add(Clock::time_point start, Clock::time_point built, Clock::time_point submitted,
-           Clock::time_point presented);
-  // {"frames", "p50_ms", "p99_ms", "max_ms", "build": {p50, p99, max}, "submit": {...}, "present": {...}}
+  // When each part of a frame ended, in the frame's order.
+  struct Marks {
+    Clock::time_point start, built, submitted, presented, pictured;
+  };
+  void add(const Marks& frame);
+  // {"frames", "p50_ms", "p99_ms", "max_ms", "build": {p50, p99, max}, "submit": {...}, "present": {...},
+  //  "pictures": {...}}: the total is build + submit + pictures
   // over the frames after the first `warmUp` (the font atlas and first textures are made then). A
   // percentile p is the ceil(p n)-th smallest value (nearest rank).
   Json summary(size_t warmUp) const;
 
  private:
-  std::vector<double> m_total, m_build, m_submit, m_present;  // milliseconds, one per frame
+  std::vector<double> m_total, m_build, m_submit, m_present, m_pictures;  // milliseconds, one per frame
 };
 
 }  // namespace sharelens::gui

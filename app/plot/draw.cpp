@@ -170,8 +170,8 @@ struct VisibleSegment {
   float t0, t1, length;
 };
 
-// How many data points each of a few boxes (the legend's candidate corners) covers, counted as it goes
-// instead of keeping the points.
+// How much of the shown data each of a few boxes (the legend's candidate corners) covers, added up as it
+// goes instead of keeping what it counts.
 class BoxCounts {
  public:
   explicit BoxCounts(std::span<const std::pair<Point, Point>> boxes)
@@ -179,10 +179,24 @@ class BoxCounts {
     m_left = m_right = boxes.empty() ? 0 : boxes.front().first.x;
     for (const auto& [min, max] : boxes) m_left = std::min(m_left, min.x), m_right = std::max(m_right, max.x);
   }
-  void add(Point p, size_t weight) {
+  void addPoint(Point p, double weight) {
     for (size_t k = 0; k < m_boxes.size(); ++k) {
       const auto& [min, max] = m_boxes[k];
       m_counts[k] += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? weight : 0;
+    }
+  }
+  // A column's points, spread evenly over its span: each box gets the share of `weight` that its rows hold.
+  void addColumn(const ColumnSpan& c, double weight) {
+    for (size_t k = 0; k < m_boxes.size(); ++k) {
+      const auto& [min, max] = m_boxes[k];
+      if (c.x < min.x || c.x > max.x) continue;
+      const float height = c.bottom - c.top;
+      if (height <= 0) {
+        m_counts[k] += c.top >= min.y && c.top <= max.y ? weight : 0;
+        continue;
+      }
+      const float inside = std::min(c.bottom, max.y) - std::max(c.top, min.y);
+      m_counts[k] += inside > 0 ? weight * inside / height : 0;
     }
   }
   // Whether any box spans some x in [a, b].
@@ -193,11 +207,11 @@ class BoxCounts {
       if (b >= min.x && a <= max.x) return true;
     return false;
   }
-  const std::vector<size_t>& counts() const { return m_counts; }
+  const std::vector<double>& counts() const { return m_counts; }
 
  private:
   std::span<const std::pair<Point, Point>> m_boxes;
-  std::vector<size_t> m_counts;
+  std::vector<double> m_counts;
   float m_left = 0, m_right = 0;  // the boxes' combined x extent
 };
 
@@ -209,44 +223,46 @@ void sampleSegment(const VisibleSegment& v, float spacing, BoxCounts& counts) {
   const auto n = static_cast<size_t>(v.length / spacing);
   for (size_t k = 1; k <= n; ++k) {
     const float t = v.t0 + (v.t1 - v.t0) * static_cast<float>(k) / static_cast<float>(n + 1);
-    counts.add({v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1);
+    counts.addPoint({v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1);
   }
 }
 
-// How many data points of the shown series each box covers: up to 2,000 points of each series in pixels,
-// each standing for `stride` points, and for a line up to 2,048 samples along the visible parts of the
-// segments between them (a line of three points crosses corners that hold none of them): enough to tell
-// which corner of the plot is emptiest.
-std::vector<size_t> pointsInBoxes(const Figure& f, const FigureLayout& l, const std::vector<bool>& hidden,
-                                  std::span<const std::pair<Point, Point>> boxes) {
+// How many data points of the shown series each box covers, from each series' trace (what is drawn of it,
+// seriesTrace): a dense trace's columns, each standing for its share of the points traced, spread over its
+// span; a sparse trace's points, and for a line up to 2,048 samples along the visible parts of the segments
+// between them (a line of three points crosses corners that hold none of them). Enough to tell which corner
+// of the plot is emptiest, from what drawing the figure computes anyway.
+std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidden,
+                                  const std::function<const Trace&(size_t series)>& traceOf,
+                                  const FigureLayout& l, std::span<const std::pair<Point, Point>> boxes) {
   constexpr float kSpacing = 6;            // pixels between a segment's samples, at most
   constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
-  const PixelMap toPixel(l);
   BoxCounts counts(boxes);
   std::vector<VisibleSegment> segments;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
-    const Series& s = f.series[i];
-    const size_t n = std::min(s.x.size(), s.y.size()), stride = std::max<size_t>(1, n / 2000);
+    const Trace& t = traceOf(i);
+    if (t.dense()) {
+      const double perColumn = static_cast<double>(t.pointsTraced) / static_cast<double>(t.columns.size());
+      for (const ColumnSpan& c : t.columns) counts.addColumn(c, perColumn);
+      continue;
+    }
     segments.clear();
-    std::optional<Point> previous;
     float length = 0;
-    for (size_t k = 0; k < n; k += stride) {
-      // The points seriesTrace leaves out; the line joins their neighbours.
-      if (!std::isfinite(s.y[k]) || (l.y.scale == Scale::Log10 && s.y[k] <= 0)) continue;
-      const Point p = toPixel(s.x[k], s.y[k]);
-      if (!std::isfinite(p.x) || !std::isfinite(p.y)) continue;
-      counts.add(p, stride);
-      if (previous && drawsLine(s))
-        if (const auto t = clipSegment(*previous, p, l.plotMin, l.plotMax)) {
-          // (not std::hypot: its care for overflow, which doubles cannot reach from floats, costs more
-          // than the rest of the pass)
-          const double dx = p.x - previous->x, dy = p.y - previous->y;
-          const float visible = (t->second - t->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
-          segments.push_back({*previous, p, t->first, t->second, visible});
-          length += visible;
-        }
-      previous = p;
+    for (size_t k = 0; k < t.points.size(); ++k) {
+      const Point p = t.points[k];
+      counts.addPoint(p, 1);
+      if (k == 0 || !drawsLine(f.series[i])) continue;
+      const Point previous = t.points[k - 1];
+      if (const auto clipped = clipSegment(previous, p, l.plotMin, l.plotMax)) {
+        // (not std::hypot: its care for overflow, which doubles cannot reach from floats, costs more than
+        // the rest of the pass)
+        const double dx = p.x - previous.x, dy = p.y - previous.y;
+        const float visible =
+            (clipped->second - clipped->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
+        segments.push_back({previous, p, clipped->first, clipped->second, visible});
+        length += visible;
+      }
     }
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
     for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
@@ -274,7 +290,11 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
     std::pair<Point, Point> boxes[std::size(corners)];
     for (size_t k = 0; k < std::size(corners); ++k)
       boxes[k] = {{corners[k].x - 3, corners[k].y - 3}, {corners[k].x + boxW + 3, corners[k].y + boxH + 3}};
-    const std::vector<size_t> covered = pointsInBoxes(f, l, hidden, boxes);
+    std::vector<Trace> traced(memo ? 0 : f.series.size());  // without a memo: traced here, drawn later
+    auto traceOf = [&](size_t i) -> const Trace& {
+      return memo ? memo->trace(f, i, l) : (traced[i] = seriesTrace(f.series[i], l));
+    };
+    const std::vector<double> covered = pointsInBoxes(f, hidden, traceOf, l, boxes);
     return static_cast<size_t>(std::min_element(covered.begin(), covered.end()) - covered.begin());
   };
   const Point best =
@@ -563,6 +583,7 @@ Trace seriesTrace(const Series& s, const FigureLayout& l, const SeriesShape& sha
   }
   const PixelMap toPixel(l);
   const float width = l.plotMax.x - l.plotMin.x;
+  out.pointsTraced = end - begin;
   if (static_cast<float>(end - begin) <= 2.0f * width) {  // sparse: every point
     out.points.reserve(end - begin);
     for (size_t i = begin; i < end; ++i)

@@ -8,17 +8,21 @@
 // and rasterising them is most of a frame.
 //
 //   frame 1  the list differs from the last frame's: changed;
-//   frame 2  the same again: after the window's own drawing is handed to GL (renderPictures), the list is
-//            drawn into the picture's renderbuffer (a framebuffer object on the figure's pixel grid, its
-//            origin rounded down to a whole pixel so that every primitive lands on the pixels it covers on
+//   frame 2  the same again: after the window's frame is presented (renderPictures), the list is drawn
+//            into the picture's renderbuffer (a framebuffer object on the figure's pixel grid, its origin
+//            rounded down to a whole pixel so that every primitive lands on the pixels it covers on
 //            screen), and a fence is set behind it;
 //   frame 3+ the same again and the fence passed (the renderer has rasterised it): the renderbuffer is copied
 //            into the picture's texture and shown, and from then on while nothing changes.
-// Nothing on the UI thread waits for the renderer: the picture is drawn after the window's own submission
-// (llvmpipe otherwise holds the window's next clear until the picture is rasterised: 3-9 ms), with buffers of
-// its own (ListRenderer), and copied only once its fence has passed. The copy exists because llvmpipe holds
-// up every draw that samples a texture which was itself drawn into (GL submission p50 15-19 ms sampling the
-// render targets, 1 ms sampling copies).
+// The UI thread waits for the renderer as little as llvmpipe allows. llvmpipe starts rasterising a scene
+// only once the one before it is done, and the first draw of the next scene waits for that: a picture drawn
+// between the window's submission and the swap waited for the window's frame (4-5 ms, measured in that
+// frame's count), one drawn before the window's submission held its clear (3-9 ms). So the picture is
+// drawn after the swap, which has waited for the window's frame already; its own rasterisation then runs
+// while the next frame is built, and the next frame's drawing waits for what is left of it (3-6 ms for a
+// 30,000-index part beside training). It goes through buffers of its own (ListRenderer), and is copied only
+// once its fence has passed. The copy exists because llvmpipe holds up every draw that samples a texture
+// which was itself drawn into (GL submission p50 15-19 ms sampling the render targets, 1 ms sampling copies).
 //
 // Until its new picture is ready, a changed figure is shown
 // - from its previous picture, when the change came on its own (a run's new step, a job's result) and the
@@ -83,11 +87,13 @@ class FigureRasters {
   // may be a freed one's.
   void finish(ImDrawList* window, uint64_t textureGeneration);
   // Renders the pictures that finish() scheduled, up to kIndicesPerFrame indices a frame (a picture begun
-  // is carried on next frame). Call after the window's draw data was handed to GL, with the window's
-  // framebuffer bound.
+  // is carried on next frame). Call after the window's frame was presented (the buffer swap), with the
+  // window's framebuffer bound.
   void renderPictures();
   // A frame's share of picture rendering: about 10,000 triangles, 1-2 ms of vertex setup on llvmpipe, so that
   // a whole figure's 30,000 vertices (4-11 ms on the 2-core machine beside training) never land in one frame.
+  // Measured with --bench-live: 15,000 and 20,000 gave a higher p99 (every part's rasterisation is waited for
+  // by the next frame's drawing, whatever its size), 45,000 about the same.
   static constexpr size_t kIndicesPerFrame = 30000;
   // Frees the pictures of figures not shown since the previous call.
   void endFrame();

@@ -702,6 +702,48 @@ TEST(Figures, TheLegendSeesTheWholeOfALongJaggedLine) {
   EXPECT_LT(l.legend.front().min.x, (l.plotMin.x + l.plotMax.x) / 2) << "top left: the one corner left";
 }
 
+// A noisy loss of 20,000 points is traced as pixel columns (seriesTrace); the legend counts each column's
+// points where its span meets a corner. The dense series fills the top right and the bottom left; three
+// markers sit in the top left and five in the bottom right: the top left holds the fewest points. Counting
+// no columns would pick the top right; counting a column wherever it lies in a corner's x range would tie
+// the top right with the bottom left.
+TEST(Figures, TheLegendCountsADenseSeriesByTheColumnsItIsDrawnAs) {
+  Series dense;
+  dense.label = "dense";
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> noise(-0.05, 0.05);
+  for (int i = 1; i <= 20000; ++i)
+    dense.x.push_back(i), dense.y.push_back((i <= 10000 ? 0.1 : 0.9) + noise(rng));
+  Series few;
+  few.label = "few";
+  few.style = SeriesStyle::Markers;
+  for (const auto& [x, y] : std::vector<std::pair<double, double>>{{500, 0.92},
+                                                                   {700, 0.95},
+                                                                   {900, 0.9},
+                                                                   {19000, 0.1},
+                                                                   {19200, 0.12},
+                                                                   {19400, 0.08},
+                                                                   {19600, 0.1},
+                                                                   {19800, 0.11}})
+    few.x.push_back(x), few.y.push_back(y);
+  Figure f;
+  f.series = {dense, few};
+  f.yRange = Range{0, 1};
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400});
+  ASSERT_TRUE(seriesTrace(f.series[0], l).dense()) << "the case under test: a series traced as columns";
+  ASSERT_FALSE(l.legend.empty());
+  const float midX = (l.plotMin.x + l.plotMax.x) / 2, midY = (l.plotMin.y + l.plotMax.y) / 2;
+  EXPECT_LT(l.legend.front().min.x, midX);
+  EXPECT_LT(l.legend.front().min.y, midY) << "top left";
+  FigureMemo memo;  // the same corner with the traces kept by a memo
+  memo.bind(f);
+  const FigureLayout kept =
+      layoutFigure(f, c, Style::light(), {0, 0}, {600, 400}, std::nullopt, std::nullopt, {}, &memo);
+  EXPECT_EQ(kept.legend.front().min.x, l.legend.front().min.x);
+  EXPECT_EQ(kept.legend.front().min.y, l.legend.front().min.y);
+}
+
 TEST(Figures, MovingAverageIsDebiased) {
   const auto ema = exponentialMovingAverage({4, 4, 4}, 0.9);
   for (double v : ema) EXPECT_NEAR(v, 4.0, 1e-12) << "a constant stays constant from the first point";
