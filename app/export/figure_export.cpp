@@ -9,6 +9,7 @@
 
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/svg_canvas.hpp"
+#include "app/plot/figure_memo.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
@@ -48,10 +49,12 @@ void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOp
   for (size_t i = 0; i < panels.size(); ++i) {
     const bool first = i == 0;
     const std::vector<bool> none;
+    FigureMemo memo;  // the traces the legend's corner is chosen from are the ones drawn
+    memo.bind(panels[i]);
     const FigureLayout layout =
         layoutFigure(panels[i], canvas, style, {width * static_cast<float>(i), 0}, size, o.xView,
-                     first ? o.yView : std::nullopt, first ? o.hidden : none);
-    drawFigure(canvas, panels[i], layout, style, first ? o.hidden : none);
+                     first ? o.yView : std::nullopt, first ? o.hidden : none, &memo);
+    drawFigure(canvas, panels[i], layout, style, first ? o.hidden : none, &memo);
   }
 }
 

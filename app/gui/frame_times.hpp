@@ -24,7 +24,7 @@ class FrameTimes {
   using Clock = std::chrono::steady_clock;
   // When each part of a frame ended, in the frame's order.
   struct Marks {
-    Clock::time_point start, built, submitted, presented, pictured;
+    Clock::time_point start, built, submitted, presented, picturesRendered;
   };
   void add(const Marks& frame);
   // {"frames", "p50_ms", "p99_ms", "max_ms", "build": {p50, p99, max}, "submit": {...}, "present": {...},

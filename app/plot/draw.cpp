@@ -228,10 +228,11 @@ void sampleSegment(const VisibleSegment& v, float spacing, BoxCounts& counts) {
 }
 
 // How many data points of the shown series each box covers, from each series' trace (what is drawn of it,
-// seriesTrace): a dense trace's columns, each standing for its share of the points traced, spread over its
-// span; a sparse trace's points, and for a line up to 2,048 samples along the visible parts of the segments
-// between them (a line of three points crosses corners that hold none of them). Enough to tell which corner
-// of the plot is emptiest, from what drawing the figure computes anyway.
+// seriesTrace): a dense trace's columns, each standing for an even share of the points traced, spread over
+// its span, and samples every 6 px across the gaps that its band or line bridges between columns more than
+// a pixel apart; a sparse trace's points, and for a line up to 2,048 samples along the visible parts of the
+// segments between them (a line of three points crosses corners that hold none of them). Enough to tell
+// which corner of the plot is emptiest, from what drawing the figure computes anyway.
 std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidden,
                                   const std::function<const Trace&(size_t series)>& traceOf,
                                   const FigureLayout& l, std::span<const std::pair<Point, Point>> boxes) {
@@ -239,29 +240,42 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
   constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
   BoxCounts counts(boxes);
   std::vector<VisibleSegment> segments;
+  // The part of a-b inside the plot, with its length in pixels (not std::hypot: its care for overflow,
+  // which doubles cannot reach from floats, costs more than the rest of the pass); nullopt when it misses
+  // the plot or its length is not finite (a point beyond a float's range in a deep zoom).
+  auto visibleSegment = [&](Point a, Point b) -> std::optional<VisibleSegment> {
+    const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
+    if (!clipped) return std::nullopt;
+    const double dx = b.x - a.x, dy = b.y - a.y;
+    const float length =
+        (clipped->second - clipped->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
+    if (!std::isfinite(length)) return std::nullopt;
+    return VisibleSegment{a, b, clipped->first, clipped->second, length};
+  };
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Trace& t = traceOf(i);
     if (t.dense()) {
       const double perColumn = static_cast<double>(t.pointsTraced) / static_cast<double>(t.columns.size());
-      for (const ColumnSpan& c : t.columns) counts.addColumn(c, perColumn);
+      for (size_t k = 0; k < t.columns.size(); ++k) {
+        const ColumnSpan& c = t.columns[k];
+        counts.addColumn(c, perColumn);
+        if (k == 0 || c.x - t.columns[k - 1].x <= 1) continue;
+        const ColumnSpan& before = t.columns[k - 1];
+        if (const auto gap =
+                visibleSegment({before.x, (before.top + before.bottom) / 2}, {c.x, (c.top + c.bottom) / 2}))
+          sampleSegment(*gap, kSpacing, counts);
+      }
       continue;
     }
     segments.clear();
     float length = 0;
     for (size_t k = 0; k < t.points.size(); ++k) {
-      const Point p = t.points[k];
-      counts.addPoint(p, 1);
+      counts.addPoint(t.points[k], 1);
       if (k == 0 || !drawsLine(f.series[i])) continue;
-      const Point previous = t.points[k - 1];
-      if (const auto clipped = clipSegment(previous, p, l.plotMin, l.plotMax)) {
-        // (not std::hypot: its care for overflow, which doubles cannot reach from floats, costs more than
-        // the rest of the pass)
-        const double dx = p.x - previous.x, dy = p.y - previous.y;
-        const float visible =
-            (clipped->second - clipped->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
-        segments.push_back({previous, p, clipped->first, clipped->second, visible});
-        length += visible;
+      if (const auto v = visibleSegment(t.points[k - 1], t.points[k])) {
+        segments.push_back(*v);
+        length += v->length;
       }
     }
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
@@ -290,9 +304,9 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
     std::pair<Point, Point> boxes[std::size(corners)];
     for (size_t k = 0; k < std::size(corners); ++k)
       boxes[k] = {{corners[k].x - 3, corners[k].y - 3}, {corners[k].x + boxW + 3, corners[k].y + boxH + 3}};
-    std::vector<Trace> traced(memo ? 0 : f.series.size());  // without a memo: traced here, drawn later
+    Trace scratch;  // without a memo (which keeps them for the drawing), each trace in turn
     auto traceOf = [&](size_t i) -> const Trace& {
-      return memo ? memo->trace(f, i, l) : (traced[i] = seriesTrace(f.series[i], l));
+      return memo ? memo->trace(f, i, l) : (scratch = seriesTrace(f.series[i], l));
     };
     const std::vector<double> covered = pointsInBoxes(f, hidden, traceOf, l, boxes);
     return static_cast<size_t>(std::min_element(covered.begin(), covered.end()) - covered.begin());
@@ -714,6 +728,7 @@ std::vector<Point> bandPolygon(std::span<const ColumnSpan> columns, float width)
 namespace {
 
 void drawTrace(Canvas& c, const Series& s, const Trace& t) {
+  constexpr float kMarkerRadius = 2.6f;
   if (s.style != SeriesStyle::Markers) {
     if (t.band && !s.dashed)  // a band cannot carry dashes: a dashed one is drawn as its column path
       c.columnBand(t.columns, s.color, s.width);
@@ -721,14 +736,23 @@ void drawTrace(Canvas& c, const Series& s, const Trace& t) {
       c.polyline(t.points, s.color, s.width, s.dashed);
   }
   if (s.style == SeriesStyle::Line) return;
-  // Markers at each point, or at each column's extremes; more than 2000 would merge into a smear.
-  if (!t.dense() && t.points.size() < 2000)
-    for (const Point& p : t.points) c.circle(p, 2.6f, s.color);
-  if (t.columns.size() < 1000)
+  // Markers at each point, or at each column's extremes. Over a line, more than 2,000 points or 1,000
+  // columns of them would merge into a smear and are left out; markers alone are always drawn: each point,
+  // or each column's two, or past 1,000 columns (where they touch) the band they cover.
+  const bool markersAlone = s.style == SeriesStyle::Markers;
+  if (!t.dense()) {
+    if (markersAlone || t.points.size() < 2000)
+      for (const Point& p : t.points) c.circle(p, kMarkerRadius, s.color);
+    return;
+  }
+  if (t.columns.size() < 1000) {
     for (const ColumnSpan& col : t.columns) {
-      c.circle({col.x, col.top}, 2.6f, s.color);
-      if (col.bottom != col.top) c.circle({col.x, col.bottom}, 2.6f, s.color);
+      c.circle({col.x, col.top}, kMarkerRadius, s.color);
+      if (col.bottom != col.top) c.circle({col.x, col.bottom}, kMarkerRadius, s.color);
     }
+  } else if (markersAlone) {
+    c.columnBand(t.columns, s.color, 2 * kMarkerRadius);
+  }
 }
 
 }  // namespace

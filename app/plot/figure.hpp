@@ -178,7 +178,8 @@ struct Trace {
                               // for a band, unless its series is dashed and so drawn as this path)
   std::vector<ColumnSpan> columns;  // dense: x ascending, one per column that holds a point
   bool band = false;                // dense and spread: drawn as Canvas::columnBand(columns)
-  size_t pointsTraced = 0;  // the series' points in the traced index range (the visible ones and more)
+  size_t pointsTraced = 0;          // the series' points in the traced index range (the visible ones and the
+                            // neighbours beyond, undrawable ones too): the legend's weight of its columns
   bool dense() const { return !columns.empty(); }
 };
 // What seriesTrace needs to know of a series' values whatever the layout: whether its x ascend (finite and

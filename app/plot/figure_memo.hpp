@@ -7,7 +7,8 @@
 // its builder keeps one (Series::revision; the builder then owes a new one with every change), else the
 // series' values (hashed again every frame by bind(), so a value changed in place, a figure rebuilt at the
 // same address or a new point is seen), the hidden series, the zoom, the plot's box. A figure is drawn the
-// same with or without a memo (tests/app/test_plot.cpp draws both and compares). Exports draw without one.
+// same with or without a memo (tests/app/test_plot.cpp draws both and compares). Exports use one for the
+// figure they draw, so that the traces the legend is placed by are not computed again for the drawing.
 #pragma once
 
 #include <cstdint>

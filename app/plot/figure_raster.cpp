@@ -153,12 +153,15 @@ std::optional<size_t> FigureRasters::render(Picture& p, size_t budget) {
                           from, budget, p.renderedId);
     if (!to) return std::nullopt;
     p.renderedUpTo = *to;
-  }
-  if (p.renderedUpTo >= static_cast<size_t>(d.indices.Size)) {
-    p.renderDue = false;
-    if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
-    p.fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-    if (!p.fence) return std::nullopt;
+    if (p.renderedUpTo >= static_cast<size_t>(d.indices.Size)) {
+      p.renderDue = false;
+      if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
+      p.fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+      if (!p.fence) return std::nullopt;
+      // Handed to the renderer now, not at the next frame's first command (which, drawn after the swap, may
+      // be an idle wait for events away).
+      glFlush();
+    }
   }
   return p.renderedUpTo - from;
 }
@@ -253,7 +256,7 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     p.hasRendered = false;
     ++m_counts.pictured;
     showPicture();
-  } else if (!changed) {  // the same twice: into the renderbuffer, after the window's drawing
+  } else if (!changed) {  // the same twice: into the renderbuffer, after the swap
     meanwhile();
     if (!prepareTarget(p, width, height)) {
       m_enabled = false;

@@ -45,7 +45,7 @@ class FigureRaster : public ::testing::Test {
   void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
 
   // One frame of a window filling the screen, with `content` drawn into it as the app draws a view, and the
-  // pictures rendered where the app renders them; returns the pixels drawn (before the swap).
+  // pictures rendered where the app renders them (after the swap); returns the pixels drawn (before it).
   RgbaImage windowFrame(const std::function<void(const plot::Style&)>& content) {
     m_platform->beginFrame();
     plot::Style style;
@@ -57,11 +57,11 @@ class FigureRaster : public ::testing::Test {
     content(style);
     ImGui::End();
     m_platform->render();
-    m_textures->rasters().renderPictures();
     m_vertices = ImGui::GetDrawData()->TotalVtxCount;
     m_indices = ImGui::GetDrawData()->TotalIdxCount;
     RgbaImage image = m_platform->captureFramebuffer();
     m_platform->present();
+    m_textures->rasters().renderPictures();
     m_textures->endFrame();
     return image;
   }

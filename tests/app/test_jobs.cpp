@@ -419,7 +419,7 @@ TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
 // shuffled order after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200. Each frame is a
 // quarter building, half submitting and a quarter rendering pictures, which comes after presenting (twice
 // the frame, kept apart): the total is the three counted parts, not the span from start to end.
-TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoBuildingAndSubmitting) {
+TEST(FrameTimes, PercentilesAreNearestRanksAfterTheWarmUpAndSplitIntoTheFramesParts) {
   using namespace std::chrono;
   FrameTimes times;
   const FrameTimes::Clock::time_point t0{};

@@ -740,8 +740,76 @@ TEST(Figures, TheLegendCountsADenseSeriesByTheColumnsItIsDrawnAs) {
   memo.bind(f);
   const FigureLayout kept =
       layoutFigure(f, c, Style::light(), {0, 0}, {600, 400}, std::nullopt, std::nullopt, {}, &memo);
+  ASSERT_FALSE(kept.legend.empty());
   EXPECT_EQ(kept.legend.front().min.x, l.legend.front().min.x);
   EXPECT_EQ(kept.legend.front().min.y, l.legend.front().min.y);
+}
+
+// A dense series with a gap: the columns of steps 1-10,000 high on the left, then the last steps at the
+// right edge, with the band drawn across the gap along the top, through the top-right corner, which holds
+// no column. Three markers in each bottom corner: the bridged top right counts its samples along the gap
+// (about one every 6 px), more than three, so the legend goes to the bottom right (without the gap's
+// samples, the top right would count nothing).
+TEST(Figures, TheLegendCountsWhatADenseSeriesDrawsAcrossAGap) {
+  Series dense;
+  dense.label = "dense";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> noise(-0.01, 0.01);
+  for (int i = 1; i <= 10000; ++i) dense.x.push_back(i), dense.y.push_back(0.95 + noise(rng));
+  for (int i = 19990; i <= 20000; ++i) dense.x.push_back(i), dense.y.push_back(0.95);
+  Series few;
+  few.label = "few";
+  few.style = SeriesStyle::Markers;
+  for (const double x : {100.0, 300.0, 500.0, 19500.0, 19700.0, 19900.0})
+    few.x.push_back(x), few.y.push_back(0.03);
+  Figure f;
+  f.series = {dense, few};
+  f.xRange = Range{0, 20000};
+  f.yRange = Range{0, 1};
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400});
+  const Trace t = seriesTrace(f.series[0], l);
+  ASSERT_TRUE(t.dense()) << "the case under test";
+  float widestGap = 0;
+  for (size_t k = 1; k < t.columns.size(); ++k)
+    widestGap = std::max(widestGap, t.columns[k].x - t.columns[k - 1].x);
+  ASSERT_GT(widestGap, 150) << "a gap across the top right";
+  ASSERT_FALSE(l.legend.empty());
+  EXPECT_GT(l.legend.front().min.x, (l.plotMin.x + l.plotMax.x) / 2);
+  EXPECT_GT(l.legend.front().min.y, (l.plotMin.y + l.plotMax.y) / 2) << "bottom right";
+}
+
+// A series of markers alone is drawn whatever its size: each point while sparse, each column's two extremes
+// while dense, and past 1,000 columns (where markers touch) the band they cover. Over a line, so many
+// markers are left out.
+TEST(Figures, MarkersAloneAreAlwaysDrawn) {
+  for (const auto& [points, width] : {std::pair{2500, 1400.0f}, std::pair{40000, 1400.0f}}) {
+    for (const SeriesStyle style : {SeriesStyle::Markers, SeriesStyle::LineAndMarkers}) {
+      Series s;
+      s.style = style;
+      for (int i = 0; i < points; ++i) s.x.push_back(i), s.y.push_back(std::sin(i * 0.01));
+      Figure f;
+      f.series = {s};
+      f.legend = false;
+      MeasuringCanvas c;
+      const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {width, 400});
+      const Trace t = seriesTrace(s, l);
+      drawFigure(c, f, l, Style::light());
+      const std::string what = std::to_string(points) + " points, " +
+                               (style == SeriesStyle::Markers ? "markers alone" : "over a line");
+      if (style == SeriesStyle::LineAndMarkers) {
+        EXPECT_EQ(c.circles, 0u) << what;
+        continue;
+      }
+      if (!t.dense()) {
+        ASSERT_GE(t.points.size(), 2000u) << what << ": the case under test";
+        EXPECT_EQ(c.circles, t.points.size()) << what;
+      } else {
+        ASSERT_GE(t.columns.size(), 1000u) << what << ": the case under test";
+        EXPECT_EQ(c.columns, t.columns.size()) << what << ": the band of the columns";
+      }
+    }
+  }
 }
 
 TEST(Figures, MovingAverageIsDebiased) {
