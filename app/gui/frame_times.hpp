@@ -7,9 +7,9 @@
 // - present, not counted in the total: the buffer swap. With vsync it waits for the display. Without vsync
 //   on llvmpipe it is where the UI thread waits for the renderer's own threads to rasterise the frame, and
 //   for the image to be copied to the X server;
-// - pictures: rendering the figures' pictures that are due (FigureRasters::renderPictures), after the swap:
-//   on llvmpipe the first draw into another framebuffer waits until the window's frame is rasterised, so
-//   done before the swap it took that wait (4-5 ms a frame) out of `present` into the frame's count.
+// - pictures: rendering the figures' pictures that are due (FigureRasters::renderPictures), after the swap
+//   (figure_raster.hpp says why). On llvmpipe the next frame's submission then waits for what is left of
+//   their rasterisation, and counts it.
 #pragma once
 
 #include <chrono>

@@ -14,14 +14,15 @@
 //            screen), and a fence is set behind it;
 //   frame 3+ the same again and the fence passed (the renderer has rasterised it): the renderbuffer is copied
 //            into the picture's texture and shown, and from then on while nothing changes.
-// The UI thread waits for the renderer as little as llvmpipe allows. llvmpipe starts rasterising a scene
-// only once the one before it is done, and the first draw of the next scene waits for that: a picture drawn
-// between the window's submission and the swap waited for the window's frame (4-5 ms, measured in that
-// frame's count), one drawn before the window's submission held its clear (3-9 ms). So the picture is
-// drawn after the swap, which has waited for the window's frame already; its own rasterisation then runs
-// while the next frame is built, and the next frame's drawing waits for what is left of it (3-6 ms for a
-// 30,000-index part beside training). It goes through buffers of its own (ListRenderer), and is copied only
-// once its fence has passed. The copy exists because llvmpipe holds up every draw that samples a texture
+// Where the UI thread waits for the renderer: llvmpipe starts rasterising a scene only once the one before
+// it is done, and the first draw of the next scene waits for that. A picture drawn before the window's
+// submission held the window's clear (3-9 ms); one drawn between the submission and the swap waited for the
+// window's frame (4-5 ms). So the picture is drawn after the swap, which has waited for the window's frame
+// already; its own rasterisation then runs while the next frame is built, and the next frame's drawing
+// waits for what is left of it (3-6 ms for a 30,000-index part beside training). Some frame pays about one
+// part's rasterisation either way (alternated, the two orders give the same --bench-live p99 within the
+// machine's noise); this way each wait is the picture's own. It goes through buffers of its own
+// (ListRenderer), and is copied only once its fence has passed. The copy exists because llvmpipe holds up every draw that samples a texture
 // which was itself drawn into (GL submission p50 15-19 ms sampling the render targets, 1 ms sampling copies).
 //
 // Until its new picture is ready, a changed figure is shown
