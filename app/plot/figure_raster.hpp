@@ -22,8 +22,9 @@
 // waits for what is left of it (3-6 ms for a 30,000-index part beside training). Some frame pays about one
 // part's rasterisation either way (alternated, the two orders give the same --bench-live p99 within the
 // machine's noise); this way each wait is the picture's own. It goes through buffers of its own
-// (ListRenderer), and is copied only once its fence has passed. The copy exists because llvmpipe holds up every draw that samples a texture
-// which was itself drawn into (GL submission p50 15-19 ms sampling the render targets, 1 ms sampling copies).
+// (ListRenderer), and is copied only once its fence has passed. The copy exists because llvmpipe holds up
+// every draw that samples a texture which was itself drawn into (GL submission p50 15-19 ms sampling the
+// render targets, 1 ms sampling copies).
 //
 // Until its new picture is ready, a changed figure is shown
 // - from its previous picture, when the change came on its own (a run's new step, a job's result) and the
