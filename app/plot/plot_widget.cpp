@@ -98,8 +98,8 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   ImDrawList* list = ImGui::GetWindowDrawList();
   // The figure goes into a list of its own, shown from a picture while it stays the same (figure_raster.hpp);
   // the overlays below (box zoom, the hover line) go into the window's list, over it.
-  ImDrawList* own =
-      textures.rasters().begin(itemId, origin, end, hovered || ImGui::IsItemActive() || state.boxZooming);
+  const bool userDriven = hovered || ImGui::IsItemActive() || state.boxZooming || anotherFigure;
+  ImDrawList* own = textures.rasters().begin(itemId, origin, end, userDriven);
   ImGuiCanvas canvas(own ? own : list, textures);
   state.memo.bind(f);
   const FigureLayout layout = layoutFigure(f, canvas, style, {origin.x, origin.y}, {size.x, size.y},

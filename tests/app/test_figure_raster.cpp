@@ -263,6 +263,21 @@ TEST_F(FigureRaster, AChangeThePersonMakesIsDrawnInPlaceAtOnce) {
   EXPECT_EQ(counts().previous, shown.previous) << "never its previous picture";
 }
 
+TEST_F(FigureRaster, AnotherFigureInTheSamePlaceIsDrawnAtOnce) {
+  // Another matrix, model or view in the same widget, no pointer on it: never shown over the last figure's
+  // picture, which shows something else.
+  const Figure f = lossFigure(5000);
+  Figure other = lossFigure(3000);
+  other.title = "another figure";
+  const RgbaImage inPlace = direct(other);
+  fromPicture(f);
+  const FigureRasters::Counts shown = counts();
+  const RgbaImage first = frame(other);
+  EXPECT_EQ(counts().inPlace, shown.inPlace + 1) << "the other figure is drawn in place at once";
+  EXPECT_EQ(counts().previous, shown.previous) << "not the last figure's picture";
+  EXPECT_LE(compare(first, inPlace).largest, 1) << "what drawing it in place with the cache off gives";
+}
+
 TEST_F(FigureRaster, AFigureChangingEveryOtherFrameIsDrawnInPlaceOnceItsPictureFallsBehind) {
   // Each change is replaced before its picture is done: the previous picture would be shown for ever.
   Figure f = lossFigure(2000);
