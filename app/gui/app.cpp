@@ -282,6 +282,7 @@ class App {
     j["figures"] = {{"cache", m_textures.rasters().enabled()},
                     {"in_place", figures.inPlace},
                     {"pictured", figures.pictured},
+                    {"background_cleared", figures.cleared},
                     {"reused", figures.reused},
                     {"previous_picture", figures.previous}};
     writeFileAtomically(path, j.dump(2) + "\n");
@@ -292,7 +293,9 @@ class App {
               << " ms, p99 " << j["present"]["p99_ms"] << " ms; figures shown from "
               << "their picture " << figures.reused << " times, from their previous picture while a new one "
               << "was made " << figures.previous << " times, in place " << figures.inPlace << " times ("
-              << figures.pictured << " pictures made)\n";
+              << figures.pictured << " pictures made, " << figures.cleared
+              << " rendered over their background "
+              << "as the clear colour)\n";
   }
 
   void drawMainWindow() {

@@ -143,14 +143,30 @@ std::optional<size_t> FigureRasters::render(Picture& p, size_t budget) {
   const size_t from = p.renderedUpTo;
   {
     FramebufferBinding bound(p.framebuffer);
+    size_t start = from;
     if (from == 0) {
       glDisable(GL_SCISSOR_TEST);
       glClearColor(0, 0, 0, 0);
       glClear(GL_COLOR_BUFFER_BIT);
+      // A figure's background is cleared into its pixels instead of drawn (see openingFill): blending it was
+      // the heaviest part of a picture for llvmpipe.
+      const ImFontAtlas* atlas = ImGui::GetFont()->ContainerAtlas;
+      if (const std::optional<OpeningFill> fill =
+              openingFill(d.vertices, d.indices, d.commands, d.origin, d.scale, p.width, p.height,
+                          atlas->TexID, atlas->TexUvWhitePixel)) {
+        const ImVec4 color = ImGui::ColorConvertU32ToFloat4(fill->color);
+        glEnable(GL_SCISSOR_TEST);
+        glScissor(fill->pixels.x, fill->pixels.y, fill->pixels.width, fill->pixels.height);
+        glClearColor(color.x, color.y, color.z, color.w);
+        glClear(GL_COLOR_BUFFER_BIT);
+        glDisable(GL_SCISSOR_TEST);
+        start = kOpeningFillIndices;
+        ++m_counts.cleared;
+      }
     }
     const std::optional<size_t> to =
         m_renderer.render(d.vertices, d.indices, d.commands, d.origin, d.size, d.scale, p.width, p.height,
-                          from, budget, p.renderedId);
+                          start, budget, p.renderedId);
     if (!to) return std::nullopt;
     p.renderedUpTo = *to;
     if (p.renderedUpTo >= static_cast<size_t>(d.indices.Size)) {

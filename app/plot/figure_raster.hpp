@@ -105,6 +105,7 @@ class FigureRasters {
     uint64_t pictured = 0;  // pictures made (copied into their texture)
     uint64_t reused = 0;    // frames a figure was shown from its picture of what it draws
     uint64_t previous = 0;  // frames a changed figure was shown from its previous picture
+    uint64_t cleared = 0;   // pictures rendered over their background as the clear colour (openingFill)
   };
   Counts counts() const { return m_counts; }
   // Whether a figure of this frame was shown from its previous picture (a screenshot waits for the new).

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 
 namespace sharelens::plot {
 namespace {
@@ -105,6 +106,61 @@ class SavedState {
 };
 
 }  // namespace
+
+ScissorBox scissorBox(const ImVec4& clip, ImVec2 origin, ImVec2 scale, int height) {
+  const float x0 = (clip.x - origin.x) * scale.x, y0 = (clip.y - origin.y) * scale.y;
+  const float x1 = (clip.z - origin.x) * scale.x, y1 = (clip.w - origin.y) * scale.y;
+  if (x1 <= x0 || y1 <= y0) return {};
+  return {static_cast<int>(x0), static_cast<int>(static_cast<float>(height) - y1), static_cast<int>(x1 - x0),
+          static_cast<int>(y1 - y0)};
+}
+
+ScissorBox ScissorBox::within(int framebufferWidth, int framebufferHeight) const {
+  const int x0 = std::max(x, 0), y0 = std::max(y, 0);
+  const int x1 = std::min(x + width, framebufferWidth), y1 = std::min(y + height, framebufferHeight);
+  if (x1 <= x0 || y1 <= y0) return {};
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+std::optional<OpeningFill> openingFill(const ImVector<ImDrawVert>& vertices,
+                                       const ImVector<ImDrawIdx>& indices,
+                                       const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 scale,
+                                       int width, int height, ImTextureID whiteTexture, ImVec2 whiteUv) {
+  auto first = std::find_if(commands.begin(), commands.end(),
+                            [](const ImDrawCmd& c) { return c.UserCallback || c.ElemCount > 0; });
+  if (first == commands.end() || first->UserCallback || first->IdxOffset != 0 ||
+      first->ElemCount < kOpeningFillIndices || first->GetTexID() != whiteTexture ||
+      kOpeningFillIndices > size_t(indices.Size))
+    return std::nullopt;
+  const ScissorBox box = scissorBox(first->ClipRect, origin, scale, height).within(width, height);
+  if (box.empty()) return std::nullopt;
+  // ImGui's filled rectangle: corners a, (c.x, a.y), c, (a.x, c.y) as triangles (a, b, c) and (a, c, d).
+  const ImDrawIdx* idx = indices.Data + first->IdxOffset;
+  if (idx[3] != idx[0] || idx[4] != idx[2]) return std::nullopt;
+  ImDrawVert corner[4];
+  for (const auto& [k, at] : {std::pair{0, 0}, {1, 1}, {2, 2}, {3, 5}}) {
+    const size_t v = first->VtxOffset + idx[at];
+    if (v >= size_t(vertices.Size)) return std::nullopt;
+    corner[k] = vertices[static_cast<int>(v)];
+  }
+  const ImVec2 a = corner[0].pos, c = corner[2].pos;
+  const bool rectangle =
+      corner[1].pos.x == c.x && corner[1].pos.y == a.y && corner[3].pos.x == a.x && corner[3].pos.y == c.y;
+  if (!rectangle) return std::nullopt;
+  for (const ImDrawVert& v : corner)
+    if (v.col != corner[0].col || v.uv.x != whiteUv.x || v.uv.y != whiteUv.y) return std::nullopt;
+  if ((corner[0].col >> IM_COL32_A_SHIFT & 0xFF) != 0xFF) return std::nullopt;
+  // Every pixel of the box inside, centres and all (GL counts the box's rows upwards, ImGui's y runs down).
+  const float left = (std::min(a.x, c.x) - origin.x) * scale.x;
+  const float right = (std::max(a.x, c.x) - origin.x) * scale.x;
+  const float top = (std::min(a.y, c.y) - origin.y) * scale.y;
+  const float bottom = (std::max(a.y, c.y) - origin.y) * scale.y;
+  const int boxTop = height - (box.y + box.height), boxBottom = height - box.y;
+  if (left > static_cast<float>(box.x) || right < static_cast<float>(box.x + box.width) ||
+      top > static_cast<float>(boxTop) || bottom < static_cast<float>(boxBottom))
+    return std::nullopt;
+  return OpeningFill{corner[0].col, box};
+}
 
 ListRenderer::~ListRenderer() {
   if (m_program) glDeleteProgram(m_program);
@@ -214,12 +270,9 @@ std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
     const size_t first = std::max<size_t>(cmd.IdxOffset, from);
     const size_t last = std::min<size_t>(cmd.IdxOffset + cmd.ElemCount, to);
     if (cmd.UserCallback || first >= last) continue;
-    // The clip in framebuffer pixels, truncated to whole ones as the backend does; GL counts rows upwards.
-    const float x0 = (cmd.ClipRect.x - origin.x) * scale.x, y0 = (cmd.ClipRect.y - origin.y) * scale.y;
-    const float x1 = (cmd.ClipRect.z - origin.x) * scale.x, y1 = (cmd.ClipRect.w - origin.y) * scale.y;
-    if (x1 <= x0 || y1 <= y0) continue;
-    glScissor(static_cast<int>(x0), static_cast<int>(static_cast<float>(height) - y1),
-              static_cast<int>(x1 - x0), static_cast<int>(y1 - y0));
+    const ScissorBox box = scissorBox(cmd.ClipRect, origin, scale, height);
+    if (box.empty()) continue;
+    glScissor(box.x, box.y, box.width, box.height);
     glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(reinterpret_cast<intptr_t>(cmd.GetTexID())));
     glDrawElementsBaseVertex(GL_TRIANGLES, static_cast<GLsizei>(last - first), kIndexType,
                              reinterpret_cast<const void*>(first * sizeof(ImDrawIdx)),

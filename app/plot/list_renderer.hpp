@@ -24,6 +24,34 @@
 
 namespace sharelens::plot {
 
+// A command's clip as GL's scissor box in a framebuffer of `height` rows showing [origin, origin + size]
+// at `scale`: truncated to whole pixels as ImGui's backend does, rows counted upwards as GL counts them.
+// Empty (width or height 0) when the clip is.
+struct ScissorBox {
+  int x = 0, y = 0, width = 0, height = 0;
+  bool empty() const { return width <= 0 || height <= 0; }
+  ScissorBox within(int framebufferWidth, int framebufferHeight) const;  // the part inside the framebuffer
+};
+ScissorBox scissorBox(const ImVec4& clip, ImVec2 origin, ImVec2 scale, int height);
+
+// The rectangle a list opens with, when it is opaque, untextured (its corners sample `whiteUv` of
+// `whiteTexture`, ImGui's white pixel) and covers every pixel its command's scissor box lets it draw in the
+// width x height framebuffer: a figure's background. Drawn over a clear framebuffer, it leaves exactly those
+// pixels its colour with alpha 1 and the rest clear, so clearing them to that colour and drawing from index
+// 6 on gives the same pixels. A clear only writes memory where a quad goes through llvmpipe's rasteriser and
+// blending: a figure's background was the heaviest part of its picture. nullopt when the list opens with
+// anything else (also a rectangle ending on a pixel centre in the box: the rasteriser's edge rule decides
+// whether that pixel is drawn).
+struct OpeningFill {
+  ImU32 color = 0;
+  ScissorBox pixels;  // within the framebuffer
+};
+std::optional<OpeningFill> openingFill(const ImVector<ImDrawVert>& vertices,
+                                       const ImVector<ImDrawIdx>& indices,
+                                       const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 scale,
+                                       int width, int height, ImTextureID whiteTexture, ImVec2 whiteUv);
+constexpr size_t kOpeningFillIndices = 6;  // ImGui draws a filled rectangle as two triangles
+
 class ListRenderer {
  public:
   ListRenderer() = default;

@@ -2,6 +2,7 @@
 // builders, designer painting, and real Cairo exports to PNG, SVG and PDF.
 #include <cairo.h>
 #include <gtest/gtest.h>
+#include <imgui_internal.h>  // ImDrawListSharedData, for a draw list outside a frame
 
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "app/export/figure_export.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
+#include "app/plot/list_renderer.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/assets.hpp"
 #include "core/error.hpp"
@@ -594,6 +596,79 @@ TEST(Figures, TheScreensBandTrianglesFillTheBandsOutline) {
 
 // A topology's block map is categorical: each block its own palette colour and a named swatch, not a
 // position on a 0-1 colour bar (Cycle (Rev) at L = 12, U = 4: 0 1 2 3 0 1 2 3 3 2 1 0).
+// A picture's opening rectangle is cleared into its pixels instead of drawn only when drawing it over a clear
+// framebuffer would leave every pixel its scissor box lets it draw that colour: opaque, untextured, over the
+// whole box, and the list's first shape. The pixels are the box's, rows counted upwards as GL counts them.
+TEST(ListRenderer, OnlyAnOpaqueUntexturedRectangleOverTheWholeFramebufferIsAnOpeningFill) {
+  ImDrawListSharedData shared;
+  shared.TexUvWhitePixel = {0.25f, 0.5f};
+  shared.SetCircleTessellationMaxError(0.3f);  // ImGui's default style: arcs (rounded corners) are tabled
+  const auto white = reinterpret_cast<ImTextureID>(intptr_t{7});
+  const ImU32 background = IM_COL32(28, 28, 32, 255);
+  // A 100 x 60 figure at (10, 20), in pixels of scale 2: a 200 x 120 framebuffer.
+  const ImVec2 origin{10, 20}, scale{2, 2};
+  const int width = 200, height = 120;
+  auto fill = [&](const std::function<void(ImDrawList&)>& draw, ImVec2 clipMin = {10, 20},
+                  ImVec2 clipMax = {110, 80}, intptr_t textureName = 7) {
+    const auto texture = reinterpret_cast<ImTextureID>(textureName);
+    ImDrawList list(&shared);
+    list._ResetForNewFrame();
+    list.PushTextureID(texture);
+    list.PushClipRect(clipMin, clipMax);
+    draw(list);
+    list.AddLine({20, 30}, {90, 70}, IM_COL32(255, 0, 0, 255), 2);  // the figure's content, drawn over it
+    list._PopUnusedDrawCmd();
+    return openingFill(list.VtxBuffer, list.IdxBuffer, list.CmdBuffer, origin, scale, width, height, white,
+                       shared.TexUvWhitePixel);
+  };
+  auto box = [&](ImVec2 min, ImVec2 max, ImU32 color) {
+    return [=](ImDrawList& l) { l.AddRectFilled(min, max, color); };
+  };
+  auto fills = [&](const std::optional<OpeningFill>& f, ScissorBox pixels) {
+    if (!f) return ::testing::AssertionFailure() << "no opening fill";
+    if (f->color != background) return ::testing::AssertionFailure() << "colour " << f->color;
+    const ScissorBox p = f->pixels;
+    if (p.x != pixels.x || p.y != pixels.y || p.width != pixels.width || p.height != pixels.height)
+      return ::testing::AssertionFailure()
+             << "pixels " << p.x << ", " << p.y << " of " << p.width << " x " << p.height;
+    return ::testing::AssertionSuccess();
+  };
+  const ScissorBox all{0, 0, width, height};
+  EXPECT_TRUE(fills(fill(box({10, 20}, {110, 80}, background)), all)) << "exactly the framebuffer";
+  EXPECT_TRUE(fills(fill(box({0, 0}, {200, 200}, background)), all)) << "past its edges";
+  EXPECT_TRUE(fills(fill(box({10, 20}, {110, 80}, background), {0, 0}, {500, 500}), all))
+      << "a clip past the framebuffer: only its pixels count";
+  EXPECT_TRUE(
+      fills(fill(box({10, 20}, {110, 80}, background), {10, 20}, {109.75f, 79.75f}), {0, 0, 199, 119}))
+      << "clipped inside the last column and row: the box ImGui's backend would scissor (truncated to whole "
+         "pixels, from the bottom up), the rest stays clear";
+  EXPECT_TRUE(fills(fill(box({10, 20}, {110, 70}, background), {10, 20}, {110, 70}), {0, 20, 200, 100}))
+      << "the clip's and the rectangle's edges together";
+  EXPECT_FALSE(fill(box({10, 20}, {110, 79.75f}, background), {10, 20}, {110, 79.75f}))
+      << "ending on the last row's centre (79.75, in the box): whether GL draws that row is its edge rule's";
+  EXPECT_FALSE(fill(box({10.5f, 20}, {110, 80}, background))) << "the first column's centre (10.25) left out";
+  EXPECT_FALSE(fill(box({10, 20}, {110, 79.9f}, background))) << "the last row's centre (79.75) left out";
+  EXPECT_FALSE(fill(box({10, 20}, {110, 80}, IM_COL32(28, 28, 32, 254)))) << "not opaque";
+  EXPECT_FALSE(fill(box({10, 20}, {110, 80}, background), {10, 20}, {110, 80}, /*textureName=*/8))
+      << "another texture";
+  EXPECT_FALSE(fill([&](ImDrawList& l) {
+    l.AddRectFilled({10, 20}, {110, 80}, background, 4.0f);
+  })) << "rounded corners";
+  EXPECT_FALSE(fill([&](ImDrawList& l) {
+    l.PrimReserve(6, 4);
+    l.PrimRectUV({10, 20}, {110, 80}, {0, 0}, {1, 1}, background);
+  })) << "textured";
+  EXPECT_FALSE(fill([&](ImDrawList& l) {
+    l.AddRectFilledMultiColor({10, 20}, {110, 80}, background, background, IM_COL32(0, 0, 0, 255),
+                              background);
+  })) << "corners of other colours";
+  EXPECT_FALSE(fill([&](ImDrawList&) {})) << "a line first";
+  EXPECT_FALSE(fill([&](ImDrawList& l) {
+    l.AddTriangleFilled({10, 20}, {110, 20}, {110, 80}, background);
+    l.AddTriangleFilled({10, 20}, {110, 80}, {10, 80}, background);
+  })) << "two triangles covering it are not ImGui's rectangle: only that is recognised";
+}
+
 TEST(Figures, TopologyBlocksAreCategoriesWithTheirOwnColours) {
   Topology t = debugTopology();
   resizeLayers(t, 12);
