@@ -284,14 +284,16 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
   return counts.counts();
 }
 
-// One legend row per named series, in the corner of the plot that covers the fewest data points (top-right
-// on ties), like matplotlib's loc="best" restricted to corners.
+// One legend row per named series with points (a run's validation curve before its first evaluation names
+// nothing on screen), in the corner of the plot that covers the fewest data points (top-right on ties), like
+// matplotlib's loc="best" restricted to corners.
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
                  FigureLayout& l, FigureMemo* memo) {
+  auto listed = [](const Series& s) { return !s.label.empty() && !s.y.empty(); };
   float widest = 0;
   size_t rows = 0;
   for (const Series& s : f.series)
-    if (!s.label.empty()) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
+    if (listed(s)) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
   if (rows == 0) return;
   const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34,
               boxH = rowH * static_cast<float>(rows);
@@ -315,7 +317,7 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
       corners[memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner()];
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
-    if (f.series[i].label.empty()) continue;
+    if (!listed(f.series[i])) continue;
     l.legend.push_back({i, {best.x, y}, {best.x + boxW, y + rowH}});
     y += rowH;
   }

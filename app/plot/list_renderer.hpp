@@ -40,8 +40,8 @@ ScissorBox scissorBox(const ImVec4& clip, ImVec2 origin, ImVec2 scale, int heigh
 // pixels its colour with alpha 1 and the rest clear, so clearing them to that colour and drawing from index
 // 6 on gives the same pixels. A clear only writes memory where a quad goes through llvmpipe's rasteriser and
 // blending: a figure's background was the heaviest part of its picture. nullopt when the list opens with
-// anything else (also a rectangle ending on a pixel centre in the box: the rasteriser's edge rule decides
-// whether that pixel is drawn).
+// anything else, also with a rectangle whose edge falls inside one of the box's pixels (which pixels it
+// covers there is the rasteriser's edge rule's to decide; at or beyond the box's edges no centre is near).
 struct OpeningFill {
   ImU32 color = 0;
   ScissorBox pixels;  // within the framebuffer

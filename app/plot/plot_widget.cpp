@@ -89,11 +89,13 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   const std::optional<Range> xBefore = state.xView, yBefore = state.yView;
   if (size.x <= 0) size.x = ImGui::GetContentRegionAvail().x;
   if (size.y <= 0) size.y = std::max(200.0f, ImGui::GetContentRegionAvail().y);
-  // Whole pixels (the space left may end on a half one): the figure's picture is then its own pixels, its
-  // background cleared into them rather than drawn (figure_raster.hpp).
-  size = {std::floor(size.x), std::floor(size.y)};
   state.hidden.resize(f.series.size(), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
+  // Ending on whole pixels (the space left may end on a half one): a figure starting on one, as ImGui lays
+  // items out, is then its picture's own pixels, its background cleared into them rather than drawn
+  // (figure_raster.hpp). At least a pixel: ImGui asserts on an empty item.
+  size = {std::max(1.0f, std::floor(origin.x + size.x) - origin.x),
+          std::max(1.0f, std::floor(origin.y + size.y) - origin.y)};
   const ImVec2 end{origin.x + size.x, origin.y + size.y};
   const ImGuiID itemId = ImGui::GetID(id);
   ImGui::InvisibleButton(id, size, ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);

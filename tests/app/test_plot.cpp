@@ -594,12 +594,10 @@ TEST(Figures, TheScreensBandTrianglesFillTheBandsOutline) {
   EXPECT_EQ(differing, 0u) << "of " << outline.count() << " pixels inside";
 }
 
-// A topology's block map is categorical: each block its own palette colour and a named swatch, not a
-// position on a 0-1 colour bar (Cycle (Rev) at L = 12, U = 4: 0 1 2 3 0 1 2 3 3 2 1 0).
 // A picture's opening rectangle is cleared into its pixels instead of drawn only when drawing it over a clear
 // framebuffer would leave every pixel its scissor box lets it draw that colour: opaque, untextured, over the
 // whole box, and the list's first shape. The pixels are the box's, rows counted upwards as GL counts them.
-TEST(ListRenderer, OnlyAnOpaqueUntexturedRectangleOverTheWholeFramebufferIsAnOpeningFill) {
+TEST(ListRenderer, OnlyAnOpaqueUntexturedRectangleOverItsWholeScissorBoxIsAnOpeningFill) {
   ImDrawListSharedData shared;
   shared.TexUvWhitePixel = {0.25f, 0.5f};
   shared.SetCircleTessellationMaxError(0.3f);  // ImGui's default style: arcs (rounded corners) are tabled
@@ -647,7 +645,8 @@ TEST(ListRenderer, OnlyAnOpaqueUntexturedRectangleOverTheWholeFramebufferIsAnOpe
   EXPECT_FALSE(fill(box({10, 20}, {110, 79.75f}, background), {10, 20}, {110, 79.75f}))
       << "ending on the last row's centre (79.75, in the box): whether GL draws that row is its edge rule's";
   EXPECT_FALSE(fill(box({10.5f, 20}, {110, 80}, background))) << "the first column's centre (10.25) left out";
-  EXPECT_FALSE(fill(box({10, 20}, {110, 79.9f}, background))) << "the last row's centre (79.75) left out";
+  EXPECT_FALSE(fill(box({10, 20}, {110, 79.9f}, background)))
+      << "ending inside the last row: it covers that row's centre (79.75), but only whole pixels are certain";
   EXPECT_FALSE(fill(box({10, 20}, {110, 80}, IM_COL32(28, 28, 32, 254)))) << "not opaque";
   EXPECT_FALSE(fill(box({10, 20}, {110, 80}, background), {10, 20}, {110, 80}, /*textureName=*/8))
       << "another texture";
@@ -669,6 +668,8 @@ TEST(ListRenderer, OnlyAnOpaqueUntexturedRectangleOverTheWholeFramebufferIsAnOpe
   })) << "two triangles covering it are not ImGui's rectangle: only that is recognised";
 }
 
+// A topology's block map is categorical: each block its own palette colour and a named swatch, not a
+// position on a 0-1 colour bar (Cycle (Rev) at L = 12, U = 4: 0 1 2 3 0 1 2 3 3 2 1 0).
 TEST(Figures, TopologyBlocksAreCategoriesWithTheirOwnColours) {
   Topology t = debugTopology();
   resizeLayers(t, 12);
@@ -818,6 +819,20 @@ TEST(Figures, TheLegendCountsADenseSeriesByTheColumnsItIsDrawnAs) {
   ASSERT_FALSE(kept.legend.empty());
   EXPECT_EQ(kept.legend.front().min.x, l.legend.front().min.x);
   EXPECT_EQ(kept.legend.front().min.y, l.legend.front().min.y);
+}
+
+// A legend names what the plot shows: a series without points (a run's validation curve before its first
+// evaluation) gets no row, and a figure of such series alone no legend.
+TEST(Figures, ASeriesWithoutPointsHasNoLegendRow) {
+  Series a{.label = "run 1 validation"}, b{.label = "run 2 validation", .color = {230, 159, 0}};
+  Figure f;
+  f.series = {a, b};
+  MeasuringCanvas c;
+  EXPECT_TRUE(layoutFigure(f, c, Style::light(), {0, 0}, {600, 400}).legend.empty()) << "no data, no legend";
+  f.series[1].x = {1, 2}, f.series[1].y = {3.1, 2.9};
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400});
+  ASSERT_EQ(l.legend.size(), 1u);
+  EXPECT_EQ(l.legend[0].series, 1u) << "the row names the series with points";
 }
 
 // A dense series with a gap: the columns of steps 1-10,000 high on the left, then the last steps at the
