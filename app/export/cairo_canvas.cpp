@@ -165,14 +165,22 @@ void CairoCanvas::stroke(std::span<const Point> points, Rgb color, float width, 
   cairo_set_dash(m_cr, nullptr, 0, 0);
 }
 
-// Paints an image stretched into [min, max] with nearest-neighbour sampling (crisp cells in PNG and PDF).
+// Paints an image stretched into [min, max] with nearest-neighbour sampling: crisp cells in PNG and PDF. Into
+// a PNG where its cells outnumber the pixels, each pixel shows its cells' mean colour instead (Cairo's GOOD
+// filter box-filters a reduction), as the screen does (imgui_canvas.cpp); a PDF keeps every cell for its
+// viewer to scale.
 void CairoCanvas::paintScaled(cairo_surface_t* image, Point min, Point max) {
   cairo_save(m_cr);
   cairo_translate(m_cr, min.x, min.y);
-  cairo_scale(m_cr, (max.x - min.x) / cairo_image_surface_get_width(image),
-              (max.y - min.y) / cairo_image_surface_get_height(image));
+  const int width = cairo_image_surface_get_width(image), height = cairo_image_surface_get_height(image);
+  cairo_scale(m_cr, (max.x - min.x) / width, (max.y - min.y) / height);
+  double deviceWidth = width, deviceHeight = height;  // the image's extent in the target's pixels
+  cairo_user_to_device_distance(m_cr, &deviceWidth, &deviceHeight);
+  const bool reduced = std::abs(deviceWidth) < width || std::abs(deviceHeight) < height;
+  const bool raster = cairo_surface_get_type(cairo_get_target(m_cr)) == CAIRO_SURFACE_TYPE_IMAGE;
   cairo_set_source_surface(m_cr, image, 0, 0);
-  cairo_pattern_set_filter(cairo_get_source(m_cr), CAIRO_FILTER_NEAREST);
+  cairo_pattern_set_filter(cairo_get_source(m_cr),
+                           raster && reduced ? CAIRO_FILTER_GOOD : CAIRO_FILTER_NEAREST);
   cairo_paint(m_cr);
   cairo_restore(m_cr);
   cairo_surface_destroy(image);

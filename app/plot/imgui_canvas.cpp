@@ -1,6 +1,8 @@
 #include "app/plot/imgui_canvas.hpp"
 
+#define GL_GLEXT_PROTOTYPES
 #include <GL/gl.h>
+#include <GL/glext.h>        // glGenerateMipmap
 #include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include <algorithm>
@@ -29,6 +31,19 @@ unsigned nearestTexture(int width, int height, const uint8_t* rgba) {
   glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba);
   return texture;
 }
+
+namespace {
+
+unsigned heatmapTexture(int width, int height, const uint8_t* rgba) {
+  const unsigned texture = nearestTexture(width, height, rgba);
+  // Minified, each pixel shows its cells' mean colour (the mip levels average 2 x 2 texels, blended
+  // trilinearly between levels) rather than whichever one cell nearest sampling picks.
+  glGenerateMipmap(GL_TEXTURE_2D);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR_MIPMAP_LINEAR);
+  return texture;
+}
+
+}  // namespace
 
 ImU32 toImColor(Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(alpha * 255));
@@ -62,7 +77,7 @@ ImTextureID TextureCache::heatmap(const Heatmap& h) {
     it = m_textures
              .emplace(
                  key,
-                 Entry{nearestTexture(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba.data()), true})
+                 Entry{heatmapTexture(static_cast<int>(h.cols), static_cast<int>(h.rows), rgba.data()), true})
              .first;
   }
   it->second.used = true;

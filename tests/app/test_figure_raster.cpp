@@ -235,6 +235,59 @@ TEST_F(FigureRaster, ABackgroundFillingThePictureIsClearedIntoItWithTheSamePixel
   }
 }
 
+// A checkerboard of `side` x `side` cells of 0 and 1 (Viridis over [0, 1]).
+Figure checkerboard(int side) {
+  plot::Heatmap h;
+  h.rows = h.cols = side;
+  for (int r = 0; r < side; ++r)
+    for (int c = 0; c < side; ++c) h.values.push_back(static_cast<float>((r + c) % 2));
+  Figure f;
+  f.title = "checkerboard";
+  f.heatmap = h;
+  return f;
+}
+
+// Where a heatmap's cells outnumber the pixels, each pixel shows its cells' mean colour (as matplotlib's
+// antialiased imshow does), not whichever cell nearest sampling lands on: a checkerboard of 2,048 x 2,048
+// cells in about 500 x 500 pixels is the mean of its two colours everywhere, where nearest sampling shows
+// one colour or the other (or a moire of both). Magnified, cells stay crisp: every pixel one of the two.
+TEST_F(FigureRaster, AHeatmapWithMoreCellsThanPixelsShowsTheirMeanColour) {
+  for (const int side : {2048, 8}) {
+    const Figure f = checkerboard(side);
+    plot::FigureLayout layout;
+    const RgbaImage image = windowFrame([&](const plot::Style& style) {
+      const ImVec2 min = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
+      plot::ImGuiCanvas canvas(ImGui::GetWindowDrawList(), *m_textures);
+      layout = plot::layoutFigure(f, canvas, style, {min.x, min.y}, {avail.x, avail.y});
+      plot::drawFigure(canvas, f, layout, style);
+    });
+    const plot::Rgb zero = plot::heatmapCellColor(*f.heatmap, 0), one = plot::heatmapCellColor(*f.heatmap, 1);
+    const int cx = static_cast<int>((layout.plotMin.x + layout.plotMax.x) / 2);
+    const int cy = static_cast<int>((layout.plotMin.y + layout.plotMax.y) / 2);
+    ASSERT_LT(layout.plotMax.x - layout.plotMin.x, 1024) << "fewer pixels than cells: the case under test";
+    int worst = 0, neitherColour = 0;
+    for (int y = cy - 20; y < cy + 20; ++y)
+      for (int x = cx - 20; x < cx + 20; ++x) {
+        const uint8_t* px = &image.pixels[static_cast<size_t>(4 * (y * image.width + x))];
+        const int rgb[3] = {px[0], px[1], px[2]};
+        const int a[3] = {zero.r, zero.g, zero.b}, b[3] = {one.r, one.g, one.b};
+        int fromMean = 0, fromA = 0, fromB = 0;
+        for (int c = 0; c < 3; ++c) {
+          fromMean = std::max(fromMean, std::abs(2 * rgb[c] - a[c] - b[c]));  // twice the distance
+          fromA = std::max(fromA, std::abs(rgb[c] - a[c]));
+          fromB = std::max(fromB, std::abs(rgb[c] - b[c]));
+        }
+        worst = std::max(worst, fromMean);
+        neitherColour += std::min(fromA, fromB) > 1;
+      }
+    if (side == 2048)
+      EXPECT_LE(worst, 6)
+          << "twice the largest channel distance from the two colours' mean, over 40 x 40 pixels";
+    else
+      EXPECT_EQ(neitherColour, 0) << "magnified cells are drawn nearest: each pixel a cell's own colour";
+  }
+}
+
 TEST_F(FigureRaster, AFigureIsPicturedAnewOnceATextureIsMade) {
   // A texture made under a freed one's GL name could hold other content behind the same draw commands, so a
   // drawing is not taken for the one pictured across the making of any texture: the figure is pictured anew.

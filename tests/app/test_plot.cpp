@@ -1065,6 +1065,52 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
   fs::remove_all(dir);
 }
 
+// A PNG shows a heatmap with more cells than pixels as the screen does: each pixel its cells' mean colour (a
+// checkerboard of 2,048 x 2,048 cells of 0 and 1 in about 300 x 300 pixels is the mean of its two colours
+// everywhere), while magnified cells stay crisp (every pixel of an 8 x 8 board one of the two colours).
+TEST(Export, APngShowsAHeatmapWithMoreCellsThanPixelsAsTheirMeanColour) {
+  const fs::path dir = testing::makeTempDir("export-heatmap");
+  for (const int side : {2048, 8}) {
+    Heatmap h;
+    h.rows = h.cols = side;
+    for (int r = 0; r < side; ++r)
+      for (int c = 0; c < side; ++c) h.values.push_back(static_cast<float>((r + c) % 2));
+    Figure f;
+    f.heatmap = h;
+    ExportOptions options;
+    options.size = {640, 400, 72, 1};
+    exportFigure(f, dir / "f.png", options);
+    cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
+    ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
+    const Rgb zero = heatmapCellColor(h, 0), one = heatmapCellColor(h, 1);
+    const unsigned char* data = cairo_image_surface_get_data(png);
+    const int stride = cairo_image_surface_get_stride(png);
+    int worst = 0, neitherColour = 0;
+    // 20 x 20 pixels left of the middle: inside the map, clear of the colour bar on its right.
+    for (int y = 190; y < 210; ++y)
+      for (int x = 270; x < 290; ++x) {
+        const uint32_t argb = *reinterpret_cast<const uint32_t*>(data + y * stride + 4 * x);
+        const int rgb[3] = {static_cast<int>(argb >> 16 & 0xFF), static_cast<int>(argb >> 8 & 0xFF),
+                            static_cast<int>(argb & 0xFF)};
+        const int a[3] = {zero.r, zero.g, zero.b}, b[3] = {one.r, one.g, one.b};
+        int fromMean = 0, fromA = 0, fromB = 0;
+        for (int c = 0; c < 3; ++c) {
+          fromMean = std::max(fromMean, std::abs(2 * rgb[c] - a[c] - b[c]));  // twice the distance
+          fromA = std::max(fromA, std::abs(rgb[c] - a[c]));
+          fromB = std::max(fromB, std::abs(rgb[c] - b[c]));
+        }
+        worst = std::max(worst, fromMean);
+        neitherColour += std::min(fromA, fromB) > 1;
+      }
+    cairo_surface_destroy(png);
+    if (side == 2048)
+      EXPECT_LE(worst, 6) << "twice the largest channel distance from the two colours' mean";
+    else
+      EXPECT_EQ(neitherColour, 0) << "magnified cells are sampled nearest";
+  }
+  fs::remove_all(dir);
+}
+
 // The PDF's page box, "/MediaBox [ 0 0 W H ]", as Cairo writes it (uncompressed).
 std::pair<double, double> pdfPageSize(const std::string& pdf) {
   const size_t at = pdf.find("/MediaBox");
