@@ -1,5 +1,6 @@
 #include "app/export/cairo_canvas.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -135,8 +136,21 @@ void CairoCanvas::text(Point at, std::string_view text, Rgb color, float size, A
   cairo_restore(m_cr);
 }
 
+// Into a PNG, a map with more cells than pixels along an axis is first averaged down to the pixels along it
+// (reducedHeatmapImage), so that each pixel shows its cells' mean colour, as the screen does
+// (imgui_canvas.cpp), and is then drawn nearest like any other; a PDF keeps every cell.
 void CairoCanvas::heatmapCells(Point min, Point max, const Heatmap& h) {
-  paintScaled(heatmapImage(h), min, max);
+  double width = max.x - min.x, height = max.y - min.y;  // in the target's pixels below
+  cairo_user_to_device_distance(m_cr, &width, &height);
+  const bool raster = cairo_surface_get_type(cairo_get_target(m_cr)) == CAIRO_SURFACE_TYPE_IMAGE;
+  const int columns =
+      static_cast<int>(std::min<double>(static_cast<double>(h.cols), std::ceil(std::abs(width))));
+  const int rows =
+      static_cast<int>(std::min<double>(static_cast<double>(h.rows), std::ceil(std::abs(height))));
+  const bool reduced = columns < h.cols || rows < h.rows;
+  paintScaled(
+      raster && reduced && columns > 0 && rows > 0 ? reducedHeatmapImage(h, columns, rows) : heatmapImage(h),
+      min, max);
 }
 
 void CairoCanvas::colorbar(Point min, Point max, Colormap c) {
@@ -165,22 +179,14 @@ void CairoCanvas::stroke(std::span<const Point> points, Rgb color, float width, 
   cairo_set_dash(m_cr, nullptr, 0, 0);
 }
 
-// Paints an image stretched into [min, max] with nearest-neighbour sampling: crisp cells in PNG and PDF. Into
-// a PNG where its cells outnumber the pixels, each pixel shows its cells' mean colour instead (Cairo's GOOD
-// filter box-filters a reduction), as the screen does (imgui_canvas.cpp); a PDF keeps every cell for its
-// viewer to scale.
+// Paints an image stretched into [min, max] with nearest-neighbour sampling (crisp cells in PNG and PDF).
 void CairoCanvas::paintScaled(cairo_surface_t* image, Point min, Point max) {
   cairo_save(m_cr);
   cairo_translate(m_cr, min.x, min.y);
-  const int width = cairo_image_surface_get_width(image), height = cairo_image_surface_get_height(image);
-  cairo_scale(m_cr, (max.x - min.x) / width, (max.y - min.y) / height);
-  double deviceWidth = width, deviceHeight = height;  // the image's extent in the target's pixels
-  cairo_user_to_device_distance(m_cr, &deviceWidth, &deviceHeight);
-  const bool reduced = std::abs(deviceWidth) < width || std::abs(deviceHeight) < height;
-  const bool raster = cairo_surface_get_type(cairo_get_target(m_cr)) == CAIRO_SURFACE_TYPE_IMAGE;
+  cairo_scale(m_cr, (max.x - min.x) / cairo_image_surface_get_width(image),
+              (max.y - min.y) / cairo_image_surface_get_height(image));
   cairo_set_source_surface(m_cr, image, 0, 0);
-  cairo_pattern_set_filter(cairo_get_source(m_cr),
-                           raster && reduced ? CAIRO_FILTER_GOOD : CAIRO_FILTER_NEAREST);
+  cairo_pattern_set_filter(cairo_get_source(m_cr), CAIRO_FILTER_NEAREST);
   cairo_paint(m_cr);
   cairo_restore(m_cr);
   cairo_surface_destroy(image);
@@ -189,6 +195,41 @@ void CairoCanvas::paintScaled(cairo_surface_t* image, Point min, Point max) {
 cairo_surface_t* heatmapImage(const Heatmap& h) {
   return imageOf(static_cast<int>(h.cols), static_cast<int>(h.rows),
                  [&](int x, int y) { return heatmapCellColor(h, h.at(y, x)); });
+}
+
+cairo_surface_t* reducedHeatmapImage(const Heatmap& h, int width, int height) {
+  // Each cell spans [c, c + 1) of the columns; pixel j of `width` spans [j, j + 1) * cols / width of them.
+  // A cell's colour goes to the one or two pixels it overlaps, weighted by the overlap in pixels: the
+  // weights of a pixel's cells add up to 1.
+  auto spread = [](int64_t cell, int64_t cells, int pixels, auto&& add) {
+    const double perCell = static_cast<double>(pixels) / static_cast<double>(cells);  // <= 1
+    const double a = static_cast<double>(cell) * perCell, b = static_cast<double>(cell + 1) * perCell;
+    for (int j = static_cast<int>(a); j < pixels && j < b; ++j) {
+      const double overlap = std::min(b, j + 1.0) - std::max(a, static_cast<double>(j));
+      if (overlap > 0) add(j, static_cast<float>(overlap));
+    }
+  };
+  std::vector<float> image(static_cast<size_t>(width) * height * 3, 0.0f),
+      row(static_cast<size_t>(width) * 3);
+  for (int64_t r = 0; r < h.rows; ++r) {
+    std::fill(row.begin(), row.end(), 0.0f);
+    for (int64_t c = 0; c < h.cols; ++c) {
+      const Rgb color = heatmapCellColor(h, h.at(r, c));
+      spread(c, h.cols, width, [&](int j, float w) {
+        float* px = &row[static_cast<size_t>(3 * j)];
+        px[0] += w * color.r, px[1] += w * color.g, px[2] += w * color.b;
+      });
+    }
+    spread(r, h.rows, height, [&](int i, float w) {
+      float* out = &image[static_cast<size_t>(3) * width * i];
+      for (size_t k = 0; k < row.size(); ++k) out[k] += w * row[k];
+    });
+  }
+  auto channel = [](float v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); };
+  return imageOf(width, height, [&](int x, int y) {
+    const float* px = &image[3 * (static_cast<size_t>(y) * width + x)];
+    return Rgb{channel(px[0]), channel(px[1]), channel(px[2])};
+  });
 }
 
 cairo_surface_t* colorbarImage(Colormap c) {

@@ -42,7 +42,9 @@ plot::Point alignedTextOrigin(plot::Point at, plot::Point size, plot::Align h, p
 
 // Images of one pixel per cell (RGB24; the caller destroys them).
 cairo_surface_t* heatmapImage(const plot::Heatmap& h);  // cols x rows, row 0 on top
-cairo_surface_t* colorbarImage(plot::Colormap c);       // 1 x 256, high on top
+// width x height pixels (at most cols x rows), each the area-weighted mean colour of the cells it covers.
+cairo_surface_t* reducedHeatmapImage(const plot::Heatmap& h, int width, int height);
+cairo_surface_t* colorbarImage(plot::Colormap c);  // 1 x 256, high on top
 
 std::string pngBytes(cairo_surface_t* image);  // the image as a PNG file's bytes
 

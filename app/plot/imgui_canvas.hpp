@@ -1,5 +1,6 @@
-// The Canvas over an ImDrawList, with heatmaps and colour bars as GL textures (one texel per cell, nearest
-// filtering: a 1000 x 1000 map is one quad, not a million). UI thread only.
+// The Canvas over an ImDrawList, with heatmaps and colour bars as GL textures (one texel per cell: a
+// 1000 x 1000 map is one quad, not a million; magnified cells nearest, a minified map its mip levels'
+// means). UI thread only.
 #pragma once
 
 #include <imgui.h>

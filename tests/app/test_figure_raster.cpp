@@ -247,10 +247,10 @@ Figure checkerboard(int side) {
   return f;
 }
 
-// Where a heatmap's cells outnumber the pixels, each pixel shows its cells' mean colour (as matplotlib's
-// antialiased imshow does), not whichever cell nearest sampling lands on: a checkerboard of 2,048 x 2,048
-// cells in about 500 x 500 pixels is the mean of its two colours everywhere, where nearest sampling shows
-// one colour or the other (or a moire of both). Magnified, cells stay crisp: every pixel one of the two.
+// Where a heatmap's cells outnumber the pixels, each pixel shows its cells' mean colour (the texture's mip
+// levels), not whichever cell nearest sampling lands on: a checkerboard of 2,048 x 2,048 cells in about
+// 500 x 500 pixels is the mean of its two colours everywhere, where nearest sampling shows one colour or the
+// other (or a moire of both). Magnified, cells stay crisp: every pixel one of the two.
 TEST_F(FigureRaster, AHeatmapWithMoreCellsThanPixelsShowsTheirMeanColour) {
   for (const int side : {2048, 8}) {
     const Figure f = checkerboard(side);
