@@ -294,8 +294,7 @@ class App {
               << "their picture " << figures.reused << " times, from their previous picture while a new one "
               << "was made " << figures.previous << " times, in place " << figures.inPlace << " times ("
               << figures.pictured << " pictures made, " << figures.cleared
-              << " rendered over their background "
-              << "as the clear colour)\n";
+              << " renders with their background cleared in)\n";
   }
 
   void drawMainWindow() {

@@ -76,6 +76,11 @@ void clampToData(std::optional<Range>& view, const Range& data, Scale scale) {
 
 }  // namespace
 
+ImVec2 wholePixelSize(ImVec2 origin, ImVec2 size) {
+  return {std::max(1.0f, std::floor(origin.x + size.x) - origin.x),
+          std::max(1.0f, std::floor(origin.y + size.y) - origin.y)};
+}
+
 PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 size, TextureCache& textures,
                       const Style& style) {
   PlotEvents events;
@@ -91,11 +96,7 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   if (size.y <= 0) size.y = std::max(200.0f, ImGui::GetContentRegionAvail().y);
   state.hidden.resize(f.series.size(), false);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  // Ending on whole pixels (the space left may end on a half one): a figure starting on one, as ImGui lays
-  // items out, is then its picture's own pixels, its background cleared into them rather than drawn
-  // (figure_raster.hpp). At least a pixel: ImGui asserts on an empty item.
-  size = {std::max(1.0f, std::floor(origin.x + size.x) - origin.x),
-          std::max(1.0f, std::floor(origin.y + size.y) - origin.y)};
+  size = wholePixelSize(origin, size);
   const ImVec2 end{origin.x + size.x, origin.y + size.y};
   const ImGuiID itemId = ImGui::GetID(id);
   ImGui::InvisibleButton(id, size, ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);

@@ -33,6 +33,11 @@ struct PlotEvents {
 
 PlotEvents plotWidget(const char* id, const Figure& figure, PlotState& state, ImVec2 size,
                       TextureCache& textures, const Style& style);
+// The size plotWidget gives a figure at `origin` asked for `size`: ending on whole pixels (the space left may
+// end on a half one), so that a figure starting on one, as ImGui lays items out, is its picture's own pixels,
+// its background cleared into them rather than drawn (figure_raster.hpp); at least a pixel (ImGui asserts on
+// an empty item).
+ImVec2 wholePixelSize(ImVec2 origin, ImVec2 size);
 
 // View-state arithmetic, separate from ImGui so it can be unit-tested.
 Range zoomAround(const Range& range, Scale scale, double anchor, double factor);  // factor < 1 zooms in

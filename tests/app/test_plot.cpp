@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_edit.hpp"
+#include "tests/support/colour_distance.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/process.hpp"
 
@@ -1073,18 +1074,11 @@ TEST(Export, PngSvgAndPdfWithTheSameLabels) {
 // square: both axes scale alike.)
 TEST(Export, APngShowsAHeatmapWithMoreCellsThanPixelsAsTheirMeanColour) {
   const fs::path dir = testing::makeTempDir("export-heatmap");
-  struct Case {
-    int rows, cols;
-    std::function<float(int, int)> value;
-    std::string shows;
-  };
-  auto board = [](int r, int c) { return static_cast<float>((r + c) % 2); };
-  const Case cases[] = {{2048, 2048, board, "the mean"}, {8, 8, board, "0 or 1"}};
-  for (const Case& k : cases) {
+  for (const int side : {2048, 8}) {
     Heatmap h;
-    h.rows = k.rows, h.cols = k.cols;
-    for (int r = 0; r < k.rows; ++r)
-      for (int c = 0; c < k.cols; ++c) h.values.push_back(k.value(r, c));
+    h.rows = h.cols = side;
+    for (int r = 0; r < side; ++r)
+      for (int c = 0; c < side; ++c) h.values.push_back(static_cast<float>((r + c) % 2));
     Figure f;
     f.heatmap = h;
     ExportOptions options;
@@ -1092,13 +1086,11 @@ TEST(Export, APngShowsAHeatmapWithMoreCellsThanPixelsAsTheirMeanColour) {
     exportFigure(f, dir / "f.png", options);
     cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "f.png").c_str());
     ASSERT_EQ(cairo_surface_status(png), CAIRO_STATUS_SUCCESS);
-    // The colours allowed, doubled (a mean of two stays whole).
     const Rgb zero = heatmapCellColor(h, 0), one = heatmapCellColor(h, 1);
-    auto twice = [](Rgb c) { return std::array<int, 3>{2 * c.r, 2 * c.g, 2 * c.b}; };
-    const std::array<int, 3> mean{zero.r + one.r, zero.g + one.g, zero.b + one.b};
-    std::vector<std::array<int, 3>> allowed;
-    if (k.shows == "the mean") allowed = {mean};
-    if (k.shows == "0 or 1") allowed = {twice(zero), twice(one)};
+    const std::vector<testing::DoubledRgb> allowed =
+        side == 2048
+            ? std::vector{testing::meanOf(zero.r, zero.g, zero.b, one.r, one.g, one.b)}
+            : std::vector{testing::doubled(zero.r, zero.g, zero.b), testing::doubled(one.r, one.g, one.b)};
     const unsigned char* data = cairo_image_surface_get_data(png);
     const int stride = cairo_image_surface_get_stride(png);
     int worst = 0;
@@ -1106,19 +1098,14 @@ TEST(Export, APngShowsAHeatmapWithMoreCellsThanPixelsAsTheirMeanColour) {
     for (int y = 190; y < 210; ++y)
       for (int x = 270; x < 290; ++x) {
         const uint32_t argb = *reinterpret_cast<const uint32_t*>(data + y * stride + 4 * x);
-        const int rgb[3] = {static_cast<int>(argb >> 16 & 0xFF), static_cast<int>(argb >> 8 & 0xFF),
-                            static_cast<int>(argb & 0xFF)};
-        int nearest = 1 << 30;
-        for (const std::array<int, 3>& c : allowed) {
-          int distance = 0;
-          for (int ch = 0; ch < 3; ++ch) distance = std::max(distance, std::abs(2 * rgb[ch] - c[ch]));
-          nearest = std::min(nearest, distance);
-        }
-        worst = std::max(worst, nearest);
+        worst = std::max(worst, testing::twiceDistanceToNearest(
+                                    {static_cast<int>(argb >> 16 & 0xFF), static_cast<int>(argb >> 8 & 0xFF),
+                                     static_cast<int>(argb & 0xFF)},
+                                    allowed));
       }
     cairo_surface_destroy(png);
-    EXPECT_LE(worst, 3) << k.rows << " x " << k.cols << " cells: each pixel " << k.shows
-                        << " (twice the largest channel distance)";
+    EXPECT_LE(worst, 3) << side << " x " << side << " cells: each pixel "
+                        << (side == 2048 ? "the mean" : "0 or 1") << " (twice the largest channel distance)";
   }
   fs::remove_all(dir);
 }
