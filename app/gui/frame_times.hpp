@@ -7,9 +7,9 @@
 // - present, not counted in the total: the buffer swap. With vsync it waits for the display. Without vsync
 //   on llvmpipe it is where the UI thread waits for the renderer's own threads to rasterise the frame, and
 //   for the image to be copied to the X server;
-// - pictures: rendering the figures' pictures that are due (FigureRasters::renderPictures), after the swap
-//   (figure_raster.hpp says why). On llvmpipe the next frame's submission then waits for what is left of
-//   their rasterisation, and counts it.
+// - pictures: handing the figures' pictures that are due to the picture worker
+//   (FigureRasters::renderPictures), after the swap. The worker renders them on its own thread and GL
+//   context (figure_raster.hpp), beside the UI thread, which no longer waits for their rasterisation.
 #pragma once
 
 #include <chrono>

@@ -80,8 +80,20 @@ Platform::~Platform() {
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
+  if (m_pictureWindow) glfwDestroyWindow(m_pictureWindow);
   if (m_window) glfwDestroyWindow(m_window);
   glfwTerminate();
+}
+
+std::optional<plot::SharedGlContext> Platform::pictureContext() {
+  if (!m_pictureWindow) {
+    glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // the other hints are still the window's
+    m_pictureWindow = glfwCreateWindow(1, 1, "ShareLens pictures", nullptr, m_window);
+    if (!m_pictureWindow) return std::nullopt;
+  }
+  GLFWwindow* context = m_pictureWindow;
+  return plot::SharedGlContext{.makeCurrent = [context] { glfwMakeContextCurrent(context); },
+                               .release = [] { glfwMakeContextCurrent(nullptr); }};
 }
 
 void Platform::installInputLatches() {

@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "app/plot/picture_worker.hpp"
 
 struct GLFWwindow;
 
@@ -46,6 +49,10 @@ class Platform {
   void setVsync(bool on);
   float contentScale() const { return m_scale; }
   GLFWwindow* window() const { return m_window; }
+  // A context sharing the window's GL objects, for the thread that renders figures' pictures
+  // (plot::PictureWorker): a hidden 1 x 1 window's, made on the first call. nullopt when GLFW cannot make
+  // one; figures are then drawn in place.
+  std::optional<plot::SharedGlContext> pictureContext();
   RgbaImage captureFramebuffer() const;              // the back buffer after render, before swap
   void captureNextFrame() { m_captureNext = true; }  // endFrame() reads the next frame back before the swap
   const RgbaImage& lastCapture() const { return m_lastFrame; }
@@ -63,6 +70,7 @@ class Platform {
   void installInputLatches();  // before ImGui's backend, which keeps these callbacks and calls them first
   void notePress(int button);
   GLFWwindow* m_window = nullptr;
+  GLFWwindow* m_pictureWindow = nullptr;  // its context is the picture worker's (pictureContext)
   float m_scale = 1.0f;
   std::string m_iniPath;
   std::function<void(std::vector<std::string>)> m_dropHandler;

@@ -8,20 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "app/plot/imgui_canvas.hpp"  // nearestTexture
 
 namespace sharelens::plot {
 namespace {
-
-template <class T>
-bool sameBytes(const ImVector<T>& a, const ImVector<T>& b) {
-  return a.Size == b.Size && (a.Size == 0 || std::memcmp(a.Data, b.Data, sizeof(T) * a.Size) == 0);
-}
-
-bool same(ImVec2 a, ImVec2 b) {
-  return a.x == b.x && a.y == b.y;
-}
 
 // Binds a framebuffer for its scope, and the one bound before again after it.
 class FramebufferBinding {
@@ -68,39 +60,37 @@ void appendDrawing(ImDrawList& window, const ImVector<ImDrawVert>& vertices,
   }
 }
 
-// ImDrawCmd's constructor zeroes it, padding included, so whole commands compare as bytes.
-bool FigureRasters::Drawing::matches(const ImDrawList& list, ImVec2 atOrigin, ImVec2 ofSize, ImVec2 atScale,
-                                     uint64_t generation) const {
-  return same(origin, atOrigin) && same(size, ofSize) && same(scale, atScale) &&
-         textureGeneration == generation && sameBytes(list.VtxBuffer, vertices) &&
-         sameBytes(list.IdxBuffer, indices) && sameBytes(list.CmdBuffer, commands);
-}
-
-void FigureRasters::Drawing::swap(Drawing& other) {
-  vertices.swap(other.vertices);
-  indices.swap(other.indices);
-  commands.swap(other.commands);
-  std::swap(origin, other.origin), std::swap(size, other.size), std::swap(scale, other.scale);
-  std::swap(textureGeneration, other.textureGeneration);
-}
-
 FigureRasters::~FigureRasters() {
+  m_worker.reset();  // done with every renderbuffer before they go
   for (auto& [id, p] : m_pictures) release(p);
+}
+
+void FigureRasters::startWorker(SharedGlContext context) {
+  m_worker.reset();  // lets go of its context first: it may be the same one
+  m_worker = std::make_unique<PictureWorker>(std::move(context));
+}
+
+void FigureRasters::stopWorker() {
+  m_worker.reset();
+}
+
+void FigureRasters::waitForPictures() {
+  if (m_worker) m_worker->waitUntilIdle();
 }
 
 void FigureRasters::release(Picture& p) {
   if (p.framebuffer) glDeleteFramebuffers(1, &p.framebuffer);
   if (p.renderbuffer) glDeleteRenderbuffers(1, &p.renderbuffer);
   if (p.texture) glDeleteTextures(1, &p.texture);
-  if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
   p.framebuffer = p.renderbuffer = p.texture = 0;
-  p.fence = nullptr;
   p.width = p.height = 0;
-  p.hasRendered = p.hasShown = p.renderDue = false;
+  if (p.job) p.job->abandoned = true;
+  p.job.reset();
+  p.hasShown = p.jobDue = false;
 }
 
 ImDrawList* FigureRasters::begin(ImGuiID id, ImVec2 min, ImVec2 max, bool userDriven) {
-  if (!m_enabled) return nullptr;
+  if (!enabled()) return nullptr;
   Picture& p = m_pictures[id];
   if (!p.list) p.list = std::make_unique<ImDrawList>(ImGui::GetDrawListSharedData());
   p.used = true;
@@ -138,62 +128,12 @@ bool FigureRasters::prepareTarget(Picture& p, int width, int height) {
   return true;
 }
 
-std::optional<size_t> FigureRasters::render(Picture& p, size_t budget) {
-  const Drawing& d = p.rendered;
-  const size_t from = p.renderedUpTo;
-  {
-    FramebufferBinding bound(p.framebuffer);
-    size_t start = from;
-    if (from == 0) {
-      glDisable(GL_SCISSOR_TEST);
-      glClearColor(0, 0, 0, 0);
-      glClear(GL_COLOR_BUFFER_BIT);
-      // A figure's background is cleared into its pixels instead of drawn (see openingFill): blending it was
-      // the heaviest part of a picture for llvmpipe.
-      const ImFontAtlas* atlas = ImGui::GetFont()->ContainerAtlas;
-      if (const std::optional<OpeningFill> fill =
-              openingFill(d.vertices, d.indices, d.commands, d.origin, d.scale, p.width, p.height,
-                          atlas->TexID, atlas->TexUvWhitePixel)) {
-        const ImVec4 color = ImGui::ColorConvertU32ToFloat4(fill->color);
-        glEnable(GL_SCISSOR_TEST);
-        glScissor(fill->pixels.x, fill->pixels.y, fill->pixels.width, fill->pixels.height);
-        glClearColor(color.x, color.y, color.z, color.w);
-        glClear(GL_COLOR_BUFFER_BIT);
-        glDisable(GL_SCISSOR_TEST);
-        start = kOpeningFillIndices;
-        ++m_counts.cleared;
-      }
-    }
-    const std::optional<size_t> to =
-        m_renderer.render(d.vertices, d.indices, d.commands, d.origin, d.size, d.scale, p.width, p.height,
-                          start, budget, p.renderedId);
-    if (!to) return std::nullopt;
-    p.renderedUpTo = *to;
-    if (p.renderedUpTo >= static_cast<size_t>(d.indices.Size)) {
-      p.renderDue = false;
-      if (p.fence) glDeleteSync(static_cast<GLsync>(p.fence));
-      p.fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-      if (!p.fence) return std::nullopt;
-      // Handed to the renderer now, not at the next frame's first command (which, drawn after the swap, may
-      // be an idle wait for events away).
-      glFlush();
-    }
-  }
-  return p.renderedUpTo - from;
-}
-
-bool FigureRasters::rasterised(Picture& p) {
-  if (!p.fence) return false;
-  const GLenum state = glClientWaitSync(static_cast<GLsync>(p.fence), GL_SYNC_FLUSH_COMMANDS_BIT, 0);
-  return state == GL_ALREADY_SIGNALED || state == GL_CONDITION_SATISFIED;
-}
-
 void FigureRasters::copyToTexture(Picture& p) {
   FramebufferBinding bound(p.framebuffer);
+  // Attached again: what another context drew into a shared object is seen once it is bound anew here.
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, p.renderbuffer);
   glBindTexture(GL_TEXTURE_2D, p.texture);
   glCopyTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, 0, 0, p.width, p.height);
-  glDeleteSync(static_cast<GLsync>(p.fence));
-  p.fence = nullptr;
 }
 
 void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
@@ -225,10 +165,12 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
   const int width = static_cast<int>(size.x * scale.x);  // exact: whole numbers
   const int height = static_cast<int>(size.y * scale.y);
   if (width <= 0 || height <= 0) return;  // nothing on screen
-  auto holds = [&](const Drawing& d) { return d.matches(list, origin, size, scale, textureGeneration); };
+  auto holds = [&](const FigureDrawing& d) {
+    return d.matches(list, origin, size, scale, textureGeneration);
+  };
   // Keeps the list's drawing in `d` by trading buffers with the list (cleared next frame, it reuses the
   // old drawing's storage): nothing is copied.
-  auto keep = [&](Drawing& d) {
+  auto keep = [&](FigureDrawing& d) {
     d.vertices.swap(list.VtxBuffer);
     d.indices.swap(list.IdxBuffer);
     d.commands.swap(list.CmdBuffer);
@@ -260,28 +202,49 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
     p.changesInARow = p.framesBehind = 0;
     ++m_counts.reused;
     showPicture();
-  } else if (sized && p.hasRendered && holds(p.rendered)) {
-    if (p.renderDue || !rasterised(p)) {  // on its way
+  } else if (sized && p.job && holds(p.job->drawing)) {
+    const PictureJob::State state = p.job->state.load(std::memory_order_acquire);
+    if (state == PictureJob::State::Out) {  // on its way
       meanwhile();
       return;
     }
+    if (state == PictureJob::State::Failed) {  // GL cannot draw pictures here: in place from now on
+      m_enabled = false;
+      inPlace();
+      return;
+    }
     copyToTexture(p);
+    if (p.job->fill) ++m_counts.cleared;
     p.framesBehind = 0;
-    p.shown.swap(p.rendered);
+    p.shown.swap(p.job->drawing);
     p.hasShown = true;
-    p.hasRendered = false;
+    p.job.reset();
     ++m_counts.pictured;
     showPicture();
-  } else if (!changed) {  // the same twice: into the renderbuffer, after the swap
+  } else if (!changed) {  // the same twice: rendered into the renderbuffer by the worker
     meanwhile();
+    if (p.job) {  // the drawing before this one
+      const PictureJob::State state = p.job->state.load(std::memory_order_acquire);
+      if (state == PictureJob::State::Out) return;  // this one is handed over once it is done
+      if (state == PictureJob::State::Failed) {
+        m_enabled = false;
+        return;
+      }
+      p.job.reset();  // its picture is never shown
+    }
     if (!prepareTarget(p, width, height)) {
       m_enabled = false;
       return;
     }
-    keep(p.rendered);  // `last` holds the same, to compare the next frame's with
-    p.hasRendered = p.renderDue = true;
-    p.renderedUpTo = 0;
-    p.renderedId = ++m_drawings;
+    auto job = std::make_shared<PictureJob>();
+    keep(job->drawing);  // `last` holds the same, to compare the next frame's with
+    job->renderbuffer = p.renderbuffer;
+    job->width = width, job->height = height;
+    const ImFontAtlas* atlas = ImGui::GetFont()->ContainerAtlas;
+    job->fill = openingFill(job->drawing.vertices, job->drawing.indices, job->drawing.commands, origin, scale,
+                            width, height, atlas->TexID, atlas->TexUvWhitePixel);
+    p.job = std::move(job);
+    p.jobDue = true;
   } else {
     meanwhile();
     keep(p.last);
@@ -290,18 +253,20 @@ void FigureRasters::finish(ImDrawList* window, uint64_t textureGeneration) {
 }
 
 void FigureRasters::renderPictures() {
-  size_t budget = kIndicesPerFrame;
-  for (auto& [id, p] : m_pictures) {
-    if (!p.renderDue) continue;
-    if (budget == 0) break;
-    const std::optional<size_t> drawn = render(p, budget);
-    if (!drawn) {
-      m_enabled = false;
-      p.hasRendered = p.renderDue = false;
-      return;
+  if (!m_worker) return;
+  m_worker->collect();
+  std::vector<std::shared_ptr<PictureJob>> due;
+  for (auto& [id, p] : m_pictures)
+    if (p.jobDue) {
+      p.jobDue = false;
+      // Behind everything this context did before: the renderbuffer's storage, the textures the drawing
+      // samples, and the copy out of the renderbuffer's last picture.
+      p.job->ready = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+      due.push_back(p.job);
     }
-    budget -= std::min(budget, *drawn);
-  }
+  if (due.empty()) return;
+  glFlush();  // the fences reach the renderer before the worker waits for them
+  for (std::shared_ptr<PictureJob>& job : due) m_worker->submit(std::move(job));
 }
 
 void FigureRasters::endFrame() {

@@ -8,23 +8,18 @@
 // and rasterising them is most of a frame.
 //
 //   frame 1  the list differs from the last frame's: changed;
-//   frame 2  the same again: after the window's frame is presented (renderPictures), the list is drawn
-//            into the picture's renderbuffer (a framebuffer object on the figure's pixel grid, its origin
-//            rounded down to a whole pixel so that every primitive lands on the pixels it covers on
-//            screen), and a fence is set behind it;
-//   frame 3+ the same again and the fence passed (the renderer has rasterised it): the renderbuffer is copied
-//            into the picture's texture and shown, and from then on while nothing changes.
-// Where the UI thread waits for the renderer: llvmpipe starts rasterising a scene only once the one before
-// it is done, and the first draw of the next scene waits for that. A picture drawn before the window's
-// submission held the window's clear (3-9 ms); one drawn between the submission and the swap waited for the
-// window's frame (4-5 ms). So the picture is drawn after the swap, which has waited for the window's frame
-// already; its own rasterisation then runs while the next frame is built, and the next frame's drawing
-// waits for what is left of it (3-6 ms for a 30,000-index part beside training). Some frame pays about one
-// part's rasterisation either way (alternated, the two orders give the same --bench-live p99 within the
-// machine's noise); this way each wait is the picture's own. It goes through buffers of its own
-// (ListRenderer), and is copied only once its fence has passed. The copy exists because llvmpipe holds up
-// every draw that samples a texture which was itself drawn into (GL submission p50 15-19 ms sampling the
-// render targets, 1 ms sampling copies).
+//   frame 2  the same again: after the window's frame is presented (renderPictures), the list is handed to
+//            the picture worker (picture_worker.hpp), which draws it into the picture's renderbuffer (on
+//            the figure's pixel grid, its origin rounded down to a whole pixel so that every primitive lands
+//            on the pixels it covers on screen) in a GL context of its own, on a thread of its own;
+//   frame 3+ the same again and the worker done: the renderbuffer is copied into the picture's texture and
+//            shown, and from then on while nothing changes.
+// The UI thread never waits for a picture's rasterisation: llvmpipe rasterises a context's scenes one after
+// the other and the first draw of the next scene waits for the one before, so a picture drawn in the
+// window's context held up the next frame's drawing by what was left of its rasterisation (3-6 ms per
+// 30,000 indices beside training). The copy exists because the shown texture must not change while the
+// worker draws the next picture, and because llvmpipe holds up every draw that samples a texture which was
+// itself drawn into (GL submission p50 15-19 ms sampling the render targets, 1 ms sampling copies).
 //
 // Until its new picture is ready, a changed figure is shown
 // - from its previous picture, when the change came on its own (a run's new step, a job's result) and the
@@ -45,17 +40,16 @@
 // cell's edge falls exactly on a row of pixel centres, which of the two cells that row shows
 // (tests/app/test_figure_raster.cpp).
 //
-// UI thread only, with the GL context current.
+// UI thread only, with the window's GL context current (the worker has its own).
 #pragma once
 
 #include <imgui.h>
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <unordered_map>
 
-#include "app/plot/list_renderer.hpp"
+#include "app/plot/picture_worker.hpp"
 
 namespace sharelens::plot {
 
@@ -73,10 +67,13 @@ class FigureRasters {
   FigureRasters& operator=(const FigureRasters&) = delete;
   ~FigureRasters();
 
-  // Off (--no-figure-cache, or after a framebuffer object could not be made): begin() returns nullptr and
-  // figures are drawn into the window's list.
+  // Pictures are rendered by a worker thread in `context` (Platform::pictureContext()); until one is given,
+  // or when it is off (--no-figure-cache, or after GL could not draw a picture), begin() returns nullptr
+  // and figures are drawn into the window's list.
+  void startWorker(SharedGlContext context);
+  void stopWorker();  // joins it (TextureCache, before freeing the textures the worker may still sample)
   void setEnabled(bool on) { m_enabled = on; }
-  bool enabled() const { return m_enabled; }
+  bool enabled() const { return m_enabled && m_worker; }
 
   // The list that figure `id` draws into this frame, clipped to [min, max) in screen coordinates; nullptr
   // when off. `userDriven`: the person is working the figure, whose changes are then drawn in place at once.
@@ -88,15 +85,13 @@ class FigureRasters {
   // TextureCache::generation: a drawing is not taken for the same across the making of a texture, whose name
   // may be a freed one's.
   void finish(ImDrawList* window, uint64_t textureGeneration);
-  // Renders the pictures that finish() scheduled, up to kIndicesPerFrame indices a frame (a picture begun
-  // is carried on next frame). Call after the window's frame was presented (the buffer swap), with the
-  // window's framebuffer bound.
+  // Hands the pictures that finish() scheduled to the worker, each behind a fence on what the window's
+  // context did before, and frees the jobs the worker is done with. Called after the window's frame was
+  // presented (the buffer swap): the worker's rendering then overlaps the next frame rather than competing
+  // with this one's submission.
   void renderPictures();
-  // A frame's share of picture rendering: about 10,000 triangles, 1-2 ms of vertex setup on llvmpipe, so that
-  // a whole figure's 30,000 vertices (4-11 ms on the 2-core machine beside training) never land in one frame.
-  // Measured with --bench-live: 15,000 and 20,000 gave a higher p99 (every part's rasterisation is waited for
-  // by the next frame's drawing, whatever its size), 45,000 about the same.
-  static constexpr size_t kIndicesPerFrame = 30000;
+  // Blocks until the worker has rendered every picture handed to it (tests).
+  void waitForPictures();
   // Frees the pictures of figures not shown since the previous call.
   void endFrame();
 
@@ -105,40 +100,26 @@ class FigureRasters {
     uint64_t pictured = 0;  // pictures made (copied into their texture)
     uint64_t reused = 0;    // frames a figure was shown from its picture of what it draws
     uint64_t previous = 0;  // frames a changed figure was shown from its previous picture
-    uint64_t cleared = 0;   // pictures rendered over their background as the clear colour (openingFill)
+    uint64_t cleared = 0;   // pictures made with their background cleared in, not drawn (openingFill)
   };
   Counts counts() const { return m_counts; }
   // Whether a figure of this frame was shown from its previous picture (a screenshot waits for the new).
   bool showingPrevious() const { return m_previousThisFrame > 0; }
 
  private:
-  // What GL was handed for a picture: the same again draws the same pixels.
-  struct Drawing {
-    ImVector<ImDrawVert> vertices;
-    ImVector<ImDrawIdx> indices;
-    ImVector<ImDrawCmd> commands;
-    ImVec2 origin, size, scale;
-    uint64_t textureGeneration = 0;
-    bool matches(const ImDrawList& list, ImVec2 origin, ImVec2 size, ImVec2 scale,
-                 uint64_t textureGeneration) const;
-    void swap(Drawing& other);  // the buffers change hands, nothing is copied
-  };
   struct Picture {
     std::unique_ptr<ImDrawList> list;
-    unsigned framebuffer = 0, renderbuffer = 0;  // drawn into
+    unsigned framebuffer = 0, renderbuffer = 0;  // the worker draws into the renderbuffer; this reads it
     unsigned texture = 0;                        // shown: a copy of the renderbuffer
     int width = 0, height = 0;                   // of both, in framebuffer pixels
-    Drawing last;                                // what the list held the frame before
-    Drawing rendered;                            // what the renderbuffer holds (or will), not yet copied
-    Drawing shown;                               // what the texture holds
-    bool hasLast = false, hasRendered = false, hasShown = false;
-    bool renderDue = false;    // `rendered` is being drawn into the renderbuffer by renderPictures()
-    size_t renderedUpTo = 0;   // indices of `rendered` drawn so far
-    uint64_t renderedId = 0;   // names `rendered`'s buffers to ListRenderer (from m_drawings)
-    int framesBehind = 0;      // frames in a row shown from the previous picture
-    bool inPlaceLast = false;  // the last frame drew the list in place: the screen is past the picture
-    void* fence = nullptr;     // a GLsync behind that drawing
-    int changesInARow = 0;     // frames in a row the list differed from the frame before's
+    FigureDrawing last;                          // what the list held the frame before
+    FigureDrawing shown;                         // what the texture holds
+    bool hasLast = false, hasShown = false;
+    std::shared_ptr<PictureJob> job;  // the renderbuffer's drawing, scheduled, out or done, not yet copied
+    bool jobDue = false;              // scheduled: handed to the worker by renderPictures()
+    int framesBehind = 0;             // frames in a row shown from the previous picture
+    bool inPlaceLast = false;         // the last frame drew the list in place: the screen is past the picture
+    int changesInARow = 0;            // frames in a row the list differed from the frame before's
     bool used = true;
     bool userDriven = false;  // as begin() got it
     ImVec2 min, max;          // this frame's clip, as begin() got it
@@ -146,20 +127,15 @@ class FigureRasters {
   // A framebuffer object, its renderbuffer and the texture shown, of this size (kept when they have it);
   // false when GL cannot draw into them.
   static bool prepareTarget(Picture& p, int width, int height);
-  // Draws up to `budget` more indices of `rendered` into the renderbuffer (cleared first), setting the
-  // fence after the last; the indices drawn, or nullopt when GL cannot (the cache then turns itself off).
-  std::optional<size_t> render(Picture& p, size_t budget);
-  static bool rasterised(Picture& p);  // the fence behind the renderbuffer's drawing has passed
   static void copyToTexture(Picture& p);
   static void release(Picture& p);
 
   bool m_enabled = true;
-  ListRenderer m_renderer;  // its own buffers: the window's upload never waits for a picture's draws
+  std::unique_ptr<PictureWorker> m_worker;  // none: figures are drawn in place
   std::unordered_map<ImGuiID, Picture> m_pictures;
   Picture* m_current = nullptr;
   Counts m_counts;
   size_t m_previousThisFrame = 0;
-  uint64_t m_drawings = 0;  // drawings scheduled for rendering, ever
   // A previous picture is shown at most this many frames in a row (a figure changing every other frame
   // never holds still long enough for its picture; it is then drawn in place).
   static constexpr int kMostFramesBehind = 16;

@@ -50,6 +50,7 @@ ImU32 toImColor(Rgb c, float alpha) {
 }
 
 TextureCache::~TextureCache() {
+  m_rasters.stopWorker();
   for (auto& [key, e] : m_textures) glDeleteTextures(1, &e.texture);
   for (auto& [c, t] : m_colorbars) glDeleteTextures(1, &t);
   if (m_disc) glDeleteTextures(1, &m_disc);

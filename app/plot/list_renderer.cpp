@@ -225,14 +225,10 @@ bool ListRenderer::prepare() {
   return true;
 }
 
-std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
-                                           const ImVector<ImDrawIdx>& indices,
-                                           const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size,
-                                           ImVec2 scale, int width, int height, size_t from, size_t budget,
-                                           uint64_t drawing) {
-  if (!prepare()) return std::nullopt;
-  budget -= budget % 3;  // whole triangles
-  const size_t to = std::min(from + std::max<size_t>(budget, 3), static_cast<size_t>(indices.Size));
+bool ListRenderer::render(const ImVector<ImDrawVert>& vertices, const ImVector<ImDrawIdx>& indices,
+                          const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size, ImVec2 scale,
+                          int width, int height, size_t from) {
+  if (!prepare()) return false;
   SavedState saved;
   glViewport(0, 0, width, height);
   glEnable(GL_BLEND);
@@ -255,20 +251,17 @@ std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
   // clang-format on
   glUniformMatrix4fv(m_projection, 1, GL_FALSE, projection);
   glBindVertexArray(m_vertexArray);
-  if (from == 0 || drawing != m_uploaded) {
-    m_uploaded = drawing;
-    // New storage for each list: the draws of the last one keep reading the old (see the top of the header).
-    glBindBuffer(GL_ARRAY_BUFFER, m_vertices);
-    glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(vertices.Size * sizeof(ImDrawVert)), vertices.Data,
-                 GL_STREAM_DRAW);
-    glBufferData(GL_ELEMENT_ARRAY_BUFFER, static_cast<GLsizeiptr>(indices.Size * sizeof(ImDrawIdx)),
-                 indices.Data, GL_STREAM_DRAW);
-  }
+  // New storage for each list: the draws of the last one keep reading the old.
+  glBindBuffer(GL_ARRAY_BUFFER, m_vertices);
+  glBufferData(GL_ARRAY_BUFFER, static_cast<GLsizeiptr>(vertices.Size * sizeof(ImDrawVert)), vertices.Data,
+               GL_STREAM_DRAW);
+  glBufferData(GL_ELEMENT_ARRAY_BUFFER, static_cast<GLsizeiptr>(indices.Size * sizeof(ImDrawIdx)),
+               indices.Data, GL_STREAM_DRAW);
   constexpr GLenum kIndexType = sizeof(ImDrawIdx) == 2 ? GL_UNSIGNED_SHORT : GL_UNSIGNED_INT;
   for (const ImDrawCmd& cmd : commands) {
-    // The part of this command's indices in [from, to).
+    // This command's indices from `from` on.
     const size_t first = std::max<size_t>(cmd.IdxOffset, from);
-    const size_t last = std::min<size_t>(cmd.IdxOffset + cmd.ElemCount, to);
+    const size_t last = cmd.IdxOffset + cmd.ElemCount;
     if (cmd.UserCallback || first >= last) continue;
     const ScissorBox box = scissorBox(cmd.ClipRect, origin, scale, height);
     if (box.empty()) continue;
@@ -278,7 +271,7 @@ std::optional<size_t> ListRenderer::render(const ImVector<ImDrawVert>& vertices,
                              reinterpret_cast<const void*>(first * sizeof(ImDrawIdx)),
                              static_cast<GLint>(cmd.VtxOffset));
   }
-  return to;
+  return true;
 }
 
 }  // namespace sharelens::plot

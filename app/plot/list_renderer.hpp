@@ -1,19 +1,17 @@
 // Draws one ImDrawList into the bound framebuffer with GL objects of its own: a figure's picture
-// (figure_raster.hpp) is rendered through this, not through ImGui's GL backend.
+// (figure_raster.hpp) is rendered through this, on the picture worker's thread and context
+// (picture_worker.hpp), not through ImGui's GL backend, whose draw data, state and vertex array belong to
+// the UI thread and the window's context.
 //
-// Why not the backend: it uploads each frame's lists into one vertex buffer with glBufferSubData, and a
-// software GL (Mesa's llvmpipe) makes that upload wait until every draw still reading the buffer is
-// rasterised. A picture's 30,000-vertex list rendered through the backend therefore held up the window's
-// next upload until the picture was rasterised (3-9 ms of GL submission on the UI thread, measured with
-// --bench-ui --bench-live). This renderer gives its buffers new storage on every upload (glBufferData), so
-// the picture's draws keep the old storage and nothing waits.
+// Each list is uploaded into new storage (glBufferData): a software GL (Mesa's llvmpipe) makes an upload
+// into storage that queued draws still read wait until they are rasterised.
 //
 // The pixels are the backend's: the same orthographic projection of [origin, origin + size] onto the
 // framebuffer, the same per-vertex colour times texture, the same blending (source alpha over, alpha
 // accumulated as 1 - (1 - a)(1 - b)) and each command's clip as a scissor box truncated to whole pixels
 // (tests/app/test_figure_raster.cpp compares pictures with the same figure drawn in place).
 //
-// UI thread only, with the GL context current; GL objects are made on first use and freed by the destructor.
+// One thread, with its GL context current; GL objects are made on first use and freed by the destructor.
 #pragma once
 
 #include <imgui.h>
@@ -60,16 +58,13 @@ class ListRenderer {
   ~ListRenderer();
 
   // Draws a list's buffers as ImGui's backend would draw the list with DisplayPos `origin`, DisplaySize
-  // `size` and FramebufferScale `scale`, into the bound framebuffer of width x height pixels (size * scale):
-  // the triangles of indices [from, from + budget) (commands hold consecutive indices, so this is a part of
-  // the list in its order; drawing the parts in turn draws the list). The buffers are uploaded when `from`
-  // is 0 or `drawing` (a number naming this list's buffers) is not the one uploaded last, so parts of
-  // several lists may be drawn in any order. Commands with a callback are skipped
-  // (FigureRasters pictures no list that has one). Restores the GL state it changes. Returns where the next
-  // part starts (IdxBuffer.Size when done), or nullopt when the shader program cannot be made.
-  std::optional<size_t> render(const ImVector<ImDrawVert>& vertices, const ImVector<ImDrawIdx>& indices,
-                               const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size, ImVec2 scale,
-                               int width, int height, size_t from, size_t budget, uint64_t drawing);
+  // `size` and FramebufferScale `scale`, into the bound framebuffer of width x height pixels (size * scale),
+  // from index `from` on (commands hold consecutive indices; FigureRasters starts past an opening fill).
+  // Commands with a callback are skipped (FigureRasters pictures no list that has one). Restores the GL
+  // state it changes. False when the shader program cannot be made (GL older than 3.2, a shader refused).
+  bool render(const ImVector<ImDrawVert>& vertices, const ImVector<ImDrawIdx>& indices,
+              const ImVector<ImDrawCmd>& commands, ImVec2 origin, ImVec2 size, ImVec2 scale, int width,
+              int height, size_t from);
 
  private:
   bool prepare();  // compiles and links the program, makes the buffers; once
@@ -77,7 +72,6 @@ class ListRenderer {
   unsigned m_program = 0, m_vertexArray = 0, m_vertices = 0, m_indices = 0;
   int m_projection = -1, m_texture = -1;  // uniform locations
   bool m_failed = false;                  // the program could not be made: never tried again
-  uint64_t m_uploaded = 0;                // the `drawing` the buffers hold
 };
 
 }  // namespace sharelens::plot
