@@ -28,7 +28,7 @@ void FrameTimes::add(const Marks& f) {
   m_build.push_back(milliseconds(f.built - f.start));
   m_submit.push_back(milliseconds(f.submitted - f.built));
   m_present.push_back(milliseconds(f.presented - f.submitted));
-  m_pictures.push_back(milliseconds(f.picturesRendered - f.presented));
+  m_pictures.push_back(milliseconds(f.picturesHanded - f.presented));
   m_total.push_back(m_build.back() + m_submit.back() + m_pictures.back());
 }
 

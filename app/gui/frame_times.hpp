@@ -1,5 +1,5 @@
 // The UI thread's time per frame, for the responsiveness benchmark (--bench-ui --frame-stats; issue 14):
-// from the frame's start (after waiting for events) to the end of its picture rendering, in three counted
+// from the frame's start (after waiting for events) to the pictures handed to the worker, in three counted
 // parts and one that is kept apart:
 // - build: polling runs and jobs, ImGui and every view's drawing code (this project's code);
 // - submit: handing the draw lists to GL (ImGui's OpenGL backend). On a software renderer such as Mesa's
@@ -24,7 +24,7 @@ class FrameTimes {
   using Clock = std::chrono::steady_clock;
   // When each part of a frame ended, in the frame's order.
   struct Marks {
-    Clock::time_point start, built, submitted, presented, picturesRendered;
+    Clock::time_point start, built, submitted, presented, picturesHanded;
   };
   void add(const Marks& frame);
   // {"frames", "p50_ms", "p99_ms", "max_ms", "build": {p50, p99, max}, "submit": {...}, "present": {...},

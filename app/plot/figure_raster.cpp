@@ -61,17 +61,21 @@ void appendDrawing(ImDrawList& window, const ImVector<ImDrawVert>& vertices,
 }
 
 FigureRasters::~FigureRasters() {
-  m_worker.reset();  // done with every renderbuffer before they go
+  stopWorker();  // done with every renderbuffer before they go
   for (auto& [id, p] : m_pictures) release(p);
 }
 
 void FigureRasters::startWorker(SharedGlContext context) {
-  m_worker.reset();  // lets go of its context first: it may be the same one
+  stopWorker();  // lets go of its context first: it may be the same one
   m_worker = std::make_unique<PictureWorker>(std::move(context));
 }
 
 void FigureRasters::stopWorker() {
+  if (!m_worker) return;
   m_worker.reset();
+  for (auto& [id, p] : m_pictures)  // handed over and never done: made anew (a job still due is kept)
+    if (p.job && !p.jobDue && p.job->state.load(std::memory_order_acquire) == PictureJob::State::Out)
+      p.job.reset();
 }
 
 void FigureRasters::waitForPictures() {
@@ -79,12 +83,18 @@ void FigureRasters::waitForPictures() {
 }
 
 void FigureRasters::release(Picture& p) {
+  if (p.job) {
+    p.job->abandoned = true;
+    const bool workerMayDraw =
+        !p.jobDue && p.job->state.load(std::memory_order_acquire) == PictureJob::State::Out;
+    if (workerMayDraw)
+      p.job->orphanedRenderbuffer = std::exchange(p.renderbuffer, 0u);  // see picture_worker.hpp
+  }
   if (p.framebuffer) glDeleteFramebuffers(1, &p.framebuffer);
   if (p.renderbuffer) glDeleteRenderbuffers(1, &p.renderbuffer);
   if (p.texture) glDeleteTextures(1, &p.texture);
   p.framebuffer = p.renderbuffer = p.texture = 0;
   p.width = p.height = 0;
-  if (p.job) p.job->abandoned = true;
   p.job.reset();
   p.hasShown = p.jobDue = false;
 }
@@ -262,6 +272,11 @@ void FigureRasters::renderPictures() {
       // Behind everything this context did before: the renderbuffer's storage, the textures the drawing
       // samples, and the copy out of the renderbuffer's last picture.
       p.job->ready = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+      if (!p.job->ready) {  // GL cannot fence: pictures cannot be handed over safely
+        m_enabled = false;
+        p.job.reset();
+        continue;
+      }
       due.push_back(p.job);
     }
   if (due.empty()) return;

@@ -81,7 +81,8 @@ class FigureRasters {
   ImDrawList* begin(ImGuiID id, ImVec2 min, ImVec2 max, bool userDriven);
   // Puts the figure begun last into `window`: as its picture, as its previous picture while a new one is
   // made, or as its drawing (copied from its list, not drawn again): see the top of this file. Also in place
-  // when no framebuffer object could be made (the cache then turns itself off). `textureGeneration` is
+  // when no framebuffer object could be made or the worker could not draw a picture (the cache then turns
+  // itself off). `textureGeneration` is
   // TextureCache::generation: a drawing is not taken for the same across the making of a texture, whose name
   // may be a freed one's.
   void finish(ImDrawList* window, uint64_t textureGeneration);

@@ -47,8 +47,13 @@ PictureWorker::~PictureWorker() {
   }
   m_wake.notify_all();
   m_thread.join();
-  for (const std::shared_ptr<PictureJob>& job : m_queue)  // never begun: their fences are the UI thread's
+  for (const std::shared_ptr<PictureJob>& job : m_queue) {  // never begun: this thread frees what they hold
     if (job->ready) glDeleteSync(static_cast<GLsync>(job->ready));
+    job->ready = nullptr;
+  }
+  m_queue.insert(m_queue.end(), m_finished.begin(), m_finished.end());
+  for (const std::shared_ptr<PictureJob>& job : m_queue)
+    if (job->orphanedRenderbuffer) glDeleteRenderbuffers(1, &job->orphanedRenderbuffer);
 }
 
 void PictureWorker::submit(std::shared_ptr<PictureJob> job) {
@@ -65,7 +70,9 @@ void PictureWorker::collect() {
     std::lock_guard lock(m_mutex);
     finished.swap(m_finished);
   }
-}  // freed here, on the caller's thread
+  for (const std::shared_ptr<PictureJob>& job : finished)
+    if (job->orphanedRenderbuffer) glDeleteRenderbuffers(1, &job->orphanedRenderbuffer);
+}  // the jobs are freed here, on the caller's thread
 
 void PictureWorker::waitUntilIdle() {
   std::unique_lock lock(m_mutex);
@@ -84,14 +91,18 @@ void PictureWorker::run() {
       m_queue.pop_front();
       m_busy = true;
       lock.unlock();
+      GLenum waited = GL_WAIT_FAILED;
       if (job->ready) {  // the UI thread flushed it before handing the job over
         const auto ready = static_cast<GLsync>(job->ready);
-        while (glClientWaitSync(ready, 0, 1'000'000'000) == GL_TIMEOUT_EXPIRED) {
-        }
+        do waited = glClientWaitSync(ready, 0, 1'000'000'000);
+        while (waited == GL_TIMEOUT_EXPIRED);
         glDeleteSync(ready);
         job->ready = nullptr;
       }
-      if (!job->abandoned.load(std::memory_order_relaxed)) render(*job, renderer);
+      if (waited == GL_WAIT_FAILED)  // what the UI thread did before cannot be known to be complete
+        job->state.store(PictureJob::State::Failed, std::memory_order_release);
+      else if (!job->abandoned.load(std::memory_order_relaxed))
+        render(*job, renderer);
       lock.lock();
       m_finished.push_back(std::move(job));
       m_busy = false;

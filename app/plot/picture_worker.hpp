@@ -17,12 +17,12 @@
 // done. The UI thread then reads the renderbuffer (FigureRasters copies it into the picture's texture).
 // Jobs run in the order given.
 //
-// The UI thread may free the GL objects of a job that is out (a figure gone from the screen frees its
-// picture at the end of the frame). Such a job's result is never read, and one not yet begun is skipped
-// (`abandoned`). Between those, GL keeps a renderbuffer the worker has attached alive until it is detached;
-// one freed before the worker attached it leaves the attachment failing, or, its name given to a new
-// picture's renderbuffer meanwhile, drawn into before that picture's own job, which comes later and clears
-// it first.
+// A figure gone from the screen frees its picture at the end of the frame, maybe while its job is out. The
+// job is then `abandoned` (skipped if not begun, its result never read), and its renderbuffer is left to the
+// job (`orphanedRenderbuffer`) and deleted only once the worker is done with it, so its name cannot go to a
+// new picture while the worker may still draw into it. The heatmap textures such a job samples are the
+// texture cache's, which frees those no figure showed this frame: a job drawing at that moment may sample a
+// freed texture, and its result is never read.
 //
 // The worker never drops the last reference to a job: a job's drawing holds ImGui's buffers, which are
 // freed through ImGui's allocator on the UI thread's context (it counts them, unsynchronised). Jobs the
@@ -76,6 +76,9 @@ struct PictureJob {
   int width = 0, height = 0;
   std::optional<OpeningFill> fill;  // cleared into its pixels; the drawing from its indices on is drawn
   void* ready = nullptr;  // a GLsync the UI thread set behind its last command; the worker waits, frees it
+  // UI thread only: the renderbuffer of a picture freed while the worker could still draw into it, deleted
+  // once the worker is done with the job (collect(), or the destructor for a job never begun).
+  unsigned orphanedRenderbuffer = 0;
   // Done (the renderbuffer holds the drawing's pixels) or Failed (GL could not draw: no program, an
   // incomplete framebuffer); the UI thread reads the job only after seeing it so (acquire).
   std::atomic<State> state{State::Out};
@@ -91,7 +94,8 @@ class PictureWorker {
   PictureWorker& operator=(const PictureWorker&) = delete;
 
   void submit(std::shared_ptr<PictureJob> job);
-  // Drops the jobs the worker is done with (on the caller's thread: see the top of the file).
+  // Drops the jobs the worker is done with, and deletes their orphaned renderbuffers (on the UI thread,
+  // its context current: see the top of the file).
   void collect();
   // Blocks until every job submitted so far is done (tests).
   void waitUntilIdle();
