@@ -70,12 +70,15 @@ void FigureRasters::startWorker(SharedGlContext context) {
   m_worker = std::make_unique<PictureWorker>(std::move(context));
 }
 
+bool FigureRasters::withWorker(const Picture& p) {
+  return p.job && !p.jobDue && p.job->state.load(std::memory_order_acquire) == PictureJob::State::Out;
+}
+
 void FigureRasters::stopWorker() {
   if (!m_worker) return;
   m_worker.reset();
   for (auto& [id, p] : m_pictures)  // handed over and never done: made anew (a job still due is kept)
-    if (p.job && !p.jobDue && p.job->state.load(std::memory_order_acquire) == PictureJob::State::Out)
-      p.job.reset();
+    if (withWorker(p)) p.job.reset();
 }
 
 void FigureRasters::waitForPictures() {
@@ -83,13 +86,8 @@ void FigureRasters::waitForPictures() {
 }
 
 void FigureRasters::release(Picture& p) {
-  if (p.job) {
-    p.job->abandoned = true;
-    const bool workerMayDraw =
-        !p.jobDue && p.job->state.load(std::memory_order_acquire) == PictureJob::State::Out;
-    if (workerMayDraw)
-      p.job->orphanedRenderbuffer = std::exchange(p.renderbuffer, 0u);  // see picture_worker.hpp
-  }
+  if (withWorker(p)) p.job->orphanedRenderbuffer = std::exchange(p.renderbuffer, 0u);  // picture_worker.hpp
+  if (p.job) p.job->abandoned = true;
   if (p.framebuffer) glDeleteFramebuffers(1, &p.framebuffer);
   if (p.renderbuffer) glDeleteRenderbuffers(1, &p.renderbuffer);
   if (p.texture) glDeleteTextures(1, &p.texture);

@@ -129,6 +129,8 @@ class FigureRasters {
   // false when GL cannot draw into them.
   static bool prepareTarget(Picture& p, int width, int height);
   static void copyToTexture(Picture& p);
+  // Its job was handed to the worker, which may still draw into its renderbuffer.
+  static bool withWorker(const Picture& p);
   static void release(Picture& p);
 
   bool m_enabled = true;

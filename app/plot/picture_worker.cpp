@@ -37,6 +37,11 @@ void FigureDrawing::swap(FigureDrawing& other) {
   std::swap(textureGeneration, other.textureGeneration);
 }
 
+void PictureWorker::freeOrphaned(PictureJob& job) {
+  if (job.orphanedRenderbuffer) glDeleteRenderbuffers(1, &job.orphanedRenderbuffer);
+  job.orphanedRenderbuffer = 0;
+}
+
 PictureWorker::PictureWorker(SharedGlContext context)
     : m_context(std::move(context)), m_thread([this] { run(); }) {}
 
@@ -50,10 +55,9 @@ PictureWorker::~PictureWorker() {
   for (const std::shared_ptr<PictureJob>& job : m_queue) {  // never begun: this thread frees what they hold
     if (job->ready) glDeleteSync(static_cast<GLsync>(job->ready));
     job->ready = nullptr;
+    freeOrphaned(*job);
   }
-  m_queue.insert(m_queue.end(), m_finished.begin(), m_finished.end());
-  for (const std::shared_ptr<PictureJob>& job : m_queue)
-    if (job->orphanedRenderbuffer) glDeleteRenderbuffers(1, &job->orphanedRenderbuffer);
+  for (const std::shared_ptr<PictureJob>& job : m_finished) freeOrphaned(*job);
 }
 
 void PictureWorker::submit(std::shared_ptr<PictureJob> job) {
@@ -70,8 +74,7 @@ void PictureWorker::collect() {
     std::lock_guard lock(m_mutex);
     finished.swap(m_finished);
   }
-  for (const std::shared_ptr<PictureJob>& job : finished)
-    if (job->orphanedRenderbuffer) glDeleteRenderbuffers(1, &job->orphanedRenderbuffer);
+  for (const std::shared_ptr<PictureJob>& job : finished) freeOrphaned(*job);
 }  // the jobs are freed here, on the caller's thread
 
 void PictureWorker::waitUntilIdle() {

@@ -103,6 +103,7 @@ class PictureWorker {
  private:
   void run();
   static void render(PictureJob& job, ListRenderer& renderer);  // on the worker's thread, its context current
+  static void freeOrphaned(PictureJob& job);                    // on the UI thread, its context current
 
   SharedGlContext m_context;
   std::mutex m_mutex;
