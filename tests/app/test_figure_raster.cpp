@@ -2,10 +2,14 @@
 // a real (hidden) GLFW window with Mesa's GL under Xvfb: ctest runs this binary through xvfb-run. Each
 // check reads the window's pixels back after the frame was drawn from the picture, then after it was drawn
 // with the cache off, and compares them; the cache's own counts say which way each frame went.
+#define GL_GLEXT_PROTOTYPES
+#include <GL/gl.h>
+#include <GL/glext.h>
 #include <gtest/gtest.h>
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -14,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/gui/platform.hpp"
@@ -28,6 +33,24 @@ using gui::Platform;
 using gui::RgbaImage;
 using plot::Figure;
 using plot::FigureRasters;
+
+// Opens once, when asked or at the end of its scope (a failed assertion returns early: a worker still held
+// at the end of a test would never be joined).
+class Gate {
+ public:
+  Gate() : m_opened(m_promise.get_future().share()) {}
+  ~Gate() { open(); }
+  void open() {
+    if (!m_open) m_promise.set_value();
+    m_open = true;
+  }
+  std::shared_future<void> opened() const { return m_opened; }
+
+ private:
+  std::promise<void> m_promise;
+  std::shared_future<void> m_opened;
+  bool m_open = false;
+};
 
 class FigureRaster : public ::testing::Test {
  protected:
@@ -49,6 +72,32 @@ class FigureRaster : public ::testing::Test {
     m_textures->rasters().startWorker(std::move(*context));
   }
   void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
+
+  // The picture worker's context, whose making current on the worker's thread waits for `gate`: the worker
+  // begins no job before the gate opens.
+  static plot::SharedGlContext heldContext(const Gate& gate) {
+    std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
+    EXPECT_TRUE(context) << "GLFW could not make the picture worker's context";
+    if (!context) return {};
+    context->makeCurrent = [held = gate.opened(), makeCurrent = context->makeCurrent] {
+      held.wait();
+      makeCurrent();
+    };
+    return std::move(*context);
+  }
+  // A texture cache whose worker is held until `gate` opens.
+  void startHeldWorker(const Gate& gate) {
+    m_textures.reset();  // its worker lets go of the context
+    m_textures = std::make_unique<plot::TextureCache>();
+    m_textures->rasters().startWorker(heldContext(gate));
+  }
+  // Renderbuffers alive in the window's share group (names are handed out from 1 up, and never reused
+  // while alive).
+  static size_t liveRenderbuffers() {
+    size_t live = 0;
+    for (GLuint name = 1; name <= 4096; ++name) live += glIsRenderbuffer(name) == GL_TRUE;
+    return live;
+  }
 
   // One frame of a window filling the screen, with `content` drawn into it as the app draws a view, and the
   // pictures handed to the worker where the app hands them (after the swap); returns the pixels drawn
@@ -458,37 +507,11 @@ TEST_F(FigureRaster, AHeatmapWithNewValuesInTheSameLayoutIsPicturedAgain) {
   expectPicturedAgainOnChange(f, changed, 900);
 }
 
-// Opens once, when asked or at the end of its scope (a failed assertion returns early: a worker still held
-// at the end of a test would never be joined).
-class Gate {
- public:
-  Gate() : m_opened(m_promise.get_future().share()) {}
-  ~Gate() { open(); }
-  void open() {
-    if (!m_open) m_promise.set_value();
-    m_open = true;
-  }
-  std::shared_future<void> opened() const { return m_opened; }
-
- private:
-  std::promise<void> m_promise;
-  std::shared_future<void> m_opened;
-  bool m_open = false;
-};
-
 TEST_F(FigureRaster, FramesGoOnWhileThePictureIsBeingRendered) {
   // The UI thread never waits for a picture: with the worker held back before its first job, every frame is
   // drawn (the figure in place, as before it had any picture), and the picture comes once the worker runs.
   Gate gate;
-  m_textures.reset();  // its worker lets go of the context
-  m_textures = std::make_unique<plot::TextureCache>();
-  std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
-  ASSERT_TRUE(context);
-  context->makeCurrent = [held = gate.opened(), makeCurrent = context->makeCurrent] {
-    held.wait();
-    makeCurrent();
-  };
-  m_textures->rasters().startWorker(std::move(*context));
+  startHeldWorker(gate);
   const Figure f = lossFigure(5000);
   const RgbaImage inPlace = direct(f);
   m_waitForPictures = false;
@@ -500,6 +523,101 @@ TEST_F(FigureRaster, FramesGoOnWhileThePictureIsBeingRendered) {
   const RgbaImage pictured = frame(f);
   EXPECT_EQ(counts().pictured, 1u) << "pictured once the worker ran";
   EXPECT_EQ(counts().reused, 0u);
+  EXPECT_LE(compare(pictured, inPlace).largest, 1) << "as drawing it in place gives";
+}
+
+TEST_F(FigureRaster, AFigureGoneWhileItsPictureIsOutLeavesItsRenderbufferToTheJob) {
+  // A figure leaves the screen while the worker holds its job: the job is skipped, and its renderbuffer
+  // lives until the worker is done with it (so that its name cannot go to another picture while the worker
+  // may still draw into it). The figure that takes the place gets a renderbuffer and a picture of its own.
+  Gate gate;
+  startHeldWorker(gate);
+  const Figure gone = lossFigure(3000), next = runsFigure(3, 3000);
+  const RgbaImage nextInPlace = direct(next);
+  m_waitForPictures = false;
+  frame(gone);
+  frame(gone);  // the same twice: handed to the worker
+  const size_t withGone = liveRenderbuffers();
+  windowFrame([](const plot::Style&) {});  // not on screen: its picture is freed at the end of the frame
+  EXPECT_EQ(liveRenderbuffers(), withGone) << "the job holds the freed picture's renderbuffer";
+  frame(next);
+  frame(next);  // handed to the worker behind the first
+  EXPECT_EQ(liveRenderbuffers(), withGone + 1) << "the new picture has a renderbuffer of its own";
+  gate.open();
+  m_textures->rasters().waitForPictures();
+  const RgbaImage pictured =
+      frame(next);  // copies the new picture, then collects the jobs the worker is done with
+  EXPECT_EQ(liveRenderbuffers(), withGone)
+      << "the skipped job's renderbuffer is deleted once the worker is done";
+  EXPECT_EQ(counts().pictured, 1u) << "only the figure on screen was pictured";
+  EXPECT_LE(compare(pictured, nextInPlace).largest, 1) << "as drawing it in place gives";
+}
+
+TEST_F(FigureRaster, AWorkerStoppedBeforeItsJobsBeganDeletesOnlyWhatTheyWereLeft) {
+  // Jobs still waiting when the worker stops are dropped undrawn. The fence each was handed over behind is
+  // deleted, and so is the renderbuffer of a picture freed meanwhile; a renderbuffer its picture still owns
+  // is left alone.
+  Gate gate;
+  auto worker = std::make_unique<plot::PictureWorker>(heldContext(gate));
+  GLuint renderbuffers[2] = {0, 0};
+  glGenRenderbuffers(2, renderbuffers);
+  std::vector<std::shared_ptr<plot::PictureJob>> jobs;
+  std::vector<GLsync> fences;
+  for (GLuint renderbuffer : renderbuffers) {
+    glBindRenderbuffer(GL_RENDERBUFFER, renderbuffer);
+    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, 8, 8);
+    auto job = std::make_shared<plot::PictureJob>();
+    job->renderbuffer = renderbuffer;
+    job->width = job->height = 8;
+    fences.push_back(glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0));
+    job->ready = fences.back();
+    jobs.push_back(std::move(job));
+  }
+  jobs[0]->orphanedRenderbuffer = renderbuffers[0];  // its picture was freed while it was out
+  jobs[0]->abandoned = true;
+  glFlush();
+  for (const auto& job : jobs) worker->submit(job);
+  // The stop comes first: the worker wakes to it 200 ms later (it leaves the queue alone whichever comes
+  // first, but then this test would not be testing the jobs never begun).
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gate.open();
+  });
+  worker.reset();
+  opener.join();
+  EXPECT_EQ(jobs[0]->state.load(), plot::PictureJob::State::Out) << "an abandoned job is never drawn";
+  EXPECT_EQ(jobs[1]->state.load(), plot::PictureJob::State::Out) << "dropped before it began";
+  EXPECT_EQ(glIsRenderbuffer(renderbuffers[0]), GL_FALSE) << "the freed picture's renderbuffer is deleted";
+  EXPECT_EQ(glIsRenderbuffer(renderbuffers[1]), GL_TRUE) << "its picture's own, left to it";
+  for (GLsync fence : fences) EXPECT_EQ(glIsSync(fence), GL_FALSE) << "each fence is deleted once";
+  EXPECT_EQ(jobs[0]->ready, nullptr);
+  EXPECT_EQ(jobs[1]->ready, nullptr);
+  glDeleteRenderbuffers(1, &renderbuffers[1]);
+}
+
+TEST_F(FigureRaster, APictureOutWhenTheWorkerStopsIsMadeAnewByTheNext) {
+  // The worker stops with a picture handed to it and never begun (TextureCache stops it before freeing the
+  // textures it may sample): the figure keeps being drawn, and a worker started later makes its picture.
+  Gate gate;
+  startHeldWorker(gate);
+  const Figure f = lossFigure(4000);
+  const RgbaImage inPlace = direct(f);
+  m_waitForPictures = false;
+  frame(f);
+  frame(f);  // handed to the held worker
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gate.open();
+  });
+  m_textures->rasters().stopWorker();
+  opener.join();
+  EXPECT_EQ(counts().pictured, 0u);
+  std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
+  ASSERT_TRUE(context);
+  m_textures->rasters().startWorker(std::move(*context));
+  m_waitForPictures = true;
+  const RgbaImage pictured = fromPicture(f);
+  EXPECT_EQ(counts().pictured, 1u);
   EXPECT_LE(compare(pictured, inPlace).largest, 1) << "as drawing it in place gives";
 }
 
