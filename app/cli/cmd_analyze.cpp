@@ -49,7 +49,7 @@ AnalysisParams parseAnalysisParams(Args& args) {
                  .where = "--logit-lens",
                  .expected = "mean-state (the MASA paper's) or per-token",
                  .found = p.logitLens});
-  p.logitLensTokens = args.integer("logit-lens-tokens", 0, 100'000'000).value_or(p.logitLensTokens);
+  p.logitLensTokens = args.integer("logit-lens-tokens", 1, 100'000'000).value_or(p.logitLensTokens);
   p.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(p.attentionTokens);
   p.embeddingLossTokens =
       args.integer("embedding-loss-tokens", 2, 100'000'000).value_or(p.embeddingLossTokens);
@@ -81,7 +81,7 @@ int runAnalyze(Args& args) {
   args.finish();
   if (!masaGroups.empty() && !klGroups) p.masaGroups = parseLayerGroups(masaGroups, view.shape.layers);
   if (klGrouping) p.klGroups = *klGrouping;
-  if (p.klGroups > view.shape.layers)
+  if (klGrouping && p.klGroups > view.shape.layers)
     throw Error({.what = "more groups than layers",
                  .where = "--masa-groups " + masaGroups,
                  .expected = "at most " + std::to_string(view.shape.layers),

@@ -232,8 +232,6 @@ int runTrain(Args& args) {
   request.config.evalEvery = args.integer("eval-every", 1, 1 << 30).value_or(request.config.evalEvery);
   if (auto keep = args.option("keep-checkpoints"))
     request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
-  else if (auto n = args.integer("keep-last", 1, 1 << 20))
-    request.config.keepCheckpoints = CheckpointRetention::lastN(*n);
   EvalOptions eval;
   eval.corpus = request.config.corpus;
   eval.tokens = args.integer("eval-tokens", 1, 1'000'000'000).value_or(eval.tokens);

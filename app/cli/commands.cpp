@@ -22,7 +22,9 @@ const std::vector<Command>& commands() {
        "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens mean-state|per-token] "
        "[--logit-lens-tokens N] [--attention-tokens N] "
        "[--device cpu|cuda] [--threads N] --json FILE",
-       "the analyses of the registry as one JSON report (all but --activations when no analysis is named): "
+       "the analyses of the registry as one JSON report (when no analysis is named, all but --activations "
+       "and "
+       "--embedding-loss, which run the model over text): "
        "spectra, "
        "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, "
        "and the "
@@ -73,7 +75,8 @@ const std::vector<Command>& commands() {
       {"compress",
        "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] "
        "[--atoms B] "
-       "[--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] [--eval [--eval-tokens N]] "
+       "[--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] "
+       "[--eval [--eval-tokens N | --eval-ids FILE]] "
        "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out "
        "DIR [--json FILE]",
        "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + "
@@ -103,7 +106,8 @@ const std::vector<Command>& commands() {
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
        "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},
-      {"tokenize", "sharelens tokenize PATH [--text TEXT | --file FILE] [--special] [--json FILE]",
+      {"tokenize",
+       "sharelens tokenize PATH [--text TEXT | --file FILE | --texts-json FILE] [--special] [--json FILE]",
        "token ids with a checkpoint's tokenizer (tokenizer.json or SentencePiece)", runTokenize},
       {"convert", "sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]",
        "merge shards into one file and convert floating tensors to one dtype", runConvert},
@@ -124,9 +128,20 @@ void printUsage() {
          "GUI options:\n"
          "  --demo                  train the demo topology and its baseline, and follow them\n"
          "  --view NAME             start on a view (model, spectrum, heads, layers, masa, directshare,\n"
-         "                          embedding, designer, training; any case)\n"
-         "  --screenshot FILE.png   save a screenshot after --frames N frames and exit\n"
-         "  --size WxH              window size\n\n"
+         "                          embedding, esd, designer, training, experiments; any case)\n"
+         "  --size WxH              window size\n"
+         "for tests and benchmarks:\n"
+         "  --screenshot FILE.png   save a screenshot after --frames N frames (default 3) and exit, once "
+         "the\n"
+         "                          jobs the view started are done or --max-wait S seconds (default 120) "
+         "passed\n"
+         "  --ui-state FILE.json    write widget positions and view state each frame (scripted clicks)\n"
+         "  --exit-after S          close the window after S seconds\n"
+         "  --bench-ui [--bench-live] --frames N --frame-stats FILE.json\n"
+         "                          the frame-time benchmark's scene (--bench-live: one curve gains a step\n"
+         "                          every 250 ms), its per-frame UI-thread times written to FILE.json\n"
+         "  --no-figure-cache       draw every figure every frame instead of unchanged ones from a "
+         "picture\n\n"
          "commands:\n";
   for (const Command& c : commands()) std::cout << "  " << c.usage << "\n      " << c.summary << "\n";
 }

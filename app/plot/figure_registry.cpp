@@ -75,7 +75,7 @@ std::vector<FigureKind> makeKinds() {
                "logit-lens KL drift between consecutive layers and its MASA groups",
                [](const AnalysisResult& r, const FigureParams&) {
                  const auto& a = *resultAs<ActivationResults>(r);
-                 return klDriftFigure(a.klDrift, a.groups);
+                 return klDriftFigure(a);
                }});
   k.push_back({"attention-similarity", "activations", "cosine similarity of heads' attention maps over text",
                [](const AnalysisResult& r, const FigureParams& p) {

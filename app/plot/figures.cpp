@@ -216,7 +216,9 @@ Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what) {
   return f;
 }
 
-Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups) {
+Figure klDriftFigure(const ActivationResults& a) {
+  const std::vector<double>& drift = a.klDrift;
+  const std::vector<std::vector<int64_t>>& groups = a.groups;
   Figure f;
   f.title = "Logit-lens KL drift between consecutive layers";
   f.xLabel = "layer l";
@@ -233,7 +235,10 @@ Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::ve
   for (size_t g = 1; g < groups.size(); ++g)
     f.markers.push_back(
         {static_cast<double>(groups[g].front()) - 0.5, "group " + std::to_string(g), {200, 60, 60}});
-  f.subtitle = std::to_string(groups.size()) + " MASA groups, split after each local maximum";
+  f.subtitle = std::to_string(groups.size()) + " MASA groups, " +
+               (a.klGroupCount > 0 ? "cut after the " + std::to_string(a.klGroupCount - 1) + " largest drifts"
+                                   : std::string("split after each local maximum")) +
+               "; " + a.logitLens + " lens over " + std::to_string(a.logitLensTokens) + " tokens";
   return f;
 }
 

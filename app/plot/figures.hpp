@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/activations.hpp"
 #include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
@@ -37,7 +38,8 @@ Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double th
 Figure masaCoefficientFigure(const MatrixPcaGroup& group);                      // S x |G|
 Figure masaVarianceFigure(const std::vector<const MatrixPcaGroup*>& groups);    // explained variance vs S
 Figure atomCorrelationFigure(const FloatMatrix& phi, const std::string& what);  // S x S, diverging
-Figure klDriftFigure(const std::vector<double>& drift, const std::vector<std::vector<int64_t>>& groups);
+// The drift with the MASA groups it gave, the subtitle naming the grouping rule and the lens.
+Figure klDriftFigure(const ActivationResults& a);
 
 // "L3.h5" (a head of an MHA model) or "L3.g1" (a KV group): the one naming style of DirectShare units.
 std::string unitLabel(const DirectShareResult& result, int64_t layer, int64_t unit);

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <functional>
 
+#include "core/atomic_file.hpp"
+#include "core/checkpoint.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/json_util.hpp"
+#include "core/safetensors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
 #include "tests/support/process.hpp"
@@ -306,6 +309,64 @@ TEST(CliAnalyze, WritesEverySectionOfTheReport) {
       << "Gemma: 4 q, 1 k, 1 v and 4 o heads";
   EXPECT_EQ(report["layer_differences"]["maps"].size(), 7u);
   EXPECT_TRUE(std::filesystem::exists(dir / "shared" / "model.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliAnalyze, AModelOfTwoLayersGetsTheDefaultReportAndOneGroupPerLayer) {
+  // The default MASA grouping, kl:3, asks for more groups than two layers have: a default is fitted to the
+  // model (one group per layer), a G typed beyond the layers is an error.
+  const auto dir = testing::makeTempDir("cli-analyze-2");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.layers = 2;
+  testing::writeHfFixture(dir / "m", spec);
+  const std::string model = shellQuote((dir / "m").string());
+  auto r = runProcess(kBinary + " analyze " + model + " --json " + shellQuote((dir / "a.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readJsonFile(dir / "a.json")["layer_differences"]["maps"][0]["effective_rank"].size(), 2u);
+  std::string ids;
+  for (int i = 0; i < 96; ++i) ids += std::to_string((7 * i + 3) % spec.vocab) + " ";
+  writeFileAtomically(dir / "ids.txt", ids);
+  r = runProcess(kBinary + " analyze " + model + " --activations --token-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --json " + shellQuote((dir / "b.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json lens = readJsonFile(dir / "b.json")["activations"]["logit_lens"];
+  EXPECT_EQ(lens["kl_drift"].size(), 1u) << "one pair of consecutive layers";
+  EXPECT_EQ(lens["groups"], Json::parse("[[0], [1]]")) << "one group per layer";
+  r = runProcess(kBinary + " analyze " + model + " --activations --masa-groups kl:3 --token-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --json /dev/null");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("more groups than layers"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliAnalyze, AnActivationThatOverflowsIsANamedErrorNotAFullRankRow) {
+  // Finite weights can still overflow float32 in the forward pass: layer 1's MLP input projections scaled by
+  // 1e25, so that silu(gate) * up is past float's 3.4e38.
+  const auto dir = testing::makeTempDir("cli-analyze-inf");
+  auto spec = testing::defaultSpec(Family::Llama);
+  testing::writeHfFixture(dir / "m", spec);
+  {
+    const auto ckpt = Checkpoint::open(dir / "m");
+    std::vector<EncodedTensor> tensors;
+    for (const std::string& name : ckpt->tensorNames()) {
+      std::vector<float> v = ckpt->readFloat(name);
+      if (name == "model.layers.1.mlp.gate_proj.weight" || name == "model.layers.1.mlp.up_proj.weight")
+        for (float& x : v) x *= 1e25f;
+      tensors.push_back(EncodedTensor::fromFloats(name, DType::F32, ckpt->at(name).info->shape, v));
+    }
+    writeSafetensors(dir / "m" / "model.safetensors.new", tensors);
+  }
+  std::filesystem::rename(dir / "m" / "model.safetensors.new", dir / "m" / "model.safetensors");
+  std::string ids;
+  for (int i = 0; i < 64; ++i) ids += std::to_string((5 * i + 1) % spec.vocab) + " ";
+  writeFileAtomically(dir / "ids.txt", ids);
+  const auto r =
+      runProcess(kBinary + " analyze " + shellQuote((dir / "m").string()) + " --activations --token-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --json " + shellQuote((dir / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("residual stream holds a non-finite value"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("layer 1's contribution"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.json")) << "no report half written";
   std::filesystem::remove_all(dir);
 }
 

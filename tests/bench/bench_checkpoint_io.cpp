@@ -3,7 +3,7 @@
 //   OpenAndIndex      Checkpoint::open + openModelView (touches only the header)
 //   ReadAllAsFloat    every tensor converted to float32
 //   SequentialRead    read(2) of the whole file in 8 MiB chunks: the physical limit
-// Usage: bench_checkpoint_io [--file PATH] [google-benchmark flags]
+// Usage: bench_checkpoint_io [--dir DIR] [google-benchmark flags]   (DIR: where the checkpoint is kept)
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>

@@ -14,6 +14,8 @@ PEER_DTYPES=float32 "$HERE/bench_analysis.sh" "$BUILD" gpt2-350m
 COLLECT_ONLY=1 "$HERE/bench_scaling.sh" "$BUILD"
 echo "== training throughput vs eager PyTorch"
 "$HERE/bench_train.sh" "$BUILD"
+echo "== training throughput of a shared topology (Cycle of 4 blocks, LoRA rank 8) vs its eager PyTorch equivalent"
+"$HERE/bench_train.sh" "$BUILD" 2 2 6 --cycle 4 --lora-rank 8
 echo "== compression: MASA at ratio 0.8 with 2,048 calibration tokens"
 "$HERE/bench_compress.sh" "$BUILD"
 echo "== distributed training: 1 vs 2 ranks, Gloo all-reduce over loopback, expected scaling"
@@ -21,4 +23,10 @@ echo "== distributed training: 1 vs 2 ranks, Gloo all-reduce over loopback, expe
 echo "== activations: 25,000 tokens through a Llama-3.2-1B shape"
 "$HERE/bench_activations.sh" "$BUILD"
 echo "== UI-thread frame time: a 4096 x 4096 heatmap and the Training panels with 10 runs of 20,000 steps, while a run trains"
-xvfb-run -a -s "-screen 0 1600x1000x24" "$BUILD/sharelens" --bench-ui --frames 2000 --frame-stats /tmp/sharelens-ui.json
+for scene in "" --bench-live; do
+  for cache in "" --no-figure-cache; do
+    echo "-- scene: ${scene:-static} ${cache}"
+    xvfb-run -a -s "-screen 0 1600x1000x24" "$BUILD/sharelens" --bench-ui $scene $cache --frames 2000 \
+      --frame-stats /tmp/sharelens-ui.json
+  done
+done

@@ -292,6 +292,7 @@ def compare_rank_map(name, directory, ids, ids_file, cfg, sharelens, work):
                 continue
             compared += 1
             check(ours[a][b] == rank, f"{name}: layer-output rank {a}-{b}: ours {ours[a][b]}, reference {rank}")
+    check(compared > 0, f"{name}: every layer-output rank was within 1e-5 of the threshold: none compared")
     print(f"   {name}: {compared} layer-output ranks identical ({skipped} within 1e-5 of the threshold skipped)")
 
 

@@ -71,7 +71,7 @@ def check_postshare(sharelens, work):
     out = os.path.join(work, "postshare")
     gamma = 0.2
     run([sharelens, "train", "--init", base, "--postshare", "0.25", "--gamma", str(gamma), "--steps", "6", "--batch", "4",
-         "--threads", "2", "--checkpoint-every", "1", "--keep-last", "100", "--eval-every", "6", "--lr", "1e-3",
+         "--threads", "2", "--checkpoint-every", "1", "--keep-checkpoints", "100", "--eval-every", "6", "--lr", "1e-3",
          "--context", "64", "--out", out, "--eval-tokens", "4096"])
     report = json.load(open(os.path.join(out, "postshare.json")))
     pairs = report["pairs"]

@@ -84,7 +84,7 @@ def main():
 
     def train(out, resume=False):
         cmd = [args.sharelens, "train", "--topology", topo, "--corpus", "brown", "--out", out, "--steps", str(args.steps),
-               "--batch", "4", "--threads", "1", "--checkpoint-every", "7", "--eval-every", "10", "--keep-last", "100"]
+               "--batch", "4", "--threads", "1", "--checkpoint-every", "7", "--eval-every", "10", "--keep-checkpoints", "100"]
         return cmd + (["--resume"] if resume else [])
 
     whole_dir = os.path.join(args.workdir, "whole")

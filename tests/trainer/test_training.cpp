@@ -73,7 +73,7 @@ std::string trainCommand(const fs::path& topology, const fs::path& out, int64_t 
                          const std::string& extra = "") {
   return kBinary + " train --topology " + shellQuote(topology.string()) + " --corpus brown --out " +
          shellQuote(out.string()) + " --steps " + std::to_string(steps) +
-         " --batch 4 --threads 1 --checkpoint-every 10 --eval-every 10 --keep-last 10" + extra;
+         " --batch 4 --threads 1 --checkpoint-every 10 --eval-every 10 --keep-checkpoints 10" + extra;
 }
 
 TEST(Corpus, BrownTagsAreStrippedAndTheSplitIsByDocument) {
@@ -132,7 +132,7 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   for (const MetricPoint& p : reader.points()) validations += std::isfinite(p.valLoss) ? 1 : 0;
   EXPECT_EQ(validations, 4);
   const auto checkpoints = listCheckpoints(dir / "run");
-  ASSERT_EQ(checkpoints.size(), 2u) << "keep-last 2";
+  ASSERT_EQ(checkpoints.size(), 2u) << "smallConfig keeps the last 2";
   EXPECT_EQ(checkpoints.back().step, 40);
   // The checkpoint opens in the model views (a shared topology: ShareLens family).
   const auto ckpt = Checkpoint::open(resolveModelPath(dir / "run"));

@@ -41,7 +41,7 @@ class MasaPanel : public View {
       out.emplace_back("masa-atom-correlation",
                        plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
     if (const auto* a = m->results.get<ActivationResults>("activations"))
-      out.emplace_back("kl-drift", plot::klDriftFigure(a->klDrift, a->groups));
+      out.emplace_back("kl-drift", plot::klDriftFigure(*a));
     return out;
   }
 
@@ -126,8 +126,7 @@ class MasaPanel : public View {
       }
       ImGui::TableNextColumn();
       if (const auto* a = m.results.get<ActivationResults>("activations"))
-        plot::plotWidget("##kl", plot::klDriftFigure(a->klDrift, a->groups), m_kl, ImVec2(w, h), ctx.textures,
-                         ctx.style);
+        plot::plotWidget("##kl", plot::klDriftFigure(*a), m_kl, ImVec2(w, h), ctx.textures, ctx.style);
       else
         ImGui::TextWrapped(
             "Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups "
