@@ -151,23 +151,23 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   if (perTokenLens) {
     std::vector<double> klSum(static_cast<size_t>(std::max<int64_t>(0, r.layers - 1)), 0.0);
     int64_t klTokens = 0;
-    // Log-probabilities in double: between late layers a token's KL is ~1e-4, where float's ~1e-6 error
-    // in each log-probability would be a percent. Taken kLensRows tokens at a time ([rows, V] in double).
+    // The logits of a window's tokens once per layer (a streamed model rebuilds its output head each call),
+    // their log-probabilities in double: between late layers a token's KL is ~1e-4, where float's ~1e-6
+    // error in each log-probability would be a percent. In double kLensRows tokens at a time ([rows, V]).
     constexpr int64_t kLensRows = 64;
-    auto logProbs = [&](const torch::Tensor& states, int64_t row, int64_t rows) {
-      return at::log_softmax(model.logits(states.narrow(0, row, rows)).to(torch::kDouble), -1);
-    };
     for (const std::vector<torch::Tensor>& states : lensStates) {
+      ctx.throwIfCancelled();
       const int64_t n = states.front().size(0);
-      for (int64_t row = 0; row < n; row += kLensRows) {
-        ctx.throwIfCancelled();
-        const int64_t rows = std::min(kLensRows, n - row);
-        torch::Tensor previous = logProbs(states.front(), row, rows);
-        for (int64_t l = 1; l < r.layers; ++l) {
-          const torch::Tensor current = logProbs(states[static_cast<size_t>(l)], row, rows);
-          klSum[static_cast<size_t>(l - 1)] += (previous.exp() * (previous - current)).sum().item<double>();
-          previous = current;
+      torch::Tensor previous = model.logits(states.front());  // [n, V], float
+      for (int64_t l = 1; l < r.layers; ++l) {
+        const torch::Tensor current = model.logits(states[static_cast<size_t>(l)]);
+        for (int64_t row = 0; row < n; row += kLensRows) {
+          const int64_t rows = std::min(kLensRows, n - row);
+          const torch::Tensor p = at::log_softmax(previous.narrow(0, row, rows).to(torch::kDouble), -1);
+          const torch::Tensor q = at::log_softmax(current.narrow(0, row, rows).to(torch::kDouble), -1);
+          klSum[static_cast<size_t>(l - 1)] += (p.exp() * (p - q)).sum().item<double>();
         }
+        previous = current;
       }
       klTokens += n;
     }

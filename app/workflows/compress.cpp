@@ -102,16 +102,21 @@ std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelVie
   return out;
 }
 
+int64_t klGroupCount(const CompressOptions& o, int64_t layers) {
+  return o.klGroups.value_or(std::min<int64_t>(3, std::max<int64_t>(layers, 1)));
+}
+
 std::vector<std::vector<int64_t>> resolveGroups(const CompressOptions& o,
                                                 const CalibrationResult& calibration, int64_t layers) {
   if (o.spec.method == "svd") return {};
   if (!o.spec.groups.empty()) return o.spec.groups;
-  if (o.klGroups > layers)
+  const int64_t count = klGroupCount(o, layers);
+  if (count > layers)
     throw Error({.what = "more groups than layers",
-                 .where = "--groups kl:" + std::to_string(o.klGroups),
+                 .where = "--groups kl:" + std::to_string(count),
                  .expected = "at most " + std::to_string(layers),
-                 .found = std::to_string(o.klGroups)});
-  return groupsFromKlDrift(calibration.klDrift, layers, o.klGroups);
+                 .found = std::to_string(count)});
+  return groupsFromKlDrift(calibration.klDrift, layers, count);
 }
 
 std::string ratioLabel(double ratio) {
@@ -151,11 +156,12 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     CompressionSpec probe = o.spec;
     if (probe.method != "svd" &&
         probe.groups.empty()) {  // the groups come from calibration; check the rest now
-      if (o.klGroups < 1 || o.klGroups > view.shape.layers)
+      const int64_t count = klGroupCount(o, view.shape.layers);
+      if (count < 1 || count > view.shape.layers)
         throw Error({.what = "group count out of range",
-                     .where = "--groups kl:" + std::to_string(o.klGroups),
+                     .where = "--groups kl:" + std::to_string(count),
                      .expected = "1.." + std::to_string(view.shape.layers),
-                     .found = std::to_string(o.klGroups)});
+                     .found = std::to_string(count)});
       probe.groups = {{}};
       for (int64_t l = 0; l < view.shape.layers; ++l) probe.groups[0].push_back(l);
       probe.atoms.reset();

@@ -22,7 +22,9 @@ namespace sharelens {
 
 struct CompressOptions {
   CompressionSpec spec;  // method, ratio, projections, explicit groups, atoms
-  int64_t klGroups = 3;  // MASA without explicit groups: G groups from the calibration's KL drift
+  // MASA without explicit groups: G groups from the calibration's KL drift; none given, 3 (the MASA paper's
+  // grouping, `kl`) or one per layer on a model of fewer layers (klGroupCount).
+  std::optional<int64_t> klGroups;
   CalibrationOptions calibration;
   std::filesystem::path out;  // the compressed checkpoint's directory (new or empty)
 };

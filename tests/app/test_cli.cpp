@@ -313,8 +313,9 @@ TEST(CliAnalyze, WritesEverySectionOfTheReport) {
 }
 
 TEST(CliAnalyze, AModelOfTwoLayersGetsTheDefaultReportAndOneGroupPerLayer) {
-  // The default MASA grouping, kl:3, asks for more groups than two layers have: a default is fitted to the
-  // model (one group per layer), a G typed beyond the layers is an error.
+  // The default MASA grouping, kl (3 groups), asks for more groups than two layers have: the default is
+  // fitted to the model (one group per layer) in analyze and compress; a G typed beyond the layers is an
+  // error.
   const auto dir = testing::makeTempDir("cli-analyze-2");
   auto spec = testing::defaultSpec(Family::Llama);
   spec.layers = 2;
@@ -332,6 +333,15 @@ TEST(CliAnalyze, AModelOfTwoLayersGetsTheDefaultReportAndOneGroupPerLayer) {
   const Json lens = readJsonFile(dir / "b.json")["activations"]["logit_lens"];
   EXPECT_EQ(lens["kl_drift"].size(), 1u) << "one pair of consecutive layers";
   EXPECT_EQ(lens["groups"], Json::parse("[[0], [1]]")) << "one group per layer";
+  r = runProcess(kBinary + " analyze " + model + " --activations --masa-groups kl --token-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --json /dev/null");
+  EXPECT_EQ(r.exitCode, 0) << "kl is the default grouping, fitted alike: " << r.err;
+  r = runProcess(kBinary + " compress " + model + " --ratio 0.8 --calibration-ids " +
+                 shellQuote((dir / "ids.txt").string()) + " --out " + shellQuote((dir / "c").string()));
+  // Fitted too: the plan is reached, where two single-layer groups keep their layers whole (nothing to
+  // compress, a named error with a hint) instead of the group count being refused.
+  EXPECT_EQ(r.err.find("group count"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("single-layer groups keep their layer whole"), std::string::npos) << r.err;
   r = runProcess(kBinary + " analyze " + model + " --activations --masa-groups kl:3 --token-ids " +
                  shellQuote((dir / "ids.txt").string()) + " --json /dev/null");
   EXPECT_EQ(r.exitCode, 2);

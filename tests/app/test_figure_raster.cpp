@@ -549,50 +549,82 @@ TEST_F(FigureRaster, AFigureGoneWhileItsPictureIsOutLeavesItsRenderbufferToTheJo
       frame(next);  // copies the new picture, then collects the jobs the worker is done with
   EXPECT_EQ(liveRenderbuffers(), withGone)
       << "the skipped job's renderbuffer is deleted once the worker is done";
-  EXPECT_EQ(counts().pictured, 1u) << "only the figure on screen was pictured";
+  EXPECT_EQ(counts().pictured, 1u) << "the figure on screen has its picture";
   EXPECT_LE(compare(pictured, nextInPlace).largest, 1) << "as drawing it in place gives";
 }
 
+// Two jobs drawing nothing into 8 x 8 renderbuffers, each handed over behind a fence of its own: the first's
+// picture was freed while it was out (abandoned, its renderbuffer left to it), the second's picture still
+// owns its renderbuffer.
+struct TwoJobs {
+  GLuint renderbuffers[2] = {0, 0};
+  std::vector<GLsync> fences;
+  std::vector<std::shared_ptr<plot::PictureJob>> jobs;
+  TwoJobs() {
+    glGenRenderbuffers(2, renderbuffers);
+    for (GLuint renderbuffer : renderbuffers) {
+      glBindRenderbuffer(GL_RENDERBUFFER, renderbuffer);
+      glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, 8, 8);
+      auto job = std::make_shared<plot::PictureJob>();
+      job->renderbuffer = renderbuffer;
+      job->width = job->height = 8;
+      fences.push_back(glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0));
+      job->ready = fences.back();
+      jobs.push_back(std::move(job));
+    }
+    jobs[0]->orphanedRenderbuffer = renderbuffers[0];
+    jobs[0]->abandoned = true;
+    glFlush();  // the fences reach the renderer before the worker waits for them
+  }
+  ~TwoJobs() { glDeleteRenderbuffers(1, &renderbuffers[1]); }
+  // What every path leaves: the fences deleted (by the worker, or by the UI thread for a job never begun),
+  // the orphaned renderbuffer deleted, the picture's own renderbuffer alive, and no GL error on this thread.
+  void expectFreedAsTheyShouldBe() const {
+    EXPECT_EQ(glIsRenderbuffer(renderbuffers[0]), GL_FALSE) << "the freed picture's renderbuffer is deleted";
+    EXPECT_EQ(glIsRenderbuffer(renderbuffers[1]), GL_TRUE) << "its picture's own, left to it";
+    for (GLsync fence : fences) EXPECT_EQ(glIsSync(fence), GL_FALSE) << "every fence is deleted";
+    for (const auto& job : jobs) EXPECT_EQ(job->ready, nullptr);
+    EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR)) << "nothing deleted twice";
+  }
+};
+
+TEST_F(FigureRaster, AnAbandonedJobIsSkippedAndItsRenderbufferFreedOnceCollected) {
+  m_textures.reset();  // this test's worker has the picture context to itself
+  std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
+  ASSERT_TRUE(context);
+  plot::PictureWorker worker(std::move(*context));
+  while (glGetError() != GL_NO_ERROR) {
+  }
+  TwoJobs two;
+  for (const auto& job : two.jobs) worker.submit(job);
+  worker.waitUntilIdle();
+  EXPECT_EQ(two.jobs[0]->state.load(), plot::PictureJob::State::Out) << "abandoned: skipped, never drawn";
+  EXPECT_EQ(two.jobs[1]->state.load(), plot::PictureJob::State::Done) << "drawn (cleared: nothing to draw)";
+  EXPECT_EQ(glIsRenderbuffer(two.renderbuffers[0]), GL_TRUE) << "freed on the UI thread, when collected";
+  worker.collect();
+  two.expectFreedAsTheyShouldBe();
+}
+
 TEST_F(FigureRaster, AWorkerStoppedBeforeItsJobsBeganDeletesOnlyWhatTheyWereLeft) {
-  // Jobs still waiting when the worker stops are dropped undrawn. The fence each was handed over behind is
-  // deleted, and so is the renderbuffer of a picture freed meanwhile; a renderbuffer its picture still owns
-  // is left alone.
+  // Jobs still waiting when the worker stops are dropped undrawn, and the UI thread deletes what they hold.
+  // The worker is held until 500 ms after the stop is asked for, so it finds the stop before the jobs (were
+  // this thread held up longer, the worker would draw the second job first and free the rest itself: the
+  // same things are freed either way).
+  m_textures.reset();  // this test's worker has the picture context to itself
   Gate gate;
   auto worker = std::make_unique<plot::PictureWorker>(heldContext(gate));
-  GLuint renderbuffers[2] = {0, 0};
-  glGenRenderbuffers(2, renderbuffers);
-  std::vector<std::shared_ptr<plot::PictureJob>> jobs;
-  std::vector<GLsync> fences;
-  for (GLuint renderbuffer : renderbuffers) {
-    glBindRenderbuffer(GL_RENDERBUFFER, renderbuffer);
-    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, 8, 8);
-    auto job = std::make_shared<plot::PictureJob>();
-    job->renderbuffer = renderbuffer;
-    job->width = job->height = 8;
-    fences.push_back(glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0));
-    job->ready = fences.back();
-    jobs.push_back(std::move(job));
+  while (glGetError() != GL_NO_ERROR) {
   }
-  jobs[0]->orphanedRenderbuffer = renderbuffers[0];  // its picture was freed while it was out
-  jobs[0]->abandoned = true;
-  glFlush();
-  for (const auto& job : jobs) worker->submit(job);
-  // The stop comes first: the worker wakes to it 200 ms later (it leaves the queue alone whichever comes
-  // first, but then this test would not be testing the jobs never begun).
+  TwoJobs two;
+  for (const auto& job : two.jobs) worker->submit(job);
   std::thread opener([&gate] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     gate.open();
   });
   worker.reset();
   opener.join();
-  EXPECT_EQ(jobs[0]->state.load(), plot::PictureJob::State::Out) << "an abandoned job is never drawn";
-  EXPECT_EQ(jobs[1]->state.load(), plot::PictureJob::State::Out) << "dropped before it began";
-  EXPECT_EQ(glIsRenderbuffer(renderbuffers[0]), GL_FALSE) << "the freed picture's renderbuffer is deleted";
-  EXPECT_EQ(glIsRenderbuffer(renderbuffers[1]), GL_TRUE) << "its picture's own, left to it";
-  for (GLsync fence : fences) EXPECT_EQ(glIsSync(fence), GL_FALSE) << "each fence is deleted once";
-  EXPECT_EQ(jobs[0]->ready, nullptr);
-  EXPECT_EQ(jobs[1]->ready, nullptr);
-  glDeleteRenderbuffers(1, &renderbuffers[1]);
+  EXPECT_EQ(two.jobs[0]->state.load(), plot::PictureJob::State::Out) << "an abandoned job is never drawn";
+  two.expectFreedAsTheyShouldBe();
 }
 
 TEST_F(FigureRaster, APictureOutWhenTheWorkerStopsIsMadeAnewByTheNext) {
@@ -605,8 +637,10 @@ TEST_F(FigureRaster, APictureOutWhenTheWorkerStopsIsMadeAnewByTheNext) {
   m_waitForPictures = false;
   frame(f);
   frame(f);  // handed to the held worker
+  // Held until 500 ms after the stop is asked for (were this thread held up longer, the worker would draw
+  // the picture first, and the next worker's first frame would show it: the test passes either way).
   std::thread opener([&gate] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     gate.open();
   });
   m_textures->rasters().stopWorker();

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 #include "analysis/matrix_pca.hpp"
 #include "app/export/figure_export.hpp"
@@ -100,7 +101,7 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
         throw Error({.what = "kl-peaks does not fix the number of groups",
                      .where = "groups",
                      .expected = "kl:G or ranges"});
-      o.klGroups = *kl;
+      if (std::string_view(m_groups) != "kl") o.klGroups = *kl;  // "kl": 3, fitted to the model
     } else {
       o.spec.groups = parseLayerGroups(m_groups, m.view->shape.layers);
     }
@@ -173,7 +174,7 @@ void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
   ImGui::SetNextItemWidth(200);
   ImGui::SliderFloat("ratio kept", &m_ratio, 0.05f, 0.95f, "%.2f");
   ImGui::SetNextItemWidth(200);
-  ImGui::InputText("layer groups (kl:G or 0-0,1-10,11-11)", m_groups, sizeof m_groups);
+  ImGui::InputText("layer groups (kl, kl:G or 0-0,1-10,11-11)", m_groups, sizeof m_groups);
   ImGui::SetNextItemWidth(120);
   ImGui::InputInt("atoms per group (0: default)", &m_atoms);
   ImGui::SetNextItemWidth(120);

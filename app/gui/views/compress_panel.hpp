@@ -41,7 +41,7 @@ class CompressPanel {
   float m_ratio = 0.8f;
   int m_atoms = 0;  // 0: the default (half of what the ratio pays for)
   int m_tokens = 2048;
-  char m_groups[128] = "kl:3";
+  char m_groups[128] = "kl";
   char m_sweep[128] = "0.9,0.8,0.7,0.6";
   plot::PlotState m_curve;
 };
