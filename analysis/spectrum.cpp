@@ -4,15 +4,21 @@
 
 namespace sharelens {
 
+// The eigenvalues and the trace are the same energy rounded two ways (the eigensolver's, ~n u relative, and
+// the trace's): "reaches t of the total" is taken within this relative tolerance of it. Without it t = 1
+// gives the numerical rank or the full dimension by chance, as the rounding falls; below t = 1 it moves only
+// ranks whose cumulative energy lies within 1e-12 of the threshold, which the peer checks call ambiguous
+// (1e-9).
+constexpr double kEnergyTolerance = 1e-12;
+
 int64_t effectiveRank(std::span<const double> lambda, double total, double threshold) {
   if (total <= 0.0 || lambda.empty()) return 0;
-  const double target = threshold * total;
+  const double target = threshold * total * (1.0 - kEnergyTolerance);
   double cumulative = 0.0;
   for (size_t k = 0; k < lambda.size(); ++k) {
     cumulative += lambda[k];
     if (cumulative >= target) return static_cast<int64_t>(k + 1);
   }
-  // The eigenvalues' rounding can leave the sum a hair below t * trace when t is ~1.
   return static_cast<int64_t>(lambda.size());
 }
 

@@ -120,6 +120,25 @@ TEST(EffectiveRank, MatchesTheDefinitionAtExactBoundaries) {
   EXPECT_EQ(effectiveRank(std::vector<double>(5, 0.0), 0.0, 0.95), 0) << "zero matrix";
 }
 
+TEST(EffectiveRank, AtThresholdOneIsTheRankOfAnExactlyLowRankMatrix) {
+  // t = 1 asks for all the energy: B C with small integers (exact in float and in double, as is its Gram)
+  // has rank 5, and its Gram's eigenvalues sum to the trace only to rounding, either side of it.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> digit(-3, 3);
+  auto backend = makeCpuBackend();
+  for (int trial = 0; trial < 20; ++trial) {
+    FloatMatrix b(40, 5), c(5, 30), m(40, 30);
+    for (float& x : b.data) x = static_cast<float>(digit(rng));
+    for (float& x : c.data) x = static_cast<float>(digit(rng));
+    for (int64_t i = 0; i < 40; ++i)
+      for (int64_t j = 0; j < 30; ++j)
+        for (int64_t k = 0; k < 5; ++k) m(i, j) += b(i, k) * c(k, j);
+    const FloatMatrix* list[] = {&m};
+    const GramSpectrum g = backend->gramSpectra(list, {}).front();
+    EXPECT_EQ(effectiveRank(g.eigenvalues, g.trace, 1.0), 5) << "trial " << trial;
+  }
+}
+
 TEST(DifferenceMaps, HeadPairsFromTheSharedCrossGramHaveTheKnownDifferenceRank) {
   // Six 16 x 96 "heads": head i = base + delta_i with delta_i of rank i + 1, except that heads 4 and 5 share
   // their delta. Every pair's difference spectrum from the one shared cross-Gram must match Eigen's SVD of
