@@ -820,7 +820,8 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       c.line({px, l.plotMin.y}, {px, l.plotMax.y}, m.color, 1.2f, true);
       if (m.label.empty()) continue;
       const Point size = c.textSize(m.label, style.fontSize * 0.9f);
-      Point at{px + 3, l.plotMin.y + 2};
+      Point at{px + 3, l.plotMin.y + 2};  // right of its line, or left of it where the plot ends first
+      if (at.x + size.x > l.plotMax.x) at.x = std::max(l.plotMin.x, px - 3 - size.x);
       auto overlaps = [&](const std::pair<Point, Point>& box) {
         return at.x < box.second.x && box.first.x < at.x + size.x && at.y < box.second.y &&
                box.first.y < at.y + size.y;

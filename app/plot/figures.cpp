@@ -232,9 +232,12 @@ Figure klDriftFigure(const ActivationResults& a) {
     s.y.push_back(drift[i]);
   }
   f.series.push_back(std::move(s));
+  f.legend = false;  // one curve, named by the title and the y axis: the markers' labels keep the corner
+  // A cut after layer l is the drift point l that made it (KL between l and l + 1): the marker stands on it.
   for (size_t g = 1; g < groups.size(); ++g)
-    f.markers.push_back(
-        {static_cast<double>(groups[g].front()) - 0.5, "group " + std::to_string(g), {200, 60, 60}});
+    f.markers.push_back({static_cast<double>(groups[g].front() - 1),
+                         "group " + std::to_string(g) + " from layer " + std::to_string(groups[g].front()),
+                         {200, 60, 60}});
   f.subtitle = std::to_string(groups.size()) + " MASA groups, " +
                (a.klGroupCount > 0 ? "cut after the " + std::to_string(a.klGroupCount - 1) + " largest drifts"
                                    : std::string("split after each local maximum")) +

@@ -912,6 +912,28 @@ TEST(Figures, MovingAverageIsDebiased) {
   EXPECT_TRUE(std::isnan(exponentialMovingAverage({1, NAN}, 0.5)[1]));
 }
 
+TEST(Figures, KlDriftMarksEachCutOnTheDriftPointThatMadeIt) {
+  // Five layers, drift between consecutive ones; kl:3 cuts after the two largest (layers 1 and 3), so the
+  // markers stand on drift points 1 and 3, and the subtitle names the rule and the lens.
+  ActivationResults a;
+  a.layers = 5;
+  a.klDrift = {0.10, 0.50, 0.05, 0.30};
+  a.klGroupCount = 3;
+  a.logitLens = "mean-state";
+  a.logitLensTokens = 2048;
+  a.groups = groupsFromKlDrift(a.klDrift, a.layers, a.klGroupCount);
+  ASSERT_EQ(a.groups, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4}}));
+  const Figure f = klDriftFigure(a);
+  ASSERT_EQ(f.markers.size(), 2u);
+  EXPECT_EQ(f.markers[0].x, 1);
+  EXPECT_EQ(f.markers[1].x, 3);
+  EXPECT_EQ(f.markers[1].label, "group 2 from layer 4");
+  EXPECT_NE(f.subtitle.find("cut after the 2 largest drifts"), std::string::npos) << f.subtitle;
+  EXPECT_NE(f.subtitle.find("mean-state lens over 2048 tokens"), std::string::npos) << f.subtitle;
+  a.klGroupCount = 0;
+  EXPECT_NE(klDriftFigure(a).subtitle.find("split after each local maximum"), std::string::npos);
+}
+
 TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   MatrixSpectrum m{{"layers.0.q"}, {}};
   m.spectrum.sigma = {4, 2, 1};
