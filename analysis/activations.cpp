@@ -37,9 +37,7 @@ ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& 
   r.rankMapSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.klDrift = data.klDrift;
   r.logitLens = params.logitLens;
-  // The default G (3) on a model of fewer layers is one group per layer; a G asked for is checked where
-  // it is given (analyze --masa-groups kl:G).
-  r.klGroupCount = std::min(params.klGroups, std::max<int64_t>(data.layers, 1));
+  r.klGroupCount = klGroupCount(params.klGroups, data.layers);
   r.groups = r.klGroupCount > 0 ? groupsFromKlDrift(data.klDrift, data.layers, r.klGroupCount)
                                 : groupsAtKlPeaks(data.klDrift, data.layers);
   r.logitLensTokens = data.logitLensTokens;

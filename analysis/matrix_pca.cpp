@@ -103,7 +103,7 @@ std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& d
 }
 
 std::optional<int64_t> parseKlGrouping(const std::string& spec) {
-  if (spec == "kl") return 3;
+  if (spec == "kl") return kKlDefaultGroups;
   if (spec == "kl-peaks") return 0;
   if (spec.rfind("kl:", 0) != 0) return std::nullopt;
   const auto g = parseWholeInt(std::string_view(spec).substr(3));
@@ -113,6 +113,10 @@ std::optional<int64_t> parseKlGrouping(const std::string& spec) {
                  .expected = "kl:G with G >= 1",
                  .found = "'" + spec.substr(3) + "'"});
   return g;
+}
+
+int64_t klGroupCount(int64_t g, int64_t layers) {
+  return g == kKlDefaultGroups ? std::min<int64_t>(3, std::max<int64_t>(layers, 1)) : g;
 }
 
 std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& drift, int64_t layers) {

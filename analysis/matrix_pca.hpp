@@ -44,8 +44,14 @@ std::vector<std::vector<int64_t>> groupsFromKlDrift(const std::vector<double>& d
                                                     int64_t groups);
 // The older reading, kept as the named option "kl-peaks": a new group starts after each local maximum.
 std::vector<std::vector<int64_t>> groupsAtKlPeaks(const std::vector<double>& drift, int64_t layers);
-// "kl" (G = 3), "kl:G" or "kl-peaks" -> G (0 for kl-peaks); nullopt for anything else (explicit groups).
+// The G of "kl", the default grouping: 3 groups (the MASA paper's), or one per layer on a model of fewer
+// layers (klGroupCount). A G typed as "kl:G" is taken as it is, and checked against the layers.
+constexpr int64_t kKlDefaultGroups = -1;
+// "kl" (kKlDefaultGroups), "kl:G" or "kl-peaks" -> G (0 for kl-peaks); nullopt for anything else (explicit
+// groups).
 std::optional<int64_t> parseKlGrouping(const std::string& spec);
+// The number of groups G asks of a model of `layers` layers: kKlDefaultGroups -> min(3, layers), else G.
+int64_t klGroupCount(int64_t g, int64_t layers);
 
 // "0-5,6-11" or "0,1,2;3,4" -> groups of layer indices, each validated against `layers`.
 std::vector<std::vector<int64_t>> parseLayerGroups(const std::string& text, int64_t layers);

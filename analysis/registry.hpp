@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/backend.hpp"
+#include "analysis/matrix_pca.hpp"
 #include "core/json_util.hpp"
 #include "core/model_view.hpp"
 #include "core/task.hpp"
@@ -28,8 +29,8 @@ struct AnalysisParams {
   int64_t activationTokens = 25000;              // tokens of text the model runs over
   std::string logitLens =
       "mean-state";  // "mean-state" (the MASA paper's) or "per-token" (trainer/forward_probe.hpp)
-  int64_t logitLensTokens = 2048;  // "per-token" only
-  int64_t klGroups = 3;  // MASA groups from the drift: split at the G-1 largest; 0: after local maxima
+  int64_t logitLensTokens = 2048;       // "per-token" only
+  int64_t klGroups = kKlDefaultGroups;  // MASA groups from the drift: at the G-1 largest; 0: local maxima
   int64_t attentionTokens = 128;
   int64_t embeddingLossTokens = 8192;  // held-out tokens scored at each embedding rank
   std::string corpus = "brown";

@@ -81,7 +81,7 @@ int runAnalyze(Args& args) {
   args.finish();
   if (!masaGroups.empty() && !klGroups) p.masaGroups = parseLayerGroups(masaGroups, view.shape.layers);
   if (klGrouping) p.klGroups = *klGrouping;
-  if (klGrouping && masaGroups != "kl" && p.klGroups > view.shape.layers)  // "kl": fitted to the model
+  if (p.klGroups > view.shape.layers)
     throw Error({.what = "more groups than layers",
                  .where = "--masa-groups " + masaGroups,
                  .expected = "at most " + std::to_string(view.shape.layers),

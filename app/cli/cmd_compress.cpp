@@ -85,7 +85,7 @@ int runCompress(Args& args) {
   CompressOptions o;
   o.spec.method = args.option("method", "masa");
   if (const auto ratio = args.number("ratio", -1e9, 1e9)) o.spec.ratio = *ratio;
-  const std::string groups = args.option("groups", "kl");  // kl:3, fitted to a model of fewer layers
+  const std::string groups = args.option("groups", "kl");
   if (const auto atoms = args.integer("atoms", -1'000'000, 1'000'000)) o.spec.atoms = *atoms;
   if (const auto projections = args.option("projections")) {
     o.spec.projections.clear();
@@ -124,7 +124,7 @@ int runCompress(Args& args) {
                    .where = "--groups",
                    .expected = "kl:G or explicit ranges",
                    .found = groups});
-    if (groups != "kl") o.klGroups = *kl;  // typed: checked against the model's layers
+    o.klGroups = *kl;
   } else {
     const auto ckpt = Checkpoint::open(resolveModelPath(path));
     o.spec.groups = parseLayerGroups(groups, openModelView(*ckpt).shape.layers);

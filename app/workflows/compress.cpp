@@ -102,15 +102,11 @@ std::vector<DroppedTensor> droppedTensors(const Checkpoint& ckpt, const ModelVie
   return out;
 }
 
-int64_t klGroupCount(const CompressOptions& o, int64_t layers) {
-  return o.klGroups.value_or(std::min<int64_t>(3, std::max<int64_t>(layers, 1)));
-}
-
 std::vector<std::vector<int64_t>> resolveGroups(const CompressOptions& o,
                                                 const CalibrationResult& calibration, int64_t layers) {
   if (o.spec.method == "svd") return {};
   if (!o.spec.groups.empty()) return o.spec.groups;
-  const int64_t count = klGroupCount(o, layers);
+  const int64_t count = klGroupCount(o.klGroups, layers);
   if (count > layers)
     throw Error({.what = "more groups than layers",
                  .where = "--groups kl:" + std::to_string(count),
@@ -156,7 +152,7 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     CompressionSpec probe = o.spec;
     if (probe.method != "svd" &&
         probe.groups.empty()) {  // the groups come from calibration; check the rest now
-      const int64_t count = klGroupCount(o, view.shape.layers);
+      const int64_t count = klGroupCount(o.klGroups, view.shape.layers);
       if (count < 1 || count > view.shape.layers)
         throw Error({.what = "group count out of range",
                      .where = "--groups kl:" + std::to_string(count),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/masa_compress.hpp"
+#include "analysis/matrix_pca.hpp"
 #include "core/compressed_checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "trainer/calibration.hpp"
@@ -21,10 +22,8 @@
 namespace sharelens {
 
 struct CompressOptions {
-  CompressionSpec spec;  // method, ratio, projections, explicit groups, atoms
-  // MASA without explicit groups: G groups from the calibration's KL drift; none given, 3 (the MASA paper's
-  // grouping, `kl`) or one per layer on a model of fewer layers (klGroupCount).
-  std::optional<int64_t> klGroups;
+  CompressionSpec spec;                 // method, ratio, projections, explicit groups, atoms
+  int64_t klGroups = kKlDefaultGroups;  // MASA without explicit groups: G groups from the calibration's drift
   CalibrationOptions calibration;
   std::filesystem::path out;  // the compressed checkpoint's directory (new or empty)
 };

@@ -132,7 +132,11 @@ TEST(MatrixPca, KlGroupsCutAfterTheLargestDrifts) {
   EXPECT_THROW(groupsFromKlDrift(drift, 6, 0), Error);
   // The older reading, kept as "kl-peaks": a group ends at each local maximum.
   EXPECT_EQ(groupsAtKlPeaks(drift, 6), (Groups{{0, 1}, {2, 3, 4}, {5}}));
-  EXPECT_EQ(parseKlGrouping("kl"), 3);
+  EXPECT_EQ(parseKlGrouping("kl"), kKlDefaultGroups);
+  EXPECT_EQ(klGroupCount(kKlDefaultGroups, 12), 3) << "kl: the MASA paper's 3 groups";
+  EXPECT_EQ(klGroupCount(kKlDefaultGroups, 2), 2) << "one per layer on a model of fewer";
+  EXPECT_EQ(klGroupCount(5, 2), 5) << "a G typed is kept, to be refused where it is checked";
+  EXPECT_EQ(klGroupCount(0, 2), 0) << "kl-peaks";
   EXPECT_EQ(parseKlGrouping("kl:5"), 5);
   EXPECT_EQ(parseKlGrouping("kl-peaks"), 0);
   EXPECT_EQ(parseKlGrouping("0-3,4-5"), std::nullopt);

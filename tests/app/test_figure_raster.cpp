@@ -15,6 +15,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -34,22 +35,29 @@ using gui::RgbaImage;
 using plot::Figure;
 using plot::FigureRasters;
 
-// Opens once, when asked or at the end of its scope (a failed assertion returns early: a worker still held
-// at the end of a test would never be joined).
+// Opens once: when asked, `delay` after openAfter() was asked (from a thread of its own, so that this one can
+// go on to what must come first), or at the end of its scope (a failed assertion returns early: a worker
+// still held at the end of a test would never be joined).
 class Gate {
  public:
   Gate() : m_opened(m_promise.get_future().share()) {}
-  ~Gate() { open(); }
+  ~Gate() { open(); }  // then the opener, if any, is joined
   void open() {
-    if (!m_open) m_promise.set_value();
-    m_open = true;
+    std::call_once(m_once, [this] { m_promise.set_value(); });
+  }
+  void openAfter(std::chrono::milliseconds delay) {
+    m_opener = std::jthread([this, delay] {
+      std::this_thread::sleep_for(delay);
+      open();
+    });
   }
   std::shared_future<void> opened() const { return m_opened; }
 
  private:
   std::promise<void> m_promise;
   std::shared_future<void> m_opened;
-  bool m_open = false;
+  std::once_flag m_once;
+  std::jthread m_opener;  // last: joined before the rest goes
 };
 
 class FigureRaster : public ::testing::Test {
@@ -67,23 +75,27 @@ class FigureRaster : public ::testing::Test {
     if (!s_platform) GTEST_SKIP() << "no X display (ctest runs this test under xvfb-run)";
     m_platform = s_platform;
     m_textures = std::make_unique<plot::TextureCache>();
-    std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
-    ASSERT_TRUE(context) << "GLFW could not make the picture worker's context";
-    m_textures->rasters().startWorker(std::move(*context));
+    m_textures->rasters().startWorker(pictureContext());
   }
   void TearDown() override { m_textures.reset(); }  // its GL objects go while the context lives
 
+  // The picture worker's context; a failure, and a context that is never made current (its jobs fail) when
+  // GLFW cannot make one.
+  static plot::SharedGlContext pictureContext() {
+    std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
+    if (context) return std::move(*context);
+    ADD_FAILURE() << "GLFW could not make the picture worker's context";
+    return {.makeCurrent = [] {}, .release = [] {}};
+  }
   // The picture worker's context, whose making current on the worker's thread waits for `gate`: the worker
   // begins no job before the gate opens.
   static plot::SharedGlContext heldContext(const Gate& gate) {
-    std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
-    EXPECT_TRUE(context) << "GLFW could not make the picture worker's context";
-    if (!context) return {};
-    context->makeCurrent = [held = gate.opened(), makeCurrent = context->makeCurrent] {
+    plot::SharedGlContext context = pictureContext();
+    context.makeCurrent = [held = gate.opened(), makeCurrent = context.makeCurrent] {
       held.wait();
       makeCurrent();
     };
-    return std::move(*context);
+    return context;
   }
   // A texture cache whose worker is held until `gate` opens.
   void startHeldWorker(const Gate& gate) {
@@ -590,9 +602,7 @@ struct TwoJobs {
 
 TEST_F(FigureRaster, AnAbandonedJobIsSkippedAndItsRenderbufferFreedOnceCollected) {
   m_textures.reset();  // this test's worker has the picture context to itself
-  std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
-  ASSERT_TRUE(context);
-  plot::PictureWorker worker(std::move(*context));
+  plot::PictureWorker worker(pictureContext());
   while (glGetError() != GL_NO_ERROR) {
   }
   TwoJobs two;
@@ -617,12 +627,8 @@ TEST_F(FigureRaster, AWorkerStoppedBeforeItsJobsBeganDeletesOnlyWhatTheyWereLeft
   }
   TwoJobs two;
   for (const auto& job : two.jobs) worker->submit(job);
-  std::thread opener([&gate] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    gate.open();
-  });
+  gate.openAfter(std::chrono::milliseconds(500));
   worker.reset();
-  opener.join();
   EXPECT_EQ(two.jobs[0]->state.load(), plot::PictureJob::State::Out) << "an abandoned job is never drawn";
   two.expectFreedAsTheyShouldBe();
 }
@@ -639,16 +645,10 @@ TEST_F(FigureRaster, APictureOutWhenTheWorkerStopsIsMadeAnewByTheNext) {
   frame(f);  // handed to the held worker
   // Held until 500 ms after the stop is asked for (were this thread held up longer, the worker would draw
   // the picture first, and the next worker's first frame would show it: the test passes either way).
-  std::thread opener([&gate] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    gate.open();
-  });
+  gate.openAfter(std::chrono::milliseconds(500));
   m_textures->rasters().stopWorker();
-  opener.join();
   EXPECT_EQ(counts().pictured, 0u);
-  std::optional<plot::SharedGlContext> context = s_platform->pictureContext();
-  ASSERT_TRUE(context);
-  m_textures->rasters().startWorker(std::move(*context));
+  m_textures->rasters().startWorker(pictureContext());
   m_waitForPictures = true;
   const RgbaImage pictured = fromPicture(f);
   EXPECT_EQ(counts().pictured, 1u);

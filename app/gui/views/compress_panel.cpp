@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <sstream>
-#include <string_view>
 
 #include "analysis/matrix_pca.hpp"
 #include "app/export/figure_export.hpp"
@@ -101,7 +100,7 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
         throw Error({.what = "kl-peaks does not fix the number of groups",
                      .where = "groups",
                      .expected = "kl:G or ranges"});
-      if (std::string_view(m_groups) != "kl") o.klGroups = *kl;  // "kl": 3, fitted to the model
+      o.klGroups = *kl;
     } else {
       o.spec.groups = parseLayerGroups(m_groups, m.view->shape.layers);
     }
