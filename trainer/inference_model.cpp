@@ -7,6 +7,7 @@
 #include "core/sharelens_names.hpp"
 #include "core/topology.hpp"
 #include "trainer/fused_ops.hpp"
+#include "trainer/torch_compat.hpp"
 
 namespace sharelens {
 namespace {
@@ -101,6 +102,21 @@ std::vector<double> consecutiveKl(const torch::Tensor& logits) {
 }
 
 constexpr int64_t kVocabSlice = 8192;  // rows of W_U converted to double at a time
+
+// causalAttention()'s result the plain way, keeping the probabilities softmax(scale q k^T + mask) it is made
+// of ([B, H, T, T]) for the attention maps. q: [B, H, T, hd]; k, v: [B, KV, T, hd].
+torch::Tensor attentionWithProbabilities(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
+                                         const AttentionMask& mask, torch::Tensor& probs) {
+  const int64_t t = q.size(2), hd = q.size(3), group = q.size(1) / k.size(1);
+  if (group > 1) {
+    k = k.repeat_interleave(group, 1);
+    v = v.repeat_interleave(group, 1);
+  }
+  probs = at::softmax((at::matmul(q, k.transpose(-2, -1)) * mask.scaleFor(hd))
+                          .masked_fill(mask.hiddenKeys(t, q.device()), -INFINITY),
+                      -1);
+  return at::matmul(probs, v);
+}
 
 }  // namespace
 
@@ -276,23 +292,15 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
     k = applyRope(k, layer.cos, layer.sin);
   }
   q = q.transpose(1, 2);  // [B, H, T, hd]
-  k = k.transpose(1, 2);
+  k = k.transpose(1, 2);  // [B, KV, T, hd]
   v = v.transpose(1, 2);
-  if (kv < heads) {
-    k = k.repeat_interleave(heads / kv, 1);
-    v = v.repeat_interleave(heads / kv, 1);
-  }
-  const double scale =
-      m_params.attentionScale > 0 ? m_params.attentionScale : 1.0 / std::sqrt(static_cast<double>(hd));
-  torch::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
-  const torch::Tensor i = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(1);
-  const torch::Tensor j = at::arange(t, at::TensorOptions().device(m_device)).unsqueeze(0);
-  torch::Tensor masked = j > i;
-  if (layer.sliding && m_params.slidingWindow > 0)
-    masked = masked.logical_or((i - j) >= m_params.slidingWindow);
-  const torch::Tensor p = at::softmax(scores.masked_fill(masked, -INFINITY), -1);
-  if (probs) *probs = p;
-  const torch::Tensor out = at::matmul(p, v).transpose(1, 2).reshape({b, t, heads * hd});
+  const AttentionMask mask{.scale = m_params.attentionScale,
+                           .slidingWindow = layer.sliding ? m_params.slidingWindow : 0};
+  // The probabilities themselves only where asked for; otherwise the grouped formula that never writes them.
+  const torch::Tensor out = (probs ? attentionWithProbabilities(q, k, v, mask, *probs)
+                                   : causalAttention(q.contiguous(), k.contiguous(), v.contiguous(), mask))
+                                .transpose(1, 2)
+                                .reshape({b, t, heads * hd});
   if (outputInput) *outputInput = out;
   return at::linear(out, layer.o, layer.bo.defined() ? c10::optional<torch::Tensor>(layer.bo) : c10::nullopt);
 }

@@ -30,26 +30,47 @@ inline void setComputeThreads(int threads) {
   requestBlasThreads(threads);
 }
 
-// Causal self-attention with grouped KV heads: softmax(q k^T / sqrt(hd) + causal mask) v.
+// Causal self-attention with grouped KV heads: softmax(scale q k^T + mask) v, the mask -inf above the
+// diagonal and, with a sliding window w > 0, where i - j >= w (query i sees keys i - w + 1 .. i).
 // q: [B, H, T, hd]; k, v: [B, KV, T, hd], H a multiple of KV (query head h reads KV head h / (H / KV)).
 // Returns [B, H, T, hd]. LibTorch 2 has a fused kernel (flash / memory-efficient on CUDA). For 1.13 the
 // explicit formula is arranged so that each KV head's query group is one GEMM (no repeated K/V copies), and
-// the scale and the causal mask ride inside that GEMM.
-inline torch::Tensor causalAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), hd = q.size(3), group = h / k.size(1);
-#if TORCH_VERSION_MAJOR >= 2
+// the scale and the mask ride inside that GEMM: no pass over the [T, T] scores but the softmax's.
+struct AttentionMask {
+  double scale = 0.0;         // 0: 1 / sqrt(hd)
+  int64_t slidingWindow = 0;  // 0: none
+
+  double scaleFor(int64_t hd) const { return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(hd)); }
+  // [T, T] bool, true where query i does not see key j.
+  torch::Tensor hiddenKeys(int64_t t, torch::Device device) const {
+    const auto positions = at::TensorOptions().dtype(at::kLong).device(device);
+    const torch::Tensor i = at::arange(t, positions).unsqueeze(1), j = at::arange(t, positions).unsqueeze(0);
+    const torch::Tensor future = j > i;
+    return slidingWindow > 0 ? future.logical_or((i - j) >= slidingWindow) : future;
+  }
+};
+
+inline torch::Tensor causalAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                     AttentionMask mask = {}) {
+  const int64_t t = q.size(2), hd = q.size(3), group = q.size(1) / k.size(1);
+  const double scale = mask.scaleFor(hd);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   const auto expand = [&](const torch::Tensor& x) { return group > 1 ? x.repeat_interleave(group, 1) : x; };
-  return at::scaled_dot_product_attention(q, expand(k), expand(v), {}, 0.0, /*is_causal=*/true);
+  if (mask.slidingWindow > 0)
+    return at::scaled_dot_product_attention(q, expand(k), expand(v),
+                                            mask.hiddenKeys(t, q.device()).logical_not(), 0.0, false, scale);
+  return at::scaled_dot_product_attention(q, expand(k), expand(v), {}, 0.0, /*is_causal=*/true, scale);
 #else
-  const int64_t kv = k.size(1);
+  const int64_t b = q.size(0), h = q.size(1), kv = k.size(1);
   const auto grouped = q.reshape({b * kv, group * t, hd});  // query rows of one KV head's group, stacked
-  // 0 on and below the diagonal, -inf above, for each of the group's T x T blocks: added inside the GEMM
-  // (beta = 1) together with the 1/sqrt(hd) scale (alpha), so neither costs a pass over the scores.
-  const auto future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool).device(q.device())).triu(1);
-  const auto bias = at::zeros({t, t}, q.options()).masked_fill_(future, -INFINITY).repeat({group, 1});
+  // 0 where a query sees a key, -inf elsewhere, for each of the group's T x T blocks: added inside the GEMM
+  // (beta = 1) together with the scale (alpha).
+  const auto bias = at::zeros({t, t}, q.options())
+                        .masked_fill_(mask.hiddenKeys(t, q.device()), -INFINITY)
+                        .repeat({group, 1});
   const torch::Tensor scores =
       at::baddbmm(bias.unsqueeze(0), grouped, k.reshape({b * kv, t, hd}).transpose(1, 2),
-                  /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+                  /*beta=*/1.0, /*alpha=*/scale);
   return at::bmm(at::softmax(scores, -1), v.reshape({b * kv, t, hd})).view({b, h, t, hd});
 #endif
 }
