@@ -106,6 +106,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     const Json& s = o.raw()["seeds"];
     e.seeds.clear();
     if (s.is_number_integer()) {
+      constexpr int64_t kMostSeeds = 1000;
+      if (s.get<int64_t>() > kMostSeeds)
+        o.fail("seeds", "too many seeds", "a count from 2 to " + std::to_string(kMostSeeds), s.dump(),
+               "every seed is a training run of every arm");
       for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
     } else if (s.is_array()) {
       for (const Json& v : s) {
@@ -152,6 +156,15 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
                "'" + *expect + "'");
       arm.expect = *expect;
     }
+    if (const auto margin = a.optionalNumber("margin")) {
+      if (arm.expect != "no-worse")
+        a.fail("margin", "a margin belongs to a no-worse claim", "\"expect\": \"no-worse\" beside it",
+               arm.expect.empty() ? "no claim" : "\"expect\": \"" + arm.expect + "\"");
+      if (!std::isfinite(*margin) || *margin < 0)
+        a.fail("margin", "the non-inferiority margin is a loss difference", "a number >= 0 (nats/token)",
+               formatNumber(*margin, "%g"));
+      arm.margin = *margin;
+    }
     if (a.has("matched_baseline_of")) {
       arm.matchedBaselineOf = a.requireString("matched_baseline_of");
       baselines.emplace_back(arm.name, arm.matchedBaselineOf);
@@ -188,7 +201,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     const std::string& of = baseline.second;
     auto target =
         std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == of; });
-    if (target == e.arms.end() || !target->matchedBaselineOf.empty())
+    if (target == e.arms.end() || !target->matchedBaselineOf.empty() || target->derive)
       bad(where + ".arms['" + name + "'].matched_baseline_of", "unknown arm reference",
           "an arm given by its topology", "'" + of + "'");
     auto self =
@@ -221,6 +234,13 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
           std::to_string(e.arms.front().topology.model.vocab) + " (arm '" + e.arms.front().name + "')",
           std::to_string(a.topology.model.vocab),
           "the tokenizer is trained per vocabulary; losses of different ones do not compare");
+  for (const ExperimentArm& a : e.arms)
+    if (a.topology.model.context != e.arms.front().topology.model.context)
+      bad(where + ".arms['" + a.name + "']", "arms of one comparison share a context length",
+          std::to_string(e.arms.front().topology.model.context) + " (arm '" + e.arms.front().name + "')",
+          std::to_string(a.topology.model.context),
+          "each arm is scored in windows of its own context: a per-token loss over shorter windows is higher "
+          "for want of context, not of parameters");
   return e;
 }
 
@@ -240,6 +260,7 @@ Json experimentToJson(const Experiment& e) {
     }
     if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.expect.empty()) arm["expect"] = a.expect;
+    if (a.margin > 0) arm["margin"] = a.margin;
     arms.push_back(arm);
   }
   return {{"schema", kExperimentSchema},
@@ -284,6 +305,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.matchedBaselineOf = arm.matchedBaselineOf;
     a.derivedFrom = arm.derive ? arm.derive->from + " (" + arm.derive->method + ")" : "";
     a.expect = arm.expect;
+    a.margin = arm.margin;
     const ParamBudget budget = countParameters(arm.topology);
     a.parameters = budget.total;
     a.nonEmbedding = budget.nonEmbedding;
@@ -343,7 +365,15 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
       if (fs::exists(dir / "eval.json")) {
         const Json ev = readJsonFile(dir / "eval.json");
-        run.finalNll = ev.at("nll").get<double>();
+        const auto found = ev.is_object() ? ev.find("nll") : ev.end();
+        if (found == ev.end() || !found->is_number())
+          throw Error({.what = "a run's evaluation holds no held-out loss",
+                       .where = (dir / "eval.json").string() + ": \"nll\"",
+                       .expected = "a number (nats/token)",
+                       .found = found == ev.end() ? "no such field" : found->dump(),
+                       .hint = "null is a loss that was not finite; evaluate the run again with "
+                               "`sharelens eval`, or remove eval.json to train and evaluate it anew"});
+        run.finalNll = found->get<double>();
         run.finished = true;
         finals.push_back(run.finalNll);
         nll[arm.name][seed] = run.finalNll;
@@ -372,7 +402,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
         a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
     a.difference = meanInterval(a.differences);
     a.verdict = verdictOf(a.difference);
-    a.claim = claimOutcome(a.expect, a.verdict);
+    a.claim = claimOutcome(a.expect, a.difference, a.margin);
   }
   return r;
 }
@@ -382,12 +412,16 @@ std::string_view claimOutcomeName(ClaimOutcome c) {
   return names[static_cast<int>(c)];
 }
 
-ClaimOutcome claimOutcome(const std::string& expect, Verdict v) {
+ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin) {
   if (expect.empty()) return ClaimOutcome::NotStated;
-  if (expect == "no-worse") return v == Verdict::Worse ? ClaimOutcome::DoesNotHold : ClaimOutcome::Holds;
+  if (!std::isfinite(difference.halfWidth)) return ClaimOutcome::Inconclusive;  // fewer than 2 paired seeds
+  if (expect == "no-worse") {  // non-inferiority: the whole interval at or below the margin
+    if (difference.hi() <= margin) return ClaimOutcome::Holds;
+    return difference.lo() > margin ? ClaimOutcome::DoesNotHold : ClaimOutcome::Inconclusive;
+  }
+  const Verdict v = verdictOf(difference);
   if (v == Verdict::Inconclusive) return ClaimOutcome::Inconclusive;
-  const bool better = v == Verdict::Better;
-  return (expect == "better") == better ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
+  return (expect == "better") == (v == Verdict::Better) ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
 }
 
 double ArmSummary::lossAtFlops(double flops) const {
@@ -423,6 +457,7 @@ Json ExperimentReport::toJson() const {
         {"wall_seconds", a.seconds},
         {"seeds_finished", a.finishedSeeds},
         {"expect", a.expect},
+        {"margin", a.margin},
         {"claim", std::string(claimOutcomeName(a.claim))},
         {"final_nll", interval(a.nll)},
         {"curve",
@@ -503,19 +538,27 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   for (const ArmSummary& a : arms) {
     if (a.name == e.reference) continue;
     md += "- **" + a.name + "** vs **" + e.reference + "**: ";
-    if (a.verdict == Verdict::Better)
+    const bool interval = std::isfinite(a.difference.halfWidth);
+    if (!interval)
+      md += "no interval: " + std::to_string(a.differences.size()) +
+            " paired seed(s), and an interval needs 2 or more.";
+    else if (a.verdict == Verdict::Better)
       md += "lower loss, with the whole 95% interval of the paired difference below zero.";
     else if (a.verdict == Verdict::Worse)
       md += "higher loss, with the whole 95% interval of the paired difference above zero.";
     else
       md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
+    const std::string margin = a.expect == "no-worse"
+                                   ? " (non-inferiority with a margin of " + formatNumber(a.margin, "%g") +
+                                         " nats/token: the whole interval at or below it)"
+                                   : "";
     if (a.claim == ClaimOutcome::Holds)
-      md += " The paper's claim (" + a.expect + ") **holds** here" +
-            (a.expect == "no-worse" ? " (not significantly worse at 95%)." : ".");
+      md += " The paper's claim (" + a.expect + ") **holds** here" + margin + ".";
     if (a.claim == ClaimOutcome::DoesNotHold)
-      md += " The paper's claim (" + a.expect + ") **does not hold** at this scale.";
+      md += " The paper's claim (" + a.expect + ") **does not hold** at this scale" + margin + ".";
     if (a.claim == ClaimOutcome::Inconclusive)
-      md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale.";
+      md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale" +
+            margin + ".";
     md += "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached.

@@ -15,11 +15,11 @@
 //                                             "gamma": 0.1, "steps": 200, "lr": 0.001}}]}
 //
 // "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL),
-// "worse", or "no-worse" (not significantly higher) -- so the report can say whether the claim holds at this
-// scale. "derive": an arm made from another arm's final model of the same seed instead of trained from
-// scratch: "directshare" shares that model's DirectShare pairs at `ratio` (no training); "postshare"
-// post-trains it for `steps` with the PostShare penalty gamma, then shares (the head-wise sharing paper's
-// pipeline).
+// "worse", or "no-worse" (higher by at most "margin" nats/token, 0 unless given: a non-inferiority claim) --
+// so the report can say whether the claim holds at this scale. "derive": an arm made from another arm's final
+// model of the same seed instead of trained from scratch: "directshare" shares that model's DirectShare pairs
+// at `ratio` (no training); "postshare" post-trains it for `steps` with the PostShare penalty gamma, then
+// shares (the head-wise sharing paper's pipeline).
 //
 // Directory: OUT/experiment.json (the resolved experiment), OUT/<arm>/seed-<s>/ (a run directory each, with
 // eval.json once its final evaluation is done).
@@ -58,6 +58,7 @@ struct ExperimentArm {
   std::string matchedBaselineOf;  // "" for arms given as topologies
   std::optional<DerivedArm> derive;
   std::string expect;  // "", "better", "worse" or "no-worse": the paper's claim against the reference
+  double margin = 0;   // no-worse: the loss difference (nats/token) that still counts as no worse
 };
 
 struct Experiment {
@@ -95,13 +96,17 @@ struct RunSummary {
   std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
 };
 
-// Whether the paper's claim about an arm holds at this scale, from its paired verdict.
+// Whether the paper's claim about an arm holds at this scale, from the 95% interval of the paired difference
+// (arm - reference): "better" holds when the whole interval is below zero, "worse" when above; "no-worse" is
+// a non-inferiority claim, holding when the whole interval is at or below the margin and failing when the
+// whole interval is above it. Without an interval (fewer than 2 paired seeds) every claim is inconclusive.
 enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
 std::string_view claimOutcomeName(ClaimOutcome c);
-ClaimOutcome claimOutcome(const std::string& expect, Verdict verdict);
+ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
 
 struct ArmSummary {
   std::string name, matchedBaselineOf, derivedFrom, expect;
+  double margin = 0;  // of a no-worse claim
   ClaimOutcome claim = ClaimOutcome::NotStated;
   int64_t parameters = 0, nonEmbedding = 0;
   double flopsPerToken = 0, tokens = 0, seconds = 0;

@@ -102,9 +102,13 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     std::lock_guard lock(mutex);
     if (log) log(line);
   };
+  // Every arm's held-out documents, a derived model's too (it is not a run directory, so its evaluation
+  // would otherwise take the default share instead of the one its source was trained beside).
+  const double heldOut = experimentTrainConfig(e, e.arms.front(), e.seeds.front()).validationFraction;
   auto evaluate = [&](const fs::path& model, const fs::path& dir, const TaskContext& own) {
     EvalOptions eo;
     eo.corpus = e.corpus;
+    eo.validationFraction = heldOut;
     eo.tokens = e.evalTokens;
     eo.threads = threads;
     const EvalResult ev = evaluateCheckpoint(model, eo, own);

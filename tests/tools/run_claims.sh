@@ -22,7 +22,9 @@ cores, Debian 12) with `tests/tools/run_claims.sh build`: every arm trained from
 corpus (1-3M parameters, a 1,024-token vocabulary so that embeddings do not dominate, 0.5M training tokens per
 run), then scored on the same held-out documents. Intervals are 95% Student t over seeds; differences are paired
 by seed against the reference arm; a verdict is "better" or "worse" only when the whole interval of the paired
-difference is on one side of zero. These are small models trained briefly: a claim made at 100M-1B parameters
+difference is on one side of zero. A paper's "no-worse" claim is non-inferiority: it holds only when the whole
+interval is at or below the arm's margin (0 nats/token unless the experiment gives one), fails when the whole
+interval is above it, and is otherwise inconclusive. These are small models trained briefly: a claim made at 100M-1B parameters
 and billions of tokens can fail to show here, and where it does, the section says so plainly.
 
 MD

@@ -74,7 +74,12 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   }
   const ArmSummary& cycle = report.arms[0];
   EXPECT_EQ(cycle.differences.size(), 3u) << "paired by seed";
-  EXPECT_NEAR(cycle.difference.mean, cycle.nll.mean - report.arms[1].nll.mean, 1e-12);
+  for (size_t i = 0; i < 3; ++i) {  // each seed's difference from that seed's two evaluations
+    const auto nllOf = [&](const char* arm) {
+      return readJsonFile(experimentRunDirectory(dir / "out", arm, i + 1) / "eval.json")["nll"].get<double>();
+    };
+    EXPECT_EQ(cycle.differences[i], nllOf("cycle") - nllOf("baseline")) << "seed " << i + 1;
+  }
   EXPECT_NEAR(static_cast<double>(cycle.nonEmbedding) / static_cast<double>(report.arms[1].nonEmbedding), 1.0,
               0.005);
   r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --json " +
@@ -178,6 +183,62 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   fs::remove_all(dir);
 }
 
+// The claim against the whole 95% interval of the paired difference (core/experiment.hpp claimOutcome):
+// intervals worked by hand, mean +- t(0.975, n - 1) s / sqrt(n) with t(0.975, 2) = 4.302653 (the tables).
+TEST(Experiment, ClaimsAreJudgedOnTheWholeIntervalAndNoWorseIsNonInferiority) {
+  const auto meanInterval = [](std::vector<double> sample) { return sharelens::meanInterval(sample); };
+  const MeanInterval spread = meanInterval({0.1, 0.2, 0.3});  // 0.2 +- 4.302653 * 0.1 / sqrt(3)
+  ASSERT_NEAR(spread.halfWidth, 0.2484138, 1e-6);             // [-0.048, 0.448]
+  EXPECT_EQ(claimOutcome("no-worse", spread, 0.0), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("no-worse", spread, 0.44), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("no-worse", spread, 0.45), ClaimOutcome::Holds);
+  EXPECT_EQ(claimOutcome("better", spread, 0.0), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("", spread, 0.0), ClaimOutcome::NotStated);
+  const MeanInterval worse = meanInterval({1.0, 1.1, 1.2});  // [0.852, 1.348]
+  EXPECT_EQ(claimOutcome("no-worse", worse, 0.5), ClaimOutcome::DoesNotHold);
+  EXPECT_EQ(claimOutcome("no-worse", worse, 0.9), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("worse", worse, 0.0), ClaimOutcome::Holds);
+  EXPECT_EQ(claimOutcome("better", worse, 0.0), ClaimOutcome::DoesNotHold);
+  const MeanInterval better = meanInterval({-0.5, -0.4, -0.6});  // [-0.748, -0.252]
+  EXPECT_EQ(claimOutcome("better", better, 0.0), ClaimOutcome::Holds);
+  EXPECT_EQ(claimOutcome("no-worse", better, 0.0), ClaimOutcome::Holds);
+  EXPECT_EQ(claimOutcome("worse", better, 0.0), ClaimOutcome::DoesNotHold);
+  // One paired seed is no interval: a large difference proves nothing either way.
+  for (const char* expect : {"no-worse", "better", "worse"})
+    EXPECT_EQ(claimOutcome(expect, meanInterval({0.8}), 0.0), ClaimOutcome::Inconclusive) << expect;
+}
+
+// The report from the evaluations an experiment directory holds (written here as the runner writes them):
+// what it says with one finished seed per arm, and a malformed evaluation as a named error.
+TEST(Experiment, AReportWithoutAnIntervalSaysSoAndABrokenEvaluationIsNamed) {
+  const fs::path dir = testing::makeTempDir("experiment-report");
+  Json spec = tinyExperiment();
+  spec["arms"][0]["expect"] = "no-worse";
+  writeFileAtomically(dir / "experiment.json",
+                      experimentToJson(experimentFromJson(spec, "tiny.json", dir)).dump(2));
+  auto evaluation = [&](const char* arm, uint64_t seed, const Json& nll) {
+    const fs::path run = experimentRunDirectory(dir, arm, seed);
+    fs::create_directories(run);
+    writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+  };
+  evaluation("cycle", 1, 5.8);
+  evaluation("baseline", 1, 5.0);
+  const ExperimentReport report = reportExperiment(dir);
+  EXPECT_FALSE(report.complete);
+  EXPECT_EQ(report.arms[0].claim, ClaimOutcome::Inconclusive) << "0.8 nats worse on one seed holds nothing";
+  const std::string md = report.toMarkdown("");
+  EXPECT_NE(md.find("no interval: 1 paired seed(s)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("**holds**"), std::string::npos) << md;
+  EXPECT_EQ(md.find("contains zero"), std::string::npos) << md;
+
+  evaluation("baseline", 2, nullptr);  // what evalResultToJson writes for a loss that was not finite
+  const std::string error = errorOf([&] { reportExperiment(dir); });
+  EXPECT_NE(error.find("baseline/seed-2/eval.json"), std::string::npos) << error;
+  EXPECT_NE(error.find("\"nll\""), std::string::npos) << error;
+  EXPECT_NE(error.find("null"), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
 TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   auto errorFor = [](const std::function<void(Json&)>& edit) {
     Json j = tinyExperiment();
@@ -205,6 +266,28 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["arms"][0]["expect"] = "faster"; }).find("unknown claim"),
             std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["arms"][0]["margin"] = 0.1; }).find("belongs to a no-worse claim"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"][0]["expect"] = "no-worse";
+              j["arms"][0]["margin"] = -0.1;
+            }).find("non-inferiority margin"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 3000000000; }).find("too many seeds"), std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"][1] = {{"name", "other"}, {"topology", j["arms"][0]["topology"]}};
+              j["arms"][1]["topology"]["context"] = 32;
+              j["reference"] = "other";
+            }).find("share a context length"),
+            std::string::npos);
+  EXPECT_NE(
+      errorFor([](Json& j) {
+        j["arms"][0]["topology"]["preset"] = "vanilla";
+        j["arms"].push_back({{"name", "ds"}, {"derive", {{"from", "cycle"}, {"method", "directshare"}}}});
+        j["arms"][1]["matched_baseline_of"] = "ds";
+      }).find("matched_baseline_of"),
+      std::string::npos)
+      << "a matched baseline is solved from a topology given in the file";
   EXPECT_NE(errorFor([](Json& j) {
               j["arms"][1] = {{"name", "ds"}, {"derive", {{"from", "nope"}, {"method", "directshare"}}}};
             }).find("unknown arm reference"),
