@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -232,6 +233,12 @@ void appendJsonLine(const fs::path& file, const Json& line) {
                  .hint = "check the run directory is writable"});
   out << line.dump() << '\n';
   out.flush();
+  if (!out)  // a full disk shows here, not at the open
+    throw Error({.what = "cannot write to file",
+                 .where = file.string(),
+                 .found = std::strerror(errno),
+                 .hint = "free some space on that disk; the run's checkpoints are complete and it resumes "
+                         "from the latest with --resume"});
 }
 
 }  // namespace sharelens

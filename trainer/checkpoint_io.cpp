@@ -25,6 +25,17 @@ void maybeDie(const char* stage) {
   fault::maybeKillInCheckpoint(stage, g_checkpointWrites.load());
 }
 
+// Deletes a checkpoint directory so that no crash leaves it half deleted under its own name (its COMPLETE
+// marker beside missing weights): renamed out of the listing first, to a temporary name that the next start
+// removes (removeIncompleteCheckpoints), then deleted.
+void removeCheckpointDirectory(const fs::path& dir) {
+  const fs::path doomed =
+      dir.parent_path() / (".tmp-drop-" + dir.filename().string() + "-" + std::to_string(::getpid()));
+  fs::rename(dir, doomed);
+  fsyncDirectory(dir.parent_path());
+  fs::remove_all(doomed);
+}
+
 }  // namespace
 
 void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedTransformer& model,
@@ -44,8 +55,9 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
                    .where = final.string() + ": tensor '" + name + "'",
                    .expected = "finite values",
                    .found = "NaN or Inf",
-                   .hint = "the previous checkpoint holds the last finite state; lower the learning rate and "
-                           "resume from it"});
+                   .hint =
+                       "the previous checkpoint holds the last finite state: start a new run from it with a "
+                       "lower learning rate (sharelens train --init CHECKPOINT --lr LR --out NEW_RUN)"});
   fs::create_directories(final.parent_path());
   fs::remove_all(temp);
   fs::create_directories(temp);
@@ -69,7 +81,8 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
     writeFileAtomically(temp / kCompleteMarker, "step " + std::to_string(step) + "\n");
     fsyncDirectory(temp);
     maybeDie("rename");
-    if (fs::exists(final)) fs::remove_all(final);  // re-saving a step (checkpoint-now at a save step)
+    if (fs::exists(final))
+      removeCheckpointDirectory(final);  // re-saving a step (checkpoint-now at a save step)
     fs::rename(temp, final);
     fsyncDirectory(final.parent_path());
   } catch (...) {  // a failed write (disk full, permissions) leaves no temporary directory behind
@@ -81,7 +94,7 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
   std::vector<int64_t> steps;
   for (const CheckpointEntry& e : listCheckpoints(runDir)) steps.push_back(e.step);
   for (int64_t drop : checkpointsToDrop(steps, keep, checkpointEvery))
-    fs::remove_all(checkpointDirectory(runDir, drop));
+    removeCheckpointDirectory(checkpointDirectory(runDir, drop));
 }
 
 Json readTrainingCheckpoint(const CheckpointEntry& entry, SharedTransformer& model, AdamW& optimizer) {

@@ -119,6 +119,7 @@ void TrainingRun::prepare() {
   RunRequest& r = m_request;
   const fs::path runJson = r.runDir / "run.json";
   Json record;
+  bool writeRecord = false;  // run.json, new or longer: written at the end, after every check passed
   if (r.resume && !fs::exists(runJson)) {
     // Killed before run.json was written: nothing was trained. Start it, if we know what to start.
     if (!r.startIfNothingToResume)
@@ -135,10 +136,17 @@ void TrainingRun::prepare() {
     const int threadsOverride = r.config.threads;
     r.topology = topologyFromJson(record.at("topology"), runJson.string() + ": topology");
     r.config = trainConfigFromJson(record.at("config"), runJson.string() + ": config");
+    if (r.resumeToSteps && *r.resumeToSteps < r.config.steps)
+      throw Error({.what = "a resumed run can be made longer, not shorter",
+                   .where = "--steps",
+                   .expected = ">= " + std::to_string(r.config.steps) + " (" + runJson.string() + ")",
+                   .found = std::to_string(*r.resumeToSteps),
+                   .hint = "its learning-rate schedule runs to its planned end; stop it where you want "
+                           "instead, or leave --steps out"});
     if (r.resumeToSteps && *r.resumeToSteps > r.config.steps) {  // extended: readers see the new length
       r.config.steps = *r.resumeToSteps;
       record["config"]["steps"] = r.config.steps;
-      if (r.distributed.rank == 0) writeFileAtomically(runJson, record.dump(2) + "\n");
+      writeRecord = true;  // once everything else is checked
     }
     if (threadsOverride > 0) r.config.threads = threadsOverride;
   } else {
@@ -204,16 +212,24 @@ void TrainingRun::prepare() {
       tokenizerFile = writer()
                           ? r.runDir / (source.extension() == ".json" ? "tokenizer.json" : "tokenizer.model")
                           : source;
-      if (writer()) fs::copy_file(source, tokenizerFile, fs::copy_options::overwrite_existing);
+      if (writer()) writeFileAtomically(tokenizerFile, readTextFile(source));
     } else {
       m_channel.setState(RunState::Preparing, "training the tokenizer");
       const fs::path cached =
           trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
       tokenizerFile = writer() ? r.runDir / "tokenizer.model" : cached;
-      if (writer()) fs::copy_file(cached, tokenizerFile, fs::copy_options::overwrite_existing);
+      if (writer()) writeFileAtomically(tokenizerFile, readTextFile(cached));
     }
   }
   const auto tokenizer = loadTokenizerFile(tokenizerFile);
+  if (r.resume && record.contains("tokenizer") &&
+      record["tokenizer"].value("fingerprint", "") != tokenizer->fingerprint())
+    throw Error({.what = "the run's tokenizer changed since the run started",
+                 .where = tokenizerFile.string(),
+                 .expected = "fingerprint " + record["tokenizer"].value("fingerprint", "") + " (run.json)",
+                 .found = tokenizer->fingerprint(),
+                 .hint = "its token ids would no longer mean what the weights learned: put the run's own "
+                         "tokenizer back, or start a new run"});
   // A trained tokenizer has exactly the topology's vocabulary; a checkpoint's may be smaller than its
   // (padded) embedding table, never larger.
   const bool initRun = r.initFrom || (record.contains("init") && !record["init"].is_null());
@@ -277,9 +293,11 @@ void TrainingRun::prepare() {
         {"distributed",
          {{"world_size", r.distributed.worldSize}, {"backend", m_group ? m_group->backendName() : "none"}}},
         {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
-    if (writer()) writeFileAtomically(runJson, record.dump(2) + "\n");
+    writeRecord = true;
   }
   if (m_group) joinDistributed(corpus.fingerprint, tokenizer->fingerprint());
+  // Last, so that a start refused above leaves the directory as it was (a longer --steps included).
+  if (writeRecord && writer()) writeFileAtomically(runJson, record.dump(2) + "\n");
 }
 
 // Every rank holds the same run before the first step: the same topology, corpus, tokenizer, options and
@@ -290,13 +308,11 @@ void TrainingRun::joinDistributed(const std::string& corpusFingerprint,
   m_group->agree("topology", topologyToJson(m_request.topology).dump());
   m_group->agree("corpus", corpusFingerprint);
   m_group->agree("tokenizer", tokenizerFingerprint);
-  m_group->agree("training options", Json{{"steps", c.steps},
-                                          {"batch", c.batchSize},
-                                          {"lr", c.lr},
-                                          {"seed", c.seed},
-                                          {"warmup", c.warmupSteps},
-                                          {"weight_decay", c.weightDecay}}
-                                         .dump());
+  // Every option but the threads (each rank's own share of its machine): one that differs, such as
+  // eval_every, would put the ranks' collectives out of step.
+  Json options = trainConfigToJson(c);
+  options.erase("threads");
+  m_group->agree("training options", options.dump());
   m_group->agree("start step", std::to_string(m_step));
   m_group->atStep(m_step);
   torch::NoGradGuard noGrad;

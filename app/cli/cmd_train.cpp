@@ -207,7 +207,8 @@ int runTrain(Args& args) {
   const auto postShareRatio = args.number("postshare", 0.0, 1.0);
   const double gamma = args.number("gamma", 0.0, 1e6).value_or(0.01);
   const int64_t context = args.integer("context", 2, 1 << 20).value_or(256);
-  request.config.corpus = args.option("corpus", request.config.corpus);
+  const auto corpus = args.option("corpus");
+  request.config.corpus = corpus.value_or(request.config.corpus);
   const auto out = args.option("out");
   request.resume = args.flag("resume");
   const bool compare = args.flag("compare");
@@ -219,18 +220,28 @@ int runTrain(Args& args) {
       request.distributed.localWorldSize > 1)  // the machine's cores shared by its ranks
     request.config.threads = std::max(
         1, static_cast<int>(std::thread::hardware_concurrency()) / request.distributed.localWorldSize);
-  request.config.batchSize = args.integer("batch", 1, 1 << 16).value_or(request.config.batchSize);
-  request.config.lr = args.number("lr", 1e-12, 10.0).value_or(request.config.lr);
+  // The run's options: a resumed run keeps those of its run.json, so giving one with --resume is an error.
+  std::string runOptions;  // those given, "--batch --lr ..."
+  auto given = [&](auto value, const char* name) {
+    if (value) runOptions += (runOptions.empty() ? "--" : " --") + std::string(name);
+    return value;
+  };
+  given(init, "init");
+  given(corpus, "corpus");
+  request.config.batchSize =
+      given(args.integer("batch", 1, 1 << 16), "batch").value_or(request.config.batchSize);
+  request.config.lr = given(args.number("lr", 1e-12, 10.0), "lr").value_or(request.config.lr);
   request.config.warmupSteps =
-      args.integer("warmup", 0, 1 << 30)
+      given(args.integer("warmup", 0, 1 << 30), "warmup")
           .value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
   request.config.seed = static_cast<uint64_t>(
-      args.integer("seed", 0, INT64_MAX).value_or(static_cast<int64_t>(request.config.seed)));
-  request.config.device = args.option("device", request.config.device);
-  request.config.checkpointEvery =
-      args.integer("checkpoint-every", 1, 1 << 30).value_or(request.config.checkpointEvery);
-  request.config.evalEvery = args.integer("eval-every", 1, 1 << 30).value_or(request.config.evalEvery);
-  if (auto keep = args.option("keep-checkpoints"))
+      given(args.integer("seed", 0, INT64_MAX), "seed").value_or(static_cast<int64_t>(request.config.seed)));
+  request.config.device = given(args.option("device"), "device").value_or(request.config.device);
+  request.config.checkpointEvery = given(args.integer("checkpoint-every", 1, 1 << 30), "checkpoint-every")
+                                       .value_or(request.config.checkpointEvery);
+  request.config.evalEvery =
+      given(args.integer("eval-every", 1, 1 << 30), "eval-every").value_or(request.config.evalEvery);
+  if (auto keep = given(args.option("keep-checkpoints"), "keep-checkpoints"))
     request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
   EvalOptions eval;
   eval.corpus = request.config.corpus;
@@ -239,6 +250,16 @@ int runTrain(Args& args) {
   if (!out)
     throw Error(
         {.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
+  if (request.resume && !runOptions.empty() &&
+      std::filesystem::exists(std::filesystem::path(*out) / "run.json"))
+    throw Error(
+        {.what = "a resumed run keeps the options it started with",
+         .where = "sharelens train --resume " + runOptions,
+         .expected = "--resume with --out, and optionally --steps (more steps), --threads, --eval-tokens",
+         .found = runOptions,
+         .hint = "to train on with other options, start a new run from one of its checkpoints: "
+                 "sharelens train --init " +
+                 *out + "/checkpoints/step-N ... --out NEW_RUN"});
   if (request.config.device != "cpu" && request.config.device != "cuda")
     throw Error({.what = "unknown device",
                  .where = "sharelens train --device",

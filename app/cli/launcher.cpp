@@ -78,9 +78,10 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
     children[static_cast<size_t>(r)] = pid;
   }
   struct sigaction action {
-  }, previous{};
+  }, previous{}, previousTerm{};
   action.sa_handler = onInterrupt;
   ::sigaction(SIGINT, &action, &previous);
+  ::sigaction(SIGTERM, &action, &previousTerm);  // the launcher's own SIGTERM reaches the ranks as a Ctrl-C
   int running = ranks, failedRank = -1, failedStatus = 0, exitStatus = 0;
   std::chrono::steady_clock::time_point stopping{};
   bool forwarded = false;
@@ -117,6 +118,7 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::sigaction(SIGINT, &previous, nullptr);
+  ::sigaction(SIGTERM, &previousTerm, nullptr);
   if (failedRank >= 0) {
     std::cerr
         << "error: "

@@ -11,9 +11,12 @@ namespace sharelens::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-struct sigaction g_previous {};
+struct sigaction g_previousInt {
+}, g_previousTerm{};
 
-void onSigint(int) {
+// Ctrl-C and SIGTERM (a scheduler's or `kill`'s stop) alike: the task stops where it can, a training run
+// saving a checkpoint of the step it reached.
+void onStopSignal(int) {
   g_interrupted.store(true);
 }
 
@@ -25,9 +28,10 @@ CancellableTask::CancellableTask(int threads) {
   m_context.threads = threads;
   g_interrupted.store(false);
   struct sigaction action {};
-  action.sa_handler = onSigint;
+  action.sa_handler = onStopSignal;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &g_previous);
+  sigaction(SIGINT, &action, &g_previousInt);
+  sigaction(SIGTERM, &action, &g_previousTerm);
   const bool terminal = ::isatty(STDERR_FILENO);
   m_printer = std::jthread([this, terminal](std::stop_token stop) {
     using clock = std::chrono::steady_clock;
@@ -37,7 +41,7 @@ CancellableTask::CancellableTask(int threads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (g_interrupted.exchange(false) && !m_stop.stop_requested()) {
         m_stop.request_stop();
-        std::fprintf(stderr, "\ncancelling (Ctrl-C)...\n");
+        std::fprintf(stderr, "\ncancelling (Ctrl-C or SIGTERM)...\n");
       }
       const auto now = clock::now();
       if (terminal && now - lastLine > std::chrono::milliseconds(500)) {
@@ -63,7 +67,8 @@ void CancellableTask::finish() {
   m_finished = true;
   m_printer.request_stop();
   if (m_printer.joinable()) m_printer.join();
-  sigaction(SIGINT, &g_previous, nullptr);
+  sigaction(SIGINT, &g_previousInt, nullptr);
+  sigaction(SIGTERM, &g_previousTerm, nullptr);
 }
 
 CancellableTask::~CancellableTask() {

@@ -238,7 +238,9 @@ class App {
   void startDemo() {
     const fs::path dir = Settings::dataDirectory() / "demo";
     try {
-      if (isRunDirectory(dir / "model")) {
+      if (m_runs.isTraining(dir / "model") || m_runs.isTraining(dir / "baseline")) {
+        // The demo runs already (started from the menu before): show it, start nothing.
+      } else if (isRunDirectory(dir / "model")) {
         for (const char* role : {"model", "baseline"})
           if (isRunDirectory(dir / role)) {
             const Json record = readJsonFile(dir / role / "run.json");

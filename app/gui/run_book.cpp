@@ -31,6 +31,12 @@ int64_t plannedSteps(const Json& record, const fs::path& dir) {
   return 0;
 }
 
+bool holdsItsDirectory(const RunEntry& r) {  // a controller that may still write into the run directory
+  if (!r.controller) return false;
+  const RunState s = r.controller->state();
+  return s == RunState::Running || s == RunState::Preparing || s == RunState::Paused;
+}
+
 }  // namespace
 
 RunEntry& RunBook::add(std::string label, const fs::path& dir) {
@@ -76,6 +82,7 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
   const Json record = readJsonFile(dir / "run.json");
   const int64_t steps = plannedSteps(record, dir);
   RunEntry* entry = find(dir);
+  if (entry && holdsItsDirectory(*entry)) return;  // one writer per run directory: it trains already
   if (!entry) entry = &add(runLabel(record, dir), dir);
   entry->totalSteps = steps;
   entry->controller = RunController::start(request);
@@ -134,6 +141,11 @@ bool RunBook::anyTraining() const {
     const RunState s = r->controller->state();
     return s == RunState::Running || s == RunState::Preparing;
   });
+}
+
+bool RunBook::isTraining(const fs::path& dir) {
+  const RunEntry* entry = find(dir);
+  return entry && holdsItsDirectory(*entry);
 }
 
 bool RunBook::everyRunHasLogged(int64_t steps) const {

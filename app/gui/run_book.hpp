@@ -38,7 +38,7 @@ class RunBook {
   // both on one thread each). Returns the model run's directory.
   std::filesystem::path launch(const Topology& topology, TrainConfig config, const std::filesystem::path& dir,
                                bool withBaseline);
-  // Continues an embedded run from its latest checkpoint.
+  // Continues an embedded run from its latest checkpoint; nothing while it is training (or paused) here.
   void resumeEmbedded(const std::filesystem::path& dir, int threads);
   // Watches a run directory another process writes (or a finished one).
   void attach(const std::filesystem::path& dir);
@@ -47,6 +47,7 @@ class RunBook {
   std::vector<std::unique_ptr<RunEntry>>& runs() { return m_runs; }
   RunEntry* find(const std::filesystem::path& dir);
   bool anyTraining() const;
+  bool isTraining(const std::filesystem::path& dir);  // preparing, running or paused on this monitor
   // Whether every run on the monitor has logged at least `steps` steps (false with none).
   bool everyRunHasLogged(int64_t steps) const;
   // Takes a run off the monitor (its directory stays on disk). An embedded run that is still training or

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 
@@ -58,6 +59,18 @@ TEST(MetricsLog, TrimmingForAResumeDropsLaterStepsAndTheFinishOnly) {
   reader.poll();
   ASSERT_EQ(reader.points().size(), 2u);
   EXPECT_EQ(reader.points().back().step, 2);
+}
+
+// A full disk shows when the line is flushed, not when the file opens: /dev/full is such a disk.
+TEST(MetricsLog, AnAppendToAFullDiskIsANamedError) {
+  ASSERT_TRUE(fs::exists("/dev/full"));
+  try {
+    appendJsonLine("/dev/full", Json{{"step", 1}, {"loss", 5.0}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+  }
 }
 
 TEST(MetricsLog, NothingToTrimLeavesTheFileAlone) {

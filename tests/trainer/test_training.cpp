@@ -151,6 +151,27 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   fs::remove_all(dir);
 }
 
+// SIGTERM (a scheduler's stop, `kill`) stops a run as Ctrl-C does: at a step boundary, with a checkpoint of
+// the step it reached, so nothing trained is lost.
+TEST(Training, SigtermSavesTheStepReached) {
+  const fs::path dir = testing::makeTempDir("sigterm");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  const std::string metrics = shellQuote((dir / "run" / "metrics.jsonl").string());
+  // (A named subshell opener: "(" + std::string trips GCC 12's -Wstringop-overflow here.)
+  const std::string subshell = "(", train = trainCommand(dir / "t.json", dir / "run", 100000);
+  const auto r =
+      runProcess(subshell + train + " & pid=$!; until grep -q '\"step\":5,' " + metrics +
+                 " 2>/dev/null; do sleep 0.005; done; kill -TERM $pid; wait $pid; echo status=$?)");
+  EXPECT_NE(r.out.find("status=130"), std::string::npos) << "stopped, not killed: " << r.out << r.err;
+  const auto losses = lossesOf(dir / "run");
+  ASSERT_FALSE(losses.empty());
+  const auto latest = latestCheckpoint(dir / "run");
+  ASSERT_TRUE(latest.has_value()) << r.err;
+  EXPECT_EQ(latest->step, losses.rbegin()->first) << "the last step trained is the one saved";
+  EXPECT_GE(latest->step, 5);
+  fs::remove_all(dir);
+}
+
 TEST(Training, ResumeAfterSigkillIsBitIdentical) {
   const fs::path dir = testing::makeTempDir("resume");
   writeTopologyFile(debugTopology(), dir / "t.json");
@@ -343,6 +364,30 @@ TEST(Training, BadRequestsAreNamedErrors) {
   // DirectShare of a shared ShareLens checkpoint is refused before anything is written.
   r = runProcess(trainCommand(dir / "t.json", dir / "shared", 2));
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  // A resumed run keeps its options: one given with --resume is refused, not silently dropped.
+  const std::string resume =
+      kBinary + " train --resume --threads 1 --out " + shellQuote((dir / "shared").string());
+  r = runProcess(resume + " --lr 1e-6 --seed 9");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("keeps the options it started with"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--lr --seed"), std::string::npos) << r.err;
+  r = runProcess(resume + " --steps 1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("longer, not shorter"), std::string::npos) << r.err;
+  // A refused resume leaves run.json as it was, its longer --steps included; the tokenizer is checked
+  // against the one the run started with.
+  const Json record = readJsonFile(dir / "shared" / "run.json");
+  for (const auto& [part, refusal] : {std::pair<std::string, std::string>{"corpus", "the corpus changed"},
+                                      {"tokenizer", "the run's tokenizer changed"}}) {
+    Json edited = record;
+    edited[part]["fingerprint"] = "0123456789abcdef";
+    writeFileAtomically(dir / "shared" / "run.json", edited.dump(2));
+    r = runProcess(resume + " --steps 50");
+    EXPECT_EQ(r.exitCode, 2) << part;
+    EXPECT_NE(r.err.find(refusal), std::string::npos) << r.err;
+    EXPECT_EQ(readJsonFile(dir / "shared" / "run.json"), edited) << part << ": rewritten by a refused resume";
+  }
+  writeFileAtomically(dir / "shared" / "run.json", record.dump(2));
   r = runProcess(kBinary + " analyze " + shellQuote((dir / "shared").string()) +
                  " --directshare --ratio 0.25 --directshare-out " + shellQuote((dir / "ds").string()) +
                  " --json " + shellQuote((dir / "a.json").string()));
