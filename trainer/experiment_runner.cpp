@@ -53,13 +53,16 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
   // What training depends on: the experiment less its prose (description, claim) and the arms' expected
-  // outcomes, which may be edited between runs (the report then shows the new text).
+  // outcomes and margins, which may be edited between runs (the report then judges by the new ones).
   const auto trainingIdentity = [](Json j) {
     j.erase("description");
     j.erase("claim");
     if (j.contains("arms") && j["arms"].is_array())
       for (Json& arm : j["arms"])
-        if (arm.is_object()) arm.erase("expect");
+        if (arm.is_object()) {
+          arm.erase("expect");
+          arm.erase("margin");
+        }
     return j;
   };
   if (fs::exists(file)) {

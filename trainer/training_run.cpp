@@ -308,10 +308,12 @@ void TrainingRun::joinDistributed(const std::string& corpusFingerprint,
   m_group->agree("topology", topologyToJson(m_request.topology).dump());
   m_group->agree("corpus", corpusFingerprint);
   m_group->agree("tokenizer", tokenizerFingerprint);
-  // Every option but the threads (each rank's own share of its machine): one that differs, such as
-  // eval_every, would put the ranks' collectives out of step.
+  // Every option but the threads (each rank's own share of its machine) and the corpus's path (which may
+  // differ between machines; its fingerprint is agreed above): one that differs, such as eval_every, would
+  // put the ranks' collectives out of step.
   Json options = trainConfigToJson(c);
   options.erase("threads");
+  options.erase("corpus");
   m_group->agree("training options", options.dump());
   m_group->agree("start step", std::to_string(m_step));
   m_group->atStep(m_step);

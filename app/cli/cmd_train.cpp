@@ -220,29 +220,38 @@ int runTrain(Args& args) {
       request.distributed.localWorldSize > 1)  // the machine's cores shared by its ranks
     request.config.threads = std::max(
         1, static_cast<int>(std::thread::hardware_concurrency()) / request.distributed.localWorldSize);
-  // The run's options: a resumed run keeps those of its run.json, so giving one with --resume is an error.
-  std::string runOptions;  // those given, "--batch --lr ..."
-  auto given = [&](auto value, const char* name) {
-    if (value) runOptions += (runOptions.empty() ? "--" : " --") + std::string(name);
+  // The run's options as given, each with its key in run.json: a resumed run keeps those it started with, so
+  // one given with --resume must say the same (a script may repeat its whole command).
+  struct GivenOption {
+    std::string flag, key;  // "--batch", "batch_size" (run.json's config; "init" is the record's own)
+    Json value;
+  };
+  std::vector<GivenOption> givenOptions;
+  auto given = [&](auto value, const char* flag, const char* key) {
+    if (value) givenOptions.push_back({std::string("--") + flag, key, Json(*value)});
     return value;
   };
-  given(init, "init");
-  given(corpus, "corpus");
+  if (init) given(std::optional(std::filesystem::absolute(*init).string()), "init", "init");
+  given(corpus, "corpus", "corpus");
   request.config.batchSize =
-      given(args.integer("batch", 1, 1 << 16), "batch").value_or(request.config.batchSize);
-  request.config.lr = given(args.number("lr", 1e-12, 10.0), "lr").value_or(request.config.lr);
+      given(args.integer("batch", 1, 1 << 16), "batch", "batch_size").value_or(request.config.batchSize);
+  request.config.lr = given(args.number("lr", 1e-12, 10.0), "lr", "lr").value_or(request.config.lr);
   request.config.warmupSteps =
-      given(args.integer("warmup", 0, 1 << 30), "warmup")
+      given(args.integer("warmup", 0, 1 << 30), "warmup", "warmup_steps")
           .value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
-  request.config.seed = static_cast<uint64_t>(
-      given(args.integer("seed", 0, INT64_MAX), "seed").value_or(static_cast<int64_t>(request.config.seed)));
-  request.config.device = given(args.option("device"), "device").value_or(request.config.device);
-  request.config.checkpointEvery = given(args.integer("checkpoint-every", 1, 1 << 30), "checkpoint-every")
-                                       .value_or(request.config.checkpointEvery);
-  request.config.evalEvery =
-      given(args.integer("eval-every", 1, 1 << 30), "eval-every").value_or(request.config.evalEvery);
-  if (auto keep = given(args.option("keep-checkpoints"), "keep-checkpoints"))
+  request.config.seed = static_cast<uint64_t>(given(args.integer("seed", 0, INT64_MAX), "seed", "seed")
+                                                  .value_or(static_cast<int64_t>(request.config.seed)));
+  request.config.device = given(args.option("device"), "device", "device").value_or(request.config.device);
+  request.config.checkpointEvery =
+      given(args.integer("checkpoint-every", 1, 1 << 30), "checkpoint-every", "checkpoint_every")
+          .value_or(request.config.checkpointEvery);
+  request.config.evalEvery = given(args.integer("eval-every", 1, 1 << 30), "eval-every", "eval_every")
+                                 .value_or(request.config.evalEvery);
+  if (auto keep = args.option("keep-checkpoints")) {
     request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
+    given(std::optional(checkpointRetentionToJson(request.config.keepCheckpoints)), "keep-checkpoints",
+          "keep_checkpoints");
+  }
   EvalOptions eval;
   eval.corpus = request.config.corpus;
   eval.tokens = args.integer("eval-tokens", 1, 1'000'000'000).value_or(eval.tokens);
@@ -250,16 +259,26 @@ int runTrain(Args& args) {
   if (!out)
     throw Error(
         {.what = "missing --out RUN_DIR", .where = "sharelens train", .hint = "usage: " + args.usage()});
-  if (request.resume && !runOptions.empty() &&
-      std::filesystem::exists(std::filesystem::path(*out) / "run.json"))
-    throw Error(
-        {.what = "a resumed run keeps the options it started with",
-         .where = "sharelens train --resume " + runOptions,
-         .expected = "--resume with --out, and optionally --steps (more steps), --threads, --eval-tokens",
-         .found = runOptions,
-         .hint = "to train on with other options, start a new run from one of its checkpoints: "
-                 "sharelens train --init " +
-                 *out + "/checkpoints/step-N ... --out NEW_RUN"});
+  if (const std::filesystem::path runJson = std::filesystem::path(*out) / "run.json";
+      request.resume && !givenOptions.empty() && std::filesystem::exists(runJson)) {
+    const Json record = readJsonFile(runJson);
+    const Json config = record.value("config", Json::object());
+    std::string given, recorded;
+    for (const GivenOption& o : givenOptions) {
+      const Json was = o.key == "init" ? record.value("init", Json()) : config.value(o.key, Json());
+      if (was == o.value) continue;
+      given += (given.empty() ? "" : ", ") + o.flag + " " + o.value.dump();
+      recorded += (recorded.empty() ? "" : ", ") + o.key + " " + was.dump();
+    }
+    if (!given.empty())
+      throw Error({.what = "a resumed run keeps the options it started with",
+                   .where = "sharelens train --resume: " + given,
+                   .expected = recorded + " (" + runJson.string() + ")",
+                   .found = given,
+                   .hint = "leave them out (--steps may make the run longer), or, to train on with other "
+                           "options, start a new run from one of its checkpoints: sharelens train --init " +
+                           *out + "/checkpoints/step-N ... --out NEW_RUN"});
+  }
   if (request.config.device != "cpu" && request.config.device != "cuda")
     throw Error({.what = "unknown device",
                  .where = "sharelens train --device",

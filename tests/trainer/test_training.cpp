@@ -364,13 +364,17 @@ TEST(Training, BadRequestsAreNamedErrors) {
   // DirectShare of a shared ShareLens checkpoint is refused before anything is written.
   r = runProcess(trainCommand(dir / "t.json", dir / "shared", 2));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  // A resumed run keeps its options: one given with --resume is refused, not silently dropped.
+  // A resumed run keeps its options: one given with --resume that says otherwise is refused, not silently
+  // dropped; the run's own command with --resume added is accepted.
   const std::string resume =
       kBinary + " train --resume --threads 1 --out " + shellQuote((dir / "shared").string());
-  r = runProcess(resume + " --lr 1e-6 --seed 9");
+  r = runProcess(resume + " --lr 1e-6 --seed 9 --batch 4");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("keeps the options it started with"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--lr --seed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--lr 1e-06, --seed 9"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--batch"), std::string::npos) << "the batch is the run's own: " << r.err;
+  r = runProcess(trainCommand(dir / "t.json", dir / "shared", 2) + " --resume");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
   r = runProcess(resume + " --steps 1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("longer, not shorter"), std::string::npos) << r.err;
