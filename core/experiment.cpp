@@ -105,13 +105,16 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (o.has("seeds")) {
     const Json& s = o.raw()["seeds"];
     e.seeds.clear();
+    constexpr int64_t kMostSeeds = 1000;
     if (s.is_number_integer()) {
-      constexpr int64_t kMostSeeds = 1000;
       if (s.get<int64_t>() > kMostSeeds)
         o.fail("seeds", "too many seeds", "a count from 2 to " + std::to_string(kMostSeeds), s.dump(),
                "every seed is a training run of every arm");
       for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
     } else if (s.is_array()) {
+      if (s.size() > kMostSeeds)
+        o.fail("seeds", "too many seeds", "at most " + std::to_string(kMostSeeds), std::to_string(s.size()),
+               "every seed is a training run of every arm");
       for (const Json& v : s) {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
           o.fail("seeds", "seeds are non-negative integers", "[1, 2, 3]", v.dump());
@@ -428,7 +431,7 @@ double ArmSummary::lossAtFlops(double flops) const {
   for (size_t i = 0; i < curveTokens.size(); ++i) {
     const double f = curveTokens[i] * flopsPerToken;
     if (f < flops) continue;
-    if (i == 0) return curveMean[0];
+    if (i == 0) return flops == f ? curveMean[0] : NAN;  // before the first logged point: not measured
     const double f0 = curveTokens[i - 1] * flopsPerToken, t = (flops - f0) / (f - f0);
     return curveMean[i - 1] + t * (curveMean[i] - curveMean[i - 1]);
   }
@@ -530,7 +533,11 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
           formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " +
           formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + formatNumber(a.tokens / 1e6, "%.2f") +
           "M | " + nllText + " | " + diff + " | " + verdict + " | " +
-          (a.expect.empty() ? "" : "expected " + a.expect + ": " + std::string(claimOutcomeName(a.claim))) +
+          (a.expect.empty()
+               ? ""
+               : "expected " + a.expect +
+                     (a.expect == "no-worse" ? " (margin " + formatNumber(a.margin, "%g") + ")" : "") + ": " +
+                     std::string(claimOutcomeName(a.claim))) +
           " | " + formatNumber(a.seconds / 60.0, "%.1f") + " min (all seeds) |\n";
   }
   // What the numbers say about the claim, plainly.

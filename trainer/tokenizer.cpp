@@ -1,5 +1,6 @@
 #include "trainer/tokenizer.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -99,9 +100,11 @@ int SpmTokenizer::eosId() const {
 }
 
 fs::path trainedTokenizer(const std::vector<const Document*>& docs, const std::string& corpusFingerprint,
-                          int vocabSize, const TaskContext& ctx) {
+                          double heldOutShare, int vocabSize, const TaskContext& ctx) {
   const fs::path dir = cacheDirectory() / "tokenizers";
-  const std::string key = "bpe-" + corpusFingerprint + "-v" + std::to_string(vocabSize);
+  char share[32];
+  std::snprintf(share, sizeof share, "%.17g", heldOutShare);
+  const std::string key = "bpe-" + corpusFingerprint + "-h" + share + "-v" + std::to_string(vocabSize);
   const fs::path model = dir / (key + ".model");
   if (fs::exists(model)) return model;
   std::lock_guard lock(g_cacheMutex);

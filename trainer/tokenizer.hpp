@@ -37,11 +37,12 @@ class SpmTokenizer {
   std::string m_fingerprint;
 };
 
-// The cached tokenizer for (corpus, vocab), training it first if needed (tens of seconds on Brown).
-// Cache: $SHARELENS_CACHE, else $XDG_CACHE_HOME/sharelens, else ~/.cache/sharelens.
+// The cached tokenizer for (corpus, held-out share, vocab), training it first if needed (tens of seconds on
+// Brown) on the training documents alone: a run with another share must not reuse one that was trained on
+// its held-out documents. Cache: $SHARELENS_CACHE, else $XDG_CACHE_HOME/sharelens, else ~/.cache/sharelens.
 std::filesystem::path trainedTokenizer(const std::vector<const Document*>& trainDocuments,
-                                       const std::string& corpusFingerprint, int vocabSize,
-                                       const TaskContext& ctx);
+                                       const std::string& corpusFingerprint, double heldOutShare,
+                                       int vocabSize, const TaskContext& ctx);
 
 std::filesystem::path cacheDirectory();
 

@@ -215,8 +215,8 @@ void TrainingRun::prepare() {
       if (writer()) writeFileAtomically(tokenizerFile, readTextFile(source));
     } else {
       m_channel.setState(RunState::Preparing, "training the tokenizer");
-      const fs::path cached =
-          trainedTokenizer(split.train, corpus.fingerprint, static_cast<int>(r.topology.model.vocab), m_ctx);
+      const fs::path cached = trainedTokenizer(split.train, corpus.fingerprint, c.validationFraction,
+                                               static_cast<int>(r.topology.model.vocab), m_ctx);
       tokenizerFile = writer() ? r.runDir / "tokenizer.model" : cached;
       if (writer()) writeFileAtomically(tokenizerFile, readTextFile(cached));
     }

@@ -429,8 +429,12 @@ Rgb armColor(const ExperimentReport& r, size_t index) {
 
 Figure experimentBarsFigure(const ExperimentReport& r) {
   Figure f;
+  const size_t seeds = r.experiment.seeds.size();
+  const bool everySeed = std::all_of(r.arms.begin(), r.arms.end(),
+                                     [&](const ArmSummary& a) { return a.nll.n == static_cast<int>(seeds); });
   f.title = r.experiment.name + ": final held-out NLL, 95% interval over " +
-            std::to_string(r.experiment.seeds.size()) + " seeds";
+            (everySeed ? std::to_string(seeds) + " seeds"
+                       : "the seeds each arm finished (of " + std::to_string(seeds) + ")");
   f.subtitle = r.experiment.claim.paper.empty()
                    ? r.experiment.description
                    : r.experiment.claim.paper + ", " + r.experiment.claim.section;
@@ -440,6 +444,10 @@ Figure experimentBarsFigure(const ExperimentReport& r) {
     f.xCategories.push_back(a.name);
     Series s;
     s.label = a.name + (a.matchedBaselineOf.empty() ? "" : " (matched baseline)");
+    if (a.nll.n == 1)
+      s.label += " (1 seed, no interval)";
+    else if (!everySeed)
+      s.label += " (" + std::to_string(a.nll.n) + " seeds)";
     s.style = SeriesStyle::Bars;
     s.color = armColor(r, i);
     s.hatched = !a.matchedBaselineOf.empty();

@@ -934,6 +934,29 @@ TEST(Figures, KlDriftMarksEachCutOnTheDriftPointThatMadeIt) {
   EXPECT_NE(klDriftFigure(a).subtitle.find("split after each local maximum"), std::string::npos);
 }
 
+// An experiment's bar chart says over how many seeds each interval is, and that one seed has none.
+TEST(Figures, ExperimentBarsSayHowManySeedsEachIntervalHas) {
+  ExperimentReport r;
+  r.experiment.name = "tiny";
+  r.experiment.seeds = {1, 2, 3};
+  for (const auto& [name, sample] :
+       {std::pair<std::string, std::vector<double>>{"shared", {5.0, 5.2, 5.1}}, {"baseline", {4.9}}}) {
+    ArmSummary a;
+    a.name = name;
+    a.nll = meanInterval(sample);
+    r.arms.push_back(a);
+  }
+  Figure f = experimentBarsFigure(r);
+  EXPECT_NE(f.title.find("the seeds each arm finished (of 3)"), std::string::npos) << f.title;
+  EXPECT_EQ(f.series[0].label, "shared (3 seeds)");
+  EXPECT_EQ(f.series[1].label, "baseline (1 seed, no interval)");
+  EXPECT_EQ(f.series[1].error, std::vector<double>{0.0});
+  r.arms[1].nll = meanInterval(std::vector<double>{4.9, 5.0, 4.8});
+  f = experimentBarsFigure(r);
+  EXPECT_NE(f.title.find("over 3 seeds"), std::string::npos) << f.title;
+  EXPECT_EQ(f.series[1].label, "baseline");
+}
+
 TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   MatrixSpectrum m{{"layers.0.q"}, {}};
   m.spectrum.sigma = {4, 2, 1};

@@ -208,6 +208,20 @@ TEST(Experiment, ClaimsAreJudgedOnTheWholeIntervalAndNoWorseIsNonInferiority) {
     EXPECT_EQ(claimOutcome(expect, meanInterval({0.8}), 0.0), ClaimOutcome::Inconclusive) << expect;
 }
 
+// "At equal training FLOPs": the mean validation curve read at a budget, linearly between its points, and not
+// at all outside them (before the first point nothing was measured).
+TEST(Experiment, LossAtEqualFlopsIsReadWithinTheCurveOnly) {
+  ArmSummary a;
+  a.flopsPerToken = 2.0;
+  a.curveTokens = {100, 200};
+  a.curveMean = {5.0, 4.0};
+  EXPECT_TRUE(std::isnan(a.lossAtFlops(150.0)));
+  EXPECT_EQ(a.lossAtFlops(200.0), 5.0);
+  EXPECT_EQ(a.lossAtFlops(300.0), 4.5);
+  EXPECT_EQ(a.lossAtFlops(400.0), 4.0);
+  EXPECT_TRUE(std::isnan(a.lossAtFlops(401.0)));
+}
+
 // The report from the evaluations an experiment directory holds (written here as the runner writes them):
 // what it says with one finished seed per arm, and a malformed evaluation as a named error.
 TEST(Experiment, AReportWithoutAnIntervalSaysSoAndABrokenEvaluationIsNamed) {

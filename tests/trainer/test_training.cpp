@@ -96,8 +96,9 @@ TEST(Corpus, BrownTagsAreStrippedAndTheSplitIsByDocument) {
 
 TEST(Tokenizer, TrainedOnBrownWithTheTopologyVocab) {
   const Corpus brown = loadCorpus("brown");
-  const CorpusSplit split = splitByDocument(brown);
-  const auto model = trainedTokenizer(split.train, brown.fingerprint, 512, {});
+  const double heldOut = 0.05;
+  const CorpusSplit split = splitByDocument(brown, heldOut);
+  const auto model = trainedTokenizer(split.train, brown.fingerprint, heldOut, 512, {});
   const auto tok = SpmTokenizer::load(model);
   EXPECT_EQ(tok->vocabSize(), 512);
   const std::string text = "The jury praised the City of Atlanta for 1961's election.";
