@@ -106,15 +106,13 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     const Json& s = o.raw()["seeds"];
     e.seeds.clear();
     constexpr int64_t kMostSeeds = 1000;
+    if (const int64_t count = s.is_number_integer() ? s.get<int64_t>() : static_cast<int64_t>(s.size());
+        count > kMostSeeds)
+      o.fail("seeds", "too many seeds", "at most " + std::to_string(kMostSeeds), std::to_string(count),
+             "every seed is a training run of every arm");
     if (s.is_number_integer()) {
-      if (s.get<int64_t>() > kMostSeeds)
-        o.fail("seeds", "too many seeds", "a count from 2 to " + std::to_string(kMostSeeds), s.dump(),
-               "every seed is a training run of every arm");
       for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
     } else if (s.is_array()) {
-      if (s.size() > kMostSeeds)
-        o.fail("seeds", "too many seeds", "at most " + std::to_string(kMostSeeds), std::to_string(s.size()),
-               "every seed is a training run of every arm");
       for (const Json& v : s) {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
           o.fail("seeds", "seeds are non-negative integers", "[1, 2, 3]", v.dump());
@@ -231,19 +229,24 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (std::none_of(e.arms.begin(), e.arms.end(),
                    [&](const ExperimentArm& a) { return a.name == e.reference; }))
     o.fail("reference", "unknown arm reference", "one of the arms' names", "'" + e.reference + "'");
-  for (const ExperimentArm& a : e.arms)
-    if (a.topology.model.vocab != e.arms.front().topology.model.vocab)
-      bad(where + ".arms['" + a.name + "']", "arms of one comparison share a vocabulary",
-          std::to_string(e.arms.front().topology.model.vocab) + " (arm '" + e.arms.front().name + "')",
-          std::to_string(a.topology.model.vocab),
-          "the tokenizer is trained per vocabulary; losses of different ones do not compare");
-  for (const ExperimentArm& a : e.arms)
-    if (a.topology.model.context != e.arms.front().topology.model.context)
-      bad(where + ".arms['" + a.name + "']", "arms of one comparison share a context length",
-          std::to_string(e.arms.front().topology.model.context) + " (arm '" + e.arms.front().name + "')",
-          std::to_string(a.topology.model.context),
-          "each arm is scored in windows of its own context: a per-token loss over shorter windows is higher "
-          "for want of context, not of parameters");
+  // What makes per-token losses comparable: one vocabulary and one context for every arm.
+  struct Shared {
+    const char* what;
+    int64_t ModelDims::*field;
+    const char* hint;
+  };
+  const ExperimentArm& first = e.arms.front();
+  for (const Shared& shared :
+       {Shared{"a vocabulary", &ModelDims::vocab,
+               "the tokenizer is trained per vocabulary; losses of different ones do not compare"},
+        Shared{"a context length", &ModelDims::context,
+               "each arm is scored in windows of its own context: a per-token loss over shorter windows is "
+               "higher for want of context, not of parameters"}})
+    for (const ExperimentArm& a : e.arms)
+      if (a.topology.model.*shared.field != first.topology.model.*shared.field)
+        bad(where + ".arms['" + a.name + "']", std::string("arms of one comparison share ") + shared.what,
+            std::to_string(first.topology.model.*shared.field) + " (arm '" + first.name + "')",
+            std::to_string(a.topology.model.*shared.field), shared.hint);
   return e;
 }
 

@@ -238,9 +238,7 @@ class App {
   void startDemo() {
     const fs::path dir = Settings::dataDirectory() / "demo";
     try {
-      if (m_runs.isTraining(dir / "model") || m_runs.isTraining(dir / "baseline")) {
-        // The demo runs already (started from the menu before): show it, start nothing.
-      } else if (isRunDirectory(dir / "model")) {
+      if (isRunDirectory(dir / "model")) {
         for (const char* role : {"model", "baseline"})
           if (isRunDirectory(dir / role)) {
             const Json record = readJsonFile(dir / role / "run.json");

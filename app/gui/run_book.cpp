@@ -52,8 +52,10 @@ RunEntry* RunBook::find(const fs::path& dir) {
 
 fs::path RunBook::launch(const Topology& topology, TrainConfig config, const fs::path& dir,
                          bool withBaseline) {
-  if (withBaseline) config.threads = 1;  // two runs side by side share the cores
-  RunRequest model{topology, config, withBaseline ? dir / "model" : dir};
+  const fs::path modelDir = withBaseline ? dir / "model" : dir;
+  if (isTraining(modelDir)) return modelDir;  // one writer per run directory: it trains already
+  if (withBaseline) config.threads = 1;       // two runs side by side share the cores
+  RunRequest model{topology, config, modelDir};
   model.niceness = kEmbeddedRunNiceness;
   if (withBaseline) model.sibling = "baseline";
   RunEntry& entry = add(topology.name, model.runDir);

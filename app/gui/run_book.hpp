@@ -35,7 +35,7 @@ struct RunEntry {
 class RunBook {
  public:
   // Starts an embedded run in `dir` (and, with `withBaseline`, its parameter-matched baseline beside it,
-  // both on one thread each). Returns the model run's directory.
+  // both on one thread each). Returns the model run's directory; starts nothing while that run trains here.
   std::filesystem::path launch(const Topology& topology, TrainConfig config, const std::filesystem::path& dir,
                                bool withBaseline);
   // Continues an embedded run from its latest checkpoint; nothing while it is training (or paused) here.

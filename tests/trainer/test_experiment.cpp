@@ -269,12 +269,16 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
               j["seeds"] = Json::array({3, 3});
             }).find("a seed listed twice"),
             std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) {
-              j["arms"][1] = {{"name", "other"}, {"topology", j["arms"][0]["topology"]}};
-              j["arms"][1]["topology"]["vocab"] = 1024;
-              j["reference"] = "other";
-            }).find("share a vocabulary"),
-            std::string::npos);
+  // A second arm given as the first's topology with one field changed, made the reference.
+  auto otherArmWith = [](const char* field, int value) {
+    return [=](Json& j) {
+      j["arms"][1] = {{"name", "other"}, {"topology", j["arms"][0]["topology"]}};
+      j["arms"][1]["topology"][field] = value;
+      j["reference"] = "other";
+    };
+  };
+  EXPECT_NE(errorFor(otherArmWith("vocab", 1024)).find("share a vocabulary"), std::string::npos);
+  EXPECT_NE(errorFor(otherArmWith("context", 32)).find("share a context length"), std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["arms"][1]["corpus"] = "nlp"; }).find("one corpus"), std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["train"]["steps"] = 5; }).find("set by the experiment"),
             std::string::npos);
@@ -288,12 +292,6 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             }).find("non-inferiority margin"),
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 3000000000; }).find("too many seeds"), std::string::npos);
-  EXPECT_NE(errorFor([](Json& j) {
-              j["arms"][1] = {{"name", "other"}, {"topology", j["arms"][0]["topology"]}};
-              j["arms"][1]["topology"]["context"] = 32;
-              j["reference"] = "other";
-            }).find("share a context length"),
-            std::string::npos);
   EXPECT_NE(
       errorFor([](Json& j) {
         j["arms"][0]["topology"]["preset"] = "vanilla";
