@@ -7,6 +7,7 @@
 #include "app/cli/commands.hpp"
 #include "app/gui/gui_main.hpp"
 #include "core/error.hpp"
+#include "core/heap.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -16,8 +17,11 @@ int main(int argc, char** argv) {
       sharelens::cli::printUsage();
       return 0;
     }
-    if (const auto* command = sharelens::cli::findCommand(first))
+    if (const auto* command = sharelens::cli::findCommand(first)) {
+      // The commands' large per-layer buffers; the GUI tunes the heap for its frames instead (gui/app.cpp).
+      sharelens::keepLargeBuffersInHeap();
       return sharelens::cli::runCommand(*command, std::vector<std::string>(args.begin() + 1, args.end()));
+    }
     // A bare word that names neither a command nor something on disk is a mistyped command, not a model.
     std::error_code ec;
     if (!first.empty() && first[0] != '-' && !std::filesystem::exists(first, ec) &&

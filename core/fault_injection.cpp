@@ -51,6 +51,11 @@ bool outOfMemoryAt(int64_t step) {
   return !spec.empty() && stepListContains(spec, step);
 }
 
+bool updateFailsAt(int64_t update) {
+  static const std::string spec = variable("SHARELENS_TEST_UPDATE_FAIL_STEPS");
+  return !spec.empty() && stepListContains(spec, update);
+}
+
 void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
   static const std::string want = variable("SHARELENS_TEST_KILL_IN_CHECKPOINT");
   if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
@@ -65,6 +70,9 @@ bool nonFiniteLossAt(int64_t) {
   return false;
 }
 bool outOfMemoryAt(int64_t) {
+  return false;
+}
+bool updateFailsAt(int64_t) {
   return false;
 }
 void maybeKillInCheckpoint(std::string_view, int) {}

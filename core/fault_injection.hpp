@@ -6,7 +6,10 @@
 //   SHARELENS_TEST_NONFINITE_STEPS     "7", "7,9" or "12-": training steps whose loss is made NaN
 //                                      (trainer/training_run.cpp; Training.NonFinite* tests)
 //   SHARELENS_TEST_OOM_STEPS           "4": training steps that run out of memory (std::bad_alloc before the
-//                                      forward pass; trainer/training_run.cpp; Distributed.AnErrorInOneRank*)
+//                                      forward pass; trainer/training_run.cpp; Distributed.AnErrorInOneRank*,
+//                                      Training.AnErrorInAStepSavesTheStepsBeforeIt)
+//   SHARELENS_TEST_UPDATE_FAIL_STEPS   "4": optimizer updates that run out of memory after writing the first
+//                                      parameter (trainer/optimizer.cpp; Training.AnErrorInAStep*)
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
 //                                      the second checkpoint write (trainer/checkpoint_io.cpp;
 //                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)
@@ -25,6 +28,9 @@ bool nonFiniteLossAt(int64_t step);
 
 // SHARELENS_TEST_OOM_STEPS: should this step run out of memory?
 bool outOfMemoryAt(int64_t step);
+
+// SHARELENS_TEST_UPDATE_FAIL_STEPS: should the optimizer's update number `update` (1-based) fail half-way?
+bool updateFailsAt(int64_t update);
 
 // SHARELENS_TEST_KILL_IN_CHECKPOINT: SIGKILLs the process when `stage` is the one asked for and this is
 // the process's second (or later) checkpoint write.

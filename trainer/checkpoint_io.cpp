@@ -1,8 +1,11 @@
 #include "trainer/checkpoint_io.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
@@ -34,6 +37,24 @@ void removeCheckpointDirectory(const fs::path& dir) {
   fs::rename(dir, doomed);
   fsyncDirectory(dir.parent_path());
   fs::remove_all(doomed);
+}
+
+// Puts the complete directory `fresh` in the place of `existing` (re-saving a step: checkpoint-now at a save
+// step). One atomic exchange where the filesystem has it (renameat2 RENAME_EXCHANGE), so no crash leaves the
+// step without a complete checkpoint; elsewhere the old one is removed first and a crash between the two
+// renames loses that one step, the earlier checkpoints still there.
+void replaceCheckpointDirectory(const fs::path& fresh, const fs::path& existing) {
+  if (::renameat2(AT_FDCWD, fresh.c_str(), AT_FDCWD, existing.c_str(), RENAME_EXCHANGE) == 0) {
+    fsyncDirectory(existing.parent_path());
+    fs::remove_all(fresh);  // now the old checkpoint, under the temporary name the next start removes
+    return;
+  }
+  const int why = errno;
+  if (why != EINVAL && why != ENOSYS && why != EOPNOTSUPP)  // a real failure: the old checkpoint stays
+    throw fs::filesystem_error("cannot put the re-saved checkpoint in place", fresh, existing,
+                               std::error_code(why, std::generic_category()));
+  removeCheckpointDirectory(existing);
+  fs::rename(fresh, existing);
 }
 
 }  // namespace
@@ -82,8 +103,9 @@ void writeTrainingCheckpoint(const fs::path& runDir, int64_t step, const SharedT
     fsyncDirectory(temp);
     maybeDie("rename");
     if (fs::exists(final))
-      removeCheckpointDirectory(final);  // re-saving a step (checkpoint-now at a save step)
-    fs::rename(temp, final);
+      replaceCheckpointDirectory(temp, final);
+    else
+      fs::rename(temp, final);
     fsyncDirectory(final.parent_path());
   } catch (...) {  // a failed write (disk full, permissions) leaves no temporary directory behind
     std::error_code ec;

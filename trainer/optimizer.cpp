@@ -1,8 +1,10 @@
 #include "trainer/optimizer.hpp"
 
 #include <cmath>
+#include <new>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 
 namespace sharelens {
 
@@ -29,6 +31,7 @@ void AdamW::step(double lr) {
     m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
     const torch::Tensor denom = (m_expAvgSq[i].sqrt() / biasCorrection2Sqrt).add_(m_eps);
     param.addcdiv_(m_expAvg[i], denom, -stepSize);
+    if (i == 0 && fault::updateFailsAt(m_steps)) throw std::bad_alloc();
   }
 }
 

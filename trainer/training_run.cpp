@@ -100,6 +100,9 @@ class TrainingRun {
   torch::Tensor toDevice(const TokenBatch& b) const;
   void joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint);
   RunState step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite);
+  RunState trainSteps(const std::function<void(const StepMetrics&)>& onStep);
+  void saveAfterFailure(const char* what) noexcept;
+  double elapsedSeconds() const;
 
   RunRequest m_request;
   RunChannel& m_channel;
@@ -113,6 +116,12 @@ class TrainingRun {
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
   int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
   double m_lastLoss = NAN, m_lastValLoss = NAN;
+  int64_t m_lastSaved = 0;  // the newest checkpoint's step
+  // From the first change a step makes to the weights, moments or counters until its metrics line is logged,
+  // the state is no step's whole: an error then saves nothing new (saveAfterFailure).
+  bool m_midStep = false;
+  bool m_saving = false;  // inside saveCheckpoint: an error there is not retried
+  std::chrono::steady_clock::time_point m_loopStarted;
 };
 
 void TrainingRun::prepare() {
@@ -354,21 +363,51 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
                       {"loss", std::isfinite(m_lastLoss) ? Json(m_lastLoss) : Json(nullptr)},
                       {"val_loss", std::isfinite(m_lastValLoss) ? Json(m_lastValLoss) : Json(nullptr)}};
   if (!writer()) return;
+  m_saving = true;
   writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state,
                           m_request.config.keepCheckpoints, m_request.config.checkpointEvery);
   log({{"event", "checkpoint"}, {"step", step}});
+  m_saving = false;
 }
 
 RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep) {
+  m_loopStarted = std::chrono::steady_clock::now();
+  m_lastSaved = m_step;
+  try {
+    return trainSteps(onStep);
+  } catch (const std::exception& e) {
+    saveAfterFailure(e.what());
+    throw;
+  }
+}
+
+double TrainingRun::elapsedSeconds() const {
+  return m_elapsedAtResume +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count();
+}
+
+// An error ended the loop -- out of memory or a dead peer in a step's forward, backward or all-reduce: keep
+// the steps completed since the newest checkpoint. The weights, moments and counters are step m_step's,
+// logged, unless the error came after the step began to change them and before its metrics line (the
+// update, validation, a metrics line the disk refused): then the newest checkpoint stands, as it does when
+// the error was a save's own. Best effort: the error that ended the run is the one reported.
+void TrainingRun::saveAfterFailure(const char* what) noexcept {
+  if (m_midStep || m_saving || m_step <= m_lastSaved || !writer()) return;
+  try {
+    saveCheckpoint(m_step, elapsedSeconds());
+    m_lastSaved = m_step;
+    log({{"event", "stop"}, {"step", m_step}, {"reason", std::string("error: ") + what}});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sharelens: could not save step %lld after the error below: %s\n",
+                 static_cast<long long>(m_step), e.what());
+  }
+}
+
+RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& onStep) {
   const TrainConfig& c = m_request.config;
   const int64_t context = m_request.topology.model.context;
   m_channel.setState(RunState::Running, "training");
   using clock = std::chrono::steady_clock;
-  const auto started = clock::now();
-  auto elapsed = [&] {
-    return m_elapsedAtResume + std::chrono::duration<double>(clock::now() - started).count();
-  };
-  int64_t lastSaved = m_step;
   while (m_step < c.steps) {
     {  // commands between steps
       std::unique_lock lock(m_channel.mutex);
@@ -377,11 +416,11 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
         m_channel.wake.wait(lock, [&] { return !m_channel.paused || m_ctx.stop.stop_requested(); });
         m_channel.state = RunState::Running;
       }
-      if (m_channel.checkpointRequested && m_step > lastSaved) {
+      if (m_channel.checkpointRequested && m_step > m_lastSaved) {
         m_channel.checkpointRequested = false;
         lock.unlock();
-        saveCheckpoint(m_step, elapsed());
-        lastSaved = m_step;
+        saveCheckpoint(m_step, elapsedSeconds());
+        m_lastSaved = m_step;
       }
     }
     bool stop = m_ctx.stop.stop_requested();
@@ -415,7 +454,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
     if (m_group && m_request.distributed.checkWeightsEvery > 0 &&
         step % m_request.distributed.checkWeightsEvery == 0)
       m_group->checkWeightsAgree(m_model->parameters(), step);
-    metrics.elapsed = elapsed();
+    metrics.elapsed = elapsedSeconds();
     MetricPoint point{step,
                       metrics.tokens,
                       metrics.skipped ? NAN : metrics.loss,
@@ -428,6 +467,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
                       metrics.worldSize,
                       metrics.rankTokensPerSecond};
     log(metricToJson(point));
+    m_midStep = false;
     {
       std::lock_guard lock(m_channel.mutex);
       m_channel.metrics.push_back(metrics);
@@ -438,18 +478,18 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
       const std::string why = std::to_string(m_consecutiveNonFinite) +
                               " non-finite steps in a row (last: " + nonFinite + " at step " +
                               std::to_string(step) + "); the weights hold the last finite update";
-      saveCheckpoint(m_step, elapsed());
+      saveCheckpoint(m_step, elapsedSeconds());
       log({{"event", "stop"}, {"step", step}, {"reason", why}});
       m_channel.setState(RunState::Failed, why);
       return RunState::Failed;
     }
     if (step % c.checkpointEvery == 0 || step == c.steps) {
-      saveCheckpoint(step, elapsed());
-      lastSaved = step;
+      saveCheckpoint(step, elapsedSeconds());
+      m_lastSaved = step;
     }
   }
   if (m_step < c.steps) {  // stopped: keep every completed step
-    if (m_step > lastSaved) saveCheckpoint(m_step, elapsed());
+    if (m_step > m_lastSaved) saveCheckpoint(m_step, elapsedSeconds());
     log({{"event", "stop"}, {"step", m_step}, {"reason", "stopped by request"}});
     m_channel.setState(RunState::Stopped, "stopped at step " + std::to_string(m_step));
     return RunState::Stopped;
@@ -498,6 +538,7 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
     metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
     if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
   }
+  m_midStep = true;  // cleared once the step's metrics line is logged (trainSteps)
   if (nonFinite.empty()) {
     m_optimizer->step(lr);
     m_consecutiveNonFinite = 0;

@@ -19,9 +19,9 @@
 namespace sharelens::cli {
 namespace {
 
-std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupts{0};  // Ctrl-Cs and SIGTERMs received
 void onInterrupt(int) {
-  g_interrupted = true;
+  ++g_interrupts;
 }
 
 // A port the kernel says is free on loopback (bound and released: rank 0 binds it again at once).
@@ -84,13 +84,14 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
   ::sigaction(SIGTERM, &action, &previousTerm);  // the launcher's own SIGTERM reaches the ranks as a Ctrl-C
   int running = ranks, failedRank = -1, failedStatus = 0, exitStatus = 0;
   std::chrono::steady_clock::time_point stopping{};
-  bool forwarded = false;
+  int forwarded = 0;
   while (running > 0) {
-    if (g_interrupted && !forwarded) {  // Ctrl-C: every rank stops at the same step and rank 0 saves
+    // Each Ctrl-C or SIGTERM is passed on: the first stops every rank at the same step and rank 0 saves it;
+    // one a second or more later ends the ranks at once (progress_printer's rule, in each rank, which also
+    // takes a terminal's Ctrl-C reaching a rank both directly and through here as one).
+    for (const int received = g_interrupts.load(); forwarded < received; ++forwarded)
       for (pid_t pid : children)
         if (pid > 0) ::kill(pid, SIGINT);
-      forwarded = true;
-    }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, WNOHANG);
     if (done > 0) {
@@ -99,7 +100,7 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
       *it = -1;
       --running;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failedRank < 0 && !g_interrupted) {
+      if (!ok && failedRank < 0 && g_interrupts.load() == 0) {
         failedRank = rank;
         failedStatus = status;
         exitStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 1;

@@ -3,8 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <string>
 
 namespace sharelens::cli {
@@ -14,10 +16,30 @@ std::atomic<bool> g_interrupted{false};
 struct sigaction g_previousInt {
 }, g_previousTerm{};
 
+// When the first stop signal came (CLOCK_MONOTONIC, ns; 0: none yet).
+std::atomic<int64_t> g_firstSignalNs{0};
+constexpr int64_t kSecondSignalAfterNs = 1'000'000'000;
+
+int64_t monotonicNs() {  // clock_gettime is async-signal-safe
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 // Ctrl-C and SIGTERM (a scheduler's or `kill`'s stop) alike: the task stops where it can, a training run
-// saving a checkpoint of the step it reached.
-void onStopSignal(int) {
-  g_interrupted.store(true);
+// saving a checkpoint of the step it reached. Another one at least a second later takes the signal's default
+// action at once (what a task that never polls for a stop needs; a checkpoint being written is left as its
+// earlier complete ones). Within that second it is the same stop arriving twice -- a terminal's Ctrl-C or a
+// scheduler's SIGTERM to every process, and the --nproc launcher passing it on -- and changes nothing.
+void onStopSignal(int signal) {
+  const int64_t now = monotonicNs();
+  int64_t first = 0;
+  if (g_firstSignalNs.compare_exchange_strong(first, now)) {
+    g_interrupted.store(true);
+  } else if (now - first >= kSecondSignalAfterNs) {
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+  }
 }
 
 }  // namespace
@@ -27,6 +49,7 @@ CancellableTask::CancellableTask(int threads) {
   m_context.progress = &m_progress;
   m_context.threads = threads;
   g_interrupted.store(false);
+  g_firstSignalNs.store(0);
   struct sigaction action {};
   action.sa_handler = onStopSignal;
   sigemptyset(&action.sa_mask);
@@ -41,7 +64,8 @@ CancellableTask::CancellableTask(int threads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (g_interrupted.exchange(false) && !m_stop.stop_requested()) {
         m_stop.request_stop();
-        std::fprintf(stderr, "\ncancelling (Ctrl-C or SIGTERM)...\n");
+        std::fprintf(stderr,
+                     "\ncancelling (Ctrl-C or SIGTERM; another one a second later ends it at once)...\n");
       }
       const auto now = clock::now();
       if (terminal && now - lastLine > std::chrono::milliseconds(500)) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/atomic_file.hpp"
 #include "core/fault_injection.hpp"
@@ -94,7 +95,8 @@ TEST(Distributed, AKilledRankStopsTheOtherWithinTheTimeoutAndTheRunResumesOnOneR
   // Rank 1 is killed once rank 0 has logged step 10; no launcher watches them: rank 0 must notice alone.
   const std::string metrics = shellQuote((dir / "run" / "metrics.jsonl").string());
   const auto started = std::chrono::steady_clock::now();
-  auto r = runProcess("(" + rankEnv(0, 2, port, 8) + kBinary + args + " 2>" +
+  const std::string subshell = "(";  // named: "(" + std::string trips GCC 12's -Wstringop-overflow
+  auto r = runProcess(subshell + rankEnv(0, 2, port, 8) + kBinary + args + " 2>" +
                       shellQuote((dir / "rank0.err").string()) + " & p0=$!; " + rankEnv(1, 2, port, 8) +
                       kBinary + args + " 2>/dev/null & p1=$!; until grep -q '\"step\":10,' " + metrics +
                       " 2>/dev/null; do sleep 0.05; done; kill -KILL $p1; wait $p0; echo rank0=$?)");
@@ -124,7 +126,8 @@ TEST(Distributed, AnErrorInOneRanksStepIsReportedAsItselfAndTheOtherRankNamesIt)
                            " --corpus brown --steps 20 --batch 8 --threads 1 --eval-every 1000 --out " +
                            shellQuote((dir / "run").string());
   // Rank 1 runs out of memory in step 4; rank 0 is left waiting in that step's first collective.
-  std::string command = "(" + rankEnv(0, 2, port, 8) + kBinary + args;
+  std::string command = "(";  // appended to, not "(" + std::string: that trips GCC 12's -Wstringop-overflow
+  command += rankEnv(0, 2, port, 8) + kBinary + args;
   command += " 2>" + shellQuote((dir / "rank0.err").string()) + " & p0=$!; SHARELENS_TEST_OOM_STEPS=4 ";
   command += rankEnv(1, 2, port, 8) + kBinary + args;
   command += " 2>" + shellQuote((dir / "rank1.err").string()) + "; echo rank1=$?; wait $p0; echo rank0=$?)";
@@ -141,6 +144,39 @@ TEST(Distributed, AnErrorInOneRanksStepIsReportedAsItselfAndTheOtherRankNamesIt)
   fs::remove_all(dir);
 }
 
+// A first Ctrl-C or SIGTERM asks for a stop, which a rank waiting for its peers at the rendezvous does not
+// poll for; another one a second or more later ends the process at once (app/cli/progress_printer).
+TEST(Distributed, ASecondStopSignalEndsARankWaitingForItsPeers) {
+  const fs::path dir = testing::makeTempDir("dist-second-signal");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  const int port = freePort();
+  const std::string err = shellQuote((dir / "rank0.err").string());
+  std::string command = "(";  // appended to, not "(" + std::string: that trips GCC 12's -Wstringop-overflow
+  command += rankEnv(0, 2, port, 120) + kBinary + " train --topology " +
+             shellQuote((dir / "t.json").string()) +
+             " --corpus brown --steps 5 --batch 4 --threads 1 --out " + shellQuote((dir / "run").string()) +
+             " 2>" + err + " & pid=$!; ";
+  // Rank 0 serves the rendezvous: once its port is listening (state 0A in /proc/net/tcp*) it is waiting for
+  // rank 1, which never comes.
+  char hexPort[8];
+  std::snprintf(hexPort, sizeof hexPort, "%04X", port);
+  // (Each wait gives up after 30 s, so a broken run fails the test instead of hanging it.)
+  command += "n=0; until cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q ':" + std::string(hexPort) +
+             " [0-9A-F:]* 0A ' || [ $n -gt 600 ]; do n=$((n+1)); sleep 0.05; done; ";
+  // Two signals at once are one stop (a terminal's Ctrl-C reaching a rank directly and through a launcher);
+  // one more, a second later, ends it.
+  command += "kill -TERM $pid; kill -TERM $pid; n=0; until grep -q cancelling " + err +
+             " || [ $n -gt 600 ]; do n=$((n+1)); sleep 0.05; done; sleep 1.2; ";
+  command += "kill -0 $pid && echo still-waiting; kill -TERM $pid; wait $pid; echo status=$?)";
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = runProcess(command);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(r.out.find("still-waiting"), std::string::npos) << "the first signal only asks: " << r.out;
+  EXPECT_NE(r.out.find("status=143"), std::string::npos) << "the second ends it: " << r.out << r.err;
+  EXPECT_LT(seconds, 60) << "not the 120 s rendezvous timeout";
+  fs::remove_all(dir);
+}
+
 TEST(Distributed, RanksThatDisagreeOnTheTopologyRefuseToStart) {
   const fs::path dir = testing::makeTempDir("dist-disagree");
   writeTopologyFile(debugTopology(), dir / "a.json");
@@ -152,8 +188,9 @@ TEST(Distributed, RanksThatDisagreeOnTheTopologyRefuseToStart) {
     return " train --topology " + shellQuote((dir / topology).string()) +
            " --corpus brown --steps 5 --batch 4 --threads 1 --out " + shellQuote((dir / "run").string());
   };
-  const auto r = runProcess("(" + rankEnv(0, 2, port, 20) + kBinary + args("a.json") + " 2>&1 & p0=$!; " +
-                            rankEnv(1, 2, port, 20) + kBinary + args("b.json") +
+  const std::string subshell = "(";  // named: "(" + std::string trips GCC 12's -Wstringop-overflow
+  const auto r = runProcess(subshell + rankEnv(0, 2, port, 20) + kBinary + args("a.json") +
+                            " 2>&1 & p0=$!; " + rankEnv(1, 2, port, 20) + kBinary + args("b.json") +
                             " 2>&1; echo rank1=$?; wait $p0; echo rank0=$?)");
   EXPECT_NE(r.out.find("the ranks disagree on the topology"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank1=2"), std::string::npos) << r.out;

@@ -17,6 +17,7 @@
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
 #include "trainer/torch_compat.hpp"
+#include "trainer/torch_io.hpp"
 
 namespace sharelens {
 
@@ -161,6 +162,28 @@ TEST_P(EveryFamily, CheckpointReadsBackAsTheSameEffectiveWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Topologies, EveryFamily, ::testing::ValuesIn(families()),
                          [](const auto& info) { return info.param.first; });
+
+// Saving a step that already has a checkpoint replaces it whole (trainer/checkpoint_io.cpp: one atomic
+// exchange of the directories), and leaves no temporary directory behind.
+TEST(Checkpoint, ReSavingAStepReplacesItWholeAndLeavesNoTemporaryDirectory) {
+  SharedTransformer model(debugTopology(), torch::kCPU, 11);
+  AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
+  const fs::path dir = testing::makeTempDir("ckpt-resave");
+  writeTrainingCheckpoint(dir, 5, model, opt, Json{{"optimizer_steps", 0}}, CheckpointRetention::lastN(3), 5);
+  const NamedParameter& first = model.parameters().front();
+  {
+    torch::NoGradGuard noGrad;
+    first.tensor.add_(1.0);
+  }
+  writeTrainingCheckpoint(dir, 5, model, opt, Json{{"optimizer_steps", 0}}, CheckpointRetention::lastN(3), 5);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints")) entries.push_back(e.path().filename());
+  EXPECT_EQ(entries, std::vector<std::string>{"step-0000005"});
+  const auto saved = readTensors(dir / "checkpoints" / "step-0000005" / "model.safetensors");
+  ASSERT_TRUE(saved.count(first.name)) << first.name;
+  EXPECT_TRUE(torch::equal(saved.at(first.name), first.tensor.detach())) << "the second save's weights";
+  fs::remove_all(dir);
+}
 
 TEST(WeightSharing, SharedBlocksAreOneTensorAndTheirGradientIsTheSumOverLayers) {
   Topology shared = debugTopology();  // cycle: layers 0, 2 use block 0; 1, 3 use block 1

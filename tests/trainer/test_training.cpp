@@ -173,6 +173,36 @@ TEST(Training, SigtermSavesTheStepReached) {
   fs::remove_all(dir);
 }
 
+// An error inside a step (out of memory in the forward here) ends the run with that error, and the steps
+// completed since the newest checkpoint are saved, so a resume loses nothing; an error inside the optimizer's
+// update, which may have written some weights and not others, saves nothing new: the newest checkpoint
+// stands.
+TEST(Training, AnErrorInAStepSavesTheStepsBeforeIt) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
+  const fs::path dir = testing::makeTempDir("step-error");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  auto r = runProcess(trainCommand(dir / "t.json", dir / "whole", 20));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  r = runProcess("SHARELENS_TEST_OOM_STEPS=17 " + trainCommand(dir / "t.json", dir / "oom", 20));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("out of memory"), std::string::npos) << "the error that ended it: " << r.err;
+  ASSERT_TRUE(latestCheckpoint(dir / "oom").has_value()) << r.err;
+  EXPECT_EQ(latestCheckpoint(dir / "oom")->step, 16) << "steps 11-16 were past the checkpoint at 10";
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "oom").string()) + " --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto whole = lossesOf(dir / "whole"), resumed = lossesOf(dir / "oom");
+  ASSERT_EQ(resumed.size(), 20u);
+  for (const auto& [step, loss] : whole) EXPECT_EQ(resumed.at(step), loss) << "step " << step;
+
+  // The 14th update fails after writing the first parameter: steps 11-13 are not saved with it.
+  r = runProcess("SHARELENS_TEST_UPDATE_FAIL_STEPS=14 " + trainCommand(dir / "t.json", dir / "update", 20));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  ASSERT_TRUE(latestCheckpoint(dir / "update").has_value()) << r.err;
+  EXPECT_EQ(latestCheckpoint(dir / "update")->step, 10) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(Training, ResumeAfterSigkillIsBitIdentical) {
   const fs::path dir = testing::makeTempDir("resume");
   writeTopologyFile(debugTopology(), dir / "t.json");
