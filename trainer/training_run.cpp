@@ -366,6 +366,7 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
   m_saving = true;
   writeTrainingCheckpoint(m_request.runDir, step, *m_model, *m_optimizer, state,
                           m_request.config.keepCheckpoints, m_request.config.checkpointEvery);
+  m_lastSaved = step;
   log({{"event", "checkpoint"}, {"step", step}});
   m_saving = false;
 }
@@ -395,7 +396,6 @@ void TrainingRun::saveAfterFailure(const char* what) noexcept {
   if (m_midStep || m_saving || m_step <= m_lastSaved || !writer()) return;
   try {
     saveCheckpoint(m_step, elapsedSeconds());
-    m_lastSaved = m_step;
     log({{"event", "stop"}, {"step", m_step}, {"reason", std::string("error: ") + what}});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sharelens: could not save step %lld after the error below: %s\n",
@@ -420,7 +420,6 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
         m_channel.checkpointRequested = false;
         lock.unlock();
         saveCheckpoint(m_step, elapsedSeconds());
-        m_lastSaved = m_step;
       }
     }
     bool stop = m_ctx.stop.stop_requested();
@@ -485,7 +484,6 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     }
     if (step % c.checkpointEvery == 0 || step == c.steps) {
       saveCheckpoint(step, elapsedSeconds());
-      m_lastSaved = step;
     }
   }
   if (m_step < c.steps) {  // stopped: keep every completed step

@@ -12,11 +12,10 @@
 namespace sharelens::cli {
 namespace {
 
-std::atomic<bool> g_interrupted{false};
 struct sigaction g_previousInt {
 }, g_previousTerm{};
 
-// When the first stop signal came (CLOCK_MONOTONIC, ns; 0: none yet).
+// When the first stop signal came (CLOCK_MONOTONIC, ns; 0: none yet, no stop asked for).
 std::atomic<int64_t> g_firstSignalNs{0};
 constexpr int64_t kSecondSignalAfterNs = 1'000'000'000;
 
@@ -34,9 +33,7 @@ int64_t monotonicNs() {  // clock_gettime is async-signal-safe
 void onStopSignal(int signal) {
   const int64_t now = monotonicNs();
   int64_t first = 0;
-  if (g_firstSignalNs.compare_exchange_strong(first, now)) {
-    g_interrupted.store(true);
-  } else if (now - first >= kSecondSignalAfterNs) {
+  if (!g_firstSignalNs.compare_exchange_strong(first, now) && now - first >= kSecondSignalAfterNs) {
     ::signal(signal, SIG_DFL);
     ::raise(signal);
   }
@@ -48,7 +45,6 @@ CancellableTask::CancellableTask(int threads) {
   m_context.stop = m_stop.get_token();
   m_context.progress = &m_progress;
   m_context.threads = threads;
-  g_interrupted.store(false);
   g_firstSignalNs.store(0);
   struct sigaction action {};
   action.sa_handler = onStopSignal;
@@ -62,7 +58,7 @@ CancellableTask::CancellableTask(int threads) {
     std::string lastPrinted;
     while (!stop.stop_requested()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (g_interrupted.exchange(false) && !m_stop.stop_requested()) {
+      if (g_firstSignalNs.load() != 0 && !m_stop.stop_requested()) {
         m_stop.request_stop();
         std::fprintf(stderr,
                      "\ncancelling (Ctrl-C or SIGTERM; another one a second later ends it at once)...\n");
