@@ -51,6 +51,11 @@ bool outOfMemoryAt(int64_t step) {
   return !spec.empty() && stepListContains(spec, step);
 }
 
+bool validationOutOfMemoryAt(int64_t step) {
+  static const std::string spec = variable("SHARELENS_TEST_VALIDATION_OOM_STEPS");
+  return !spec.empty() && stepListContains(spec, step);
+}
+
 bool updateFailsAt(int64_t update) {
   static const std::string spec = variable("SHARELENS_TEST_UPDATE_FAIL_STEPS");
   return !spec.empty() && stepListContains(spec, update);
@@ -70,6 +75,9 @@ bool nonFiniteLossAt(int64_t) {
   return false;
 }
 bool outOfMemoryAt(int64_t) {
+  return false;
+}
+bool validationOutOfMemoryAt(int64_t) {
   return false;
 }
 bool updateFailsAt(int64_t) {

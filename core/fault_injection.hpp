@@ -8,6 +8,8 @@
 //   SHARELENS_TEST_OOM_STEPS           "4": training steps that run out of memory (std::bad_alloc before the
 //                                      forward pass; trainer/training_run.cpp; Distributed.AnErrorInOneRank*,
 //                                      Training.AnErrorInAStepSavesTheStepsBeforeIt)
+//   SHARELENS_TEST_VALIDATION_OOM_STEPS "10": training steps whose validation runs out of memory
+//                                      (trainer/training_run.cpp; Training.AnErrorInAStep*)
 //   SHARELENS_TEST_UPDATE_FAIL_STEPS   "4": optimizer updates that run out of memory after writing the first
 //                                      parameter (trainer/optimizer.cpp; Training.AnErrorInAStep*)
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
@@ -28,6 +30,9 @@ bool nonFiniteLossAt(int64_t step);
 
 // SHARELENS_TEST_OOM_STEPS: should this step run out of memory?
 bool outOfMemoryAt(int64_t step);
+
+// SHARELENS_TEST_VALIDATION_OOM_STEPS: should this step's validation run out of memory?
+bool validationOutOfMemoryAt(int64_t step);
 
 // SHARELENS_TEST_UPDATE_FAIL_STEPS: should the optimizer's update number `update` (1-based) fail half-way?
 bool updateFailsAt(int64_t update);

@@ -101,6 +101,7 @@ class TrainingRun {
   void joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint);
   RunState step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite);
   RunState trainSteps(const std::function<void(const StepMetrics&)>& onStep);
+  void recordStep(StepMetrics& metrics);
   void saveAfterFailure(const char* what) noexcept;
   double elapsedSeconds() const;
 
@@ -117,10 +118,19 @@ class TrainingRun {
   int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
   double m_lastLoss = NAN, m_lastValLoss = NAN;
   int64_t m_lastSaved = 0;  // the newest checkpoint's step
-  // From the first change a step makes to the weights, moments or counters until its metrics line is logged,
-  // the state is no step's whole: an error then saves nothing new (saveAfterFailure).
-  bool m_midStep = false;
-  bool m_saving = false;  // inside saveCheckpoint: an error there is not retried
+  // What an error can keep (saveAfterFailure).
+  enum class StepState {
+    Logged,    // the weights, moments and counters are step m_step's, and its metrics line is logged
+    Unlogged,  // they are step m_step's; its line is not logged yet (validation, the throughput gather, the
+               // write): log it with what the error cut short left out, then save
+    Unsure,    // a step is changing them (the update, a skip's counters) or the ranks' copies are being
+               // compared: no step's whole, so nothing new is saved
+    Writing,   // its line is being written: a failed write may have left part of it, and a second one
+               // would follow that part, so nothing new is saved
+  };
+  StepState m_stepState = StepState::Logged;
+  StepMetrics m_stepMetrics;  // the step being trained, until its line is logged
+  bool m_saving = false;      // inside saveCheckpoint: an error there is not retried
   std::chrono::steady_clock::time_point m_loopStarted;
 };
 
@@ -339,6 +349,7 @@ torch::Tensor TrainingRun::toDevice(const TokenBatch& b) const {
 }
 
 double TrainingRun::validationLoss() {
+  if (fault::validationOutOfMemoryAt(m_step)) throw std::bad_alloc();
   torch::NoGradGuard noGrad;
   ScopedCudaAutocast autocast(m_device.is_cuda());
   double total = 0;
@@ -387,14 +398,18 @@ double TrainingRun::elapsedSeconds() const {
          std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count();
 }
 
-// An error ended the loop -- out of memory or a dead peer in a step's forward, backward or all-reduce: keep
-// the steps completed since the newest checkpoint. The weights, moments and counters are step m_step's,
-// logged, unless the error came after the step began to change them and before its metrics line (the
-// update, validation, a metrics line the disk refused): then the newest checkpoint stands, as it does when
-// the error was a save's own. Best effort: the error that ended the run is the one reported.
+// An error ended the loop -- out of memory or a dead peer in a step's forward, backward, all-reduce or
+// validation: keep the steps completed since the newest checkpoint. The weights, moments and counters are
+// step m_step's unless the error came while a step was changing them or while the ranks compared them
+// (StepState::Unsure); then the newest checkpoint stands, as it does when the error was a save's own, or
+// came in writing the step's metrics line (no checkpoint is saved without its step's line). Best effort:
+// the error that ended the run is the one reported.
 void TrainingRun::saveAfterFailure(const char* what) noexcept {
-  if (m_midStep || m_saving || m_step <= m_lastSaved || !writer()) return;
+  if (m_stepState == StepState::Unsure || m_stepState == StepState::Writing || m_saving ||
+      m_step <= m_lastSaved || !writer())
+    return;
   try {
+    if (m_stepState == StepState::Unlogged) recordStep(m_stepMetrics);  // no checkpoint without its line
     saveCheckpoint(m_step, elapsedSeconds());
     log({{"event", "stop"}, {"step", m_step}, {"reason", std::string("error: ") + what}});
   } catch (const std::exception& e) {
@@ -431,46 +446,36 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     const int64_t step = m_step + 1;
     const auto stepStart = clock::now();
     const double lr = c.learningRate(step);
-    StepMetrics metrics;
+    StepMetrics& metrics = m_stepMetrics = StepMetrics{};
     metrics.step = step;
     metrics.lr = lr;
     std::string nonFinite;
     this->step(step, lr, metrics, nonFinite);
     m_step = step;
+    m_tokens += static_cast<double>(c.batchSize * context);
+    m_stepState = StepState::Unlogged;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
                  "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));
     const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count();
-    m_tokens += static_cast<double>(c.batchSize * context);
     metrics.tokens = m_tokens;
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
     if (m_group) {  // each rank's own rows per second; the step's throughput is the slowest rank's
-      const double rows = static_cast<double>(rowsOf(c.batchSize, m_group->rank(), m_group->worldSize()));
+      metrics.worldSize = m_group->worldSize();
+      const double rows = static_cast<double>(rowsOf(c.batchSize, m_group->rank(), metrics.worldSize));
       metrics.rankTokensPerSecond =
           m_group->allGather(rows * static_cast<double>(context) / std::max(seconds, 1e-9));
-      metrics.worldSize = m_group->worldSize();
     }
-    if (step % c.evalEvery == 0 || step == c.steps) metrics.valLoss = m_lastValLoss = validationLoss();
+    if (step % c.evalEvery == 0 || step == c.steps) {
+      m_lastValLoss = NAN;  // a checkpoint saved after validation failed holds no earlier step's loss
+      metrics.valLoss = m_lastValLoss = validationLoss();
+    }
     if (m_group && m_request.distributed.checkWeightsEvery > 0 &&
-        step % m_request.distributed.checkWeightsEvery == 0)
+        step % m_request.distributed.checkWeightsEvery == 0) {
+      m_stepState = StepState::Unsure;  // copies that disagree are no one step's weights
       m_group->checkWeightsAgree(m_model->parameters(), step);
-    metrics.elapsed = elapsedSeconds();
-    MetricPoint point{step,
-                      metrics.tokens,
-                      metrics.skipped ? NAN : metrics.loss,
-                      metrics.valLoss,
-                      lr,
-                      metrics.skipped ? NAN : metrics.gradNorm,
-                      metrics.tokensPerSecond,
-                      metrics.elapsed,
-                      metrics.penalty,
-                      metrics.worldSize,
-                      metrics.rankTokensPerSecond};
-    log(metricToJson(point));
-    m_midStep = false;
-    {
-      std::lock_guard lock(m_channel.mutex);
-      m_channel.metrics.push_back(metrics);
+      m_stepState = StepState::Unlogged;
     }
+    recordStep(metrics);
     if (onStep) onStep(metrics);
     if (m_consecutiveNonFinite >=
         c.maxConsecutiveNonFinite) {  // the same on every rank: the decision is global
@@ -495,6 +500,27 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
   log({{"event", "finish"}, {"step", m_step}});
   m_channel.setState(RunState::Finished, "finished " + std::to_string(m_step) + " steps");
   return RunState::Finished;
+}
+
+// Logs the step's metrics line and publishes it to the run's owner: from here an error keeps this step.
+void TrainingRun::recordStep(StepMetrics& metrics) {
+  metrics.elapsed = elapsedSeconds();
+  const MetricPoint point{metrics.step,
+                          metrics.tokens,
+                          metrics.skipped ? NAN : metrics.loss,
+                          metrics.valLoss,
+                          metrics.lr,
+                          metrics.skipped ? NAN : metrics.gradNorm,
+                          metrics.tokensPerSecond,
+                          metrics.elapsed,
+                          metrics.penalty,
+                          metrics.worldSize,
+                          metrics.rankTokensPerSecond};
+  m_stepState = StepState::Writing;
+  log(metricToJson(point));
+  m_stepState = StepState::Logged;
+  std::lock_guard lock(m_channel.mutex);
+  m_channel.metrics.push_back(metrics);
 }
 
 // One optimisation step: this rank's rows of the global batch, forward and backward (its gradients
@@ -536,7 +562,7 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
     metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
     if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
   }
-  m_midStep = true;  // cleared once the step's metrics line is logged (trainSteps)
+  m_stepState = StepState::Unsure;  // until the update or the skip is counted (trainSteps)
   if (nonFinite.empty()) {
     m_optimizer->step(lr);
     m_consecutiveNonFinite = 0;

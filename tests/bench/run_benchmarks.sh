@@ -9,6 +9,8 @@ echo "== checkpoint I/O (1 GiB BF16 checkpoint)"
 "$BUILD/tests/bench_checkpoint_io"
 echo "== analysis engine vs torch.linalg.svdvals"
 "$HERE/bench_analysis.sh" "$BUILD" gpt2-124m llama-3.2-1b
+echo "== the kernel floor of the layer-difference maps (Gram + eigensolve per pair, as the backend runs them)"
+"$HERE/bench_gram_floor.sh" "$BUILD" gpt2-124m llama-3.2-1b
 echo "== how the analysis cost grows: adds GPT-2 medium (PyTorch float32), then the table and docs/scaling.*"
 PEER_DTYPES=float32 "$HERE/bench_analysis.sh" "$BUILD" gpt2-350m
 COLLECT_ONLY=1 "$HERE/bench_scaling.sh" "$BUILD"

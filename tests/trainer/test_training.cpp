@@ -195,6 +195,33 @@ TEST(Training, AnErrorInAStepSavesTheStepsBeforeIt) {
   ASSERT_EQ(resumed.size(), 20u);
   for (const auto& [step, loss] : whole) EXPECT_EQ(resumed.at(step), loss) << "step " << step;
 
+  // Step 10's validation runs out of memory: its update is whole, so step 10 is kept, its metrics line
+  // logged without the validation loss (and before its checkpoint), and resuming gives the same losses.
+  r = runProcess("SHARELENS_TEST_VALIDATION_OOM_STEPS=10 " +
+                 trainCommand(dir / "t.json", dir / "validation", 20));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("out of memory"), std::string::npos) << "the error that ended it: " << r.err;
+  ASSERT_TRUE(latestCheckpoint(dir / "validation").has_value()) << "step 10 was lost: " << r.err;
+  EXPECT_EQ(latestCheckpoint(dir / "validation")->step, 10) << r.err;
+  std::vector<Json> stepTen;  // the file itself, in order: step 10's lines and events
+  std::istringstream lines(readTextFile(dir / "validation" / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line);
+    if (j.value("step", int64_t{0}) == 10) stepTen.push_back(j);
+  }
+  ASSERT_EQ(stepTen.size(), 3u) << "step 10's line, its checkpoint, the stop";
+  EXPECT_FALSE(stepTen[0].contains("event")) << stepTen[0].dump();
+  EXPECT_EQ(stepTen[0].at("loss").get<double>(), whole.at(10));
+  EXPECT_FALSE(stepTen[0].contains("val_loss")) << "step 10's validation never finished";
+  EXPECT_EQ(stepTen[1].value("event", ""), "checkpoint") << "the line before its checkpoint";
+  EXPECT_EQ(stepTen[2].value("event", ""), "stop");
+  r = runProcess(kBinary + " train --resume --out " + shellQuote((dir / "validation").string()) +
+                 " --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto afterValidation = lossesOf(dir / "validation");
+  ASSERT_EQ(afterValidation.size(), 20u);
+  for (const auto& [step, loss] : whole) EXPECT_EQ(afterValidation.at(step), loss) << "step " << step;
+
   // The 14th update fails after writing the first parameter: steps 11-13 are not saved with it.
   r = runProcess("SHARELENS_TEST_UPDATE_FAIL_STEPS=14 " + trainCommand(dir / "t.json", dir / "update", 20));
   EXPECT_EQ(r.exitCode, 2) << r.err;
