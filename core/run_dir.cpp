@@ -1,5 +1,9 @@
 #include "core/run_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -225,18 +229,35 @@ std::optional<fs::path> runDirectoryOf(const fs::path& path) {
   return std::nullopt;
 }
 
+// All or nothing: a line the disk takes only part of (full, or over a file-size limit) is cut back off, so a
+// later line never follows a fragment (trimMetricsFile drops only a torn last line, the one a kill leaves).
 void appendJsonLine(const fs::path& file, const Json& line) {
-  std::ofstream out(file, std::ios::app | std::ios::binary);
-  if (!out)
+  const std::string text = line.dump() + '\n';
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
     throw Error({.what = "cannot append to file",
                  .where = file.string(),
+                 .found = std::strerror(errno),
                  .hint = "check the run directory is writable"});
-  out << line.dump() << '\n';
-  out.flush();
-  if (!out)  // a full disk shows here, not at the open
+  struct stat before {};
+  const bool sized = ::fstat(fd, &before) == 0 && S_ISREG(before.st_mode);
+  size_t written = 0;
+  int error = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : ENOSPC;
+      break;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (error != 0 && written > 0 && sized) (void)::ftruncate(fd, before.st_size);  // one writer: ours
+  ::close(fd);
+  if (error != 0)  // a full disk shows here, not at the open
     throw Error({.what = "cannot write to file",
                  .where = file.string(),
-                 .found = std::strerror(errno),
+                 .found = std::strerror(error),
                  .hint = "free some space on that disk; the run's checkpoints are complete and it resumes "
                          "from the latest with --resume"});
 }

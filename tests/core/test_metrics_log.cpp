@@ -1,7 +1,9 @@
 // metrics.jsonl as its readers meet it: lines written by another version, by hand, or torn by a kill.
 // The regression input is the one libFuzzer found (an "event" that is a number, not a string).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -71,6 +73,36 @@ TEST(MetricsLog, AnAppendToAFullDiskIsANamedError) {
     EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
   }
+}
+
+// A disk that takes only part of a line (here a file-size limit, which writes up to the limit and then fails
+// with EFBIG, as a filling disk does with ENOSPC): the part is cut back off, so the next line starts clean.
+TEST(MetricsLog, AnAppendTheDiskTakesOnlyPartOfLeavesTheFileAsItWas) {
+  const std::string before = "{\"step\":1,\"loss\":5.0}\n";
+  const fs::path file = writeLog("partial", before);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto oldHandler = std::signal(SIGXFSZ, SIG_IGN);  // else the write past the limit kills us
+  rlimit limited = saved;
+  limited.rlim_cur = before.size() + 10;  // room for 10 bytes of the next line
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  std::string message;
+  try {
+    appendJsonLine(file, Json{{"step", 2}, {"loss", 4.5}, {"lr", 0.001}});
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, oldHandler);
+  EXPECT_NE(message.find(file.string()), std::string::npos) << "no error naming the file: " << message;
+  EXPECT_EQ(readAll(file), before) << "a fragment of step 2's line was left behind";
+  appendJsonLine(file, Json{{"step", 2}, {"loss", 4.5}});
+  MetricsReader reader(file);
+  reader.poll();
+  ASSERT_EQ(reader.points().size(), 2u);
+  EXPECT_EQ(reader.malformedLines(), 0u);
+  EXPECT_EQ(reader.points()[1].loss, 4.5);
+  fs::remove_all(file.parent_path());
 }
 
 TEST(MetricsLog, NothingToTrimLeavesTheFileAlone) {
