@@ -48,6 +48,11 @@ class Checkpoint {
   // Tensors present in shards but not in the index's weight_map (kept, and reported by inspect).
   const std::vector<std::string>& unindexedTensors() const { return m_unindexed; }
 
+  // Throws a named Error when `out` (a file or directory a command is about to write) is one of this
+  // checkpoint's files or, for a checkpoint opened as a directory, lies in that directory: the output would
+  // overwrite or change the input it is read from. `command` names the writer ("sharelens convert").
+  void refuseAsOutput(const std::filesystem::path& out, std::string_view command) const;
+
   std::vector<float> readFloat(std::string_view name) const;
   // Drops a tensor's mapped pages from the resident set (a loader that has converted it keeps RSS to its
   // copy).

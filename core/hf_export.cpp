@@ -78,6 +78,20 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
 
 void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path& outDir) {
   namespace hf = names::hf;
+  if (view.family != Family::Llama && view.family != Family::ShareLens)
+    throw Error({.what = "export-hf writes ShareLens and Llama-family checkpoints in the Llama layout",
+                 .where = view.source,
+                 .expected = "a ShareLens run or checkpoint, or a Llama-style one",
+                 .found = std::string(familyName(view.family)),
+                 .hint = "this checkpoint is in its own Hugging Face layout already; `sharelens convert` "
+                         "changes its dtype"});
+  for (const LayerView& l : view.layers)
+    for (const auto& b : l.bias)
+      if (b.has_value())
+        throw Error({.what = "the Llama layout written here has no biases",
+                     .where = view.source + ": layer " + std::to_string(l.index),
+                     .found = "a projection with a bias",
+                     .hint = "evaluate or analyse this checkpoint where it is"});
   if (!view.shape.gatedFfn || !view.embedding || !view.finalNorm)
     throw Error({.what = "only SwiGLU decoders with RMSNorm export to the Llama layout",
                  .where = view.source,
@@ -112,10 +126,18 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     shape.model.ropeTheta = t["model"].value("rope_theta", 10000.0);
     shape.model.normEps = t["model"].value("norm_eps", 1e-5);
   }
+  Json config = llamaConfigFor(shape);
+  if (view.family == Family::Llama && ckpt.config() && ckpt.config()->is_object()) {
+    // The same model in float32: its own config (RoPE base and scaling, norm epsilon, special tokens,
+    // activation) with the dtype and tying of what is written.
+    config = *ckpt.config();
+    config["torch_dtype"] = "float32";
+    config["tie_word_embeddings"] = view.shape.tiedEmbeddings;
+  }
   fs::create_directories(outDir);
   writeSafetensors(outDir / "model.safetensors", tensors,
                    {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
-  writeFileAtomically(outDir / "config.json", llamaConfigFor(shape).dump(2) + "\n");
+  writeFileAtomically(outDir / "config.json", config.dump(2) + "\n");
 }
 
 }  // namespace sharelens

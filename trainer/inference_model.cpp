@@ -337,10 +337,25 @@ void InferenceModel::checkWindow(int64_t t) const {
                  .hint = "use shorter windows (--window)"});
 }
 
+void InferenceModel::checkTokenIds(const torch::Tensor& tokens) const {
+  if (tokens.numel() == 0) return;
+  const torch::Tensor flat = tokens.reshape({-1});
+  const torch::Tensor outside = at::logical_or(flat < 0, flat >= m_shape.vocab).nonzero();
+  if (outside.numel() == 0) return;
+  const int64_t position = outside[0].item<int64_t>();
+  throw Error({.what = "token id outside the model's vocabulary",
+               .where = m_view.source + ": token " + std::to_string(position) + " of the input",
+               .expected = "ids in [0, " + std::to_string(m_shape.vocab) + ")",
+               .found = std::to_string(flat[position].item<int64_t>()),
+               .hint = "the ids come from another model's tokenizer; tokenize with this checkpoint's "
+                       "(sharelens tokenize PATH)"});
+}
+
 torch::Tensor InferenceModel::embed(const torch::Tensor& tokens, Trace* trace) const {
   torch::NoGradGuard noGrad;
   const int64_t t = tokens.size(1);
   checkWindow(t);
+  checkTokenIds(tokens);
   torch::Tensor x;
   if (m_mode == Weights::Resident) {
     x = at::embedding(m_embedding, tokens);

@@ -118,6 +118,7 @@ class InferenceModel {
   void forEachOutputHeadSlice(torch::Device device,
                               const std::function<void(const torch::Tensor&)>& use) const;
   void loadWeights(Layer& layer, const LayerView& view) const;
+  void checkTokenIds(const torch::Tensor& tokens) const;  // every id in [0, vocab), else a named error
   void checkWindow(int64_t tokens) const;
   torch::Tensor attention(const Layer& layer, const torch::Tensor& h, torch::Tensor* probs,
                           torch::Tensor* outputInput) const;

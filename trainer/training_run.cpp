@@ -134,6 +134,24 @@ class TrainingRun {
   std::chrono::steady_clock::time_point m_loopStarted;
 };
 
+namespace {
+
+// A model's folder (config.json or safetensors files, no run.json) is not a run directory: a run written
+// into it would hide the model from everything that opens the folder (its checkpoint is found first).
+void refuseCheckpointAsRunDirectory(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const fs::path name = entry.path().filename();
+    if (name == "config.json" || name.extension() == ".safetensors")
+      throw Error({.what = "the output directory holds a model, not a run",
+                   .where = dir.string(),
+                   .found = entry.path().string(),
+                   .hint = "choose another --out; to train from that model, pass it to --init"});
+  }
+}
+
+}  // namespace
+
 void TrainingRun::prepare() {
   RunRequest& r = m_request;
   const fs::path runJson = r.runDir / "run.json";
@@ -173,6 +191,7 @@ void TrainingRun::prepare() {
       throw Error({.what = "the directory already holds a run",
                    .where = r.runDir.string(),
                    .hint = "pass --resume to continue it, or choose another --out"});
+    refuseCheckpointAsRunDirectory(r.runDir);
     validateTopology(r.topology, "topology");
   }
   if (r.distributed.enabled()) {

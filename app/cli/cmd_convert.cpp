@@ -21,6 +21,7 @@ int runConvert(Args& args) {
                  .expected = "F32, F16, BF16 or F64",
                  .found = dtypeText});
   const auto ckpt = Checkpoint::open(path);
+  ckpt->refuseAsOutput(out, "sharelens convert");
   std::vector<EncodedTensor> converted;
   std::vector<TensorWrite> writes;
   converted.reserve(ckpt->tensorCount());

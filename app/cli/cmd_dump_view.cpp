@@ -23,6 +23,7 @@ int runDumpView(Args& args) {
   const std::string out = args.positional("OUT.safetensors");
   args.finish();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  ckpt->refuseAsOutput(out, "sharelens dump-view");
   const ModelView view = openModelView(*ckpt);
   std::vector<EncodedTensor> tensors;
   if (view.embedding) tensors.push_back(encode("embedding", materialize(*ckpt, *view.embedding)));

@@ -8,8 +8,10 @@
 
 #include "app/cli/commands.hpp"
 #include "core/atomic_file.hpp"
+#include "core/checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
 #include "trainer/forward_probe.hpp"
 #include "trainer/hf_tokenizer.hpp"
@@ -50,6 +52,7 @@ int runHiddenStates(Args& args) {
     throw Error({.what = "missing --token-ids FILE or --out FILE",
                  .where = "sharelens hidden-states",
                  .hint = "usage: " + args.usage()});
+  Checkpoint::open(resolveModelPath(path))->refuseAsOutput(*out, "sharelens hidden-states");
   const std::vector<FloatMatrix> states = hiddenStates(path, readTokenIds(*idsFile));
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i + 1 < states.size(); ++i)
@@ -86,7 +89,15 @@ int runTokenize(Args& args) {
     const Json texts = readJsonFile(*textsJson);
     if (!texts.is_array()) throw Error({.what = "expected a JSON array of strings", .where = *textsJson});
     Json all = Json::array();
-    for (const Json& t : texts) all.push_back(tokenizer->encode(t.get<std::string>(), special));
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (!texts[i].is_string())
+        throw Error({.what = "expected a JSON array of strings",
+                     .where = *textsJson + ": element " + std::to_string(i),
+                     .expected = "a string",
+                     .found = std::string(texts[i].type_name()),
+                     .hint = "write the texts as [\"first text\", \"second text\"]"});
+      all.push_back(tokenizer->encode(texts[i].get<std::string>(), special));
+    }
     result = {{"tokenizer", tokenizer->describe()}, {"ids", all}};
   } else {
     const std::string input = text ? *text : readTextFile(*file);

@@ -374,6 +374,7 @@ int runExportHf(Args& args) {
   const std::string out = args.positional("OUT_DIR");
   args.finish();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  ckpt->refuseAsOutput(out, "sharelens export-hf");
   const ModelView view = openModelView(*ckpt);
   if (compressionRecordOf(*ckpt)) {  // a compressed checkpoint goes back to its own family's layout
     writeDecompressedCheckpoint(*ckpt, view, out);

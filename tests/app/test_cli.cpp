@@ -213,6 +213,81 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   fs::remove_all(dir);
 }
 
+// Commands that write a model refuse an output that is, or lies in, the checkpoint they read, and `train`
+// refuses a model's folder as its run directory: each would replace or hide the input.
+TEST(Cli, AnOutputThatWouldOverwriteTheInputIsRefusedAndTheInputIsUnchanged) {
+  const auto dir = testing::makeTempDir("cli-overwrite");
+  testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Llama));
+  const std::string m = shellQuote((dir / "m").string());
+  const std::string weights = readTextFile(dir / "m" / "model.safetensors");
+  const std::string config = readTextFile(dir / "m" / "config.json");
+  fs::create_directories(dir / "elsewhere");
+  std::ofstream(dir / "ids.txt") << "1 2 3\n";
+  const std::string ids = shellQuote((dir / "ids.txt").string());
+  for (const std::string& command :
+       {" export-hf " + m + " " + m,
+        " dump-view " + m + " " + shellQuote((dir / "m" / "model.safetensors").string()),
+        " convert " + m + " " + shellQuote((dir / "m" / "f32.safetensors").string()),
+        " hidden-states " + m + " --token-ids " + ids + " --out " +
+            shellQuote((dir / "m" / "h.safetensors").string())}) {
+    const auto r = runProcess(kBinary + command);
+    EXPECT_EQ(r.exitCode, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("would overwrite the checkpoint it is read from"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "m" / "f32.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "m" / "h.safetensors"));
+  auto r = runProcess(kBinary + " topology --preset vanilla --layers 2 --unique 2 --out " +
+                      shellQuote((dir / "t.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(kBinary + " train --topology " + shellQuote((dir / "t.json").string()) +
+                 " --corpus brown --steps 2 --threads 1 --out " + m);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("holds a model, not a run"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "m" / "run.json"));
+  EXPECT_FALSE(fs::exists(dir / "m" / "checkpoints"));
+  EXPECT_EQ(readTextFile(dir / "m" / "model.safetensors"), weights);
+  EXPECT_EQ(readTextFile(dir / "m" / "config.json"), config);
+  std::ofstream(dir / "far.txt") << "1 2 999\n";  // the fixture's vocabulary is smaller
+  r = runProcess(kBinary + " hidden-states " + m + " --token-ids " + shellQuote((dir / "far.txt").string()) +
+                 " --out " + shellQuote((dir / "elsewhere" / "h.safetensors").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("token 2 of the input: token id outside the model's vocabulary"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "elsewhere" / "h.safetensors"));
+  // Writing beside it is fine.
+  r = runProcess(kBinary + " convert " + m + " " +
+                 shellQuote((dir / "elsewhere" / "f32.safetensors").string()));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  fs::remove_all(dir);
+}
+
+// export-hf of a Llama-family checkpoint keeps the model's own settings: only the dtype of what it writes
+// changes (it once wrote default RoPE base and epsilon and dropped rope_scaling, changing the model).
+TEST(Cli, ExportHfOfALlamaCheckpointKeepsItsConfigAndRefusesOtherFamilies) {
+  const auto dir = testing::makeTempDir("cli-export-hf");
+  testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Llama));
+  Json config = readJsonFile(dir / "m" / "config.json");
+  config["rope_theta"] = 500000.0;
+  config["rms_norm_eps"] = 1e-6;
+  config["bos_token_id"] = 7;
+  std::ofstream(dir / "m" / "config.json") << config.dump();
+  auto r = runProcess(kBinary + " export-hf " + shellQuote((dir / "m").string()) + " " +
+                      shellQuote((dir / "out").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Json exported = readJsonFile(dir / "out" / "config.json");
+  EXPECT_EQ(exported.at("torch_dtype"), "float32");
+  exported["torch_dtype"] = config.value("torch_dtype", Json());
+  if (exported["torch_dtype"].is_null()) exported.erase("torch_dtype");
+  EXPECT_EQ(exported, config) << "every other field as the source had it";
+  testing::writeHfFixture(dir / "q", testing::defaultSpec(Family::Qwen2));
+  r = runProcess(kBinary + " export-hf " + shellQuote((dir / "q").string()) + " " +
+                 shellQuote((dir / "q-out").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("found qwen2"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "q-out"));
+  fs::remove_all(dir);
+}
+
 // A copy of a Llama fixture with edits: `edit` changes tensors through a TensorEditor, `drop` removes some.
 fs::path editedFixture(const fs::path& dir, const std::string& name,
                        const std::function<void(const Checkpoint&, TensorEditor&)>& edit,
