@@ -1,5 +1,6 @@
 #include "core/json_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -129,6 +130,16 @@ const Json& JsonObject::get(std::string_view key) const {
     throw Error(
         {.what = "missing field '" + std::string(key) + "'", .where = m_where, .hint = "add the field"});
   return *it;
+}
+
+void JsonObject::allowOnly(std::initializer_list<std::string_view> known) const {
+  for (const auto& [key, value] : m_object->items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string list;
+    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    fail(key, "unknown field", "one of " + list, "'" + key + "'",
+         "check its spelling: an unknown field would otherwise be ignored and its default used");
+  }
 }
 
 void JsonObject::fail(std::string_view key, std::string what, std::string expected, std::string found,

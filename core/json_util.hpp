@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -36,6 +37,10 @@ class JsonObject {
   JsonObject requireObject(std::string_view key) const;
   std::optional<JsonObject> optionalObject(std::string_view key) const;
   const Json& requireArray(std::string_view key) const;
+
+  // Throws a named error for the first key not in `known`: a misspelt optional field would otherwise be
+  // ignored and its default taken without a word.
+  void allowOnly(std::initializer_list<std::string_view> known) const;
 
   // Throws "WHERE field 'key': WHAT (expected, found). Hint: ..." for validation done by callers.
   [[noreturn]] void fail(std::string_view key, std::string what, std::string expected, std::string found,

@@ -103,6 +103,7 @@ std::vector<std::vector<int64_t>> groupsFromJson(const JsonObject& obj, std::str
 }
 
 BlockSharing blockSharingFromJson(const JsonObject& obj) {
+  obj.allowOnly({"assign", "lora_rank"});
   BlockSharing s;
   for (const Json& v : obj.requireArray("assign")) {
     if (!v.is_number_integer())
@@ -374,12 +375,16 @@ Json topologyToJson(const Topology& t) {
 
 Topology topologyFromJson(const Json& json, const std::string& where) {
   const JsonObject root(json, where);
+  root.allowOnly({"schema", "name", "model", "embedding", "attention", "ffn", "head_sharing", "masa",
+                  "tied_heads", "postshare", "provenance"});
   if (root.has("schema") && root.requireString("schema") != kTopologySchema)
     root.fail("schema", "unsupported topology schema", kTopologySchema, root.requireString("schema"),
               "this ShareLens reads sharelens.topology/1 files");
   Topology t;
   t.name = root.optionalString("name").value_or("untitled");
   const JsonObject m = root.requireObject("model");
+  m.allowOnly({"vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "context",
+               "norm", "activation", "rope_theta", "norm_eps"});
   t.model.vocab = m.requireInt("vocab");
   t.model.dModel = m.requireInt("d_model");
   t.model.layers = m.requireInt("n_layers");
@@ -396,6 +401,7 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
   if (auto act = m.optionalString("activation"); act && *act != "swiglu")
     m.fail("activation", "unsupported activation", "swiglu", *act);
   if (auto e = root.optionalObject("embedding")) {
+    e->allowOnly({"tied", "factor_rank"});
     t.embedding.tied = e->optionalBool("tied").value_or(true);
     t.embedding.factorRank = e->optionalInt("factor_rank").value_or(0);
   }
@@ -407,6 +413,7 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
   t.attention = root.has("attention") ? blockSharingFromJson(root.requireObject("attention")) : identity();
   t.ffn = root.has("ffn") ? blockSharingFromJson(root.requireObject("ffn")) : identity();
   if (auto hs = root.optionalObject("head_sharing")) {
+    hs->allowOnly({"mode", "lora_rank", "projections"});
     const std::string mode = hs->optionalString("mode").value_or("none");
     const auto* it = std::find(std::begin(kHeadSharingNames), std::end(kHeadSharingNames), mode);
     if (it == std::end(kHeadSharingNames))
@@ -416,6 +423,8 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
     t.headSharing.projections = parseProjList(*hs, "projections", t.headSharing.projections);
   }
   if (auto masa = root.optionalObject("masa")) {
+    masa->allowOnly({"enabled", "projections", "atoms", "groups", "mlp_coefficients", "block_embedding_dim",
+                     "mlp_hidden"});
     t.masa.enabled = masa->optionalBool("enabled").value_or(false);
     t.masa.projections = parseProjList(*masa, "projections", t.masa.projections);
     t.masa.atoms = masa->optionalInt("atoms").value_or(t.masa.atoms);
@@ -430,6 +439,7 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
       t.tiedHeads.push_back(tieFromJson(ties[i], where + ".tied_heads[" + std::to_string(i) + "]"));
   }
   if (auto post = root.optionalObject("postshare")) {
+    post->allowOnly({"gamma", "pairs"});
     t.postShare.gamma = post->optionalNumber("gamma").value_or(0.0);
     if (post->has("pairs")) {
       const Json& pairs = post->requireArray("pairs");
@@ -439,6 +449,7 @@ Topology topologyFromJson(const Json& json, const std::string& where) {
     }
   }
   if (auto p = root.optionalObject("provenance")) {
+    p->allowOnly({"pattern", "unique_blocks", "depth_multiplier", "note"});
     t.provenance.pattern = p->optionalString("pattern").value_or("custom");
     t.provenance.uniqueBlocks = p->optionalInt("unique_blocks").value_or(0);
     t.provenance.depthMultiplier = p->optionalString("depth_multiplier").value_or("1");

@@ -194,6 +194,19 @@ TEST(TopologyJson, RoundTripsEveryFeatureAndRejectsBadFiles) {
   j["schema"] = "sharelens.topology/9";
   EXPECT_NE(errorOf([&] { topologyFromJson(j, "t.json"); }).find("unsupported topology schema"),
             std::string::npos);
+  // A misspelt field is an error, not its default taken in silence (a different model trained).
+  for (const auto& [section, typo] :
+       std::vector<std::pair<std::string, std::string>>{{"", "fnn"},
+                                                        {"ffn", "lora_rnak"},
+                                                        {"model", "n_kv_head"},
+                                                        {"masa", "atom"},
+                                                        {"embedding", "tide"}}) {
+    j = topologyToJson(debugTopology());
+    (section.empty() ? j : j[section])[typo] = 4;
+    const std::string error = errorOf([&] { topologyFromJson(j, "t.json"); });
+    const std::string where = "t.json" + (section.empty() ? "" : "." + section) + " field '" + typo + "'";
+    EXPECT_NE(error.find(where + ": unknown field"), std::string::npos) << error;
+  }
 }
 
 TEST(ParamCount, ClosedFormsPerGroup) {
