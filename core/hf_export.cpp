@@ -76,6 +76,31 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
   return t;
 }
 
+namespace {
+
+// The config.json of what exportHfLlama writes. A Llama-family checkpoint is the same model in float32: its
+// own config (RoPE base and scaling, norm epsilon, special tokens, activation) with the dtype and tying of
+// what is written. A ShareLens one gets the Llama config of its shape and its topology's RoPE and norm.
+Json exportedConfig(const Checkpoint& ckpt, const ModelView& view) {
+  if (view.family == Family::Llama && ckpt.config() && ckpt.config()->is_object()) {
+    Json config = *ckpt.config();
+    config["torch_dtype"] = "float32";
+    config["tie_word_embeddings"] = view.shape.tiedEmbeddings;
+    return config;
+  }
+  Topology shape;
+  shape.model = modelDimsOf(view.shape, view.shape.context);
+  shape.embedding.tied = view.shape.tiedEmbeddings;
+  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end()) {
+    const Json t = parseJsonStrict(it->second, "topology metadata");
+    shape.model.ropeTheta = t["model"].value("rope_theta", 10000.0);
+    shape.model.normEps = t["model"].value("norm_eps", 1e-5);
+  }
+  return llamaConfigFor(shape);
+}
+
+}  // namespace
+
 void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path& outDir) {
   namespace hf = names::hf;
   if (view.family != Family::Llama && view.family != Family::ShareLens)
@@ -118,22 +143,7 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     putVector(hf::attnNorm(layer.index), attnNorm->weight);
     putVector(hf::ffnNorm(layer.index), ffnNorm->weight);
   }
-  Topology shape;
-  shape.model = modelDimsOf(view.shape, view.shape.context);
-  shape.embedding.tied = view.shape.tiedEmbeddings;
-  if (auto it = ckpt.metadata().find(names::kTopologyMetadataKey); it != ckpt.metadata().end()) {
-    const Json t = parseJsonStrict(it->second, "topology metadata");
-    shape.model.ropeTheta = t["model"].value("rope_theta", 10000.0);
-    shape.model.normEps = t["model"].value("norm_eps", 1e-5);
-  }
-  Json config = llamaConfigFor(shape);
-  if (view.family == Family::Llama && ckpt.config() && ckpt.config()->is_object()) {
-    // The same model in float32: its own config (RoPE base and scaling, norm epsilon, special tokens,
-    // activation) with the dtype and tying of what is written.
-    config = *ckpt.config();
-    config["torch_dtype"] = "float32";
-    config["tie_word_embeddings"] = view.shape.tiedEmbeddings;
-  }
+  const Json config = exportedConfig(ckpt, view);
   fs::create_directories(outDir);
   writeSafetensors(outDir / "model.safetensors", tensors,
                    {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});

@@ -191,10 +191,9 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   return r;
 }
 
-std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& path, const std::vector<int>& tokens) {
-  const auto ckpt = Checkpoint::open(resolveModelPath(path));
-  const ModelView view = openModelView(*ckpt);
-  const InferenceModel model(*ckpt, view, torch::kCPU);
+std::vector<FloatMatrix> hiddenStates(const Checkpoint& ckpt, const std::vector<int>& tokens) {
+  const ModelView view = openModelView(ckpt);
+  const InferenceModel model(ckpt, view, torch::kCPU);
   InferenceModel::Trace trace;
   model.forward(at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).unsqueeze(0),
                 &trace);

@@ -13,6 +13,8 @@
 
 namespace sharelens {
 
+class Checkpoint;
+
 struct ProbeOptions {
   int64_t tokens = 25000;        // tokens of text for the layer-output differences
   std::string corpus = "brown";  // brown, nlp or a directory of .txt files
@@ -51,7 +53,6 @@ ProbeResult probeCheckpoint(const std::filesystem::path& checkpointPath, const P
                             const TaskContext& ctx);
 
 // Hidden states (embeddings, then after each layer) and, last, the logits of one token sequence.
-std::vector<FloatMatrix> hiddenStates(const std::filesystem::path& checkpointPath,
-                                      const std::vector<int>& tokens);
+std::vector<FloatMatrix> hiddenStates(const Checkpoint& ckpt, const std::vector<int>& tokens);
 
 }  // namespace sharelens

@@ -52,8 +52,9 @@ int runHiddenStates(Args& args) {
     throw Error({.what = "missing --token-ids FILE or --out FILE",
                  .where = "sharelens hidden-states",
                  .hint = "usage: " + args.usage()});
-  Checkpoint::open(resolveModelPath(path))->refuseAsOutput(*out, "sharelens hidden-states");
-  const std::vector<FloatMatrix> states = hiddenStates(path, readTokenIds(*idsFile));
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
+  ckpt->refuseAsOutput(*out, "sharelens hidden-states");
+  const std::vector<FloatMatrix> states = hiddenStates(*ckpt, readTokenIds(*idsFile));
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i + 1 < states.size(); ++i)
     tensors.push_back(EncodedTensor::fromFloats("hidden." + std::to_string(i), DType::F32,
