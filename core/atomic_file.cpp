@@ -1,6 +1,7 @@
 #include "core/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,11 +23,36 @@ namespace {
        .hint = err == ENOSPC ? "free some disk space" : "check the directory exists and is writable"});
 }
 
+// A temporary's name is its target's, a marker, the writer's process id and a counter: NAME.tmp.PID.N for a
+// file, .NAME.tmp-PID-N for a staging directory.
+constexpr std::string_view kFileMarker = ".tmp.", kDirectoryMarker = ".tmp-";
+
 std::filesystem::path tempPathFor(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
-  auto name = target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+  auto name = target.filename().string() + std::string(kFileMarker) + std::to_string(::getpid()) + "." +
               std::to_string(counter.fetch_add(1));
   return target.parent_path() / name;
+}
+
+// Removes what a killed earlier writer of the same target left in `directory`: entries named `prefix` + PID
+// + a separator whose process no longer exists (a live writer's temporaries, ours included, are kept).
+void removeStaleTemporaries(const std::filesystem::path& directory, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(directory.empty() ? "." : directory, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    size_t digits = prefix.size();
+    while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9') ++digits;
+    if (digits == prefix.size() || digits - prefix.size() > 9 || digits == name.size() ||
+        (name[digits] != '.' && name[digits] != '-'))
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(prefix.size(), digits - prefix.size())));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
 }
 
 }  // namespace
@@ -36,6 +62,7 @@ AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target
     throw Error({.what = "directory does not exist",
                  .where = m_target.parent_path().string(),
                  .hint = "create it first or choose another output path"});
+  removeStaleTemporaries(m_target.parent_path(), m_target.filename().string() + std::string(kFileMarker));
   m_temp = tempPathFor(m_target);
   m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (m_fd < 0) throwIo("cannot create file", m_temp, errno);
@@ -88,9 +115,10 @@ StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::m
   const fs::path parent = m_target.has_parent_path() ? m_target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) throwIo("cannot create directory", parent, ec.value());
+  const std::string prefix = "." + m_target.filename().string() + std::string(kDirectoryMarker);
+  removeStaleTemporaries(parent, prefix);
   static std::atomic<unsigned> counter{0};
-  m_staging = parent / ("." + m_target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(counter.fetch_add(1)));
+  m_staging = parent / (prefix + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
   fs::remove_all(m_staging, ec);
   if (!fs::create_directory(m_staging, ec) || ec)
     throwIo("cannot create directory", m_staging, ec ? ec.value() : EEXIST);
@@ -121,6 +149,13 @@ void fsyncDirectory(const std::filesystem::path& directory) {
 }
 
 std::string readTextFile(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))  // an ifstream opens a directory and reads nothing
+    throw Error({.what = "expected a file, found a directory",
+                 .where = path.string(),
+                 .expected = "a text file",
+                 .found = "a directory",
+                 .hint = "name a file inside it"});
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error({.what = "cannot open file",

@@ -31,7 +31,8 @@ void writeFileAtomically(const std::filesystem::path& target, std::string_view c
 // The same promise for a whole output directory (a derived model: weights, config, tokenizer): files are
 // written into a hidden staging directory beside the target, and commit() renames it into place. A
 // StagedDirectory destroyed without commit() removes the staging directory, so a failed or refused write
-// leaves nothing behind. The target must not exist yet (or be an empty directory).
+// leaves nothing behind, and a new one for the same target removes the staging directories of killed
+// writers. The target must not exist yet (or be an empty directory).
 class StagedDirectory {
  public:
   explicit StagedDirectory(std::filesystem::path target);

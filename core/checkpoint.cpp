@@ -179,24 +179,6 @@ void Checkpoint::releasePages(std::string_view name) const {
   if (const TensorRef* ref = find(name)) ref->file->releasePages(*ref->info);
 }
 
-void Checkpoint::refuseAsOutput(const fs::path& out, std::string_view command) const {
-  std::error_code ec;
-  const fs::path target = fs::weakly_canonical(out, ec);
-  if (ec) return;  // not resolvable: the write itself reports the path
-  auto refuse = [&](const fs::path& input) {
-    throw Error({.what = "the output would overwrite the checkpoint it is read from",
-                 .where = std::string(command) + ": output " + out.string(),
-                 .expected = "a path outside " + input.string(),
-                 .found = target.string(),
-                 .hint = "write to another directory"});
-  };
-  for (const auto& file : m_files)
-    if (fs::weakly_canonical(file->path(), ec) == target) refuse(file->path());
-  if (!fs::is_directory(m_path, ec)) return;
-  const fs::path relative = target.lexically_relative(fs::weakly_canonical(m_directory, ec));
-  if (!relative.empty() && *relative.begin() != "..") refuse(m_directory);  // the folder itself or inside
-}
-
 std::vector<float> Checkpoint::readFloat(std::string_view name) const {
   const TensorRef& ref = at(name);
   return ref.file->readFloat(*ref.info);

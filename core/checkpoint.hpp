@@ -20,6 +20,12 @@
 
 namespace sharelens {
 
+// The files read beside a checkpoint's weights (its config, tokenizer and generation settings): what a copy
+// of the model carries along, and what no command may write into a model's folder.
+inline constexpr const char* kCompanionFiles[] = {
+    "config.json",           "tokenizer.json",          "tokenizer.model",
+    "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
+
 struct TensorRef {
   const SafetensorsFile* file = nullptr;
   const TensorInfo* info = nullptr;
@@ -47,11 +53,6 @@ class Checkpoint {
   const std::map<std::string, std::string>& metadata() const { return m_metadata; }
   // Tensors present in shards but not in the index's weight_map (kept, and reported by inspect).
   const std::vector<std::string>& unindexedTensors() const { return m_unindexed; }
-
-  // Throws a named Error when `out` (a file or directory a command is about to write) is one of this
-  // checkpoint's files or, for a checkpoint opened as a directory, lies in that directory: the output would
-  // overwrite or change the input it is read from. `command` names the writer ("sharelens convert").
-  void refuseAsOutput(const std::filesystem::path& out, std::string_view command) const;
 
   std::vector<float> readFloat(std::string_view name) const;
   // Drops a tensor's mapped pages from the resident set (a loader that has converted it keeps RSS to its

@@ -77,9 +77,7 @@ std::vector<std::string> copyCompanionFiles(const Checkpoint& ckpt, const fs::pa
     fs::copy_file(from, outDir / name, fs::copy_options::overwrite_existing);
     copied.push_back(name);
   };
-  for (const char* name : {"config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-                           "special_tokens_map.json", "generation_config.json"})
-    copy(dir / name, name);
+  for (const char* name : kCompanionFiles) copy(dir / name, name);
   // A run's checkpoint (RUN/checkpoints/step-N/) keeps its tokenizer in the run directory.
   copy(dir.parent_path().parent_path() / "tokenizer.model", "tokenizer.model");
   return copied;

@@ -92,10 +92,13 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (o.optionalString("schema").value_or("") != kExperimentSchema)
     o.fail("schema", "not an experiment file", kExperimentSchema,
            o.has("schema") ? o.raw()["schema"].dump() : "nothing");
+  o.allowOnly({"schema", "name", "description", "claim", "corpus", "seeds", "tokens", "eval_tokens", "train",
+               "reference", "arms"});
   Experiment e;
   e.name = o.requireString("name");
   e.description = o.optionalString("description").value_or("");
   if (const auto c = o.optionalObject("claim")) {
+    c->allowOnly({"paper", "section", "statement", "number"});
     e.claim.paper = c->optionalString("paper").value_or("");
     e.claim.section = c->optionalString("section").value_or("");
     e.claim.statement = c->optionalString("statement").value_or("");
@@ -129,6 +132,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (std::set<uint64_t>(e.seeds.begin(), e.seeds.end()).size() != e.seeds.size())
     o.fail("seeds", "a seed listed twice", "distinct seeds", "a repeated seed");
   e.tokens = o.requireInt("tokens", 1);
+  constexpr int64_t kMostTokens = 1'000'000'000'000;  // keeps every step count below int64's range
+  if (e.tokens > kMostTokens)
+    o.fail("tokens", "too many training tokens", "at most 10^12 per run", std::to_string(e.tokens),
+           "an experiment's runs are small models: millions to billions of tokens");
   e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
   if (o.has("train")) e.train = o.requireObject("train").raw();
   for (const char* fixed : {"corpus", "steps", "seed"})
@@ -141,6 +148,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
   for (size_t i = 0; i < arms.size(); ++i) {
     const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
+    a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology"});
     ExperimentArm arm;
     arm.name = a.requireString("name");
     if (arm.name.empty() || arm.name.find('/') != std::string::npos || arm.name == "." || arm.name == "..")
@@ -171,6 +179,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
       baselines.emplace_back(arm.name, arm.matchedBaselineOf);
     } else if (a.has("derive")) {
       const JsonObject d = a.requireObject("derive");
+      d.allowOnly({"from", "method", "ratio", "gamma", "steps", "lr"});
       DerivedArm derived;
       derived.from = d.requireString("from");
       derived.method = d.requireString("method");

@@ -60,6 +60,9 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
       const JsonObject c(*ckpt.config(), ckpt.configPath()->string());
       t.model.ropeTheta = c.optionalNumber("rope_theta").value_or(10000.0);
       t.model.normEps = c.optionalNumber("rms_norm_eps").value_or(1e-6);
+      if (const auto act = c.optionalString("hidden_act"); act && *act != "silu" && *act != "swish")
+        c.fail("hidden_act", "ShareLens trains SwiGLU models (SiLU gate)", "silu", "'" + *act + "'",
+               "post-training would train another model than these weights belong to; evaluate it instead");
       if (c.has("rope_scaling") && !c.raw()["rope_scaling"].is_null())
         throw Error(
             {.what = "RoPE scaling is not supported for post-training",
@@ -144,10 +147,11 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
     putVector(hf::ffnNorm(layer.index), ffnNorm->weight);
   }
   const Json config = exportedConfig(ckpt, view);
-  fs::create_directories(outDir);
-  writeSafetensors(outDir / "model.safetensors", tensors,
+  StagedDirectory out(outDir);  // whole or absent: a kill or a full disk leaves no half-written OUT_DIR
+  writeSafetensors(out.path() / "model.safetensors", tensors,
                    {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
-  writeFileAtomically(outDir / "config.json", config.dump(2) + "\n");
+  writeFileAtomically(out.path() / "config.json", config.dump(2) + "\n");
+  out.commit();
 }
 
 }  // namespace sharelens

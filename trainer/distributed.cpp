@@ -325,8 +325,8 @@ void DistributedGroup::fail(const std::exception& cause) {
   throw Error({.what = "a collective failed: another rank stopped or timed out",
                .where = "rank " + std::to_string(rank()) + ", after step " + std::to_string(m_step),
                .found = what + "; ranks that stopped: " + stoppedRanks(),
-               .hint = "the last complete checkpoint is intact: `sharelens train --resume --out DIR` "
-                       "continues it, with any number of ranks"});
+               .hint = "`sharelens train --resume --out DIR` continues from the newest complete checkpoint "
+                       "(from the start if none was written yet), with any number of ranks"});
 }
 
 }  // namespace sharelens

@@ -39,7 +39,8 @@ torch::Device deviceFor(const std::string& name) {
 
 HeldOutSource heldOutSource(const fs::path& path, const EvalOptions& options) {
   HeldOutSource s{"brown", 0.05};
-  if (const auto run = runDirectoryOf(path)) {
+  const auto run = runDirectoryOf(path);
+  if (run) {
     const Json record = readJsonFile(*run / "run.json");
     if (const Json* config = record.contains("config") ? &record["config"] : nullptr) {
       if (config->contains("corpus") && (*config)["corpus"].is_string())
@@ -48,8 +49,19 @@ HeldOutSource heldOutSource(const fs::path& path, const EvalOptions& options) {
         s.validationFraction = (*config)["validation_fraction"].get<double>();
     }
   }
+  const HeldOutSource trained = s;
   if (options.corpus) s.corpus = *options.corpus;
   if (options.validationFraction) s.validationFraction = *options.validationFraction;
+  // Documents are held out by a hash below the share (splitByDocument), so a larger share of the run's own
+  // corpus takes in documents the run trained on: its "held-out" loss would not be one.
+  if (run && s.corpus == trained.corpus && s.validationFraction > trained.validationFraction)
+    throw Error(
+        {.what = "this share of the corpus includes documents the run trained on",
+         .where = "--validation-fraction",
+         .expected = "at most " + std::to_string(trained.validationFraction) +
+                     " (the run's held-out share, " + (*run / "run.json").string() + ")",
+         .found = std::to_string(s.validationFraction),
+         .hint = "leave it out to score the run's own held-out documents, or evaluate on another corpus"});
   return s;
 }
 

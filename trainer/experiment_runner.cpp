@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/blas_threads.hpp"
+#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/evaluate.hpp"
@@ -22,16 +23,40 @@ namespace sharelens {
 
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed) {
   Json merged = trainConfigToJson(TrainConfig{});
+  for (const auto& [key, value] : e.train.items())  // a misspelt option would silently train the default
+    if (!merged.contains(key)) {
+      std::string known;
+      for (const auto& [k, v] : merged.items()) known += (known.empty() ? "" : ", ") + k;
+      throw Error({.what = "unknown training option",
+                   .where = "experiment '" + e.name + "': train field '" + key + "'",
+                   .expected = "one of " + known,
+                   .found = "'" + key + "'",
+                   .hint = "check its spelling: an unknown option would otherwise be ignored"});
+    }
   merged.merge_patch(e.train);
   TrainConfig c = trainConfigFromJson(merged, "experiment '" + e.name + "': train");
   c.corpus = e.corpus;
   c.seed = seed;
   const int64_t perStep = c.batchSize * arm.topology.model.context;
-  c.steps = std::max<int64_t>(1, (e.tokens + perStep - 1) / perStep);
+  c.steps = std::max<int64_t>(1, e.tokens / perStep + (e.tokens % perStep != 0));
   c.warmupSteps = std::min(c.warmupSteps, c.steps / 5);
   c.checkpointEvery = std::min(c.checkpointEvery, c.steps);
   return c;
 }
+
+namespace {
+
+// Whether any arm's run in OUT/<arm>/seed-N/ has started (a run record, a derived model or an evaluation).
+bool anyRunStarted(const fs::path& outDir) {
+  std::error_code ec;
+  for (const auto& arm : fs::directory_iterator(outDir, ec))
+    for (const auto& seed : fs::directory_iterator(arm.path(), ec))
+      for (const char* file : {"run.json", "derived.json", "eval.json"})
+        if (fs::exists(seed.path() / file, ec)) return true;
+  return false;
+}
+
+}  // namespace
 
 void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOptions& o,
                    const TaskContext& ctx, const std::function<void(const std::string&)>& log) {
@@ -65,16 +90,19 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         }
     return j;
   };
+  fs::create_directories(outDir);
+  const DirectoryLock lock(outDir, "experiment");  // one runner per directory; released when it ends
   if (fs::exists(file)) {
     const Json recorded = readJsonFile(file);
-    if (trainingIdentity(recorded) != trainingIdentity(resolved))
+    // Another experiment is refused once any of its runs has started; one that never trained a step (refused
+    // by a check at training time) is only a plan, and its corrected file takes its place.
+    if (trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(outDir))
       throw Error(
           {.what = "the directory holds another experiment (or this one with other seeds, steps or arms)",
            .where = file.string(),
            .hint = "choose another --out, or run it with the options it was started with"});
     if (recorded != resolved) writeFileAtomically(file, resolved.dump(2) + "\n");
   } else {
-    fs::create_directories(outDir);
     writeFileAtomically(file, resolved.dump(2) + "\n");
   }
 

@@ -130,11 +130,46 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
   return consecutiveKl(at::cat(parts, 1));
 }
 
+namespace {
+
+// The activation a config.json names in the family's field (a named Error for one the forward cannot run),
+// else the family's default.
+Activation activationOf(const Json& config, const ForwardTraits& t, const std::string& where) {
+  static const std::pair<std::string_view, Activation> kNames[] = {
+      {"silu", Activation::Silu},
+      {"swish", Activation::Silu},
+      {"gelu", Activation::GeluErf},
+      {"gelu_new", Activation::GeluTanh},
+      {"gelu_pytorch_tanh", Activation::GeluTanh},
+      {"gelu_fast", Activation::GeluTanh},
+      {"relu", Activation::Relu}};
+  for (std::string_view field : t.activationFields) {
+    if (field.empty()) continue;
+    const auto it = config.find(std::string(field));
+    if (it == config.end() || it->is_null()) continue;
+    const std::string name = it->is_string() ? it->get<std::string>() : it->dump();
+    for (const auto& [known, activation] : kNames)
+      if (it->is_string() && name == known) return activation;
+    std::string list;
+    for (const auto& [known, activation] : kNames) list += (list.empty() ? "" : ", ") + std::string(known);
+    throw Error(
+        {.what = "unsupported FFN activation",
+         .where = where + " field '" + std::string(field) + "'",
+         .expected = "one of " + list,
+         .found = name,
+         .hint = "the forward pass would compute another model than the one these weights belong to"});
+  }
+  return t.mlp == ForwardTraits::Mlp::SwiGlu ? Activation::Silu : Activation::GeluTanh;
+}
+
+}  // namespace
+
 ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& view) {
   ArchitectureParams p;
   p.family = view.family;
   p.traits = forwardTraits(view.family);
   const ForwardTraits& t = p.traits;
+  p.activation = t.mlp == ForwardTraits::Mlp::SwiGlu ? Activation::Silu : Activation::GeluTanh;
   p.slidingLayers.assign(view.layers.size(), false);
   if (view.family == Family::ShareLens) {  // its hyper-parameters live in the topology, not a config.json
     const auto it = ckpt.metadata().find(names::kTopologyMetadataKey);
@@ -148,6 +183,7 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   const Json& config = ckpt.config() ? *ckpt.config() : empty;
   const std::string where = ckpt.configPath() ? ckpt.configPath()->string() : std::string("config.json");
   const Json& c = textConfig(config);
+  p.activation = activationOf(c, t, where);
   p.normEps = number(c, std::string(t.normEpsField).c_str(), t.normEpsDefault, where);
   if (t.positions != ForwardTraits::Positions::Rope) return p;
   p.ropeTheta = number(c, "rope_theta", t.ropeThetaDefault, where);
@@ -309,17 +345,22 @@ torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) co
   auto opt = [](const torch::Tensor& b) {
     return b.defined() ? c10::optional<torch::Tensor>(b) : c10::nullopt;
   };
-  switch (m_params.traits.mlp) {
-    case ForwardTraits::Mlp::GeluTanh:
-      return at::linear(at::gelu(at::linear(h, layer.up, opt(layer.bup)), "tanh"), layer.down,
-                        opt(layer.bdown));
-    case ForwardTraits::Mlp::GeGluTanh:
-      return at::linear(at::gelu(at::linear(h, layer.gate), "tanh") * at::linear(h, layer.up, opt(layer.bup)),
-                        layer.down, opt(layer.bdown));
-    case ForwardTraits::Mlp::SwiGlu:
-      break;
-  }
-  return at::linear(at::silu(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down,
+  auto act = [&](const torch::Tensor& x) {
+    switch (m_params.activation) {
+      case Activation::GeluTanh:
+        return at::gelu(x, "tanh");
+      case Activation::GeluErf:
+        return at::gelu(x);
+      case Activation::Relu:
+        return at::relu(x);
+      case Activation::Silu:
+        break;
+    }
+    return at::silu(x);
+  };
+  if (m_params.traits.mlp == ForwardTraits::Mlp::GeluTanh)  // ungated (GPT-2): down(act(up h))
+    return at::linear(act(at::linear(h, layer.up, opt(layer.bup))), layer.down, opt(layer.bdown));
+  return at::linear(act(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down,
                     opt(layer.bdown));
 }
 

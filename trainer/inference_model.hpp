@@ -24,9 +24,14 @@
 
 namespace sharelens {
 
+// The FFN's activation as Hugging Face's ACT2FN names it: silu / swish; gelu (exact, erf); gelu_new,
+// gelu_pytorch_tanh and gelu_fast (the tanh approximation); relu.
+enum class Activation : uint8_t { Silu, GeluTanh, GeluErf, Relu };
+
 struct ArchitectureParams {
   Family family = Family::Llama;
-  ForwardTraits traits;  // the family's (core/arch/family.hpp)
+  ForwardTraits traits;                      // the family's (core/arch/family.hpp)
+  Activation activation = Activation::Silu;  // config.json's, else the family's default
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
   double ropeLocalTheta = 10000.0;  // Gemma 3 sliding-window layers

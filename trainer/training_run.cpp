@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/atomic_file.hpp"
+#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/machine.hpp"
@@ -85,6 +86,8 @@ class TrainingRun {
   TrainingRun(RunRequest request, RunChannel& channel, const TaskContext& ctx)
       : m_request(std::move(request)), m_channel(channel), m_ctx(ctx) {}
 
+  // Everything checked, the data loaded and the model built; throws a named Error and leaves the run
+  // directory as it was (one this call created is removed again).
   void prepare();
   RunState loop(const std::function<void(const StepMetrics&)>& onStep);
   const RunRequest& request() const { return m_request; }
@@ -104,6 +107,8 @@ class TrainingRun {
   void recordStep(StepMetrics& metrics);
   void saveAfterFailure(const char* what) noexcept;
   double elapsedSeconds() const;
+  void prepareRun();
+  void takeRunDirectory();
 
   RunRequest m_request;
   RunChannel& m_channel;
@@ -112,6 +117,8 @@ class TrainingRun {
   std::unique_ptr<SharedTransformer> m_model;
   std::unique_ptr<AdamW> m_optimizer;
   std::unique_ptr<DistributedGroup> m_group;  // distributed runs only
+  std::unique_ptr<DirectoryLock> m_lock;      // rank 0: the run directory's one writer, until the run ends
+  bool m_createdRunDir = false;               // by this run: removed again if prepare() fails
   torch::Device m_device = torch::kCPU;
   int64_t m_step = 0;
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
@@ -152,7 +159,32 @@ void refuseCheckpointAsRunDirectory(const fs::path& dir) {
 
 }  // namespace
 
+// Rank 0 (the writer) takes the run directory before reading anything in it: created if absent, then locked,
+// so a second writer (a --resume beside a live run or beside the ranks of a killed launcher) is refused.
+void TrainingRun::takeRunDirectory() {
+  const RunRequest& r = m_request;
+  if (r.distributed.rank != 0) return;
+  std::error_code ec;
+  m_createdRunDir = !fs::exists(r.runDir, ec);
+  fs::create_directories(r.runDir);
+  m_lock = std::make_unique<DirectoryLock>(r.runDir, "training run");
+}
+
 void TrainingRun::prepare() {
+  try {
+    takeRunDirectory();
+    prepareRun();
+  } catch (...) {
+    std::error_code ec;
+    if (m_createdRunDir && !fs::exists(m_request.runDir / "run.json", ec)) {
+      m_lock.reset();
+      fs::remove_all(m_request.runDir, ec);  // nothing but what this call wrote
+    }
+    throw;
+  }
+}
+
+void TrainingRun::prepareRun() {
   RunRequest& r = m_request;
   const fs::path runJson = r.runDir / "run.json";
   Json record;

@@ -26,10 +26,12 @@ std::optional<std::string> Args::option(std::string_view name) {
       if (i + 1 >= m_args.size() || m_used[i + 1])
         fail("option " + flagName + " needs a value", "nothing after it");
       m_used[i] = m_used[i + 1] = true;
+      m_taken.insert(flagName);
       return m_args[i + 1];
     }
     if (m_args[i].rfind(flagName + "=", 0) == 0) {
       m_used[i] = true;
+      m_taken.insert(flagName);
       return m_args[i].substr(flagName.size() + 1);
     }
   }
@@ -80,6 +82,7 @@ bool Args::flag(std::string_view name) {
   for (size_t i = 0; i < m_args.size(); ++i)
     if (!m_used[i] && m_args[i] == flagName) {
       m_used[i] = true;
+      m_taken.insert(flagName);
       return true;
     }
   return false;
@@ -108,8 +111,13 @@ std::vector<std::string> Args::remaining() const {
 }
 
 void Args::finish() {
-  for (size_t i = 0; i < m_args.size(); ++i)
-    if (!m_used[i]) fail("unknown or misplaced argument", "'" + m_args[i] + "'");
+  for (size_t i = 0; i < m_args.size(); ++i) {
+    if (m_used[i]) continue;
+    const std::string name = m_args[i].substr(0, m_args[i].find('='));
+    if (m_taken.count(name))  // the first was read; a second would silently lose to it
+      fail("option " + name + " given twice", "'" + m_args[i] + "' after an earlier " + name);
+    fail("unknown or misplaced argument", "'" + m_args[i] + "'");
+  }
 }
 
 }  // namespace sharelens::cli

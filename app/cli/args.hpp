@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@ class Args {
   std::string m_usage;
   std::vector<std::string> m_args;
   std::vector<bool> m_used;
+  std::set<std::string> m_taken;  // the options and flags read so far ("--lr")
 };
 
 }  // namespace sharelens::cli

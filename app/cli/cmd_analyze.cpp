@@ -16,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/inspect_report.hpp"
+#include "core/output_guard.hpp"
 #include "core/run_dir.hpp"
 
 namespace sharelens::cli {
@@ -89,6 +90,9 @@ int runAnalyze(Args& args) {
   if (!jsonOut)
     throw Error(
         {.what = "missing --json FILE", .where = "sharelens analyze", .hint = "usage: " + args.usage()});
+  std::vector<DeclaredOutput> outputs = {DeclaredOutput::file(*jsonOut, "--json")};
+  if (directShareOut) outputs.push_back(DeclaredOutput::directory(*directShareOut, "--directshare-out"));
+  checkOutputs("sharelens analyze", *ckpt, outputs);
   if (directShareOut)
     checkDirectShareWritable(*ckpt, view);  // refused before anything is computed or written
   const bool explicitSelection = !requested.empty();

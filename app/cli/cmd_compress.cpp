@@ -5,6 +5,7 @@
 // DIR MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
 // (app/workflows/compress.hpp); the sweep writes every model, a table and a figure of perplexity against
 // ratio.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
+#include "core/output_guard.hpp"
 #include "core/run_dir.hpp"
 
 namespace sharelens::cli {
@@ -96,6 +98,11 @@ int runCompress(Args& args) {
                      .where = "--projections",
                      .expected = "some of q,k,v,o",
                      .found = "'" + name + "'"});
+      if (std::find(o.spec.projections.begin(), o.spec.projections.end(), *p) != o.spec.projections.end())
+        throw Error({.what = "a projection listed twice",
+                     .where = "--projections " + *projections,
+                     .expected = "each of q,k,v,o at most once",
+                     .found = "'" + name + "' again"});
       o.spec.projections.push_back(*p);
     }
   }
@@ -118,6 +125,11 @@ int runCompress(Args& args) {
     throw Error(
         {.what = "missing --out DIR", .where = "sharelens compress", .hint = "usage: " + args.usage()});
   o.out = *out;
+  {  // every output checked before calibration: OUT is written whole (staged), --json beside it
+    std::vector<DeclaredOutput> outputs = {DeclaredOutput::directory(o.out, "--out")};
+    if (jsonOut) outputs.push_back(DeclaredOutput::file(*jsonOut, "--json"));
+    checkOutputs("sharelens compress", *Checkpoint::open(resolveModelPath(path)), outputs);
+  }
   if (const auto kl = parseKlGrouping(groups)) {
     if (*kl == 0)
       throw Error({.what = "kl-peaks does not fix the number of groups",
@@ -138,29 +150,32 @@ int runCompress(Args& args) {
                      .where = "--methods",
                      .expected = "masa, masa-noref, svd",
                      .found = m});
-    const SweepReport report = sweepCompression(path, o, ratios, methods, eval, task.context());
+    const SweepReport report =
+        sweepCompression(path, o, ratios, methods, eval, task.context(),
+                         [](const std::filesystem::path& staged, const SweepReport& r) {  // OUT's figure
+                           exportFigureInEveryFormat(plot::compressionSweepFigure(r), staged / "sweep");
+                         });
     task.finish();
-    const plot::Figure figure = plot::compressionSweepFigure(report);
-    for (const char* ext : {"svg", "png", "pdf"})
-      exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
     std::cout << report.toMarkdown() << "\nwrote " << (o.out / "sweep.json").string()
               << ", sweep.md and sweep.{svg,png,pdf}\n";
     if (jsonOut) writeFileAtomically(*jsonOut, report.toJson().dump(2) + "\n");
     return 0;
   }
+  EvalResult before, after;
+  if (evaluate)  // inside OUT's staging: an interrupted evaluation leaves no OUT, and the rerun starts afresh
+    o.beforeCommit = [&](const std::filesystem::path& staged, CompressionReport& r) {
+      before = evaluateCheckpoint(path, eval, task.context());
+      after = evaluateCheckpoint(staged, eval, task.context());
+      after.source = o.out.string();
+      r.eval = {{"original", evalResultToJson(before)}, {"compressed", evalResultToJson(after)}};
+    };
   const CompressionReport report = compressCheckpoint(path, o, task.context());
+  task.finish();
   printPlan(report);
-  Json json = report.toJson();
-  if (evaluate) {
-    const EvalResult before = evaluateCheckpoint(path, eval, task.context()),
-                     after = evaluateCheckpoint(o.out, eval, task.context());
+  if (evaluate)
     std::printf("  held-out NLL %.4f -> %.4f (perplexity %.3f -> %.3f) on %lld tokens\n", before.nll,
                 after.nll, before.perplexity, after.perplexity, static_cast<long long>(after.tokens));
-    json["eval"] = {{"original", evalResultToJson(before)}, {"compressed", evalResultToJson(after)}};
-  }
-  task.finish();
-  writeFileAtomically(o.out / "compress.json", json.dump(2) + "\n");
-  if (jsonOut) writeFileAtomically(*jsonOut, json.dump(2) + "\n");
+  if (jsonOut) writeFileAtomically(*jsonOut, report.toJson().dump(2) + "\n");
   std::cout << "wrote " << o.out.string() << "\n";
   return 0;
 }

@@ -1,11 +1,13 @@
 // sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]
 // Writes every tensor of a checkpoint (sharded or not) into one safetensors file, floating tensors
 // converted to --dtype (default F32), integer and bool tensors copied as they are. Metadata is kept.
+#include <array>
 #include <iostream>
 
 #include "app/cli/commands.hpp"
 #include "core/checkpoint.hpp"
 #include "core/error.hpp"
+#include "core/output_guard.hpp"
 
 namespace sharelens::cli {
 
@@ -21,7 +23,7 @@ int runConvert(Args& args) {
                  .expected = "F32, F16, BF16 or F64",
                  .found = dtypeText});
   const auto ckpt = Checkpoint::open(path);
-  ckpt->refuseAsOutput(out, "sharelens convert");
+  checkOutputs("sharelens convert", *ckpt, std::array{DeclaredOutput::file(out, "OUT.safetensors")});
   std::vector<EncodedTensor> converted;
   std::vector<TensorWrite> writes;
   converted.reserve(ckpt->tensorCount());

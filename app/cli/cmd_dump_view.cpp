@@ -2,11 +2,13 @@
 // Materialises the canonical view as F32: layers.{L}.{proj} (out x in), layers.{L}.{proj}.head.{H} for the
 // attention projections, layers.{L}.{proj}.bias, embedding, output_head, position_embedding. Useful for
 // feeding other tools, and the peer test compares it with an independent PyTorch reading.
+#include <array>
 #include <iostream>
 
 #include "app/cli/commands.hpp"
 #include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
+#include "core/output_guard.hpp"
 #include "core/run_dir.hpp"
 
 namespace sharelens::cli {
@@ -23,7 +25,7 @@ int runDumpView(Args& args) {
   const std::string out = args.positional("OUT.safetensors");
   args.finish();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
-  ckpt->refuseAsOutput(out, "sharelens dump-view");
+  checkOutputs("sharelens dump-view", *ckpt, std::array{DeclaredOutput::file(out, "OUT.safetensors")});
   const ModelView view = openModelView(*ckpt);
   std::vector<EncodedTensor> tensors;
   if (view.embedding) tensors.push_back(encode("embedding", materialize(*ckpt, *view.embedding)));

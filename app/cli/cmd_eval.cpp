@@ -1,13 +1,17 @@
 // sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens N] [--window W] [--token-ids FILE]
 //                [--validation-fraction F] [--device cpu|cuda] [--threads N] [--json FILE]
 // Validation NLL per token and perplexity of anything the model views open (trainer/evaluate.hpp).
+#include <array>
 #include <cstdio>
 #include <iostream>
 
 #include "app/cli/commands.hpp"
 #include "app/cli/progress_printer.hpp"
 #include "core/atomic_file.hpp"
+#include "core/checkpoint.hpp"
 #include "core/error.hpp"
+#include "core/output_guard.hpp"
+#include "core/run_dir.hpp"
 #include "trainer/evaluate.hpp"
 
 namespace sharelens::cli {
@@ -37,6 +41,9 @@ int runEval(Args& args) {
   const EvalOptions options = parseEvalOptions(args);
   const auto jsonOut = args.option("json");
   args.finish();
+  if (jsonOut)
+    checkOutputs("sharelens eval", *Checkpoint::open(resolveModelPath(path)),
+                 std::array{DeclaredOutput::file(*jsonOut, "--json")});
   CancellableTask task(options.threads);
   const EvalResult r = evaluateCheckpoint(path, options, task.context());
   task.finish();

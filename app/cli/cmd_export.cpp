@@ -82,7 +82,7 @@ int runExport(Args& args) {
   const std::string input = args.option("input", "");
   const std::string out = args.option("out", "");
   plot::FigureParams figure;
-  figure.layer = args.integer("layer", 0, 1 << 20).value_or(figure.layer);
+  figure.layer = args.integer("layer", 0, 1 << 20);
   figure.group = static_cast<size_t>(args.integer("group", 0, 1 << 20).value_or(0));
   const std::string projText = args.option("proj", "q");
   const std::string metricText = args.option("metric", "loss");

@@ -2,6 +2,7 @@
 //     hidden.0 (embeddings), hidden.1..L (after each layer) and logits, as F32 [T, d] / [T, V]
 // sharelens tokenize PATH (checkpoint, tokenizer.json or tokenizer.model) [--text TEXT | --file FILE |
 //     --texts-json FILE] [--special] [--json FILE]     token ids of the text(s) with that tokenizer
+#include <array>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "core/checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/output_guard.hpp"
 #include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
 #include "trainer/forward_probe.hpp"
@@ -53,7 +55,7 @@ int runHiddenStates(Args& args) {
                  .where = "sharelens hidden-states",
                  .hint = "usage: " + args.usage()});
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
-  ckpt->refuseAsOutput(*out, "sharelens hidden-states");
+  checkOutputs("sharelens hidden-states", *ckpt, std::array{DeclaredOutput::file(*out, "--out")});
   const std::vector<FloatMatrix> states = hiddenStates(*ckpt, readTokenIds(*idsFile));
   std::vector<EncodedTensor> tensors;
   for (size_t i = 0; i + 1 < states.size(); ++i)

@@ -4,6 +4,7 @@
 //                 [--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N]
 //                 [--eval-every N]
 // sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "core/hf_export.hpp"
 #include "core/machine.hpp"
 #include "core/naming.hpp"
+#include "core/output_guard.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
@@ -41,6 +43,7 @@ Json budgetReport(const Topology& t, int64_t batch) {
           {"rho", b.rho},
           {"train_flops_per_token", b.trainFlopsPerToken},
           {"forward_flops_per_token", b.forwardFlopsPerToken},
+          {"notes", topologyNotes(t)},
           {"training_memory_bytes",
            {{"parameters_and_optimizer", mem.parameterBytes},
             {"activations", mem.activationBytes},
@@ -49,6 +52,7 @@ Json budgetReport(const Topology& t, int64_t batch) {
 
 void printBudget(const Json& r) {
   std::printf("%s\n", r["name"].get<std::string>().c_str());
+  for (const Json& note : r["notes"]) std::printf("  note: %s\n", note.get<std::string>().c_str());
   const double total = r["total"].get<double>();
   for (const auto& [group, count] : r["groups"].items())
     if (count.get<int64_t>() > 0)
@@ -205,8 +209,9 @@ int runTrain(Args& args) {
   const auto topologyPath = args.option("topology");
   const auto init = args.option("init");
   const auto postShareRatio = args.number("postshare", 0.0, 1.0);
-  const double gamma = args.number("gamma", 0.0, 1e6).value_or(0.01);
-  const int64_t context = args.integer("context", 2, 1 << 20).value_or(256);
+  const double gamma = args.number("gamma", 0.0, 1e6).value_or(kPostShareGamma);
+  const std::optional<long long> contextGiven = args.integer("context", 2, 1 << 20);
+  const int64_t context = contextGiven.value_or(256);
   const auto corpus = args.option("corpus");
   request.config.corpus = corpus.value_or(request.config.corpus);
   const auto out = args.option("out");
@@ -235,7 +240,8 @@ int runTrain(Args& args) {
   given(corpus, "corpus", "corpus");
   request.config.batchSize =
       given(args.integer("batch", 1, 1 << 16), "batch", "batch_size").value_or(request.config.batchSize);
-  request.config.lr = given(args.number("lr", 1e-12, 10.0), "lr", "lr").value_or(request.config.lr);
+  const auto lrGiven = given(args.number("lr", 1e-12, 10.0), "lr", "lr");
+  request.config.lr = lrGiven.value_or(request.config.lr);
   request.config.warmupSteps =
       given(args.integer("warmup", 0, 1 << 30), "warmup", "warmup_steps")
           .value_or(std::min<int64_t>(request.config.warmupSteps, request.config.steps / 5));
@@ -293,6 +299,16 @@ int runTrain(Args& args) {
                  .where = "sharelens train --postshare",
                  .expected = "a fraction in (0, 1)",
                  .found = std::to_string(*postShareRatio)});
+  if (init && contextGiven) {  // the checkpoint's own context caps it: say so instead of training shorter
+    const auto ckpt = Checkpoint::open(resolveModelPath(*init));
+    const int64_t own = topologyOfCheckpoint(*ckpt, openModelView(*ckpt), context).model.context;
+    if (own < context)
+      throw Error({.what = "--context is longer than the checkpoint's context",
+                   .where = "sharelens train --context",
+                   .expected = "at most " + std::to_string(own) + " (" + *init + ")",
+                   .found = std::to_string(context),
+                   .hint = "its position tables stop there; leave --context out or give at most that"});
+  }
   request.runDir = *out;
   CancellableTask task(request.config.threads);
   const bool quiet = request.distributed.rank != 0;  // rank 0 speaks for the run
@@ -311,8 +327,15 @@ int runTrain(Args& args) {
                        .config = request.config,
                        .eval = eval,
                        .outDir = *out};
+    if (!lrGiven) o.config.lr = kPostShareLr;  // the paper's post-training rate, not pretraining's
     const PostShareReport r = runPostShare(o, task.context(), [&](const StepMetrics& m) { printer("", m); });
     task.finish();
+    if (r.training != RunState::Finished) {  // nothing shared or reported yet: the same command continues it
+      std::cout << "PostShare " << runStateName(r.training)
+                << " before the shared models were made: " << r.message
+                << "\nrun the same command again to continue from " << *out << "/run\n";
+      return r.training == RunState::Stopped ? 130 : 1;
+    }
     std::printf("PostShare at alpha %.3f (%zu %s, %s parameters saved), held-out NLL on %s:\n",
                 r.pairs.achievedRatio(), r.pairs.chosen.size(),
                 r.pairs.unitKind == "head" ? "heads" : "KV groups",
@@ -324,7 +347,7 @@ int runTrain(Args& args) {
       std::printf("  %-24s nll %.4f (+- %.4f)  perplexity %8.3f\n", label, e->nll, e->standardError(),
                   e->perplexity);
     std::printf("wrote %s/postshare.json\n", out->c_str());
-    return r.training == RunState::Finished ? 0 : 1;
+    return 0;
   }
   if (init && !request.resume) {  // post-training: the checkpoint's topology, weights and tokenizer
     const auto ckpt = Checkpoint::open(resolveModelPath(*init));
@@ -374,7 +397,7 @@ int runExportHf(Args& args) {
   const std::string out = args.positional("OUT_DIR");
   args.finish();
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
-  ckpt->refuseAsOutput(out, "sharelens export-hf");
+  checkOutputs("sharelens export-hf", *ckpt, std::array{DeclaredOutput::directory(out, "OUT_DIR")});
   const ModelView view = openModelView(*ckpt);
   if (compressionRecordOf(*ckpt)) {  // a compressed checkpoint goes back to its own family's layout
     writeDecompressedCheckpoint(*ckpt, view, out);

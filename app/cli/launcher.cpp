@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,12 +57,17 @@ std::string describe(int status) {
 int launchLocalRanks(int ranks, const std::vector<std::string>& args, double graceSeconds) {
   const std::string port = std::to_string(freeLoopbackPort());
   std::vector<pid_t> children(static_cast<size_t>(ranks), -1);
+  const pid_t launcher = ::getpid();
   for (int r = 0; r < ranks; ++r) {
     const pid_t pid = ::fork();
     if (pid < 0)
       throw Error(
           {.what = "cannot start a rank", .where = "sharelens train --nproc", .found = std::strerror(errno)});
     if (pid == 0) {
+      // The ranks die with the launcher however it ends (SIGKILL included): SIGTERM stops a rank as Ctrl-C
+      // does, saving the step it reached. If the launcher is already gone, the rank does not start.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher) std::_Exit(143);
       for (const auto& [name, value] : {std::pair{"RANK", std::to_string(r)},
                                         {"WORLD_SIZE", std::to_string(ranks)},
                                         {"LOCAL_RANK", std::to_string(r)},
@@ -127,7 +133,8 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
                           "; the other ranks were stopped",
                   .where = "sharelens train --nproc " + std::to_string(ranks),
                   .hint =
-                      "the last complete checkpoint is intact: add --resume to continue (with any --nproc)"})
+                      "add --resume to continue from the newest complete checkpoint (from the start if none "
+                      "was written yet), with any --nproc"})
                .what()
         << "\n";
     return exitStatus == 0 ? 1 : exitStatus;

@@ -142,6 +142,10 @@ void exportFigure(const Figure& figure, const std::filesystem::path& path, const
   exportPanels(std::span<const Figure>(&figure, 1), path, options);
 }
 
+void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem::path& stem) {
+  for (const char* ext : {".svg", ".png", ".pdf"}) exportFigure(figure, stem.string() + ext, ExportOptions{});
+}
+
 void exportPanels(std::span<const Figure> panels, const std::filesystem::path& path,
                   const ExportOptions& options) {
   const ExportFormat format = exportFormatFor(path);

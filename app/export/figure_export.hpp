@@ -52,6 +52,8 @@ struct ExportOptions {
 
 void exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
                   const ExportOptions& options = {});
+// STEM.svg, STEM.png and STEM.pdf at the default options (a workflow's figures beside its report).
+void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem::path& stem);
 
 // Several figures side by side on one page, each in an equal share of its width (the training view's loss
 // and validation panels). The options' x range applies to every panel; its y range and hidden series to the

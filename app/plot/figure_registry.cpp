@@ -32,29 +32,33 @@ std::vector<const MatrixPcaGroup*> groupsOf(const std::vector<MatrixPcaGroup>& a
 
 std::vector<FigureKind> makeKinds() {
   std::vector<FigureKind> k;
-  k.push_back({"spectrum", "spectra", "singular values of chosen matrices (log y)",
-               [](const AnalysisResult& r, const FigureParams& p) {
-                 const auto& spectra = *resultAs<std::vector<MatrixSpectrum>>(r);
-                 int64_t layers = 0;
-                 for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
-                 std::vector<const MatrixSpectrum*> chosen;
-                 for (const MatrixSpectrum& s : spectra) {
-                   const bool named =
-                       std::find(p.matrices.begin(), p.matrices.end(), s.id.name) != p.matrices.end();
-                   const bool byDefault =
-                       p.matrices.empty() && s.id.proj == p.proj && s.id.head < 0 &&
-                       (s.id.layer == 0 || s.id.layer == layers / 2 || s.id.layer == layers - 1);
-                   if (named || byDefault) chosen.push_back(&s);
-                 }
-                 return spectrumFigure(chosen, p.normalised, "Singular-value spectra");
-               }});
+  k.push_back(
+      {"spectrum", "spectra", "singular values of chosen matrices (log y)",
+       [](const AnalysisResult& r, const FigureParams& p) {
+         const auto& spectra = *resultAs<std::vector<MatrixSpectrum>>(r);
+         int64_t layers = 0;
+         for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
+         if (p.layer && (*p.layer < 0 || *p.layer >= layers))
+           noSuch("layer out of range", "0.." + std::to_string(layers - 1), std::to_string(*p.layer));
+         std::vector<const MatrixSpectrum*> chosen;
+         for (const MatrixSpectrum& s : spectra) {
+           const bool named = std::find(p.matrices.begin(), p.matrices.end(), s.id.name) != p.matrices.end();
+           const bool atLayer = p.layer
+                                    ? s.id.layer == *p.layer
+                                    : s.id.layer == 0 || s.id.layer == layers / 2 || s.id.layer == layers - 1;
+           const bool byDefault = p.matrices.empty() && s.id.proj == p.proj && s.id.head < 0 && atLayer;
+           if (named || byDefault) chosen.push_back(&s);
+         }
+         return spectrumFigure(chosen, p.normalised, "Singular-value spectra");
+       }});
   k.push_back({"heads", "heads", "effective rank of W_a - W_b for the heads of one layer",
                [](const AnalysisResult& r, const FigureParams& p) {
                  const auto& h = *resultAs<HeadDiffResult>(r);
-                 if (p.layer < 0 || p.layer >= static_cast<int64_t>(h.layers.size()))
+                 const int64_t layer = p.layer.value_or(0);
+                 if (layer < 0 || layer >= static_cast<int64_t>(h.layers.size()))
                    noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1),
-                          std::to_string(p.layer));
-                 return headDifferenceFigure(h.layers[static_cast<size_t>(p.layer)], h.threshold, p.colormap);
+                          std::to_string(layer));
+                 return headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, p.colormap);
                }});
   k.push_back({"layers", "layers", "effective rank of W_l - W_m for one projection",
                [](const AnalysisResult& r, const FigureParams& p) {
@@ -128,11 +132,11 @@ std::vector<FigureKind> makeKinds() {
        [](const AnalysisResult& r, const FigureParams& p) {
          const auto& all = *resultAs<std::vector<MatrixEsd>>(r);
          const auto it = std::find_if(all.begin(), all.end(), [&](const MatrixEsd& e) {
-           return e.id.layer == p.layer && e.id.proj == p.proj;
+           return e.id.layer == p.layer.value_or(0) && e.id.proj == p.proj;
          });
          if (it == all.end())
            noSuch("no such matrix", "an analysed layer and projection",
-                  "layer " + std::to_string(p.layer) + " " + std::string(projName(p.proj)));
+                  "layer " + std::to_string(p.layer.value_or(0)) + " " + std::string(projName(p.proj)));
          const MatrixEsd& e = *it;
          Figure f;
          f.title = "Empirical spectral density of " + e.id.name;

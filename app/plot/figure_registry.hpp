@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,10 +19,10 @@ namespace sharelens::plot {
 
 // The choices a figure depends on, each with its default.
 struct FigureParams {
-  int64_t layer = 0;       // head maps
-  Proj proj = Proj::Q;     // layer maps, spectra, MASA figures
-  size_t group = 0;        // MASA coefficient map: which layer group of the projection
-  bool normalised = true;  // spectra divided by sigma_1
+  std::optional<int64_t> layer;  // head maps and ESD (0 when not given); spectra: only this layer's
+  Proj proj = Proj::Q;           // layer maps, spectra, MASA figures
+  size_t group = 0;              // MASA coefficient map: which layer group of the projection
+  bool normalised = true;        // spectra divided by sigma_1
   Colormap colormap = Colormap::Viridis;
   std::vector<std::string> matrices;  // spectra of these matrices (MatrixId names); empty: the projection at
                                       // the first, middle and last layer

@@ -142,6 +142,13 @@ void parseCalibrationSpec(const std::string& spec, CalibrationOptions& o) {
                  .expected = "CORPUS:N with N >= 1, e.g. brown:2048",
                  .found = "'" + n + "'"});
   }
+  constexpr long long kMostCalibrationTokens = 1 << 24;  // 16M tokens: activations of every layer are kept
+  if (o.tokens > kMostCalibrationTokens)
+    throw Error({.what = "too many calibration tokens",
+                 .where = "--calibration " + spec,
+                 .expected = "at most " + std::to_string(kMostCalibrationTokens),
+                 .found = n,
+                 .hint = "SVD-LLM and MASA calibrate on a few thousand tokens; 2048 is the default"});
 }
 
 CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions& o, const TaskContext& ctx) {
@@ -310,40 +317,45 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
         report.storedParameters += static_cast<int64_t>(written->at(name).info->numel);
     (void)reopened;
   }
-  out.commit();
   report.out = o.out;
   report.compressionSeconds = secondsSince(started);
   report.peakResidentBytes = peakResidentBytes();
+  if (o.beforeCommit) o.beforeCommit(out.path(), report);
+  writeFileAtomically(out.path() / "compress.json", report.toJson().dump(2) + "\n");
+  out.commit();
   return report;
 }
 
 Json CompressionReport::toJson() const {
   Json ranks = Json::object();
   for (const auto& [p, perLayer] : plan.ranks) ranks[std::string(projName(p))] = perLayer;
-  return {{"schema", "sharelens.compress/1"},
-          {"out", out.string()},
-          {"method", plan.spec.method},
-          {"target_ratio", plan.spec.ratio},
-          {"groups", plan.spec.groups},
-          {"atoms", plan.atoms},
-          {"beta", plan.beta},
-          {"ranks", ranks},
-          {"original_parameters", plan.originalParameters},
-          {"target_parameters", plan.targetParameters},
-          {"atom_parameters", plan.atomParameters},
-          {"parameters", storedParameters},
-          {"achieved_ratio", plan.originalParameters ? static_cast<double>(storedParameters) /
-                                                           static_cast<double>(plan.originalParameters)
-                                                     : 0.0},
-          {"kl_drift", klDrift},
-          {"calibration", record.calibration},
-          {"timing", {{"calibration_s", calibrationSeconds}, {"compression_s", compressionSeconds}}},
-          {"peak_resident_bytes", peakResidentBytes}};
+  Json json = {{"schema", "sharelens.compress/1"},
+               {"out", out.string()},
+               {"method", plan.spec.method},
+               {"target_ratio", plan.spec.ratio},
+               {"groups", plan.spec.groups},
+               {"atoms", plan.atoms},
+               {"beta", plan.beta},
+               {"ranks", ranks},
+               {"original_parameters", plan.originalParameters},
+               {"target_parameters", plan.targetParameters},
+               {"atom_parameters", plan.atomParameters},
+               {"parameters", storedParameters},
+               {"achieved_ratio", plan.originalParameters ? static_cast<double>(storedParameters) /
+                                                                static_cast<double>(plan.originalParameters)
+                                                          : 0.0},
+               {"kl_drift", klDrift},
+               {"calibration", record.calibration},
+               {"timing", {{"calibration_s", calibrationSeconds}, {"compression_s", compressionSeconds}}},
+               {"peak_resident_bytes", peakResidentBytes}};
+  if (!eval.is_null()) json["eval"] = eval;
+  return json;
 }
 
 SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
                              const std::vector<double>& ratios, const std::vector<std::string>& methods,
-                             const EvalOptions& eval, const TaskContext& ctx) {
+                             const EvalOptions& eval, const TaskContext& ctx,
+                             const std::function<void(const fs::path&, const SweepReport&)>& beforeCommit) {
   if (ratios.empty())
     throw Error({.what = "no ratios to sweep",
                  .where = "--sweep",
@@ -369,6 +381,7 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
       o.spec.ratio = ratio;
       o.spec.groups = resolveGroups(o, calibration, view.shape.layers);
       o.out = staging.path() / (method + "-" + ratioLabel(ratio));
+      o.beforeCommit = nullptr;
       (void)planCompression(view.shape, o.spec);
       points.push_back(std::move(o));
     }
@@ -378,7 +391,6 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
   for (const CompressOptions& o : points) {
     const CompressionReport r = compressCheckpoint(path, o, calibration, ctx);
     if (o.spec.method != "svd") report.groups = r.plan.spec.groups;
-    writeFileAtomically(o.out / "compress.json", r.toJson().dump(2) + "\n");
     report.points.push_back(
         {o.spec.method, o.spec.ratio,
          static_cast<double>(r.storedParameters) / static_cast<double>(r.plan.originalParameters),
@@ -387,6 +399,7 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
   }
   writeFileAtomically(staging.path() / "sweep.json", report.toJson().dump(2) + "\n");
   writeFileAtomically(staging.path() / "sweep.md", report.toMarkdown());
+  if (beforeCommit) beforeCommit(staging.path(), report);
   staging.commit();
   return report;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,7 +26,11 @@ struct CompressOptions {
   CompressionSpec spec;                 // method, ratio, projections, explicit groups, atoms
   int64_t klGroups = kKlDefaultGroups;  // MASA without explicit groups: G groups from the calibration's drift
   CalibrationOptions calibration;
-  std::filesystem::path out;  // the compressed checkpoint's directory (new or empty)
+  std::filesystem::path out;  // the compressed checkpoint's directory (new or empty), written whole
+  // Called with the staged directory (a complete checkpoint already) just before it is renamed to `out`:
+  // what the caller adds there (an evaluation in the report) is part of the output, so a kill or an error
+  // in it leaves no `out` at all, and the same command can simply be run again.
+  std::function<void(const std::filesystem::path& staged, struct CompressionReport& report)> beforeCommit;
 };
 
 struct CompressionReport {
@@ -36,7 +41,8 @@ struct CompressionReport {
   std::vector<double> klDrift;
   double calibrationSeconds = 0, compressionSeconds = 0;
   int64_t peakResidentBytes = 0;
-  Json toJson() const;
+  Json eval;  // {"original", "compressed"} when the caller evaluated the model (beforeCommit), else null
+  Json toJson() const;  // what OUT/compress.json holds
 };
 
 // Everything that can be refused (method, ratio, groups, atoms, a checkpoint whose attention is not stored
@@ -67,10 +73,12 @@ struct SweepReport {
 };
 
 // OUT/<method>-<ratio>/ for every ratio and method (default masa, masa-noref, svd), then OUT/sweep.json and
-// OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same held-out tokens.
-SweepReport sweepCompression(const std::filesystem::path& checkpoint, const CompressOptions& base,
-                             const std::vector<double>& ratios, const std::vector<std::string>& methods,
-                             const EvalOptions& eval, const TaskContext& ctx);
+// OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same held-out tokens. OUT is
+// written whole: `beforeCommit` (figures) writes into the staged directory before it is renamed into place.
+SweepReport sweepCompression(
+    const std::filesystem::path& checkpoint, const CompressOptions& base, const std::vector<double>& ratios,
+    const std::vector<std::string>& methods, const EvalOptions& eval, const TaskContext& ctx,
+    const std::function<void(const std::filesystem::path& staged, const SweepReport&)>& beforeCommit = {});
 
 // "brown:2048" or "nlp" (2048 tokens) or "DIR:4096" -> corpus and tokens.
 void parseCalibrationSpec(const std::string& spec, CalibrationOptions& options);

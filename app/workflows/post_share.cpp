@@ -1,17 +1,45 @@
 #include "app/workflows/post_share.hpp"
 
+#include <array>
 #include <cmath>
 
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
+#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/hf_export.hpp"
+#include "core/output_guard.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/hf_tokenizer.hpp"
+#include "trainer/train_config.hpp"
 
 namespace fs = std::filesystem;
 
 namespace sharelens {
+namespace {
+
+// An earlier, unfinished PostShare in OUT/run is continued only when it is this one: the same model to
+// post-train (topology, with the same pairs and gamma) and the same training options (threads may differ).
+void refuseAnotherPostShare(const Json& record, const RunRequest& request, const fs::path& runJson) {
+  std::string differ;
+  const Json topology = topologyToJson(request.topology);
+  if (record.value("topology", Json()) != topology)
+    differ += " the model (checkpoint, --postshare ratio, --gamma or --context)";
+  Json config = trainConfigToJson(request.config), recorded = record.value("config", Json::object());
+  for (Json* j : {&config, &recorded}) j->erase("threads");
+  for (const auto& [key, value] : config.items())
+    if (recorded.value(key, Json()) != value)
+      differ +=
+          " " + key + " (run.json " + recorded.value(key, Json()).dump() + ", now " + value.dump() + ")";
+  if (!differ.empty())
+    throw Error({.what = "the directory holds another PostShare run, stopped before it finished",
+                 .where = runJson.string(),
+                 .expected = "the same command as the one that started it",
+                 .found = "differs in" + differ,
+                 .hint = "run that command again to continue it, or choose another --out"});
+}
+
+}  // namespace
 
 PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
                              const std::function<void(const StepMetrics&)>& onStep) {
@@ -20,11 +48,21 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
                  .where = "--gamma",
                  .expected = "> 0",
                  .found = std::to_string(o.gamma)});
-  if (fs::exists(o.outDir / "postshare.json") || fs::exists(o.outDir / "run" / "run.json"))
-    throw Error({.what = "the directory already holds a PostShare run",
-                 .where = o.outDir.string(),
-                 .hint = "choose another --out"});
   const auto ckpt = Checkpoint::open(resolveModelPath(o.init));
+  const fs::path runDir = o.outDir / "run";
+  // OUT is this job's: new, empty, or an earlier run of the same command stopped part-way (its post-training
+  // resumes from its newest checkpoint; the shared models and the report are made again from it).
+  {
+    InputFootprint inputs;
+    inputs.addCheckpoint(*ckpt);
+    const bool earlier = fs::exists(runDir / "run.json");
+    checkOutputs("PostShare", inputs, std::array{DeclaredOutput::directory(o.outDir, "--out", earlier)});
+    if (fs::exists(o.outDir / "postshare.json"))
+      throw Error({.what = "the directory already holds a finished PostShare run",
+                   .where = o.outDir.string(),
+                   .found = (o.outDir / "postshare.json").string(),
+                   .hint = "its report is there; choose another --out for a new run"});
+  }
   const ModelView view = openModelView(*ckpt);
   Topology topology = topologyOfCheckpoint(*ckpt, view, o.maxContext);
   if (!topology.isUnshared())
@@ -43,6 +81,17 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
                  .where = "--postshare " + std::to_string(o.ratio),
                  .found = "0 units at this ratio",
                  .hint = "raise the ratio"});
+  // OUT is made and locked once everything that can be refused was; a start refused later (by training's own
+  // checks) leaves no empty OUT behind (remove() takes a directory only when it is empty).
+  struct RemovedIfEmpty {
+    fs::path dir;
+    ~RemovedIfEmpty() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove(dir, ec);
+    }
+  } created{fs::exists(o.outDir) ? fs::path() : o.outDir};
+  fs::create_directories(o.outDir);
+  const DirectoryLock lock(o.outDir, "PostShare run");
   RunRequest request;
   request.topology = topology;
   request.topology.name = topology.name + "-postshare";
@@ -51,15 +100,22 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
     request.topology.postShare.pairs.push_back(
         {m.target.layer, m.target.unit, m.source.layer, m.source.unit});
   request.config = o.config;
-  request.runDir = o.outDir / "run";
+  request.runDir = runDir;
   request.initFrom = o.init;
+  if (fs::exists(runDir / "run.json")) {
+    refuseAnotherPostShare(readJsonFile(runDir / "run.json"), request, runDir / "run.json");
+    request.resume = true;
+  }
   report.training = runTraining(request, ctx, onStep, &report.message);
+  if (report.training != RunState::Finished) return report;  // stopped: the same command continues it
   const auto last = latestCheckpoint(request.runDir);
   if (!last)
     throw Error({.what = "post-training wrote no checkpoint",
                  .where = request.runDir.string(),
                  .found = report.message});
-  // The shared models are written once training has accepted the request (it validates before it trains).
+  // The shared models, made from the finished run (again, if an earlier attempt was stopped while it wrote
+  // them: what it left is this job's own unfinished output).
+  for (const char* name : {"directshare", "postshare"}) fs::remove_all(o.outDir / name);
   writeDirectSharedCheckpoint(*ckpt, view, report.pairs, o.outDir / "directshare");
   {
     const auto trained = Checkpoint::open(last->dir);
@@ -92,6 +148,8 @@ Json PostShareReport::toJson() const {
           {"unit", pairs.unitKind},
           {"pairs", pairsJson},
           {"parameters_saved", pairs.parametersSaved},
+          {"saved_share_of_attention", pairs.savedShareOfAttention(false)},
+          {"saved_share_of_attention_with_o", pairs.savedShareOfAttention(true)},
           {"training", std::string(runStateName(training))},
           {"message", message},
           {"eval",

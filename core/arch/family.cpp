@@ -63,6 +63,16 @@ ModelView openModelView(const Checkpoint& checkpoint) {
   ModelView view = best->build(checkpoint);
   applyCompressionOverlay(checkpoint,
                           view);  // a compressed checkpoint's attention, from its atoms and factors
+  // Every weight the view reads is floating point: integer storage (I32, I16, U8, ...) would be read as the
+  // numbers it holds, a different model, and quantised formats need their own scales.
+  for (const auto& [name, role] : view.roles)
+    if (const TensorRef* ref = checkpoint.find(name); ref && !isFloatingDType(ref->info->dtype))
+      throw Error({.what = "a weight is stored as integers",
+                   .where = ref->file->path().string() + ": tensor '" + name + "'",
+                   .expected = "F32, F16, BF16 or F64",
+                   .found = std::string(dtypeName(ref->info->dtype)),
+                   .hint = "ShareLens reads unquantised floating-point weights: dequantise or convert the "
+                           "checkpoint to a floating dtype first"});
   return view;
 }
 

@@ -2,6 +2,7 @@
 // the adapters are listed in one registry, and openModelView() picks the best match.
 #pragma once
 
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace sharelens {
 struct ForwardTraits {
   enum class Norm : uint8_t { Rms, Layer };
   enum class Positions : uint8_t { Rope, Learned };
-  enum class Mlp : uint8_t { SwiGlu, GeGluTanh, GeluTanh };  // gated SiLU, gated tanh-GELU, ungated tanh-GELU
+  // The FFN's form with the family's default activation: gated SiLU, gated tanh-GELU, ungated tanh-GELU. A
+  // config.json's own activation (activationFields) replaces the default; the gating stays the family's.
+  enum class Mlp : uint8_t { SwiGlu, GeGluTanh, GeluTanh };
   Norm norm = Norm::Rms;
   bool normWeightPlusOne = false;           // RMSNorm scales by (1 + w) (Gemma)
   bool scaleEmbeddingBySqrtHidden = false;  // embeddings x sqrt(d), in the weights' dtype (Gemma)
@@ -28,6 +31,9 @@ struct ForwardTraits {
   std::string_view normEpsField = "rms_norm_eps";
   double normEpsDefault = 1e-6;
   double ropeThetaDefault = 10000.0;
+  // config.json fields naming the FFN activation, first found wins (Hugging Face: hidden_act; Gemma 3:
+  // hidden_activation; GPT-2: activation_function).
+  std::array<std::string_view, 2> activationFields = {"hidden_act", ""};
 };
 
 class FamilyAdapter {

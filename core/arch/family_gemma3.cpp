@@ -40,7 +40,8 @@ const FamilyAdapter& gemma3Adapter() {
                  .sandwichNorms = true,
                  .slidingWindowLayers = true,
                  .queryPreAttnScalar = true,
-                 .ropeThetaDefault = 1e6},
+                 .ropeThetaDefault = 1e6,
+                 .activationFields = {"hidden_activation", "hidden_act"}},
   });
   return adapter;
 }

@@ -36,7 +36,8 @@ class Gpt2Adapter : public FamilyAdapter {
                                  .positions = ForwardTraits::Positions::Learned,
                                  .mlp = ForwardTraits::Mlp::GeluTanh,
                                  .normEpsField = "layer_norm_epsilon",
-                                 .normEpsDefault = 1e-5};
+                                 .normEpsDefault = 1e-5,
+                                 .activationFields = {"activation_function", ""}};
     return t;
   }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
@@ -232,7 +233,7 @@ TEST(Cli, AnOutputThatWouldOverwriteTheInputIsRefusedAndTheInputIsUnchanged) {
             shellQuote((dir / "m" / "h.safetensors").string())}) {
     const auto r = runProcess(kBinary + command);
     EXPECT_EQ(r.exitCode, 2) << command << ": " << r.err;
-    EXPECT_NE(r.err.find("would overwrite the checkpoint it is read from"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("an input it is read from"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir / "m" / "f32.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "m" / "h.safetensors"));
@@ -258,6 +259,44 @@ TEST(Cli, AnOutputThatWouldOverwriteTheInputIsRefusedAndTheInputIsUnchanged) {
   r = runProcess(kBinary + " convert " + m + " " +
                  shellQuote((dir / "elsewhere" / "f32.safetensors").string()));
   EXPECT_EQ(r.exitCode, 0) << r.err;
+  fs::remove_all(dir);
+}
+
+// Issue 40's "Data lost": export-hf into the checkpoint folder of its own input (the newest step of a run),
+// into another step of the same run, or into the folder of a file it was given replaced those checkpoints.
+// Each is refused with nothing written, and what export-hf does write appears whole or not at all.
+TEST(Cli, ExportHfNeverWritesIntoTheRunOrModelFolderItReads) {
+  const auto dir = testing::makeTempDir("cli-export-run");
+  const fs::path run = testing::writeFixtureRun(dir / "run");
+  const fs::path step6 = run / "checkpoints" / "step-0000006", step4 = run / "checkpoints" / "step-0000004";
+  testing::writeHfFixture(dir / "fx", testing::defaultSpec(Family::Llama));
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) files[e.path().string()] = readTextFile(e.path());
+    return files;
+  };
+  const auto before = snapshot();
+  auto q = [](const fs::path& p) { return " " + shellQuote(p.string()); };
+  for (const std::string& args :
+       {q(step6 / "model.safetensors") + q(step6), q(run) + q(step4), q(run) + q(run / "exported"),
+        q(dir / "fx" / "model.safetensors") + q(dir / "fx"), q(step4) + q(dir)}) {
+    const auto r = runProcess(kBinary + " export-hf" + args);
+    EXPECT_EQ(r.exitCode, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("an input it is read from"), std::string::npos) << args << ": " << r.err;
+  }
+  EXPECT_EQ(snapshot(), before) << "every file as it was, nothing added";
+  auto r = runProcess(kBinary + " export-hf" + q(run) + " ''");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("OUT_DIR '': an empty output path"), std::string::npos) << r.err;
+  r = runProcess(kBinary + " export-hf" + q(run) + q(dir / "out"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "config.json"));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "left " << e.path();
+  r = runProcess(kBinary + " export-hf" + q(run) + q(dir / "out"));
+  EXPECT_EQ(r.exitCode, 2) << "never merged into an existing export";
+  EXPECT_NE(r.err.find("already exists and is not empty"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 
@@ -345,6 +384,64 @@ TEST(Cli, AnalysisErrorsNameTheFileTheTensorAndWhatToDo) {
   for (const Json& p : report["head_differences"]["lowest_pairs"])
     if (p["layer"] == 1 && p.value("note", "") == "both are zero matrices") noted = true;
   EXPECT_TRUE(noted) << "the pair of zero heads q0-q1 of layer 1 carries a note";
+  fs::remove_all(dir);
+}
+
+// Issue 40's "silent wrong results": each ran to exit 0 on input it misread. Now each is a named error.
+TEST(Cli, InputsThatWereReadWronglyWithoutAWordAreNamedErrors) {
+  const auto dir = testing::makeTempDir("cli-silent");
+  const std::string q1 = "model.layers.1.self_attn.q_proj.weight";
+  // A weight stored as I32 was read as the integers it holds.
+  {
+    const fs::path source = dir / "source";
+    testing::writeHfFixture(source, testing::defaultSpec(Family::Llama));
+    const auto ckpt = Checkpoint::open(source);
+    EncodedTensor ints{q1, DType::I32, {64, 64}, std::vector<std::byte>(64 * 64 * 4, std::byte{1})};
+    fs::create_directories(dir / "ints");
+    TensorEditor(*ckpt).save(dir / "ints" / "model.safetensors", ckpt->metadata(), {q1}, {ints});
+    fs::copy_file(source / "config.json", dir / "ints" / "config.json");
+  }
+  const std::string ints = shellQuote((dir / "ints").string());
+  const std::string json = shellQuote((dir / "a.json").string());
+  for (const std::string& command :
+       {" analyze " + ints + " --spectra --json " + json,
+        " export-hf " + ints + " " + shellQuote((dir / "e").string()),
+        " dump-view " + ints + " " + shellQuote((dir / "v.safetensors").string())}) {
+    const auto r = runProcess(kBinary + command);
+    EXPECT_EQ(r.exitCode, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("tensor '" + q1 + "': a weight is stored as integers"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("found I32"), std::string::npos) << r.err;
+  }
+  const std::string m = shellQuote((dir / "source").string());
+  // An option given twice: the second silently lost to the first.
+  auto r = runProcess(kBinary + " analyze " + m + " --spectra --json " + json + " --json " +
+                      shellQuote((dir / "b.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("option --json given twice"), std::string::npos) << r.err;
+  // A directory where a text file is expected was read as empty text.
+  r = runProcess(kBinary + " params " + shellQuote(dir.string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("expected a file, found a directory"), std::string::npos) << r.err;
+  // --layer beyond the model drew layer 0's spectra.
+  r = runProcess(kBinary + " export --view spectrum --input " + m + " --layer 99 --out " +
+                 shellQuote((dir / "s.png").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("layer out of range"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "s.png"));
+  r = runProcess(kBinary + " export --view spectrum --input " + m + " --layer 2 --out " +
+                 shellQuote((dir / "s.svg").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string svg = readTextFile(dir / "s.svg");
+  EXPECT_NE(svg.find("layers.2.q"), std::string::npos) << "the layer asked for";
+  EXPECT_EQ(svg.find("layers.0.q"), std::string::npos) << "and no other";
+  // A --json into a missing folder failed only after the analysis.
+  r = runProcess(kBinary + " analyze " + m + " --spectra --json " +
+                 shellQuote((dir / "no" / "a.json").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--json " + (dir / "no" / "a.json").string() +
+                       ": the output file's directory does not exist"),
+            std::string::npos)
+      << r.err;
   fs::remove_all(dir);
 }
 

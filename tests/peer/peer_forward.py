@@ -5,7 +5,9 @@ The reference below is written from the transformers modeling code's conventions
 with llama3 RoPE scaling, Qwen2 with q/k/v biases, Gemma 3 with (1 + w) RMSNorms, QK norms, sandwich norms,
 GeGLU, query_pre_attn_scalar and sliding-window layers, GPT-2 with LayerNorm, learned positions and
 Conv1D weights). On the same checkpoint files and the same token ids:
-  * hidden states after every layer and the logits agree within 1e-4 relative (Frobenius);
+  * hidden states after every layer and the logits agree within 1e-4 relative (Frobenius), also for a Llama
+    and a GPT-2 whose config.json names another FFN activation (exact GELU, ReLU; transformers' ACT2FN), and a
+    name ShareLens cannot compute is refused by name;
   * the effective ranks of the layer-output differences dh_l - dh_m (sharelens analyze --activations) equal
     those from float64 SVDs of the reference's own dh, except where the cumulative energy lies within 1e-5 of
     the threshold (two float32 forward passes agree to ~1e-6, so closer calls are not decidable);
@@ -38,6 +40,18 @@ THRESHOLD = 0.95
 
 
 # ---- the reference forward pass ------------------------------------------------------------------------
+
+# transformers' ACT2FN by name (activations.py): "gelu" is the exact (erf) GELU; gelu_new, gelu_pytorch_tanh and
+# gelu_fast are the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); silu = swish = x sigmoid(x).
+ACTIVATIONS = {
+    "silu": torch.nn.functional.silu,
+    "swish": torch.nn.functional.silu,
+    "gelu": lambda x: 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0))),
+    "gelu_new": lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3)))),
+    "relu": torch.relu,
+}
+ACTIVATIONS["gelu_pytorch_tanh"] = ACTIVATIONS["gelu_fast"] = ACTIVATIONS["gelu_new"]
+
 
 def rms_norm(x, w, eps, gemma=False):
     y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
@@ -108,6 +122,8 @@ def decoder_reference(t, cfg, ids, capture=None):
     cos_g, sin_g = cos_sin(inv_freq(hd, theta, text.get("rope_scaling")), n)
     cos_l, sin_l = cos_sin(inv_freq(hd, text.get("rope_local_base_freq", 10000.0), None), n)
     pattern = text.get("sliding_window_pattern", 6)
+    act_fn = ACTIVATIONS[text.get("hidden_activation") or text.get("hidden_act") or "gelu_pytorch_tanh"] if gemma \
+        else ACTIVATIONS[text.get("hidden_act", "silu")]
     x = T(prefix + "embed_tokens.weight")[torch.tensor(ids)]
     if gemma:
         x = x * torch.tensor(text["hidden_size"] ** 0.5, dtype=x.dtype)
@@ -140,13 +156,13 @@ def decoder_reference(t, cfg, ids, capture=None):
             a = rms_norm(a, T(b + "post_attention_layernorm.weight"), eps, True)
             x = x + a
             h = rms_norm(x, T(b + "pre_feedforward_layernorm.weight"), eps, True)
-            act = torch.nn.functional.gelu(h @ T(b + "mlp.gate_proj.weight").t(), approximate="tanh")
+            act = act_fn(h @ T(b + "mlp.gate_proj.weight").t())
             m = (act * (h @ T(b + "mlp.up_proj.weight").t())) @ T(b + "mlp.down_proj.weight").t()
             x = x + rms_norm(m, T(b + "post_feedforward_layernorm.weight"), eps, True)
         else:
             x = x + a
             h = rms_norm(x, T(b + "post_attention_layernorm.weight"), eps)
-            act = torch.nn.functional.silu(h @ T(b + "mlp.gate_proj.weight").t())
+            act = act_fn(h @ T(b + "mlp.gate_proj.weight").t())
             x = x + (act * (h @ T(b + "mlp.up_proj.weight").t())) @ T(b + "mlp.down_proj.weight").t()
         states.append(x)
     head = T("lm_head.weight") if "lm_head.weight" in t else T(prefix + "embed_tokens.weight")
@@ -171,7 +187,7 @@ def gpt2_reference(t, cfg, ids, capture=None):
         maps = capture.setdefault("attention", []) if capture is not None else None
         a = attend(q, k, v, hd ** -0.5, None, maps).transpose(0, 1).reshape(n, d)
         x = x + a @ T(b + "attn.c_proj.weight") + T(b + "attn.c_proj.bias")
-        h = torch.nn.functional.gelu(ln(x, b + "ln_2") @ T(b + "mlp.c_fc.weight") + T(b + "mlp.c_fc.bias"), approximate="tanh")
+        h = ACTIVATIONS[cfg.get("activation_function", "gelu_new")](ln(x, b + "ln_2") @ T(b + "mlp.c_fc.weight") + T(b + "mlp.c_fc.bias"))
         x = x + h @ T(b + "mlp.c_proj.weight") + T(b + "mlp.c_proj.bias")
         states.append(x)
     head = T("lm_head.weight") if "lm_head.weight" in t else T(p + "wte.weight")
@@ -459,6 +475,32 @@ def main():
         compare_eval(name, directory, long_ids, long_file, args.sharelens, args.workdir)
         if name in ("llama", "qwen2_f16", "gpt2_transformer_prefix_untied"):
             compare_embedding_loss(name, directory, long_ids, long_file, args.sharelens, args.workdir)
+
+    # The FFN activation a config.json names is the one computed (it was SiLU whatever the config said): exact
+    # GELU and ReLU in a Llama and a GPT-2, against the reference's ACT2FN; a name ShareLens cannot run is
+    # refused by name.
+    for family, field, acts in (("llama", "hidden_act", ("gelu", "relu", "weird")),
+                                ("gpt2_transformer_prefix_untied", "activation_function", ("relu", "gelu"))):
+        source = next(f for f in listed if os.path.basename(f) == family)
+        for act in acts:
+            variant = os.path.join(args.workdir, "fixtures", f"{family}_{act}")
+            shutil.rmtree(variant, ignore_errors=True)
+            shutil.copytree(source, variant)
+            cfg = json.load(open(os.path.join(variant, "config.json")))
+            cfg[field] = act
+            json.dump(cfg, open(os.path.join(variant, "config.json"), "w"))
+            ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], size=min(48, context_of(cfg)))]
+            if act in ACTIVATIONS:
+                compare_hidden(f"{family} with {field} {act}", variant, ids, args.sharelens, args.workdir)
+                continue
+            ids_file = os.path.join(args.workdir, "weird.ids")
+            with open(ids_file, "w") as f:
+                f.write(",".join(map(str, ids)))
+            r = subprocess.run([args.sharelens, "hidden-states", variant, "--token-ids", ids_file, "--out",
+                                os.path.join(args.workdir, "weird.safetensors")], capture_output=True, text=True)
+            check(r.returncode == 2 and "unsupported FFN activation" in r.stderr and "found weird" in r.stderr,
+                  f"{family} with {field} {act}: expected a named refusal, got {r.returncode}: {r.stderr}")
+            print(f"   {family} with {field} {act}: refused ({r.stderr.strip().splitlines()[-1][:100]})")
 
     # ShareLens checkpoints of shared topologies: their composed weights, run forward by ShareLens, against the
     # reference on their Hugging Face exports. A tied factorised embedding (E P, output (E P)^T) and an untied one

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 #include "core/atomic_file.hpp"
@@ -425,6 +426,16 @@ fs::path writeHfFixture(const fs::path& dir, const FixtureSpec& spec) {
     writeFileAtomically(dir / "model.safetensors.index.json", index.dump(2));
   }
   if (spec.writeConfig) writeFileAtomically(dir / "config.json", configFor(spec).dump(2));
+  return dir;
+}
+
+fs::path writeFixtureRun(const fs::path& dir) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "run.json") << "{}";
+  for (const char* step : {"step-0000004", "step-0000006"}) {
+    writeHfFixture(dir / "checkpoints" / step, defaultSpec(Family::Llama));
+    std::ofstream(dir / "checkpoints" / step / "COMPLETE") << "step\n";
+  }
   return dir;
 }
 

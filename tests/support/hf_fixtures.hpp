@@ -41,6 +41,10 @@ FixtureSpec defaultSpec(Family family);
 // Writes the checkpoint into `dir` (created) and returns the path to open (the directory).
 std::filesystem::path writeHfFixture(const std::filesystem::path& dir, const FixtureSpec& spec);
 
+// A run directory as `sharelens train` leaves it, holding fixtures instead of trained weights: DIR/run.json
+// and complete checkpoints DIR/checkpoints/step-0000004 and step-0000006 (Llama layout). Returns DIR.
+std::filesystem::path writeFixtureRun(const std::filesystem::path& dir);
+
 // A fresh empty directory under the system temp dir, removed by the caller or at reboot.
 std::filesystem::path makeTempDir(const std::string& tag);
 

@@ -252,8 +252,25 @@ def m_index(rng, d):
     return "index edit %d" % kind
 
 
+WIDTHS = {"F32": ["I32", "U32"], "F16": ["I16", "U16"], "BF16": ["I16", "U16"], "F64": ["I64", "U64"]}
+
+
+def m_integer_dtype(rng, d):
+    """A weight relabelled as an integer dtype of the same width: a valid file, but its numbers are not the
+    weights (analyze must refuse it: it was read as the integers it holds)."""
+    path = rng.choice(st_files(d))
+    blob, n, header = header_of(path)
+    names = [k for k, v in header.items() if k != "__metadata__" and v["dtype"] in WIDTHS and len(v["shape"]) == 2]
+    if not names:
+        return "no 2-D floating tensor"
+    name = rng.choice(names)
+    header[name]["dtype"] = rng.choice(WIDTHS[header[name]["dtype"]])
+    write_with_header(path, header, blob[8 + n:])
+    return "integer weight: %s as %s" % (name, header[name]["dtype"])
+
+
 MUTATIONS = [(m_flip_header, 30), (m_truncate, 8), (m_header_length, 6), (m_json, 26), (m_config, 16),
-             (m_nonfinite, 8), (m_index, 6)]
+             (m_nonfinite, 8), (m_index, 6), (m_integer_dtype, 6)]
 
 
 ALLOWED_NULLS = {"proj", "head", "layer", "nll_standard_error", "sibling", "init"}
@@ -344,11 +361,13 @@ def probe_checkpoint(args, fixtures, rng, d):
             oracle = "unreadable: %s" % e
     outcomes = {}
     report = os.path.join(d, "report.json")
+    integer = desc.startswith("integer weight:")  # valid for inspect, which lists; wrong for any reader of weights
     for name, cmd in (("inspect", [args.sharelens, "inspect", d, "--json", os.path.join(d, "inspect.json")]),
                       ("analyze", [args.sharelens, "analyze", d, "--spectra", "--heads", "--json", report])):
         r = run(cmd, args.timeout)
         text = open(report).read() if r[0] == 0 and name == "analyze" and os.path.exists(report) else None
-        outcomes[name] = (classify(r, oracle, text), r[0], r[2][:300], round(r[3], 2), r[4])
+        wrong = oracle or ("integer weight" if integer and name == "analyze" else None)
+        outcomes[name] = (classify(r, wrong, text), r[0], r[2][:300], round(r[3], 2), r[4])
     return os.path.basename(src), desc, oracle, outcomes
 
 
@@ -436,16 +455,110 @@ def probe_metrics(args, run_dir, rng, d):
     return "metrics", "metrics.jsonl edits at " + ", ".join(descs), None, {"export-training": (classify(r, None), r[0], r[2][:300], round(r[3], 2), r[4])}
 
 
+EXPERIMENT = {"schema": "sharelens.experiment/1", "name": "tiny", "corpus": "brown", "seeds": 2, "tokens": 512,
+              "eval_tokens": 256, "train": {"batch_size": 2, "eval_every": 10, "checkpoint_every": 10},
+              "reference": "base", "arms": [{"name": "cycle", "topology": None}, {"name": "base", "matched_baseline_of": "cycle"}]}
+# (path, value, must_refuse): a misspelt key anywhere, values out of range or of the wrong type.
+EXPERIMENT_EDITS = [
+    (("stpes",), 10, True), (("referance",), "cycle", True), (("seeds",), 1, True), (("seeds",), [3, 3], True),
+    (("seeds",), 2 ** 40, True), (("tokens",), 2 ** 63 - 1, True), (("tokens",), -5, True), (("tokens",), "many", True),
+    (("tokens",), 1e300, True), (("eval_tokens",), 0, True), (("train", "learning_rate"), 0.1, True),
+    (("train", "lr"), -1, True), (("train", "lr"), "fast", True), (("train", "steps"), 5, True),
+    (("train", "batch_size"), 0, True), (("arms", 0, "expcet"), "better", True), (("arms", 0, "expect"), "faster", True),
+    (("arms", 1, "matched_baseline_of"), "nope", True), (("arms", 0, "margin"), 0.1, True), (("reference",), "nope", True),
+    (("claim",), {"papr": "x"}, True), (("arms",), [], True), (("corpus",), "/no/such/corpus", True),
+    (("name",), "renamed", False), (("description",), "fine", False), (("train", "lr"), 1e-3, False)]
+
+
+def probe_experiment(args, topology, rng, d):
+    os.makedirs(d)
+    e = json.loads(json.dumps(EXPERIMENT))
+    e["arms"][0]["topology"] = topology
+    descs, refuse = [], False
+    for _ in range(rng.choice([1, 1, 2])):
+        path, value, must = rng.choice(EXPERIMENT_EDITS)
+        target = e
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        descs.append("%s = %r" % (".".join(map(str, path)), value))
+        refuse = refuse or must
+    path = os.path.join(d, "e.json")
+    json.dump(e, open(path, "w"))
+    r = run([args.sharelens, "experiment", "run", path, "--out", os.path.join(d, "out"), "--steps", "1", "--threads", "1"],
+            args.timeout)
+    outcome = classify(r, "must refuse" if refuse else None)
+    if outcome == "ok" and r[0] == 2 and not refuse and "corpus" not in r[2]:
+        outcome = "wrong exit"  # a valid experiment refused
+    if r[0] != 0 and os.path.exists(os.path.join(d, "out", "experiment.json")) and not any(
+            os.path.exists(os.path.join(d, "out", a["name"])) for a in e["arms"] if isinstance(a, dict) and "name" in a):
+        outcome = "litter"  # a refused experiment left its record behind, blocking the corrected rerun
+    return "experiment", "; ".join(descs), None, {"experiment": (outcome, r[0], r[2][:300], round(r[3], 2), r[4])}
+
+
+def tree_digest(path):
+    h = []
+    for root, _, files in sorted(os.walk(path)):
+        for f in sorted(files):
+            with open(os.path.join(root, f), "rb") as fh:
+                h.append((os.path.relpath(os.path.join(root, f), path), hash(fh.read())))
+    return h
+
+
+def probe_outputs(args, run_dir, rng, d):
+    """The newer commands, given an output they must refuse before any work: inside the run they read, inside
+    its checkpoint, a folder where a file goes, a missing folder, an empty path, a listed projection twice, a
+    calibration beyond any corpus, a held-out share that takes in training documents. Refused by name (exit 2)
+    with the run byte-identical and nothing written; exit 0 is a silent wrong result, a changed run data lost."""
+    os.makedirs(d)
+    run_copy = os.path.join(d, "run")
+    shutil.copytree(run_dir, run_copy)
+    ckpt = os.path.join(run_copy, "checkpoints", sorted(os.listdir(os.path.join(run_copy, "checkpoints")))[-1])
+    before = tree_digest(run_copy)
+    out_dir = rng.choice([run_copy, ckpt, os.path.join(run_copy, "x"), os.path.join(ckpt, "x"), "", d,
+                          os.path.join(d, "no", "such", "file.json"), os.path.join(ckpt, "model.safetensors")])
+    sl = args.sharelens
+    choices = [
+        ["export-hf", rng.choice([run_copy, ckpt, os.path.join(ckpt, "model.safetensors")]), out_dir],
+        ["compress", run_copy, "--ratio", "0.8", "--groups", "0-1,2-3", "--calibration", "brown:64", "--out", out_dir],
+        ["compress", run_copy, "--ratio", "0.8", "--groups", "0-1,2-3", "--calibration", "brown:64", "--out",
+         os.path.join(d, "ok"), "--json", out_dir],
+        ["compress", run_copy, "--ratio", "0.8", "--projections", rng.choice(["q,q", "k,v,k", "o,o,o"]), "--out",
+         os.path.join(d, "ok")],
+        ["compress", run_copy, "--ratio", "0.8", "--calibration", "brown:%d" % rng.choice([2 ** 40, 2 ** 63 - 1]), "--out",
+         os.path.join(d, "ok")],
+        ["eval", run_copy, "--json", out_dir if out_dir else os.path.join(ckpt, "e.json")],
+        ["eval", run_copy, "--validation-fraction", str(rng.choice([0.5, 0.9, 1.0]))],
+        ["analyze", ckpt, "--spectra", "--json", out_dir],
+        ["convert", ckpt, out_dir or os.path.join(ckpt, "f.safetensors")],
+        ["train", "--init", run_copy, "--context", str(rng.choice([128, 4096, 1048576])), "--steps", "1", "--out",
+         os.path.join(d, "post")],
+        ["analyze", ckpt, "--spectra", "--json", os.path.join(d, "a.json"), "--json", os.path.join(d, "b.json")],
+    ]
+    cmd = rng.choice(choices)
+    r = run([sl] + cmd, args.timeout)
+    outcome = classify(r, "must refuse")
+    if tree_digest(run_copy) != before:
+        outcome = "data lost"
+    elif r[0] != 0 and os.path.exists(os.path.join(d, "ok")) or any(".tmp" in n for n in os.listdir(d)):
+        outcome = "litter"
+    return "outputs", " ".join(cmd).replace(d, "D"), None, {cmd[0]: (outcome, r[0], r[2][:300], round(r[3], 2), r[4])}
+
+
 def probe_one(args, fixtures, topology, run_dir, i):
     rng = random.Random(args.seed * 1_000_003 + i)
     d = os.path.join(args.workdir, "in-%06d" % i)
     family = rng.random()
-    if family < 0.70:
+    if family < 0.55:
         source, desc, oracle, outcomes = probe_checkpoint(args, fixtures, rng, d)
-    elif family < 0.85:
+    elif family < 0.67:
         source, desc, oracle, outcomes = probe_topology(args, topology, rng, d)
-    else:
+    elif family < 0.78:
         source, desc, oracle, outcomes = probe_metrics(args, run_dir, rng, d)
+    elif family < 0.88:
+        source, desc, oracle, outcomes = probe_experiment(args, topology, rng, d)
+    else:
+        source, desc, oracle, outcomes = probe_outputs(args, run_dir, rng, d)
     shutil.rmtree(d, ignore_errors=True)
     return {"input": i, "fixture": source, "mutation": desc, "oracle": oracle, "outcomes": outcomes}
 
@@ -528,7 +641,7 @@ def main():
     start = time.monotonic()
     cli_lines, cli_counts, cli_failures = bad_command_lines(args.sharelens, args.workdir, topo_path, run_dir, fixtures[0])
     print("bad command lines: %d, %s" % (cli_lines, cli_counts), flush=True)
-    counts = {k: 0 for k in ("ok", "crash", "hang", "memory", "wrong exit", "silent garbage")}
+    counts = {k: 0 for k in ("ok", "crash", "hang", "memory", "wrong exit", "silent garbage", "data lost", "litter")}
     families = {}
     exits = {}
     failures = []
@@ -536,7 +649,7 @@ def main():
     peak = 0
     with futures.ThreadPoolExecutor(args.jobs) as pool:
         for n, r in enumerate(pool.map(lambda i: probe_one(args, fixtures, topology, run_dir, i), range(args.first, args.first + args.inputs)), 1):
-            family = r["fixture"] if r["fixture"] in ("topology", "metrics") else "checkpoint"
+            family = r["fixture"] if r["fixture"] in ("topology", "metrics", "experiment", "outputs") else "checkpoint"
             families[family] = families.get(family, 0) + 1
             for cmd, (outcome, code, err, secs, rss) in r["outcomes"].items():
                 runs += 1
@@ -552,11 +665,11 @@ def main():
     summary = {"inputs": args.inputs, "families": families, "runs": runs, "seconds": round(time.monotonic() - start),
                "counts": counts, "exits": exits, "failures": failures[:200], "peak_resident_bytes": peak,
                "command_lines": {"lines": cli_lines, "counts": cli_counts, "failures": cli_failures}}
-    print("| inputs | runs | crashes | hangs | memory blow-ups | wrong exits | silent garbage |")
-    print("| %d (%s) | %d | %d | %d | %d | %d | %d |" % (
+    print("| inputs | runs | crashes | hangs | memory blow-ups | wrong exits | silent garbage | data lost | litter |")
+    print("| %d (%s) | %d | %d | %d | %d | %d | %d | %d | %d |" % (
         args.inputs, ", ".join("%d %s" % (v, k) for k, v in sorted(families.items())), runs, counts["crash"], counts["hang"],
-        counts["memory"], counts["wrong exit"], counts["silent garbage"]))
-    print("| %d bad command lines | %d | %d | %d | %d | %d | %d |" % (
+        counts["memory"], counts["wrong exit"], counts["silent garbage"], counts["data lost"], counts["litter"]))
+    print("| %d bad command lines | %d | %d | %d | %d | %d | %d | - | - |" % (
         cli_lines, cli_lines, cli_counts["crash"], cli_counts["hang"], cli_counts["memory"], cli_counts["wrong exit"],
         cli_counts["silent garbage"]))
     print("largest resident size of any run: %.0f MiB" % (peak / 2 ** 20))

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 
 #include "core/atomic_file.hpp"
 #include "core/fault_injection.hpp"
@@ -174,6 +176,56 @@ TEST(Distributed, ASecondStopSignalEndsARankWaitingForItsPeers) {
   EXPECT_NE(r.out.find("still-waiting"), std::string::npos) << "the first signal only asks: " << r.out;
   EXPECT_NE(r.out.find("status=143"), std::string::npos) << "the second ends it: " << r.out << r.err;
   EXPECT_LT(seconds, 60) << "not the 120 s rendezvous timeout";
+  fs::remove_all(dir);
+}
+
+// Issue 40's "Data lost": the launcher killed (SIGKILL: nothing of it runs) left its ranks training, and a
+// --resume started meanwhile trained beside them, leaving 269 duplicated steps out of order in metrics.jsonl.
+// Now the ranks die with their launcher (saving the step they reached, as SIGTERM does), a second writer is
+// refused while any writer lives, and the resumed run's metrics hold every step once, in order.
+TEST(Distributed, KillingTheLauncherEndsItsRanksAndNoResumeRunsBesideThem) {
+  const fs::path dir = testing::makeTempDir("dist-launcher");
+  writeTopologyFile(debugTopology(), dir / "t.json");
+  const std::string run = shellQuote((dir / "run").string());
+  const std::string metrics = shellQuote((dir / "run" / "metrics.jsonl").string());
+  std::string command = "(";  // appended to, not "(" + std::string: that trips GCC 12's -Wstringop-overflow
+  command +=
+      kBinary + " train --nproc 2 --topology " + shellQuote((dir / "t.json").string()) +
+      " --corpus brown --steps 60 --batch 8 --threads 1 --eval-every 1000 --checkpoint-every 5 --out " + run +
+      " 2>/dev/null & p=$!; ";
+  command += "n=0; until grep -q '\"step\":5,' " + metrics +
+             " 2>/dev/null || [ $n -gt 1200 ]; do n=$((n+1)); sleep 0.05; done; ";
+  command += kBinary + " train --resume --out " + run + " --threads 1 2>" +
+             shellQuote((dir / "second.err").string()) + "; echo second=$?; ";
+  command += "ranks=$(cat /proc/$p/task/*/children); kill -KILL $p; wait $p 2>/dev/null; ";
+  command +=
+      "for r in $ranks; do n=0; while kill -0 $r 2>/dev/null && [ $n -lt 1200 ]; do n=$((n+1)); "
+      "sleep 0.05; done; kill -0 $r 2>/dev/null && echo alive=$r; done; echo ranks=$ranks)";
+  auto r = runProcess(command);
+  EXPECT_NE(r.out.find("second=2"), std::string::npos) << r.out;
+  const std::string second = readTextFile(dir / "second.err");
+  EXPECT_NE(second.find("another process is writing this training run"), std::string::npos) << second;
+  const size_t listed = r.out.find("ranks=");
+  ASSERT_NE(listed, std::string::npos) << r.out;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(r.out[listed + 6])))
+      << "the launcher had ranks: " << r.out;
+  EXPECT_EQ(r.out.find("alive="), std::string::npos) << "every rank ended with its launcher: " << r.out;
+  const auto saved = latestCheckpoint(dir / "run");
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_LT(saved->step, 60);
+  r = runProcess(kBinary + " train --resume --out " + run + " --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(latestCheckpoint(dir / "run")->step, 60);
+  std::istringstream lines(readTextFile(dir / "run" / "metrics.jsonl"));
+  int64_t previous = 0, logged = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line);
+    if (!j.contains("loss") || !j.contains("step")) continue;
+    EXPECT_GT(j["step"].get<int64_t>(), previous) << "each step once, in order: " << line;
+    previous = j["step"].get<int64_t>();
+    ++logged;
+  }
+  EXPECT_EQ(logged, 60);
   fs::remove_all(dir);
 }
 

@@ -13,6 +13,7 @@
 #include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/process.hpp"
+#include "trainer/experiment_runner.hpp"
 
 namespace sharelens {
 namespace {
@@ -292,6 +293,32 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             }).find("non-inferiority margin"),
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 3000000000; }).find("too many seeds"), std::string::npos);
+  // Issue 40: a misspelt field anywhere was ignored and its default trained; a huge token count overflowed
+  // to one step and reported "complete".
+  for (const auto& [edit, named] : std::vector<std::pair<std::function<void(Json&)>, std::string>>{
+           {[](Json& j) { j["stpes"] = 10; }, "x.json field 'stpes': unknown field"},
+           {[](Json& j) { j["referance"] = "cycle"; }, "field 'referance': unknown field"},
+           {[](Json& j) { j["arms"][0]["expcet"] = "better"; },
+            "x.json.arms[0] field 'expcet': unknown field"},
+           {[](Json& j) {
+              j["claim"] = {{"papr", "x"}};
+            },
+            "field 'papr': unknown field"},
+           {[](Json& j) {
+              j["arms"][1] = {{"name", "ds"},
+                              {"derive", {{"from", "cycle"}, {"method", "directshare"}, {"ration", 0.3}}}};
+            },
+            "field 'ration': unknown field"},
+           {[](Json& j) { j["tokens"] = INT64_MAX; }, "too many training tokens"}})
+    EXPECT_NE(errorFor(edit).find(named), std::string::npos) << named << ": " << errorFor(edit);
+  {
+    Json j = tinyExperiment();
+    j["train"]["learning_rate"] = 0.1;  // the option is "lr"
+    const Experiment e = experimentFromJson(j, "x.json", ".");
+    const std::string error = errorOf([&] { (void)experimentTrainConfig(e, e.arms.front(), 1); });
+    EXPECT_NE(error.find("train field 'learning_rate'"), std::string::npos) << error;
+    EXPECT_NE(error.find("unknown training option"), std::string::npos) << error;
+  }
   EXPECT_NE(
       errorFor([](Json& j) {
         j["arms"][0]["topology"]["preset"] = "vanilla";

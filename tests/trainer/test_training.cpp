@@ -409,6 +409,58 @@ TEST(Training, CompareTrainsTheModelAndItsParameterMatchedBaseline) {
   fs::remove_all(dir);
 }
 
+// Issue 40's "Data lost": a PostShare stopped part-way (SIGTERM, SIGKILL) could not be continued ("already
+// holds a PostShare run"), and after SIGTERM postshare/ held a model from a step the run never finished,
+// with no report, looking like a result. Now a stop leaves the run and nothing that looks finished; the same
+// command continues it to the end; another command on that directory is refused by what differs.
+TEST(Training, AStoppedPostShareContinuesWithTheSameCommandAndShowsNoResultBeforeItEnds) {
+  const fs::path dir = testing::makeTempDir("postshare-stop");
+  auto r = runProcess(kBinary +
+                      " topology --preset vanilla --layers 4 --unique 4 --d-model 64 --heads 4 --kv-heads 2 "
+                      "--ffn 160 --vocab 512 --context 64 --out " +
+                      shellQuote((dir / "t.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runProcess(trainCommand(dir / "t.json", dir / "pre", 10));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const fs::path ps = dir / "ps";
+  auto postShare = [&](const std::string& ratio) {
+    return kBinary + " train --init " + shellQuote((dir / "pre").string()) + " --postshare " + ratio +
+           " --corpus brown --steps 60 --batch 4 --threads 1 --checkpoint-every 5 --eval-every 1000 "
+           "--eval-tokens 256 --out " +
+           shellQuote(ps.string());
+  };
+  const std::string metrics = shellQuote((ps / "run" / "metrics.jsonl").string());
+  const std::string subshell = "(";  // named: "(" + std::string trips GCC 12's -Wstringop-overflow
+  r = runProcess(subshell + postShare("0.25") +
+                 " >/dev/null 2>&1 & pid=$!; n=0; until grep -q '\"step\":5,' " + metrics +
+                 " 2>/dev/null || [ $n -gt 2400 ]; do n=$((n+1)); sleep 0.005; done; kill -TERM $pid; "
+                 "wait $pid; echo status=$?)");
+  EXPECT_NE(r.out.find("status=130"), std::string::npos) << r.out << r.err;
+  const auto stopped = latestCheckpoint(ps / "run");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_LT(stopped->step, 60);
+  for (const char* result : {"postshare", "directshare", "postshare.json"})
+    EXPECT_FALSE(fs::exists(ps / result)) << result << " before the post-training finished";
+  r = runProcess(postShare("0.5"));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("holds another PostShare run, stopped before it finished"), std::string::npos)
+      << r.err;
+  r = runProcess(postShare("0.25"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("PostShare at alpha"), std::string::npos) << r.out;
+  const Json report = readJsonFile(ps / "postshare.json");
+  EXPECT_EQ(report["training"], "finished");
+  EXPECT_EQ(latestCheckpoint(ps / "run")->step, 60);
+  const auto losses = lossesOf(ps / "run");
+  EXPECT_EQ(losses.size(), 60u) << "every step of the post-training once";
+  for (const char* model : {"postshare", "directshare"})
+    EXPECT_NO_THROW(Checkpoint::open(ps / model)) << model;
+  r = runProcess(postShare("0.25"));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("already holds a finished PostShare run"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(Training, BadRequestsAreNamedErrors) {
   const fs::path dir = testing::makeTempDir("bad");
   writeTopologyFile(debugTopology(), dir / "t.json");

@@ -123,18 +123,20 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
         if (sweep) {
           EvalOptions eval;
           eval.tokens = kGuiEvalTokens;
-          SweepReport r = sweepCompression(source, o, ratios, {"masa", "masa-noref", "svd"}, eval, task);
-          const plot::Figure figure = plot::compressionSweepFigure(r);
-          for (const char* ext : {"svg", "png", "pdf"})
-            exportFigure(figure, o.out / (std::string("sweep.") + ext), ExportOptions{});
+          SweepReport r = sweepCompression(
+              source, o, ratios, {"masa", "masa-noref", "svd"}, eval, task,
+              [](const std::filesystem::path& staged, const SweepReport& report) {
+                const plot::Figure figure = plot::compressionSweepFigure(report);
+                for (const char* ext : {"svg", "png", "pdf"})
+                  exportFigure(figure, staged / (std::string("sweep.") + ext), ExportOptions{});
+              });
           return [outcome, r = std::move(r), &ctx, out = o.out] {
             outcome->sweepReport = r;
             outcome->running = false;
             ctx.notify("wrote the sweep to " + out.string());
           };
         }
-        CompressionReport r = compressCheckpoint(source, o, task);
-        writeFileAtomically(o.out / "compress.json", r.toJson().dump(2) + "\n");
+        CompressionReport r = compressCheckpoint(source, o, task);  // writes OUT/compress.json
         return [outcome, r = std::move(r), source, this, &ctx] {
           outcome->compression = r;
           outcome->running = false;

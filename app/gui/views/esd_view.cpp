@@ -163,8 +163,8 @@ class EsdPanel : public View {
     const float h = ImGui::GetContentRegionAvail().y;
     if (m_chosen) {
       try {
-        const std::string choice =
-            "esd/" + std::to_string(m_chosen->layer) + "/" + std::string(projName(m_chosen->proj));
+        const std::string choice = "esd/" + std::to_string(m_chosen->layer.value_or(0)) + "/" +
+                                   std::string(projName(m_chosen->proj));
         const plot::Figure& f =
             ctx.figures.get(result, choice, [&] { return plot::figureKind("esd").build(result, *m_chosen); });
         drawExportButtons(ctx, f, "esd", &m_esdState);

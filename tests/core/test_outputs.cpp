@@ -1,0 +1,170 @@
+// Where commands may write (core/output_guard.hpp), one writer per directory (core/directory_lock.hpp), and
+// the temporaries a killed writer leaves (core/atomic_file.hpp): each case is one a user met (issue 40).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <fstream>
+
+#include "core/atomic_file.hpp"
+#include "core/checkpoint.hpp"
+#include "core/directory_lock.hpp"
+#include "core/error.hpp"
+#include "core/output_guard.hpp"
+#include "tests/support/hf_fixtures.hpp"
+
+namespace sharelens {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::string refusal(const Checkpoint& input, const DeclaredOutput& out) {
+  return refusal([&] { checkOutputs("test", input, std::array{out}); });
+}
+
+// The cases of issue 40's "Data lost": each overwrote a checkpoint (the newest, an older step of its run, or
+// a BF16 original beside its config.json) because only the opened directory was guarded.
+TEST(OutputGuard, AnOutputInsideTheRunOrTheModelFolderAnInputBelongsToIsRefused) {
+  const fs::path dir = testing::makeTempDir("guard");
+  const fs::path run = testing::writeFixtureRun(dir / "run");
+  const fs::path step6 = run / "checkpoints" / "step-0000006";
+  const auto newestFile = Checkpoint::open(step6 / "model.safetensors");
+  using D = DeclaredOutput;
+  EXPECT_NE(refusal(*newestFile, D::directory(step6, "OUT_DIR")).find("would overwrite, hold or lie in"),
+            std::string::npos);
+  EXPECT_NE(refusal(*newestFile, D::directory(run / "checkpoints" / "step-0000004", "OUT_DIR")), "")
+      << "another step of the same run";
+  EXPECT_NE(refusal(*newestFile, D::file(run / "report.json", "--json")), "") << "inside the run";
+  EXPECT_NE(refusal(*newestFile, D::directory(dir, "OUT_DIR")), "") << "a directory holding the input";
+  // Through a symbolic link and "..", it is still the same place.
+  fs::create_directory_symlink(run, dir / "link");
+  EXPECT_NE(refusal(*newestFile, D::file(dir / "link" / ".." / "run" / "x.json", "--json")), "");
+  EXPECT_NE(refusal(*newestFile, D::file(dir / "link" / "y.json", "--json")), "");
+  // A Hugging Face folder opened by its weights file: the folder (config.json, tokenizer) is the model.
+  testing::writeHfFixture(dir / "hf", testing::defaultSpec(Family::Llama));
+  const auto hf = Checkpoint::open(dir / "hf" / "model.safetensors");
+  EXPECT_NE(refusal(*hf, D::directory(dir / "hf", "OUT_DIR")), "");
+  EXPECT_NE(refusal(*hf, D::file(dir / "hf" / "f32.safetensors", "OUT")), "") << "read as a second shard";
+  EXPECT_NE(refusal(*hf, D::file(dir / "hf" / "config.json", "--json")), "") << "read as the model's config";
+  EXPECT_NE(refusal(*hf, D::file(dir / "hf" / "tokenizer.json", "--json")), "");
+  EXPECT_EQ(refusal(*hf, D::file(dir / "hf" / "report.json", "--json")), "") << "a report beside the model";
+  // Beside them is fine.
+  fs::create_directories(dir / "elsewhere");
+  EXPECT_EQ(refusal(*newestFile, D::directory(dir / "elsewhere" / "export", "OUT_DIR")), "");
+  EXPECT_EQ(refusal(*hf, D::file(dir / "elsewhere" / "report.json", "--json")), "");
+  // A lone safetensors file (no config.json beside it) is only itself.
+  fs::copy_file(dir / "hf" / "model.safetensors", dir / "elsewhere" / "lone.safetensors");
+  const auto lone = Checkpoint::open(dir / "elsewhere" / "lone.safetensors");
+  EXPECT_EQ(refusal(*lone, D::file(dir / "elsewhere" / "other.safetensors", "OUT")), "");
+  EXPECT_NE(refusal(*lone, D::file(dir / "elsewhere" / "lone.safetensors", "OUT")), "");
+  fs::remove_all(dir);
+}
+
+// Outputs that could only fail after the work (a directory named as a file, a missing folder, a non-empty
+// output directory, one path given twice, an empty path) are refused before it, each by name.
+TEST(OutputGuard, OutputsThatCannotBeWrittenAreRefusedBeforeTheWork) {
+  const fs::path dir = testing::makeTempDir("guard-writable");
+  testing::writeHfFixture(dir / "m", testing::defaultSpec(Family::Llama));
+  const auto m = Checkpoint::open(dir / "m");
+  fs::create_directories(dir / "full");
+  std::ofstream(dir / "full" / "x") << "x";
+  using D = DeclaredOutput;
+  const std::pair<D, std::string> cases[] = {
+      {D::file(dir / "full", "--json"), "the output file is a directory"},
+      {D::file(dir / "missing" / "r.json", "--json"), "the output file's directory does not exist"},
+      {D::directory(dir / "full", "--out"), "already exists and is not empty"},
+      {D::directory(dir / "full" / "x", "--out"), "the output directory is a file"},
+      {D::directory("", "OUT_DIR"), "an empty output path"},
+  };
+  for (const auto& [out, message] : cases) {
+    const std::string error = refusal(*m, out);
+    EXPECT_NE(error.find(message), std::string::npos) << out.path << ": " << error;
+    EXPECT_NE(error.find("test: " + out.role), std::string::npos) << "names the option: " << error;
+  }
+  const std::string twice = refusal([&] {
+    checkOutputs("test", *m, std::array{D::file(dir / "a.json", "--json"), D::file(dir / "a.json", "--md")});
+  });
+  EXPECT_NE(twice.find("two outputs are the same path"), std::string::npos) << twice;
+  EXPECT_EQ(refusal(*m, D::directory(dir / "full", "--out", /*resumable=*/true)), "")
+      << "a job's own earlier output may be continued";
+  fs::remove_all(dir);
+}
+
+// A process that has exited: its pid names no process until the kernel hands it out again.
+pid_t deadPid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// A killed writer's staging directory and temporary file are removed by the next writer of the same target
+// (they were never cleaned, 83 MB each); a live writer's are left alone.
+TEST(AtomicFile, TheNextWriterRemovesWhatAKilledWriterOfTheSameTargetLeft) {
+  const fs::path dir = testing::makeTempDir("stale");
+  const std::string dead = std::to_string(deadPid()), live = std::to_string(::getppid());
+  for (const std::string& pid : {dead, live}) {
+    fs::create_directories(dir / (".out.tmp-" + pid + "-0"));
+    std::ofstream(dir / (".out.tmp-" + pid + "-0") / "model.safetensors") << "partial";
+    std::ofstream(dir / ("r.json.tmp." + pid + ".3")) << "partial";
+  }
+  std::ofstream(dir / ("other.json.tmp." + dead + ".0")) << "another target's";
+  {
+    StagedDirectory out(dir / "out");
+    writeFileAtomically(out.path() / "x.json", "{}");
+    out.commit();
+  }
+  writeFileAtomically(dir / "r.json", "{}");
+  EXPECT_FALSE(fs::exists(dir / (".out.tmp-" + dead + "-0")));
+  EXPECT_FALSE(fs::exists(dir / ("r.json.tmp." + dead + ".3")));
+  EXPECT_TRUE(fs::exists(dir / (".out.tmp-" + live + "-0"))) << "a live writer's staging is its own";
+  EXPECT_TRUE(fs::exists(dir / ("r.json.tmp." + live + ".3")));
+  EXPECT_TRUE(fs::exists(dir / ("other.json.tmp." + dead + ".0"))) << "another target's temporaries stay";
+  EXPECT_EQ(readTextFile(dir / "out" / "x.json"), "{}");
+  fs::remove_all(dir);
+}
+
+// One writer per directory, and the lock dies with its holder: a second writer is refused while the first
+// lives (in another process, as a --resume beside a live run is), and gets it once the first is SIGKILLed.
+TEST(DirectoryLock, ASecondWriterIsRefusedUntilTheFirstDiesHoweverItDies) {
+  const fs::path dir = testing::makeTempDir("lock");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    const DirectoryLock lock(dir, "training run");
+    (void)!::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const std::string error = refusal([&] { DirectoryLock second(dir, "training run"); });
+  EXPECT_NE(error.find("another process is writing this training run"), std::string::npos) << error;
+  EXPECT_NE(error.find(dir.string()), std::string::npos) << error;
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  EXPECT_EQ(refusal([&] { DirectoryLock after(dir, "training run"); }), "");
+  {
+    const DirectoryLock mine(dir, "run");  // within one process too: each lock is its own writer
+    EXPECT_NE(refusal([&] { DirectoryLock again(dir, "run"); }), "");
+  }
+  EXPECT_EQ(refusal([&] { DirectoryLock released(dir, "run"); }), "") << "released when it goes";
+  ::close(ready[0]);
+  ::close(ready[1]);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens
