@@ -39,6 +39,18 @@ std::optional<VectorSlice> unitBias(const ModelView& view, int64_t layer, Proj p
 
 }  // namespace
 
+UnitParameters unitParameters(int64_t heads, int64_t kvHeads, int64_t headDim, int64_t hidden) {
+  const int64_t qRows = heads / kvHeads * headDim;
+  return {(qRows + 2 * headDim) * hidden, hidden * qRows};
+}
+
+DirectShareCount directShareCount(int64_t layers, int64_t heads, int64_t kvHeads, int64_t headDim,
+                                  int64_t hidden, double alpha) {
+  const UnitParameters unit = unitParameters(heads, kvHeads, headDim, hidden);
+  const int64_t units = std::llround(alpha * static_cast<double>(layers * kvHeads));
+  return {units, units * unit.qkv, units * (unit.qkv + unit.o)};
+}
+
 void chooseSharedPairs(DirectShareResult& r, double ratio) {
   // Algorithm 2: take the best-scoring matches until alpha of all units share; a unit that gives its weights
   // away cannot be a source, and a source cannot be replaced (no chains), so each unit's next-best earlier
@@ -136,9 +148,13 @@ DirectShareResult computeDirectShare(const Checkpoint& ckpt, const ModelView& vi
                    [](const UnitMatch& a, const UnitMatch& b) { return a.similarity > b.similarity; });
 
   // Parameters of one unit: its Q, K and V rows, and their biases where the family has them.
-  r.parametersPerUnit = (qRows + 2 * kRows) * d;
+  const UnitParameters unit = unitParameters(view.shape.heads, view.shape.kvHeads, view.shape.headDim, d);
+  r.parametersPerUnit = unit.qkv;
+  r.oParametersPerUnit = unit.o;
   for (Proj p : {Proj::Q, Proj::K, Proj::V})
     if (view.layers[0].bias[static_cast<int>(p)]) r.parametersPerUnit += unitRows(view, p);
+  r.attentionParameters = r.layers * r.units * (r.parametersPerUnit + r.oParametersPerUnit);
+  if (view.layers[0].bias[static_cast<int>(Proj::O)]) r.attentionParameters += r.layers * d;
   r.parametersTotal = countParameters(ckpt, view).total;
   chooseSharedPairs(r, ratio);
   ctx.report(1.0, "DirectShare: done");
@@ -217,6 +233,7 @@ void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
                        {"shared", "q,k,v"},
                        {"pairs", pairs},
                        {"parameters_saved", result.parametersSaved},
+                       {"saved_share_of_attention", result.savedShareOfAttention(false)},
                        {"parameters_unique", result.parametersTotal - result.parametersSaved}};
   auto metadata = ckpt.metadata();
   metadata["sharelens.directshare"] = record.dump();

@@ -7,9 +7,14 @@
 // signatures (Eq. 3). Every unit of a layer >= 1 finds its most similar unit in the earlier layers; the
 // matches are sorted by score and the best ones are taken until the sharing ratio
 //     alpha = shared units / all units
-// is reached. A chosen pair shares W_q, W_k and W_v: the later (target) unit reuses the earlier (source)
-// unit's weights, biases included. The shared model is written as a checkpoint the model views open, the
-// forward pass runs and `sharelens eval` scores.
+// is reached. A chosen pair shares W_q, W_k and W_v (Sec. 4.1, Eq. 4): the later (target) unit reuses the
+// earlier (source) unit's weights, biases included. The shared model is written as a checkpoint the model
+// views open, the forward pass runs and `sharelens eval` scores.
+//
+// Counting: the paper's Table 3 ("30% MHA": Llama2-7B 6.74B -> 6.09B, 13B 13.02B -> 11.76B) is reproduced
+// only when each shared head also gives up its columns of W_o, i.e. alpha is the share of the attention
+// block's parameters removed (QKV alone gives 6.26B and 12.07B). Both counts are reported: what the written
+// model saves (Q, K, V) and what Table 3 counts (Q, K, V, O); test DirectShare.Table3RowsFromShapes.
 #pragma once
 
 #include <filesystem>
@@ -30,6 +35,21 @@ struct UnitMatch {
   float similarity = 0;
 };
 
+// Parameters of one unit under GQA-aware shapes: its Q rows (query heads x head_dim), K and V rows (head_dim
+// each), all x hidden, and its columns of W_o (hidden x its query rows). Weights only.
+struct UnitParameters {
+  int64_t qkv = 0, o = 0;
+};
+UnitParameters unitParameters(int64_t heads, int64_t kvHeads, int64_t headDim, int64_t hidden);
+
+// [HSA] Table 3 from shapes: round(alpha * layers * kvHeads) units shared; the parameters that leaves when
+// they give up Q, K and V (the text), and Q, K, V and O (the table's counts).
+struct DirectShareCount {
+  int64_t units = 0, savedQkv = 0, savedQkvo = 0;
+};
+DirectShareCount directShareCount(int64_t layers, int64_t heads, int64_t kvHeads, int64_t headDim,
+                                  int64_t hidden, double alpha);
+
 struct DirectShareResult {
   int64_t layers = 0;
   int64_t units = 0;  // per layer: kv_heads (= heads for MHA)
@@ -40,8 +60,21 @@ struct DirectShareResult {
   double ratio = 0;                    // requested alpha
   std::vector<UnitMatch> chosen;       // the shared pairs; no unit is both a target and a source
   int64_t parametersPerUnit = 0;       // Q, K, V weights (and biases) of one unit
-  int64_t parametersSaved = 0;
+  int64_t oParametersPerUnit = 0;      // its columns of W_o (counted by Table 3, not shared by the writer)
+  int64_t parametersSaved = 0;         // by the written model: Q, K, V of every chosen unit
   int64_t parametersTotal = 0;
+  int64_t attentionParameters = 0;  // Q, K, V and O weights and biases of every layer
+
+  // What Table 3 counts for the same pairs: Q, K, V and O.
+  int64_t parametersSavedWithO() const {
+    return (parametersPerUnit + oParametersPerUnit) * static_cast<int64_t>(chosen.size());
+  }
+  // The share of the attention block's parameters removed (Table 3's "30% MHA" is 0.30 of it with O).
+  double savedShareOfAttention(bool withO) const {
+    return attentionParameters > 0 ? static_cast<double>(withO ? parametersSavedWithO() : parametersSaved) /
+                                         static_cast<double>(attentionParameters)
+                                   : 0.0;
+  }
 
   double achievedRatio() const {
     return layers * units > 0 ? static_cast<double>(chosen.size()) / static_cast<double>(layers * units)

@@ -235,6 +235,11 @@ Json toJson(const DirectShareResult& r) {
           {"parameters_per_unit", r.parametersPerUnit},
           {"parameters_saved", r.parametersSaved},
           {"parameters_total", r.parametersTotal},
+          {"o_parameters_per_unit", r.oParametersPerUnit},
+          {"attention_parameters", r.attentionParameters},
+          {"saved_share_of_attention", r.savedShareOfAttention(false)},
+          {"parameters_saved_with_o", r.parametersSavedWithO()},  // what the paper's Table 3 counts
+          {"saved_share_of_attention_with_o", r.savedShareOfAttention(true)},
           {"best_matches", best},
           {"chosen", chosen},
           {"similarity", square(r.similarity, r.layers * r.units)}};
@@ -250,6 +255,8 @@ DirectShareResult directShareFromJson(const Json& j) {
   r.parametersPerUnit = field(j, "parameters_per_unit").get<int64_t>();
   r.parametersSaved = field(j, "parameters_saved").get<int64_t>();
   r.parametersTotal = field(j, "parameters_total").get<int64_t>();
+  r.oParametersPerUnit = j.value("o_parameters_per_unit", int64_t{0});  // absent from older reports
+  r.attentionParameters = j.value("attention_parameters", int64_t{0});
   auto match = [](const Json& m) {
     return UnitMatch{{m["target"][0].get<int64_t>(), m["target"][1].get<int64_t>()},
                      {m["source"][0].get<int64_t>(), m["source"][1].get<int64_t>()},

@@ -12,7 +12,7 @@
 //              "overrides": {partial topology}}, "expect": "better"},
 //             {"name": "baseline", "matched_baseline_of": "cycle"},
 //             {"name": "postshare", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25,
-//                                             "gamma": 0.1, "steps": 200, "lr": 0.001}}]}
+//                                             "gamma": 0.5, "steps": 200, "lr": 0.001}}]}
 //
 // "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL),
 // "worse", or "no-worse" (higher by at most "margin" nats/token, 0 unless given: a non-inferiority claim) --
@@ -47,7 +47,7 @@ struct DerivedArm {
   std::string from;     // the trained arm
   std::string method;   // "directshare" or "postshare"
   double ratio = 0.25;  // DirectShare's alpha
-  double gamma = 0.1;   // PostShare's penalty weight
+  double gamma = 0.5;   // PostShare's penalty weight ([HSA] App. C.3)
   int64_t steps = 200;  // PostShare's post-training steps
   double lr = 1e-3;
 };

@@ -237,9 +237,10 @@ Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& whi
                  .where = "topology '" + t.name + "'",
                  .hint = "share layers (a sharing pattern) first, or solve the head LoRA rank"});
   const int64_t zero = withRank(0), perRank = withRank(1) - zero;
-  // The largest rank validation allows: half the smallest matrix side (layer LoRA), head_dim (head LoRA).
+  // The largest rank validation allows: half the smallest matrix side (layer LoRA), d_model (head LoRA:
+  // [LRS] Table 1 uses ranks up to 192, past a small model's head_dim).
   const int64_t maxRank = which == "head"
-                              ? t.model.headDim
+                              ? t.model.dModel
                               : std::min({t.model.dModel, t.model.heads * t.model.headDim, t.model.ffn}) / 2;
   const int64_t rank = std::clamp<int64_t>(
       std::llround(static_cast<double>(budget - zero) / static_cast<double>(perRank)), 0, maxRank);

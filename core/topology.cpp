@@ -259,9 +259,11 @@ void validateTopology(const Topology& t, const std::string& where) {
 
   const HeadSharing& hs = t.headSharing;
   if (hs.mode != HeadSharingMode::None) {
-    if (hs.loraRank < 0 || hs.loraRank > m.headDim)
+    // [LRS, Eq. 1]: W_i = W_base + A_i B_i, A_i d x r, B_i r x d_head. Any r the paper uses is accepted
+    // (Table 1: 22 to 192); one of d_head or more adds parameters and no expressiveness (topologyNotes).
+    if (hs.loraRank < 0 || hs.loraRank > m.dModel)
       invalid(where + ".head_sharing.lora_rank", "per-head LoRA rank out of range",
-              "0.." + std::to_string(m.headDim), std::to_string(hs.loraRank));
+              "0.." + std::to_string(m.dModel) + " (d_model)", std::to_string(hs.loraRank));
     for (Proj p : hs.projections)
       if (p != Proj::Q && p != Proj::K && p != Proj::V)
         invalid(where + ".head_sharing.projections", "heads share a base only in q, k or v", "q, k, v",
@@ -328,6 +330,17 @@ void validateTopology(const Topology& t, const std::string& where) {
     validateHeadTie(t.postShare.pairs[i], m, where + ".postshare.pairs[" + std::to_string(i) + "]");
   if (t.postShare.gamma > 0 && t.postShare.pairs.empty())
     invalid(where + ".postshare", "a PostShare penalty needs head pairs", "pairs", "none");
+}
+
+std::vector<std::string> topologyNotes(const Topology& t) {
+  std::vector<std::string> notes;
+  const HeadSharing& hs = t.headSharing;
+  if (hs.mode != HeadSharingMode::None && hs.loraRank >= t.model.headDim)
+    notes.push_back("per-head LoRA rank " + std::to_string(hs.loraRank) + " >= head_dim " +
+                    std::to_string(t.model.headDim) +
+                    ": A_i B_i has rank at most head_dim, so the heads are already independent and the extra "
+                    "rank only adds parameters (LRS Eq. 1)");
+  return notes;
 }
 
 Json topologyToJson(const Topology& t) {

@@ -112,6 +112,9 @@ struct Topology {
 
 // Throws sharelens::Error naming the field (e.g. "topology.json: attention.assign[3]") on the first problem.
 void validateTopology(const Topology& topology, const std::string& where = "topology");
+// What a valid topology's user should know: settings that cost parameters without adding capacity (a
+// per-head LoRA rank of head_dim or more: [LRS, Eq. 1], rank(A_i B_i) <= min(r, d_head)).
+std::vector<std::string> topologyNotes(const Topology& topology);
 
 Json topologyToJson(const Topology& topology);
 Topology topologyFromJson(const Json& json, const std::string& where);  // validates

@@ -1,4 +1,4 @@
-// PostShare as the head-wise shareable attention paper runs it (Cao et al. 2024, Sec. 3.3, Eq. 4-5): take a
+// PostShare as the head-wise shareable attention paper runs it (Cao et al. 2024, Sec. 4.3, Eq. 4-5): take a
 // pretrained checkpoint, find its DirectShare pairs at ratio alpha, post-train it with
 // L = L_train + gamma * L_w (L_w: the mean over pairs of the summed per-projection distances of W_q, W_k,
 // W_v), then share the pairs. The outcome is compared at the same alpha, on the same held-out text:
@@ -17,10 +17,16 @@
 
 namespace sharelens {
 
+// The paper's post-training settings (App. C.3: "The Adam optimizer with a learning rate of 5e-5 ... beta_1 =
+// 0.9 and beta_2 = 0.95 ... the maximum context size and gamma are set to 4096 and 0.5"): the defaults of
+// `train --postshare` where the user gives none (beta_2 = 0.95 is every run's default already).
+inline constexpr double kPostShareGamma = 0.5;
+inline constexpr double kPostShareLr = 5e-5;
+
 struct PostShareOptions {
   std::filesystem::path init;  // the pretrained checkpoint (ShareLens or Hugging Face Llama layout)
   double ratio = 0.25;         // alpha
-  double gamma = 0.01;
+  double gamma = kPostShareGamma;
   int64_t maxContext = 256;      // sequence length of post-training (the topology's context is capped to it)
   TrainConfig config;            // post-training hyper-parameters (steps, lr, corpus, ...)
   EvalOptions eval;              // the held-out text every model is scored on

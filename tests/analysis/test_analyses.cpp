@@ -238,6 +238,31 @@ INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily,
                          ::testing::Values(Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gpt2),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
+// [HSA] Table 3, "30% MHA": Llama2-7B 6.74B -> 6.09B, Llama2-13B 13.02B -> 11.76B. From the models' shapes
+// (Llama 2: vocabulary 32000, untied head, RMSNorm weights, SwiGLU FFN; 7B: 32 layers of d 4096, 32 heads,
+// FFN 11008; 13B: 40 layers of d 5120, 40 heads, FFN 13824) the table's rows follow when 30% of all heads
+// give up Q, K, V and their O columns; Q, K and V alone (what Sec. 4.1's text shares) leave 6.26B and 12.07B.
+TEST(DirectShare, Table3RowsFromShapes) {
+  struct Row {
+    int64_t layers, d, heads, ffn;
+    double total, shared;  // the paper's numbers, in billions
+  };
+  for (const Row& row : {Row{32, 4096, 32, 11008, 6.74, 6.09}, Row{40, 5120, 40, 13824, 13.02, 11.76}}) {
+    const int64_t vocab = 32000;
+    const int64_t perLayer = 4 * row.d * row.d + 3 * row.d * row.ffn + 2 * row.d;  // attention, FFN, 2 norms
+    const int64_t total = 2 * vocab * row.d + row.layers * perLayer + row.d;       // + embedding, head, norm
+    auto billions = [](int64_t n) { return std::round(static_cast<double>(n) / 1e7) / 100.0; };
+    EXPECT_DOUBLE_EQ(billions(total), row.total);
+    const DirectShareCount c =
+        directShareCount(row.layers, row.heads, row.heads, row.d / row.heads, row.d, 0.3);
+    EXPECT_EQ(c.units, std::llround(0.3 * row.layers * row.heads));
+    EXPECT_DOUBLE_EQ(billions(total - c.savedQkvo), row.shared) << row.layers << " layers";
+    EXPECT_NE(billions(total - c.savedQkv), row.shared) << "Q, K and V alone do not give the table's count";
+    EXPECT_NEAR(static_cast<double>(c.savedQkvo) / (row.layers * 4.0 * row.d * row.d), 0.3, 0.001)
+        << "alpha is the share of the attention block removed";
+  }
+}
+
 TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {
   auto spec = testing::defaultSpec(Family::Qwen2);  // untied
   const auto dir = testing::makeTempDir("emb");

@@ -340,6 +340,33 @@ TEST(ParamCount, SolvedLoraRankMeetsTheBudgetAndImpossibleBudgetsAreNamedErrors)
   EXPECT_EQ(solveLoraRank(heads, h0 + 5 * perHeadRank, "head").headSharing.loraRank, 5);
 }
 
+// [LRS, Eq. 1]: W_i = W_base + A_i B_i with A_i d x r and B_i r x d_head; Table 1 uses r = 22, 80, 144 and
+// 192, past the head_dim of many models. Such ranks are accepted, cost r (d + d_head) per head as the
+// shapes of Eq. 1 say, and are noted as adding no expressiveness (its text: "as r grows toward d_head the
+// heads recover full independence"); only a rank past d_model is refused.
+TEST(Topology, HeadSharingRanksBeyondHeadDimAreAcceptedCountedAndNoted) {
+  Topology t = debugTopology();  // d_model 64, head_dim 16, 4 query heads, 2 KV heads
+  t.headSharing = {HeadSharingMode::SharedBase, 0, {Proj::Q, Proj::K, Proj::V}};
+  const int64_t r0 = countParameters(t).nonEmbedding;
+  t.headSharing.loraRank = 22;  // Table 1's smallest head-sharing rank, > head_dim here
+  EXPECT_NO_THROW(validateTopology(t));
+  const ModelDims& m = t.model;
+  const int64_t heads = m.heads + 2 * m.kvHeads;  // Q heads, K heads, V heads of one layer's block
+  EXPECT_EQ(countParameters(t).nonEmbedding - r0,
+            t.attention.uniqueBlocks() * heads * 22 * (m.dModel + m.headDim));
+  const auto notes = topologyNotes(t);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("per-head LoRA rank 22 >= head_dim 16"), std::string::npos) << notes[0];
+  t.headSharing.loraRank = 8;
+  EXPECT_TRUE(topologyNotes(t).empty());
+  t.headSharing.loraRank = 65;
+  EXPECT_NE(errorOf([&] { validateTopology(t); }).find("0..64 (d_model)"), std::string::npos);
+  t.headSharing.loraRank = 0;
+  const int64_t perRank = t.attention.uniqueBlocks() * heads * (m.dModel + m.headDim);
+  EXPECT_EQ(solveLoraRank(t, r0 + 40 * perRank, "head").headSharing.loraRank, 40)
+      << "the solver reaches it too";
+}
+
 TEST(ParamCount, FlopsAndMemoryEstimates) {
   const Topology t = demoTopology();
   const ParamBudget b = countParameters(t);

@@ -46,11 +46,14 @@ class DirectSharePanel : public View {
       ctx.workspace.run("directshare");
     }
     ImGui::SameLine();
-    ImGui::Text("%zu %s share Q, K and V: %s parameters saved (%.2f%%)", r.chosen.size(),
-                r.unitKind == "head" ? "heads" : "KV groups",
-                humanCount(static_cast<double>(r.parametersSaved)).c_str(),
-                100.0 * static_cast<double>(r.parametersSaved) /
-                    std::max<double>(1, static_cast<double>(r.parametersTotal)));
+    ImGui::Text(
+        "%zu %s share Q, K and V: %s parameters saved (%.2f%% of the model, %.1f%% of attention; "
+        "%.1f%% with O as the paper's Table 3 counts)",
+        r.chosen.size(), r.unitKind == "head" ? "heads" : "KV groups",
+        humanCount(static_cast<double>(r.parametersSaved)).c_str(),
+        100.0 * static_cast<double>(r.parametersSaved) /
+            std::max<double>(1, static_cast<double>(r.parametersTotal)),
+        100.0 * r.savedShareOfAttention(false), 100.0 * r.savedShareOfAttention(true));
     if (ImGui::Button("Write the shared model")) writeShared(ctx, m, r);
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
