@@ -2,6 +2,9 @@
   1  // the ProcessGroupGloo header is compiled only under it; Debian's LibTorch is built with Gloo
 #include "trainer/distributed.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL  // defined by trainer/CMakeLists.txt for a CUDA LibTorch (which is built with NCCL)
@@ -78,8 +81,35 @@ struct DistributedGroup::Bucket {
   c10::intrusive_ptr<c10d::Work> work;
 };
 
+namespace {
+
+// Ctrl-C and SIGTERM held back from the calling thread while the ranks meet: delivered to it they interrupt
+// the store's socket calls (EINTR, which c10d reports as an internal error, and its peer then as a socket
+// timeout), so a stop asked for during the rendezvous killed the run instead of stopping it. Held, the signal
+// goes to another thread (the CLI's progress thread, whose handler records the stop, or ends the process on a
+// second signal) or waits until the rendezvous is over; threads c10d starts meanwhile inherit the mask.
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, &m_previous);
+  }
+  ~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &m_previous, nullptr); }
+  StopSignalsHeld(const StopSignalsHeld&) = delete;
+  StopSignalsHeld& operator=(const StopSignalsHeld&) = delete;
+
+ private:
+  sigset_t m_previous{};
+};
+
+}  // namespace
+
 DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) : m_config(config) {
   const std::string where = "rank " + std::to_string(config.rank) + " of " + std::to_string(config.worldSize);
+  const StopSignalsHeld held;
   try {
     c10d::TCPStoreOptions store;
     store.port = static_cast<uint16_t>(config.masterPort);

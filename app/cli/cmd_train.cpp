@@ -203,6 +203,7 @@ int runTrain(Args& args) {
   }
   RunRequest request;
   request.distributed = distributedFromEnvironment();
+  endWithLauncher(30.0);
   request.distributed.checkWeightsEvery = args.integer("check-weights-every", 1, 1 << 30).value_or(0);
   request.distributed.timeoutSeconds =
       args.number("dist-timeout", 1, 86400).value_or(request.distributed.timeoutSeconds);

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -68,6 +70,7 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
       // does, saving the step it reached. If the launcher is already gone, the rank does not start.
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != launcher) std::_Exit(143);
+      ::setenv("SHARELENS_LAUNCHER_PID", std::to_string(launcher).c_str(), 1);
       for (const auto& [name, value] : {std::pair{"RANK", std::to_string(r)},
                                         {"WORLD_SIZE", std::to_string(ranks)},
                                         {"LOCAL_RANK", std::to_string(r)},
@@ -140,6 +143,20 @@ int launchLocalRanks(int ranks, const std::vector<std::string>& args, double gra
     return exitStatus == 0 ? 1 : exitStatus;
   }
   return exitStatus;
+}
+
+void endWithLauncher(double graceSeconds) {
+  const char* launcher = std::getenv("SHARELENS_LAUNCHER_PID");
+  if (!launcher) return;
+  const pid_t pid = static_cast<pid_t>(std::atol(launcher));
+  std::thread([pid, graceSeconds] {
+    while (::getppid() == pid) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::duration<double>(graceSeconds));
+    std::fprintf(stderr,
+                 "error: the --nproc launcher died and this rank did not stop within %.0f s; ending it\n",
+                 graceSeconds);
+    std::_Exit(143);
+  }).detach();
 }
 
 }  // namespace sharelens::cli

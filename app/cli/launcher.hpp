@@ -13,4 +13,10 @@ namespace sharelens::cli {
 // `args`: the command line after the program name, without --nproc. Returns the exit status for the launcher.
 int launchLocalRanks(int ranks, const std::vector<std::string>& args, double graceSeconds);
 
+// Called by a rank: when this launcher started it (SHARELENS_LAUNCHER_PID), a watcher ends the rank
+// `graceSeconds` after the launcher died if it has not stopped by then. The launcher's death sends the rank
+// SIGTERM (PR_SET_PDEATHSIG), which stops it after its step with a checkpoint; a rank waiting at the
+// rendezvous for a peer that already stopped never polls for that stop, and would wait out --dist-timeout.
+void endWithLauncher(double graceSeconds);
+
 }  // namespace sharelens::cli

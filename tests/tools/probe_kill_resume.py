@@ -237,7 +237,10 @@ def probe_jobs(args):
         if job == "launcher":
             again = [sl, "train", "--resume", "--out", out, "--threads", "1"] if os.path.exists(os.path.join(out, "run.json")) else again
         try:
-            r = run(again, timeout=900)
+            # A job whose output was whole when it died (it finished, or was killed after its last write) is
+            # done: running it again is refused as it should be. Only an unfinished one is run again.
+            done = not complete(job, out)  # complete() lists what is missing
+            r = subprocess.CompletedProcess(again, 0, "", "") if done else run(again, timeout=900)
             if r.returncode != 0:  # refused to go on ("holds", "already") is work lost; anything else a failure
                 problems.append("rerun exited %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
                 row["crashes" if r.returncode < 0 else
@@ -257,7 +260,7 @@ def probe_jobs(args):
             problems.append("the input checkpoint changed")
             row["data_lost"] += 1
             return 1
-        print(json.dumps({"trial": k, "job": job, "signal": sig.name, "after_s": round(delay, 2),
+        print(json.dumps({"trial": k, "job": job, "signal": sig.name, "after_s": round(delay, 2), "exit": p.returncode,
                           "killed": p.returncode in (-signal.SIGKILL, -signal.SIGTERM, 130, 143), "problems": problems}),
               flush=True)
         shutil.rmtree(out, ignore_errors=True)
