@@ -13,9 +13,9 @@
 // The MASA paper ("Share Your Attention", Sec. "Matrix Weight-Sharing for Pretrained Models") gives Matrix
 // PCA per layer group, then refines each layer's residual dW_l = W_l - W^_l with a whitened low-rank term
 // whose ranks a balanced allocation chooses (Q with K, O with V, more rank to the matrix of higher intrinsic
-// rank). Its appendix's Eq. 13 (beta ~ (alpha L - B) / (L - B)) and Algorithm 1 (rank moved within a pair while
-// the tail energy falls) differ from the budget and allocation below, which are our variant (DESIGN.md, issue
-// 36 item 1), tested on hand-computed cases.
+// rank). Its appendix's Eq. 13 (beta ~ (alpha L - B) / (L - B)) and Algorithm 1 (rank moved within a pair
+// while the tail energy falls) differ from the budget and allocation below, which are our variant (DESIGN.md,
+// issue 36 item 1), tested on hand-computed cases.
 #pragma once
 
 #include <map>
