@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/blas_threads.hpp"
+#include "core/corpus.hpp"
 #include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
@@ -75,6 +76,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   }
   for (const ExperimentArm& arm : e.arms)
     (void)experimentTrainConfig(e, arm, 0);  // every arm's options valid before training
+  (void)loadCorpus(e.corpus);                // and its corpus there, before experiment.json is written
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
   // What training depends on: the experiment less its prose (description, claim) and the arms' expected

@@ -309,8 +309,9 @@ def classify(result, oracle_invalid, report=None):
         return "memory"
     if code == 1:
         return "wrong exit"
-    if code == 2:
-        return "ok" if err.startswith("error: ") and ": " in err[7:] else "wrong exit"
+    if code == 2:  # a named error on a line of its own (progress lines may come before it)
+        named = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("error: ")]
+        return "ok" if named and ": " in named[-1][7:] else "wrong exit"
     # exit 0
     if oracle_invalid and oracle_invalid != "duplicate":
         return "silent garbage"
@@ -515,8 +516,10 @@ def probe_outputs(args, run_dir, rng, d):
     shutil.copytree(run_dir, run_copy)
     ckpt = os.path.join(run_copy, "checkpoints", sorted(os.listdir(os.path.join(run_copy, "checkpoints")))[-1])
     before = tree_digest(run_copy)
+    # Each a place no output may go: the run or checkpoint read, inside them, an empty path, a folder holding
+    # them, a weights file of theirs. (A directory output under missing parents is made, as mkdir -p would.)
     out_dir = rng.choice([run_copy, ckpt, os.path.join(run_copy, "x"), os.path.join(ckpt, "x"), "", d,
-                          os.path.join(d, "no", "such", "file.json"), os.path.join(ckpt, "model.safetensors")])
+                          os.path.join(ckpt, "model.safetensors")])
     sl = args.sharelens
     choices = [
         ["export-hf", rng.choice([run_copy, ckpt, os.path.join(ckpt, "model.safetensors")]), out_dir],
@@ -528,6 +531,7 @@ def probe_outputs(args, run_dir, rng, d):
         ["compress", run_copy, "--ratio", "0.8", "--calibration", "brown:%d" % rng.choice([2 ** 40, 2 ** 63 - 1]), "--out",
          os.path.join(d, "ok")],
         ["eval", run_copy, "--json", out_dir if out_dir else os.path.join(ckpt, "e.json")],
+        ["eval", run_copy, "--json", os.path.join(d, "no", "such", "e.json")],
         ["eval", run_copy, "--validation-fraction", str(rng.choice([0.5, 0.9, 1.0]))],
         ["analyze", ckpt, "--spectra", "--json", out_dir],
         ["convert", ckpt, out_dir or os.path.join(ckpt, "f.safetensors")],

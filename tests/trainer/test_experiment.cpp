@@ -349,6 +349,15 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("unknown arm reference"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out"));
+  // A corpus that is not there was found only by the first run, after experiment.json was written.
+  j = tinyExperiment();
+  j["corpus"] = (dir / "no-such-corpus").string();
+  writeFileAtomically(dir / "nocorpus.json", j.dump());
+  const auto nc = runProcess(kBinary + " experiment run " + shellQuote((dir / "nocorpus.json").string()) +
+                             " --out " + shellQuote((dir / "out").string()));
+  EXPECT_EQ(nc.exitCode, 2);
+  EXPECT_NE(nc.err.find("unknown corpus"), std::string::npos) << nc.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "experiment.json"));
   fs::remove_all(dir);
 }
 
