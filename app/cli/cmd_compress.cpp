@@ -125,10 +125,11 @@ int runCompress(Args& args) {
     throw Error(
         {.what = "missing --out DIR", .where = "sharelens compress", .hint = "usage: " + args.usage()});
   o.out = *out;
+  const auto ckpt = Checkpoint::open(resolveModelPath(path));
   {  // every output checked before calibration: OUT is written whole (staged), --json beside it
     std::vector<DeclaredOutput> outputs = {DeclaredOutput::directory(o.out, "--out")};
     if (jsonOut) outputs.push_back(DeclaredOutput::file(*jsonOut, "--json"));
-    checkOutputs("sharelens compress", *Checkpoint::open(resolveModelPath(path)), outputs);
+    checkOutputs("sharelens compress", *ckpt, outputs);
   }
   if (const auto kl = parseKlGrouping(groups)) {
     if (*kl == 0)
@@ -138,7 +139,6 @@ int runCompress(Args& args) {
                    .found = groups});
     o.klGroups = *kl;
   } else {
-    const auto ckpt = Checkpoint::open(resolveModelPath(path));
     o.spec.groups = parseLayerGroups(groups, openModelView(*ckpt).shape.layers);
   }
   CancellableTask task(o.calibration.threads);
