@@ -16,7 +16,7 @@ struct ActivationResults {
   RankMap layerOutputs;                      // L x L
   std::vector<double> klDrift;               // KL(p_l || p_{l+1}), l = 0..L-2
   std::vector<std::vector<int64_t>> groups;  // MASA groups from the drift
-  std::string logitLens = "mean-state";      // which lens gave the drift (trainer/forward_probe.hpp)
+  std::string logitLens = "per-sample";      // which lens gave the drift (trainer/forward_probe.hpp)
   int64_t klGroupCount = 3;                  // the G of "kl:G" (0: split after local maxima)
   int64_t logitLensTokens = 0;
   FloatMatrix attentionSimilarity;  // (L H)^2

@@ -56,6 +56,61 @@ int64_t atomCost(const ModelShape& shape, const CompressionSpec& spec, const std
   return cost;
 }
 
+int64_t layerParameters(const ModelShape& shape, const CompressionSpec& spec) {
+  int64_t size = 0;
+  for (Proj p : spec.projections) size += attentionShape(shape, p).first * attentionShape(shape, p).second;
+  return size;
+}
+
+// beta per group (0 for single-layer groups, which are exact): "exact" spreads what the atoms leave of the
+// target evenly over the refined layers' parameters; "eq13" is MASA Eq. 13 per group.
+std::vector<double> residualBudgets(const ModelShape& shape, const CompressionSpec& spec,
+                                    const CompressionPlan& plan) {
+  std::vector<double> beta(spec.groups.size(), 0.0);
+  int64_t refinedLayers = 0;
+  for (const auto& g : spec.groups)
+    if (g.size() > 1) refinedLayers += static_cast<int64_t>(g.size());
+  const double exact = refinedLayers == 0
+                           ? 0.0
+                           : static_cast<double>(plan.targetParameters - plan.atomParameters) /
+                                 static_cast<double>(refinedLayers * layerParameters(shape, spec));
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const double size = static_cast<double>(spec.groups[g].size());
+    if (size < 2) continue;
+    const double atoms = static_cast<double>(plan.atoms[g]);
+    beta[g] = spec.budget == "eq13" ? std::max(0.0, (spec.ratio * size - atoms) / std::max(1.0, size - atoms))
+                                    : exact;
+  }
+  return beta;
+}
+
+// Ours ("by-shape"): a layer's budget split between the pairs (Q, K) and (O, V) in proportion to their sizes,
+// within a pair by balancedRanks(); a projection without its partner alone.
+void allocateByShape(const ModelShape& shape, const CompressionSpec& spec, double beta, size_t layer,
+                     std::map<Proj, std::vector<int64_t>>& ranks) {
+  auto selected = [&](Proj p) {
+    return std::find(spec.projections.begin(), spec.projections.end(), p) != spec.projections.end();
+  };
+  auto budgetOf = [&](std::initializer_list<Proj> pair) {
+    int64_t size = 0;
+    for (Proj p : pair) size += attentionShape(shape, p).first * attentionShape(shape, p).second;
+    return static_cast<int64_t>(std::floor(beta * static_cast<double>(size)));
+  };
+  for (const auto& [a, b] : {std::pair{Proj::Q, Proj::K}, std::pair{Proj::O, Proj::V}}) {
+    if (selected(a) && selected(b)) {
+      const RankPair r = balancedRanks(budgetOf({a, b}), attentionShape(shape, a), attentionShape(shape, b));
+      ranks[a][layer] = r.a;
+      ranks[b][layer] = r.b;
+      continue;
+    }
+    for (Proj p : {a, b})
+      if (selected(p)) {
+        const auto s = attentionShape(shape, p);
+        ranks[p][layer] = std::min(fullRank(s), budgetOf({p}) / (s.first + s.second));
+      }
+  }
+}
+
 std::vector<double> lowerCholesky(std::vector<double> a, int64_t n, int* info) {
   *info =
       LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', static_cast<lapack_int>(n), a.data(), static_cast<lapack_int>(n));
@@ -65,29 +120,37 @@ std::vector<double> lowerCholesky(std::vector<double> a, int64_t n, int* info) {
   return a;
 }
 
-// Truncated SVD of y (out x in, row-major, consumed): the first `rank` left vectors scaled by their singular
-// values (B) and right vectors (V_r^T, rank x in).
-void truncatedSvd(std::vector<double>& y, int64_t out, int64_t in, int64_t rank, std::vector<double>& b,
-                  std::vector<double>& vt) {
+// Thin SVD of y (out x in, row-major, consumed): U (out x k), sigma (k, descending), V^T (k x in).
+WhitenedSvd thinSvd(std::vector<double>& y, int64_t out, int64_t in) {
   const int64_t k = std::min(out, in);
-  std::vector<double> sv(static_cast<size_t>(k)), u(static_cast<size_t>(out * k)),
-      v(static_cast<size_t>(k * in));
+  WhitenedSvd svd;
+  svd.out = out;
+  svd.in = in;
+  svd.sigma.resize(static_cast<size_t>(k));
+  svd.u.resize(static_cast<size_t>(out * k));
+  svd.vt.resize(static_cast<size_t>(k * in));
   const lapack_int info =
       LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', static_cast<lapack_int>(out), static_cast<lapack_int>(in),
-                     y.data(), static_cast<lapack_int>(in), sv.data(), u.data(), static_cast<lapack_int>(k),
-                     v.data(), static_cast<lapack_int>(in));
+                     y.data(), static_cast<lapack_int>(in), svd.sigma.data(), svd.u.data(),
+                     static_cast<lapack_int>(k), svd.vt.data(), static_cast<lapack_int>(in));
   if (info != 0)
     throw Error(
         {.what = "dgesdd did not converge",
          .where = "truncated SVD of a " + std::to_string(out) + " x " + std::to_string(in) + " matrix",
          .found = "info = " + std::to_string(info),
          .hint = "the weights or the calibration statistics hold NaN or Inf"});
-  b.assign(static_cast<size_t>(out * rank), 0.0);
-  vt.assign(static_cast<size_t>(rank * in), 0.0);
-  for (int64_t i = 0; i < out; ++i)
+  return svd;
+}
+
+// U_r Sigma_r (out x rank).
+std::vector<double> leftFactor(const WhitenedSvd& svd, int64_t rank) {
+  const int64_t k = static_cast<int64_t>(svd.sigma.size());
+  std::vector<double> b(static_cast<size_t>(svd.out * rank));
+  for (int64_t i = 0; i < svd.out; ++i)
     for (int64_t r = 0; r < rank; ++r)
-      b[static_cast<size_t>(i * rank + r)] = u[static_cast<size_t>(i * k + r)] * sv[static_cast<size_t>(r)];
-  std::copy(v.begin(), v.begin() + rank * in, vt.begin());
+      b[static_cast<size_t>(i * rank + r)] =
+          svd.u[static_cast<size_t>(i * k + r)] * svd.sigma[static_cast<size_t>(r)];
+  return b;
 }
 
 FloatMatrix toFloat(const std::vector<double>& d, int64_t rows, int64_t cols) {
@@ -120,6 +183,10 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
            std::to_string(spec.ratio), "0.8 keeps 80% of the attention parameters");
   if (spec.method != "masa" && spec.method != "masa-noref" && spec.method != "svd")
     refuse("unknown compression method", "--method", "masa, masa-noref or svd", spec.method);
+  if (spec.budget != "exact" && spec.budget != "eq13")
+    refuse("unknown residual budget", "--budget", "exact or eq13", spec.budget);
+  if (spec.allocation != "tail-energy" && spec.allocation != "by-shape")
+    refuse("unknown rank allocation", "--allocation", "tail-energy or by-shape", spec.allocation);
   if (spec.projections.empty())
     refuse("no projection to compress", "--projections", "some of q,k,v,o", "none");
   for (Proj p : spec.projections)
@@ -170,10 +237,7 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
                    std::to_string(spec.groups[g].front()) + "-" + std::to_string(spec.groups[g].back()),
                std::to_string(*spec.atoms), "Matrix PCA of |G| matrices has at most |G| atoms");
       plan.atoms[g] = *spec.atoms;
-    } else {
-      plan.atoms[g] = std::max<int64_t>(
-          1, static_cast<int64_t>(std::floor(spec.ratio * static_cast<double>(size) / 2.0)));
-    }
+    }  // else one basis per group (MASA Tables 6-7)
   }
   if (spec.method == "masa-noref") {  // lower the largest atom shares until the atoms fit
     while (atomCost(shape, spec, plan.atoms) > plan.targetParameters) {
@@ -197,51 +261,53 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
   plan.plannedParameters = plan.atomParameters;
   if (spec.method == "masa-noref") return plan;
 
-  // Our Eq. 13: what the atoms leave of the target goes to the residuals of the layers that share atoms.
-  const int64_t residual = plan.targetParameters - plan.atomParameters;
-  plan.beta = static_cast<double>(residual) / static_cast<double>(plan.originalParameters);
-  std::vector<int64_t> refined;
-  for (const auto& g : spec.groups)
-    if (g.size() > 1) refined.insert(refined.end(), g.begin(), g.end());
-  if (refined.empty()) return plan;
-  const int64_t perLayer = residual / static_cast<int64_t>(refined.size());
-  auto selected = [&](Proj p) {
-    return std::find(spec.projections.begin(), spec.projections.end(), p) != spec.projections.end();
-  };
-  int64_t layerSize = 0;
-  for (Proj p : spec.projections) {
-    const auto [out, in] = attentionShape(shape, p);
-    layerSize += out * in;
-  }
-  auto pairBudget = [&](std::initializer_list<Proj> pair) {
-    int64_t size = 0;
-    for (Proj p : pair) size += attentionShape(shape, p).first * attentionShape(shape, p).second;
-    return static_cast<int64_t>(std::floor(static_cast<double>(perLayer) * static_cast<double>(size) /
-                                           static_cast<double>(layerSize)));
-  };
-  for (int64_t l : refined) {
-    auto solo = [&](Proj p) {
-      const auto s = attentionShape(shape, p);
-      plan.ranks[p][static_cast<size_t>(l)] = std::min(fullRank(s), pairBudget({p}) / (s.first + s.second));
-    };
-    // Q with K (the score x W_q^T W_k x'), O with V (the value path W_o W_v); a projection without its
-    // partner alone.
-    for (const auto& [a, b] : {std::pair{Proj::Q, Proj::K}, std::pair{Proj::O, Proj::V}}) {
-      if (selected(a) && selected(b)) {
-        const RankPair r =
-            balancedRanks(pairBudget({a, b}), attentionShape(shape, a), attentionShape(shape, b));
-        plan.ranks[a][static_cast<size_t>(l)] = r.a;
-        plan.ranks[b][static_cast<size_t>(l)] = r.b;
-      } else if (selected(a)) {
-        solo(a);
-      } else if (selected(b)) {
-        solo(b);
+  plan.beta = residualBudgets(shape, spec, plan);
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    if (plan.beta[g] <= 0) continue;
+    for (int64_t l : spec.groups[g]) {
+      const auto layer = static_cast<size_t>(l);
+      if (spec.allocation == "by-shape") {
+        allocateByShape(shape, spec, plan.beta[g], layer, plan.ranks);
+        continue;
+      }
+      for (Proj p : spec.projections) {  // Algorithm 1's start: r = floor(beta m n / (m + n))
+        const auto s = attentionShape(shape, p);
+        plan.ranks[p][layer] =
+            std::min(fullRank(s),
+                     static_cast<int64_t>(std::floor(plan.beta[g] * static_cast<double>(s.first * s.second) /
+                                                     static_cast<double>(s.first + s.second))));
       }
     }
-    for (Proj p : spec.projections)
-      plan.plannedParameters += lowRankParameters(shape, p, plan.ranks[p][static_cast<size_t>(l)]);
   }
+  plan.startRanks = plan.ranks;
+  plan.plannedParameters = plannedParametersOf(shape, plan);
   return plan;
+}
+
+int64_t plannedParametersOf(const ModelShape& shape, const CompressionPlan& plan) {
+  int64_t total = plan.atomParameters;
+  for (const auto& [p, perLayer] : plan.ranks)
+    for (int64_t r : perLayer) total += lowRankParameters(shape, p, r);
+  return total;
+}
+
+double tailEnergy(const std::vector<double>& sigma, int64_t rank) {
+  double e = 0;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(0, rank)); i < sigma.size(); ++i)
+    e += sigma[i] * sigma[i];
+  return e;
+}
+
+RankPair tailEnergyRanks(const std::vector<double>& sigmaA, const std::vector<double>& sigmaB,
+                         RankPair start) {
+  RankPair best = start;
+  double least = tailEnergy(sigmaA, start.a) + tailEnergy(sigmaB, start.b);
+  for (RankPair r{start.a - 1, start.b + 1}; r.a >= 1 && r.b <= static_cast<int64_t>(sigmaB.size());
+       --r.a, ++r.b) {
+    const double e = tailEnergy(sigmaA, r.a) + tailEnergy(sigmaB, r.b);
+    if (e < least) least = e, best = r;
+  }
+  return best;
 }
 
 Whitening whiteningOf(const PackedSymmetric& x, const std::string& where) {
@@ -271,37 +337,45 @@ Whitening whiteningOf(const PackedSymmetric& x, const std::string& where) {
   return w;
 }
 
-LowRankTerm whitenedTruncation(const std::vector<double>& w, int64_t out, int64_t in, const Whitening& white,
-                               int64_t rank) {
+WhitenedSvd whitenedSvd(const std::vector<double>& w, int64_t out, int64_t in, const Whitening& white) {
   if (white.n != in)
     throw Error({.what = "whitening of the wrong size",
                  .where = "low-rank truncation",
                  .expected = std::to_string(in),
                  .found = std::to_string(white.n)});
-  rank = std::min(rank, std::min(out, in));
-  LowRankTerm t;
-  if (rank <= 0) return {FloatMatrix(out, 0), FloatMatrix(0, in)};
   std::vector<double> y = w;  // Y = W S
   cblas_dtrmm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(out),
               static_cast<int>(in), 1.0, white.s.data(), static_cast<int>(in), y.data(),
               static_cast<int>(in));
-  std::vector<double> b, vt;
-  truncatedSvd(y, out, in, rank, b, vt);
+  return thinSvd(y, out, in);
+}
+
+LowRankTerm truncate(const WhitenedSvd& svd, const Whitening& white, int64_t rank) {
+  const int64_t k = static_cast<int64_t>(svd.sigma.size()), out = svd.out, in = svd.in;
+  rank = std::min(rank, k);
+  if (rank <= 0) return {FloatMatrix(out, 0), FloatMatrix(0, in)};
+  const std::vector<double> b = leftFactor(svd, rank);
+  std::vector<double> vt(svd.vt.begin(), svd.vt.begin() + rank * in);
   // A = V_r^T S^-1: solve A S = V_r^T.
   cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(rank),
               static_cast<int>(in), 1.0, white.s.data(), static_cast<int>(in), vt.data(),
               static_cast<int>(in));
-  t.b = toFloat(b, out, rank);
-  t.a = toFloat(vt, rank, in);
-  return t;
+  return {toFloat(b, out, rank), toFloat(vt, rank, in)};
+}
+
+LowRankTerm whitenedTruncation(const std::vector<double>& w, int64_t out, int64_t in, const Whitening& white,
+                               int64_t rank) {
+  if (std::min(rank, std::min(out, in)) <= 0) return {FloatMatrix(out, 0), FloatMatrix(0, in)};
+  return truncate(whitenedSvd(w, out, in, white), white, rank);
 }
 
 LowRankTerm plainTruncation(const std::vector<double>& w, int64_t out, int64_t in, int64_t rank) {
   rank = std::min(rank, std::min(out, in));
   if (rank <= 0) return {FloatMatrix(out, 0), FloatMatrix(0, in)};
-  std::vector<double> y = w, b, vt;
-  truncatedSvd(y, out, in, rank, b, vt);
-  return {toFloat(b, out, rank), toFloat(vt, rank, in)};
+  std::vector<double> y = w;
+  const WhitenedSvd svd = thinSvd(y, out, in);
+  return {toFloat(leftFactor(svd, rank), out, rank),
+          toFloat(std::vector<double>(svd.vt.begin(), svd.vt.begin() + rank * in), rank, in)};
 }
 
 FloatMatrix product(const LowRankTerm& t) {

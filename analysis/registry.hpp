@@ -27,8 +27,8 @@ struct AnalysisParams {
   double directShareRatio = 0.25;                // alpha of the DirectShare pairs
   std::vector<std::vector<int64_t>> masaGroups;  // Matrix PCA layer groups; empty: one group of all layers
   int64_t activationTokens = 25000;              // tokens of text the model runs over
-  std::string logitLens =
-      "mean-state";  // "mean-state" (the MASA paper's) or "per-token" (trainer/forward_probe.hpp)
+  // "per-sample" (the MASA paper's), "mean-state" or "per-token" (trainer/forward_probe.hpp)
+  std::string logitLens = "per-sample";
   int64_t logitLensTokens = 2048;       // "per-token" only
   int64_t klGroups = kKlDefaultGroups;  // MASA groups from the drift: at the G-1 largest; 0: local maxima
   int64_t attentionTokens = 128;

@@ -102,6 +102,8 @@ Json compressionRecordToJson(const CompressionRecord& r) {
           {"atoms", r.atoms},
           {"ranks", ranks},
           {"beta", r.beta},
+          {"budget", r.budget},
+          {"allocation", r.allocation},
           {"original_parameters", r.originalParameters},
           {"target_parameters", r.targetParameters},
           {"parameters", r.parameters},
@@ -140,7 +142,19 @@ CompressionRecord compressionRecordFromJson(const Json& j, const std::string& wh
     const Proj p = projOf(ranks, key, Json(key));
     r.ranks[p] = intArray(ranks, key, 0);
   }
-  r.beta = o.requireNumber("beta");
+  // "beta" was one number (the residual budget over the original parameters) before issue 36; now one per
+  // group.
+  if (o.has("beta") && o.raw().at("beta").is_array()) {
+    for (const Json& v : o.requireArray("beta")) {
+      if (!v.is_number() || !(v.get<double>() >= 0.0))
+        o.fail("beta", "not a residual budget", "numbers >= 0, one per group", v.dump());
+      r.beta.push_back(v.get<double>());
+    }
+  } else {
+    (void)o.requireNumber("beta");
+  }
+  r.budget = o.optionalString("budget").value_or("");
+  r.allocation = o.optionalString("allocation").value_or("");
   r.originalParameters = o.requireInt("original_parameters", 0);
   r.targetParameters = o.requireInt("target_parameters", 0);
   r.parameters = o.requireInt("parameters", 0);

@@ -59,7 +59,9 @@ struct CompressionRecord {
   std::vector<std::vector<int64_t>> groups;    // layer groups (MASA); empty for svd
   std::vector<int64_t> atoms;                  // per group: B_g (MASA); empty for svd
   std::map<Proj, std::vector<int64_t>> ranks;  // per projection, per layer: rank of the B A term (0: none)
-  double beta = 0;                 // residual budget, as a fraction of the original parameters (MASA)
+  std::vector<double> beta;        // per group: MASA's residual budget beta_g (0: not refined); empty for svd
+  std::string budget;              // MASA: "exact" or "eq13"; empty when written before issue 36
+  std::string allocation;          // MASA: "tail-energy" or "by-shape"; empty when written before issue 36
   int64_t originalParameters = 0;  // of the compressed projections, before
   int64_t targetParameters = 0;
   int64_t parameters = 0;  // stored for them now: atoms + coefficients + factors

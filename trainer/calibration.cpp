@@ -55,7 +55,17 @@ void accumulate(PackedSymmetric& x, const torch::Tensor& activation) {
 
 }  // namespace
 
-CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, const TaskContext& ctx) {
+int64_t defaultCalibrationTokens(int64_t widestInput) {
+  return std::max<int64_t>(2048, 8 * widestInput);
+}
+
+CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& given, const TaskContext& ctx) {
+  CalibrationOptions o = given;
+  checkLogitLens(o.logitLens);
+  if (o.logitLens == "per-token")
+    throw Error({.what = "the per-token lens is not part of calibration",
+                 .where = "--logit-lens per-token",
+                 .expected = "per-sample or mean-state"});
   const auto started = std::chrono::steady_clock::now();
   setComputeThreads(o.threads > 0 ? o.threads : ctx.threadCount());
   torch::Device device = torch::kCPU;
@@ -66,7 +76,6 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
     device = torch::Device(torch::kCUDA, 0);
   }
   CalibrationResult r;
-  const std::vector<int> ids = calibrationTokens(path, o, r.text, r.tokenizer, ctx);
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   if (!view.hasHeads())
@@ -74,6 +83,8 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
                  .where = view.source,
                  .hint = "put the model's config.json next to the weights"});
   const int64_t widest = std::max(view.shape.hidden, view.shape.heads * view.shape.headDim);
+  if (o.tokens <= 0) o.tokens = defaultCalibrationTokens(widest);
+  const std::vector<int> ids = calibrationTokens(path, o, r.text, r.tokenizer, ctx);
   if (static_cast<int64_t>(ids.size()) < widest)
     throw Error({.what = "too few calibration tokens",
                  .where = r.text,
@@ -95,28 +106,34 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& o, c
   const int64_t layers = model.layers(), d = view.shape.hidden, o_in = view.shape.heads * view.shape.headDim;
   r.layers.resize(static_cast<size_t>(layers));
   for (LayerInputAutocorrelation& l : r.layers) l = {PackedSymmetric(d), PackedSymmetric(o_in)};
-  torch::Tensor stateSum = at::zeros({layers, d}, at::TensorOptions().dtype(at::kDouble).device(device));
   const int64_t chunk = std::min(o.chunk, model.context()), total = static_cast<int64_t>(ids.size());
   // [1, n, d] each: the residual stream of every window, advanced layer by layer
   std::vector<torch::Tensor> windows = model.embedWindows(ids, chunk);
+  std::vector<int64_t> windowTokens;
+  for (const torch::Tensor& x : windows) windowTokens.push_back(x.size(1));
+  // Each window's (sample's) mean block output, for the grouping probe: [windows, layers, d].
+  torch::Tensor windowMeans = at::zeros({static_cast<int64_t>(windows.size()), layers, d},
+                                        at::TensorOptions().dtype(at::kDouble).device(device));
   for (int64_t l = 0; l < layers; ++l) {
     ctx.throwIfCancelled();
     model.loadLayer(l);
-    for (torch::Tensor& x : windows) {
+    for (size_t w = 0; w < windows.size(); ++w) {
+      torch::Tensor& x = windows[w];
       InferenceModel::Trace trace;
       trace.tap = [&](int64_t layer, const torch::Tensor& attentionInput, const torch::Tensor& outputInput) {
         accumulate(r.layers[static_cast<size_t>(layer)].attentionInput, attentionInput);
         accumulate(r.layers[static_cast<size_t>(layer)].outputInput, outputInput);
       };
       x = model.runLayer(l, x, &trace);
-      stateSum[l] += x.squeeze(0).to(at::kDouble).sum(0);
+      windowMeans[static_cast<int64_t>(w)][l] = x.squeeze(0).to(at::kDouble).mean(0);
     }
     model.unloadLayer(l);
     ctx.report(0.05 + 0.9 * static_cast<double>(l + 1) / static_cast<double>(layers),
                "calibration: layer " + std::to_string(l + 1) + " / " + std::to_string(layers));
   }
   r.tokens = total;
-  if (layers >= 2) r.klDrift = model.klDriftOfMeans(stateSum / static_cast<double>(total));
+  if (layers >= 2) r.klDrift = model.klDriftOfMeans(lensMeans(windowMeans, windowTokens, o.logitLens));
+  r.logitLens = o.logitLens;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   r.peakResidentBytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;

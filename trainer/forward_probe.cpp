@@ -84,11 +84,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
 
   const int64_t chunk = std::min(options.chunk, model.context());
   const bool perTokenLens = options.logitLens == "per-token";
-  if (!perTokenLens && options.logitLens != "mean-state")
-    throw Error({.what = "unknown logit lens",
-                 .where = "--logit-lens",
-                 .expected = "mean-state or per-token",
-                 .found = options.logitLens});
+  checkLogitLens(options.logitLens);
   // The residual stream of every window of `chunk` tokens, [1, n, d] each, advanced a layer at a time over
   // all of them (as calibration does). Each window is its own sequence, as when each went through the whole
   // model in turn, and the numbers are those: the same operations on the same shapes.
@@ -110,9 +106,12 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   std::vector<torch::Tensor> maps;  // (layer, head) -> the flattened [T, T] map
 
   r.residualDeltas.assign(static_cast<size_t>(r.layers), FloatMatrix(r.tokens, r.hidden));
-  // Sum over tokens of each block's output h_l (double), for the mean-state lens: [layers, d].
-  torch::Tensor stateSum =
-      at::zeros({r.layers, r.hidden}, at::TensorOptions().dtype(at::kDouble).device(device));
+  // Each window's mean of each block's output h_l (double): [windows, layers, d], for the mean-state and
+  // per-sample lenses.
+  std::vector<int64_t> windowTokens;
+  for (const torch::Tensor& x : windows) windowTokens.push_back(x.size(1));
+  torch::Tensor windowMeans = at::zeros({static_cast<int64_t>(windows.size()), r.layers, r.hidden},
+                                        at::TensorOptions().dtype(at::kDouble).device(device));
   for (int64_t l = 0; l < r.layers; ++l) {
     ctx.throwIfCancelled();
     model.loadLayer(l);
@@ -124,7 +123,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
       const torch::Tensor delta = (after - x).squeeze(0).to(at::kCPU).contiguous();  // dh_l = h_l - h_{l-1}
       std::copy(delta.data_ptr<float>(), delta.data_ptr<float>() + delta.numel(),
                 r.residualDeltas[static_cast<size_t>(l)].row(at));
-      stateSum[l] += after.squeeze(0).to(at::kDouble).sum(0);
+      windowMeans[static_cast<int64_t>(w)][l] = after.squeeze(0).to(at::kDouble).mean(0);
       if (w < lensWindows) lensStates[w].push_back(after.squeeze(0));
       at += x.size(1);
       x = after;
@@ -174,7 +173,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
     for (double sum : klSum) r.klDrift.push_back(klTokens ? sum / static_cast<double>(klTokens) : 0.0);
     r.logitLensTokens = klTokens;
   } else if (r.layers >= 2 && r.tokens > 0) {
-    r.klDrift = model.klDriftOfMeans(stateSum / static_cast<double>(r.tokens));
+    r.klDrift = model.klDriftOfMeans(lensMeans(windowMeans, windowTokens, options.logitLens));
     r.logitLensTokens = r.tokens;
   }
   r.logitLensSeconds = std::chrono::duration<double>(clock::now() - lensStart).count();

@@ -92,9 +92,13 @@ std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch:
 
 namespace {
 
-// KL(p_l || p_{l+1}) between consecutive rows of logits [layers, V] (double).
+// KL(p_l || p_{l+1}) between consecutive layers of logits [layers, V], or [samples, layers, V] where p_l is
+// the mean over samples of each sample's softmax (MASA: "average across samples"), in double.
 std::vector<double> consecutiveKl(const torch::Tensor& logits) {
-  const torch::Tensor logp = at::log_softmax(logits, 1).to(at::kCPU);
+  torch::Tensor logp = at::log_softmax(logits, -1);
+  if (logp.dim() == 3)  // log of the mean probability: logsumexp over samples - log S
+    logp = at::logsumexp(logp, 0) - std::log(static_cast<double>(logp.size(0)));
+  logp = logp.to(at::kCPU);
   std::vector<double> drift;
   for (int64_t l = 0; l + 1 < logp.size(0); ++l)
     drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
@@ -127,7 +131,26 @@ std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Te
   for (int64_t v0 = 0; v0 < vocab; v0 += kVocabSlice)
     parts.push_back(
         at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
-  return consecutiveKl(at::cat(parts, 1));
+  return consecutiveKl(at::cat(parts, -1));
+}
+
+void checkLogitLens(const std::string& lens) {
+  if (lens != "per-sample" && lens != "mean-state" && lens != "per-token")
+    throw Error({.what = "unknown logit lens",
+                 .where = "--logit-lens",
+                 .expected = "per-sample (the MASA paper's), mean-state or per-token",
+                 .found = lens});
+}
+
+torch::Tensor lensMeans(const torch::Tensor& windowMeans, const std::vector<int64_t>& windowTokens,
+                        const std::string& lens) {
+  checkLogitLens(lens);
+  if (lens == "per-sample") return windowMeans;
+  const torch::Tensor weights =
+      torch::tensor(std::vector<double>(windowTokens.begin(), windowTokens.end()), at::kDouble)
+          .to(windowMeans.device())
+          .view({-1, 1, 1});
+  return (windowMeans * weights).sum(0) / weights.sum();
 }
 
 namespace {
@@ -474,7 +497,7 @@ std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) c
   std::vector<torch::Tensor> parts;
   forEachOutputHeadSlice(
       torch::kCPU, [&](const torch::Tensor& w) { parts.push_back(at::matmul(m, w.to(at::kDouble).t())); });
-  return consecutiveKl(at::cat(parts, 1));
+  return consecutiveKl(at::cat(parts, -1));
 }
 
 torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {

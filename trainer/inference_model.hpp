@@ -45,9 +45,20 @@ struct ArchitectureParams {
 ArchitectureParams architectureParams(const Checkpoint& checkpoint, const ModelView& view);
 
 // The MASA paper's grouping probe: p_l = softmax(W_U h̄_l) for each block's mean output h̄_l (`means` [layers,
-// d], double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. The logits
+// d], double), W_U the output projection [V, d]; returns KL(p_l || p_{l+1}) for l = 0..layers-2. With
+// `means` [samples, layers, d] (each sample's own mean), p_l is the average over samples of the samples'
+// softmaxes, as the paper computes it ("average across samples"). The logits
 // are computed in double a slice of the vocabulary at a time (a V x d double copy of W_U would not fit).
 std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable);
+
+// The lenses of that probe: "per-sample" (the paper's), "mean-state" (ours, one mean over all tokens) and
+// "per-token" (the forward probe's per-token KL); anything else is a named error.
+void checkLogitLens(const std::string& lens);
+// What the probe takes from each window's mean block outputs `windowMeans` [windows, layers, d] of
+// `windowTokens` tokens each: per-sample, the windows' means as they are; mean-state, their token-weighted
+// mean [layers, d].
+torch::Tensor lensMeans(const torch::Tensor& windowMeans, const std::vector<int64_t>& windowTokens,
+                        const std::string& lens);
 
 class InferenceModel {
  public:
@@ -84,7 +95,8 @@ class InferenceModel {
                          bool captureAttention = false) const;
   void loadLayer(int64_t layer);    // streamed: read layer's weights (no-op when resident)
   void unloadLayer(int64_t layer);  // streamed: drop them again
-  // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d]): meanStateKlDrift()
+  // The MASA grouping probe on block outputs averaged over tokens (`means` [layers, d], or [samples, layers,
+  // d] for the paper's average of the samples' distributions): meanStateKlDrift()
   // with this model's output projection (a streamed model reads it a slice at a time).
   std::vector<double> klDriftOfMeans(const torch::Tensor& means) const;
   // The logit lens: the final norm and the output head applied to any residual stream [.., d] -> [.., V]

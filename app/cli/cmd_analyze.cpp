@@ -45,10 +45,10 @@ AnalysisParams parseAnalysisParams(Args& args) {
   p.activationTokens = args.integer("tokens", 2, 100'000'000).value_or(p.activationTokens);
   p.corpus = args.option("corpus", p.corpus);
   p.logitLens = args.option("logit-lens", p.logitLens);
-  if (p.logitLens != "mean-state" && p.logitLens != "per-token")
+  if (p.logitLens != "per-sample" && p.logitLens != "mean-state" && p.logitLens != "per-token")
     throw Error({.what = "unknown logit lens",
                  .where = "--logit-lens",
-                 .expected = "mean-state (the MASA paper's) or per-token",
+                 .expected = "per-sample (the MASA paper's), mean-state or per-token",
                  .found = p.logitLens});
   p.logitLensTokens = args.integer("logit-lens-tokens", 1, 100'000'000).value_or(p.logitLensTokens);
   p.attentionTokens = args.integer("attention-tokens", 0, 1'000'000).value_or(p.attentionTokens);

@@ -1,4 +1,6 @@
 // sharelens compress PATH --method masa|masa-noref|svd --ratio A [--groups kl:G | 0-0,1-10,11-11] [--atoms B]
+//                    [--budget exact|eq13] [--allocation tail-energy|by-shape] [--logit-lens
+//                    per-sample|mean-state]
 //                    [--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] --out DIR
 //                    [--json FILE]
 // sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N] ... --out
@@ -65,8 +67,15 @@ void printPlan(const CompressionReport& r) {
                   p.atoms[g] == 1 ? "" : "s");
     std::printf("\n");
   }
-  if (p.spec.method == "masa")
-    std::printf("  residual budget beta = %.4f of the original parameters\n", p.beta);
+  if (p.spec.method == "masa") {
+    std::printf("  residual budget (%s) beta per group, the share of a refined layer's parameters kept:",
+                p.spec.budget.c_str());
+    for (double b : p.beta) std::printf(" %.4f", b);
+    std::printf("\n  ranks allocated %s\n",
+                p.spec.allocation == "tail-energy"
+                    ? "by MASA Algorithm 1 (tail energy of the whitened residuals)"
+                    : "by shape (ours)");
+  }
   for (const auto& [proj, ranks] : p.ranks) {
     std::printf("  rank of %s per layer:", std::string(projName(proj)).c_str());
     for (int64_t v : ranks) std::printf(" %lld", static_cast<long long>(v));
@@ -106,7 +115,11 @@ int runCompress(Args& args) {
       o.spec.projections.push_back(*p);
     }
   }
-  parseCalibrationSpec(args.option("calibration", "brown:2048"), o.calibration);
+  o.spec.budget = args.option("budget", o.spec.budget);
+  o.spec.allocation = args.option("allocation", o.spec.allocation);
+  // Without N the calibration size comes from the model's width (defaultCalibrationTokens).
+  parseCalibrationSpec(args.option("calibration", "brown"), o.calibration);
+  o.calibration.logitLens = args.option("logit-lens", o.calibration.logitLens);
   if (const auto ids = args.option("calibration-ids"))
     o.calibration.tokenIds = readTokenIds(*ids), o.calibration.tokens = 1 << 30;
   o.calibration.device = args.option("device", "cpu");

@@ -19,7 +19,8 @@ const std::vector<Command>& commands() {
        "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] "
        "[--lowest-pairs 50] "
        "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] "
-       "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens mean-state|per-token] "
+       "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens "
+       "per-sample|mean-state|per-token] "
        "[--logit-lens-tokens N] [--attention-tokens N] "
        "[--device cpu|cuda] [--threads N] --json FILE",
        "the analyses of the registry as one JSON report (when no analysis is named, all but --activations "
@@ -74,14 +75,16 @@ const std::vector<Command>& commands() {
        runExperimentCommand},
       {"compress",
        "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] "
-       "[--atoms B] "
-       "[--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] "
+       "[--atoms B] [--budget exact|eq13] [--allocation tail-energy|by-shape] "
+       "[--projections q,k,v,o] [--calibration CORPUS[:N] | --calibration-ids FILE] "
+       "[--logit-lens per-sample|mean-state] "
        "[--eval [--eval-tokens N | --eval-ids FILE]] "
        "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out "
        "DIR [--json FILE]",
        "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + "
        "whitened "
-       "low-rank residuals, ranks balanced Q with K and O with V) or the SVD-LLM baseline, to a checkpoint "
+       "low-rank residuals, ranks moved within Q, K and O, V by the paper's Algorithm 1) or the SVD-LLM "
+       "baseline, to a checkpoint "
        "every "
        "command opens; --sweep writes models, a table and a figure of perplexity against ratio",
        runCompress},

@@ -206,7 +206,8 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
   record.projections = spec.projections;
   record.groups = spec.groups;
   record.atoms = plan.atoms;
-  record.ranks = plan.ranks;
+  record.budget = spec.method == "masa" ? spec.budget : "";
+  record.allocation = spec.method == "masa" ? spec.allocation : "";
   record.beta = plan.beta;
   record.originalParameters = plan.originalParameters;
   record.targetParameters = plan.targetParameters;
@@ -227,14 +228,14 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     if (w.damping > 0) damping[where] = w.damping;
     return whitenings.emplace(key, std::move(w)).first->second;
   };
-  auto refine = [&](NewTensors& t, int64_t layer, Proj p, const std::vector<double>& residual) {
-    const int64_t rank = plan.ranks.at(p)[static_cast<size_t>(layer)];
-    if (rank <= 0) return;
-    const auto [rows, cols] = attentionShape(view.shape, p);
-    const LowRankTerm term = whitenedTruncation(residual, rows, cols, whiteningFor(layer, p), rank);
+  auto store = [&](NewTensors& t, int64_t layer, Proj p, const LowRankTerm& term) {
+    if (term.rank() <= 0) return;
     const DType dtype = storedDtype(*ckpt, view, layer, p);
-    t.add(compressedFactorName(layer, p, 'B'), dtype, {rows, rank}, term.b.data);
-    t.add(compressedFactorName(layer, p, 'A'), dtype, {rank, cols}, term.a.data);
+    t.add(compressedFactorName(layer, p, 'B'), dtype, {term.b.rows, term.rank()}, term.b.data);
+    t.add(compressedFactorName(layer, p, 'A'), dtype, {term.rank(), term.a.cols}, term.a.data);
+  };
+  auto rankOf = [&](Proj p, int64_t layer) -> int64_t& {
+    return report.plan.ranks.at(p)[static_cast<size_t>(layer)];
   };
 
   NewTensors fresh;
@@ -245,14 +246,19 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
                spec.method == "svd" ? "compress: layer " + std::to_string(unit)
                                     : "compress: layer group " + std::to_string(unit));
     if (spec.method == "svd") {  // SVD-LLM: every matrix replaced by its whitened truncated SVD
-      for (Proj p : spec.projections)
-        refine(fresh, unit, p,
-               toDouble(materializeFinite(*ckpt, view.layers[static_cast<size_t>(unit)].at(p))));
+      for (Proj p : spec.projections) {
+        const auto [rows, cols] = attentionShape(view.shape, p);
+        store(fresh, unit, p,
+              whitenedTruncation(
+                  toDouble(materializeFinite(*ckpt, view.layers[static_cast<size_t>(unit)].at(p))), rows,
+                  cols, whiteningFor(unit, p), rankOf(p, unit)));
+      }
       whitenings.clear();
       continue;
     }
     const std::vector<int64_t>& group = spec.groups[static_cast<size_t>(unit)];
     const int64_t atoms = plan.atoms[static_cast<size_t>(unit)];
+    std::map<Proj, std::vector<std::vector<double>>> residuals;  // per projection, per layer of the group
     for (Proj p : spec.projections) {
       const auto [rows, cols] = attentionShape(view.shape, p);
       std::vector<FloatMatrix> w;
@@ -274,25 +280,47 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
       fresh.add(compressedCoefficientsName(p, unit), DType::F32, {static_cast<int64_t>(group.size()), atoms},
                 coefficients);
       if (spec.method != "masa" || group.size() == 1) continue;  // single-layer groups are exact
-      // Local refinement: the residual dW_l = W_l - W^_l of each layer, approximated with its whitened
-      // low-rank term.
+      // The residual dW_l = W_l - W^_l of each layer (Eq. 11), refined below.
       for (size_t i = 0; i < group.size(); ++i) {
         std::vector<double> residual = toDouble(w[i]);
+        w[i] = FloatMatrix();
         for (int64_t s = 0; s < atoms; ++s) {
           const double c = pca.coefficients(s, static_cast<int64_t>(i));
           const std::vector<float>& atom = pca.atoms[static_cast<size_t>(s)].data;
           for (size_t k = 0; k < residual.size(); ++k) residual[k] -= c * static_cast<double>(atom[k]);
         }
-        refine(fresh, group[i], p, residual);
+        residuals[p].push_back(std::move(residual));
       }
+    }
+    // Local refinement (Eq. 12): each residual's whitened SVD, the ranks of Algorithm 1 within (Q, K) and
+    // (O, V) (or the plan's, by-shape), and the truncation at those ranks.
+    for (size_t i = 0; i < group.size() && !residuals.empty(); ++i) {
+      const int64_t layer = group[i];
+      std::map<Proj, WhitenedSvd> svds;
+      for (auto& [p, perLayer] : residuals) {
+        const auto [rows, cols] = attentionShape(view.shape, p);
+        if (rankOf(p, layer) > 0 || spec.allocation == "tail-energy")
+          svds[p] = whitenedSvd(perLayer[i], rows, cols, whiteningFor(layer, p));
+        perLayer[i] = {};
+      }
+      if (spec.allocation == "tail-energy")
+        for (const auto& [a, b] : {std::pair{Proj::Q, Proj::K}, std::pair{Proj::O, Proj::V}}) {
+          if (!svds.count(a) || !svds.count(b)) continue;
+          const RankPair r =
+              tailEnergyRanks(svds[a].sigma, svds[b].sigma, {rankOf(a, layer), rankOf(b, layer)});
+          rankOf(a, layer) = r.a;
+          rankOf(b, layer) = r.b;
+        }
+      for (const auto& [p, svd] : svds)
+        store(fresh, layer, p, truncate(svd, whiteningFor(layer, p), rankOf(p, layer)));
     }
     whitenings.clear();
   }
-  record.calibration = {{"tokens", calibration.tokens},
-                        {"text", calibration.text},
-                        {"tokenizer", calibration.tokenizer},
-                        {"damping", damping},
-                        {"kl_drift", calibration.klDrift}};
+  report.plan.plannedParameters = plannedParametersOf(view.shape, report.plan);
+  record.ranks = report.plan.ranks;
+  record.calibration = {{"tokens", calibration.tokens}, {"logit_lens", calibration.logitLens},
+                        {"text", calibration.text},     {"tokenizer", calibration.tokenizer},
+                        {"damping", damping},           {"kl_drift", calibration.klDrift}};
   if (!kept.empty()) record.calibration["kept_tensors"] = kept;  // only part of their rows were compressed
   record.parameters = fresh.parameters;
   if (record.parameters != plan.plannedParameters)
@@ -327,8 +355,9 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
 }
 
 Json CompressionReport::toJson() const {
-  Json ranks = Json::object();
+  Json ranks = Json::object(), startRanks = Json::object();
   for (const auto& [p, perLayer] : plan.ranks) ranks[std::string(projName(p))] = perLayer;
+  for (const auto& [p, perLayer] : plan.startRanks) startRanks[std::string(projName(p))] = perLayer;
   Json json = {{"schema", "sharelens.compress/1"},
                {"out", out.string()},
                {"method", plan.spec.method},
@@ -336,6 +365,9 @@ Json CompressionReport::toJson() const {
                {"groups", plan.spec.groups},
                {"atoms", plan.atoms},
                {"beta", plan.beta},
+               {"budget", plan.spec.method == "masa" ? plan.spec.budget : ""},
+               {"allocation", plan.spec.method == "masa" ? plan.spec.allocation : ""},
+               {"start_ranks", startRanks},
                {"ranks", ranks},
                {"original_parameters", plan.originalParameters},
                {"target_parameters", plan.targetParameters},

@@ -39,20 +39,25 @@ TEST(CompressionPlan, BalancedRanksFollowTheIntrinsicRanksOfThePair) {
   EXPECT_EQ(balancedRanks(0, {64, 64}, {32, 64}).a, 0);
 }
 
-TEST(CompressionPlan, MasaBudgetAndRanksAsComputedByHand) {
+// MASA supplementary, "Local Refinement": the residual budget beta (Eq. 13) and Algorithm 1's initial ranks
+// r = floor(beta m n / (m + n)), here from the exact count that Eq. 13 approximates.
+TEST(CompressionPlan, MasaBudgetAndStartRanksAsComputedByHand) {
   CompressionSpec spec;
   spec.method = "masa";
   spec.ratio = 0.6;
   spec.groups = {{0}, {1, 2, 3}};
-  spec.atoms = 1;
   const CompressionPlan plan = planCompression(smallShape(), spec);
+  EXPECT_EQ(plan.atoms, (std::vector<int64_t>{1, 1})) << "one basis per group by default (Tables 6-7)";
   EXPECT_EQ(plan.originalParameters, 4 * 12288);
   EXPECT_EQ(plan.targetParameters, 29491);  // floor(0.6 x 49152)
   // Atoms: group {0} keeps its layer (12288 + 1 coefficient per projection), group {1,2,3} one atom per
   // projection (12288) + 3 coefficients per projection.
   EXPECT_EQ(plan.atomParameters, 12292 + 12300);
-  EXPECT_NEAR(plan.beta, (29491.0 - 24592.0) / 49152.0, 1e-12);
-  // Residual 4899 over 3 layers: 1633 each; Q+K hold half the layer: 816 -> r_q 4, r_k 2; O+V the same.
+  // The 4899 parameters left over the 3 refined layers of 12288: beta = 4899 / 36864 of each.
+  ASSERT_EQ(plan.beta.size(), 2u);
+  EXPECT_EQ(plan.beta[0], 0.0);
+  EXPECT_NEAR(plan.beta[1], 4899.0 / 36864.0, 1e-15);
+  // r = floor(beta m n / (m + n)): Q, O floor(0.1329 x 32) = 4; K, V floor(0.1329 x 21.33) = 2.
   for (int64_t l : {1, 2, 3}) {
     EXPECT_EQ(plan.ranks.at(Proj::Q)[static_cast<size_t>(l)], 4);
     EXPECT_EQ(plan.ranks.at(Proj::K)[static_cast<size_t>(l)], 2);
@@ -60,9 +65,69 @@ TEST(CompressionPlan, MasaBudgetAndRanksAsComputedByHand) {
     EXPECT_EQ(plan.ranks.at(Proj::V)[static_cast<size_t>(l)], 2);
   }
   EXPECT_EQ(plan.ranks.at(Proj::Q)[0], 0) << "single-layer groups are exact, never refined";
+  EXPECT_EQ(plan.startRanks, plan.ranks);
   EXPECT_EQ(plan.plannedParameters, 24592 + 3 * (4 * 128 + 2 * 96 + 4 * 128 + 2 * 96));
   EXPECT_LE(plan.plannedParameters, plan.targetParameters);
-  EXPECT_EQ(plan.atoms, (std::vector<int64_t>{1, 1}));
+}
+
+// Eq. 13 as printed, beta = (alpha L - B) / (L - B), per group: (0.6 x 3 - 1) / 2 = 0.4, so Q keeps rank
+// floor(0.4 x 32) = 12 and K floor(0.4 x 21.33) = 8, and the model stores 78% of the attention against the
+// 60% asked -- why the exact count is the default.
+TEST(CompressionPlan, Eq13AsPrintedStoresMoreThanAlpha) {
+  CompressionSpec spec;
+  spec.method = "masa";
+  spec.ratio = 0.6;
+  spec.groups = {{0}, {1, 2, 3}};
+  spec.budget = "eq13";
+  const CompressionPlan plan = planCompression(smallShape(), spec);
+  EXPECT_NEAR(plan.beta[1], 0.4, 1e-15);
+  EXPECT_EQ(plan.ranks.at(Proj::Q)[1], 12);
+  EXPECT_EQ(plan.ranks.at(Proj::K)[1], 8);
+  EXPECT_EQ(plan.plannedParameters, 24592 + 3 * 2 * (12 * 128 + 8 * 96));
+  EXPECT_GT(plan.plannedParameters, plan.targetParameters);
+}
+
+// Ours ("by-shape"), kept as a named variant: the pair's budget beta (size_Q + size_K) = 816 split by
+// balancedRanks, r_q = 4, r_k = 2.
+TEST(CompressionPlan, ByShapeAllocationIsTheEarlierRule) {
+  CompressionSpec spec;
+  spec.method = "masa";
+  spec.ratio = 0.6;
+  spec.groups = {{0}, {1, 2, 3}};
+  spec.allocation = "by-shape";
+  const CompressionPlan plan = planCompression(smallShape(), spec);
+  EXPECT_EQ(plan.ranks.at(Proj::Q)[2], 4);
+  EXPECT_EQ(plan.ranks.at(Proj::K)[2], 2);
+  spec.allocation = "balanced";
+  EXPECT_THROW(planCompression(smallShape(), spec), Error);
+  spec.allocation = "by-shape";
+  spec.budget = "eq14";
+  EXPECT_THROW(planCompression(smallShape(), spec), Error);
+}
+
+// MASA Algorithm 1: from the start, r_A falls and r_B rises one at a time until r_A < 1 or r_B >
+// len(sigma_B); the split of least tail energy sum_{i > r_A} sigma_i^2 + sum_{j > r_B} sigma_j^2 (Eq. 17)
+// wins.
+TEST(CompressionPlan, Algorithm1MovesRankWhileTheTailEnergyFalls) {
+  // A's spectrum flat and small, B's large: E(3,1) = 29, E(2,2) = 0.64 + 13, E(1,3) = 0.81 + 0.64 + 4 =
+  // 5.45; r_A = 0 is never tried.
+  RankPair r = tailEnergyRanks({1.0, 0.9, 0.8}, {5.0, 4.0, 3.0, 2.0}, {3, 1});
+  EXPECT_EQ(r.a, 1);
+  EXPECT_EQ(r.b, 3);
+  // A's spectrum dominant: every move raises E (4.5 -> 5.25), the start stays.
+  r = tailEnergyRanks({3.0, 2.0, 1.0}, {2.0, 1.5, 1.0, 0.5}, {2, 1});
+  EXPECT_EQ(r.a, 2);
+  EXPECT_EQ(r.b, 1);
+  // r_B never passes B's full rank: from (3, 1) with two singular values in B only (2, 2) is tried.
+  r = tailEnergyRanks({1.0, 1.0, 1.0}, {9.0, 9.0}, {3, 1});
+  EXPECT_EQ(r.a, 2);
+  EXPECT_EQ(r.b, 2);
+  // Rank only moves from A to B, as the paper writes it: a B that would give rank away keeps it.
+  r = tailEnergyRanks({9.0, 9.0, 9.0}, {1.0, 1.0, 1.0}, {1, 2});
+  EXPECT_EQ(r.a, 1);
+  EXPECT_EQ(r.b, 2);
+  EXPECT_DOUBLE_EQ(tailEnergy({3.0, 2.0, 1.0}, 1), 5.0);
+  EXPECT_DOUBLE_EQ(tailEnergy({3.0, 2.0, 1.0}, 0), 14.0);
 }
 
 TEST(CompressionPlan, SvdKeepsTheRatioPerMatrixAndNorefFitsItsAtoms) {

@@ -9,7 +9,10 @@ float64), on real fixture checkpoints and the same calibration token ids:
                 W' = U_r Sigma_r V_r^T S^-1 (the rank read from the written record);
   MASA          "Share Your Attention" (Eq. 4): the atoms of a layer group are the leading eigenvectors of W W^T for
                 W = [vec W_l ...], c_ls = tr(D_s^T W_l); local refinement: the residual dW_l = W_l - sum_s c_ls D_s
-                approximated by the whitened rank-r term as above; single-layer groups are exact;
+                approximated by the whitened rank-r term as above; single-layer groups are exact; the ranks from
+                Algorithm 1 (its start r = floor(beta m n / (m + n)), then rank moved from Q to K and from O to
+                V while the tail energy of Eq. 17 of the whitened residuals falls), written here from the
+                paper's pseudo-code;
   and the refinement's claim: the whitened residual term has a lower activation-weighted error
   sum_t ||(dW - M) x_t||^2 than the plain truncated SVD of dW at the same rank.
 The effective matrices of the compressed checkpoint (`sharelens dump-view`) must agree within 1e-4 relative.
@@ -81,6 +84,24 @@ def plain(w, rank):
     return (u[:, :rank] * sv[:rank]) @ vt[:rank]
 
 
+def algorithm1(sigma_a, sigma_b, r_a, r_b):
+    """MASA supplementary, Algorithm 1 ("Balanced SVD-Based Matrix Compression with Adaptive Ratio
+    Adjustment"): from the initial (r_A, r_B), repeatedly r_A -= 1, r_B += 1, stopping when r_A < 1 or
+    r_B > min(m, k); keep the pair of least E = sum_{i > r_A} sigma_i^A^2 + sum_{j > r_B} sigma_j^B^2 (Eq. 17;
+    its printed index into flip(cumsum(flip(sigma^2))) counts from the other end, the sums are what it means)."""
+    def error(ra, rb):
+        return float(np.sum(sigma_a[ra:] ** 2) + np.sum(sigma_b[rb:] ** 2))
+    best, e_min = (r_a, r_b), error(r_a, r_b)
+    while True:
+        r_a, r_b = r_a - 1, r_b + 1
+        if r_a < 1 or r_b > len(sigma_b):
+            break
+        e = error(r_a, r_b)
+        if e < e_min:
+            e_min, best = e, (r_a, r_b)
+    return best
+
+
 def weighted_error(d, x):
     return float(np.trace(d @ x @ d.T))
 
@@ -134,11 +155,20 @@ def check_llama(sharelens, fixture, work):
 
     # MASA: groups 0-0 and 1-2, one atom, refined residuals.
     masa_dir = os.path.join(work, "masa")
-    run([sharelens, "compress", fixture, "--method", "masa", "--ratio", "0.8", "--groups", "0-0,1-2", "--atoms", "1",
+    alpha = 0.8
+    run([sharelens, "compress", fixture, "--method", "masa", "--ratio", str(alpha), "--groups", "0-0,1-2", "--atoms", "1",
          "--calibration-ids", ids_file, "--out", masa_dir])
     rec = record_of(masa_dir)
     view = effective(sharelens, masa_dir, work, "masa")
-    worst, wins = 0.0, 0
+    # The budget: floor(alpha N) less the atoms (a whole layer for group 0-0, one atom + 2 coefficients per
+    # projection for 1-2) is what the residuals of layers 1 and 2 may keep: beta of their parameters.
+    sizes = {p: weight(0, p).size for p in "qkvo"}
+    target = int(np.floor(alpha * layers * sum(sizes.values())))
+    atoms = sum(sizes.values()) + 4 + sum(sizes.values()) + 4 * 2
+    beta = (target - atoms) / (2 * sum(sizes.values()))
+    check(abs(rec["beta"][1] - beta) < 1e-12, f"masa: beta {rec['beta']} vs {beta}")
+    worst, wins, moved = 0.0, 0, 0
+    residuals = {}
     for p in "qkvo":
         worst = max(worst, compare(f"masa layer 0 {p} (single-layer group: exact)", view[f"layers.0.{p}"].astype(np.float64), weight(0, p)))
         stacked = np.stack([weight(l, p).ravel() for l in (1, 2)], axis=1)   # W = [vec W_1, vec W_2]
@@ -147,17 +177,30 @@ def check_llama(sharelens, fixture, work):
         atom = u.reshape(weight(1, p).shape)
         for l in (1, 2):
             c = float((atom * weight(l, p)).sum())                            # c_l1 = tr(D_1^T W_l)
-            residual = weight(l, p) - c * atom
-            r = rec["ranks"][p][l]
+            residuals[(l, p)] = (c * atom, weight(l, p) - c * atom)
+    for l in (1, 2):
+        ranks = {}
+        for p in "qkvo":
+            m, n = weight(l, p).shape
+            ranks[p] = min(min(m, n), int(np.floor(beta * m * n / (m + n))))   # Algorithm 1's start
+        sigma = {p: np.linalg.svd(residuals[(l, p)][1] @ np.linalg.cholesky(inputs(l, p)), compute_uv=False) for p in "qkvo"}
+        for a, b in (("q", "k"), ("o", "v")):
+            start = (ranks[a], ranks[b])
+            ranks[a], ranks[b] = algorithm1(sigma[a], sigma[b], *start)
+            moved += start != (ranks[a], ranks[b])
+        for p in "qkvo":
+            check(rec["ranks"][p][l] == ranks[p], f"masa layer {l} {p}: rank {rec['ranks'][p][l]}, Algorithm 1 gives {ranks[p]}")
+            approx, residual = residuals[(l, p)]
+            r = ranks[p]
             term = whitened(residual, inputs(l, p), r)
-            worst = max(worst, compare(f"masa layer {l} {p} (rank {r})", view[f"layers.{l}.{p}"].astype(np.float64), c * atom + term))
+            worst = max(worst, compare(f"masa layer {l} {p} (rank {r})", view[f"layers.{l}.{p}"].astype(np.float64), approx + term))
             if r > 0:
                 better = weighted_error(residual - term, inputs(l, p)) < weighted_error(residual - plain(residual, r), inputs(l, p))
                 check(better, f"masa layer {l} {p}: the whitened residual term is not better than the plain SVD's")
                 wins += better
     check(stored_parameters(masa_dir) == rec["parameters"], "masa: stored parameters equal the record's")
     print(f"   MASA: atoms, coefficients and refined residuals of {4 * layers} matrices agree within {worst:.1e}; "
-          f"whitening beat the plain SVD on the activation-weighted error in {wins} of {wins} residuals")
+          f"Algorithm 1's ranks identical ({moved} of 4 pairs moved from their start); whitening beat the plain SVD on the activation-weighted error in {wins} of {wins} residuals")
 
 
 def check_gpt2(sharelens, fixture, work):

@@ -252,27 +252,43 @@ def kl_groups(drift, layers, g):
     return groups
 
 
+def softmax64(z):
+    z = z - z.max()
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def drift_of(p):
+    """KL(p_l || p_(l+1)) between consecutive distributions, in float64."""
+    return [float((p[l] * (np.log(p[l]) - np.log(p[l + 1]))).sum()) for l in range(len(p) - 1)]
+
+
 def mean_state_drift(means, w_u):
-    """The MASA paper's lens from its text: p_l = softmax(W_U h_l) of each block's mean output h_l (no final
-    norm), and KL(p_l || p_(l+1)) between consecutive blocks, in float64."""
-    logp = []
-    for mean in means:
-        z = w_u @ mean
-        z -= z.max()
-        logp.append(z - np.log(np.exp(z).sum()))
-    return [float((np.exp(logp[l]) * (logp[l] - logp[l + 1])).sum()) for l in range(len(logp) - 1)]
+    """`--logit-lens mean-state`: p_l = softmax(W_U h_l) of each block's output averaged over all the tokens
+    (no final norm), and KL(p_l || p_(l+1)) between consecutive blocks, in float64."""
+    return drift_of([softmax64(w_u @ mean) for mean in means])
 
 
-def check_logit_lens(name, what, directory, ids_file, drift, tolerance, sharelens, work):
-    """ShareLens's drift and kl:G groups over the ids against `drift`, the reference's, within `tolerance`
-    relative."""
+def per_sample_drift(sample_means, w_u):
+    """The MASA paper's grouping probe from its text ("Grouping Method"): for each sample, y_l = its tokens'
+    mean output of block l and p_l = softmax(W_out^T y_l); "average across samples" to p_l; then
+    KL(p_l || p_(l+1)). sample_means[s][l] is sample s's mean output of block l."""
+    layers = len(sample_means[0])
+    p = [np.mean([softmax64(w_u @ sample[l]) for sample in sample_means], axis=0) for l in range(layers)]
+    return drift_of(p)
+
+
+def check_logit_lens(name, what, directory, ids_file, drift, tolerance, sharelens, work, lens_name):
+    """ShareLens's drift (`--logit-lens lens_name`) and kl:G groups over the ids against `drift`, the
+    reference's, within `tolerance` relative."""
     layers = len(drift) + 1
     g = min(3, layers)
-    out = os.path.join(work, name + "." + what + ".lens.json")
+    what = f"{what}, {lens_name}"
+    out = os.path.join(work, name + "." + what.replace(" ", "_").replace(",", "") + ".lens.json")
     subprocess.run([sharelens, "analyze", directory, "--activations", "--token-ids", ids_file, "--masa-groups", f"kl:{g}",
-                    "--json", out, "--threads", "2"], check=True, capture_output=True)
+                    "--logit-lens", lens_name, "--json", out, "--threads", "2"], check=True, capture_output=True)
     lens = json.load(open(out))["activations"]["logit_lens"]
-    check(lens["lens"] == "mean-state", f"{name}: logit lens {lens['lens']}")
+    check(lens["lens"] == lens_name, f"{name}: logit lens {lens['lens']}")
     worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(lens["kl_drift"], drift))
     check(len(lens["kl_drift"]) == layers - 1 and worst < tolerance,
           f"{name} ({what}): KL drift {lens['kl_drift']} vs reference {drift} ({worst:.1e} relative)")
@@ -287,28 +303,39 @@ def compare_logit_lens(name, directory, ids_file, sharelens, work):
     states, _ = read_file(hidden)
     layers = len([k for k in states if k.startswith("hidden.")]) - 1
     means = [states[f"hidden.{l}"].astype(np.float64).mean(0) for l in range(1, layers + 1)]  # hidden.0: embedding
-    # The same states on both sides: only the lens's own arithmetic differs.
-    check_logit_lens(name, "one window", directory, ids_file, mean_state_drift(means, output_projection(directory)),
-                     1e-6, sharelens, work)
+    # The same states on both sides: only the lens's own arithmetic differs. One window is one sample, so
+    # both lenses are the same numbers.
+    for lens in ("per-sample", "mean-state"):
+        check_logit_lens(name, "one window", directory, ids_file, mean_state_drift(means, output_projection(directory)),
+                         1e-6, sharelens, work, lens)
 
 
 def compare_logit_lens_over_windows(name, directory, ids, ids_file, cfg, sharelens, work):
     """Several windows of min(512, context) tokens, as ShareLens runs them: each block's output averaged over
     every token of every window, from the independent reference forward."""
     chunk = min(512, context_of(cfg))
-    sums, count = None, 0
+    sums, count, sample_means = None, 0, []
     with torch.no_grad():
         for start in range(0, len(ids), chunk):
             (states, _), _ = reference(directory, ids[start:start + chunk])
             window = [s.double().sum(0) for s in states[1:]]  # block outputs; states[0] is the embedding
             sums = window if sums is None else [a + b for a, b in zip(sums, window)]
             count += states[0].shape[0]
+            sample_means.append([(s / states[0].shape[0]).numpy() for s in window])
     check(len(ids) > chunk, f"{name}: {len(ids)} ids fit one window of {chunk}: the windows' average is not tested")
     means = [(s / count).numpy() for s in sums]
+    w_u = output_projection(directory)
     # Two float32 forwards (states within ~1e-6 relative): the drift agrees to 1e-5 (3.4e-6 the worst seen,
     # six layers of llama_structured), the groups exactly.
-    check_logit_lens(name, f"{-(-len(ids) // chunk)} windows", directory, ids_file,
-                     mean_state_drift(means, output_projection(directory)), 1e-5, sharelens, work)
+    what = f"{len(sample_means)} windows"
+    per_sample, mean_state = per_sample_drift(sample_means, w_u), mean_state_drift(means, w_u)
+    # Each window's mean averages fewer tokens (the last window may be short), so the float32 difference of
+    # the two forwards shows more in the per-sample lens: 1.3e-5 the worst seen, hence 3e-5. The two lenses
+    # must differ by far more than that, or this check could not tell them apart.
+    apart = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(per_sample, mean_state))
+    check(apart > 1e-3, f"{name}: the per-sample and mean-state references differ by only {apart:.1e}")
+    check_logit_lens(name, what, directory, ids_file, per_sample, 3e-5, sharelens, work, "per-sample")
+    check_logit_lens(name, what, directory, ids_file, mean_state, 1e-5, sharelens, work, "mean-state")
 
 
 def ranks_with_margin(delta_a, delta_b):

@@ -41,18 +41,28 @@ std::vector<double> ratiosOf(const std::string& text) {
   return out;
 }
 
+std::string threeDecimals(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
+}
+
 // Layer groups with their atoms, beta, and every matrix's rank (a plan, or a compressed checkpoint's record).
 void drawGroupsAndRanks(const std::string& method, const std::vector<std::vector<int64_t>>& groups,
-                        const std::vector<int64_t>& atoms, double beta,
+                        const std::vector<int64_t>& atoms, const std::vector<double>& beta,
                         const std::map<Proj, std::vector<int64_t>>& ranks) {
   if (!groups.empty()) {
     std::string text;
     for (size_t g = 0; g < groups.size(); ++g)
       text += (g ? ", " : "") + std::to_string(groups[g].front()) + "-" + std::to_string(groups[g].back()) +
-              " (" + std::to_string(atoms[g]) + (atoms[g] == 1 ? " atom)" : " atoms)");
+              " (" + std::to_string(atoms[g]) + (atoms[g] == 1 ? " atom" : " atoms") +
+              (method == "masa" && g < beta.size() && beta[g] > 0 ? ", beta " + threeDecimals(beta[g]) : "") +
+              ")";
     ImGui::TextWrapped("layer groups: %s", text.c_str());
   }
-  if (method == "masa") ImGui::Text("residual budget beta = %.4f of the original attention parameters", beta);
+  if (method == "masa")
+    ImGui::TextDisabled(
+        "beta: the share of a refined layer's parameters its residual terms keep (MASA Eq. 13)");
   if (ranks.empty()) return;
   const int64_t layers = static_cast<int64_t>(ranks.begin()->second.size());
   ImGui::TextDisabled("rank of each layer's low-rank term (%s)",
@@ -179,9 +189,9 @@ void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
   ImGui::SetNextItemWidth(120);
   ImGui::InputInt("atoms per group (0: default)", &m_atoms);
   ImGui::SetNextItemWidth(120);
-  ImGui::InputInt("calibration tokens", &m_tokens, 256, 1024);
+  ImGui::InputInt("calibration tokens (0: 8 x the widest input)", &m_tokens, 256, 1024);
   m_atoms = std::max(0, m_atoms);
-  m_tokens = std::max(16, m_tokens);
+  m_tokens = m_tokens <= 0 ? 0 : std::max(16, m_tokens);
   const bool busy = m_outcome && m_outcome->running;
   ImGui::BeginDisabled(busy);
   if (ImGui::Button("Compress")) start(ctx, m, false);

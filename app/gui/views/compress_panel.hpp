@@ -39,8 +39,8 @@ class CompressPanel {
   DerivedModelEval m_eval;
   int m_method = 0;  // masa, masa-noref, svd
   float m_ratio = 0.8f;
-  int m_atoms = 0;  // 0: the default (half of what the ratio pays for)
-  int m_tokens = 2048;
+  int m_atoms = 0;   // 0: the default (half of what the ratio pays for)
+  int m_tokens = 0;  // 0: defaultCalibrationTokens() of the model
   char m_groups[128] = "kl";
   char m_sweep[128] = "0.9,0.8,0.7,0.6";
   plot::PlotState m_curve;
