@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/sharelens_names.hpp"
+#include "trainer/cpu_attention.hpp"
 #include "trainer/fused_ops.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -238,13 +239,16 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
     auto heads = [&](Proj p, int64_t count) {  // [B, T, count, hd]
       return at::linear(h, attentionWeight(l, p, masa)).view({batch, time, count, hd});
     };
-    // RoPE on [B, T, H, hd], where each (token, head) row is contiguous; then heads move before time.
-    const torch::Tensor q = applyRope(heads(Proj::Q, m.heads), m_cos, m_sin).transpose(1, 2);
-    const torch::Tensor k = applyRope(heads(Proj::K, m.kvHeads), m_cos, m_sin).transpose(1, 2);
-    const torch::Tensor v = heads(Proj::V, m.kvHeads).transpose(1, 2);
-    const torch::Tensor attn = causalAttention(q, k, v);  // [B, H, T, hd]
-    x = x + at::linear(attn.transpose(1, 2).reshape({batch, time, m.heads * hd}),
-                       attentionWeight(l, Proj::O, masa));
+    // RoPE on [B, T, H, hd], where each (token, head) row is contiguous.
+    const torch::Tensor q = applyRope(heads(Proj::Q, m.heads), m_cos, m_sin);
+    const torch::Tensor k = applyRope(heads(Proj::K, m.kvHeads), m_cos, m_sin);
+    const torch::Tensor v = heads(Proj::V, m.kvHeads);
+    // [B, T, H, hd]: on the CPU in that layout directly; elsewhere with heads moved before time and back.
+    const torch::Tensor attn =
+        tokenMajorAttentionApplies(q, k, v)
+            ? tokenMajorCausalAttention(q, k, v, 1.0 / std::sqrt(static_cast<double>(hd)))
+            : causalAttention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2);
+    x = x + at::linear(attn.reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);
     x = x + at::linear(at::silu(at::linear(h, feedForwardWeight(l, Proj::Gate))) *
                            at::linear(h, feedForwardWeight(l, Proj::Up)),

@@ -3,7 +3,8 @@
 // machine's measured sgemm peak. Its peer, torch_train_peer.py, runs the same model in eager PyTorch.
 // --cycle U --lora-rank R shares the same model's blocks as a Cycle of U with per-layer LoRA (the peer takes
 // the same two flags).
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--topology FILE | --cycle U --lora-rank R]
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m]
+//                    [--topology FILE | --cycle U --lora-rank R]
 // [--json OUT] [--profile TRACE.json]
 #include <chrono>
 #include <cstdio>
@@ -21,17 +22,50 @@
 using namespace sharelens;
 using clock_type = std::chrono::steady_clock;
 
-Topology benchTopology() {
+// The benchmark's models: "10m" (the original ~10M-parameter model, context 256) and the claims
+// experiments' sizes (issue 37): about 0.3M, 1M and 3M non-embedding parameters, vocabulary 1024, context
+// 128. torch_train_peer.py --size builds the same shapes.
+Topology benchTopology(const std::string& size) {
   Topology t;
-  t.name = "bench-vanilla-10m";
-  t.model = ModelDims{.vocab = 8192,
-                      .dModel = 320,
-                      .layers = 8,
-                      .heads = 8,
-                      .kvHeads = 4,
-                      .headDim = 40,
-                      .ffn = 864,
-                      .context = 256};
+  t.name = "bench-vanilla-" + size;
+  if (size == "10m")
+    t.model = ModelDims{.vocab = 8192,
+                        .dModel = 320,
+                        .layers = 8,
+                        .heads = 8,
+                        .kvHeads = 4,
+                        .headDim = 40,
+                        .ffn = 864,
+                        .context = 256};
+  else if (size == "0.3m")
+    t.model = ModelDims{.vocab = 1024,
+                        .dModel = 80,
+                        .layers = 4,
+                        .heads = 4,
+                        .kvHeads = 2,
+                        .headDim = 20,
+                        .ffn = 216,
+                        .context = 128};
+  else if (size == "1m")  // issue 37's example: 6 x d128, 4 heads, FFN 344
+    t.model = ModelDims{.vocab = 1024,
+                        .dModel = 128,
+                        .layers = 6,
+                        .heads = 4,
+                        .kvHeads = 4,
+                        .headDim = 32,
+                        .ffn = 344,
+                        .context = 128};
+  else if (size == "3m")
+    t.model = ModelDims{.vocab = 1024,
+                        .dModel = 192,
+                        .layers = 7,
+                        .heads = 6,
+                        .kvHeads = 3,
+                        .headDim = 32,
+                        .ffn = 512,
+                        .context = 128};
+  else
+    throw std::invalid_argument("--size " + size + ": expected 10m, 0.3m, 1m or 3m");
   for (int64_t l = 0; l < t.model.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
   return t;
@@ -51,7 +85,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
   int64_t cycle = 0, loraRank = 0;
-  std::string topologyPath, jsonOut, profileOut;
+  std::string topologyPath, jsonOut, profileOut, size = "10m";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads")
@@ -70,9 +104,11 @@ int main(int argc, char** argv) {
       jsonOut = v;
     else if (a == "--profile")
       profileOut = v;
+    else if (a == "--size")
+      size = v;
   }
   setComputeThreads(threads);
-  Topology t = topologyPath.empty() ? benchTopology() : readTopologyFile(topologyPath);
+  Topology t = topologyPath.empty() ? benchTopology(size) : readTopologyFile(topologyPath);
   if (cycle > 0) {
     t.name = "bench-cycle" + std::to_string(cycle) + "-lora" + std::to_string(loraRank);
     t.attention.assign = patternAssignment(SharingPattern::Cycle, t.model.layers, cycle);

@@ -104,6 +104,11 @@ class Model(nn.Module):
         return self.norm(x) @ self.embed.weight.t()  # tied output head
 
 
+# (vocab, d, layers, heads, kv heads, FFN, context), as bench_train's benchTopology().
+SIZES = {"10m": (8192, 320, 8, 8, 4, 864, 256), "0.3m": (1024, 80, 4, 4, 2, 216, 128),
+         "1m": (1024, 128, 6, 4, 4, 344, 128), "3m": (1024, 192, 7, 6, 3, 512, 128)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -114,12 +119,13 @@ def main():
                          "OPENBLAS_NUM_THREADS (bench_train.sh sets it to --threads) either way in Debian's PyTorch")
     ap.add_argument("--cycle", type=int, default=0, help="unique blocks U of a Cycle (layer l uses l mod U)")
     ap.add_argument("--lora-rank", type=int, default=0, help="per-layer LoRA rank on the shared blocks")
+    ap.add_argument("--size", default="10m", choices=sorted(SIZES), help="the model (bench_train --size)")
     ap.add_argument("--json")
     args = ap.parse_args()
     intra = args.intra_op_threads or args.threads
     torch.set_num_threads(intra)
     torch.manual_seed(1)
-    vocab, d, layers, heads, kv, ffn, context = 8192, 320, 8, 8, 4, 864, 256
+    vocab, d, layers, heads, kv, ffn, context = SIZES[args.size]
     model = Model(vocab, d, layers, heads, kv, ffn, context, args.cycle, args.lora_rank)
     params = sum(p.numel() for n, p in model.named_parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]

@@ -13,6 +13,7 @@
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "trainer/checkpoint_io.hpp"
+#include "trainer/cpu_attention.hpp"
 #include "trainer/fused_ops.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
@@ -368,6 +369,79 @@ TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
     return v.narrow(-1, 0, hd / 2).pow(2) + v.narrow(-1, hd / 2, hd / 2).pow(2);
   };
   EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
+}
+
+// softmax(q k^T / sqrt(hd) + causal mask) v per head, in double, written from the definition in
+// token-major layout (query head h reads KV head h / (H / KV)); autograd gives its gradients.
+torch::Tensor attentionByDefinition(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t t = q.size(1), h = q.size(2), group = h / k.size(2), hd = q.size(3);
+  std::vector<torch::Tensor> heads;
+  const torch::Tensor future = at::ones({t, t}, at::kBool).triu(1);
+  for (int64_t i = 0; i < h; ++i) {
+    const torch::Tensor qi = q.select(2, i), ki = k.select(2, i / group),
+                        vi = v.select(2, i / group);  // [B, T, hd]
+    const torch::Tensor scores = at::matmul(qi, ki.transpose(1, 2)) / std::sqrt(static_cast<double>(hd));
+    heads.push_back(at::matmul(at::softmax(scores.masked_fill(future, -INFINITY), -1), vi));
+  }
+  return at::stack(heads, 2);  // [B, T, H, hd]
+}
+
+// The CPU trainer's attention kernel (trainer/cpu_attention.hpp) against the definition in double: values
+// and the gradients of q, k and v, for MHA and grouped KV heads, a context of one token, and T not a
+// multiple of anything; and the composite formula the model takes elsewhere agrees as well.
+TEST(FusedOps, TokenMajorAttentionMatchesTheDefinitionInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(9);
+  struct Shape {
+    int64_t b, t, h, kv, hd;
+  };
+  for (const Shape& s :
+       {Shape{2, 7, 4, 4, 8}, Shape{3, 13, 6, 2, 16}, Shape{1, 1, 2, 1, 4}, Shape{2, 33, 4, 1, 32}}) {
+    const torch::Tensor q = at::randn({s.b, s.t, s.h, s.hd}, gen), k = at::randn({s.b, s.t, s.kv, s.hd}, gen),
+                        v = at::randn({s.b, s.t, s.kv, s.hd}, gen),
+                        probe = at::randn({s.b, s.t, s.h, s.hd}, gen);
+    ASSERT_TRUE(tokenMajorAttentionApplies(q, k, v));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(s.hd));
+    const auto kernel =
+        evaluate([&](const auto& in) { return tokenMajorCausalAttention(in[0], in[1], in[2], scale); },
+                 {q, k, v}, probe);
+    const auto definition =
+        evaluate([](const auto& in) { return attentionByDefinition(in[0], in[1], in[2]); },
+                 {q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble)}, probe);
+    expectClose(kernel, definition, 1e-5);
+    const auto composite = evaluate(
+        [](const auto& in) {
+          return causalAttention(in[0].transpose(1, 2), in[1].transpose(1, 2), in[2].transpose(1, 2))
+              .transpose(1, 2);
+        },
+        {q, k, v}, probe);
+    expectClose(composite, definition, 1e-5);
+  }
+  // What the kernel does not take goes to the composite path.
+  const torch::Tensor q = at::randn({1, 4, 2, 8}), k = at::randn({1, 4, 2, 8});
+  EXPECT_FALSE(tokenMajorAttentionApplies(q.to(at::kDouble), k.to(at::kDouble), k.to(at::kDouble)));
+  EXPECT_FALSE(tokenMajorAttentionApplies(q.transpose(1, 2), k, k));
+  EXPECT_FALSE(tokenMajorAttentionApplies(q, at::randn({1, 4, 3, 8}), at::randn({1, 4, 3, 8})));
+}
+
+// The kernel's exp() against std::exp in double over the float range it meets (softmax arguments <= 0) and
+// beyond: relative error below 2e-7, 0 below -87 and at -inf.
+TEST(FusedOps, VectorisedExpIsAccurateOverTheFloatRange) {
+  std::vector<float> x;
+  for (double v = -87.0; v <= 88.0; v += 0.00731) x.push_back(static_cast<float>(v));
+  std::vector<float> y = x;
+  expInPlace(y.data(), static_cast<int64_t>(y.size()));
+  double worst = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double exact = std::exp(static_cast<double>(x[i]));
+    worst = std::max(worst, std::abs(static_cast<double>(y[i]) - exact) / exact);
+  }
+  EXPECT_LT(worst, 2e-7);
+  std::vector<float> tail = {-87.5f, -200.0f, -INFINITY, 0.0f};
+  expInPlace(tail.data(), 4);
+  EXPECT_EQ(tail[0], 0.0f);
+  EXPECT_EQ(tail[1], 0.0f);
+  EXPECT_EQ(tail[2], 0.0f);
+  EXPECT_EQ(tail[3], 1.0f);
 }
 
 // Two pools on the same cores fight: where LibTorch's matmuls go to OpenBLAS's own pthread pool (Debian's

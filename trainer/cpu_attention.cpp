@@ -1,0 +1,183 @@
+#include "trainer/cpu_attention.hpp"
+
+#include <cblas.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "core/blas_threads.hpp"
+
+namespace sharelens {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The shapes of one call: q [B, T, H, hd], k and v [B, T, KV, hd], probabilities [B, H, T, T].
+struct Dims {
+  int64_t batch, time, heads, kvHeads, headDim;
+  int64_t group() const { return heads / kvHeads; }
+  int64_t qRow() const { return heads * headDim; }     // floats between one token's rows of q (and out)
+  int64_t kvRow() const { return kvHeads * headDim; }  // ... of k and v
+  int64_t pairs() const { return batch * heads; }
+  // Offsets of pair (b, h)'s first row.
+  int64_t qAt(int64_t pair) const { return (pair / heads) * time * qRow() + (pair % heads) * headDim; }
+  int64_t kvAt(int64_t pair) const {
+    return (pair / heads) * time * kvRow() + ((pair % heads) / group()) * headDim;
+  }
+  int64_t pAt(int64_t pair) const { return pair * time * time; }
+};
+
+Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
+  return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+}
+
+// Runs work(pair) for every (batch, head) pair, split into contiguous ranges over the threads the run asked
+// OpenBLAS for; BLAS is single-threaded meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims'
+// sizes), so the threads do not wait on one shared BLAS pool.
+template <class Work>
+void forEachPair(int64_t pairs, const Work& work) {
+  const int threads = std::max(1, std::min<int>(currentBlasThreads(), static_cast<int>(pairs)));
+  SingleThreadedBlas single;
+  auto range = [&](int part) {
+    const int64_t begin = pairs * part / threads, end = pairs * (part + 1) / threads;
+    for (int64_t pair = begin; pair < end; ++pair) work(pair);
+  };
+  std::vector<std::thread> helpers;
+  for (int part = 1; part < threads; ++part) helpers.emplace_back(range, part);
+  range(0);
+  for (std::thread& t : helpers) t.join();
+}
+
+// Row i of the scores (T floats, already scaled) becomes softmax over keys 0..i; keys after i become 0.
+void causalSoftmaxRows(float* scores, int64_t time) {
+  for (int64_t i = 0; i < time; ++i) {
+    float* row = scores + i * time;
+    const int64_t seen = i + 1;
+    const float top = *std::max_element(row, row + seen);
+    for (int64_t j = 0; j < seen; ++j) row[j] -= top;
+    expInPlace(row, seen);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < seen; ++j) sum += row[j];
+    const float inverse = 1.0f / sum;
+    for (int64_t j = 0; j < seen; ++j) row[j] *= inverse;
+    std::fill(row + seen, row + time, 0.0f);
+  }
+}
+
+struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttention> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double scale) {
+    const Dims d = dimsOf(q, k);
+    const auto t = static_cast<int>(d.time), hd = static_cast<int>(d.headDim);
+    torch::Tensor out = at::empty_like(q);
+    torch::Tensor probs = at::empty({d.batch, d.heads, d.time, d.time}, q.options());
+    const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+    float *op = out.data_ptr<float>(), *pp = probs.data_ptr<float>();
+    forEachPair(d.pairs(), [&](int64_t pair) {
+      float* p = pp + d.pAt(pair);
+      // S = scale Q K^T  [T, T];  P = causal softmax(S);  O = P V  [T, hd]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, static_cast<float>(scale),
+                  qp + d.qAt(pair), static_cast<int>(d.qRow()), kp + d.kvAt(pair),
+                  static_cast<int>(d.kvRow()), 0.0f, p, t);
+      causalSoftmaxRows(p, d.time);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, vp + d.kvAt(pair),
+                  static_cast<int>(d.kvRow()), 0.0f, op + d.qAt(pair), static_cast<int>(d.qRow()));
+    });
+    ctx->save_for_backward({q, k, v, probs});
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  // With dO the incoming gradient: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P)), dQ = scale dS K,
+  // dK = scale dS^T Q. K and V gradients of a KV head sum over its query group, so pairs of one KV head run
+  // on one thread, in order.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3];
+    const float scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
+    const torch::Tensor gradOut = grads[0].contiguous();
+    const Dims d = dimsOf(q, k);
+    const auto t = static_cast<int>(d.time), hd = static_cast<int>(d.headDim);
+    const int qRow = static_cast<int>(d.qRow()), kvRow = static_cast<int>(d.kvRow());
+    torch::Tensor gq = at::empty_like(q), gk = at::zeros_like(k), gv = at::zeros_like(v);
+    const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+    const float *pp = probs.data_ptr<float>(), *gop = gradOut.data_ptr<float>();
+    float *gqp = gq.data_ptr<float>(), *gkp = gk.data_ptr<float>(), *gvp = gv.data_ptr<float>();
+    const int64_t kvPairs = d.batch * d.kvHeads, group = d.group();
+    forEachPair(kvPairs, [&](int64_t kvPair) {
+      std::vector<float> ds(static_cast<size_t>(d.time * d.time));
+      for (int64_t member = 0; member < group; ++member) {
+        const int64_t pair = (kvPair / d.kvHeads) * d.heads + (kvPair % d.kvHeads) * group + member;
+        const float* p = pp + d.pAt(pair);
+        const float* go = gop + d.qAt(pair);
+        // dV += P^T dO  [T, hd]
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, go, qRow, 1.0f,
+                    gvp + d.kvAt(pair), kvRow);
+        // dP = dO V^T  [T, T]
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, go, qRow, vp + d.kvAt(pair),
+                    kvRow, 0.0f, ds.data(), t);
+        // dS = P (dP - sum_j dP_ij P_ij), row by row over the keys each query sees
+        for (int64_t i = 0; i < d.time; ++i) {
+          float* row = ds.data() + i * d.time;
+          const float* prow = p + i * d.time;
+          float dot = 0.0f;
+          for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];
+          for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot);
+          std::fill(row + i + 1, row + d.time, 0.0f);
+        }
+        // dQ = scale dS K  [T, hd];  dK += scale dS^T Q  [T, hd]
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds.data(), t,
+                    kp + d.kvAt(pair), kvRow, 0.0f, gqp + d.qAt(pair), qRow);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds.data(), t, qp + d.qAt(pair),
+                    qRow, 1.0f, gkp + d.kvAt(pair), kvRow);
+      }
+    });
+    return {gq, gk, gv, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+void expInPlace(float* x, int64_t n) {
+  constexpr float kLog2e = 1.44269504088896341f, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+  constexpr float kRound =
+      12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
+  for (int64_t i = 0; i < n; ++i) {
+    const float in = x[i];
+    const float clamped = std::min(std::max(in, -87.0f), 88.0f);
+    const float k = (clamped * kLog2e + kRound) - kRound;    // nearest integer to x / ln 2
+    const float r = (clamped - k * kLn2High) - k * kLn2Low;  // |r| <= ln 2 / 2
+    const float r2 = r * r;
+    float poly = 1.9875691500e-4f;
+    poly = poly * r + 1.3981999507e-3f;
+    poly = poly * r + 8.3334519073e-3f;
+    poly = poly * r + 4.1665795894e-2f;
+    poly = poly * r + 1.6666665459e-1f;
+    poly = poly * r + 5.0000001201e-1f;
+    const float er = poly * r2 + r + 1.0f;
+    const float twoK = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+    x[i] = in < -87.0f ? 0.0f : er * twoK;
+  }
+}
+
+bool tokenMajorAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  for (const torch::Tensor* t : {&q, &k, &v})
+    if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous() || t->dim() != 4)
+      return false;
+  return k.sizes() == v.sizes() && q.size(0) == k.size(0) && q.size(1) == k.size(1) &&
+         q.size(3) == k.size(3) && k.size(2) > 0 && q.size(2) % k.size(2) == 0;
+}
+
+torch::Tensor tokenMajorCausalAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                        const torch::Tensor& v, double scale) {
+  return TokenMajorAttention::apply(q, k, v, scale);
+}
+
+}  // namespace sharelens
