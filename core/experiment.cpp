@@ -25,6 +25,7 @@ namespace {
 
 // {"preset": "cycle", "layers": 8, "unique": 4, "depth": "1", "d_model": 128, "heads": 4, "kv_heads": 2,
 //  "ffn": 352, "vocab": 2048, "context": 128, "lora_rank": 8, "share_ffn": true, "tied": true,
+//  "parameter_matched": false,
 //  "overrides": {partial topology JSON, merged over the preset}}
 Topology topologyFromPreset(const JsonObject& o) {
   const std::string name = o.requireString("preset");
@@ -46,6 +47,7 @@ Topology topologyFromPreset(const JsonObject& o) {
   spec.loraRank = o.optionalInt("lora_rank", 0).value_or(spec.loraRank);
   spec.shareFfn = o.optionalBool("share_ffn").value_or(true);
   spec.tiedEmbeddings = o.optionalBool("tied").value_or(true);
+  spec.parameterMatched = o.optionalBool("parameter_matched").value_or(false);  // [LRS] Table 3's rule
   Topology t = makePreset(spec);
   if (const auto rank = o.optionalInt("embedding_rank", 0)) t.embedding.factorRank = *rank;
   if (const auto interior = o.optionalInt("ffn_tie_interior", 0)) {  // the STLM report's interior FFN tying

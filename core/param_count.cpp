@@ -120,7 +120,7 @@ MemoryEstimate estimateTrainingMemory(const Topology& t, int64_t batch) {
 }
 
 double depthFactor(const std::string& m) {
-  if (m == "skinny") return 2.0;
+  if (m == "skinny") return 3.0;
   try {
     size_t used = 0;
     const double f = std::stod(m, &used);
@@ -213,7 +213,7 @@ Topology parameterMatchedBaseline(const Topology& t) {
   return base;
 }
 
-Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& which) {
+Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& which, ParameterScope scope) {
   if (which != "layer" && which != "head")
     throw Error(
         {.what = "unknown LoRA kind", .where = "--lora", .expected = "layer or head", .found = which});
@@ -225,7 +225,8 @@ Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& whi
       out.attention.loraRank = out.attention.uniqueBlocks() < out.model.layers ? r : 0;
       out.ffn.loraRank = out.ffn.uniqueBlocks() < out.model.layers ? r : 0;
     }
-    return countParameters(out).nonEmbedding;
+    const ParamBudget b = countParameters(out);
+    return scope == ParameterScope::Total ? b.total : b.nonEmbedding;
   };
   if (which == "head" && t.headSharing.mode == HeadSharingMode::None)
     throw Error({.what = "no head sharing to give a LoRA rank",
@@ -247,10 +248,14 @@ Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& whi
   const int64_t count = withRank(rank);
   const double error =
       std::abs(static_cast<double>(count - budget)) / static_cast<double>(std::max<int64_t>(budget, 1));
-  if (error > 0.005)
+  // Within 0.5%, or as close as ranks can come: half a rank's parameters (a deep small model gains several
+  // percent per rank, so a tighter match does not exist).
+  const double step = 0.5 * static_cast<double>(perRank) / static_cast<double>(std::max<int64_t>(budget, 1));
+  if (error > std::max(0.005, step + 1e-12))
     throw Error({.what = "no " + which + " LoRA rank meets the budget within 0.5%",
                  .where = "topology '" + t.name + "'",
-                 .expected = std::to_string(budget) + " non-embedding parameters",
+                 .expected = std::to_string(budget) +
+                             (scope == ParameterScope::Total ? " parameters" : " non-embedding parameters"),
                  .found = "rank 0 gives " + std::to_string(zero) + ", rank " + std::to_string(maxRank) +
                           " gives " + std::to_string(withRank(maxRank)) + ", each rank adds " +
                           std::to_string(perRank) + "; the nearest is rank " + std::to_string(rank) +

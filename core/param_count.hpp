@@ -62,13 +62,20 @@ Topology parameterMatchedBaseline(const Topology& topology);
 // The depth of the unshared model a (possibly depth-multiplied) topology is compared with.
 int64_t referenceDepth(const Topology& topology);
 
-// The inverse problem the paper also solves: the LoRA rank that brings `topology`'s non-embedding parameters
-// to `budget` within 0.5%. `which`: "layer" (the per-layer LoRA of shared attention and FFN blocks) or "head"
+// Which parameters a budget counts: the transformer's alone (the paper's model sizes), or all of them (its
+// Table 3 matches a narrower skinny model, whose embeddings are smaller, on the total).
+enum class ParameterScope { NonEmbedding, Total };
+
+// The inverse problem the paper also solves: the LoRA rank that brings `topology`'s parameters (in `scope`)
+// to `budget` within 0.5%, or within half a rank's parameters where one rank is worth more than 1% (deep
+// small models). `which`: "layer" (the per-layer LoRA of shared attention and FFN blocks) or "head"
 // (the per-head LoRA of head sharing). Returns the topology with that rank; throws a named Error (with the
 // nearest reachable counts) when no rank meets the budget.
-Topology solveLoraRank(const Topology& topology, int64_t budget, const std::string& which);
+Topology solveLoraRank(const Topology& topology, int64_t budget, const std::string& which,
+                       ParameterScope scope = ParameterScope::NonEmbedding);
 
-// "1" -> 1, "1.5" -> 1.5, "skinny" -> 2 (twice the layers); throws a named Error for anything else.
+// "1" -> 1, "1.5" -> 1.5, "skinny" -> 3 (Table 3's skinny rows are 3-3.75x deep; ours 3x); throws a named
+// Error for anything else.
 double depthFactor(const std::string& multiplier);
 
 }  // namespace sharelens

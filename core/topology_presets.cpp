@@ -1,5 +1,7 @@
 #include "core/topology_presets.hpp"
 
+#include "core/param_count.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -148,15 +150,21 @@ Topology makePreset(const PresetSpec& spec) {
   t.model = spec.base;
   const std::string& m = spec.depthMultiplier;
   if (m == "skinny") {
-    t.model.layers = 2 * spec.base.layers;
-    const int64_t h = spec.base.heads;
-    const double narrowed = static_cast<double>(spec.base.dModel) / std::sqrt(2.0);
-    const int64_t headDim =
-        std::max<int64_t>(2, static_cast<int64_t>(std::round(narrowed / static_cast<double>(h) / 2.0)) * 2);
-    t.model.headDim = headDim;
-    t.model.dModel = headDim * h;
-    t.model.ffn = std::max<int64_t>(
-        8, static_cast<int64_t>(std::round(static_cast<double>(spec.base.ffn) / std::sqrt(2.0) / 8.0)) * 8);
+    // Table 3's skinny rows are about 2/3 of the width (768 -> 512, 1024 -> 672, 1280 -> 896) at 3-3.75x the
+    // depth: ours keeps head_dim, takes 2/3 of the heads (KV heads in proportion, dividing them), scales the
+    // FFN with the width, and triples the depth.
+    t.model.layers = 3 * spec.base.layers;
+    const int64_t heads =
+        std::max<int64_t>(1, std::llround(2.0 * static_cast<double>(spec.base.heads) / 3.0));
+    int64_t kv = std::max<int64_t>(1, std::llround(static_cast<double>(spec.base.kvHeads * heads) /
+                                                   static_cast<double>(spec.base.heads)));
+    while (heads % kv != 0) --kv;
+    t.model.heads = heads;
+    t.model.kvHeads = kv;
+    t.model.dModel = spec.base.dModel * heads / spec.base.heads;
+    t.model.ffn = std::max<int64_t>(8, std::llround(static_cast<double>(spec.base.ffn * heads) /
+                                                    static_cast<double>(spec.base.heads) / 8.0) *
+                                           8);
   } else {
     double factor = 1.0;
     try {
@@ -172,8 +180,12 @@ Topology makePreset(const PresetSpec& spec) {
     t.model.layers = std::max<int64_t>(
         1, static_cast<int64_t>(std::llround(static_cast<double>(spec.base.layers) * factor)));
   }
+  // Table 3: half the reference's layers as unique blocks (skinny: half its own).
+  const int64_t unique = !spec.parameterMatched ? spec.uniqueBlocks
+                         : m == "skinny"        ? std::max<int64_t>(1, t.model.layers / 2)
+                                                : std::max<int64_t>(1, spec.base.layers / 2);
   // U > L is refused by patternAssignment, never silently clamped.
-  t.attention.assign = patternAssignment(spec.pattern, t.model.layers, spec.uniqueBlocks);
+  t.attention.assign = patternAssignment(spec.pattern, t.model.layers, unique);
   t.ffn.assign =
       spec.shareFfn ? t.attention.assign : patternAssignment(SharingPattern::Vanilla, t.model.layers, 0);
   const bool shared = t.attention.uniqueBlocks() < t.model.layers;
@@ -187,6 +199,21 @@ Topology makePreset(const PresetSpec& spec) {
   t.name = std::string(patternName(spec.pattern)) + "-L" + std::to_string(t.model.layers) + "-U" +
            std::to_string(t.attention.uniqueBlocks()) + (m == "1" ? "" : "-x" + m);
   validateTopology(t, "preset " + t.name);
+  if (spec.parameterMatched) {
+    Topology reference;  // the unshared model of the base dims at the base depth
+    reference.model = spec.base;
+    reference.embedding.tied = spec.tiedEmbeddings;
+    reference.attention.assign = patternAssignment(SharingPattern::Vanilla, spec.base.layers, 0);
+    reference.ffn.assign = reference.attention.assign;
+    const ParamBudget budget = countParameters(reference);
+    const bool skinny = m == "skinny";
+    const std::string name = t.name + "-matched";
+    t = solveLoraRank(t, skinny ? budget.total : budget.nonEmbedding, "layer",
+                      skinny ? ParameterScope::Total : ParameterScope::NonEmbedding);
+    t.name = name + "-r" + std::to_string(t.attention.loraRank);
+    t.provenance.note += " Parameter-matched to the unshared " + std::to_string(spec.base.layers) +
+                         "-layer model as [LRS] Table 3 builds it (U = L_base / 2, LoRA rank solved).";
+  }
   return t;
 }
 

@@ -4,7 +4,6 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/blas_threads.hpp"
+#include "trainer/fused_ops.hpp"
 
 namespace sharelens {
 namespace {
@@ -144,28 +144,6 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
 };
 
 }  // namespace
-
-void expInPlace(float* x, int64_t n) {
-  constexpr float kLog2e = 1.44269504088896341f, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
-  constexpr float kRound =
-      12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
-  for (int64_t i = 0; i < n; ++i) {
-    const float in = x[i];
-    const float clamped = std::min(std::max(in, -87.0f), 88.0f);
-    const float k = (clamped * kLog2e + kRound) - kRound;    // nearest integer to x / ln 2
-    const float r = (clamped - k * kLn2High) - k * kLn2Low;  // |r| <= ln 2 / 2
-    const float r2 = r * r;
-    float poly = 1.9875691500e-4f;
-    poly = poly * r + 1.3981999507e-3f;
-    poly = poly * r + 8.3334519073e-3f;
-    poly = poly * r + 4.1665795894e-2f;
-    poly = poly * r + 1.6666665459e-1f;
-    poly = poly * r + 5.0000001201e-1f;
-    const float er = poly * r2 + r + 1.0f;
-    const float twoK = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
-    x[i] = in < -87.0f ? 0.0f : er * twoK;
-  }
-}
 
 bool tokenMajorAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   for (const torch::Tensor* t : {&q, &k, &v})

@@ -23,9 +23,4 @@ bool tokenMajorAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, 
 torch::Tensor tokenMajorCausalAttention(const torch::Tensor& q, const torch::Tensor& k,
                                         const torch::Tensor& v, double scale);
 
-// exp(x) for every element of x[0..n), in place: Cephes' range reduction and polynomial, written so that the
-// compiler vectorises the loop (relative error below 2e-7 over the float range; exp(-inf) = 0). Exposed for
-// its test.
-void expInPlace(float* x, int64_t n);
-
 }  // namespace sharelens

@@ -29,7 +29,7 @@ using DeriveArm =
                                int threads, const TaskContext& ctx)>;
 
 struct ExperimentRunOptions {
-  int parallel = 1;              // runs at a time; each gets threads / parallel compute threads
+  int parallel = 0;              // runs at a time (0: one per thread); each gets threads / parallel threads
   int threads = 0;               // 0: all cores
   std::optional<int64_t> steps;  // overrides the token budget (steps of every arm)
   std::optional<int> seeds;      // only the first K seeds

@@ -3,7 +3,10 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace sharelens {
@@ -126,6 +129,103 @@ struct RopeFunction : public torch::autograd::Function<RopeFunction> {
   }
 };
 
+// ---- SwiGLU product --------------------------------------------------------------------------------------
+// y = u silu(g) = u g s, s = sigmoid(g). Backward: gu = gy g s, gg = gy u s (1 + g (1 - s)).
+
+// s[i] = sigmoid(g[i]) = 1 / (1 + exp(-g[i])).
+void sigmoidInto(const float* g, float* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) s[i] = -g[i];
+  expInPlace(s, n);
+  for (int64_t i = 0; i < n; ++i) s[i] = 1.0f / (1.0f + s[i]);
+}
+
+constexpr int64_t kChunk = 4096;  // elements per pass: the sigmoid scratch stays in L1
+
+struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& gate, const torch::Tensor& up) {
+    torch::Tensor y = at::empty_like(gate);
+    const float *gp = gate.data_ptr<float>(), *up_ = up.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    float s[kChunk];
+    for (int64_t at0 = 0, n = gate.numel(); at0 < n; at0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - at0);
+      sigmoidInto(gp + at0, s, m);
+      for (int64_t i = 0; i < m; ++i) yp[at0 + i] = up_[at0 + i] * gp[at0 + i] * s[i];
+    }
+    ctx->save_for_backward({gate, up});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor gy = grads[0].contiguous();
+    torch::Tensor gg = at::empty_like(gy), gu = at::empty_like(gy);
+    const float *gp = saved[0].data_ptr<float>(), *up_ = saved[1].data_ptr<float>(),
+                *dy = gy.data_ptr<float>();
+    float *ggp = gg.data_ptr<float>(), *gup = gu.data_ptr<float>();
+    float s[kChunk];
+    for (int64_t at0 = 0, n = gy.numel(); at0 < n; at0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - at0);
+      sigmoidInto(gp + at0, s, m);
+      for (int64_t i = 0; i < m; ++i) {
+        const float g = gp[at0 + i], d = dy[at0 + i];
+        gup[at0 + i] = d * g * s[i];
+        ggp[at0 + i] = d * up_[at0 + i] * s[i] * (1.0f + g * (1.0f - s[i]));
+      }
+    }
+    return {gg, gu};
+  }
+};
+
+// ---- Cross-entropy ---------------------------------------------------------------------------------------
+// loss = mean_i (lse_i - x_i[t_i]), lse_i = log sum_j exp(x_ij). Backward: gx_ij = g / N (exp(x_ij - lse_i) -
+// [j == t_i]).
+
+struct CrossEntropyFunction : public torch::autograd::Function<CrossEntropyFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& targets) {
+    const int64_t rows = logits.size(0), vocab = logits.size(1);
+    torch::Tensor lse = at::empty({rows}, logits.options());
+    const float* xp = logits.data_ptr<float>();
+    const int64_t* tp = targets.data_ptr<int64_t>();
+    float* lp = lse.data_ptr<float>();
+    std::vector<float> row(static_cast<size_t>(vocab));
+    double total = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* x = xp + r * vocab;
+      const float top = *std::max_element(x, x + vocab);
+      for (int64_t j = 0; j < vocab; ++j) row[static_cast<size_t>(j)] = x[j] - top;
+      expInPlace(row.data(), vocab);
+      double sum = 0.0;
+      for (float e : row) sum += e;
+      lp[r] = top + static_cast<float>(std::log(sum));
+      const int64_t t = tp[r];
+      TORCH_CHECK(t >= 0 && t < vocab, "cross-entropy target ", t, " outside the vocabulary of ", vocab);
+      total += std::log(sum) - static_cast<double>(x[t] - top);  // not lse - x_t: no rounding of lse
+    }
+    ctx->save_for_backward({logits, targets, lse});
+    return at::full({}, total / static_cast<double>(rows), logits.options());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &logits = saved[0], &targets = saved[1], &lse = saved[2];
+    const int64_t rows = logits.size(0), vocab = logits.size(1);
+    const float g = grads[0].item<float>() / static_cast<float>(rows);
+    torch::Tensor gx = at::empty_like(logits);
+    const float *xp = logits.data_ptr<float>(), *lp = lse.data_ptr<float>();
+    const int64_t* tp = targets.data_ptr<int64_t>();
+    float* gp = gx.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* x = xp + r * vocab;
+      float* out = gp + r * vocab;
+      for (int64_t j = 0; j < vocab; ++j) out[j] = x[j] - lp[r];
+      expInPlace(out, vocab);
+      for (int64_t j = 0; j < vocab; ++j) out[j] *= g;
+      out[tp[r]] -= g;
+    }
+    return {gx, torch::Tensor()};
+  }
+};
+
 torch::Tensor rotateHalf(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -152,6 +252,49 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   if (fusable(x) && fusable(cos) && fusable(sin) && !cos.requires_grad() && !sin.requires_grad())
     return RopeFunction::apply(x, cos, sin);
   return applyRopeReference(x, cos, sin);
+}
+
+torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up) {
+  return at::silu(gate) * up;
+}
+
+torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
+  if (fusable(gate) && fusable(up) && gate.sizes() == up.sizes()) return SwiGluFunction::apply(gate, up);
+  return swigluReference(gate, up);
+}
+
+torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return at::cross_entropy_loss(logits, targets);
+}
+
+torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  if (fusable(logits) && logits.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong &&
+      targets.device().is_cpu() && targets.is_contiguous() && targets.size(0) == logits.size(0) &&
+      logits.size(0) > 0)
+    return CrossEntropyFunction::apply(logits, targets);
+  return crossEntropyReference(logits, targets);
+}
+
+void expInPlace(float* x, int64_t n) {
+  constexpr float kLog2e = 1.44269504088896341f, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+  constexpr float kRound =
+      12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
+  for (int64_t i = 0; i < n; ++i) {
+    const float in = x[i];
+    const float clamped = std::min(std::max(in, -87.0f), 88.0f);
+    const float k = (clamped * kLog2e + kRound) - kRound;    // nearest integer to x / ln 2
+    const float r = (clamped - k * kLn2High) - k * kLn2Low;  // |r| <= ln 2 / 2
+    const float r2 = r * r;
+    float poly = 1.9875691500e-4f;
+    poly = poly * r + 1.3981999507e-3f;
+    poly = poly * r + 8.3334519073e-3f;
+    poly = poly * r + 4.1665795894e-2f;
+    poly = poly * r + 1.6666665459e-1f;
+    poly = poly * r + 5.0000001201e-1f;
+    const float er = poly * r2 + r + 1.0f;
+    const float twoK = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+    x[i] = in < -87.0f ? 0.0f : er * twoK;
+  }
 }
 
 }  // namespace sharelens

@@ -1,7 +1,8 @@
-// Fused CPU kernels for the training step's memory-bound elementwise work: RMSNorm and rotary position
-// embedding, forward and backward each in one or two passes instead of the five to eight of the composite
-// ATen expressions. They apply to contiguous float32 CPU tensors; anything else (CUDA, bf16 autocast) takes
-// the composite path, which is also the reference the tests compare the kernels with.
+// Fused CPU kernels for the training step's memory-bound elementwise work: RMSNorm, rotary position
+// embedding, the SwiGLU product and the cross-entropy loss, forward and backward each in one or two passes
+// instead of the three to eight of the composite ATen expressions. They apply to contiguous float32 CPU
+// tensors; anything else (CUDA, bf16 autocast) takes the composite path, which is also the reference the
+// tests compare the kernels with.
 #pragma once
 
 #include <torch/types.h>
@@ -16,5 +17,18 @@ torch::Tensor rmsNormReference(const torch::Tensor& x, const torch::Tensor& weig
 // two halves repeat (cos[t][i] == cos[t][i + hd/2]).
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 torch::Tensor applyRopeReference(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// silu(gate) * up (SwiGLU's product), gate and up of one shape.
+torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up);
+torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up);
+
+// Mean over rows of -log softmax(logits)[target]: logits [N, V], targets [N] (int64). The gradient is
+// (softmax - onehot) / N, recomputed from the logits and each row's log-sum-exp.
+torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets);
+torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Tensor& targets);
+
+// exp(x) for every element of x[0..n), in place: Cephes' range reduction and polynomial, written so that the
+// compiler vectorises the loop (relative error below 2e-7 over the float range; 0 below -87 and at -inf).
+void expInPlace(float* x, int64_t n);
 
 }  // namespace sharelens

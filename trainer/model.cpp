@@ -250,8 +250,8 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
             : causalAttention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2);
     x = x + at::linear(attn.reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);
-    x = x + at::linear(at::silu(at::linear(h, feedForwardWeight(l, Proj::Gate))) *
-                           at::linear(h, feedForwardWeight(l, Proj::Up)),
+    x = x + at::linear(swiglu(at::linear(h, feedForwardWeight(l, Proj::Gate)),
+                              at::linear(h, feedForwardWeight(l, Proj::Up))),
                        feedForwardWeight(l, Proj::Down));
   }
   x = rmsNorm(x, parameter(n::kFinalNorm), m.normEps);
@@ -267,8 +267,7 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
 torch::Tensor SharedTransformer::loss(const torch::Tensor& tokens) const {
   const int64_t time = tokens.size(1) - 1;
   const torch::Tensor logits = forward(tokens.narrow(1, 0, time));
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                tokens.narrow(1, 1, time).reshape({-1}));
+  return crossEntropy(logits.reshape({-1, logits.size(-1)}), tokens.narrow(1, 1, time).reshape({-1}));
 }
 
 torch::Tensor SharedTransformer::postSharePenalty() const {

@@ -7,6 +7,38 @@
 #include "core/fault_injection.hpp"
 
 namespace sharelens {
+namespace {
+
+// One AdamW update's scalars, in the float arithmetic the composite ops below use.
+struct UpdateScalars {
+  float decay, oneMinusBeta1, beta2, oneMinusBeta2, biasCorrection2Sqrt, eps, negativeStepSize;
+};
+
+bool fusableUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m,
+                   const torch::Tensor& v) {
+  for (const torch::Tensor* t : {&p, &g, &m, &v})
+    if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous()) return false;
+  return true;
+}
+
+// The composite update's five passes over the parameter in one, element by element in the same order of
+// operations: p *= decay; m += (1 - b1)(g - m) (lerp); v = b2 v + (1 - b2) g^2; p += -step m / (sqrt(v) / c2
+// + eps).
+void fusedUpdate(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
+                 const UpdateScalars& s) {
+  float* pp = param.data_ptr<float>();
+  const float* gp = grad.data_ptr<float>();
+  float *mp = m.data_ptr<float>(), *vp = v.data_ptr<float>();
+  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+    const float g = gp[i];
+    mp[i] += s.oneMinusBeta1 * (g - mp[i]);
+    vp[i] = vp[i] * s.beta2 + s.oneMinusBeta2 * (g * g);
+    const float denom = std::sqrt(vp[i]) / s.biasCorrection2Sqrt + s.eps;
+    pp[i] = pp[i] * s.decay + s.negativeStepSize * (mp[i] / denom);
+  }
+}
+
+}  // namespace
 
 AdamW::AdamW(std::vector<NamedParameter>& params, double beta1, double beta2, double eps, double weightDecay)
     : m_params(params), m_beta1(beta1), m_beta2(beta2), m_eps(eps), m_weightDecay(weightDecay) {
@@ -26,11 +58,19 @@ void AdamW::step(double lr) {
     torch::Tensor& param = m_params[i].tensor;
     const torch::Tensor& grad = param.grad();
     if (!grad.defined()) continue;
-    if (m_params[i].decay && m_weightDecay != 0.0) param.mul_(1.0 - lr * m_weightDecay);
-    m_expAvg[i].lerp_(grad, 1.0 - m_beta1);
-    m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
-    const torch::Tensor denom = (m_expAvgSq[i].sqrt() / biasCorrection2Sqrt).add_(m_eps);
-    param.addcdiv_(m_expAvg[i], denom, -stepSize);
+    const double decay = m_params[i].decay && m_weightDecay != 0.0 ? 1.0 - lr * m_weightDecay : 1.0;
+    if (fusableUpdate(param, grad, m_expAvg[i], m_expAvgSq[i])) {
+      fusedUpdate(param, grad, m_expAvg[i], m_expAvgSq[i],
+                  {static_cast<float>(decay), static_cast<float>(1.0 - m_beta1), static_cast<float>(m_beta2),
+                   static_cast<float>(1.0 - m_beta2), static_cast<float>(biasCorrection2Sqrt),
+                   static_cast<float>(m_eps), static_cast<float>(-stepSize)});
+    } else {
+      if (decay != 1.0) param.mul_(decay);
+      m_expAvg[i].lerp_(grad, 1.0 - m_beta1);
+      m_expAvgSq[i].mul_(m_beta2).addcmul_(grad, grad, 1.0 - m_beta2);
+      const torch::Tensor denom = (m_expAvgSq[i].sqrt() / biasCorrection2Sqrt).add_(m_eps);
+      param.addcdiv_(m_expAvg[i], denom, -stepSize);
+    }
     if (i == 0 && fault::updateFailsAt(m_steps)) throw std::bad_alloc();
   }
 }

@@ -1,8 +1,7 @@
-// sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N]
-// sharelens experiment report DIR [--json FILE] [--md FILE]
-// An experiment's runs (trainer/experiment_runner.hpp) and its report (core/experiment.hpp): per arm the
-// final held-out NLL with a 95% interval over seeds, the paired difference to the reference arm and the
-// verdict.
+// sharelens experiment run FILE --out DIR [--parallel N (default: one run per thread)] [--steps N] [--seeds
+// K] [--threads N] sharelens experiment report DIR [--json FILE] [--md FILE] An experiment's runs
+// (trainer/experiment_runner.hpp) and its report (core/experiment.hpp): per arm the final held-out NLL with a
+// 95% interval over seeds, the paired difference to the reference arm and the verdict.
 #include <cstdio>
 #include <iostream>
 
@@ -46,7 +45,7 @@ int runExperimentCommand(Args& args) {
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
     ExperimentRunOptions o;
-    o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(1));
+    o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));  // 0: one run per thread
     o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
     if (const auto steps = args.integer("steps", 1, 100'000'000)) o.steps = *steps;
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);

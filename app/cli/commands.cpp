@@ -36,8 +36,13 @@ const std::vector<Command>& commands() {
        "--unique U "
        "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context "
        "T] "
-       "[--lora-rank R] [--ffn-tie-interior K] [--embedding-rank R] [--untied-embeddings] --out FILE",
-       "write a sharing-topology preset as a topology file, and print its parameter budget", runTopology},
+       "[--lora-rank R | --parameter-matched] [--ffn-tie-interior K] [--embedding-rank R] "
+       "[--untied-embeddings] "
+       "--out FILE",
+       "write a sharing-topology preset as a topology file, and print its parameter budget; "
+       "--parameter-matched "
+       "builds it by [LRS] Table 3's rule (U = L/2, the LoRA rank solved to the unshared model's parameters)",
+       runTopology},
       {"params",
        "sharelens params TOPOLOGY [--match-baseline OUT.json] [--solve-lora-rank N | --budget-of OTHER.json "
        "[--lora layer|head] --out SOLVED.json] [--batch N] [--anywhere] [--json FILE]",
@@ -67,7 +72,8 @@ const std::vector<Command>& commands() {
        "otherwise)",
        runEval},
       {"experiment",
-       "sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N] | "
+       "sharelens experiment run FILE --out DIR [--parallel N (default: one run per thread)] [--steps N] "
+       "[--seeds K] [--threads N] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
        "run a paper's claim as arms x seeds (resuming what is unfinished), or report it: held-out NLL with "
        "95% "

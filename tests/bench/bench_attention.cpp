@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/heap.hpp"
 #include "trainer/cpu_attention.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (a == "--reps") reps = v;
     if (a == "--rounds") rounds = v;
   }
+  keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
   setComputeThreads(threads);
   auto leaf = [](std::vector<int64_t> shape) { return at::randn(shape).requires_grad_(true); };
   const torch::Tensor q = leaf({batch, time, heads, headDim}), k = leaf({batch, time, kvHeads, headDim}),

@@ -3,16 +3,22 @@
 // machine's measured sgemm peak. Its peer, torch_train_peer.py, runs the same model in eager PyTorch.
 // --cycle U --lora-rank R shares the same model's blocks as a Cycle of U with per-layer LoRA (the peer takes
 // the same two flags).
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m]
+// --runs N trains N models at once in one process, each on threads / N threads, and reports their summed
+// tokens/s (the experiment runner's --parallel N).
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m] [--runs N]
 //                    [--topology FILE | --cycle U --lora-rank R]
 // [--json OUT] [--profile TRACE.json]
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "core/atomic_file.hpp"
+#include "core/heap.hpp"
 #include "core/param_count.hpp"
 #include "core/topology_presets.hpp"
 #include "trainer/model.hpp"
@@ -84,7 +90,7 @@ double sgemmPeak() {
 int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
-  int64_t cycle = 0, loraRank = 0;
+  int64_t cycle = 0, loraRank = 0, parallelRuns = 1;
   std::string topologyPath, jsonOut, profileOut, size = "10m";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -106,8 +112,12 @@ int main(int argc, char** argv) {
       profileOut = v;
     else if (a == "--size")
       size = v;
+    else if (a == "--runs")
+      parallelRuns = std::max<int64_t>(1, std::stoll(v));
   }
-  setComputeThreads(threads);
+  keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
+  // N runs side by side share the threads, as the experiment runner's --parallel N does.
+  setComputeThreads(std::max<int>(1, threads / static_cast<int>(parallelRuns)));
   Topology t = topologyPath.empty() ? benchTopology(size) : readTopologyFile(topologyPath);
   if (cycle > 0) {
     t.name = "bench-cycle" + std::to_string(cycle) + "-lora" + std::to_string(loraRank);
@@ -115,34 +125,52 @@ int main(int argc, char** argv) {
     t.ffn.assign = t.attention.assign;
     t.attention.loraRank = t.ffn.loraRank = loraRank;
   }
-  SharedTransformer model(t, torch::kCPU, 1);
-  AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.1);
-  at::Generator gen = at::detail::createCPUGenerator(3);
-  const auto tokens = at::randint(0, t.model.vocab, {batch, t.model.context + 1}, gen, at::kLong);
-  auto step = [&] {
-    const auto loss = model.loss(tokens);
-    loss.backward();
-    clipGradientNorm(model.parameters(), 1.0);
-    opt.step(1e-3);
-    opt.zeroGrad();
+  // One training run: its own model, optimizer and batch (what the experiment runner holds per run).
+  struct Run {
+    SharedTransformer model;
+    AdamW opt;
+    torch::Tensor tokens;
+    Run(const Topology& t, int64_t batch, uint64_t seed)
+        : model(t, torch::kCPU, seed), opt(model.parameters(), 0.9, 0.95, 1e-8, 0.1) {
+      at::Generator gen = at::detail::createCPUGenerator(3 + seed);
+      tokens = at::randint(0, t.model.vocab, {batch, t.model.context + 1}, gen, at::kLong);
+    }
+    void step() {
+      const auto loss = model.loss(tokens);
+      loss.backward();
+      clipGradientNorm(model.parameters(), 1.0);
+      opt.step(1e-3);
+      opt.zeroGrad();
+    }
   };
-  for (int i = 0; i < 3; ++i) step();  // warm-up
-  if (!profileOut.empty()) {           // one step under the autograd profiler, as a chrome://tracing file
+  std::vector<std::unique_ptr<Run>> runs;
+  for (int64_t r = 0; r < parallelRuns; ++r) runs.push_back(std::make_unique<Run>(t, batch, 1 + r));
+  for (int i = 0; i < 3; ++i) runs.front()->step();  // warm-up
+  if (!profileOut.empty()) {  // one step under the autograd profiler, as a chrome://tracing file
     torch::autograd::profiler::RecordProfile guard(profileOut);
-    step();
+    runs.front()->step();
   }
   const auto start = clock_type::now();
-  for (int64_t i = 0; i < steps; ++i) step();
+  {
+    std::vector<std::jthread> workers;
+    for (auto& run : runs)
+      workers.emplace_back([&run, steps] {
+        for (int64_t i = 0; i < steps; ++i) run->step();
+      });
+  }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  const double tokensPerSecond = static_cast<double>(steps * batch * t.model.context) / seconds;
+  const double tokensPerSecond =
+      static_cast<double>(parallelRuns * steps * batch * t.model.context) / seconds;
   const ParamBudget budget = countParameters(t);
+  setComputeThreads(threads);  // the machine's peak at all its threads, however they were split
   const double peak = sgemmPeak();
   const double mfu = tokensPerSecond * budget.trainFlopsPerToken / peak;
   std::printf(
       "sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads (LibTorch intra-op "
-      "%d)\n",
+      "%d), %lld run(s) side by side\n",
       TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total), static_cast<long long>(batch),
-      static_cast<long long>(t.model.context), threads, at::get_num_threads());
+      static_cast<long long>(t.model.context), threads, at::get_num_threads(),
+      static_cast<long long>(parallelRuns));
   std::printf("  %.0f tokens/s, %.2f GFLOP/s (6N + 12LHQT per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
               tokensPerSecond, tokensPerSecond * budget.trainFlopsPerToken / 1e9, peak / 1e9, 100.0 * mfu);
   if (!jsonOut.empty())

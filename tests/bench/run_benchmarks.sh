@@ -18,6 +18,9 @@ echo "== training throughput vs eager PyTorch"
 "$HERE/bench_train.sh" "$BUILD"
 echo "== training throughput of a shared topology (Cycle of 4 blocks, LoRA rank 8) vs its eager PyTorch equivalent"
 "$HERE/bench_train.sh" "$BUILD" 2 2 6 --cycle 4 --lora-rank 8
+echo "== training at the claims experiments' sizes, and the attention kernel alone"
+"$HERE/bench_train_sizes.sh" "$BUILD" 2 3 20
+"$BUILD/tests/bench_attention"
 echo "== compression: MASA at ratio 0.8 with 2,048 calibration tokens"
 "$HERE/bench_compress.sh" "$BUILD"
 echo "== distributed training: 1 vs 2 ranks, Gloo all-reduce over loopback, expected scaling"

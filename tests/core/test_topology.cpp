@@ -116,7 +116,7 @@ TEST(Presets, DepthMultipliersKeepUniqueBlocksAndGrowDepth) {
   spec.uniqueBlocks = 4;
   spec.base.layers = 8;
   for (auto [m, layers] :
-       std::vector<std::pair<std::string, int64_t>>{{"1", 8}, {"1.5", 12}, {"3", 24}, {"skinny", 16}}) {
+       std::vector<std::pair<std::string, int64_t>>{{"1", 8}, {"1.5", 12}, {"3", 24}, {"skinny", 24}}) {
     spec.depthMultiplier = m;
     const Topology t = makePreset(spec);
     EXPECT_EQ(t.model.layers, layers) << m;
@@ -299,7 +299,7 @@ TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIs
               1.0, 0.005);
   deep.depthMultiplier = "skinny";
   EXPECT_EQ(parameterMatchedBaseline(makePreset(deep)).model.layers, 8)
-      << "skinny doubles depth; its reference is 1x";
+      << "skinny triples depth; its reference is 1x";
   // Gemma-3-style heads (n_heads x head_dim != d_model) shrink head_dim and d_model separately.
   Topology wide = makePreset(deep);
   wide.model.headDim = 48;
@@ -307,6 +307,118 @@ TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIs
   EXPECT_NEAR(static_cast<double>(countParameters(wideBase).nonEmbedding) /
                   static_cast<double>(countParameters(wide).nonEmbedding),
               1.0, 0.005);
+}
+
+// [LRS] Table 3 ("Deep sharing results ... All configurations are parameter-matched"), every row rebuilt from
+// its shapes: Llama 3 blocks as Meta Lingua sizes them (FFN 4d rounded up to a multiple of 256: its
+// ffn_dim_multiplier 1.5 over 2/3 of 4d), GQA with half as many KV heads, head_dim 64 (56 at width 672),
+// untied embeddings of Llama 3's 128,256 tokens; U = L_base / 2 unique blocks at the baseline's width, U = L
+// / 2 for the skinny rows, LoRA on every layer's seven matrices. Our solver, matching non-embedding
+// parameters at the same width and all parameters for the skinny rows (narrower, so their embeddings free
+// budget), gives the paper's rank in 9 rows and 175 for its 174 in the tenth (the exact solution there is
+// 174.6).
+struct Table3Row {
+  int64_t baseLayers, baseWidth, layers, width, paperRank;
+  bool skinny;
+};
+
+ModelDims table3Dims(int64_t layers, int64_t width) {
+  const int64_t headDim = width % 64 == 0 ? 64 : 56;
+  const int64_t heads = width / headDim;
+  const int64_t lingua = static_cast<int64_t>(1.5 * static_cast<double>(8 * width / 3));
+  return ModelDims{.vocab = 128256,
+                   .dModel = width,
+                   .layers = layers,
+                   .heads = heads,
+                   .kvHeads = heads / 2,
+                   .headDim = headDim,
+                   .ffn = (lingua + 255) / 256 * 256,
+                   .context = 2048};
+}
+
+Topology table3Model(int64_t layers, int64_t width, int64_t unique) {
+  Topology t;
+  t.name = "table3";
+  t.model = table3Dims(layers, width);
+  t.embedding.tied = false;
+  t.attention.assign = patternAssignment(unique == layers ? SharingPattern::Vanilla : SharingPattern::Cycle,
+                                         layers, unique == layers ? 0 : unique);
+  t.ffn.assign = t.attention.assign;
+  return t;
+}
+
+TEST(ParamCount, Table3RowsAreParameterMatchedByTheLoraRankSolver) {
+  const std::vector<Table3Row> rows = {{12, 768, 18, 768, 174, false},   {12, 768, 36, 768, 87, false},
+                                       {12, 768, 40, 512, 207, true},    {16, 1024, 24, 1024, 233, false},
+                                       {16, 1024, 48, 1024, 116, false}, {16, 1024, 60, 672, 144, true},
+                                       {20, 1280, 30, 1280, 291, false}, {20, 1280, 60, 1280, 145, false},
+                                       {20, 1280, 60, 896, 193, true},   {28, 1536, 42, 1536, 349, false}};
+  int exact = 0;
+  for (const Table3Row& row : rows) {
+    const ParamBudget base = countParameters(table3Model(row.baseLayers, row.baseWidth, row.baseLayers));
+    const int64_t unique = row.skinny ? row.layers / 2 : row.baseLayers / 2;
+    const Topology solved =
+        solveLoraRank(table3Model(row.layers, row.width, unique), row.skinny ? base.total : base.nonEmbedding,
+                      "layer", row.skinny ? ParameterScope::Total : ParameterScope::NonEmbedding);
+    const std::string label = std::to_string(row.layers) + " x " + std::to_string(row.width);
+    EXPECT_LE(std::abs(solved.attention.loraRank - row.paperRank), 1) << label;
+    exact += solved.attention.loraRank == row.paperRank;
+    // The paper's rank itself leaves the model within 0.2% of its baseline (ours counts the norms per layer).
+    Topology paper = solved;
+    paper.attention.loraRank = paper.ffn.loraRank = row.paperRank;
+    const ParamBudget b = countParameters(paper);
+    EXPECT_NEAR(static_cast<double>(row.skinny ? b.total : b.nonEmbedding) /
+                    static_cast<double>(row.skinny ? base.total : base.nonEmbedding),
+                1.0, 0.002)
+        << label;
+  }
+  EXPECT_EQ(exact, 9);
+  // The base sizes the paper names (100M, 250M, 500M, 1B non-embedding parameters) come out of the shapes.
+  EXPECT_NEAR(countParameters(table3Model(12, 768, 12)).nonEmbedding / 1e6, 106.2, 0.1);
+  EXPECT_NEAR(countParameters(table3Model(28, 1536, 28)).nonEmbedding / 1e6, 991.0, 0.1);
+}
+
+// makePreset with parameterMatched applies the same rule to ShareLens's small models.
+TEST(Presets, ParameterMatchedDeepAndSkinnyPresetsFollowTable3) {
+  PresetSpec spec;
+  spec.pattern = SharingPattern::Cycle;
+  spec.base = ModelDims{.vocab = 1024,
+                        .dModel = 128,
+                        .layers = 6,
+                        .heads = 4,
+                        .kvHeads = 2,
+                        .headDim = 32,
+                        .ffn = 384,
+                        .context = 128};
+  spec.parameterMatched = true;
+  Topology reference;
+  reference.model = spec.base;
+  reference.attention.assign = patternAssignment(SharingPattern::Vanilla, 6, 0);
+  reference.ffn.assign = reference.attention.assign;
+  const ParamBudget budget = countParameters(reference);
+  for (const std::string m : {"1.5", "2", "3"}) {
+    spec.depthMultiplier = m;
+    const Topology t = makePreset(spec);
+    EXPECT_EQ(t.attention.uniqueBlocks(), 3) << m;
+    EXPECT_GT(t.attention.loraRank, 0) << m;
+    // As close as ranks come: within 0.5%, or half of what one rank adds.
+    Topology oneMore = t;
+    ++oneMore.attention.loraRank;
+    ++oneMore.ffn.loraRank;
+    const double perRank =
+        static_cast<double>(countParameters(oneMore).nonEmbedding - countParameters(t).nonEmbedding);
+    EXPECT_LE(std::abs(static_cast<double>(countParameters(t).nonEmbedding - budget.nonEmbedding)),
+              std::max(0.005 * static_cast<double>(budget.nonEmbedding), 0.5 * perRank))
+        << m;
+  }
+  spec.depthMultiplier = "skinny";
+  const Topology skinny = makePreset(spec);
+  EXPECT_EQ(skinny.model.layers, 18);
+  EXPECT_EQ(skinny.attention.uniqueBlocks(), 9);
+  EXPECT_EQ(skinny.model.heads, 3);  // 2/3 of the heads at the same head_dim: d 128 -> 96
+  EXPECT_EQ(skinny.model.dModel, 96);
+  EXPECT_NEAR(static_cast<double>(countParameters(skinny).total) / static_cast<double>(budget.total), 1.0,
+              0.02);  // half a rank of 18 layers is 1.4% of this small model
 }
 
 TEST(ParamCount, SolvedLoraRankMeetsTheBudgetAndImpossibleBudgetsAreNamedErrors) {
@@ -325,10 +437,9 @@ TEST(ParamCount, SolvedLoraRankMeetsTheBudgetAndImpossibleBudgetsAreNamedErrors)
   EXPECT_EQ(countParameters(solved).nonEmbedding, zero + 13 * perRank);
   EXPECT_EQ(solveLoraRank(t, zero + 13 * perRank + perRank / 5, "layer").attention.loraRank,
             13);  // nearest, within 0.5%
-  EXPECT_NE(errorOf([&] {
-              solveLoraRank(t, zero + 13 * perRank + perRank / 2, "layer");
-            }).find("the nearest is rank"),
-            std::string::npos);
+  // Here one rank is worth more than 1% of the budget: between two ranks the nearer is taken, as close as
+  // ranks come.
+  EXPECT_EQ(solveLoraRank(t, zero + 13 * perRank + perRank / 2 + 1, "layer").attention.loraRank, 14);
   EXPECT_NE(errorOf([&] { solveLoraRank(t, zero / 2, "layer"); }).find("no layer LoRA rank meets the budget"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { solveLoraRank(t, zero, "head"); }).find("no head sharing"), std::string::npos);

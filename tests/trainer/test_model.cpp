@@ -371,6 +371,43 @@ TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
   EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
 }
 
+TEST(FusedOps, SwiGluMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(10);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 40}, {5000, 3}, {1, 1, 1}}) {
+    const torch::Tensor gate = at::randn(shape, gen) * 4.0, up = at::randn(shape, gen),
+                        probe = at::randn(shape, gen);
+    const auto fused = evaluate([](const auto& in) { return swiglu(in[0], in[1]); }, {gate, up}, probe);
+    const auto reference = evaluate([](const auto& in) { return swigluReference(in[0], in[1]); },
+                                    {gate.to(at::kDouble), up.to(at::kDouble)}, probe);
+    expectClose(fused, reference, 1e-6);
+  }
+}
+
+TEST(FusedOps, CrossEntropyMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(11);
+  for (const auto& [rows, vocab] : {std::pair<int64_t, int64_t>{7, 11}, {300, 1024}, {1, 2}}) {
+    const torch::Tensor logits = at::randn({rows, vocab}, gen) * 5.0;
+    const torch::Tensor targets = at::randint(0, vocab, {rows}, gen, at::kLong);
+    const torch::Tensor probe = at::full({}, 1.7);
+    const auto fused =
+        evaluate([&](const auto& in) { return crossEntropy(in[0], targets); }, {logits}, probe);
+    const auto composite =
+        evaluate([&](const auto& in) { return crossEntropyReference(in[0], targets); }, {logits}, probe);
+    const auto reference = evaluate([&](const auto& in) { return crossEntropyReference(in[0], targets); },
+                                    {logits.to(at::kDouble)}, probe);
+    // A confident row's loss and its target's gradient are differences of numbers near 1, where float32
+    // itself errs: the kernel must be within 1e-6 of the double reference or no worse than 2x LibTorch's own
+    // float32 composite.
+    auto error = [&](const torch::Tensor& a, const torch::Tensor& b) {
+      return (a - b).abs().max().item<double>();
+    };
+    EXPECT_LE(error(fused.out, reference.out), std::max(1e-6 * reference.out.abs().max().item<double>(),
+                                                        2 * error(composite.out, reference.out)));
+    EXPECT_LE(error(fused.grads, reference.grads), std::max(1e-6 * reference.grads.abs().max().item<double>(),
+                                                            2 * error(composite.grads, reference.grads)));
+  }
+}
+
 // softmax(q k^T / sqrt(hd) + causal mask) v per head, in double, written from the definition in
 // token-major layout (query head h reads KV head h / (H / KV)); autograd gives its gradients.
 torch::Tensor attentionByDefinition(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {

@@ -186,7 +186,7 @@ class ExperimentsPanel : public View {
     ImGui::InputText("##out", m_out, sizeof m_out);
     if (ImGui::IsItemDeactivatedAfterEdit()) m_reportThrottle.reset();
     ImGui::SetNextItemWidth(100);
-    ImGui::SliderInt("runs at a time", &m_parallel, 1, 4);
+    ImGui::SliderInt("runs at a time (0: one per core)", &m_parallel, 0, 4);
     const bool running = m_log && m_log->running;
     ImGui::BeginDisabled(running);
     if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
@@ -300,7 +300,7 @@ class ExperimentsPanel : public View {
   std::optional<Experiment> m_experiment;
   std::string m_problem;
   char m_out[512] = "";
-  int m_parallel = 1;
+  int m_parallel = 0;
   uint64_t m_job = 0;
   std::shared_ptr<RunLog> m_log;
   std::shared_ptr<const ExperimentReport> m_report;
