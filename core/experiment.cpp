@@ -48,6 +48,13 @@ Topology topologyFromPreset(const JsonObject& o) {
   spec.shareFfn = o.optionalBool("share_ffn").value_or(true);
   spec.tiedEmbeddings = o.optionalBool("tied").value_or(true);
   spec.parameterMatched = o.optionalBool("parameter_matched").value_or(false);  // [LRS] Table 3's rule
+  if (spec.parameterMatched)
+    for (const char* key : {"embedding_rank", "ffn_tie_interior", "overrides", "lora_rank", "unique"})
+      if (o.has(key))
+        o.fail(key, "a parameter-matched preset fixes this itself",
+               "parameter_matched without '" + std::string(key) + "'", "both",
+               "Table 3's rule sets the unique blocks and solves the LoRA rank; a change after it would undo "
+               "the match");
   Topology t = makePreset(spec);
   if (const auto rank = o.optionalInt("embedding_rank", 0)) t.embedding.factorRank = *rank;
   if (const auto interior = o.optionalInt("ffn_tie_interior", 0)) {  // the STLM report's interior FFN tying

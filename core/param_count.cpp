@@ -252,7 +252,7 @@ Topology solveLoraRank(const Topology& t, int64_t budget, const std::string& whi
   // percent per rank, so a tighter match does not exist).
   const double step = 0.5 * static_cast<double>(perRank) / static_cast<double>(std::max<int64_t>(budget, 1));
   if (error > std::max(0.005, step + 1e-12))
-    throw Error({.what = "no " + which + " LoRA rank meets the budget within 0.5%",
+    throw Error({.what = "no " + which + " LoRA rank comes within 0.5% (or half a rank) of the budget",
                  .where = "topology '" + t.name + "'",
                  .expected = std::to_string(budget) +
                              (scope == ParameterScope::Total ? " parameters" : " non-embedding parameters"),

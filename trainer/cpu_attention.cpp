@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -41,18 +42,27 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
 // Runs work(pair) for every (batch, head) pair, split into contiguous ranges over the threads the run asked
 // OpenBLAS for; BLAS is single-threaded meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims'
 // sizes), so the threads do not wait on one shared BLAS pool.
+// An exception in any part (an allocation) is rethrown on the calling thread once every part has ended.
 template <class Work>
 void forEachPair(int64_t pairs, const Work& work) {
   const int threads = std::max(1, std::min<int>(currentBlasThreads(), static_cast<int>(pairs)));
   SingleThreadedBlas single;
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(threads));
   auto range = [&](int part) {
-    const int64_t begin = pairs * part / threads, end = pairs * (part + 1) / threads;
-    for (int64_t pair = begin; pair < end; ++pair) work(pair);
+    try {
+      const int64_t begin = pairs * part / threads, end = pairs * (part + 1) / threads;
+      for (int64_t pair = begin; pair < end; ++pair) work(pair);
+    } catch (...) {
+      failures[static_cast<size_t>(part)] = std::current_exception();
+    }
   };
-  std::vector<std::thread> helpers;
-  for (int part = 1; part < threads; ++part) helpers.emplace_back(range, part);
-  range(0);
-  for (std::thread& t : helpers) t.join();
+  {
+    std::vector<std::jthread> helpers;  // joined when this scope ends, also if starting one throws
+    for (int part = 1; part < threads; ++part) helpers.emplace_back(range, part);
+    range(0);
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
 }
 
 // Row i of the scores (T floats, already scaled) becomes softmax over keys 0..i; keys after i become 0.

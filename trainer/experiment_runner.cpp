@@ -13,6 +13,8 @@
 #include "core/corpus.hpp"
 #include "core/directory_lock.hpp"
 #include "core/error.hpp"
+#include "core/machine.hpp"
+#include "core/param_count.hpp"
 #include "core/run_dir.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/run_controller.hpp"
@@ -128,8 +130,19 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   // Auto: one run per thread while runs remain. At every size measured (bench_train --runs, 0.3M to 10M
   // parameters on 2 cores) N runs of one thread each trained 1.34-1.64x the tokens/s of one run on N threads:
   // small GEMMs scale poorly across threads, and a run's elementwise work is single-threaded.
+  // Auto is also capped by memory: the largest arm's training estimate (param_count) times the runs side by
+  // side stays within half of this machine's RAM.
+  int fitting = allThreads;
+  if (const int64_t ram = physicalMemoryBytes(); ram > 0) {
+    double largest = 0;
+    for (const ExperimentArm& arm : e.arms)
+      largest = std::max(largest, estimateTrainingMemory(
+                                      arm.topology, experimentTrainConfig(e, arm, e.seeds.front()).batchSize)
+                                      .total());
+    if (largest > 0) fitting = std::max(1, static_cast<int>(0.5 * static_cast<double>(ram) / largest));
+  }
   const int parallel =
-      o.parallel > 0 ? o.parallel : std::max(1, std::min(allThreads, static_cast<int>(total)));
+      o.parallel > 0 ? o.parallel : std::max(1, std::min({allThreads, fitting, static_cast<int>(total)}));
   const int threads = std::max(1, allThreads / parallel);
   if (parallel > 1)
     requestBlasThreads(1);  // one process-wide BLAS pool: runs side by side keep to one thread

@@ -270,7 +270,7 @@ torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Te
 torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   if (fusable(logits) && logits.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong &&
       targets.device().is_cpu() && targets.is_contiguous() && targets.size(0) == logits.size(0) &&
-      logits.size(0) > 0)
+      logits.size(0) > 0 && logits.size(1) > 0)
     return CrossEntropyFunction::apply(logits, targets);
   return crossEntropyReference(logits, targets);
 }
@@ -281,9 +281,9 @@ void expInPlace(float* x, int64_t n) {
       12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
   for (int64_t i = 0; i < n; ++i) {
     const float in = x[i];
-    const float clamped = std::min(std::max(in, -87.0f), 88.0f);
-    const float k = (clamped * kLog2e + kRound) - kRound;    // nearest integer to x / ln 2
-    const float r = (clamped - k * kLn2High) - k * kLn2Low;  // |r| <= ln 2 / 2
+    const float clamped = in > -87.0f ? (in < 88.0f ? in : 88.0f) : -87.0f;  // NaN -> -87: k stays finite
+    const float k = (clamped * kLog2e + kRound) - kRound;                    // nearest integer to x / ln 2
+    const float r = (clamped - k * kLn2High) - k * kLn2Low;                  // |r| <= ln 2 / 2
     const float r2 = r * r;
     float poly = 1.9875691500e-4f;
     poly = poly * r + 1.3981999507e-3f;
@@ -293,7 +293,8 @@ void expInPlace(float* x, int64_t n) {
     poly = poly * r + 5.0000001201e-1f;
     const float er = poly * r2 + r + 1.0f;
     const float twoK = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
-    x[i] = in < -87.0f ? 0.0f : er * twoK;
+    const float y = in < -87.0f ? 0.0f : er * twoK;
+    x[i] = in != in ? in : y;  // NaN stays NaN
   }
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/inference_model.hpp"
 
 #include <cmath>
+#include <functional>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
@@ -92,17 +93,33 @@ std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch:
 
 namespace {
 
-// KL(p_l || p_{l+1}) between consecutive layers of logits [layers, V], or [samples, layers, V] where p_l is
-// the mean over samples of each sample's softmax (MASA: "average across samples"), in double.
-std::vector<double> consecutiveKl(const torch::Tensor& logits) {
-  torch::Tensor logp = at::log_softmax(logits, -1);
-  if (logp.dim() == 3)  // log of the mean probability: logsumexp over samples - log S
-    logp = at::logsumexp(logp, 0) - std::log(static_cast<double>(logp.size(0)));
+// KL(p_l || p_{l+1}) between consecutive rows of log-probabilities [layers, V] (double).
+std::vector<double> consecutiveKl(torch::Tensor logp) {
   logp = logp.to(at::kCPU);
   std::vector<double> drift;
   for (int64_t l = 0; l + 1 < logp.size(0); ++l)
     drift.push_back((logp[l].exp() * (logp[l] - logp[l + 1])).sum().item<double>());
   return drift;
+}
+
+// The grouping probe's log p_l [layers, V] from block means [layers, d] or [samples, layers, d]; `logitsOf`
+// maps rows of means [n, d] to logits [n, V] in double. Several samples: log of the mean over samples of each
+// sample's softmax (MASA: "average across samples"), folded a block of samples at a time with logaddexp so
+// that about 256 MiB of logits are held at once, whatever the calibration size.
+torch::Tensor probeLogProbabilities(const torch::Tensor& means, int64_t vocab,
+                                    const std::function<torch::Tensor(const torch::Tensor&)>& logitsOf) {
+  if (means.dim() == 2) return at::log_softmax(logitsOf(means), -1);
+  const int64_t samples = means.size(0), layers = means.size(1), d = means.size(2);
+  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 25) / std::max<int64_t>(1, layers * vocab));
+  torch::Tensor total;
+  for (int64_t s0 = 0; s0 < samples; s0 += block) {
+    const int64_t n = std::min(block, samples - s0);
+    const torch::Tensor logp =
+        at::log_softmax(logitsOf(means.narrow(0, s0, n).reshape({n * layers, d})), -1).view({n, layers, -1});
+    const torch::Tensor folded = at::logsumexp(logp, 0);
+    total = total.defined() ? at::logaddexp(total, folded) : folded;
+  }
+  return total - std::log(static_cast<double>(samples));
 }
 
 constexpr int64_t kVocabSlice = 8192;  // rows of W_U converted to double at a time
@@ -126,12 +143,14 @@ torch::Tensor attentionWithProbabilities(const torch::Tensor& q, torch::Tensor k
 
 std::vector<double> meanStateKlDrift(const torch::Tensor& means, const torch::Tensor& outputTable) {
   const int64_t vocab = outputTable.size(0);
-  std::vector<torch::Tensor> parts;
-  const torch::Tensor m = means.to(outputTable.device(), at::kDouble);
-  for (int64_t v0 = 0; v0 < vocab; v0 += kVocabSlice)
-    parts.push_back(
-        at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
-  return consecutiveKl(at::cat(parts, -1));
+  return consecutiveKl(probeLogProbabilities(means, vocab, [&](const torch::Tensor& layerMeans) {
+    std::vector<torch::Tensor> parts;
+    const torch::Tensor m = layerMeans.to(outputTable.device(), at::kDouble);
+    for (int64_t v0 = 0; v0 < vocab; v0 += kVocabSlice)
+      parts.push_back(
+          at::matmul(m, outputTable.narrow(0, v0, std::min(kVocabSlice, vocab - v0)).to(at::kDouble).t()));
+    return at::cat(parts, -1);
+  }));
 }
 
 void checkLogitLens(const std::string& lens) {
@@ -492,12 +511,17 @@ torch::Tensor InferenceModel::forward(const torch::Tensor& tokens, Trace* trace,
 
 std::vector<double> InferenceModel::klDriftOfMeans(const torch::Tensor& means) const {
   if (m_mode == Weights::Resident) return meanStateKlDrift(means, m_outputHead);
-  // The output head a slice of rows at a time, in double: the same logits meanStateKlDrift() computes.
-  const torch::Tensor m = means.to(at::kCPU, at::kDouble);
-  std::vector<torch::Tensor> parts;
-  forEachOutputHeadSlice(
-      torch::kCPU, [&](const torch::Tensor& w) { parts.push_back(at::matmul(m, w.to(at::kDouble).t())); });
-  return consecutiveKl(at::cat(parts, -1));
+  // The output head a slice of rows at a time, in double: the same logits meanStateKlDrift() computes (for
+  // many samples the head is read once per block of them).
+  return consecutiveKl(
+      probeLogProbabilities(means, outputHeadView().rows, [&](const torch::Tensor& layerMeans) {
+        const torch::Tensor m = layerMeans.to(at::kCPU, at::kDouble);
+        std::vector<torch::Tensor> parts;
+        forEachOutputHeadSlice(torch::kCPU, [&](const torch::Tensor& w) {
+          parts.push_back(at::matmul(m, w.to(at::kDouble).t()));
+        });
+        return at::cat(parts, -1);
+      }));
 }
 
 torch::Tensor InferenceModel::logits(const torch::Tensor& hidden) const {

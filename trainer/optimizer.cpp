@@ -21,20 +21,22 @@ bool fusableUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::
   return true;
 }
 
-// The composite update's five passes over the parameter in one, element by element in the same order of
-// operations: p *= decay; m += (1 - b1)(g - m) (lerp); v = b2 v + (1 - b2) g^2; p += -step m / (sqrt(v) / c2
-// + eps).
+// The composite update's five passes over the parameter in one, element by element in ATen's order of
+// operations: p *= decay; m = lerp(m, g, 1 - b1) (ATen: m + w (g - m) for w < 0.5, else g - (g - m)(1 - w));
+// v = v b2 + ((1 - b2) g) g (addcmul); p += ((-step) m) / (sqrt(v) / c2 + eps) (addcdiv).
 void fusedUpdate(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
                  const UpdateScalars& s) {
   float* pp = param.data_ptr<float>();
   const float* gp = grad.data_ptr<float>();
   float *mp = m.data_ptr<float>(), *vp = v.data_ptr<float>();
+  const float w = s.oneMinusBeta1;
+  const bool small = w < 0.5f;
   for (int64_t i = 0, n = param.numel(); i < n; ++i) {
     const float g = gp[i];
-    mp[i] += s.oneMinusBeta1 * (g - mp[i]);
-    vp[i] = vp[i] * s.beta2 + s.oneMinusBeta2 * (g * g);
+    mp[i] = small ? mp[i] + w * (g - mp[i]) : g - (g - mp[i]) * (1.0f - w);
+    vp[i] = vp[i] * s.beta2 + (s.oneMinusBeta2 * g) * g;
     const float denom = std::sqrt(vp[i]) / s.biasCorrection2Sqrt + s.eps;
-    pp[i] = pp[i] * s.decay + s.negativeStepSize * (mp[i] / denom);
+    pp[i] = pp[i] * s.decay + (s.negativeStepSize * mp[i]) / denom;
   }
 }
 

@@ -114,6 +114,12 @@ int runTopology(Args& args) {
     throw Error(
         {.what = "missing --out FILE", .where = "sharelens topology", .hint = "usage: " + args.usage()});
   spec.tiedEmbeddings = !untied;
+  if (spec.parameterMatched && (interior || factor))
+    throw Error({.what = "a parameter-matched preset cannot be changed after its rank is solved",
+                 .where = interior ? "--ffn-tie-interior" : "--embedding-rank",
+                 .expected = "--parameter-matched alone, or the option without it",
+                 .found = "both",
+                 .hint = "the solved LoRA rank would no longer match the unshared model's parameters"});
   Topology t = makePreset(spec);
   if (interior) {
     t.ffn.assign = interiorTieAssignment(t.model.layers, *interior);

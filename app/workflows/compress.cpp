@@ -258,14 +258,20 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
     }
     const std::vector<int64_t>& group = spec.groups[static_cast<size_t>(unit)];
     const int64_t atoms = plan.atoms[static_cast<size_t>(unit)];
-    std::map<Proj, std::vector<std::vector<double>>> residuals;  // per projection, per layer of the group
+    // What the refinement needs of each projection: the group's weights (float) and its first B atoms with
+    // the coefficients; a layer's residuals are formed only when that layer is refined.
+    struct Refinable {
+      std::vector<FloatMatrix> w;
+      MatrixPcaGroup pca;
+    };
+    std::map<Proj, Refinable> refinable;
     for (Proj p : spec.projections) {
       const auto [rows, cols] = attentionShape(view.shape, p);
       std::vector<FloatMatrix> w;
       for (int64_t l : group)
         w.push_back(materializeFinite(*ckpt, view.layers[static_cast<size_t>(l)].at(p)));
       // Matrix PCA (MASA Eq. 4): the first B atoms and each layer's coefficients c_ls = tr(D_s^T W_l).
-      const MatrixPcaGroup pca = matrixPcaOfMatrices(p, group, w, /*keepAtoms=*/true);
+      MatrixPcaGroup pca = matrixPcaOfMatrices(p, group, w, /*keepAtoms=*/true);
       std::vector<float> atomData,
           coefficients(static_cast<size_t>(group.size()) * static_cast<size_t>(atoms));
       for (int64_t s = 0; s < atoms; ++s) {
@@ -280,28 +286,28 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
       fresh.add(compressedCoefficientsName(p, unit), DType::F32, {static_cast<int64_t>(group.size()), atoms},
                 coefficients);
       if (spec.method != "masa" || group.size() == 1) continue;  // single-layer groups are exact
-      // The residual dW_l = W_l - W^_l of each layer (Eq. 11), refined below.
-      for (size_t i = 0; i < group.size(); ++i) {
-        std::vector<double> residual = toDouble(w[i]);
-        w[i] = FloatMatrix();
-        for (int64_t s = 0; s < atoms; ++s) {
-          const double c = pca.coefficients(s, static_cast<int64_t>(i));
-          const std::vector<float>& atom = pca.atoms[static_cast<size_t>(s)].data;
-          for (size_t k = 0; k < residual.size(); ++k) residual[k] -= c * static_cast<double>(atom[k]);
-        }
-        residuals[p].push_back(std::move(residual));
-      }
+      Refinable& r = refinable[p];
+      r.w = std::move(w);
+      r.pca = std::move(pca);
+      r.pca.atoms.resize(static_cast<size_t>(atoms));
     }
     // Local refinement (Eq. 12): each residual's whitened SVD, the ranks of Algorithm 1 within (Q, K) and
     // (O, V) (or the plan's, by-shape), and the truncation at those ranks.
-    for (size_t i = 0; i < group.size() && !residuals.empty(); ++i) {
+    for (size_t i = 0; i < group.size() && !refinable.empty(); ++i) {
       const int64_t layer = group[i];
       std::map<Proj, WhitenedSvd> svds;
-      for (auto& [p, perLayer] : residuals) {
+      for (auto& [p, r] : refinable) {
         const auto [rows, cols] = attentionShape(view.shape, p);
+        // The residual dW_l = W_l - W^_l (Eq. 11), in double.
+        std::vector<double> residual = toDouble(r.w[i]);
+        r.w[i] = FloatMatrix();
+        for (int64_t s = 0; s < atoms; ++s) {
+          const double c = r.pca.coefficients(s, static_cast<int64_t>(i));
+          const std::vector<float>& atom = r.pca.atoms[static_cast<size_t>(s)].data;
+          for (size_t k = 0; k < residual.size(); ++k) residual[k] -= c * static_cast<double>(atom[k]);
+        }
         if (rankOf(p, layer) > 0 || spec.allocation == "tail-energy")
-          svds[p] = whitenedSvd(perLayer[i], rows, cols, whiteningFor(layer, p));
-        perLayer[i] = {};
+          svds[p] = whitenedSvd(residual, rows, cols, whiteningFor(layer, p));
       }
       if (spec.allocation == "tail-energy")
         for (const auto& [a, b] : {std::pair{Proj::Q, Proj::K}, std::pair{Proj::O, Proj::V}}) {

@@ -209,7 +209,7 @@ TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
   r = runProcess(kBinary + " params " + shellQuote((dir / "t.json").string()) +
                  " --solve-lora-rank 10 --out " + shellQuote((dir / "solved.json").string()));
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_NE(r.err.find("no layer LoRA rank meets the budget within 0.5%"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no layer LoRA rank comes within 0.5%"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "solved.json"));
   fs::remove_all(dir);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every shipped experiment (assets/experiments, one per claim of the papers) on this machine and writes
-# docs/CLAIMS.md from their reports, with each claim's bar chart in docs/claims/. Resumable: a killed run continues
-# where it stopped. About two hours on two cores.
+# docs/CLAIMS.md from their reports, with each claim's bar chart in docs/claims/, then the MASA compression
+# comparison (tests/tools/claim_compression.sh). Resumable: a killed run continues where it stopped. About two
+# hours on two cores.
 # Usage: tests/tools/run_claims.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
 BUILD="$(cd "${1:-build}" && pwd)"
@@ -37,5 +38,6 @@ MD
     echo "![$stem: final held-out NLL per arm, 95% intervals](claims/$stem.png)"
     echo
   done
+  "$ROOT/tests/tools/claim_compression.sh" "$BUILD" "$OUT/compression"
 } > "$ROOT/docs/CLAIMS.md"
 echo "wrote $ROOT/docs/CLAIMS.md" >&2

@@ -309,7 +309,14 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
                               {"derive", {{"from", "cycle"}, {"method", "directshare"}, {"ration", 0.3}}}};
             },
             "field 'ration': unknown field"},
-           {[](Json& j) { j["tokens"] = INT64_MAX; }, "too many training tokens"}})
+           {[](Json& j) { j["tokens"] = INT64_MAX; }, "too many training tokens"},
+           // A parameter-matched preset solves its own LoRA rank ([LRS] Table 3); a rank given beside it
+           // would silently undo the match.
+           {[](Json& j) {
+              j["arms"][0]["topology"]["parameter_matched"] = true;
+              j["arms"][0]["topology"]["lora_rank"] = 8;
+            },
+            "field 'lora_rank': a parameter-matched preset fixes this itself"}})
     EXPECT_NE(errorFor(edit).find(named), std::string::npos) << named << ": " << errorFor(edit);
   {
     Json j = tinyExperiment();

@@ -473,12 +473,13 @@ TEST(FusedOps, VectorisedExpIsAccurateOverTheFloatRange) {
     worst = std::max(worst, std::abs(static_cast<double>(y[i]) - exact) / exact);
   }
   EXPECT_LT(worst, 2e-7);
-  std::vector<float> tail = {-87.5f, -200.0f, -INFINITY, 0.0f};
-  expInPlace(tail.data(), 4);
+  std::vector<float> tail = {-87.5f, -200.0f, -INFINITY, 0.0f, NAN};
+  expInPlace(tail.data(), 5);
   EXPECT_EQ(tail[0], 0.0f);
   EXPECT_EQ(tail[1], 0.0f);
   EXPECT_EQ(tail[2], 0.0f);
   EXPECT_EQ(tail[3], 1.0f);
+  EXPECT_TRUE(std::isnan(tail[4]));
 }
 
 // Two pools on the same cores fight: where LibTorch's matmuls go to OpenBLAS's own pthread pool (Debian's
