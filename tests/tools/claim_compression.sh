@@ -18,7 +18,7 @@ if [ -d "$OUT/run" ]; then
 else
   "$SL" train --topology "$OUT/topology.json" --corpus brown --out "$OUT/run" --steps "$STEPS" --lr 0.003 >&2
 fi
-[ -f "$OUT/sweep/sweep.md" ] || "$SL" compress "$OUT/run" --sweep 0.8,0.7 --methods masa,svd,masa-noref \
+[ -f "$OUT/sweep/sweep.md" ] || "$SL" compress "$OUT/run" --sweep 0.8,0.7,0.5,0.4 --methods masa,svd,masa-noref \
   --eval-tokens 32768 --out "$OUT/sweep" >&2
 cat <<'MD'
 ## MASA compression against SVD-LLM (MASA, Table 3)
@@ -32,13 +32,31 @@ every ratio and size.
 
 **Here**: a 1.6M-parameter Llama-style model (8 layers, d 128, 4 query heads over 2 KV heads, vocabulary
 1024) pretrained by ShareLens on Brown for 1,200 steps of 16 x 128 tokens, compressed without training at
-ratio 0.8 and 0.7 (20% and 30% of the attention parameters removed) with `sharelens compress --sweep`:
+ratios 0.8 and 0.7 (the paper's 20% and 30% removed) and, beyond the paper, 0.5 and 0.4, with `sharelens
+compress --sweep`:
 calibration on the training split (its default size, max(2,048, 8 x the widest input) tokens), groups `kl:3`
 from the per-sample grouping lens, one atom per group, ranks by Algorithm 1; held-out perplexity over 32,768
 tokens of the held-out documents. One model and one calibration: there is no interval here, only an ordering.
 
 MD
 sed "1d" "$OUT/sweep/sweep.md"  # its heading names this machine's path
+echo
+/usr/bin/python3 - "$OUT/sweep/sweep.json" <<'PY'
+import json, sys
+points = json.load(open(sys.argv[1]))["points"]
+nll = {(p["method"], p["ratio"]): p["eval"]["nll"] for p in points}
+ratios = sorted({r for _, r in nll}, reverse=True)
+lower = lambda r: "Matrix PCA" if nll[("masa", r)] < nll[("svd", r)] else "SVD-LLM"
+rows = ", ".join(f"{r:.1f}: {lower(r)} ({nll[('masa', r)] - nll[('svd', r)]:+.4f} nats, Matrix PCA minus SVD-LLM)"
+                 for r in ratios)
+held = all(lower(r) == "Matrix PCA" for r in ratios if r >= 0.7)
+print(f"**Verdict**: lower held-out NLL at each ratio: {rows}. The paper's ordering (Matrix PCA below SVD-LLM at "
+      f"20% and 30% removed) {'holds' if held else 'does not hold'} here. Differences of a few thousandths of a "
+      "nat are within the evaluation's noise (± above is the standard error over windows). With 8 layers, "
+      "`kl:3` isolates two single-layer groups that are stored whole (a quarter of the layers), so at low ratios "
+      "the six refined layers share what is left, where SVD-LLM spreads its rank over all eight; the paper's "
+      "16-32-layer models give single-layer groups a much smaller share.")
+PY
 echo
 echo "Reproduce: \`tests/tools/claim_compression.sh build out/compression\`."
 echo
