@@ -229,6 +229,13 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   p.normEps = number(c, std::string(t.normEpsField).c_str(), t.normEpsDefault, where);
   if (t.positions != ForwardTraits::Positions::Rope) return p;
   p.ropeTheta = number(c, "rope_theta", t.ropeThetaDefault, where);
+  if (auto it = c.find("rope_scaling"); it != c.end() && !it->is_null() && !it->is_object())
+    throw Error(
+        {.what = "config.json field of the wrong type",
+         .where = where + " field 'rope_scaling'",
+         .expected = "an object such as {\"rope_type\": \"llama3\", ...} or null",
+         .found = jsonTypeName(*it) + " " + it->dump(),
+         .hint = "a rope_scaling that cannot be read would be ignored, and the positions would be wrong"});
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
     p.ropeScaling = it->value("rope_type", it->value("type", ""));
     if (p.ropeScaling == "default") p.ropeScaling.clear();

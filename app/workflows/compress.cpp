@@ -167,6 +167,17 @@ CompressionReport compressCheckpoint(const fs::path& path, const CompressOptions
                      .found = std::to_string(count)});
       probe.groups = {{}};
       for (int64_t l = 0; l < view.shape.layers; ++l) probe.groups[0].push_back(l);
+      // The groups' sizes come from calibration, but no group of kl:G can hold more than L - G + 1 layers:
+      // atoms beyond that can never fit (issue 40: they were checked only with explicit --groups).
+      const int64_t largest = view.shape.layers - count + 1;
+      if (probe.atoms && (*probe.atoms < 1 || *probe.atoms > largest))
+        throw Error({.what = "more atoms than any layer group can hold",
+                     .where = "--atoms " + std::to_string(*probe.atoms),
+                     .expected = "1.." + std::to_string(largest) +
+                                 " (the largest group kl:" + std::to_string(count) + " can make of " +
+                                 std::to_string(view.shape.layers) + " layers)",
+                     .found = std::to_string(*probe.atoms),
+                     .hint = "Matrix PCA of |G| matrices has at most |G| atoms"});
       probe.atoms.reset();
     }
     (void)planCompression(view.shape, probe);

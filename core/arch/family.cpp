@@ -1,7 +1,10 @@
 #include "core/arch/family.hpp"
 
+#include <optional>
+
 #include "core/compressed_checkpoint.hpp"
 #include "core/error.hpp"
+#include "core/json_util.hpp"
 
 namespace sharelens {
 
@@ -19,11 +22,24 @@ const std::vector<const FamilyAdapter*>& familyAdapters() {
 std::string configModelType(const Checkpoint& checkpoint) {
   if (!checkpoint.config() || !checkpoint.config()->is_object()) return {};
   const Json& config = *checkpoint.config();
-  if (auto it = config.find("model_type"); it != config.end() && it->is_string())
+  // A model_type that is there but not a string is a broken config, not a missing one (issue 40: a number
+  // was taken as "no model_type" and the family guessed from tensor names).
+  auto typeOf = [&](const Json& object, const std::string& field) -> std::optional<std::string> {
+    const auto it = object.find("model_type");
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string())
+      throw Error({.what = "config.json field of the wrong type",
+                   .where = (checkpoint.configPath() ? checkpoint.configPath()->string()
+                                                     : std::string("config.json")) +
+                            " field '" + field + "'",
+                   .expected = "a string such as \"llama\"",
+                   .found = jsonTypeName(*it) + " " + it->dump(),
+                   .hint = "fix the config.json beside the weights"});
     return it->get<std::string>();
+  };
+  if (const auto type = typeOf(config, "model_type")) return *type;
   if (auto text = config.find("text_config"); text != config.end() && text->is_object())
-    if (auto it = text->find("model_type"); it != text->end() && it->is_string())
-      return it->get<std::string>();
+    if (const auto type = typeOf(*text, "text_config.model_type")) return *type;
   return {};
 }
 

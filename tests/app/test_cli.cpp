@@ -1,6 +1,8 @@
 // The real sharelens executable, as a user runs it: output, --json, and exit status 2 with a named error.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -413,6 +415,23 @@ TEST(Cli, InputsThatWereReadWronglyWithoutAWordAreNamedErrors) {
     EXPECT_NE(r.err.find("found I32"), std::string::npos) << r.err;
   }
   const std::string m = shellQuote((dir / "source").string());
+  // A config.json model_type of the wrong type was taken as none (the family guessed from tensor names), and
+  // a rope_scaling that is not an object was ignored.
+  for (const auto& [field, value, named] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"model_type", 7, "field 'model_type'"}, {"rope_scaling", "llama3", "field 'rope_scaling'"}}) {
+    const fs::path broken = dir / ("broken-" + field);
+    testing::writeHfFixture(broken, testing::defaultSpec(Family::Llama));
+    Json config = readJsonFile(broken / "config.json");
+    config[field] = value;
+    writeFileAtomically(broken / "config.json", config.dump(2));
+    writeFileAtomically(dir / "ids.txt", "1,2,3,4");
+    const auto r = runProcess(kBinary + " hidden-states " + shellQuote(broken.string()) + " --token-ids " +
+                              shellQuote((dir / "ids.txt").string()) + " --out " +
+                              shellQuote((dir / ("h-" + field + ".safetensors")).string()));
+    EXPECT_EQ(r.exitCode, 2) << field << ": " << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("wrong type"), std::string::npos) << r.err;
+  }
   // An option given twice: the second silently lost to the first.
   auto r = runProcess(kBinary + " analyze " + m + " --spectra --json " + json + " --json " +
                       shellQuote((dir / "b.json").string()));

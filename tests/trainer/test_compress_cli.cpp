@@ -116,6 +116,12 @@ void Compress::badInput() {
       {" --ratio 0.8 --method zip", "unknown compression method"},
       {" --ratio 0.3 --groups 0-0,1-1,2-3", "the atoms alone exceed the target"},
       {" --sweep 0.8,1.2", "not a compression ratio"},
+      // Issue 40: --atoms was checked only with explicit groups; kl:3 of 4 layers makes groups of 2 at most.
+      {" --ratio 0.8 --groups kl:3 --atoms 3", "more atoms than any layer group can hold"},
+      {" --ratio 0.8 --atoms 0", "more atoms than any layer group can hold"},
+      {" --ratio 0.8 --budget eq14", "unknown residual budget"},
+      {" --ratio 0.8 --allocation balanced", "unknown rank allocation"},
+      {" --ratio 0.8 --logit-lens per-token", "the per-token lens is not part of calibration"},
   };
   for (const Case& c : cases) {
     const auto r = runProcess(base + c.args);
