@@ -200,12 +200,11 @@ Topology makePreset(const PresetSpec& spec) {
            std::to_string(t.attention.uniqueBlocks()) + (m == "1" ? "" : "-x" + m);
   validateTopology(t, "preset " + t.name);
   if (spec.parameterMatched) {
-    Topology reference;  // the unshared model of the base dims at the base depth
-    reference.model = spec.base;
-    reference.embedding.tied = spec.tiedEmbeddings;
-    reference.attention.assign = patternAssignment(SharingPattern::Vanilla, spec.base.layers, 0);
-    reference.ffn.assign = reference.attention.assign;
-    const ParamBudget budget = countParameters(reference);
+    PresetSpec unshared;  // the reference: the vanilla preset of the base dims at the base depth
+    unshared.pattern = SharingPattern::Vanilla;
+    unshared.base = spec.base;
+    unshared.tiedEmbeddings = spec.tiedEmbeddings;
+    const ParamBudget budget = countParameters(makePreset(unshared));
     const bool skinny = m == "skinny";
     const std::string name = t.name + "-matched";
     t = solveLoraRank(t, skinny ? budget.total : budget.nonEmbedding, "layer",

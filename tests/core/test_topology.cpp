@@ -391,11 +391,10 @@ TEST(Presets, ParameterMatchedDeepAndSkinnyPresetsFollowTable3) {
                         .ffn = 384,
                         .context = 128};
   spec.parameterMatched = true;
-  Topology reference;
-  reference.model = spec.base;
-  reference.attention.assign = patternAssignment(SharingPattern::Vanilla, 6, 0);
-  reference.ffn.assign = reference.attention.assign;
-  const ParamBudget budget = countParameters(reference);
+  PresetSpec unshared;  // the 1x vanilla model of the same dims
+  unshared.pattern = SharingPattern::Vanilla;
+  unshared.base = spec.base;
+  const ParamBudget budget = countParameters(makePreset(unshared));
   for (const std::string m : {"1.5", "2", "3"}) {
     spec.depthMultiplier = m;
     const Topology t = makePreset(spec);

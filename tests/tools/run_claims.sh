@@ -39,5 +39,6 @@ MD
     echo
   done
   "$ROOT/tests/tools/claim_compression.sh" "$BUILD" "$OUT/compression"
-} > "$ROOT/docs/CLAIMS.md"
+} > "$ROOT/docs/CLAIMS.md.tmp"
+mv "$ROOT/docs/CLAIMS.md.tmp" "$ROOT/docs/CLAIMS.md"  # whole or not at all: a kill leaves the old file
 echo "wrote $ROOT/docs/CLAIMS.md" >&2
