@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 
 namespace sharelens {
@@ -104,7 +105,8 @@ void writeFileAtomically(const std::filesystem::path& target, std::string_view c
   file.commit();
 }
 
-StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::move(target)) {
+StagedDirectory::StagedDirectory(std::filesystem::path target, Kind kind)
+    : m_target(std::move(target)), m_kind(kind) {
   namespace fs = std::filesystem;
   if (m_target.filename().empty()) m_target = m_target.parent_path();  // "out/" names "out"
   std::error_code ec;
@@ -115,6 +117,14 @@ StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::m
   const fs::path parent = m_target.has_parent_path() ? m_target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) throwIo("cannot create directory", parent, ec.value());
+  if (m_kind == Kind::Resumable) {
+    m_staging = parent / ("." + m_target.filename().string() + ".partial");
+    m_resumed = fs::is_directory(m_staging, ec);
+    if (!m_resumed && (!fs::create_directory(m_staging, ec) || ec))
+      throwIo("cannot create directory", m_staging, ec ? ec.value() : EEXIST);
+    m_lock = std::make_unique<DirectoryLock>(m_staging, "unfinished output");
+    return;
+  }
   const std::string prefix = "." + m_target.filename().string() + std::string(kDirectoryMarker);
   removeStaleTemporaries(parent, prefix);
   static std::atomic<unsigned> counter{0};
@@ -125,9 +135,15 @@ StagedDirectory::StagedDirectory(std::filesystem::path target) : m_target(std::m
 }
 
 StagedDirectory::~StagedDirectory() {
-  if (m_committed) return;
+  if (m_committed || m_kind == Kind::Resumable) return;
   std::error_code ec;
   std::filesystem::remove_all(m_staging, ec);
+}
+
+void StagedDirectory::discard() {
+  std::error_code ec;
+  std::filesystem::remove_all(m_staging, ec);
+  m_committed = true;  // nothing left to commit or to remove
 }
 
 void StagedDirectory::commit() {

@@ -3,7 +3,9 @@
 // the complete new one. An AtomicFile destroyed without commit() removes its temporary file.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string_view>
 
 namespace sharelens {
@@ -29,25 +31,34 @@ class AtomicFile {
 void writeFileAtomically(const std::filesystem::path& target, std::string_view content);
 
 // The same promise for a whole output directory (a derived model: weights, config, tokenizer): files are
-// written into a hidden staging directory beside the target, and commit() renames it into place. A
-// StagedDirectory destroyed without commit() removes the staging directory, so a failed or refused write
-// leaves nothing behind, and a new one for the same target removes the staging directories of killed
-// writers. The target must not exist yet (or be an empty directory).
+// written into a hidden staging directory beside the target, and commit() renames it into place. The target
+// must not exist yet (or be an empty directory).
+//   Disposable (the default): the staging directory is .NAME.tmp-PID-N; destroyed without commit() it is
+//     removed, so a failed or refused write leaves nothing behind, and a new one for the same target removes
+//     the staging directories of killed writers.
+//   Resumable (a long job that continues where it stopped, such as a compression sweep): the staging
+//     directory is .NAME.partial, locked (core/directory_lock.hpp) while this object lives and kept when it
+//     is destroyed without commit(), so the same job run again finds its finished parts there (resumed()).
 class StagedDirectory {
  public:
-  explicit StagedDirectory(std::filesystem::path target);
+  enum class Kind : uint8_t { Disposable, Resumable };
+  explicit StagedDirectory(std::filesystem::path target, Kind kind = Kind::Disposable);
   StagedDirectory(const StagedDirectory&) = delete;
   StagedDirectory& operator=(const StagedDirectory&) = delete;
   ~StagedDirectory();
 
   const std::filesystem::path& path() const { return m_staging; }  // write here
   const std::filesystem::path& target() const { return m_target; }
-  void commit();  // rename into place + fsync(parent); throws sharelens::Error on failure
+  bool resumed() const { return m_resumed; }  // Resumable: an earlier, unfinished writer's directory
+  void commit();   // rename into place + fsync(parent); throws sharelens::Error on failure
+  void discard();  // removes the staging directory now (a Resumable one that holds nothing worth keeping)
 
  private:
   std::filesystem::path m_target;
   std::filesystem::path m_staging;
-  bool m_committed = false;
+  Kind m_kind = Kind::Disposable;
+  bool m_committed = false, m_resumed = false;
+  std::unique_ptr<class DirectoryLock> m_lock;
 };
 void fsyncDirectory(const std::filesystem::path& directory);
 std::string readTextFile(const std::filesystem::path& path);  // throws a named Error

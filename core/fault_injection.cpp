@@ -67,6 +67,11 @@ void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
   if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
 }
 
+void maybeKillAfterSweepPoint(int pointsFinished) {
+  static const std::string want = variable("SHARELENS_TEST_KILL_AFTER_SWEEP_POINT");
+  if (!want.empty() && want == std::to_string(pointsFinished)) ::kill(::getpid(), SIGKILL);
+}
+
 #else
 
 bool compiledIn() {
@@ -85,6 +90,7 @@ bool updateFailsAt(int64_t) {
   return false;
 }
 void maybeKillInCheckpoint(std::string_view, int) {}
+void maybeKillAfterSweepPoint(int) {}
 
 #endif
 

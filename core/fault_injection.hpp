@@ -15,6 +15,8 @@
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
 //                                      the second checkpoint write (trainer/checkpoint_io.cpp;
 //                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)
+//   SHARELENS_TEST_KILL_AFTER_SWEEP_POINT "2": SIGKILL once that many points of a compression sweep are
+//                                      finished (app/workflows/compress.cpp; Compress.AKilledSweepResumes)
 #pragma once
 
 #include <cstdint>
@@ -40,5 +42,8 @@ bool updateFailsAt(int64_t update);
 // SHARELENS_TEST_KILL_IN_CHECKPOINT: SIGKILLs the process when `stage` is the one asked for and this is
 // the process's second (or later) checkpoint write.
 void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar);
+
+// SHARELENS_TEST_KILL_AFTER_SWEEP_POINT: SIGKILLs the process when `pointsFinished` is the number asked for.
+void maybeKillAfterSweepPoint(int pointsFinished);
 
 }  // namespace sharelens::fault

@@ -212,7 +212,37 @@ Json evalResultToJson(const EvalResult& r) {
           {"nll", r.nll},
           {"nll_standard_error", std::isfinite(se) ? Json(se) : Json(nullptr)},
           {"perplexity", r.perplexity},
-          {"seconds", r.seconds}};
+          {"seconds", r.seconds},
+          {"window_nll", r.windowNll},
+          {"window_tokens", r.windowTokens}};
+}
+
+EvalResult evalResultFromJson(const Json& j, const std::string& where) {
+  EvalResult r;
+  try {
+    r.source = j.at("source").get<std::string>();
+    r.tokenizer = j.at("tokenizer").get<std::string>();
+    r.text = j.at("text").get<std::string>();
+    r.tokens = j.at("tokens").get<int64_t>();
+    r.window = j.at("window").get<int64_t>();
+    r.nll = j.at("nll").is_number() ? j.at("nll").get<double>() : NAN;
+    r.perplexity = j.at("perplexity").is_number() ? j.at("perplexity").get<double>() : NAN;
+    r.seconds = j.at("seconds").get<double>();
+    r.windowNll = j.at("window_nll").get<std::vector<double>>();
+    r.windowTokens = j.at("window_tokens").get<std::vector<int64_t>>();
+  } catch (const Json::exception& e) {
+    throw Error({.what = "not an evaluation written by this version",
+                 .where = where,
+                 .expected = "sharelens.eval/1 with window_nll and window_tokens",
+                 .found = e.what(),
+                 .hint = "remove the file; the evaluation is run again"});
+  }
+  if (r.windowNll.size() != r.windowTokens.size())
+    throw Error({.what = "window_nll and window_tokens differ in length",
+                 .where = where,
+                 .expected = std::to_string(r.windowNll.size()),
+                 .found = std::to_string(r.windowTokens.size())});
+  return r;
 }
 
 }  // namespace sharelens

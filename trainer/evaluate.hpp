@@ -69,6 +69,8 @@ void requireScorable(const HeldOutText& text, int64_t vocab);
 // Tokens predicted per window for a model of `context`: options.window capped at it, else min(context, 1024).
 int64_t evalWindow(const EvalOptions& options, int64_t context);
 
-Json evalResultToJson(const EvalResult& r);
+Json evalResultToJson(const EvalResult& r);  // with the per-window sums
+// The inverse, for a job that continues from evaluations it wrote (`where` names the file in errors).
+EvalResult evalResultFromJson(const Json& j, const std::string& where);
 
 }  // namespace sharelens

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include "core/atomic_file.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
+#include "core/hash.hpp"
 #include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
 
@@ -401,6 +404,66 @@ Json CompressionReport::toJson() const {
   return json;
 }
 
+namespace {
+
+// What decides a sweep's results: an interrupted sweep continues only under the same settings. The checkpoint
+// is named by its real path and its files' sizes and modification times, token ids by their hash.
+Json sweepSettings(const fs::path& path, const CompressOptions& base, const std::vector<double>& ratios,
+                   const std::vector<std::string>& methods, const EvalOptions& eval) {
+  const fs::path model = fs::weakly_canonical(resolveModelPath(path));
+  Json files = Json::object();
+  auto stamp = [&](const fs::path& f) {
+    files[f.filename().string()] = {fs::file_size(f), fs::last_write_time(f).time_since_epoch().count()};
+  };
+  if (fs::is_directory(model)) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(model))
+      if (entry.is_regular_file()) stamp(entry.path());
+  } else {
+    stamp(model);
+  }
+  auto idsHash = [](const std::vector<int>& ids) {
+    Fnv1a h;
+    h.update(ids.data(), ids.size() * sizeof(int));
+    return ids.empty() ? std::string() : h.hex();
+  };
+  std::vector<std::string> projections;
+  for (Proj p : base.spec.projections) projections.emplace_back(projName(p));
+  return {{"schema", "sharelens.compress-sweep-settings/1"},
+          {"checkpoint", model.string()},
+          {"files", files},
+          {"ratios", ratios},
+          {"methods", methods},
+          {"projections", projections},
+          {"groups", base.spec.groups},
+          {"kl_groups", base.klGroups},
+          {"atoms", base.spec.atoms ? Json(*base.spec.atoms) : Json(nullptr)},
+          {"budget", base.spec.budget},
+          {"allocation", base.spec.allocation},
+          {"calibration",
+           {{"corpus", base.calibration.corpus},
+            {"tokens", base.calibration.tokens},
+            {"logit_lens", base.calibration.logitLens},
+            {"chunk", base.calibration.chunk},
+            {"token_ids", idsHash(base.calibration.tokenIds)}}},
+          {"eval",
+           {{"corpus", eval.corpus.value_or("")},
+            {"validation_fraction", eval.validationFraction.value_or(-1.0)},
+            {"tokens", eval.tokens},
+            {"window", eval.window},
+            {"token_ids", idsHash(eval.tokenIds)}}}};
+}
+
+// An evaluation kept in the sweep's partial output (FILE): read back when the sweep continues, else made
+// and written there.
+EvalResult evaluationIn(const fs::path& file, const std::function<EvalResult()>& evaluate) {
+  if (fs::exists(file)) return evalResultFromJson(readJsonFile(file), file.string());
+  EvalResult r = evaluate();
+  writeFileAtomically(file, evalResultToJson(r).dump(2) + "\n");
+  return r;
+}
+
+}  // namespace
+
 SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
                              const std::vector<double>& ratios, const std::vector<std::string>& methods,
                              const EvalOptions& eval, const TaskContext& ctx,
@@ -414,12 +477,23 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
     const auto ckpt = Checkpoint::open(resolveModelPath(path));
     checkCompressible(*ckpt, openModelView(*ckpt), base.spec.projections);
   }
-  // Everything is written into a staging directory renamed into place at the end: a refused or failed sweep
-  // leaves nothing behind (StagedDirectory also refuses an OUT that is not empty).
-  StagedDirectory staging(base.out);
-  const CalibrationResult calibration = calibrate(path, base.calibration, ctx);
-  // Every point is planned -- and so refused, if it must be -- with the real groups before anything is
-  // compressed.
+  // Everything is written into a resumable staging directory (.OUT.partial) renamed into place at the end:
+  // OUT appears whole or not at all, and a sweep that was killed or failed keeps its finished points there,
+  // so the same command run again continues from them (under the same settings only).
+  StagedDirectory staging(base.out, StagedDirectory::Kind::Resumable);
+  const fs::path settingsFile = staging.path() / "sweep-settings.json";
+  const Json settings = sweepSettings(path, base, ratios, methods, eval);
+  if (staging.resumed() && fs::exists(settingsFile)) {
+    if (readJsonFile(settingsFile) != settings)
+      throw Error({.what = "an interrupted sweep with other settings is waiting to be finished",
+                   .where = staging.path().string(),
+                   .expected = "the same checkpoint, ratios, methods, calibration and evaluation",
+                   .found = "other settings (see its sweep-settings.json)",
+                   .hint = "run that sweep's command again to finish it, or remove " +
+                           staging.path().string() + " to start this one"});
+  } else {
+    writeFileAtomically(settingsFile, settings.dump(2) + "\n");
+  }
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   std::vector<CompressOptions> points;
@@ -428,23 +502,48 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
       CompressOptions o = base;
       o.spec.method = method;
       o.spec.ratio = ratio;
-      o.spec.groups = resolveGroups(o, calibration, view.shape.layers);
       o.out = staging.path() / (method + "-" + ratioLabel(ratio));
       o.beforeCommit = nullptr;
-      (void)planCompression(view.shape, o.spec);
       points.push_back(std::move(o));
     }
+  // A point is finished once its directory holds compress.json (compressCheckpoint commits it whole).
+  const auto finished = [](const CompressOptions& o) { return fs::exists(o.out / "compress.json"); };
+  std::optional<CalibrationResult> calibration;
+  if (!std::all_of(points.begin(), points.end(), finished)) {
+    // Every point is planned -- and so refused, if it must be -- with the real groups before anything is
+    // compressed; a sweep refused before it finished anything leaves nothing behind.
+    try {
+      calibration = calibrate(path, base.calibration, ctx);
+      for (CompressOptions& o : points) {
+        o.spec.groups = resolveGroups(o, *calibration, view.shape.layers);
+        (void)planCompression(view.shape, o.spec);
+      }
+    } catch (const Error&) {
+      if (std::none_of(points.begin(), points.end(), finished)) staging.discard();
+      throw;
+    }
+  }
   SweepReport report;
   report.source = path.string();
-  report.original = evaluateCheckpoint(path, eval, ctx);
+  report.original = evaluationIn(staging.path() / "original-eval.json",
+                                 [&] { return evaluateCheckpoint(path, eval, ctx); });
+  int done = 0;
   for (const CompressOptions& o : points) {
-    const CompressionReport r = compressCheckpoint(path, o, calibration, ctx);
-    if (o.spec.method != "svd") report.groups = r.plan.spec.groups;
-    report.points.push_back(
-        {o.spec.method, o.spec.ratio,
-         static_cast<double>(r.storedParameters) / static_cast<double>(r.plan.originalParameters),
-         r.storedParameters, base.out / o.out.filename(), evaluateCheckpoint(o.out, eval, ctx)});
-    report.points.back().eval.source = report.points.back().dir.string();
+    SweepPoint point{.method = o.spec.method, .ratio = o.spec.ratio, .dir = base.out / o.out.filename()};
+    if (finished(o)) {
+      ++report.resumedPoints;
+    } else {
+      (void)compressCheckpoint(path, o, *calibration, ctx);
+    }
+    const Json written = readJsonFile(o.out / "compress.json");
+    point.parameters = written.at("parameters").get<int64_t>();
+    point.achievedRatio = static_cast<double>(point.parameters) /
+                          static_cast<double>(written.at("original_parameters").get<int64_t>());
+    if (o.spec.method != "svd") report.groups = written.at("groups").get<std::vector<std::vector<int64_t>>>();
+    point.eval = evaluationIn(o.out / "eval.json", [&] { return evaluateCheckpoint(o.out, eval, ctx); });
+    point.eval.source = point.dir.string();
+    report.points.push_back(std::move(point));
+    fault::maybeKillAfterSweepPoint(++done);
   }
   writeFileAtomically(staging.path() / "sweep.json", report.toJson().dump(2) + "\n");
   writeFileAtomically(staging.path() / "sweep.md", report.toMarkdown());
@@ -466,6 +565,7 @@ Json SweepReport::toJson() const {
           {"source", source},
           {"groups", groups},
           {"original", evalResultToJson(original)},
+          {"resumed_points", resumedPoints},
           {"points", points}};
 }
 

@@ -135,6 +135,44 @@ TEST(AtomicFile, TheNextWriterRemovesWhatAKilledWriterOfTheSameTargetLeft) {
   fs::remove_all(dir);
 }
 
+// A resumable staging directory (a compression sweep's) has a stable name, is kept when its writer goes
+// without committing, is found again by the next writer of the same target, is locked while written, and
+// leaves nothing once committed or discarded; a disposable writer of the same target leaves it alone.
+TEST(StagedDirectory, AResumableOneOutlivesItsWriterAndIsFoundAgain) {
+  const fs::path dir = testing::makeTempDir("resumable");
+  const fs::path partial = dir / ".out.partial";
+  {
+    StagedDirectory first(dir / "out", StagedDirectory::Kind::Resumable);
+    EXPECT_EQ(first.path(), partial);
+    EXPECT_FALSE(first.resumed());
+    writeFileAtomically(first.path() / "point-1.json", "{}");
+    const std::string error =
+        refusal([&] { StagedDirectory beside(dir / "out", StagedDirectory::Kind::Resumable); });
+    EXPECT_NE(error.find("another process is writing this unfinished output"), std::string::npos) << error;
+  }  // gone without commit(), as a failed or killed sweep goes
+  EXPECT_TRUE(fs::exists(partial / "point-1.json"));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  {
+    StagedDirectory disposable(dir / "out");  // removes killed writers' .out.tmp-*, never .out.partial
+  }
+  {
+    StagedDirectory again(dir / "out", StagedDirectory::Kind::Resumable);
+    EXPECT_TRUE(again.resumed());
+    EXPECT_EQ(readTextFile(again.path() / "point-1.json"), "{}");
+    again.commit();
+  }
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(readTextFile(dir / "out" / "point-1.json"), "{}");
+  {
+    StagedDirectory other(dir / "other", StagedDirectory::Kind::Resumable);
+    writeFileAtomically(other.path() / "settings.json", "{}");
+    other.discard();
+  }
+  EXPECT_FALSE(fs::exists(dir / ".other.partial"));
+  EXPECT_FALSE(fs::exists(dir / "other"));
+  fs::remove_all(dir);
+}
+
 // One writer per directory, and the lock dies with its holder: a second writer is refused while the first
 // lives (in another process, as a --resume beside a live run is), and gets it once the first is SIGKILLed.
 TEST(DirectoryLock, ASecondWriterIsRefusedUntilTheFirstDiesHoweverItDies) {

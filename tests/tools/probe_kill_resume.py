@@ -194,7 +194,8 @@ def probe_jobs(args):
             return 1
         print("%s: %.1f s whole" % (job, durations[job]), flush=True)
     rng = random.Random(args.seed)
-    rows = {job: {"runs": 0, "killed": 0, "crashes": 0, "hangs": 0, "data_lost": 0, "litter": 0, "incomplete": 0}
+    rows = {job: {"runs": 0, "killed": 0, "crashes": 0, "hangs": 0, "data_lost": 0, "litter": 0, "incomplete": 0,
+                  "resumed": 0}
             for job in jobs}
     for k in range(args.kills * 3):
         if sum(r["killed"] for r in rows.values()) >= args.kills:
@@ -260,14 +261,20 @@ def probe_jobs(args):
             problems.append("the input checkpoint changed")
             row["data_lost"] += 1
             return 1
-        print(json.dumps({"trial": k, "job": job, "signal": sig.name, "after_s": round(delay, 2), "exit": p.returncode,
-                          "killed": p.returncode in (-signal.SIGKILL, -signal.SIGTERM, 130, 143), "problems": problems}),
-              flush=True)
+        trial = {"trial": k, "job": job, "signal": sig.name, "after_s": round(delay, 2), "exit": p.returncode,
+                 "killed": p.returncode in (-signal.SIGKILL, -signal.SIGTERM, 130, 143), "problems": problems}
+        if job == "sweep" and not missing:  # a sweep continues from the points it finished (issue 40)
+            with open(os.path.join(out, "sweep.json")) as f:
+                trial["resumed_points"] = json.load(f)["resumed_points"]
+            row["resumed"] += trial["resumed_points"] > 0
+        print(json.dumps(trial), flush=True)
         shutil.rmtree(out, ignore_errors=True)
-    print("\n| job | runs | killed | crashes | hangs | data lost | litter | incomplete |\n|---|---|---|---|---|---|---|---|")
+    print("\n| job | runs | killed | crashes | hangs | data lost | litter | incomplete | resumed (sweep) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for job, r in rows.items():
-        print("| %s | %d | %d | %d | %d | %d | %d | %d |" % (job, r["runs"], r["killed"], r["crashes"], r["hangs"],
-                                                             r["data_lost"], r["litter"], r["incomplete"]))
+        print("| %s | %d | %d | %d | %d | %d | %d | %d | %s |" % (job, r["runs"], r["killed"], r["crashes"], r["hangs"],
+                                                                  r["data_lost"], r["litter"], r["incomplete"],
+                                                                  r["resumed"] if job == "sweep" else "-"))
     bad = sum(r["crashes"] + r["hangs"] + r["data_lost"] + r["litter"] + r["incomplete"] for r in rows.values())
     return 1 if bad else 0
 
