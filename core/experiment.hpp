@@ -3,19 +3,22 @@
 // (arms to topologies, matched baselines solved), the layout of an experiment's directory, and the report
 // computed from the runs it holds. trainer/experiment_runner.hpp trains the runs.
 //
+// clang-format off
 //   {"schema": "sharelens.experiment/1", "name": "...", "claim": {"paper", "section", "statement", "number"},
 //    "corpus": "brown", "seeds": 3 | [1, 2, 3], "tokens": 2000000, "reference": "baseline",
-//    "train": {"batch_size": 16, "lr": 0.003, ...},   overrides of the training options
-//    (trainer/train_config.hpp) "eval_tokens": 32768,                             held-out tokens of each
-//    run's final evaluation "arms": [{"name": "cycle", "topology": "file.json" | {topology} | {"preset":
-//    "cycle", "layers": 8, ...,
-//              "overrides": {partial topology}}, "expect": "better"},
+//    "train": {"batch_size": 16, "lr": 0.003, ...},     overrides of the training options (train_config.hpp)
+//    "eval_tokens": "all" | 32768,                      held-out tokens of each run's final evaluation
+//    "arms": [{"name": "cycle", "topology": "file.json" | {topology} |
+//                                           {"preset": "cycle", "layers": 8, ..., "overrides": {partial}},
+//              "expect": "better"},
 //             {"name": "baseline", "matched_baseline_of": "cycle"},
 //             {"name": "postshare", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25,
 //                                             "gamma": 0.5, "steps": 200, "lr": 0.001}}]}
+// clang-format on
 //
 // "expect": what the paper claims of this arm against the reference -- "better" (lower held-out NLL),
-// "worse", or "no-worse" (higher by at most "margin" nats/token, 0 unless given: a non-inferiority claim) --
+// "worse", or "no-worse" (higher by at most "margin" nats/token, kDefaultNoWorseMargin = 0.02 unless given: a
+// non-inferiority claim; 0 makes it a superiority test) --
 // so the report can say whether the claim holds at this scale. "derive": an arm made from another arm's final
 // model of the same seed instead of trained from scratch: "directshare" shares that model's DirectShare pairs
 // at `ratio` (no training); "postshare" post-trains it for `steps` with the PostShare penalty gamma, then
@@ -30,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "core/corpus.hpp"
 #include "core/json_util.hpp"
 #include "core/statistics.hpp"
 #include "core/topology.hpp"
@@ -59,18 +63,31 @@ struct ExperimentArm {
   std::optional<DerivedArm> derive;
   std::string expect;  // "", "better", "worse" or "no-worse": the paper's claim against the reference
   double margin = 0;   // no-worse: the loss difference (nats/token) that still counts as no worse
+  // An A/A arm: the arm named here again (same topology, same data order), initialised from other seeds
+  // (experimentTrainConfig: init seed = seed + kAaInitSeedOffset). "" for every other arm.
+  std::string aaOf;
 };
+
+// A no-worse claim's margin unless the file gives one (issue 35: declared before the run; 0 makes the claim
+// a superiority test).
+inline constexpr double kDefaultNoWorseMargin = 0.02;
+// The A/A arm's initialisation seed is its run's seed plus this (the data order keeps the run's seed).
+inline constexpr uint64_t kAaInitSeedOffset = 1'000'003;
+inline constexpr const char* kAaSuffix = "-aa";
 
 struct Experiment {
   std::string name, description;
   Claim claim;
   std::string corpus = "brown";
   std::vector<uint64_t> seeds = {1, 2, 3};
-  int64_t tokens = 0;  // training tokens per run (steps = tokens / (batch x context))
-  int64_t evalTokens = 32768;
-  Json train = Json::object();  // training-option overrides, validated by the trainer
-  std::string reference;        // the arm every other is compared with
+  int64_t tokens = 0;                       // training tokens per run (steps = tokens / (batch x context))
+  int64_t evalTokens = kEveryHeldOutToken;  // held-out tokens of each run's final evaluation ("all")
+  Json train = Json::object();              // training-option overrides, validated by the trainer
+  std::string reference;                    // the arm every other is compared with
   std::vector<ExperimentArm> arms;
+  // "aa_arm" (default true): the reference's A/A arm, <reference>-aa, is added unless the file declares
+  // "aa_arm": false; a derived reference's A/A arm derives from its source's A/A arm, added beside it.
+  bool aaArm = true;
 
   const ExperimentArm& arm(const std::string& name) const;
 };
@@ -92,6 +109,11 @@ struct RunSummary {
   uint64_t seed = 0;
   bool finished = false;  // trained to the end and evaluated
   double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
+  // Its per-document sums (eval.json's document_ids, document_nll, document_tokens; empty in evaluations
+  // written before they were kept).
+  std::vector<std::string> documentIds;
+  std::vector<double> documentNll;
+  std::vector<int64_t> documentTokens;
   double tokens = 0, seconds = 0;
   std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
 };
@@ -105,13 +127,18 @@ std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
 
 struct ArmSummary {
-  std::string name, matchedBaselineOf, derivedFrom, expect;
+  std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;
   double margin = 0;  // of a no-worse claim
   ClaimOutcome claim = ClaimOutcome::NotStated;
   int64_t parameters = 0, nonEmbedding = 0;
   double flopsPerToken = 0, tokens = 0, seconds = 0;
-  MeanInterval nll;                 // final held-out NLL over seeds
-  MeanInterval difference;          // paired (arm - reference) over the seeds both finished
+  MeanInterval nll;         // final held-out NLL over seeds
+  MeanInterval difference;  // paired (arm - reference) over the seeds both finished
+  // The same paired difference (mean over those seeds of arm - reference NLL) with a percentile bootstrap
+  // over held-out documents: how much the comparison could move on other text of the same kind, beside the
+  // seed interval's training noise. NaN bounds when the runs' evaluations kept no per-document sums or were
+  // not on the same documents.
+  BootstrapInterval documentDifference;
   std::vector<double> differences;  // per seed
   Verdict verdict = Verdict::Inconclusive;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)

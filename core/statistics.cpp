@@ -1,7 +1,10 @@
 #include "core/statistics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <vector>
 
 namespace sharelens {
 namespace {
@@ -54,6 +57,39 @@ double studentTQuantile(double p, double df) {
     (studentTCdf(mid, df) < p ? lo : hi) = mid;
   }
   return 0.5 * (lo + hi);
+}
+
+BootstrapInterval clusterBootstrap(size_t clusters,
+                                   const std::function<double(std::span<const double> weights)>& statistic,
+                                   int resamples, double level, uint64_t seed) {
+  BootstrapInterval r;
+  r.clusters = static_cast<int>(clusters);
+  if (clusters == 0) return r;
+  std::vector<double> weights(clusters, 1.0);
+  r.estimate = statistic(weights);
+  if (clusters < 2 || resamples < 2) return r;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, clusters - 1);
+  std::vector<double> values;
+  values.reserve(static_cast<size_t>(resamples));
+  for (int b = 0; b < resamples; ++b) {
+    std::fill(weights.begin(), weights.end(), 0.0);
+    for (size_t i = 0; i < clusters; ++i) weights[pick(rng)] += 1.0;
+    const double v = statistic(weights);
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  if (values.size() < 2) return r;
+  std::sort(values.begin(), values.end());
+  auto quantile = [&](double q) {  // linear interpolation between order statistics (type 7)
+    const double h = q * static_cast<double>(values.size() - 1);
+    const auto i = static_cast<size_t>(std::floor(h));
+    return i + 1 < values.size() ? values[i] + (h - static_cast<double>(i)) * (values[i + 1] - values[i])
+                                 : values.back();
+  };
+  r.resamples = static_cast<int>(values.size());
+  r.lo = quantile((1 - level) / 2);
+  r.hi = quantile((1 + level) / 2);
+  return r;
 }
 
 MeanInterval meanInterval(std::span<const double> v, double level) {

@@ -3,6 +3,9 @@
 // regularised incomplete beta function, I_x(a, b), evaluated by its continued fraction (modified Lentz).
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -20,6 +23,19 @@ struct MeanInterval {
   double hi() const { return mean + halfWidth; }
 };
 MeanInterval meanInterval(std::span<const double> values, double level = 0.95);
+
+// A percentile bootstrap over clusters (documents of held-out text): `resamples` times, draw as many clusters
+// as there are with replacement (weights[i] = how often cluster i was drawn) and evaluate `statistic` on the
+// draw; the interval is the (1 - level)/2 and (1 + level)/2 quantiles of those values (type 7, as numpy's
+// default). `estimate` is the statistic on every cluster once. Deterministic for a given seed. Needs 2
+// clusters or more (NaN bounds otherwise).
+struct BootstrapInterval {
+  double estimate = NAN, lo = NAN, hi = NAN;
+  int clusters = 0, resamples = 0;
+};
+BootstrapInterval clusterBootstrap(size_t clusters,
+                                   const std::function<double(std::span<const double> weights)>& statistic,
+                                   int resamples = 2000, double level = 0.95, uint64_t seed = 20261126);
 
 // For a loss difference (arm minus reference): better when the whole interval is below 0, worse when above,
 // inconclusive when it contains 0.

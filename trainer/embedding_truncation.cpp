@@ -43,7 +43,7 @@ std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesyst
   InferenceModel model(*ckpt, view, torch::kCPU);
   const int64_t window = evalWindow(options, model.context());
   std::vector<TruncatedEmbeddingLoss> out;
-  out.push_back({0, scoreTokens(model, text.ids, window, ctx)});
+  out.push_back({0, scoreTokens(model, text, window, ctx)});
   const TableSvd input = svdOf(model.embeddingTable());
   const bool tied = view.shape.tiedEmbeddings;
   const std::optional<TableSvd> output =
@@ -52,7 +52,7 @@ std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesyst
     ctx.throwIfCancelled();
     const torch::Tensor e = input.truncated(ranks[i], torch::kCPU);
     model.setEmbeddingTables(e, tied ? e : output->truncated(ranks[i], torch::kCPU));
-    out.push_back({ranks[i], scoreTokens(model, text.ids, window, ctx)});
+    out.push_back({ranks[i], scoreTokens(model, text, window, ctx)});
     ctx.report(static_cast<double>(i + 1) / static_cast<double>(ranks.size()),
                "embedding: rank " + std::to_string(ranks[i]));
   }

@@ -9,11 +9,13 @@
 // the first of the stream is predicted exactly once, from the tokens before it in its window.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/corpus.hpp"
 #include "core/json_util.hpp"
 #include "core/task.hpp"
 
@@ -24,9 +26,9 @@ struct EvalOptions {
   // scored on the documents it held out; brown and 0.05 (training's defaults) for anything else.
   std::optional<std::string> corpus;         // brown, nlp or a directory of .txt files
   std::optional<double> validationFraction;  // the held-out share of documents
-  int64_t tokens = 32768;                    // at most this many tokens of held-out text are scored
-  int64_t window = 0;                        // tokens predicted per window; 0: min(context, 1024)
-  std::vector<int> tokenIds;                 // when given: score exactly these tokens instead of corpus text
+  int64_t tokens = 32768;  // at most this many tokens of held-out text are scored (kEveryHeldOutToken: all)
+  int64_t window = 0;      // tokens predicted per window; 0: min(context, 1024)
+  std::vector<int> tokenIds;  // when given: score exactly these tokens instead of corpus text
   std::string device = "cpu";
   int threads = 0;
 };
@@ -42,6 +44,11 @@ struct EvalResult {
   double seconds = 0;
   std::vector<double> windowNll;      // summed NLL of each window (for paired comparisons)
   std::vector<int64_t> windowTokens;  // predicted tokens of each window
+  // The same sums per held-out document (a token counts for the document it belongs to, whichever window
+  // predicted it): what a document-level bootstrap resamples. One entry, "token ids", for given ids.
+  std::vector<std::string> documentIds;
+  std::vector<double> documentNll;
+  std::vector<int64_t> documentTokens;
   // Standard error of the mean NLL, treating windows as independent samples (ratio estimator).
   double standardError() const;
 };
@@ -53,6 +60,8 @@ EvalResult evaluateCheckpoint(const std::filesystem::path& checkpointPath, const
 struct HeldOutText {
   std::vector<int> ids;
   std::string tokenizer, description;
+  std::vector<int64_t> documentStarts;   // where each document's tokens begin in `ids` (the first is 0)
+  std::vector<std::string> documentIds;  // the corpus's id of each document
 };
 // Where the held-out text comes from for `path` under `options` (the run's own corpus and share when unset).
 struct HeldOutSource {

@@ -40,6 +40,7 @@ TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm,
   TrainConfig c = trainConfigFromJson(merged, "experiment '" + e.name + "': train");
   c.corpus = e.corpus;
   c.seed = seed;
+  if (!arm.aaOf.empty()) c.initSeed = seed + kAaInitSeedOffset;  // other initialisation, the same data
   const int64_t perStep = c.batchSize * arm.topology.model.context;
   c.steps = std::max<int64_t>(1, e.tokens / perStep + (e.tokens % perStep != 0));
   c.warmupSteps = std::min(c.warmupSteps, c.steps / 5);

@@ -180,6 +180,19 @@ struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
 // loss = mean_i (lse_i - x_i[t_i]), lse_i = log sum_j exp(x_ij). Backward: gx_ij = g / N (exp(x_ij - lse_i) -
 // [j == t_i]).
 
+// -log softmax(x)[t] of one row x of `vocab` logits, in double; *lse gets the row's log-sum-exp. scratch:
+// `vocab` floats.
+double rowNll(const float* x, int64_t vocab, int64_t t, float* scratch, float* lse) {
+  TORCH_CHECK(t >= 0 && t < vocab, "cross-entropy target ", t, " outside the vocabulary of ", vocab);
+  const float top = *std::max_element(x, x + vocab);
+  for (int64_t j = 0; j < vocab; ++j) scratch[j] = x[j] - top;
+  expInPlace(scratch, vocab);
+  double sum = 0.0;
+  for (int64_t j = 0; j < vocab; ++j) sum += scratch[j];
+  *lse = top + static_cast<float>(std::log(sum));
+  return std::log(sum) - static_cast<double>(x[t] - top);  // not lse - x_t: no rounding of lse
+}
+
 struct CrossEntropyFunction : public torch::autograd::Function<CrossEntropyFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
                                const torch::Tensor& targets) {
@@ -190,18 +203,7 @@ struct CrossEntropyFunction : public torch::autograd::Function<CrossEntropyFunct
     float* lp = lse.data_ptr<float>();
     std::vector<float> row(static_cast<size_t>(vocab));
     double total = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* x = xp + r * vocab;
-      const float top = *std::max_element(x, x + vocab);
-      for (int64_t j = 0; j < vocab; ++j) row[static_cast<size_t>(j)] = x[j] - top;
-      expInPlace(row.data(), vocab);
-      double sum = 0.0;
-      for (float e : row) sum += e;
-      lp[r] = top + static_cast<float>(std::log(sum));
-      const int64_t t = tp[r];
-      TORCH_CHECK(t >= 0 && t < vocab, "cross-entropy target ", t, " outside the vocabulary of ", vocab);
-      total += std::log(sum) - static_cast<double>(x[t] - top);  // not lse - x_t: no rounding of lse
-    }
+    for (int64_t r = 0; r < rows; ++r) total += rowNll(xp + r * vocab, vocab, tp[r], row.data(), lp + r);
     ctx->save_for_backward({logits, targets, lse});
     return at::full({}, total / static_cast<double>(rows), logits.options());
   }
@@ -273,6 +275,31 @@ torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& tar
       logits.size(0) > 0 && logits.size(1) > 0)
     return CrossEntropyFunction::apply(logits, targets);
   return crossEntropyReference(logits, targets);
+}
+
+torch::Tensor tokenNllReference(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return -at::log_softmax(logits.to(at::kDouble), -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+}
+
+torch::Tensor tokenNll(const torch::Tensor& logits, const torch::Tensor& targets) {
+  if (!(fusable(logits) && logits.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong &&
+        targets.device().is_cpu() && targets.is_contiguous() && targets.size(0) == logits.size(0) &&
+        logits.size(1) > 0))
+    return -at::log_softmax(logits.to(at::kFloat), -1)
+                .gather(-1, targets.unsqueeze(-1))
+                .squeeze(-1)
+                .to(at::kDouble);
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  torch::Tensor nll = at::empty({rows}, logits.options().dtype(at::kDouble));
+  const float* xp = logits.data_ptr<float>();
+  const int64_t* tp = targets.data_ptr<int64_t>();
+  double* np = nll.data_ptr<double>();
+  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(vocab));
+    float lse = 0;
+    for (int64_t r = begin; r < end; ++r) np[r] = rowNll(xp + r * vocab, vocab, tp[r], row.data(), &lse);
+  });
+  return nll;
 }
 
 void expInPlace(float* x, int64_t n) {

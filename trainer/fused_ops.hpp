@@ -27,6 +27,12 @@ torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up
 torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets);
 torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Tensor& targets);
 
+// Per row -log softmax(logits)[target], in float64, without autograd (held-out evaluation): logits [N, V]
+// float32, targets [N] int64 -> [N]. Rows are split over the intra-op threads. The reference is ATen's
+// log_softmax in float64; other devices and dtypes take ATen's float32 log_softmax.
+torch::Tensor tokenNll(const torch::Tensor& logits, const torch::Tensor& targets);
+torch::Tensor tokenNllReference(const torch::Tensor& logits, const torch::Tensor& targets);
+
 // exp(x) for every element of x[0..n), in place: Cephes' range reduction and polynomial, written so that the
 // compiler vectorises the loop (relative error below 2e-7 over the float range; 0 below -87 and at -inf).
 void expInPlace(float* x, int64_t n);

@@ -1,5 +1,7 @@
 #include "trainer/inference_model.hpp"
 
+#include "trainer/cpu_attention.hpp"
+
 #include <cmath>
 #include <functional>
 
@@ -7,6 +9,7 @@
 #include "core/json_util.hpp"
 #include "core/sharelens_names.hpp"
 #include "core/topology.hpp"
+#include "trainer/cpu_attention.hpp"
 #include "trainer/fused_ops.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -376,16 +379,22 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
     q = applyRope(q, layer.cos, layer.sin);
     k = applyRope(k, layer.cos, layer.sin);
   }
-  q = q.transpose(1, 2);  // [B, H, T, hd]
-  k = k.transpose(1, 2);  // [B, KV, T, hd]
-  v = v.transpose(1, 2);
   const AttentionMask mask{.scale = m_params.attentionScale,
                            .slidingWindow = layer.sliding ? m_params.slidingWindow : 0};
-  // The probabilities themselves only where asked for; otherwise the grouped formula that never writes them.
-  const torch::Tensor out = (probs ? attentionWithProbabilities(q, k, v, mask, *probs)
-                                   : causalAttention(q.contiguous(), k.contiguous(), v.contiguous(), mask))
-                                .transpose(1, 2)
-                                .reshape({b, t, heads * hd});
+  torch::Tensor out;  // [B, T, H hd]
+  q = q.contiguous(), k = k.contiguous(), v = v.contiguous();
+  if (!probs && mask.slidingWindow == 0 && tokenMajorAttentionApplies(q, k, v)) {
+    // The training forward's CPU kernel (trainer/cpu_attention.hpp), on [B, T, H, hd] as projected.
+    out = tokenMajorCausalAttention(q, k, v, mask.scaleFor(hd)).view({b, t, heads * hd});
+  } else {
+    // The probabilities themselves only where asked for; otherwise the grouped formula that never writes
+    // them. On [B, H, T, hd].
+    q = q.transpose(1, 2), k = k.transpose(1, 2), v = v.transpose(1, 2);
+    out = (probs ? attentionWithProbabilities(q, k, v, mask, *probs)
+                 : causalAttention(q.contiguous(), k.contiguous(), v.contiguous(), mask))
+              .transpose(1, 2)
+              .reshape({b, t, heads * hd});
+  }
   if (outputInput) *outputInput = out;
   return at::linear(out, layer.o, layer.bo.defined() ? c10::optional<torch::Tensor>(layer.bo) : c10::nullopt);
 }
@@ -409,7 +418,8 @@ torch::Tensor InferenceModel::mlp(const Layer& layer, const torch::Tensor& h) co
   };
   if (m_params.traits.mlp == ForwardTraits::Mlp::GeluTanh)  // ungated (GPT-2): down(act(up h))
     return at::linear(act(at::linear(h, layer.up, opt(layer.bup))), layer.down, opt(layer.bdown));
-  return at::linear(act(at::linear(h, layer.gate)) * at::linear(h, layer.up, opt(layer.bup)), layer.down,
+  const torch::Tensor gate = at::linear(h, layer.gate), up = at::linear(h, layer.up, opt(layer.bup));
+  return at::linear(m_params.activation == Activation::Silu ? swiglu(gate, up) : act(gate) * up, layer.down,
                     opt(layer.bdown));
 }
 

@@ -11,9 +11,10 @@
 
 namespace sharelens {
 
-// Mean NLL of ids[1..] given the tokens before each in windows of `window` + 1 tokens, stride `window`.
-// Fills tokens, window, nll, perplexity and the per-window sums; not source, text or timing.
-EvalResult scoreTokens(const InferenceModel& model, const std::vector<int>& ids, int64_t window,
+// Mean NLL of text.ids[1..] given the tokens before each in windows of `window` + 1 tokens, stride
+// `window`. Fills tokens, window, nll, perplexity and the per-window and per-document sums; not source,
+// text or timing.
+EvalResult scoreTokens(const InferenceModel& model, const HeldOutText& text, int64_t window,
                        const TaskContext& ctx);
 
 }  // namespace sharelens

@@ -316,7 +316,7 @@ void TrainingRun::prepareRun() {
   m_data = tokenizeSplit(split, corpus.fingerprint, *tokenizer, m_ctx);
 
   m_channel.setState(RunState::Preparing, "building the model");
-  m_model = std::make_unique<SharedTransformer>(r.topology, m_device, c.seed);
+  m_model = std::make_unique<SharedTransformer>(r.topology, m_device, c.initSeed ? c.initSeed : c.seed);
   if (r.initFrom && !r.resume) {
     m_channel.setState(RunState::Preparing, "loading the weights of " + r.initFrom->string());
     loadInitialWeights(*m_model, *r.initFrom);

@@ -64,17 +64,31 @@ std::optional<double> Args::number(std::string_view name, double minValue, doubl
   return value;
 }
 
-std::optional<long long> Args::integer(std::string_view name, long long minValue, long long maxValue) {
-  auto text = option(name);
-  if (!text) return std::nullopt;
-  const auto parsed = parseWholeInt(*text);
-  if (!parsed) fail("option --" + std::string(name) + " needs an integer", "'" + *text + "'");
+long long Args::checkedInteger(std::string_view name, const std::string& text, long long minValue,
+                               long long maxValue, std::string_view orWord) const {
+  const std::string alternative = orWord.empty() ? "" : " or '" + std::string(orWord) + "'";
+  const auto parsed = parseWholeInt(text);
+  if (!parsed) fail("option --" + std::string(name) + " needs an integer" + alternative, "'" + text + "'");
   const long long value = *parsed;
   if (value < minValue || value > maxValue)
     fail("option --" + std::string(name) + " out of range [" + std::to_string(minValue) + ", " +
-             std::to_string(maxValue) + "]",
+             std::to_string(maxValue) + "]" + alternative,
          std::to_string(value));
   return value;
+}
+
+std::optional<long long> Args::integer(std::string_view name, long long minValue, long long maxValue) {
+  const auto text = option(name);
+  if (!text) return std::nullopt;
+  return checkedInteger(name, *text, minValue, maxValue);
+}
+
+std::optional<long long> Args::integerOrWord(std::string_view name, long long minValue, long long maxValue,
+                                             std::string_view word, long long wordValue) {
+  const auto text = option(name);
+  if (!text) return std::nullopt;
+  if (*text == word) return wordValue;
+  return checkedInteger(name, *text, minValue, maxValue, word);
 }
 
 bool Args::flag(std::string_view name) {

@@ -19,6 +19,9 @@ class Args {
   // A finite number in [minValue, maxValue] (NaN, infinities and out-of-range values are errors).
   std::optional<double> number(std::string_view name, double minValue, double maxValue);
   std::optional<long long> integer(std::string_view name, long long minValue, long long maxValue);
+  // The same, or the word `word` (such as "all"), which reads as `wordValue`.
+  std::optional<long long> integerOrWord(std::string_view name, long long minValue, long long maxValue,
+                                         std::string_view word, long long wordValue);
   bool flag(std::string_view name);               // consumes --name
   std::string positional(std::string_view what);  // next positional; error when absent
   std::optional<std::string> optionalPositional();
@@ -29,6 +32,8 @@ class Args {
 
  private:
   [[noreturn]] void fail(const std::string& what, const std::string& found) const;
+  long long checkedInteger(std::string_view name, const std::string& text, long long minValue,
+                           long long maxValue, std::string_view orWord = {}) const;
   std::string m_command;
   std::string m_usage;
   std::vector<std::string> m_args;

@@ -3,8 +3,8 @@
 //                    per-sample|mean-state]
 //                    [--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] --out DIR
 //                    [--json FILE]
-// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N] ... --out
-// DIR MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
+// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N|all] ...
+// --out DIR MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
 // (app/workflows/compress.hpp); the sweep writes every model, a table and a figure of perplexity against
 // ratio.
 #include <algorithm>
@@ -128,7 +128,7 @@ int runCompress(Args& args) {
   const std::vector<std::string> methods = splitList(args.option("methods", "masa,masa-noref,svd"));
   const bool evaluate = args.flag("eval");
   EvalOptions eval;
-  eval.tokens = args.integer("eval-tokens", 2, 1'000'000'000).value_or(8192);
+  eval.tokens = args.integerOrWord("eval-tokens", 2, 1'000'000'000, "all", kEveryHeldOutToken).value_or(8192);
   if (const auto ids = args.option("eval-ids")) eval.tokenIds = readTokenIds(*ids);
   eval.threads = o.calibration.threads;
   const auto out = args.option("out");

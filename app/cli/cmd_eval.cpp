@@ -1,4 +1,4 @@
-// sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens N] [--window W] [--token-ids FILE]
+// sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens N|all] [--window W] [--token-ids FILE]
 //                [--validation-fraction F] [--device cpu|cuda] [--threads N] [--json FILE]
 // Validation NLL per token and perplexity of anything the model views open (trainer/evaluate.hpp).
 #include <array>
@@ -19,7 +19,7 @@ namespace sharelens::cli {
 EvalOptions parseEvalOptions(Args& args) {
   EvalOptions o;
   o.corpus = args.option("corpus");
-  o.tokens = args.integer("tokens", 1, 1'000'000'000).value_or(o.tokens);
+  o.tokens = args.integerOrWord("tokens", 1, 1'000'000'000, "all", kEveryHeldOutToken).value_or(o.tokens);
   o.window = args.integer("window", 1, 1 << 20).value_or(0);
   o.validationFraction = args.number("validation-fraction", 1e-6, 1.0 - 1e-6);
   if (const auto ids = args.option("token-ids")) o.tokenIds = readTokenIds(*ids);

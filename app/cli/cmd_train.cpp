@@ -268,7 +268,8 @@ int runTrain(Args& args) {
   }
   EvalOptions eval;
   eval.corpus = request.config.corpus;
-  eval.tokens = args.integer("eval-tokens", 1, 1'000'000'000).value_or(eval.tokens);
+  eval.tokens =
+      args.integerOrWord("eval-tokens", 1, 1'000'000'000, "all", kEveryHeldOutToken).value_or(eval.tokens);
   args.finish();
   if (!out)
     throw Error(

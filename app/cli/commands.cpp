@@ -57,7 +57,7 @@ const std::vector<Command>& commands() {
        "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] "
        "[--lr X] "
        "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] "
-       "[--eval-every N] [--eval-tokens N] "
+       "[--eval-every N] [--eval-tokens N|all] "
        "[--nproc N] [--dist-timeout S] [--check-weights-every K]",
        "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a "
        "checkpoint "
@@ -84,7 +84,7 @@ const std::vector<Command>& commands() {
        "[--atoms B] [--budget exact|eq13] [--allocation tail-energy|by-shape] "
        "[--projections q,k,v,o] [--calibration CORPUS[:N] | --calibration-ids FILE] "
        "[--logit-lens per-sample|mean-state] "
-       "[--eval [--eval-tokens N | --eval-ids FILE]] "
+       "[--eval [--eval-tokens N|all | --eval-ids FILE]] "
        "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out "
        "DIR [--json FILE]",
        "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + "

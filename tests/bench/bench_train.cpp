@@ -5,7 +5,11 @@
 // the same two flags).
 // --runs N trains N models at once in one process, each on threads / N threads, and reports their summed
 // tokens/s (the experiment runner's --parallel N).
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m] [--runs N]
+// --mode forward times the training model's forward pass and loss alone, without autograd (the reference
+// for held-out evaluation's speed, issue 37 item 3: tests/bench/bench_eval.sh); MFU then counts 2N + 4LHQT
+// FLOPs per token, a third of training's.
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m] [--runs N] [--mode
+// train|forward]
 //                    [--topology FILE | --cycle U --lora-rank R]
 // [--json OUT] [--profile TRACE.json]
 #include <chrono>
@@ -91,7 +95,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
   int64_t cycle = 0, loraRank = 0, parallelRuns = 1;
-  std::string topologyPath, jsonOut, profileOut, size = "10m";
+  std::string topologyPath, jsonOut, profileOut, size = "10m", mode = "train";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads")
@@ -112,6 +116,8 @@ int main(int argc, char** argv) {
       profileOut = v;
     else if (a == "--size")
       size = v;
+    else if (a == "--mode")
+      mode = v;
     else if (a == "--runs")
       parallelRuns = std::max<int64_t>(1, std::stoll(v));
   }
@@ -135,6 +141,10 @@ int main(int argc, char** argv) {
       at::Generator gen = at::detail::createCPUGenerator(3 + seed);
       tokens = at::randint(0, t.model.vocab, {batch, t.model.context + 1}, gen, at::kLong);
     }
+    void forward() {
+      const torch::NoGradGuard noGrad;
+      (void)model.loss(tokens);
+    }
     void step() {
       const auto loss = model.loss(tokens);
       loss.backward();
@@ -154,8 +164,8 @@ int main(int argc, char** argv) {
   {
     std::vector<std::jthread> workers;
     for (auto& run : runs)
-      workers.emplace_back([&run, steps] {
-        for (int64_t i = 0; i < steps; ++i) run->step();
+      workers.emplace_back([&run, steps, &mode] {
+        for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run->forward() : run->step();
       });
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -164,17 +174,20 @@ int main(int argc, char** argv) {
   const ParamBudget budget = countParameters(t);
   setComputeThreads(threads);  // the machine's peak at all its threads, however they were split
   const double peak = sgemmPeak();
-  const double mfu = tokensPerSecond * budget.trainFlopsPerToken / peak;
+  const double flopsPerToken = mode == "forward" ? budget.trainFlopsPerToken / 3 : budget.trainFlopsPerToken;
+  const double mfu = tokensPerSecond * flopsPerToken / peak;
   std::printf(
       "sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads (LibTorch intra-op "
-      "%d), %lld run(s) side by side\n",
+      "%d), %lld run(s) side by side, %s\n",
       TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total), static_cast<long long>(batch),
       static_cast<long long>(t.model.context), threads, at::get_num_threads(),
-      static_cast<long long>(parallelRuns));
-  std::printf("  %.0f tokens/s, %.2f GFLOP/s (6N + 12LHQT per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
-              tokensPerSecond, tokensPerSecond * budget.trainFlopsPerToken / 1e9, peak / 1e9, 100.0 * mfu);
+      static_cast<long long>(parallelRuns), mode == "forward" ? "forward and loss only" : "training steps");
+  std::printf("  %.0f tokens/s, %.2f GFLOP/s (%s per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
+              tokensPerSecond, tokensPerSecond * flopsPerToken / 1e9,
+              mode == "forward" ? "2N + 4LHQT" : "6N + 12LHQT", peak / 1e9, 100.0 * mfu);
   if (!jsonOut.empty())
     writeFileAtomically(jsonOut, Json{{"tokens_per_s", tokensPerSecond},
+                                      {"mode", mode},
                                       {"mfu", mfu},
                                       {"sgemm_peak_flops", peak},
                                       {"parameters", budget.total},

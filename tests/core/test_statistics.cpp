@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "core/statistics.hpp"
@@ -42,6 +43,54 @@ TEST(Statistics, IntervalsOfSmallSamplesAndVerdicts) {
   const std::vector<double> one = {0.5};
   EXPECT_TRUE(std::isnan(meanInterval(one).halfWidth)) << "no interval from one seed";
   EXPECT_EQ(verdictOf(meanInterval(one)), Verdict::Inconclusive);
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// The cluster bootstrap against the closed form it approximates: resampling n values with replacement, the
+// mean's bootstrap distribution has standard deviation sd_n / sqrt(n) (sd_n with divisor n; Efron &
+// Tibshirani, "An Introduction to the Bootstrap", Sec. 5.2), so for n = 400 the 95% percentile interval is
+// the mean +- 1.96 sd_n / sqrt(n) within Monte Carlo error. A ratio of sums over clusters (a token-weighted
+// NLL: sum of document sums over sum of document tokens) is what the experiment report resamples; constant
+// clusters give a zero-width interval; one cluster gives none; the same seed gives the same interval.
+TEST(Statistics, ClusterBootstrapMatchesTheStandardErrorOfAMean) {
+  std::vector<double> x;
+  for (int i = 0; i < 400; ++i) x.push_back(std::sin(0.37 * i) * 3.0 + 0.01 * i);
+  const double mean = std::accumulate(x.begin(), x.end(), 0.0) / 400;
+  double ss = 0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  const double se = std::sqrt(ss / 400) / std::sqrt(400.0);
+  auto weightedMean = [&](std::span<const double> w) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) num += w[i] * x[i], den += w[i];
+    return num / den;
+  };
+  const BootstrapInterval b = clusterBootstrap(x.size(), weightedMean, 4000);
+  EXPECT_NEAR(b.estimate, mean, 1e-12);
+  EXPECT_EQ(b.resamples, 4000);
+  EXPECT_NEAR((b.hi - b.lo) / 2, 1.959964 * se, 0.06 * 1.959964 * se);
+  EXPECT_NEAR((b.hi + b.lo) / 2, mean, 0.15 * se);
+  const BootstrapInterval again = clusterBootstrap(x.size(), weightedMean, 4000);
+  EXPECT_EQ(again.lo, b.lo);
+  EXPECT_EQ(again.hi, b.hi);
+
+  // Documents of unequal length with the same per-token loss: the ratio does not move.
+  const std::vector<double> tokens = {10, 200, 35, 7, 90}, sums = {25, 500, 87.5, 17.5, 225};
+  const BootstrapInterval flat = clusterBootstrap(5, [&](std::span<const double> w) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < 5; ++i) num += w[i] * sums[i], den += w[i] * tokens[i];
+    return num / den;
+  });
+  EXPECT_DOUBLE_EQ(flat.estimate, 2.5);
+  EXPECT_DOUBLE_EQ(flat.lo, 2.5);
+  EXPECT_DOUBLE_EQ(flat.hi, 2.5);
+  const BootstrapInterval one = clusterBootstrap(1, [](std::span<const double> w) { return w[0]; });
+  EXPECT_EQ(one.estimate, 1.0);
+  EXPECT_TRUE(std::isnan(one.lo) && std::isnan(one.hi));
 }
 
 }  // namespace

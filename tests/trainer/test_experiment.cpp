@@ -28,7 +28,7 @@ const std::string kBinary = SHARELENS_BINARY;
 Json tinyExperiment() {
   return Json::parse(
       R"({"schema": "sharelens.experiment/1", "name": "tiny", "corpus": "brown", "seeds": 3, "tokens": 10240,
-    "eval_tokens": 2048, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 10}, "reference": "baseline",
+    "eval_tokens": 12000, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 10}, "reference": "baseline",
     "arms": [{"name": "cycle", "topology": {"preset": "cycle", "layers": 4, "unique": 2, "d_model": 64, "heads": 4,
               "kv_heads": 2, "ffn": 160, "vocab": 512, "context": 64, "lora_rank": 4}},
              {"name": "baseline", "matched_baseline_of": "cycle"}]})");
@@ -57,7 +57,7 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   for (const auto& e : fs::recursive_directory_iterator(dir / "out"))
     if (e.path().filename() == "eval.json") finished[e.path()] = fs::last_write_time(e.path());
   ASSERT_GE(finished.size(), 2u);
-  ASSERT_LT(finished.size(), 6u);
+  ASSERT_LT(finished.size(), 9u);
   r = runProcess(run);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   for (const auto& [path, time] : finished)
@@ -66,7 +66,7 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
 
   const ExperimentReport report = reportExperiment(dir / "out");
   EXPECT_TRUE(report.complete);
-  ASSERT_EQ(report.arms.size(), 2u);
+  ASSERT_EQ(report.arms.size(), 3u) << "cycle, baseline and baseline's A/A arm";
   for (const ArmSummary& a : report.arms) {
     EXPECT_EQ(a.nll.n, 3);
     EXPECT_TRUE(std::isfinite(a.nll.halfWidth));
@@ -83,10 +83,36 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   }
   EXPECT_NEAR(static_cast<double>(cycle.nonEmbedding) / static_cast<double>(report.arms[1].nonEmbedding), 1.0,
               0.005);
+  // The document bootstrap resamples the held-out documents of each seed's pair of evaluations: its estimate
+  // (every document once) is the mean paired difference, and its interval is a real one.
+  EXPECT_GE(cycle.documentDifference.clusters, 2);
+  EXPECT_NEAR(cycle.documentDifference.estimate, cycle.difference.mean, 1e-9);
+  EXPECT_LT(cycle.documentDifference.lo, cycle.documentDifference.estimate);
+  EXPECT_GT(cycle.documentDifference.hi, cycle.documentDifference.estimate);
   r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --json " +
                  shellQuote((dir / "r.json").string()) + " --md " + shellQuote((dir / "r.md").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(readTextFile(dir / "r.md").find("| cycle |"), std::string::npos);
+  // The A/A arm (issue 35): the reference again, other initialisation seeds, the same data order (the run's
+  // seed); paired with the reference like every arm, and its check in the report.
+  const ArmSummary& aa = report.arms[2];
+  EXPECT_EQ(aa.name, "baseline-aa");
+  EXPECT_EQ(aa.aaOf, "baseline");
+  EXPECT_EQ(aa.nonEmbedding, report.arms[1].nonEmbedding);
+  EXPECT_EQ(aa.differences.size(), 3u);
+  for (uint64_t seed : {1, 2, 3}) {
+    const Json config =
+        readJsonFile(experimentRunDirectory(dir / "out", "baseline-aa", seed) / "run.json")["config"];
+    EXPECT_EQ(config["seed"], seed);
+    EXPECT_EQ(config["init_seed"], seed + kAaInitSeedOffset);
+    EXPECT_EQ(readJsonFile(experimentRunDirectory(dir / "out", "baseline", seed) /
+                           "run.json")["config"]["init_seed"],
+              0);
+    EXPECT_NE(lossesOf(experimentRunDirectory(dir / "out", "baseline-aa", seed)),
+              lossesOf(experimentRunDirectory(dir / "out", "baseline", seed)));
+  }
+  EXPECT_NE(readTextFile(dir / "r.md").find("**A/A check** (baseline-aa"), std::string::npos);
+  EXPECT_TRUE(readJsonFile(dir / "r.json")["arms"][2].contains("aa_check"));
   EXPECT_EQ(readJsonFile(dir / "r.json")["arms"][0]["vs_reference"]["paired_differences"].size(), 3u);
 
   // Prose may change between runs (the report shows the new text); what training depends on may not.
@@ -145,7 +171,7 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   const fs::path dir = testing::makeTempDir("experiment-derived");
   const Json e = Json::parse(
       R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 2, "tokens": 5120,
-    "eval_tokens": 2048, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 20}, "reference": "directshare",
+    "eval_tokens": 12000, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 20}, "reference": "directshare",
     "arms": [{"name": "pretrained", "topology": {"preset": "vanilla", "layers": 4, "unique": 4, "d_model": 64, "heads": 4,
               "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
              {"name": "directshare", "derive": {"from": "pretrained", "method": "directshare", "ratio": 0.25}},
@@ -164,6 +190,11 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   EXPECT_LT(arm("directshare").parameters, arm("pretrained").parameters);
   EXPECT_EQ(arm("directshare").parameters, arm("postshare").parameters);
   EXPECT_EQ(arm("postshare").differences.size(), 2u);
+  // A derived reference's A/A arm derives, the same way, from its source's A/A arm.
+  EXPECT_EQ(arm("pretrained-aa").aaOf, "pretrained");
+  EXPECT_EQ(arm("directshare-aa").aaOf, "directshare");
+  EXPECT_EQ(arm("directshare-aa").derivedFrom, "pretrained-aa (directshare)");
+  EXPECT_EQ(arm("directshare-aa").differences.size(), 2u);
   EXPECT_NE(arm("postshare").claim, ClaimOutcome::NotStated);
   // Tokens seen: DirectShare's model is its source's; PostShare's adds its own post-training.
   EXPECT_GT(arm("pretrained").tokens, 0);
@@ -293,6 +324,38 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             }).find("non-inferiority margin"),
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 3000000000; }).find("too many seeds"), std::string::npos);
+  // The A/A arm's name taken by another arm; an A/A arm written by hand without its topology.
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"].push_back({{"name", "baseline-aa"}, {"topology", j["arms"][0]["topology"]}});
+            }).find("holds the name of the A/A arm"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) {
+              j["arms"].push_back({{"name", "again"}, {"aa_of", "baseline"}});
+            }).find("an A/A arm is written with its topology"),
+            std::string::npos);
+  EXPECT_NE(errorFor([](Json& j) { j["train"]["init_seed"] = 5; }).find("set by the experiment"),
+            std::string::npos);
+  {  // A no-worse claim's margin is 0.02 nats unless given (0 is a superiority test); "aa_arm": false has
+     // none; the resolved experiment reads back as itself.
+    Json j = tinyExperiment();
+    j["arms"][0]["expect"] = "no-worse";
+    const Experiment e = experimentFromJson(j, "x.json", ".");
+    EXPECT_EQ(e.arms[0].margin, kDefaultNoWorseMargin);
+    ASSERT_EQ(e.arms.size(), 3u);
+    EXPECT_EQ(e.arms[2].name, "baseline-aa");
+    j["arms"][0]["margin"] = 0.0;
+    const Experiment zero = experimentFromJson(j, "x.json", ".");
+    EXPECT_EQ(zero.arms[0].margin, 0.0);
+    const Experiment again = experimentFromJson(experimentToJson(zero), "experiment.json", ".");
+    EXPECT_EQ(again.arms.size(), 3u);
+    EXPECT_EQ(again.arms[0].margin, 0.0);
+    EXPECT_EQ(again.arms[2].aaOf, "baseline");
+    j["aa_arm"] = false;
+    EXPECT_EQ(experimentFromJson(j, "x.json", ".").arms.size(), 2u);
+    EXPECT_EQ(
+        experimentFromJson(experimentToJson(experimentFromJson(j, "x.json", ".")), "e.json", ".").arms.size(),
+        2u);
+  }
   // Issue 40: a misspelt field anywhere was ignored and its default trained; a huge token count overflowed
   // to one step and reported "complete".
   for (const auto& [edit, named] : std::vector<std::pair<std::function<void(Json&)>, std::string>>{
