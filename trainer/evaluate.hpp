@@ -24,7 +24,7 @@ namespace sharelens {
 struct EvalOptions {
   // The text. Unset: a ShareLens run's own corpus and validation share (from its run.json), so a run is
   // scored on the documents it held out; brown and 0.05 (training's defaults) for anything else.
-  std::optional<std::string> corpus;         // brown, nlp or a directory of .txt files
+  std::optional<std::string> corpus;         // a named corpus (core/corpus.hpp) or a directory of .txt files
   std::optional<double> validationFraction;  // the held-out share of documents
   int64_t tokens = 32768;  // at most this many tokens of held-out text are scored (kEveryHeldOutToken: all)
   int64_t window = 0;      // tokens predicted per window; 0: min(context, 1024)

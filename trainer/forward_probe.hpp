@@ -17,7 +17,7 @@ class Checkpoint;
 
 struct ProbeOptions {
   int64_t tokens = 25000;        // tokens of text for the layer-output differences
-  std::string corpus = "brown";  // brown, nlp or a directory of .txt files
+  std::string corpus = "brown";  // a named corpus (core/corpus.hpp) or a directory of .txt files
   int64_t chunk = 512;           // tokens per forward pass (capped at the model's context)
   // The logit lens behind the KL drift between consecutive layers (DESIGN.md section 4):
   //   "per-sample"  the MASA paper's grouping probe (default): for each sample (a window of `chunk` tokens)

@@ -11,7 +11,7 @@
 namespace sharelens {
 
 struct TrainConfig {
-  std::string corpus = "brown";  // brown, nlp or a directory of .txt files
+  std::string corpus = "brown";  // a named corpus (core/corpus.hpp) or a directory of .txt files
   int64_t steps = 600;
   int64_t batchSize = 16;   // sequences of the topology's context length
   double lr = 3e-3;         // peak learning rate

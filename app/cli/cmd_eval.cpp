@@ -1,4 +1,4 @@
-// sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens N|all] [--window W] [--token-ids FILE]
+// sharelens eval CHECKPOINT [--corpus CORPUS|DIR] [--tokens N|all] [--window W] [--token-ids FILE]
 //                [--validation-fraction F] [--device cpu|cuda] [--threads N] [--json FILE]
 // Validation NLL per token and perplexity of anything the model views open (trainer/evaluate.hpp).
 #include <array>

@@ -1,6 +1,6 @@
 // sharelens topology --preset NAME --layers L --unique U [...] --out FILE   a preset as a topology file
 // sharelens params TOPOLOGY [--match-baseline OUT.json] [--batch N] [--json FILE]
-// sharelens train --topology FILE --corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N]
+// sharelens train --topology FILE --corpus CORPUS|DIR --out RUN_DIR [--steps N] [--resume] [--threads N]
 //                 [--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N]
 //                 [--eval-every N]
 // sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout

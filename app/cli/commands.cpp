@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/corpus.hpp"
 #include "core/error.hpp"
 
 namespace sharelens::cli {
@@ -19,7 +20,7 @@ const std::vector<Command>& commands() {
        "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] "
        "[--lowest-pairs 50] "
        "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] "
-       "[--tokens 25000] [--corpus brown|nlp|DIR] [--token-ids FILE] [--logit-lens "
+       "[--tokens 25000] [--corpus CORPUS|DIR] [--token-ids FILE] [--logit-lens "
        "per-sample|mean-state|per-token] "
        "[--logit-lens-tokens N] [--attention-tokens N] "
        "[--device cpu|cuda] [--threads N] --json FILE",
@@ -54,7 +55,7 @@ const std::vector<Command>& commands() {
        runParams},
       {"train",
        "sharelens train (--topology FILE | --init CHECKPOINT [--postshare ALPHA --gamma G] [--context T]) "
-       "--corpus brown|nlp|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] "
+       "--corpus CORPUS|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] "
        "[--lr X] "
        "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] "
        "[--eval-every N] [--eval-tokens N|all] "
@@ -64,7 +65,7 @@ const std::vector<Command>& commands() {
        "(with --postshare: PostShare on its DirectShare pairs, then the four models evaluated)",
        runTrain},
       {"eval",
-       "sharelens eval CHECKPOINT [--corpus brown|nlp|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
+       "sharelens eval CHECKPOINT [--corpus CORPUS|DIR] [--tokens 32768] [--window W] [--token-ids FILE] "
        "[--validation-fraction 0.05] [--device cpu|cuda] [--threads N] [--json FILE]",
        "validation NLL per token and perplexity on held-out text, with the checkpoint's own tokenizer (a "
        "run's "
@@ -153,6 +154,8 @@ void printUsage() {
          "picture\n\n"
          "commands:\n";
   for (const Command& c : commands()) std::cout << "  " << c.usage << "\n      " << c.summary << "\n";
+  std::cout << "\ncorpora (CORPUS; or a directory of .txt files):\n";
+  for (const NamedCorpus& c : namedCorpora()) std::cout << "  " << c.name << ": " << c.description << "\n";
 }
 
 int runCommand(const Command& command, std::vector<std::string> argv) {

@@ -87,8 +87,10 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
 void writeToExports(AppContext& ctx, const std::string& model, int64_t step, const std::string& view,
                     const std::string& extension,
                     const std::function<void(const std::filesystem::path&)>& write);
-void drawSectionHeader(const char* label);  // a labelled separator between groups of controls // "computing
-                                            // ..." with a spinner
+void drawSectionHeader(const char* label);  // a labelled separator between groups of controls
+// A combo of the named corpora (core/corpus.hpp namedCorpora(), each with its description as a tooltip);
+// `index` is the chosen one's position. Returns the chosen corpus's name.
+std::string drawCorpusCombo(const char* label, int& index);
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
                        const plot::PlotState* state);
 // The same for panels side by side (the training view's two plots), the first panel's zoom kept.

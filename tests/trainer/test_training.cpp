@@ -94,6 +94,43 @@ TEST(Corpus, BrownTagsAreStrippedAndTheSplitIsByDocument) {
   EXPECT_EQ(nlp.documents.size(), 100u);
 }
 
+// Issue 35's text (≥ 10 training tokens per parameter without many passes): the State of the Union
+// addresses and Moby-Dick from npm @stdlib (PDDL/CC0), one document per address or chapter, without
+// Moby-Dick's whole-book copy (data.txt) and table of contents; "english" is Brown, SOTU and Moby-Dick
+// together, ids prefixed by their corpus so the held-out split stays by document. Counts from the packages'
+// own file lists (the README of each: 233 addresses, 1790-2021; 135 chapters with extracts, etymology and
+// epilogue).
+TEST(Corpus, StateOfTheUnionMobyDickAndEnglishTogether) {
+  const Corpus sotu = loadCorpus("sotu"), moby = loadCorpus("moby-dick"), english = loadCorpus("english");
+  EXPECT_EQ(sotu.documents.size(), 233u);
+  EXPECT_EQ(sotu.documents.front().id, "1790_george_washington_n");
+  EXPECT_NE(sotu.documents.front().text.find("Fellow-Citizens of the Senate"), std::string::npos);
+  EXPECT_EQ(moby.documents.size(), 138u);
+  for (const Document& d : moby.documents) {
+    EXPECT_NE(d.id, "data") << "the whole book again";
+    EXPECT_NE(d.id, "contents");
+  }
+  const auto chapter1 = std::find_if(moby.documents.begin(), moby.documents.end(),
+                                     [](const Document& d) { return d.id == "chapter_1"; });
+  ASSERT_NE(chapter1, moby.documents.end());
+  EXPECT_NE(chapter1->text.find("Call me Ishmael."), std::string::npos);
+  EXPECT_EQ(english.documents.size(), 500u + 233u + 138u);
+  EXPECT_EQ(english.bytes(), loadCorpus("brown").bytes() + sotu.bytes() + moby.bytes());
+  EXPECT_EQ(english.documents.front().id, "brown/ca01");
+  EXPECT_EQ(english.documents.back().id.rfind("moby-dick/", 0), 0u);
+  const CorpusSplit split = splitByDocument(english, 0.05);
+  EXPECT_GT(split.validation.size(), 30u);
+  const std::string error = [] {
+    try {
+      loadCorpus("/no/such/corpus");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(error.find("brown, nlp, sotu, moby-dick, english or a directory"), std::string::npos) << error;
+}
+
 TEST(Tokenizer, TrainedOnBrownWithTheTopologyVocab) {
   const Corpus brown = loadCorpus("brown");
   const double heldOut = 0.05;

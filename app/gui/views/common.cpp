@@ -1,10 +1,12 @@
 #include <imgui.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/export/figure_export.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
+#include "core/corpus.hpp"
 #include "core/error.hpp"
 
 namespace sharelens::gui {
@@ -88,6 +90,23 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
   if (ImGui::SmallButton(o ? ("Retry##" + title).c_str() : ("Compute##" + title).c_str()))
     ctx.workspace.run(id);
   return false;
+}
+
+std::string drawCorpusCombo(const char* label, int& index) {
+  const std::span<const NamedCorpus> corpora = namedCorpora();
+  index = std::clamp(index, 0, static_cast<int>(corpora.size()) - 1);
+  const std::string current(corpora[static_cast<size_t>(index)].name);
+  if (ImGui::BeginCombo(label, current.c_str())) {
+    for (size_t i = 0; i < corpora.size(); ++i) {
+      const std::string name(corpora[i].name);
+      if (ImGui::Selectable(name.c_str(), static_cast<int>(i) == index)) index = static_cast<int>(i);
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%.*s", static_cast<int>(corpora[i].description.size()),
+                          corpora[i].description.data());
+    }
+    ImGui::EndCombo();
+  }
+  return std::string(corpora[static_cast<size_t>(index)].name);
 }
 
 void drawSectionHeader(const char* label) {

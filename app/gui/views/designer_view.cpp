@@ -321,16 +321,15 @@ class DesignerPanel : public DesignerApi {
     ImGui::InputInt("batch", &m_batch, 1, 8);
     ImGui::SetNextItemWidth(120);
     ImGui::InputFloat("learning rate", &m_lr, 0, 0, "%.1e");
-    const char* corpora[] = {"brown", "nlp"};
     ImGui::SetNextItemWidth(120);
-    ImGui::Combo("corpus", &m_corpus, corpora, 2);
+    const std::string corpus = drawCorpusCombo("corpus", m_corpus);
     m_steps = std::max(1, m_steps);
     m_batch = std::max(1, m_batch);
     for (bool baseline : {false, true}) {
       if (baseline) ImGui::SameLine();
       const bool clicked = ImGui::Button(baseline ? "Launch with baseline" : "Launch");
       probe::item(baseline ? "designer/launch-with-baseline" : "designer/launch");
-      if (clicked) launch(ctx, baseline, corpora[m_corpus]);
+      if (clicked) launch(ctx, baseline, corpus);
     }
     ImGui::SameLine();
     ImGui::Checkbox("follow it in the analysis views", &m_followLaunched);
@@ -415,7 +414,7 @@ class DesignerPanel : public DesignerApi {
     ImGui::PopTextWrapPos();
   }
 
-  void launch(AppContext& ctx, bool withBaseline, const char* corpus) {
+  void launch(AppContext& ctx, bool withBaseline, const std::string& corpus) {
     TrainConfig c;
     c.steps = m_steps;
     c.batchSize = m_batch;

@@ -44,12 +44,11 @@ class LayersPanel : public View {
     m_tokens = std::clamp(m_tokens, 64, 1'000'000);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(100);
-    const char* corpora[] = {"brown", "nlp"};
-    ImGui::Combo("corpus", &m_corpus, corpora, 2);
+    const std::string corpus = drawCorpusCombo("corpus", m_corpus);
     ImGui::SameLine();
     if (ImGui::Button("Run over text")) {
       ctx.workspace.params().activationTokens = m_tokens;
-      ctx.workspace.params().corpus = corpora[m_corpus];
+      ctx.workspace.params().corpus = corpus;
       ctx.workspace.run("activations");
     }
     const float width = ImGui::GetContentRegionAvail().x / 2 - 8;
@@ -85,7 +84,7 @@ class LayersPanel : public View {
       } else {
         ImGui::TextWrapped(
             "Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
-            corpora[m_corpus]);
+            corpus.c_str());
       }
       ImGui::EndTable();
     }
