@@ -98,6 +98,53 @@ const ExperimentArm& Experiment::arm(const std::string& name) const {
 
 namespace {
 
+std::vector<double> positiveNumbers(const JsonObject& o, const char* key, std::vector<double> fallback,
+                                    double most) {
+  if (!o.has(key)) return fallback;
+  const Json& list = o.requireArray(key);
+  std::vector<double> out;
+  for (const Json& v : list) {
+    if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= most))
+      o.fail(key, "a list of numbers in range", "numbers in (0, " + formatNumber(most, "%g") + "]", v.dump());
+    out.push_back(v.get<double>());
+  }
+  if (out.empty()) o.fail(key, "an empty list", "one number or more", "[]");
+  return out;
+}
+
+PlanSpec planSpecFromJson(const JsonObject& p) {
+  p.allowOnly({"target_half_width", "pilot_seeds", "pilot_budgets", "lr_factors", "lr_budget", "max_seeds",
+               "min_tokens_per_parameter"});
+  PlanSpec s;
+  s.targetHalfWidth = p.optionalNumber("target_half_width").value_or(s.targetHalfWidth);
+  if (!(s.targetHalfWidth > 0 && s.targetHalfWidth < 10))
+    p.fail("target_half_width", "out of range", "(0, 10) nats/token", formatNumber(s.targetHalfWidth, "%g"));
+  s.pilotSeeds = static_cast<int>(p.optionalInt("pilot_seeds", 2).value_or(s.pilotSeeds));
+  s.maxSeeds = static_cast<int>(p.optionalInt("max_seeds", 2).value_or(s.maxSeeds));
+  if (s.pilotSeeds > 1000 || s.maxSeeds > 1000)
+    p.fail(s.pilotSeeds > 1000 ? "pilot_seeds" : "max_seeds", "too many seeds", "<= 1000", "more");
+  s.pilotBudgets = positiveNumbers(p, "pilot_budgets", s.pilotBudgets, 1.0);
+  s.lrFactors = positiveNumbers(p, "lr_factors", s.lrFactors, 1000.0);
+  s.lrBudget = p.optionalNumber("lr_budget").value_or(s.lrBudget);
+  if (!(s.lrBudget > 0 && s.lrBudget <= 1))
+    p.fail("lr_budget", "out of range", "a fraction of tokens in (0, 1]", formatNumber(s.lrBudget, "%g"));
+  s.minTokensPerParameter = p.optionalNumber("min_tokens_per_parameter").value_or(s.minTokensPerParameter);
+  if (!(s.minTokensPerParameter >= 0 && s.minTokensPerParameter < 1e6))
+    p.fail("min_tokens_per_parameter", "out of range", "[0, 1e6)",
+           formatNumber(s.minTokensPerParameter, "%g"));
+  return s;
+}
+
+Json planSpecToJson(const PlanSpec& s) {
+  return {{"target_half_width", s.targetHalfWidth},
+          {"pilot_seeds", s.pilotSeeds},
+          {"pilot_budgets", s.pilotBudgets},
+          {"lr_factors", s.lrFactors},
+          {"lr_budget", s.lrBudget},
+          {"max_seeds", s.maxSeeds},
+          {"min_tokens_per_parameter", s.minTokensPerParameter}};
+}
+
 // The A/A arm of `of` (issue 35): the same arm again, resolved, to be initialised from other seeds. Refused
 // by name when an arm already holds its name.
 ExperimentArm aaArmOf(const Experiment& e, const ExperimentArm& of, const std::string& where) {
@@ -142,7 +189,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     o.fail("schema", "not an experiment file", kExperimentSchema,
            o.has("schema") ? o.raw()["schema"].dump() : "nothing");
   o.allowOnly({"schema", "name", "description", "claim", "corpus", "seeds", "tokens", "eval_tokens", "train",
-               "reference", "aa_arm", "arms"});
+               "reference", "aa_arm", "plan", "arms"});
   Experiment e;
   e.name = o.requireString("name");
   e.description = o.optionalString("description").value_or("");
@@ -190,6 +237,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   else
     e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
   if (o.has("train")) e.train = o.requireObject("train").raw();
+  if (const auto p = o.optionalObject("plan")) e.plan = planSpecFromJson(*p);
   for (const char* fixed : {"corpus", "steps", "seed", "init_seed"})
     if (e.train.contains(fixed))
       o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options",
@@ -200,9 +248,16 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
   for (size_t i = 0; i < arms.size(); ++i) {
     const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
-    a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of"});
+    a.allowOnly(
+        {"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of", "lr"});
     ExperimentArm arm;
     arm.name = a.requireString("name");
+    if (const auto lr = a.optionalNumber("lr")) {
+      if (!(*lr > 0 && *lr <= 10))
+        a.fail("lr", "learning rate out of range", "(0, 10]", formatNumber(*lr, "%g"),
+               "a peak learning rate like 3e-3");
+      arm.lr = *lr;
+    }
     if (arm.name.empty() || arm.name.find('/') != std::string::npos || arm.name == "." || arm.name == "..")
       a.fail("name", "arm names are directory names", "letters, digits, '-', '_'", "'" + arm.name + "'");
     for (const ExperimentArm& other : e.arms)
@@ -336,6 +391,7 @@ Json experimentToJson(const Experiment& e) {
     }
     if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.aaOf.empty()) arm["aa_of"] = a.aaOf;
+    if (a.lr) arm["lr"] = *a.lr;
     if (!a.expect.empty()) arm["expect"] = a.expect;
     if (a.expect == "no-worse") arm["margin"] = a.margin;
     arms.push_back(arm);
@@ -355,6 +411,7 @@ Json experimentToJson(const Experiment& e) {
           {"train", e.train},
           {"reference", e.reference},
           {"aa_arm", e.aaArm},
+          {"plan", planSpecToJson(e.plan)},
           {"arms", arms}};
 }
 

@@ -66,6 +66,9 @@ struct ExperimentArm {
   // An A/A arm: the arm named here again (same topology, same data order), initialised from other seeds
   // (experimentTrainConfig: init seed = seed + kAaInitSeedOffset). "" for every other arm.
   std::string aaOf;
+  // The arm's own peak learning rate (its "lr"), over the experiment's train.lr: what `experiment plan`'s
+  // sweep chose for it. Unset: the experiment's.
+  std::optional<double> lr;
 };
 
 // A no-worse claim's margin unless the file gives one (issue 35: declared before the run; 0 makes the claim
@@ -74,6 +77,19 @@ inline constexpr double kDefaultNoWorseMargin = 0.02;
 // The A/A arm's initialisation seed is its run's seed plus this (the data order keeps the run's seed).
 inline constexpr uint64_t kAaInitSeedOffset = 1'000'003;
 inline constexpr const char* kAaSuffix = "-aa";
+
+// How `sharelens experiment plan` sizes the experiment ("plan" in the file; every field optional):
+// a learning-rate sweep per trained arm, then a pilot of the reference and its A/A arm at a few budgets.
+struct PlanSpec {
+  double targetHalfWidth = 0.02;  // nats/token: the paired 95% interval's half-width to reach
+  int pilotSeeds = 3;
+  std::vector<double> pilotBudgets = {0.25, 0.5, 1.0};  // fractions of "tokens"
+  std::vector<double> lrFactors = {0.1, 1.0, 10.0};     // times the arm's lr: [LRS] swept one order of
+                                                        // magnitude above and below
+  double lrBudget = 0.25;                               // the sweep's fraction of "tokens" (two seeds)
+  int maxSeeds = 20;
+  double minTokensPerParameter = 10;  // issue 35: budgets below this are chosen only when none is above
+};
 
 struct Experiment {
   std::string name, description;
@@ -88,6 +104,7 @@ struct Experiment {
   // "aa_arm" (default true): the reference's A/A arm, <reference>-aa, is added unless the file declares
   // "aa_arm": false; a derived reference's A/A arm derives from its source's A/A arm, added beside it.
   bool aaArm = true;
+  PlanSpec plan;
 
   const ExperimentArm& arm(const std::string& name) const;
 };

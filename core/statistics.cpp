@@ -59,6 +59,21 @@ double studentTQuantile(double p, double df) {
   return 0.5 * (lo + hi);
 }
 
+int seedsForHalfWidth(double sd, double halfWidth, int maxSeeds, double level) {
+  if (!std::isfinite(sd) || !(halfWidth > 0)) return 0;
+  for (int n = 2; n <= maxSeeds; ++n)
+    if (studentTQuantile(0.5 + level / 2, n - 1) * sd / std::sqrt(static_cast<double>(n)) <= halfWidth)
+      return n;
+  return 0;
+}
+
+double minimumDetectableEffect(double sd, int seeds, double power, double level) {
+  if (seeds < 2 || !std::isfinite(sd)) return NAN;
+  const double df = seeds - 1;
+  return (studentTQuantile(0.5 + level / 2, df) + studentTQuantile(power, df)) * sd /
+         std::sqrt(static_cast<double>(seeds));
+}
+
 BootstrapInterval clusterBootstrap(size_t clusters,
                                    const std::function<double(std::span<const double> weights)>& statistic,
                                    int resamples, double level, uint64_t seed) {

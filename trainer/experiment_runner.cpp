@@ -40,6 +40,7 @@ TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm,
   TrainConfig c = trainConfigFromJson(merged, "experiment '" + e.name + "': train");
   c.corpus = e.corpus;
   c.seed = seed;
+  if (arm.lr) c.lr = *arm.lr;
   if (!arm.aaOf.empty()) c.initSeed = seed + kAaInitSeedOffset;  // other initialisation, the same data
   const int64_t perStep = c.batchSize * arm.topology.model.context;
   c.steps = std::max<int64_t>(1, e.tokens / perStep + (e.tokens % perStep != 0));
@@ -87,6 +88,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   const auto trainingIdentity = [](Json j) {
     j.erase("description");
     j.erase("claim");
+    j.erase("plan");
     if (j.contains("arms") && j["arms"].is_array())
       for (Json& arm : j["arms"])
         if (arm.is_object()) {

@@ -1,7 +1,10 @@
-// sharelens experiment run FILE --out DIR [--parallel N (default: one run per thread)] [--steps N] [--seeds
-// K] [--threads N] sharelens experiment report DIR [--json FILE] [--md FILE] An experiment's runs
-// (trainer/experiment_runner.hpp) and its report (core/experiment.hpp): per arm the final held-out NLL with a
-// 95% interval over seeds, the paired difference to the reference arm and the verdict.
+// sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N]
+//   an experiment's runs (trainer/experiment_runner.hpp; --parallel defaults to one run per thread);
+// sharelens experiment plan FILE --out DIR [--parallel N] [--threads N]
+//   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
+// sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
+//   its report (core/experiment.hpp): per arm the final held-out NLL with a 95% interval over seeds, the
+//   paired difference to the reference arm and the verdict.
 #include <cstdio>
 #include <iostream>
 
@@ -13,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment.hpp"
+#include "trainer/experiment_plan.hpp"
 #include "trainer/experiment_runner.hpp"
 
 namespace sharelens::cli {
@@ -40,7 +44,7 @@ void printReport(const ExperimentReport& r) {
 }  // namespace
 
 int runExperimentCommand(Args& args) {
-  const std::string verb = args.positional("run or report");
+  const std::string verb = args.positional("run, plan or report");
   if (verb == "run") {
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
@@ -62,6 +66,28 @@ int runExperimentCommand(Args& args) {
                   [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
     task.finish();
     printReport(reportExperiment(*out));
+    return 0;
+  }
+  if (verb == "plan") {  // trainer/experiment_plan.hpp
+    const std::string file = args.positional("FILE");
+    const auto out = args.option("out");
+    ExperimentRunOptions o;
+    o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));
+    o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+    o.deriveArm = experimentDeriver();
+    args.finish();
+    if (!out)
+      throw Error({.what = "missing --out DIR",
+                   .where = "sharelens experiment plan",
+                   .hint = "usage: " + args.usage()});
+    const Experiment e = readExperimentFile(file);
+    CancellableTask task(o.threads);
+    const ExperimentPlan plan = planExperiment(e, *out, o, task.context(), [](const std::string& line) {
+      std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
+    });
+    task.finish();
+    std::cout << plan.toMarkdown() << "\nwrote " << (std::filesystem::path(*out) / "plan.json").string()
+              << ", plan.md and planned.json\n";
     return 0;
   }
   if (verb == "report") {
@@ -93,7 +119,7 @@ int runExperimentCommand(Args& args) {
   }
   throw Error({.what = "unknown experiment verb",
                .where = "sharelens experiment",
-               .expected = "run or report",
+               .expected = "run, plan or report",
                .found = "'" + verb + "'"});
 }
 

@@ -95,3 +95,22 @@ TEST(Statistics, ClusterBootstrapMatchesTheStandardErrorOfAMean) {
 
 }  // namespace
 }  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// Seeds for a target interval and the minimum detectable effect, worked by hand from the t table: with
+// sd = 0.05, t(0.975, 25) = 2.060 gives 2.060 x 0.05 / sqrt(26) = 0.0202 > 0.02, t(0.975, 26) = 2.056 gives
+// 0.0198: 27 seeds. MDE at 10 seeds, 80% power: (t(0.975, 9) + t(0.80, 9)) sd / sqrt(10) = (2.262 + 0.883)
+// x 0.05 / 3.1623 = 0.0497.
+TEST(Statistics, SeedsForAHalfWidthAndTheMinimumDetectableEffect) {
+  EXPECT_EQ(seedsForHalfWidth(0.05, 0.02), 27);
+  EXPECT_EQ(seedsForHalfWidth(0.001, 0.02), 2);  // t(0.975, 1) = 12.706: 12.706 x 0.001 / 1.414 = 0.009
+  EXPECT_EQ(seedsForHalfWidth(0.05, 0.02, 20), 0) << "none up to the cap";
+  EXPECT_EQ(seedsForHalfWidth(NAN, 0.02), 0);
+  EXPECT_NEAR(minimumDetectableEffect(0.05, 10), 0.0497, 2e-4);
+  EXPECT_TRUE(std::isnan(minimumDetectableEffect(0.05, 1)));
+}
+
+}  // namespace
+}  // namespace sharelens

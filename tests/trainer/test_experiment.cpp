@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
 #include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/experiment.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
+#include "core/statistics.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/process.hpp"
@@ -428,6 +432,90 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   EXPECT_EQ(nc.exitCode, 2);
   EXPECT_NE(nc.err.find("unknown corpus"), std::string::npos) << nc.err;
   EXPECT_FALSE(fs::exists(dir / "out" / "experiment.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// `experiment plan` (issue 35, power before running) on the tiny experiment, checked from the runs' own
+// eval.json files: each arm's learning rate is the sweep's lowest mean held-out NLL over its two seeds; each
+// pilot budget's A/A sd is the standard deviation of (A/A - reference) over its seeds; the seeds reach the
+// target half-width and one fewer would not; planned.json is a runnable experiment with the chosen tokens,
+// seeds and learning rates (the A/A arm with its reference's); run again, the plan retrains nothing and says
+// the same.
+TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
+  const fs::path dir = testing::makeTempDir("experiment-plan");
+  Json spec = tinyExperiment();
+  spec["plan"] = {{"pilot_seeds", 3},
+                  {"pilot_budgets", {0.5, 1.0}},
+                  {"lr_factors", {0.3, 1.0, 3.0}},
+                  {"lr_budget", 0.5},
+                  {"target_half_width", 0.05},
+                  {"max_seeds", 60},
+                  {"min_tokens_per_parameter", 0}};
+  writeFileAtomically(dir / "tiny.json", spec.dump());
+  const std::string command = kBinary + " experiment plan " + shellQuote((dir / "tiny.json").string()) +
+                              " --out " + shellQuote((dir / "plan").string()) + " --threads 2";
+  auto r = runProcess(command);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json plan = readJsonFile(dir / "plan" / "plan.json");
+  const auto nllOf = [](const fs::path& run) { return readJsonFile(run / "eval.json")["nll"].get<double>(); };
+  std::map<std::string, double> chosen;
+  for (const Json& c : plan["lr_sweep"]) {
+    const std::string arm = c["arm"];
+    double best = INFINITY, bestLr = 0;
+    for (double f : {0.3, 1.0, 3.0}) {
+      const double lr = c["base_lr"].get<double>() * f;
+      char name[64];
+      std::snprintf(name, sizeof name, "%s@lr%g", arm.c_str(), lr);
+      const double nll = (nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 1)) +
+                          nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 2))) /
+                         2;
+      if (nll < best) best = nll, bestLr = lr;
+    }
+    EXPECT_DOUBLE_EQ(c["chosen_lr"].get<double>(), bestLr) << arm;
+    chosen[arm] = bestLr;
+  }
+  ASSERT_EQ(chosen.size(), 2u) << "cycle and baseline; the A/A arm takes its reference's";
+  ASSERT_EQ(plan["pilot"].size(), 2u);
+  for (const Json& b : plan["pilot"]) {
+    const fs::path pilot = dir / "plan" / ("pilot-" + std::to_string(b["tokens"].get<int64_t>()));
+    std::vector<double> d;
+    for (uint64_t seed : {1, 2, 3})
+      d.push_back(nllOf(experimentRunDirectory(pilot, "baseline-aa", seed)) -
+                  nllOf(experimentRunDirectory(pilot, "baseline", seed)));
+    const double mean = (d[0] + d[1] + d[2]) / 3;
+    double ss = 0;
+    for (double x : d) ss += (x - mean) * (x - mean);
+    const double sd = std::sqrt(ss / 2);
+    EXPECT_NEAR(b["aa_sd"].get<double>(), sd, 1e-12);
+    const int n = b["seeds_needed"];
+    ASSERT_GE(n, 2) << "within 60 seeds at a target of 0.05 nats";
+    EXPECT_LE(studentTQuantile(0.975, n - 1) * sd / std::sqrt(n), 0.05);
+    if (n > 2) EXPECT_GT(studentTQuantile(0.975, n - 2) * sd / std::sqrt(n - 1), 0.05);
+  }
+  const Experiment planned = readExperimentFile(dir / "plan" / "planned.json");
+  const Json& pick = plan["pilot"][plan["chosen_budget"].get<size_t>()];
+  EXPECT_EQ(planned.tokens, pick["tokens"].get<int64_t>());
+  EXPECT_EQ(static_cast<int>(planned.seeds.size()), std::max(3, pick["seeds_needed"].get<int>()));
+  EXPECT_EQ(planned.arm("cycle").lr, chosen["cycle"]);
+  EXPECT_EQ(planned.arm("baseline").lr, chosen["baseline"]);
+  EXPECT_EQ(planned.arm("baseline-aa").lr, chosen["baseline"]);
+  EXPECT_NE(readTextFile(dir / "plan" / "plan.md").find("**Recommended**"), std::string::npos);
+
+  r = runProcess(command);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find(": training "), std::string::npos) << "nothing retrained: " << r.err;
+  Json again = readJsonFile(dir / "plan" / "plan.json"), before = plan;
+  for (Json* j : {&again, &before}) {
+    (*j).erase("lr_sweep_seconds");
+    for (Json& b : (*j)["pilot"]) b.erase("wall_seconds");
+  }
+  EXPECT_EQ(again, before);
   fs::remove_all(dir);
 }
 

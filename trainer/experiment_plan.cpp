@@ -1,0 +1,280 @@
+#include "trainer/experiment_plan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+#include "core/statistics.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+namespace {
+
+std::string format(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool sweeps(const ExperimentArm& a) {  // the arms trained from scratch under their own options
+  return !a.derive && a.aaOf.empty();
+}
+
+// An experiment of the given arms, seeds and tokens, with the original's corpus, training options and
+// evaluation, and no claims (the plan's phases judge nothing).
+Experiment phase(const Experiment& e, const std::string& name, std::vector<ExperimentArm> arms,
+                 std::vector<uint64_t> seeds, int64_t tokens, bool aaArm) {
+  Experiment p;
+  p.name = e.name + "-" + name;
+  p.corpus = e.corpus;
+  p.train = e.train;
+  p.evalTokens = e.evalTokens;
+  p.seeds = std::move(seeds);
+  p.tokens = std::max<int64_t>(1, tokens);
+  for (ExperimentArm& a : arms) {
+    a.expect.clear();
+    a.margin = 0;
+    a.matchedBaselineOf.clear();  // resolved already: its topology is the solved one
+  }
+  p.arms = std::move(arms);
+  p.reference = p.arms.front().name;
+  p.aaArm = false;
+  if (aaArm) {  // the reference's A/A arm, as experimentFromJson adds it
+    ExperimentArm aa = p.arms.front();
+    aa.name += kAaSuffix;
+    aa.aaOf = p.arms.front().name;
+    aa.topology.name = aa.name;
+    p.arms.push_back(std::move(aa));
+    p.aaArm = true;
+  }
+  return p;
+}
+
+double baseLrOf(const Experiment& e, const ExperimentArm& arm) {
+  return experimentTrainConfig(e, arm, e.seeds.front()).lr;
+}
+
+const ArmSummary* armIn(const ExperimentReport& r, const std::string& name) {
+  for (const ArmSummary& a : r.arms)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+// Validation loss per doubling of tokens between the mean curve's last two points.
+double slopePerDoubling(const ArmSummary& a) {
+  const size_t n = a.curveTokens.size();
+  if (n < 2 || !(a.curveTokens[n - 2] > 0)) return NAN;
+  return (a.curveMean[n - 1] - a.curveMean[n - 2]) / std::log(a.curveTokens[n - 1] / a.curveTokens[n - 2]) *
+         std::log(2.0);
+}
+
+}  // namespace
+
+ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const ExperimentRunOptions& o,
+                              const TaskContext& ctx, const std::function<void(const std::string&)>& log) {
+  ExperimentPlan plan;
+  plan.spec = e.plan;
+  const PlanSpec& s = e.plan;
+  plan.planned = e;
+
+  // 1. The learning rate of every trained arm: lr x factor, two seeds (the mean NLL decides), a fraction of
+  // the budget.
+  const auto sweepStart = std::chrono::steady_clock::now();
+  std::vector<ExperimentArm> sweepArms;
+  for (const ExperimentArm& arm : e.arms) {
+    if (!sweeps(arm)) continue;
+    LrChoice choice{.arm = arm.name, .baseLr = baseLrOf(e, arm), .factors = s.lrFactors};
+    for (double f : s.lrFactors) {
+      ExperimentArm variant = arm;
+      variant.name = arm.name + "@lr" + format("%g", choice.baseLr * f);
+      variant.lr = choice.baseLr * f;
+      sweepArms.push_back(std::move(variant));
+    }
+    plan.lr.push_back(std::move(choice));
+  }
+  if (log) log("plan: learning-rate sweep, " + std::to_string(sweepArms.size()) + " runs");
+  const fs::path sweepDir = outDir / "lr-sweep";
+  runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds[0], e.seeds[1]},
+                      static_cast<int64_t>(s.lrBudget * static_cast<double>(e.tokens)), false),
+                sweepDir, o, ctx, log);
+  const ExperimentReport sweep = reportExperiment(sweepDir);
+  for (LrChoice& choice : plan.lr) {
+    double best = INFINITY;
+    for (double f : choice.factors) {
+      const ArmSummary* a = armIn(sweep, choice.arm + "@lr" + format("%g", choice.baseLr * f));
+      const double nll = a && std::isfinite(a->nll.mean) ? a->nll.mean : NAN;
+      choice.nll.push_back(nll);
+      if (nll < best) best = nll, choice.chosenLr = choice.baseLr * f;
+    }
+    if (!std::isfinite(best))
+      throw Error({.what = "every learning rate of the sweep diverged",
+                   .where = (sweepDir / choice.arm).string() + "@lr*",
+                   .hint = "lower the experiment's train.lr or the plan's lr_factors"});
+    for (ExperimentArm& arm : plan.planned.arms)
+      if (arm.name == choice.arm || arm.aaOf == choice.arm) arm.lr = choice.chosenLr;
+  }
+  plan.sweepSeconds = secondsSince(sweepStart);
+
+  // 2. The pilot: the reference (a derived reference's source) and its A/A arm at each budget.
+  const ExperimentArm* reference = &plan.planned.arm(e.reference);
+  if (reference->derive) reference = &plan.planned.arm(reference->derive->from);
+  double largest = 0;
+  for (const ExperimentArm& arm : e.arms)
+    largest = std::max(largest, static_cast<double>(countParameters(arm.topology).total));
+  std::vector<uint64_t> pilotSeeds;
+  for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(static_cast<uint64_t>(i));
+  for (double fraction : s.pilotBudgets) {
+    PilotBudget b;
+    b.tokens = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
+    b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
+    const auto start = std::chrono::steady_clock::now();
+    if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens");
+    const fs::path dir = outDir / ("pilot-" + std::to_string(b.tokens));
+    runExperiment(phase(e, "pilot-" + std::to_string(b.tokens), {*reference}, pilotSeeds, b.tokens, true),
+                  dir, o, ctx, log);
+    b.wallSeconds = secondsSince(start);
+    const ExperimentReport r = reportExperiment(dir);
+    const ArmSummary* ref = armIn(r, reference->name);
+    const ArmSummary* aa = armIn(r, reference->name + kAaSuffix);
+    b.aaDifferences = aa->differences;
+    b.sd = meanInterval(b.aaDifferences).sd;
+    b.seedsNeeded = seedsForHalfWidth(b.sd, s.targetHalfWidth, s.maxSeeds);
+    const int n = b.seedsNeeded > 0 ? b.seedsNeeded : s.maxSeeds;
+    b.halfWidthAtSeeds = studentTQuantile(0.975, n - 1) * b.sd / std::sqrt(static_cast<double>(n));
+    b.minimumDetectableEffect = minimumDetectableEffect(b.sd, n);
+    b.referenceNll = ref->nll.mean;
+    b.slopePerDoubling = slopePerDoubling(*ref);
+    plan.budgets.push_back(std::move(b));
+  }
+
+  // 3. The cheapest budget that reaches the target, among those with enough tokens per parameter if any.
+  auto cost = [](const PilotBudget& b) { return static_cast<double>(b.seedsNeeded) * b.tokens; };
+  plan.tokensPerParameterMet =
+      std::any_of(plan.budgets.begin(), plan.budgets.end(),
+                  [&](const PilotBudget& b) { return b.tokensPerParameter >= s.minTokensPerParameter; });
+  std::optional<size_t> best;
+  for (size_t i = 0; i < plan.budgets.size(); ++i) {
+    const PilotBudget& b = plan.budgets[i];
+    if (b.seedsNeeded == 0) continue;
+    if (plan.tokensPerParameterMet && b.tokensPerParameter < s.minTokensPerParameter) continue;
+    if (!best || cost(b) < cost(plan.budgets[*best])) best = i;
+  }
+  plan.targetReached = best.has_value();
+  if (!best) {  // the target is out of reach: the largest budget at the most seeds, its MDE says how close
+    best = static_cast<size_t>(
+        std::max_element(plan.budgets.begin(), plan.budgets.end(),
+                         [](const PilotBudget& a, const PilotBudget& b) { return a.tokens < b.tokens; }) -
+        plan.budgets.begin());
+  }
+  plan.chosen = *best;
+  const PilotBudget& chosen = plan.budgets[plan.chosen];
+  plan.tokens = chosen.tokens;
+  plan.seeds = std::max(3, chosen.seedsNeeded > 0 ? chosen.seedsNeeded : s.maxSeeds);
+  plan.planned.tokens = plan.tokens;
+  plan.planned.seeds.clear();
+  for (int i = 1; i <= plan.seeds; ++i) plan.planned.seeds.push_back(static_cast<uint64_t>(i));
+
+  writeFileAtomically(outDir / "planned.json", experimentToJson(plan.planned).dump(2) + "\n");
+  writeFileAtomically(outDir / "plan.json", plan.toJson().dump(2) + "\n");
+  writeFileAtomically(outDir / "plan.md", plan.toMarkdown());
+  return plan;
+}
+
+Json ExperimentPlan::toJson() const {
+  auto number = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+  Json lrs = Json::array();
+  for (const LrChoice& c : lr) {
+    Json nlls = Json::array();
+    for (double v : c.nll) nlls.push_back(number(v));
+    lrs.push_back({{"arm", c.arm},
+                   {"base_lr", c.baseLr},
+                   {"factors", c.factors},
+                   {"nll", nlls},
+                   {"chosen_lr", c.chosenLr}});
+  }
+  Json pilots = Json::array();
+  for (const PilotBudget& b : budgets)
+    pilots.push_back({{"tokens", b.tokens},
+                      {"tokens_per_parameter", b.tokensPerParameter},
+                      {"aa_differences", b.aaDifferences},
+                      {"aa_sd", number(b.sd)},
+                      {"seeds_needed", b.seedsNeeded},
+                      {"half_width_at_seeds", number(b.halfWidthAtSeeds)},
+                      {"minimum_detectable_effect", number(b.minimumDetectableEffect)},
+                      {"reference_nll", number(b.referenceNll)},
+                      {"slope_per_doubling", number(b.slopePerDoubling)},
+                      {"wall_seconds", b.wallSeconds}});
+  return {{"schema", "sharelens.experiment-plan/1"},
+          {"experiment", planned.name},
+          {"target_half_width", spec.targetHalfWidth},
+          {"lr_sweep", lrs},
+          {"lr_sweep_seconds", sweepSeconds},
+          {"pilot", pilots},
+          {"chosen_budget", chosen},
+          {"target_reached", targetReached},
+          {"tokens_per_parameter_met", tokensPerParameterMet},
+          {"recommended", {{"tokens", tokens}, {"seeds", seeds}}}};
+}
+
+std::string ExperimentPlan::toMarkdown() const {
+  std::string md =
+      "## Plan for " + planned.name + "\n\nLearning rate (" + format("%g", spec.lrBudget) +
+      " of the budget, 2 seeds; mean held-out NLL per peak learning rate, the lowest chosen):\n\n";
+  for (const LrChoice& c : lr) {
+    md += "- " + c.arm + ":";
+    for (size_t i = 0; i < c.factors.size(); ++i) {
+      md += ' ';  // appended piecewise: GCC 12 warns falsely on " " + std::string&& (PR 105329)
+      md += format("%g", c.baseLr * c.factors[i]);
+      md += " → ";
+      md += std::isfinite(c.nll[i]) ? format("%.4f", c.nll[i]) : std::string("diverged");
+      md += ";";
+    }
+    md += " **" + format("%g", c.chosenLr) + "**";
+    if (c.chosenLr == c.baseLr * *std::min_element(c.factors.begin(), c.factors.end()) ||
+        c.chosenLr == c.baseLr * *std::max_element(c.factors.begin(), c.factors.end()))
+      md += " (at the edge of the sweep: a wider one may find a better rate)";
+    md += "\n";
+  }
+  md +=
+      "\nPilot: the reference and its A/A arm (other initialisation, same data) with " +
+      std::to_string(spec.pilotSeeds) + " seeds; sd is the A/A paired differences' standard deviation (" +
+      std::to_string(spec.pilotSeeds - 1) +
+      " degrees of freedom, itself uncertain), seeds the fewest whose 95% half-width t sd / √n is at most " +
+      format("%g", spec.targetHalfWidth) +
+      " nats, MDE the difference those seeds detect with 80% power, slope the reference's validation loss "
+      "per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | seeds | half-width | MDE | "
+      "reference NLL | slope/doubling | pilot wall time |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    const PilotBudget& b = budgets[i];
+    md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +
+          format("%.1f", b.tokensPerParameter) + " | " + format("%.4f", b.sd) + " | " +
+          (b.seedsNeeded > 0 ? std::to_string(b.seedsNeeded) : "> " + std::to_string(spec.maxSeeds)) + " | " +
+          format("%.4f", b.halfWidthAtSeeds) + " | " + format("%.4f", b.minimumDetectableEffect) + " | " +
+          format("%.4f", b.referenceNll) + " | " + format("%+.4f", b.slopePerDoubling) + " | " +
+          format("%.0f s", b.wallSeconds) + " |\n";
+  }
+  const double sd = budgets[chosen].sd;
+  md += "\n**Recommended**: " + std::to_string(tokens) + " tokens per run, " + std::to_string(seeds) +
+        " seeds (`planned.json`): an expected half-width of " +
+        format("%.4f", studentTQuantile(0.975, seeds - 1) * sd / std::sqrt(static_cast<double>(seeds))) +
+        " nats and a minimum detectable effect of " + format("%.4f", minimumDetectableEffect(sd, seeds)) +
+        " nats (80% power).";
+  if (!targetReached)
+    md += " The target half-width is out of reach within " + std::to_string(spec.maxSeeds) +
+          " seeds at every pilot budget: the MDE above is what this experiment can resolve.";
+  if (!tokensPerParameterMet)
+    md += " No pilot budget reaches " + format("%g", spec.minTokensPerParameter) +
+          " tokens per parameter: the comparison measures early training.";
+  return md + "\n";
+}
+
+}  // namespace sharelens

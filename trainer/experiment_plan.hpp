@@ -1,0 +1,69 @@
+// Sizing an experiment before it runs (issue 35, "power before running"): `sharelens experiment plan FILE
+// --out DIR`. Two phases, each an experiment of its own run by the experiment runner (so a killed plan
+// resumes and never retrains a finished run), as the file's "plan" asks (core/experiment.hpp PlanSpec):
+//   1. learning rate: every trained arm (not derived, not A/A) at lr x each factor, the first two seeds, at a
+//      fraction of the budget (DIR/lr-sweep/); each arm keeps the factor of lowest mean held-out NLL;
+//   2. pilot: the reference arm (a derived reference: its source) and its A/A arm at each pilot budget with
+//      the pilot's seeds (DIR/pilot-<tokens>/), at the chosen learning rate. The A/A arm's paired
+//      differences measure the seed-to-seed noise of a paired comparison, sd(T), at budget T; the
+//      reference's mean validation curve gives the loss slope at the end (per doubling of tokens).
+// The plan: per budget the seeds that bring the 95% half-width t sd / sqrt(n) under the target and the
+// minimum detectable effect there; the recommended budget is the cheapest (seeds x tokens) among those at or
+// above the file's tokens per parameter (the largest arm's; any budget when none is). Written as
+// DIR/plan.json, DIR/plan.md and DIR/planned.json -- the experiment with the chosen tokens, seeds and
+// learning rates, ready for `experiment run`. Torch-free interface.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/json_util.hpp"
+#include "core/task.hpp"
+#include "trainer/experiment_runner.hpp"
+
+namespace sharelens {
+
+struct LrChoice {
+  std::string arm;
+  double baseLr = 0;
+  std::vector<double> factors, nll;  // mean held-out NLL at lr x factor (NaN: diverged or not finite)
+  double chosenLr = 0;
+};
+
+struct PilotBudget {
+  int64_t tokens = 0;
+  double tokensPerParameter = 0;       // of the largest trained arm
+  std::vector<double> aaDifferences;   // A/A - reference, per seed
+  double sd = 0;                       // their standard deviation (pilotSeeds - 1 degrees of freedom)
+  int seedsNeeded = 0;                 // 0: not within the plan's max_seeds
+  double halfWidthAtSeeds = 0;         // t sd / sqrt(n) at seedsNeeded (or at max_seeds)
+  double minimumDetectableEffect = 0;  // at the same seeds, 80% power
+  double referenceNll = 0;             // mean over the pilot's seeds
+  double slopePerDoubling = 0;         // the reference's validation loss per doubling of tokens at the end
+  double wallSeconds = 0;
+};
+
+struct ExperimentPlan {
+  PlanSpec spec;
+  std::vector<LrChoice> lr;
+  std::vector<PilotBudget> budgets;
+  size_t chosen = 0;           // index into budgets
+  bool targetReached = false;  // some budget reaches the half-width within max_seeds
+  bool tokensPerParameterMet = false;
+  int64_t tokens = 0;
+  int seeds = 0;
+  double sweepSeconds = 0;
+  Experiment planned;  // the experiment to run: tokens, seeds and learning rates as chosen
+  Json toJson() const;
+  std::string toMarkdown() const;
+};
+
+ExperimentPlan planExperiment(const Experiment& experiment, const std::filesystem::path& outDir,
+                              const ExperimentRunOptions& options, const TaskContext& ctx,
+                              const std::function<void(const std::string&)>& log);
+
+}  // namespace sharelens
