@@ -154,6 +154,8 @@ ExperimentArm aaArmOf(const Experiment& e, const ExperimentArm& of, const std::s
   aa.matchedBaselineOf.clear();
   aa.expect.clear();
   aa.margin = 0;
+  aa.paperEffect.reset();
+  aa.paperSource.clear();
   aa.topology.name = aa.name;
   if (std::any_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == aa.name; }))
     bad(where + ".arms['" + aa.name + "']", "an arm holds the name of the A/A arm",
@@ -189,7 +191,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     o.fail("schema", "not an experiment file", kExperimentSchema,
            o.has("schema") ? o.raw()["schema"].dump() : "nothing");
   o.allowOnly({"schema", "name", "description", "claim", "corpus", "seeds", "tokens", "eval_tokens", "train",
-               "reference", "aa_arm", "plan", "arms"});
+               "reference", "aa_arm", "plan", "profiles", "arms"});
   Experiment e;
   e.name = o.requireString("name");
   e.description = o.optionalString("description").value_or("");
@@ -248,10 +250,19 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
   for (size_t i = 0; i < arms.size(); ++i) {
     const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
-    a.allowOnly(
-        {"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of", "lr"});
+    a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of",
+                 "lr", "paper_effect", "paper_source"});
     ExperimentArm arm;
     arm.name = a.requireString("name");
+    if (const auto effect = a.optionalNumber("paper_effect")) {
+      if (!std::isfinite(*effect) || std::abs(*effect) > 10)
+        a.fail("paper_effect", "out of range", "a loss difference in nats/token, |x| <= 10",
+               formatNumber(*effect, "%g"));
+      arm.paperEffect = *effect;
+      arm.paperSource = a.optionalString("paper_source").value_or("");
+    } else if (a.has("paper_source")) {
+      a.fail("paper_source", "a source without its number", "\"paper_effect\" beside it", "none");
+    }
     if (const auto lr = a.optionalNumber("lr")) {
       if (!(*lr > 0 && *lr <= 10))
         a.fail("lr", "learning rate out of range", "(0, 10]", formatNumber(*lr, "%g"),
@@ -375,8 +386,57 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   return e;
 }
 
-Experiment readExperimentFile(const fs::path& path) {
-  return experimentFromJson(readJsonFile(path), path.string(), path.parent_path());
+Json experimentProfile(const Json& j, const std::string& profile, const std::string& where) {
+  const JsonObject o(j, where);
+  Json out = j;
+  out.erase("profiles");
+  if (profile.empty()) return out;
+  const auto profiles = o.optionalObject("profiles");
+  if (!profiles || !profiles->has(profile)) {
+    std::string known;
+    if (profiles)
+      for (const auto& [name, value] : profiles->raw().items()) known += (known.empty() ? "" : ", ") + name;
+    o.fail("profiles", "no such profile", known.empty() ? "a \"profiles\" object" : "one of " + known,
+           "'" + profile + "'", "leave --profile out to run the file's own (CPU) configuration");
+  }
+  const JsonObject p = profiles->requireObject(profile);
+  p.allowOnly({"description", "tokens", "eval_tokens", "seeds", "train", "model"});
+  out["name"] = out.value("name", std::string()) + "-" + profile;
+  for (const char* key : {"tokens", "eval_tokens", "seeds"})
+    if (p.has(key)) out[key] = p.raw()[key];
+  if (p.has("train")) {
+    if (!out.contains("train")) out["train"] = Json::object();
+    out["train"].merge_patch(p.requireObject("train").raw());
+  }
+  if (p.has("model")) {
+    const Json& model = p.requireObject("model").raw();
+    for (const auto& [key, value] : model.items())
+      if (key == "preset" || key == "overrides" || key == "name")
+        p.fail("model", "a profile scales the model, not its sharing", "dimensions (d_model, layers, ...)",
+               "'" + key + "'");
+    if (out.contains("arms") && out["arms"].is_array())
+      for (Json& arm : out["arms"]) {
+        if (!arm.is_object() || !arm.contains("topology")) continue;  // baselines and derived arms follow
+        Json& topology = arm["topology"];
+        if (!topology.is_object() || !topology.contains("preset"))
+          p.fail("model", "a profile scales arms given as presets",
+                 "arm '" + arm.value("name", std::string()) + "' as {\"preset\": ...}",
+                 "a topology file or object");
+        topology.merge_patch(model);
+      }
+  }
+  return out;
+}
+
+Experiment readExperimentFile(const fs::path& path, const std::string& profile) {
+  const Json j = readJsonFile(path);
+  const std::string where = path.string();
+  // Every profile the file carries must resolve, whichever one runs: a broken GPU profile is named on CPU.
+  if (j.is_object() && j.contains("profiles") && j["profiles"].is_object())
+    for (const auto& [name, value] : j["profiles"].items())
+      (void)experimentFromJson(experimentProfile(j, name, where), where + " (profile " + name + ")",
+                               path.parent_path());
+  return experimentFromJson(experimentProfile(j, profile, where), where, path.parent_path());
 }
 
 Json experimentToJson(const Experiment& e) {
@@ -392,6 +452,7 @@ Json experimentToJson(const Experiment& e) {
     if (!a.matchedBaselineOf.empty()) arm["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.aaOf.empty()) arm["aa_of"] = a.aaOf;
     if (a.lr) arm["lr"] = *a.lr;
+    if (a.paperEffect) arm["paper_effect"] = *a.paperEffect, arm["paper_source"] = a.paperSource;
     if (!a.expect.empty()) arm["expect"] = a.expect;
     if (a.expect == "no-worse") arm["margin"] = a.margin;
     arms.push_back(arm);
@@ -473,6 +534,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.expect = arm.expect;
     a.margin = arm.margin;
     a.aaOf = arm.aaOf;
+    a.paperEffect = arm.paperEffect;
+    a.paperSource = arm.paperSource;
     const ParamBudget budget = countParameters(arm.topology);
     a.parameters = budget.total;
     a.nonEmbedding = budget.nonEmbedding;
@@ -638,6 +701,7 @@ Json ExperimentReport::toJson() const {
     if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
     if (!a.derivedFrom.empty()) j["derived_from"] = a.derivedFrom;
     if (!a.aaOf.empty()) j["aa_of"] = a.aaOf;
+    if (a.paperEffect) j["paper_effect"] = {{"difference", *a.paperEffect}, {"source", a.paperSource}};
     if (a.aaOf == experiment.reference)
       j["aa_check"] = !std::isfinite(a.difference.halfWidth)             ? "no interval"
                       : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? "contains 0"
@@ -752,6 +816,9 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.claim == ClaimOutcome::Inconclusive)
       md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale" +
             margin + ".";
+    if (a.paperEffect)
+      md += " The paper's own difference: " + formatNumber(*a.paperEffect, "%+.4f") + " nats" +
+            (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
     md += "\n";
   }
   for (const ArmSummary& a : arms) {

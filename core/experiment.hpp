@@ -8,6 +8,7 @@
 //    "corpus": "brown", "seeds": 3 | [1, 2, 3], "tokens": 2000000, "reference": "baseline",
 //    "train": {"batch_size": 16, "lr": 0.003, ...},     overrides of the training options (train_config.hpp)
 //    "eval_tokens": "all" | 32768,                      held-out tokens of each run's final evaluation
+//    "profiles": {"gpu": {"tokens": ..., "train": {"device": "cuda"}, "model": {"d_model": 512, ...}}},
 //    "arms": [{"name": "cycle", "topology": "file.json" | {topology} |
 //                                           {"preset": "cycle", "layers": 8, ..., "overrides": {partial}},
 //              "expect": "better"},
@@ -69,6 +70,10 @@ struct ExperimentArm {
   // The arm's own peak learning rate (its "lr"), over the experiment's train.lr: what `experiment plan`'s
   // sweep chose for it. Unset: the experiment's.
   std::optional<double> lr;
+  // The paper's own effect for this comparison ("paper_effect": arm minus reference in the paper's metric,
+  // nats/token; "paper_source": its table and row), drawn beside ours in the forest plot.
+  std::optional<double> paperEffect;
+  std::string paperSource;
 };
 
 // A no-worse claim's margin unless the file gives one (issue 35: declared before the run; 0 makes the claim
@@ -111,7 +116,15 @@ struct Experiment {
 
 // Reads and validates (unknown arm references, fewer than 2 seeds, arms of different vocabularies, ...): a
 // named Error before anything trains. Topology files are relative to the experiment file.
-Experiment readExperimentFile(const std::filesystem::path& path);
+// `profile` ("" or a name in the file's "profiles"): another scale of the same experiment, applied before
+// resolution (experimentProfile). Every profile the file carries is resolved too, so a broken one is named
+// whichever runs.
+Experiment readExperimentFile(const std::filesystem::path& path, const std::string& profile = "");
+// The experiment JSON with profile `profile` applied, "profiles" removed: its "tokens", "eval_tokens" and
+// "seeds" replace the file's, its "train" merges into the file's (a GPU profile: {"device": "cuda"}), its
+// "model" merges into every arm given as a preset object (dimensions only: matched baselines and derived
+// arms follow their arms), and the name gains "-PROFILE". "" returns the file's own configuration.
+Json experimentProfile(const Json& experiment, const std::string& profile, const std::string& where);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology
 
@@ -145,6 +158,8 @@ ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& differe
 
 struct ArmSummary {
   std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;
+  std::optional<double> paperEffect;  // ExperimentArm::paperEffect
+  std::string paperSource;
   double margin = 0;  // of a no-worse claim
   ClaimOutcome claim = ClaimOutcome::NotStated;
   int64_t parameters = 0, nonEmbedding = 0;

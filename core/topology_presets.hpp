@@ -45,9 +45,10 @@ struct PresetSpec {
   int64_t loraRank = 8;               // per-layer LoRA on shared blocks
   bool shareFfn = true;               // FFN follows the same pattern (else unique per layer)
   bool tiedEmbeddings = true;
-  // [LRS] Table 3's rule ("All configurations are parameter-matched"): the unique blocks are half the
-  // reference's layers (U = L_base / 2; skinny: half its own layers), every layer carries LoRA on its
-  // attention and FFN, and the rank is solved so the model has the parameters of the unshared reference
+  // [LRS] Table 3 ("All configurations are parameter-matched"), as we read it -- the paper states neither U
+  // nor how r is solved; this reading reproduces its printed ranks in 9 of 10 rows: the unique blocks are
+  // half the reference's layers (U = L_base / 2; skinny: half its own layers), every layer carries LoRA on
+  // its attention and FFN, and the rank is solved so the model has the parameters of the unshared reference
   // (`base` at its own depth): non-embedding parameters at the same width, all parameters for skinny, whose
   // smaller embeddings free budget as in the paper's skinny rows. uniqueBlocks and loraRank are then
   // ignored.

@@ -1,6 +1,8 @@
-// sharelens experiment run FILE --out DIR [--parallel N] [--steps N] [--seeds K] [--threads N]
-//   an experiment's runs (trainer/experiment_runner.hpp; --parallel defaults to one run per thread);
-// sharelens experiment plan FILE --out DIR [--parallel N] [--threads N]
+// sharelens experiment run FILE --out DIR [--profile NAME] [--parallel N] [--steps N] [--seeds K] [--threads
+// N]
+//   an experiment's runs (trainer/experiment_runner.hpp; --parallel defaults to one run per thread;
+//   --profile: one of the file's "profiles", such as its GPU scale);
+// sharelens experiment plan FILE --out DIR [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
 //   its report (core/experiment.hpp): per arm the final held-out NLL with a 95% interval over seeds, the
@@ -54,13 +56,14 @@ int runExperimentCommand(Args& args) {
     if (const auto steps = args.integer("steps", 1, 100'000'000)) o.steps = *steps;
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);
     o.deriveArm = experimentDeriver();
+    const std::string profile = args.option("profile", "");
     args.finish();
     if (!out)
       throw Error({.what = "missing --out DIR",
                    .where = "sharelens experiment run",
                    .hint = "usage: " + args.usage()});
     const Experiment e =
-        readExperimentFile(file);  // every mistake in the file is named before anything trains
+        readExperimentFile(file, profile);  // every mistake in the file is named before anything trains
     CancellableTask task(o.threads);
     runExperiment(e, *out, o, task.context(),
                   [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s\n", line.c_str()); });
@@ -75,12 +78,13 @@ int runExperimentCommand(Args& args) {
     o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));
     o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
     o.deriveArm = experimentDeriver();
+    const std::string profile = args.option("profile", "");
     args.finish();
     if (!out)
       throw Error({.what = "missing --out DIR",
                    .where = "sharelens experiment plan",
                    .hint = "usage: " + args.usage()});
-    const Experiment e = readExperimentFile(file);
+    const Experiment e = readExperimentFile(file, profile);
     CancellableTask task(o.threads);
     const ExperimentPlan plan = planExperiment(e, *out, o, task.context(), [](const std::string& line) {
       std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
@@ -102,6 +106,7 @@ int runExperimentCommand(Args& args) {
     if (figures) {  // bars with 95% intervals, and mean curves with +-1 sd bands against tokens and FLOPs
       std::filesystem::create_directories(*figures);
       const std::vector<std::pair<std::string, plot::Figure>> all = {
+          {"forest", plot::experimentForestFigure(r)},
           {"bars", plot::experimentBarsFigure(r)},
           {"curves-tokens", plot::experimentCurvesFigure(r, false)},
           {"curves-flops", plot::experimentCurvesFigure(r, true)}};

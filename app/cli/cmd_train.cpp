@@ -104,7 +104,8 @@ int runTopology(Args& args) {
   spec.base.vocab = args.integer("vocab", 16, 1 << 20).value_or(spec.base.vocab);
   spec.base.context = args.integer("context", 2, 1 << 20).value_or(spec.base.context);
   spec.loraRank = args.integer("lora-rank", 0, 4096).value_or(spec.loraRank);
-  spec.parameterMatched = args.flag("parameter-matched");  // [LRS] Table 3: U = L/2, the LoRA rank solved
+  spec.parameterMatched =
+      args.flag("parameter-matched");  // [LRS] Table 3 as we read it: U = L/2, the LoRA rank solved
   const auto interior = args.integer("ffn-tie-interior", 0, 512);
   const bool untied = args.flag("untied-embeddings");
   const auto factor = args.integer("embedding-rank", 0, 65536);

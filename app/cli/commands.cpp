@@ -42,7 +42,9 @@ const std::vector<Command>& commands() {
        "--out FILE",
        "write a sharing-topology preset as a topology file, and print its parameter budget; "
        "--parameter-matched "
-       "builds it by [LRS] Table 3's rule (U = L/2, the LoRA rank solved to the unshared model's parameters)",
+       "builds it as we read [LRS] Table 3 (U = L/2, the LoRA rank solved to the unshared model's "
+       "parameters; "
+       "the paper states neither, this reading reproduces its ranks)",
        runTopology},
       {"params",
        "sharelens params TOPOLOGY [--match-baseline OUT.json] [--solve-lora-rank N | --budget-of OTHER.json "
@@ -73,9 +75,11 @@ const std::vector<Command>& commands() {
        "otherwise)",
        runEval},
       {"experiment",
-       "sharelens experiment run FILE --out DIR [--parallel N (default: one run per thread)] [--steps N] "
+       "sharelens experiment run FILE --out DIR [--profile NAME] [--parallel N (default: one run per "
+       "thread)] "
+       "[--steps N] "
        "[--seeds K] [--threads N] | "
-       "sharelens experiment plan FILE --out DIR [--parallel N] [--threads N] | "
+       "sharelens experiment plan FILE --out DIR [--profile NAME] [--parallel N] [--threads N] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
        "run a paper's claim as arms x seeds (resuming what is unfinished); plan it first (a learning-rate "
        "sweep per arm, a pilot of the reference and its A/A arm: the tokens and seeds that reach the file's "

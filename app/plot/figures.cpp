@@ -459,6 +459,49 @@ Figure experimentBarsFigure(const ExperimentReport& r) {
   return f;
 }
 
+Figure experimentForestFigure(const ExperimentReport& r) {
+  Figure f;
+  f.title = r.experiment.name + ": each arm minus " + r.experiment.reference +
+            ", paired by seed (95% intervals; below 0 is better)";
+  f.subtitle = r.experiment.claim.paper.empty()
+                   ? r.experiment.description
+                   : r.experiment.claim.paper + ", " + r.experiment.claim.section;
+  f.yLabel = "held-out NLL difference (nats / token)";
+  Series seeds{.label = "over seeds (t)", .color = {0, 90, 160}, .style = SeriesStyle::Markers};
+  Series documents{.label = "over held-out documents (bootstrap)",
+                   .color = {120, 120, 120},
+                   .style = SeriesStyle::Markers};
+  Series paper{.label = "the paper's difference", .color = {200, 60, 60}, .style = SeriesStyle::Markers};
+  Series margin{.label = "no-worse margin", .color = {230, 140, 0}, .dashed = true};
+  for (const ArmSummary& a : r.arms) {
+    if (a.name == r.experiment.reference) continue;
+    const double x = static_cast<double>(f.xCategories.size());
+    f.xCategories.push_back(a.aaOf.empty() ? a.name : a.name + " (A/A)");
+    seeds.x.push_back(x);
+    seeds.y.push_back(a.difference.n > 0 ? a.difference.mean : NAN);
+    seeds.error.push_back(a.difference.n > 1 ? a.difference.halfWidth : 0.0);
+    if (std::isfinite(a.documentDifference.lo)) {  // drawn as its interval, centred between its bounds
+      documents.x.push_back(x + 0.2);
+      documents.y.push_back((a.documentDifference.lo + a.documentDifference.hi) / 2);
+      documents.error.push_back((a.documentDifference.hi - a.documentDifference.lo) / 2);
+    }
+    if (a.paperEffect) paper.x.push_back(x - 0.2), paper.y.push_back(*a.paperEffect);
+    if (a.expect == "no-worse") {  // a segment across the arm's column, apart from the others
+      margin.x.insert(margin.x.end(), {x - 0.4, x + 0.4, x + 0.4});
+      margin.y.insert(margin.y.end(), {a.margin, a.margin, NAN});
+    }
+  }
+  const double n = static_cast<double>(f.xCategories.size());
+  f.series.push_back(Series{.label = "no difference",
+                            .x = {-0.5, n - 0.5},
+                            .y = {0.0, 0.0},
+                            .color = {150, 150, 150},
+                            .dashed = true});
+  for (Series* s : {&margin, &documents, &seeds, &paper})
+    if (!s->x.empty()) f.series.push_back(std::move(*s));
+  return f;
+}
+
 Figure experimentCurvesFigure(const ExperimentReport& r, bool againstFlops) {
   Figure f;
   f.title = r.experiment.name + ": validation loss, mean +- 1 sd over seeds";

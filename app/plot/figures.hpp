@@ -60,6 +60,11 @@ Figure compressionSweepFigure(const SweepReport& sweep);
 // seeds, a matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's Figure
 // 4).
 Figure experimentBarsFigure(const ExperimentReport& report);
+// The comparison itself (issue 35), a forest plot: for every arm but the reference, its paired difference
+// from the reference (arm - reference, nats/token) with the 95% interval over seeds; beside it the 95%
+// interval over held-out documents (bootstrap); a dashed line at zero, each no-worse claim's margin, and the
+// paper's own difference where the experiment gives it. Lower is better for the arm.
+Figure experimentForestFigure(const ExperimentReport& report);
 // Each arm's mean validation curve over seeds with a +-1 sd band, against training tokens or training FLOPs.
 Figure experimentCurvesFigure(const ExperimentReport& report, bool againstFlops);
 

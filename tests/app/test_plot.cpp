@@ -957,6 +957,50 @@ TEST(Figures, ExperimentBarsSayHowManySeedsEachIntervalHas) {
   EXPECT_EQ(f.series[1].label, "baseline");
 }
 
+// The forest plot (issue 35) draws the comparison itself: per arm but the reference, the paired difference
+// with its seed interval, the document interval beside it (its own bounds), zero, a no-worse arm's margin
+// across its column only, and the paper's difference where given; the A/A arm is labelled as such.
+TEST(Figures, ExperimentForestDrawsPairedDifferencesAgainstZeroTheMarginAndThePaper) {
+  ExperimentReport r;
+  r.experiment.name = "tiny";
+  r.experiment.reference = "baseline";
+  for (const char* name : {"shared", "baseline", "baseline-aa"}) {
+    ArmSummary a;
+    a.name = name;
+    r.arms.push_back(a);
+  }
+  r.arms[0].difference = meanInterval(std::vector<double>{0.01, 0.03, 0.02});  // 0.02 +- 0.0248
+  r.arms[0].documentDifference = {
+      .estimate = 0.02, .lo = 0.005, .hi = 0.045, .clusters = 40, .resamples = 2000};
+  r.arms[0].expect = "no-worse";
+  r.arms[0].margin = 0.02;
+  r.arms[0].paperEffect = -0.022;
+  r.arms[2].aaOf = "baseline";
+  r.arms[2].difference = meanInterval(std::vector<double>{-0.01, 0.0, 0.01});
+  const Figure f = experimentForestFigure(r);
+  EXPECT_EQ(f.xCategories, (std::vector<std::string>{"shared", "baseline-aa (A/A)"}));
+  auto series = [&](const std::string& label) -> const Series& {
+    for (const Series& s : f.series)
+      if (s.label == label) return s;
+    ADD_FAILURE() << "no series " << label;
+    return f.series.front();
+  };
+  const Series& seeds = series("over seeds (t)");
+  EXPECT_EQ(seeds.x, (std::vector<double>{0, 1}));
+  EXPECT_NEAR(seeds.y[0], 0.02, 1e-12);
+  EXPECT_NEAR(seeds.error[0], 4.302653 * 0.01 / std::sqrt(3.0), 1e-6);
+  const Series& documents = series("over held-out documents (bootstrap)");
+  ASSERT_EQ(documents.x.size(), 1u) << "only the arm with a document interval";
+  EXPECT_NEAR(documents.y[0] - documents.error[0], 0.005, 1e-12);
+  EXPECT_NEAR(documents.y[0] + documents.error[0], 0.045, 1e-12);
+  EXPECT_EQ(series("the paper's difference").y, std::vector<double>{-0.022});
+  const Series& margin = series("no-worse margin");
+  EXPECT_EQ(margin.x[0], -0.4);
+  EXPECT_EQ(margin.x[1], 0.4);
+  EXPECT_EQ(margin.y[0], 0.02);
+  EXPECT_EQ(series("no difference").y, (std::vector<double>{0, 0}));
+}
+
 TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   MatrixSpectrum m{{"layers.0.q"}, {}};
   m.spectrum.sigma = {4, 2, 1};

@@ -24,7 +24,7 @@ corpus (1-3M parameters, a 1,024-token vocabulary so that embeddings do not domi
 run), then scored on the same held-out documents. Intervals are 95% Student t over seeds; differences are paired
 by seed against the reference arm; a verdict is "better" or "worse" only when the whole interval of the paired
 difference is on one side of zero. A paper's "no-worse" claim is non-inferiority: it holds only when the whole
-interval is at or below the arm's margin (0 nats/token unless the experiment gives one), fails when the whole
+interval is at or below the arm's margin (0.02 nats/token unless the experiment gives one), fails when the whole
 interval is above it, and is otherwise inconclusive. These are small models trained briefly: a claim made at 100M-1B parameters
 and billions of tokens can fail to show here, and where it does, the section says so plainly.
 
@@ -34,8 +34,8 @@ MD
       --reproduce "sharelens experiment run assets/experiments/$name.json --out runs/$name --parallel 2 && sharelens experiment report runs/$name --md $name.md" >/dev/null
     cat "$OUT/$name.md"
     stem=$(python3 -c "import json; print(json.load(open('$ROOT/assets/experiments/$name.json'))['name'])")
-    cp "$OUT/$name-figures/$stem-bars.png" "$ROOT/docs/claims/$stem.png"
-    echo "![$stem: final held-out NLL per arm, 95% intervals](claims/$stem.png)"
+    cp "$OUT/$name-figures/$stem-forest.png" "$ROOT/docs/claims/$stem.png"
+    echo "![$stem: each arm minus the reference, paired by seed, 95% intervals over seeds and over documents, the paper's difference in red](claims/$stem.png)"
     echo
   done
   "$ROOT/tests/tools/claim_compression.sh" "$BUILD" "$OUT/compression"

@@ -496,7 +496,9 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
     const int n = b["seeds_needed"];
     ASSERT_GE(n, 2) << "within 60 seeds at a target of 0.05 nats";
     EXPECT_LE(studentTQuantile(0.975, n - 1) * sd / std::sqrt(n), 0.05);
-    if (n > 2) EXPECT_GT(studentTQuantile(0.975, n - 2) * sd / std::sqrt(n - 1), 0.05);
+    if (n > 2) {
+      EXPECT_GT(studentTQuantile(0.975, n - 2) * sd / std::sqrt(n - 1), 0.05);
+    }
   }
   const Experiment planned = readExperimentFile(dir / "plan" / "planned.json");
   const Json& pick = plan["pilot"][plan["chosen_budget"].get<size_t>()];

@@ -41,7 +41,7 @@ class ExperimentsPanel : public View {
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
     if (!m_report) return {};
-    return {{m_report->experiment.name + "-bars", plot::experimentBarsFigure(*m_report)},
+    return {{m_report->experiment.name + "-forest", plot::experimentForestFigure(*m_report)},
             {m_report->experiment.name + "-curves", plot::experimentCurvesFigure(*m_report, m_flops)}};
   }
 
@@ -284,15 +284,15 @@ class ExperimentsPanel : public View {
                   a.expect.empty() ? "" : "; the paper's claim: ",
                   a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
     }
-    const plot::Figure bars = plot::experimentBarsFigure(r);
+    const plot::Figure forest = plot::experimentForestFigure(r);
     const plot::Figure curves = plot::experimentCurvesFigure(r, m_flops);
-    ImGui::TextDisabled("bars:");
-    drawExportButtons(ctx, bars, r.experiment.name + "-bars", &m_barsState);
+    ImGui::TextDisabled("paired differences:");
+    drawExportButtons(ctx, forest, r.experiment.name + "-forest", &m_barsState);
     ImGui::Checkbox("curves against FLOPs", &m_flops);
     drawExportButtons(ctx, curves, r.experiment.name + (m_flops ? "-curves-flops" : "-curves-tokens"),
                       &m_curvesState);
     const float h = (ImGui::GetContentRegionAvail().y - 10) / 2;
-    plot::plotWidget("##bars", bars, m_barsState, ImVec2(-1, h), ctx.textures, ctx.style);
+    plot::plotWidget("##forest", forest, m_barsState, ImVec2(-1, h), ctx.textures, ctx.style);
     plot::plotWidget("##curves", curves, m_curvesState, ImVec2(-1, h), ctx.textures, ctx.style);
   }
 
