@@ -240,7 +240,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     e.evalTokens = o.optionalInt("eval_tokens", 2).value_or(e.evalTokens);
   if (o.has("train")) e.train = o.requireObject("train").raw();
   if (const auto p = o.optionalObject("plan")) e.plan = planSpecFromJson(*p);
-  for (const char* fixed : {"corpus", "steps", "seed", "init_seed"})
+  for (const char* fixed : {"corpus", "steps", "seed", "init_seed", "data_offset"})
     if (e.train.contains(fixed))
       o.fail("train", std::string("'") + fixed + "' is set by the experiment, not by its training options",
              "no '" + std::string(fixed) + "'", "'" + std::string(fixed) + "'",
@@ -316,8 +316,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
       derived.gamma = d.optionalNumber("gamma").value_or(derived.gamma);
       derived.steps = d.optionalInt("steps", 1).value_or(derived.steps);
       derived.lr = d.optionalNumber("lr").value_or(derived.lr);
-      if (derived.method == "postshare" && !(derived.gamma > 0.0 && std::isfinite(derived.gamma)))
-        d.fail("gamma", "PostShare needs a positive penalty weight", "> 0", std::to_string(derived.gamma));
+      if (derived.method == "postshare" && !(derived.gamma >= 0.0 && std::isfinite(derived.gamma)))
+        d.fail("gamma", "PostShare's penalty weight out of range",
+               ">= 0 (0: the same post-training without the penalty, the control arm)",
+               std::to_string(derived.gamma));
       if (!(derived.lr > 0.0 && derived.lr <= 10.0))
         d.fail("lr", "learning rate out of range", "(0, 10]", std::to_string(derived.lr));
       arm.derive = derived;

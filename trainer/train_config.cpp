@@ -34,6 +34,7 @@ Json trainConfigToJson(const TrainConfig& c) {
           {"keep_checkpoints", checkpointRetentionToJson(c.keepCheckpoints)},
           {"seed", c.seed},
           {"init_seed", c.initSeed},
+          {"data_offset", c.dataOffset},
           {"threads", c.threads},
           {"device", c.device},
           {"max_consecutive_nonfinite", c.maxConsecutiveNonFinite},
@@ -69,6 +70,7 @@ TrainConfig trainConfigFromJson(const Json& j, const std::string& where) {
   }
   c.seed = static_cast<uint64_t>(o.optionalInt("seed", 0).value_or(static_cast<int64_t>(c.seed)));
   c.initSeed = static_cast<uint64_t>(o.optionalInt("init_seed", 0).value_or(0));
+  c.dataOffset = o.optionalInt("data_offset", 0).value_or(0);
   c.threads = static_cast<int>(o.optionalInt("threads", 0).value_or(c.threads));
   c.device = o.optionalString("device").value_or(c.device);
   c.maxConsecutiveNonFinite =

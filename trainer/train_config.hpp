@@ -25,7 +25,10 @@ struct TrainConfig {
   int64_t checkpointEvery = 100;
   CheckpointRetention keepCheckpoints;  // log-spaced by default (core/checkpoint_retention.hpp)
   uint64_t seed = 1234;                 // the data order, and the initialisation unless initSeed is set
-  uint64_t initSeed = 0;       // the model's initialisation; 0: `seed` (an experiment's A/A arm sets another)
+  uint64_t initSeed = 0;  // the model's initialisation; 0: `seed` (an experiment's A/A arm sets another)
+  // Step s trains on batch s + dataOffset of the seed's stream: the post-training of a model pretrained for N
+  // steps with this seed takes N, so it sees batches its pretraining did not.
+  int64_t dataOffset = 0;
   int threads = 0;             // 0: all cores
   std::string device = "cpu";  // cpu or cuda (a CUDA build of LibTorch)
   int64_t maxConsecutiveNonFinite = 5;

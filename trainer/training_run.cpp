@@ -584,7 +584,7 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
   const int64_t begin = rowStart(c.batchSize, rank, world), end = begin + rowsOf(c.batchSize, rank, world);
   const double share = static_cast<double>(end - begin) / static_cast<double>(c.batchSize);
   const torch::Tensor tokens =
-      toDevice(trainingBatch(m_data, c.seed, step, c.batchSize, context, begin, end));
+      toDevice(trainingBatch(m_data, c.seed, step + c.dataOffset, c.batchSize, context, begin, end));
   if (fault::outOfMemoryAt(step)) throw std::bad_alloc();
   torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
   {

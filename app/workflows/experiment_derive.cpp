@@ -28,6 +28,9 @@ DeriveArm experimentDeriver() {
     o.gamma = d.gamma;
     o.maxContext = arm.topology.model.context;
     o.config = experimentTrainConfig(e, e.arm(d.from), seed);
+    // Post-training draws the batches after the pretraining's (issue 35: replaying its first batches would
+    // measure more pretraining, not recovery).
+    o.config.dataOffset = o.config.steps;
     o.config.steps = d.steps;
     o.config.lr = d.lr;
     o.config.warmupSteps = std::min<int64_t>(o.config.warmupSteps, d.steps / 10);

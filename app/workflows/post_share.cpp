@@ -43,10 +43,10 @@ void refuseAnotherPostShare(const Json& record, const RunRequest& request, const
 
 PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
                              const std::function<void(const StepMetrics&)>& onStep) {
-  if (!(o.gamma > 0.0 && std::isfinite(o.gamma)))
-    throw Error({.what = "PostShare needs a positive penalty weight",
+  if (!(o.gamma >= 0.0 && std::isfinite(o.gamma)))
+    throw Error({.what = "PostShare's penalty weight is out of range",
                  .where = "--gamma",
-                 .expected = "> 0",
+                 .expected = ">= 0 (0: the same post-training without the penalty, PostShare's control)",
                  .found = std::to_string(o.gamma)});
   const auto ckpt = Checkpoint::open(resolveModelPath(o.init));
   const fs::path runDir = o.outDir / "run";

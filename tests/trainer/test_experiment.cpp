@@ -180,7 +180,9 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
               "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
              {"name": "directshare", "derive": {"from": "pretrained", "method": "directshare", "ratio": 0.25}},
              {"name": "postshare", "expect": "better",
-              "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25, "gamma": 0.1, "steps": 4}}]})");
+              "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25, "gamma": 0.1, "steps": 4}},
+             {"name": "posttrain", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25, "gamma": 0,
+              "steps": 4}}]})");
   writeFileAtomically(dir / "d.json", e.dump());
   auto r = runProcess(kBinary + " experiment run " + shellQuote((dir / "d.json").string()) + " --out " +
                       shellQuote((dir / "out").string()) + " --threads 1");
@@ -204,6 +206,16 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   EXPECT_GT(arm("pretrained").tokens, 0);
   EXPECT_EQ(arm("directshare").tokens, arm("pretrained").tokens);
   EXPECT_GT(arm("postshare").tokens, arm("pretrained").tokens);
+  // The control (gamma = 0: the same post-training without the penalty) and PostShare post-train on the
+  // batches after the pretraining's (data_offset = its steps), not a replay of its first ones.
+  EXPECT_EQ(arm("posttrain").parameters, arm("postshare").parameters);
+  const int64_t pretrainedSteps =
+      readJsonFile(experimentRunDirectory(dir / "out", "pretrained", 1) / "run.json")["config"]["steps"];
+  for (const char* derived : {"postshare", "posttrain"}) {
+    const Json config = readJsonFile(experimentRunDirectory(dir / "out", derived, 1) / "postshare-run" /
+                                     "run" / "run.json")["config"];
+    EXPECT_EQ(config["data_offset"], pretrainedSteps) << derived;
+  }
   for (uint64_t seed : {1, 2}) {
     EXPECT_TRUE(
         fs::exists(experimentRunDirectory(dir / "out", "directshare", seed) / "model" / "model.safetensors"));
