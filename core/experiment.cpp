@@ -402,7 +402,7 @@ Json experimentProfile(const Json& j, const std::string& profile, const std::str
            "'" + profile + "'", "leave --profile out to run the file's own (CPU) configuration");
   }
   const JsonObject p = profiles->requireObject(profile);
-  p.allowOnly({"description", "tokens", "eval_tokens", "seeds", "train", "model"});
+  p.allowOnly({"description", "tokens", "eval_tokens", "seeds", "train", "model", "arms"});
   out["name"] = out.value("name", std::string()) + "-" + profile;
   for (const char* key : {"tokens", "eval_tokens", "seeds"})
     if (p.has(key)) out[key] = p.raw()[key];
@@ -426,6 +426,20 @@ Json experimentProfile(const Json& j, const std::string& profile, const std::str
                  "a topology file or object");
         topology.merge_patch(model);
       }
+  }
+  if (p.has("arms")) {  // per arm, after "model": what one arm needs besides (a width that holds N_tot fixed)
+    const JsonObject arms = p.requireObject("arms");
+    for (const auto& [name, patch] : arms.raw().items()) {
+      Json* target = nullptr;
+      for (Json& arm : out["arms"])
+        if (arm.is_object() && arm.value("name", std::string()) == name && arm.contains("topology") &&
+            arm["topology"].is_object() && arm["topology"].contains("preset"))
+          target = &arm["topology"];
+      if (!target || !patch.is_object())
+        arms.fail(name, "no arm given as a preset by that name, or not an object",
+                  "an arm's name: {dimensions}", patch.dump());
+      target->merge_patch(patch);
+    }
   }
   return out;
 }

@@ -123,7 +123,8 @@ Experiment readExperimentFile(const std::filesystem::path& path, const std::stri
 // The experiment JSON with profile `profile` applied, "profiles" removed: its "tokens", "eval_tokens" and
 // "seeds" replace the file's, its "train" merges into the file's (a GPU profile: {"device": "cuda"}), its
 // "model" merges into every arm given as a preset object (dimensions only: matched baselines and derived
-// arms follow their arms), and the name gains "-PROFILE". "" returns the file's own configuration.
+// arms follow their arms), then "arms": {NAME: {...}} into that arm alone, and the name gains "-PROFILE". ""
+// returns the file's own configuration.
 Json experimentProfile(const Json& experiment, const std::string& profile, const std::string& where);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology

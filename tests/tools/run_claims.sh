@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
 # Runs every shipped experiment (assets/experiments, one per claim of the papers) on this machine and writes
-# docs/CLAIMS.md from their reports, with each claim's bar chart in docs/claims/, then the MASA compression
-# comparison (tests/tools/claim_compression.sh). Resumable: a killed run continues where it stopped. About two
-# hours on two cores.
+# docs/CLAIMS.md from their reports, with each claim's forest plot in docs/claims/, then the MASA compression
+# comparison (tests/tools/claim_compression.sh). Each experiment is planned first (`experiment plan`: its
+# learning rates, and the tokens and seeds that reach the file's target interval), then run as planned.
+# Resumable: a killed plan or run continues where it stopped. Goal: 90 minutes per experiment on two cores.
 # Usage: tests/tools/run_claims.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
 BUILD="$(cd "${1:-build}" && pwd)"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${2:-$ROOT/out/claims}"
 mkdir -p "$OUT" "$ROOT/docs/claims"
-order=(head_sharing layer_sharing depth embeddings masa ffn_tying postshare)
+order=(head_sharing qkv_sharing layer_sharing depth embeddings embedding_tying masa ffn_tying postshare)
 for name in "${order[@]}"; do
   echo "== $name" >&2
-  "$BUILD/sharelens" experiment run "$ROOT/assets/experiments/$name.json" --out "$OUT/$name" --parallel 2 --threads 2
+  "$BUILD/sharelens" experiment plan "$ROOT/assets/experiments/$name.json" --out "$OUT/$name-plan" --threads 2
+  "$BUILD/sharelens" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --threads 2
 done
 {
   cat <<'MD'
 # Claims, checked at small scale
 
 Each section is one claim of the papers ShareLens implements, run as an experiment on this machine (two CPU
-cores, Debian 12) with `tests/tools/run_claims.sh build`: every arm trained from scratch with 3 seeds on the Brown
-corpus (1-3M parameters, a 1,024-token vocabulary so that embeddings do not dominate, 0.5M training tokens per
-run), then scored on the same held-out documents. Intervals are 95% Student t over seeds; differences are paired
-by seed against the reference arm; a verdict is "better" or "worse" only when the whole interval of the paired
+cores, Debian 12) with `tests/tools/run_claims.sh build`: each experiment planned first (a learning-rate sweep per
+arm, a pilot of the reference and its A/A arm that sizes the tokens and seeds for a paired half-width of 0.02
+nats), then every arm trained from scratch with the planned seeds on the english corpus (Brown, State of the
+Union, Moby-Dick; 0.4-1.2M parameters), then scored on every held-out document. Intervals are 95% Student t
+over seeds, with a bootstrap over documents beside them; differences are paired by seed against the reference
+arm; each experiment's A/A arm (the reference re-initialised) shows the interval containing 0 when nothing
+differs; a verdict is "better" or "worse" only when the whole interval of the paired
 difference is on one side of zero. A paper's "no-worse" claim is non-inferiority: it holds only when the whole
 interval is at or below the arm's margin (0.02 nats/token unless the experiment gives one), fails when the whole
 interval is above it, and is otherwise inconclusive. These are small models trained briefly: a claim made at 100M-1B parameters
@@ -31,7 +36,8 @@ and billions of tokens can fail to show here, and where it does, the section say
 MD
   for name in "${order[@]}"; do
     "$BUILD/sharelens" experiment report "$OUT/$name" --md "$OUT/$name.md" --figures "$OUT/$name-figures" \
-      --reproduce "sharelens experiment run assets/experiments/$name.json --out runs/$name --parallel 2 && sharelens experiment report runs/$name --md $name.md" >/dev/null
+      --reproduce "sharelens experiment plan assets/experiments/$name.json --out runs/$name-plan && sharelens experiment run runs/$name-plan/planned.json --out runs/$name && sharelens experiment report runs/$name --md $name.md" >/dev/null
+    cat "$OUT/$name-plan/plan.md"
     cat "$OUT/$name.md"
     stem=$(python3 -c "import json; print(json.load(open('$ROOT/assets/experiments/$name.json'))['name'])")
     cp "$OUT/$name-figures/$stem-forest.png" "$ROOT/docs/claims/$stem.png"
