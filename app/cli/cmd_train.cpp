@@ -338,6 +338,15 @@ int runTrain(Args& args) {
                        .eval = eval,
                        .outDir = *out};
     if (!lrGiven) o.config.lr = kPostShareLr;  // the paper's post-training rate, not pretraining's
+    // A ShareLens run pretrained on this corpus with this seed: post-train on the batches after its last
+    // (replaying its first ones would be more of the same pretraining, not recovery).
+    if (const auto run = runDirectoryOf(*init); run && std::filesystem::exists(*run / "run.json")) {
+      const Json pretrained = readJsonFile(*run / "run.json").value("config", Json::object());
+      if (pretrained.value("corpus", std::string()) == o.config.corpus &&
+          pretrained.value("seed", uint64_t{0}) == o.config.seed)
+        o.config.dataOffset =
+            pretrained.value("steps", int64_t{0}) + pretrained.value("data_offset", int64_t{0});
+    }
     const PostShareReport r = runPostShare(o, task.context(), [&](const StepMetrics& m) { printer("", m); });
     task.finish();
     if (r.training != RunState::Finished) {  // nothing shared or reported yet: the same command continues it

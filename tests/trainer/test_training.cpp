@@ -490,6 +490,8 @@ TEST(Training, AStoppedPostShareContinuesWithTheSameCommandAndShowsNoResultBefor
   EXPECT_EQ(latestCheckpoint(ps / "run")->step, 60);
   const auto losses = lossesOf(ps / "run");
   EXPECT_EQ(losses.size(), 60u) << "every step of the post-training once";
+  // Post-training draws the batches after the 10 its source was pretrained on (same corpus, same seed).
+  EXPECT_EQ(readJsonFile(ps / "run" / "run.json")["config"]["data_offset"], 10);
   for (const char* model : {"postshare", "directshare"})
     EXPECT_NO_THROW(Checkpoint::open(ps / model)) << model;
   r = runProcess(postShare("0.25"));
