@@ -676,15 +676,52 @@ ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& differe
   return (expect == "better") == (v == Verdict::Better) ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
 }
 
-double ArmSummary::lossAtFlops(double flops) const {
-  for (size_t i = 0; i < curveTokens.size(); ++i) {
-    const double f = curveTokens[i] * flopsPerToken;
+namespace {
+
+// A validation curve (loss at tokens) read at a training-FLOPs budget, linearly between its points; NaN
+// before the first point (not measured) and beyond the last.
+double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>& loss, double flopsPerToken,
+                    double flops) {
+  for (size_t i = 0; i < tokens.size() && i < loss.size(); ++i) {
+    const double f = tokens[i] * flopsPerToken;
     if (f < flops) continue;
-    if (i == 0) return flops == f ? curveMean[0] : NAN;  // before the first logged point: not measured
-    const double f0 = curveTokens[i - 1] * flopsPerToken, t = (flops - f0) / (f - f0);
-    return curveMean[i - 1] + t * (curveMean[i] - curveMean[i - 1]);
+    if (i == 0) return flops == f ? loss[0] : NAN;
+    const double f0 = tokens[i - 1] * flopsPerToken, t = (flops - f0) / (f - f0);
+    return loss[i - 1] + t * (loss[i] - loss[i - 1]);
   }
   return NAN;
+}
+
+}  // namespace
+
+double ArmSummary::lossAtFlops(double flops) const {
+  return curveAtFlops(curveTokens, curveMean, flopsPerToken, flops);
+}
+
+double ExperimentReport::commonFlops() const {
+  double common = INFINITY;
+  for (const ArmSummary& a : arms)
+    if (!a.curveTokens.empty() && a.derivedFrom.empty())
+      common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
+  return std::isfinite(common) ? common : NAN;
+}
+
+MeanInterval ExperimentReport::equalFlopsDifference(const ArmSummary& arm, double flops) const {
+  const ArmSummary* reference = nullptr;
+  for (const ArmSummary& a : arms)
+    if (a.name == experiment.reference) reference = &a;
+  std::vector<double> differences;
+  if (!reference || !std::isfinite(flops)) return meanInterval(differences);
+  for (const RunSummary& a : runs) {
+    if (a.arm != arm.name) continue;
+    for (const RunSummary& b : runs)
+      if (b.arm == reference->name && b.seed == a.seed) {
+        const double d = curveAtFlops(a.curveTokens, a.curveValLoss, arm.flopsPerToken, flops) -
+                         curveAtFlops(b.curveTokens, b.curveValLoss, reference->flopsPerToken, flops);
+        if (std::isfinite(d)) differences.push_back(d);
+      }
+  }
+  return meanInterval(differences);
 }
 
 Json ExperimentReport::toJson() const {
@@ -722,6 +759,10 @@ Json ExperimentReport::toJson() const {
       j["aa_check"] = !std::isfinite(a.difference.halfWidth)             ? "no interval"
                       : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? "contains 0"
                                                                          : "excludes 0";
+    if (a.name != experiment.reference && a.derivedFrom.empty() && std::isfinite(commonFlops()))
+      j["equal_flops"] = {{"flops", commonFlops()},
+                          {"validation_loss", number(a.lossAtFlops(commonFlops()))},
+                          {"difference", interval(equalFlopsDifference(a, commonFlops()))}};
     if (a.name != experiment.reference)
       j["vs_reference"] = {{"paired_differences", a.differences},
                            {"difference", interval(a.difference)},
@@ -856,16 +897,21 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
     md += "\n";
   }
-  // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached.
-  double common = INFINITY;
-  for (const ArmSummary& a : arms)
-    if (!a.curveTokens.empty() && a.derivedFrom.empty())
-      common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
+  // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
+  // its difference from the reference there, paired by seed.
+  const double common = commonFlops();
   if (std::isfinite(common) && arms.size() > 1) {
     md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") +
-          ", the smallest budget any arm reached), mean validation loss:";
-    for (const ArmSummary& a : arms)
-      if (a.derivedFrom.empty()) md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f") + ";";
+          ", the smallest budget any arm reached), mean validation loss";
+    md += " (and minus " + e.reference + ", paired by seed, 95%):";
+    for (const ArmSummary& a : arms) {
+      if (!a.derivedFrom.empty()) continue;
+      md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f");
+      const MeanInterval d = equalFlopsDifference(a, common);
+      if (a.name != e.reference && std::isfinite(d.halfWidth))
+        md += " (" + formatNumber(d.mean, "%+.4f") + " ± " + formatNumber(d.halfWidth, "%.4f") + ")";
+      md += ";";
+    }
     md += "\n";
   }
   if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";

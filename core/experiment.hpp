@@ -185,6 +185,11 @@ struct ExperimentReport {
   std::vector<RunSummary> runs;
   std::vector<ArmSummary> arms;
   bool complete = false;  // every arm x seed finished
+  // Equal training FLOPs: the smallest final training FLOPs any trained arm's mean curve reached (NaN when
+  // none has a curve), and an arm's validation loss there minus the reference's, paired by seed, each run's
+  // own curve interpolated (issue 35: the equal-FLOPs comparison with an interval).
+  double commonFlops() const;
+  MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
   Json toJson() const;
   std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
 };

@@ -298,6 +298,27 @@ TEST(Experiment, LossAtEqualFlopsIsReadWithinTheCurveOnly) {
   EXPECT_EQ(a.lossAtFlops(300.0), 4.5);
   EXPECT_EQ(a.lossAtFlops(400.0), 4.0);
   EXPECT_TRUE(std::isnan(a.lossAtFlops(401.0)));
+
+  // The paired difference at equal FLOPs, worked by hand: the arm costs 2 FLOPs a token, the reference 1;
+  // at 300 FLOPs the arm's seeds read 4.5 and 4.7 (halfway between their points at 100 and 200 tokens),
+  // the reference's 4.2 and 4.3 (at 300 tokens exactly): differences 0.3 and 0.4.
+  ExperimentReport r;
+  r.experiment.reference = "ref";
+  ArmSummary ref;
+  ref.name = "ref";
+  ref.flopsPerToken = 1.0;
+  ref.curveTokens = {150, 300};
+  a.name = "arm";
+  r.arms = {a, ref};
+  r.runs = {{.arm = "arm", .seed = 1, .curveTokens = {100, 200}, .curveValLoss = {5.0, 4.0}},
+            {.arm = "arm", .seed = 2, .curveTokens = {100, 200}, .curveValLoss = {5.2, 4.2}},
+            {.arm = "ref", .seed = 1, .curveTokens = {150, 300}, .curveValLoss = {4.6, 4.2}},
+            {.arm = "ref", .seed = 2, .curveTokens = {150, 300}, .curveValLoss = {4.7, 4.3}}};
+  EXPECT_EQ(r.commonFlops(), 300.0);
+  const MeanInterval d = r.equalFlopsDifference(r.arms[0], 300.0);
+  ASSERT_EQ(d.n, 2);
+  EXPECT_NEAR(d.mean, 0.35, 1e-12);
+  EXPECT_NEAR(d.halfWidth, 12.7062 * 0.0707107 / std::sqrt(2.0), 1e-4);  // t(0.975, 1) s / sqrt(2)
 }
 
 // The report from the evaluations an experiment directory holds (written here as the runner writes them):
