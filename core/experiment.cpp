@@ -125,6 +125,10 @@ PlanSpec planSpecFromJson(const JsonObject& p) {
     p.fail(s.pilotSeeds > 1000 ? "pilot_seeds" : "max_seeds", "too many seeds", "<= 1000", "more");
   s.pilotBudgets = positiveNumbers(p, "pilot_budgets", s.pilotBudgets, 1.0);
   s.lrFactors = positiveNumbers(p, "lr_factors", s.lrFactors, 1000.0);
+  for (size_t i = 0; i < s.lrFactors.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (s.lrFactors[i] == s.lrFactors[j])
+        p.fail("lr_factors", "a factor listed twice", "distinct factors", formatNumber(s.lrFactors[i], "%g"));
   s.lrBudget = p.optionalNumber("lr_budget").value_or(s.lrBudget);
   if (!(s.lrBudget > 0 && s.lrBudget <= 1))
     p.fail("lr_budget", "out of range", "a fraction of tokens in (0, 1]", formatNumber(s.lrBudget, "%g"));
@@ -455,6 +459,19 @@ Experiment readExperimentFile(const fs::path& path, const std::string& profile) 
   return experimentFromJson(experimentProfile(j, profile, where), where, path.parent_path());
 }
 
+Json experimentRecord(Json recorded) {
+  if (!recorded.is_object() || recorded.contains("aa_arm")) return recorded;
+  // Written before 2026-11-26: no A/A arm, a no-worse margin of 0 when none was written, and 32,768
+  // evaluation tokens unless given.
+  recorded["aa_arm"] = false;
+  if (!recorded.contains("eval_tokens")) recorded["eval_tokens"] = 32768;
+  if (recorded.contains("arms") && recorded["arms"].is_array())
+    for (Json& arm : recorded["arms"])
+      if (arm.is_object() && arm.value("expect", std::string()) == "no-worse" && !arm.contains("margin"))
+        arm["margin"] = 0.0;
+  return recorded;
+}
+
 Json experimentToJson(const Experiment& e) {
   Json arms = Json::array();
   for (const ExperimentArm& a : e.arms) {
@@ -515,6 +532,10 @@ BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const s
         pairs.emplace_back(&a, &b);
   }
   if (pairs.empty()) return {};
+  // Resampling picks documents by index: every pair must have scored the same documents (a run evaluated
+  // again on fewer tokens has not), or there is no document interval.
+  for (const auto& pair : pairs)
+    if (pair.first->documentIds != pairs.front().first->documentIds) return {};
   return clusterBootstrap(pairs.front().first->documentIds.size(), [&](std::span<const double> w) {
     auto nll = [&](const RunSummary& run) {
       double sum = 0, tokens = 0;
@@ -538,7 +559,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
                  .expected = "experiment.json",
                  .hint = "pass the --out of `sharelens experiment run`"});
   ExperimentReport r;
-  r.experiment = experimentFromJson(readJsonFile(file), file.string(), outDir);
+  r.experiment = experimentFromJson(experimentRecord(readJsonFile(file)), file.string(), outDir);
   const Experiment& e = r.experiment;
   r.complete = true;
   std::map<std::string, std::map<uint64_t, double>> nll;  // arm -> seed -> final NLL
@@ -609,7 +630,10 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
         }
       }
       if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
-      if (fs::exists(dir / "eval.json")) {
+      run.failed = fs::exists(dir / kFailedRunFile);
+      if (run.failed) {
+        r.complete = false;
+      } else if (fs::exists(dir / "eval.json")) {
         const Json ev = readJsonFile(dir / "eval.json");
         const auto found = ev.is_object() ? ev.find("nll") : ev.end();
         if (found == ev.end() || !found->is_number())
@@ -622,9 +646,26 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
         run.finalNll = found->get<double>();
         run.finished = true;
         if (ev.contains("document_nll") && ev.contains("document_tokens") && ev.contains("document_ids")) {
-          run.documentIds = ev["document_ids"].get<std::vector<std::string>>();
-          run.documentNll = ev["document_nll"].get<std::vector<double>>();
-          run.documentTokens = ev["document_tokens"].get<std::vector<int64_t>>();
+          try {
+            run.documentIds = ev["document_ids"].get<std::vector<std::string>>();
+            run.documentNll = ev["document_nll"].get<std::vector<double>>();
+            run.documentTokens = ev["document_tokens"].get<std::vector<int64_t>>();
+          } catch (const Json::exception& error) {
+            throw Error(
+                {.what = "a run's per-document sums are malformed",
+                 .where = (dir / "eval.json").string(),
+                 .expected = "document_ids (strings), document_nll (numbers), document_tokens (integers)",
+                 .found = error.what(),
+                 .hint = "remove eval.json to evaluate the run again"});
+          }
+          if (run.documentNll.size() != run.documentIds.size() ||
+              run.documentTokens.size() != run.documentIds.size())
+            throw Error({.what = "a run's per-document sums differ in length",
+                         .where = (dir / "eval.json").string(),
+                         .expected = std::to_string(run.documentIds.size()) + " of each",
+                         .found = std::to_string(run.documentNll.size()) + " sums, " +
+                                  std::to_string(run.documentTokens.size()) + " counts",
+                         .hint = "remove eval.json to evaluate the run again"});
         }
         finals.push_back(run.finalNll);
         nll[arm.name][seed] = run.finalNll;
@@ -780,6 +821,7 @@ Json ExperimentReport::toJson() const {
                     {"seed", s.seed},
                     {"finished", s.finished},
                     {"final_nll", number(s.finalNll)},
+                    {"failed", s.failed},
                     {"tokens", s.tokens},
                     {"seconds", s.seconds}});
   return {{"schema", "sharelens.experiment-report/1"},

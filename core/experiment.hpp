@@ -128,6 +128,10 @@ Experiment readExperimentFile(const std::filesystem::path& path, const std::stri
 Json experimentProfile(const Json& experiment, const std::string& profile, const std::string& where);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology
+// An experiment directory's experiment.json as this version reads it: one written before the A/A arm (no
+// "aa_arm") keeps the meaning it was run with -- no A/A arm, a no-worse margin of 0 where none was written,
+// 32,768 evaluation tokens unless given.
+Json experimentRecord(Json recorded);
 
 std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir, const std::string& arm,
                                              uint64_t seed);
@@ -135,10 +139,14 @@ std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir
 // ---- the report
 // ----------------------------------------------------------------------------------------------
 
+// A run the runner gave up on under ExperimentRunOptions::tolerateFailedRuns (its directory holds this file).
+inline constexpr const char* kFailedRunFile = "failed.json";
+
 struct RunSummary {
   std::string arm;
   uint64_t seed = 0;
   bool finished = false;  // trained to the end and evaluated
+  bool failed = false;    // kFailedRunFile: diverged or not finite (unfinished, and not retried)
   double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
   // Its per-document sums (eval.json's document_ids, document_nll, document_tokens; empty in evaluations
   // written before they were kept).

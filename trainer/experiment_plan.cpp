@@ -103,9 +103,11 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   }
   if (log) log("plan: learning-rate sweep, " + std::to_string(sweepArms.size()) + " runs");
   const fs::path sweepDir = outDir / "lr-sweep";
+  ExperimentRunOptions sweepOptions = o;
+  sweepOptions.tolerateFailedRuns = true;  // a rate that diverges is a result of the sweep
   runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds[0], e.seeds[1]},
                       static_cast<int64_t>(s.lrBudget * static_cast<double>(e.tokens)), false),
-                sweepDir, o, ctx, log);
+                sweepDir, sweepOptions, ctx, log);
   const ExperimentReport sweep = reportExperiment(sweepDir);
   for (LrChoice& choice : plan.lr) {
     double best = INFINITY;
@@ -178,7 +180,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   plan.chosen = *best;
   const PilotBudget& chosen = plan.budgets[plan.chosen];
   plan.tokens = chosen.tokens;
-  plan.seeds = std::max(3, chosen.seedsNeeded > 0 ? chosen.seedsNeeded : s.maxSeeds);
+  plan.seeds = std::max(std::min(3, s.maxSeeds), chosen.seedsNeeded > 0 ? chosen.seedsNeeded : s.maxSeeds);
   plan.planned.tokens = plan.tokens;
   plan.planned.seeds.clear();
   for (int i = 1; i <= plan.seeds; ++i) plan.planned.seeds.push_back(static_cast<uint64_t>(i));

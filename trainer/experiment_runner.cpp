@@ -94,13 +94,21 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         if (arm.is_object()) {
           arm.erase("expect");
           arm.erase("margin");
+          arm.erase("paper_effect");
+          arm.erase("paper_source");
         }
     return j;
   };
   fs::create_directories(outDir);
   const DirectoryLock lock(outDir, "experiment");  // one runner per directory; released when it ends
   if (fs::exists(file)) {
-    const Json recorded = readJsonFile(file);
+    // Read as this version reads it (an older record's defaults kept), then written as this version writes
+    // it, so that only what differs in substance counts.
+    Json recorded = experimentRecord(readJsonFile(file));
+    try {
+      recorded = experimentToJson(experimentFromJson(recorded, file.string(), outDir));
+    } catch (const Error&) {  // not readable any more: compared as it stands
+    }
     // Another experiment is refused once any of its runs has started; one that never trained a step (refused
     // by a check at training time) is only a plan, and its corrected file takes its place.
     if (trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(outDir))
@@ -166,6 +174,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     eo.tokens = e.evalTokens;
     eo.threads = threads;
     const EvalResult ev = evaluateCheckpoint(model, eo, own);
+    if (!std::isfinite(ev.nll) && o.tolerateFailedRuns)
+      throw Error({.what = "the held-out loss is not finite", .where = dir.string(), .found = "NaN or inf"});
     writeFileAtomically(dir / "eval.json", evalResultToJson(ev).dump(2) + "\n");
     return ev.nll;
   };
@@ -227,14 +237,25 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       }
       const std::string name = job.arm->name + " seed " + std::to_string(job.seed);
       try {
-        if (fs::exists(experimentRunDirectory(outDir, job.arm->name, job.seed) / "eval.json")) {
-          say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name +
-              ": already finished");
+        const fs::path runDir = experimentRunDirectory(outDir, job.arm->name, job.seed);
+        if (fs::exists(runDir / "eval.json") || fs::exists(runDir / kFailedRunFile)) {
+          say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": already " +
+              (fs::exists(runDir / "eval.json") ? "finished" : "failed"));
           continue;
         }
         TaskContext own = ctx;
         own.threads = threads;
-        const std::optional<double> nll = runOne(job, own);
+        std::optional<double> nll;
+        try {
+          nll = runOne(job, own);
+        } catch (const Error& error) {
+          if (!o.tolerateFailedRuns) throw;
+          fs::create_directories(runDir);
+          writeFileAtomically(runDir / kFailedRunFile, Json{{"message", error.what()}}.dump(2) + "\n");
+          say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": failed (" +
+              error.what() + "), recorded and passed over");
+          continue;
+        }
         if (!nll) return;
         char text[32];
         std::snprintf(text, sizeof text, "%.4f", *nll);

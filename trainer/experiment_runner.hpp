@@ -34,6 +34,10 @@ struct ExperimentRunOptions {
   std::optional<int64_t> steps;  // overrides the token budget (steps of every arm)
   std::optional<int> seeds;      // only the first K seeds
   DeriveArm deriveArm;           // needed when the experiment has derived arms
+  // A run that fails (diverges, or ends with a non-finite held-out loss) is recorded as failed.json in its
+  // directory and the others go on, instead of stopping the experiment; run again, it is not retried.
+  // `experiment plan`'s learning-rate sweep, where a too-high rate is an outcome, not an error.
+  bool tolerateFailedRuns = false;
 };
 
 // The training options of an arm: the defaults, the experiment's overrides, its corpus, the seed, and the

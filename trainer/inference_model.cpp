@@ -1,7 +1,5 @@
 #include "trainer/inference_model.hpp"
 
-#include "trainer/cpu_attention.hpp"
-
 #include <cmath>
 #include <functional>
 

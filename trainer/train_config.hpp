@@ -27,7 +27,8 @@ struct TrainConfig {
   uint64_t seed = 1234;                 // the data order, and the initialisation unless initSeed is set
   uint64_t initSeed = 0;  // the model's initialisation; 0: `seed` (an experiment's A/A arm sets another)
   // Step s trains on batch s + dataOffset of the seed's stream: the post-training of a model pretrained for N
-  // steps with this seed takes N, so it sees batches its pretraining did not.
+  // steps with this seed takes N, so it draws fresh batches (windows at other offsets of the same text)
+  // instead of replaying the pretraining's.
   int64_t dataOffset = 0;
   int threads = 0;             // 0: all cores
   std::string device = "cpu";  // cpu or cuda (a CUDA build of LibTorch)

@@ -474,7 +474,9 @@ Figure experimentForestFigure(const ExperimentReport& r) {
   Series paper{.label = "the paper's difference", .color = {200, 60, 60}, .style = SeriesStyle::Markers};
   Series margin{.label = "no-worse margin", .color = {230, 140, 0}, .dashed = true};
   for (const ArmSummary& a : r.arms) {
-    if (a.name == r.experiment.reference) continue;
+    // An A/A arm of anything but the reference (a derived reference's source, re-initialised) minus the
+    // reference is no A/A difference: left out.
+    if (a.name == r.experiment.reference || (!a.aaOf.empty() && a.aaOf != r.experiment.reference)) continue;
     const double x = static_cast<double>(f.xCategories.size());
     f.xCategories.push_back(a.aaOf.empty() ? a.name : a.name + " (A/A)");
     seeds.x.push_back(x);

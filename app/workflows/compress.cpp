@@ -480,10 +480,10 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
   // Everything is written into a resumable staging directory (.OUT.partial) renamed into place at the end:
   // OUT appears whole or not at all, and a sweep that was killed or failed keeps its finished points there,
   // so the same command run again continues from them (under the same settings only).
+  const Json settings = sweepSettings(path, base, ratios, methods, eval);
   StagedDirectory staging(base.out, StagedDirectory::Kind::Resumable);
   const fs::path settingsFile = staging.path() / "sweep-settings.json";
-  const Json settings = sweepSettings(path, base, ratios, methods, eval);
-  if (staging.resumed() && fs::exists(settingsFile)) {
+  if (fs::exists(settingsFile)) {
     if (readJsonFile(settingsFile) != settings)
       throw Error({.what = "an interrupted sweep with other settings is waiting to be finished",
                    .where = staging.path().string(),
@@ -491,6 +491,12 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
                    .found = "other settings (see its sweep-settings.json)",
                    .hint = "run that sweep's command again to finish it, or remove " +
                            staging.path().string() + " to start this one"});
+  } else if (staging.resumed() && !fs::is_empty(staging.path())) {  // what it holds cannot be vouched for
+    throw Error({.what = "an interrupted sweep's directory has no record of its settings",
+                 .where = staging.path().string(),
+                 .expected = "sweep-settings.json beside its points",
+                 .found = "points without it",
+                 .hint = "remove " + staging.path().string() + " to start the sweep afresh"});
   } else {
     writeFileAtomically(settingsFile, settings.dump(2) + "\n");
   }
@@ -525,8 +531,13 @@ SweepReport sweepCompression(const fs::path& path, const CompressOptions& base,
   }
   SweepReport report;
   report.source = path.string();
-  report.original = evaluationIn(staging.path() / "original-eval.json",
-                                 [&] { return evaluateCheckpoint(path, eval, ctx); });
+  try {
+    report.original = evaluationIn(staging.path() / "original-eval.json",
+                                   [&] { return evaluateCheckpoint(path, eval, ctx); });
+  } catch (const Error&) {  // refused (the evaluation's text, say) before any point: nothing to keep
+    if (std::none_of(points.begin(), points.end(), finished)) staging.discard();
+    throw;
+  }
   int done = 0;
   for (const CompressOptions& o : points) {
     SweepPoint point{.method = o.spec.method, .ratio = o.spec.ratio, .dir = base.out / o.out.filename()};

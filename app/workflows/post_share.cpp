@@ -103,7 +103,18 @@ PostShareReport runPostShare(const PostShareOptions& o, const TaskContext& ctx,
   request.runDir = runDir;
   request.initFrom = o.init;
   if (fs::exists(runDir / "run.json")) {
-    refuseAnotherPostShare(readJsonFile(runDir / "run.json"), request, runDir / "run.json");
+    const Json record = readJsonFile(runDir / "run.json");
+    // A run started before the initialisation seed and the data offset existed ran with neither: it
+    // continues as it began.
+    const Json recordedConfig = record.value("config", Json::object());
+    if (!recordedConfig.contains("init_seed")) request.config.initSeed = 0;
+    if (!recordedConfig.contains("data_offset")) request.config.dataOffset = 0;
+    Json upgraded = record;
+    if (upgraded.contains("config") && upgraded["config"].is_object()) {
+      if (!recordedConfig.contains("init_seed")) upgraded["config"]["init_seed"] = 0;
+      if (!recordedConfig.contains("data_offset")) upgraded["config"]["data_offset"] = 0;
+    }
+    refuseAnotherPostShare(upgraded, request, runDir / "run.json");
     request.resume = true;
   }
   report.training = runTraining(request, ctx, onStep, &report.message);

@@ -3,15 +3,18 @@
 // run bit for bit and another seed does not; bad experiment files are named errors before anything trains.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/experiment.hpp"
+#include "core/fault_injection.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
 #include "core/statistics.hpp"
@@ -344,6 +347,34 @@ TEST(Experiment, AReportWithoutAnIntervalSaysSoAndABrokenEvaluationIsNamed) {
   EXPECT_EQ(md.find("**holds**"), std::string::npos) << md;
   EXPECT_EQ(md.find("contains zero"), std::string::npos) << md;
 
+  // Per-document sums on other documents for another seed (a run evaluated again on fewer tokens): no
+  // document interval, and no read past the shorter list.
+  auto withDocuments = [&](const char* arm, uint64_t seed, std::vector<std::string> ids) {
+    const fs::path run = experimentRunDirectory(dir, arm, seed);
+    fs::create_directories(run);
+    const std::vector<double> sums(ids.size(), 10.0);
+    const std::vector<int64_t> counts(ids.size(), 4);
+    writeFileAtomically(
+        run / "eval.json",
+        Json{{"nll", 2.5}, {"document_ids", ids}, {"document_nll", sums}, {"document_tokens", counts}}
+            .dump());
+  };
+  withDocuments("cycle", 2, {"a", "b", "c"});
+  withDocuments("baseline", 2, {"a", "b", "c"});
+  withDocuments("cycle", 3, {"a"});
+  withDocuments("baseline", 3, {"a"});
+  const ExperimentReport mixed = reportExperiment(dir);
+  EXPECT_TRUE(std::isnan(mixed.arms[0].documentDifference.lo)) << "documents differ between seeds";
+  withDocuments("cycle", 3, {"a", "b"});
+  const fs::path broken = experimentRunDirectory(dir, "cycle", 3) / "eval.json";
+  Json edited = readJsonFile(broken);
+  edited["document_tokens"] = Json::array({4});
+  writeFileAtomically(broken, edited.dump());
+  const std::string lengths = errorOf([&] { reportExperiment(dir); });
+  EXPECT_NE(lengths.find("per-document sums differ in length"), std::string::npos) << lengths;
+  fs::remove_all(experimentRunDirectory(dir, "cycle", 3));
+  fs::remove_all(experimentRunDirectory(dir, "baseline", 3));
+
   evaluation("baseline", 2, nullptr);  // what evalResultToJson writes for a loss that was not finite
   const std::string error = errorOf([&] { reportExperiment(dir); });
   EXPECT_NE(error.find("baseline/seed-2/eval.json"), std::string::npos) << error;
@@ -402,6 +433,16 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["train"]["init_seed"] = 5; }).find("set by the experiment"),
             std::string::npos);
+  {  // An experiment.json written before the A/A arm keeps the meaning it was run with (experimentRecord).
+    Json old = tinyExperiment();
+    old.erase("eval_tokens");
+    old["arms"][0]["expect"] = "no-worse";
+    const Experiment e = experimentFromJson(experimentRecord(old), "experiment.json", ".");
+    EXPECT_EQ(e.arms.size(), 2u) << "no A/A arm";
+    EXPECT_EQ(e.arms[0].margin, 0.0);
+    EXPECT_EQ(e.evalTokens, 32768);
+    EXPECT_EQ(experimentFromJson(old, "new.json", ".").arms.size(), 3u) << "a new file gets one";
+  }
   {  // A no-worse claim's margin is 0.02 nats unless given (0 is a superiority test); "aa_arm": false has
      // none; the resolved experiment reads back as itself.
     Json j = tinyExperiment();
@@ -513,9 +554,10 @@ namespace {
 TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   const fs::path dir = testing::makeTempDir("experiment-plan");
   Json spec = tinyExperiment();
+  // lr x 1000 (3) diverges or trails: the sweep records a failed run and goes on (the review of 2026-11-26).
   spec["plan"] = {{"pilot_seeds", 3},
                   {"pilot_budgets", {0.5, 1.0}},
-                  {"lr_factors", {0.3, 1.0, 3.0}},
+                  {"lr_factors", {0.3, 1.0, 1000.0}},
                   {"lr_budget", 0.5},
                   {"target_half_width", 0.05},
                   {"max_seeds", 60},
@@ -526,18 +568,21 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   auto r = runProcess(command);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const Json plan = readJsonFile(dir / "plan" / "plan.json");
-  const auto nllOf = [](const fs::path& run) { return readJsonFile(run / "eval.json")["nll"].get<double>(); };
+  const auto nllOf = [](const fs::path& run) {
+    return fs::exists(run / kFailedRunFile) ? NAN : readJsonFile(run / "eval.json")["nll"].get<double>();
+  };
   std::map<std::string, double> chosen;
   for (const Json& c : plan["lr_sweep"]) {
     const std::string arm = c["arm"];
     double best = INFINITY, bestLr = 0;
-    for (double f : {0.3, 1.0, 3.0}) {
+    for (double f : {0.3, 1.0, 1000.0}) {
       const double lr = c["base_lr"].get<double>() * f;
       char name[64];
       std::snprintf(name, sizeof name, "%s@lr%g", arm.c_str(), lr);
-      const double nll = (nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 1)) +
-                          nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 2))) /
-                         2;
+      // The report's mean is over the seeds that finished.
+      const double a = nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 1)),
+                   b = nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 2));
+      const double nll = std::isfinite(a) && std::isfinite(b) ? (a + b) / 2 : std::isfinite(a) ? a : b;
       if (nll < best) best = nll, bestLr = lr;
     }
     EXPECT_DOUBLE_EQ(c["chosen_lr"].get<double>(), bestLr) << arm;
@@ -619,6 +664,51 @@ TEST(Experiment, EveryGpuProfileTrainsAStepOnTheCpu) {
     EXPECT_TRUE(std::isfinite(readJsonFile(dir / (stem + ".eval.json"))["nll"].get<double>())) << stem;
     fs::remove_all(run);  // a 35M-parameter model's checkpoint
   }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// ExperimentRunOptions::tolerateFailedRuns (`experiment plan`'s sweep): runs that diverge (every step's loss
+// made NaN from step 2 by fault injection: the run fails after 5 non-finite steps) are recorded as
+// failed.json and passed over, the report counts them unfinished, and a second pass does not retry them;
+// without the option the same experiment stops with a named error.
+TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
+  ::setenv("SHARELENS_TEST_NONFINITE_STEPS", "2-", 1);  // read once, here first
+  const fs::path dir = testing::makeTempDir("experiment-tolerate");
+  Json spec = tinyExperiment();
+  spec["seeds"] = 2;
+  spec["tokens"] = 2560;
+  spec["eval_tokens"] = 256;
+  spec["aa_arm"] = false;
+  const Experiment e = experimentFromJson(spec, "tiny.json", dir);
+  ExperimentRunOptions o;
+  o.threads = 2;
+  const TaskContext ctx;
+  const std::string error = errorOf([&] { runExperiment(e, dir / "strict", o, ctx, nullptr); });
+  EXPECT_NE(error.find("a run of the experiment failed"), std::string::npos) << error;
+  o.tolerateFailedRuns = true;
+  std::vector<std::string> lines;
+  runExperiment(e, dir / "tolerant", o, ctx, [&](const std::string& l) { lines.push_back(l); });
+  const ExperimentReport r = reportExperiment(dir / "tolerant");
+  EXPECT_FALSE(r.complete);
+  ASSERT_EQ(r.runs.size(), 4u);
+  for (const RunSummary& run : r.runs) {
+    EXPECT_TRUE(run.failed) << run.arm << " " << run.seed;
+    EXPECT_FALSE(run.finished);
+    EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "tolerant", run.arm, run.seed) / kFailedRunFile));
+  }
+  lines.clear();
+  runExperiment(e, dir / "tolerant", o, ctx, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.find("already failed") != std::string::npos; }),
+            4)
+      << "not retried";
   fs::remove_all(dir);
 }
 
