@@ -168,8 +168,8 @@ ExperimentArm aaArmOf(const Experiment& e, const ExperimentArm& of, const std::s
   return aa;
 }
 
-// Adds the reference's A/A arm unless the experiment holds it (experiment.json, written with it, read back);
-// a derived reference's A/A arm derives from its source's A/A arm, which is added too.
+}  // namespace
+
 void addAaArms(Experiment& e, const std::string& where) {
   auto has = [&](const std::string& aaOf) {
     return std::any_of(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.aaOf == aaOf; });
@@ -186,8 +186,6 @@ void addAaArms(Experiment& e, const std::string& where) {
     e.arms.push_back(aaArmOf(e, reference, where));
   }
 }
-
-}  // namespace
 
 Experiment experimentFromJson(const Json& j, const std::string& where, const fs::path& baseDir) {
   const JsonObject o(j, where);

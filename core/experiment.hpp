@@ -128,6 +128,10 @@ Experiment readExperimentFile(const std::filesystem::path& path, const std::stri
 Json experimentProfile(const Json& experiment, const std::string& profile, const std::string& where);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology
+// Adds the reference's A/A arm unless the experiment holds one (experiment.json, written with it, read back);
+// a derived reference's A/A arm derives from its source's A/A arm, which is added too. `where` names the
+// experiment in errors (an arm already holding the A/A arm's name).
+void addAaArms(Experiment& experiment, const std::string& where);
 // An experiment directory's experiment.json as this version reads it: one written before the A/A arm (no
 // "aa_arm") keeps the meaning it was run with -- no A/A arm, a no-worse margin of 0 where none was written,
 // 32,768 evaluation tokens unless given.

@@ -47,15 +47,8 @@ Experiment phase(const Experiment& e, const std::string& name, std::vector<Exper
   }
   p.arms = std::move(arms);
   p.reference = p.arms.front().name;
-  p.aaArm = false;
-  if (aaArm) {  // the reference's A/A arm, as experimentFromJson adds it
-    ExperimentArm aa = p.arms.front();
-    aa.name += kAaSuffix;
-    aa.aaOf = p.arms.front().name;
-    aa.topology.name = aa.name;
-    p.arms.push_back(std::move(aa));
-    p.aaArm = true;
-  }
+  p.aaArm = aaArm;
+  if (aaArm) addAaArms(p, p.name);  // the reference's A/A arm, as experimentFromJson adds it
   return p;
 }
 

@@ -43,6 +43,16 @@ void printReport(const ExperimentReport& r) {
   }
 }
 
+// --parallel (0: one run per thread) and --threads, and the derivations (DirectShare, PostShare) derived arms
+// need: what `run` and `plan` both take.
+ExperimentRunOptions runOptions(Args& args) {
+  ExperimentRunOptions o;
+  o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));
+  o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+  o.deriveArm = experimentDeriver();
+  return o;
+}
+
 }  // namespace
 
 int runExperimentCommand(Args& args) {
@@ -50,12 +60,9 @@ int runExperimentCommand(Args& args) {
   if (verb == "run") {
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
-    ExperimentRunOptions o;
-    o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));  // 0: one run per thread
-    o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
+    ExperimentRunOptions o = runOptions(args);
     if (const auto steps = args.integer("steps", 1, 100'000'000)) o.steps = *steps;
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);
-    o.deriveArm = experimentDeriver();
     const std::string profile = args.option("profile", "");
     args.finish();
     if (!out)
@@ -74,10 +81,7 @@ int runExperimentCommand(Args& args) {
   if (verb == "plan") {  // trainer/experiment_plan.hpp
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
-    ExperimentRunOptions o;
-    o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));
-    o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
-    o.deriveArm = experimentDeriver();
+    const ExperimentRunOptions o = runOptions(args);
     const std::string profile = args.option("profile", "");
     args.finish();
     if (!out)

@@ -16,16 +16,10 @@ SIZES=("$@")
 SL="$BUILD/sharelens"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
-shape() {  # the sharelens topology flags of bench_train's sizes
-  case "$1" in
-    0.3m) echo "--layers 4 --unique 4 --d-model 80 --heads 4 --kv-heads 2 --ffn 216" ;;
-    1m) echo "--layers 6 --unique 6 --d-model 128 --heads 4 --kv-heads 4 --ffn 344" ;;
-    3m) echo "--layers 7 --unique 7 --d-model 192 --heads 6 --kv-heads 3 --ffn 512" ;;
-  esac
-}
+source "$(dirname "${BASH_SOURCE[0]}")/bench_sizes.sh"
 for size in "${SIZES[@]}"; do
   # shellcheck disable=SC2046
-  "$SL" topology --preset vanilla $(shape "$size") --vocab 1024 --context 128 --out "$OUT/$size.json" >/dev/null
+  "$SL" topology --preset vanilla $(bench_size_flags "$size") --vocab 1024 --context 128 --out "$OUT/$size.json" >/dev/null
   "$SL" train --topology "$OUT/$size.json" --corpus brown --out "$OUT/run-$size" --steps 4 --batch 16 \
     --threads "$THREADS" --eval-every 1000 --checkpoint-every 4 >/dev/null 2>&1
 done

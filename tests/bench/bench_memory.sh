@@ -15,13 +15,7 @@ SIZES=("$@")
 SL="$BUILD/sharelens"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
-shape() {  # bench_train's sizes as topology flags
-  case "$1" in
-    0.3m) echo "--layers 4 --unique 4 --d-model 80 --heads 4 --kv-heads 2 --ffn 216" ;;
-    1m) echo "--layers 6 --unique 6 --d-model 128 --heads 4 --kv-heads 4 --ffn 344" ;;
-    3m) echo "--layers 7 --unique 7 --d-model 192 --heads 6 --kv-heads 3 --ffn 512" ;;
-  esac
-}
+source "$(dirname "${BASH_SOURCE[0]}")/bench_sizes.sh"
 peak_mib() {  # peak RSS in MiB of the command
   /usr/bin/time -f "%M" -o "$OUT/time" "$@" >/dev/null 2>&1
   echo $(($(cat "$OUT/time") / 1024))
@@ -30,7 +24,7 @@ echo "| size | predicted (params) MiB | one train process MiB | its fixed part M
 echo "|---|---|---|---|---|---|"
 for size in "${SIZES[@]}"; do
   # shellcheck disable=SC2046
-  "$SL" topology --preset vanilla $(shape "$size") --vocab 1024 --context 128 --out "$OUT/$size.json" >/dev/null
+  "$SL" topology --preset vanilla $(bench_size_flags "$size") --vocab 1024 --context 128 --out "$OUT/$size.json" >/dev/null
   predicted=$("$SL" params "$OUT/$size.json" | sed -n 's/.*training memory *\([0-9.]*\) MiB.*/\1/p')
   train=$(peak_mib "$SL" train --topology "$OUT/$size.json" --corpus brown --out "$OUT/run-$size" --steps 60 \
     --batch 16 --threads 2 --eval-every 60 --checkpoint-every 60)
