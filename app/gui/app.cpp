@@ -57,7 +57,12 @@ class App {
         m_jobs(
             2, [] { Platform::wake(); },
             [this](const std::string& job, const std::string& message) { error(job + ": " + message); }),
-        m_workspace(m_jobs, [this](const std::string& message) { error(message); }),
+        m_workspace(
+            m_jobs, [this](const std::string& message) { error(message); },
+            [this](const fs::path& opened) {  // read: only now is it the workspace, and a recent file
+              m_settings.addRecent(fs::absolute(opened).string());
+              if (!m_options.view) m_requestedView = ViewId::Model;
+            }),
         m_context{m_workspace,
                   m_runs,
                   m_jobs,
@@ -138,8 +143,12 @@ class App {
       drawMainWindow();
       if (const LoadedModel* m = m_workspace.current())
         probe::state("workspace/model", [&] { return m->path.string(); });
+      else if (probe::enabled())
+        probe::clearState("workspace/model");
       if (const auto& run = m_workspace.followed())
         probe::state("workspace/following", [&] { return run->string(); });
+      probe::state("errors/count", [&] { return m_errors.size(); });
+      probe::state("recent", [&] { return m_settings.recent; });
       const auto built = Clock::now();
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
       if (capture) m_platform.captureNextFrame();
@@ -182,7 +191,7 @@ class App {
   void error(const std::string& message) {
     m_errors.push_back({message, clockTime()});
     if (m_errors.size() > 200) m_errors.pop_front();
-    m_showErrors = true;
+    m_errorNoticeUntil = Clock::now() + kErrorNoticeSeconds;
   }
   void notify(const std::string& message) { m_status = {message, clockTime()}; }
 
@@ -219,8 +228,8 @@ class App {
         m_workspace.follow(model != runs.end() ? *model : runs.front(), m_settings.threshold);
         if (!m_options.view) m_requestedView = ViewId::Training;
       } else {
-        m_workspace.open(path, m_settings.threshold);
-        if (!m_options.view) m_requestedView = ViewId::Model;
+        m_workspace.open(path, m_settings.threshold);  // Recent and the Model view once it has been read
+        return;
       }
       m_settings.addRecent(fs::absolute(path).string());
     } catch (const Error& e) {
@@ -467,8 +476,15 @@ class App {
     }
   }
 
+  // A new error shows as a notice of one message at the bottom right for a few seconds (kept while the
+  // pointer is on it), then folds into the job bar's "errors (N)" button, which opens the whole list: an
+  // error never covers the panes until closed by hand.
   void drawErrors() {
-    if (!m_showErrors || m_errors.empty()) return;
+    if (m_errors.empty()) return;
+    if (!m_showErrors) {
+      if (Clock::now() < m_errorNoticeUntil) drawErrorNotice();
+      return;
+    }
     const ImGuiViewport* vp = ImGui::GetMainViewport();
     ImGui::SetNextWindowPos({vp->WorkPos.x + vp->WorkSize.x - 20, vp->WorkPos.y + vp->WorkSize.y - 60},
                             ImGuiCond_Always, {1, 1});
@@ -486,6 +502,30 @@ class App {
     ImGui::End();
   }
 
+  void drawErrorNotice() {
+    const ImGuiViewport* vp = ImGui::GetMainViewport();
+    const float width = std::min(520.0f, vp->WorkSize.x * 0.5f);
+    ImGui::SetNextWindowPos({vp->WorkPos.x + vp->WorkSize.x - 20, vp->WorkPos.y + vp->WorkSize.y - 60},
+                            ImGuiCond_Always, {1, 1});
+    ImGui::SetNextWindowSize({width, 0}, ImGuiCond_Always);
+    ImGui::SetNextWindowBgAlpha(0.95f);
+    ImGui::Begin("##error-notice", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings |
+                     ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav |
+                     ImGuiWindowFlags_AlwaysAutoResize);
+    const Message& last = m_errors.back();
+    ImGui::PushTextWrapPos(width - 16);
+    ImGui::TextColored(ImVec4(1, 0.55f, 0.5f, 1), "%s", last.text.c_str());
+    ImGui::PopTextWrapPos();
+    if (ImGui::SmallButton("details")) m_showErrors = true;
+    ImGui::SameLine();
+    if (ImGui::SmallButton("dismiss")) m_errorNoticeUntil = {};
+    if (ImGui::IsWindowHovered(ImGuiHoveredFlags_ChildWindows))
+      m_errorNoticeUntil = std::max(m_errorNoticeUntil, Clock::now() + std::chrono::seconds(2));
+    probe::state("errors/notice", [&] { return last.text; });
+    ImGui::End();
+  }
+
   void drawOpenDialog() {
     if (m_openDialog) {
       ImGui::OpenPopup("Open");
@@ -494,15 +534,19 @@ class App {
     if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
     ImGui::TextUnformatted("A .safetensors file, a model directory, a run directory or a topology (.json):");
     ImGui::SetNextItemWidth(560);
+    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();  // type a path at once
     const bool enter =
         ImGui::InputText("##path", m_openPath, sizeof m_openPath, ImGuiInputTextFlags_EnterReturnsTrue);
+    probe::item("open/path");
+    probe::state("open/path", [&] { return std::string(m_openPath); });
     const bool chosen = m_openBrowser.draw(m_openPath, sizeof m_openPath, 280);
     if (ImGui::Button("Open") || enter || chosen) {
       open(m_openPath);
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+      ImGui::CloseCurrentPopup();
     if (!m_settings.recent.empty()) drawSectionHeader("recent");
     for (const std::string& r : m_settings.recent)
       if (ImGui::Selectable(r.c_str(), false, ImGuiSelectableFlags_DontClosePopups))  // fills the path only
@@ -535,6 +579,8 @@ class App {
   std::deque<Message> m_errors;
   Message m_status;
   bool m_showErrors = false, m_openDialog = false;
+  static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
+  Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
   FileBrowser m_openBrowser{{".safetensors", ".json"}, /*saving=*/false};
   FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};

@@ -50,6 +50,10 @@ void setState(const std::string& key, Json value) {
   instance().facts[key] = std::move(value);
 }
 
+void clearState(const std::string& key) {
+  instance().facts.erase(key);
+}
+
 void endFrame(GLFWwindow* window, int frame, const std::string& view) {
   Probe& p = instance();
   if (p.path.empty()) return;

@@ -29,6 +29,7 @@ void item(const Parts&... parts) {
   setItem(key);
 }
 void setState(const std::string& key, Json value);
+void clearState(const std::string& key);  // the fact no longer holds (nothing is shown, say)
 // A fact a view holds now ("model/details"): `make` builds it only when a test is listening.
 template <class Make>
 void state(const std::string& key, Make&& make) {

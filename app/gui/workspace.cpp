@@ -139,12 +139,12 @@ void Workspace::open(const fs::path& path, double threshold, bool analyse) {
     follow(path, threshold);
     return;
   }
-  startOver();
-  m_follow.reset();
+  ++m_openRequest;  // the current model stays until this one has been read (load's completion)
   load(path, -1, threshold, analyse, LoadPurpose::Open);
 }
 
 void Workspace::follow(const fs::path& runDir, double threshold) {
+  ++m_openRequest;  // a checkpoint still being opened is not shown after all
   startOver();
   m_follow = runDir;
   m_followThrottle.reset();
@@ -177,19 +177,27 @@ uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, b
   const std::string label =
       step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
                 : path.filename().string();
-  const uint64_t generation = m_generation;
+  const uint64_t generation = m_generation, openRequest = m_openRequest;
   return m_jobs.submit(
       "open " + label,
-      [this, path, step, label, threshold, analyse, purpose,
-       generation](const TaskContext& ctx) -> JobSystem::Completion {
+      [this, path, step, label, threshold, analyse, purpose, generation,
+       openRequest](const TaskContext& ctx) -> JobSystem::Completion {
         ctx.report(0.1, "reading the header");
         auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
         auto report = std::make_shared<const Json>(inspectCheckpoint(*checkpoint));
         std::shared_ptr<const ModelView> view;
         if (!(*report)["family"].is_null())
           view = std::make_shared<const ModelView>(openModelView(*checkpoint));
-        return [this, path, step, label, threshold, analyse, purpose, generation, checkpoint, report, view] {
-          if (generation != m_generation) return;  // another file or run was opened meanwhile
+        return [this, path, step, label, threshold, analyse, purpose, generation, openRequest, checkpoint,
+                report, view] {
+          if (purpose == LoadPurpose::Open) {
+            if (openRequest != m_openRequest) return;  // another file or run was opened meanwhile
+            startOver();                               // read: now it replaces what was shown
+            m_follow.reset();
+            if (m_opened) m_opened(path);
+          } else if (generation != m_generation) {
+            return;  // another file or run was opened meanwhile
+          }
           LoadedModel& m = m_models[step];
           m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
           bool show = purpose == LoadPurpose::Open;

@@ -66,10 +66,15 @@ class Workspace {
  public:
   static constexpr int64_t kNoSelection = INT64_MIN;  // -1 is a plain checkpoint's key
 
-  Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError)
-      : m_jobs(jobs), m_error(std::move(reportError)) {}
+  // reportError: a failed job's message; opened: a checkpoint given to open() was read and is now shown
+  // (what the app adds to Recent).
+  Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError,
+            std::function<void(const std::filesystem::path&)> opened = {})
+      : m_jobs(jobs), m_error(std::move(reportError)), m_opened(std::move(opened)) {}
 
-  // A checkpoint or a run directory (its latest checkpoint, and following it).
+  // A checkpoint or a run directory (its latest checkpoint, and following it). A checkpoint replaces what is
+  // shown only once it has been read: a file that fails to open leaves the current model, its analyses and
+  // the followed run as they were (the job's error says why).
   void open(const std::filesystem::path& path, double threshold, bool analyse = true);
   void follow(const std::filesystem::path& runDir, double threshold);  // reopen on each new checkpoint
   void poll(double threshold);  // UI thread: new checkpoints of a followed run
@@ -111,13 +116,15 @@ class Workspace {
 
   JobSystem& m_jobs;
   std::function<void(const std::string&)> m_error;
+  std::function<void(const std::filesystem::path&)> m_opened;
   std::map<int64_t, LoadedModel> m_models;  // key: step (or -1 for a plain checkpoint)
   std::vector<CheckpointEntry> m_onDisk;    // of the followed run, oldest first
   int64_t m_selected = kNoSelection;
-  int64_t m_wanted = -1;      // a chosen step whose checkpoint is being loaded
-  uint64_t m_wantedJob = 0;   // its job, cancelled when another step is chosen
-  bool m_onNewest = true;     // the view moves to each new checkpoint (until an older step is chosen)
-  uint64_t m_generation = 0;  // bumped by open() and follow(): completions of earlier loads are dropped
+  int64_t m_wanted = -1;       // a chosen step whose checkpoint is being loaded
+  uint64_t m_wantedJob = 0;    // its job, cancelled when another step is chosen
+  bool m_onNewest = true;      // the view moves to each new checkpoint (until an older step is chosen)
+  uint64_t m_generation = 0;   // bumped by startOver(): completions of earlier loads are dropped
+  uint64_t m_openRequest = 0;  // bumped by open() and follow(): only the newest pending open() is shown
   DynamicsOutcome m_dynamics;
   uint64_t m_dynamicsJob = 0;
   std::optional<std::filesystem::path> m_follow;

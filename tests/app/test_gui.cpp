@@ -180,6 +180,28 @@ TEST_F(GuiInput, TheOpenDialogsBrowserOpensARunWithADoubleClick) {
       << model << ": not a checkpoint of the run";
 }
 
+// Issue 41 item 2: a file that fails to open leaves the model being worked on where it was, and only what
+// opened goes to Recent. The path is typed into the Open dialog (Ctrl+O puts the cursor in its path box).
+TEST_F(GuiInput, AFailedOpenKeepsTheCurrentModelAndStaysOutOfRecent) {
+  const fs::path broken = s_dir / "broken-open.safetensors";
+  std::ofstream(broken) << "not a safetensors file at all";
+  const fs::path after = s_dir / "after-failed-open.json";
+  const auto s = session(
+      "failed-open", dataHome(s_dir / "xdg-failed-open") + binaryOn("qwen") + " --exit-after 60",
+      {"waitfor '\"workspace/model\"'", "frozen xdotool key ctrl+o", "hover open/path",
+       "xdotool type --delay 5 " + shellQuote(broken.string()),
+       "xdotool keydown Return; sleep 0.3; xdotool keyup Return",  // held across a frame, as a person does
+       "waitfor '\"errors/count\":1'", "sleep 1", "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json state = readState(after)["state"];
+  EXPECT_EQ(state.value("workspace/model", Json()), (s_dir / "qwen").string())
+      << "the failed open replaced the model";
+  EXPECT_NE(state.value("errors/notice", "").find("broken-open.safetensors"), std::string::npos)
+      << "the error shows as a notice";
+  const std::vector<std::string> recent = state.value("recent", std::vector<std::string>{});
+  EXPECT_EQ(recent, std::vector<std::string>{(s_dir / "qwen").string()}) << "Recent holds only what opened";
+}
+
 // Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   const fs::path after = s_dir / "after-launch.json";

@@ -415,6 +415,46 @@ TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
   fs::remove_all(root);
 }
 
+// Issue 41 item 2: a file that cannot be read leaves the workspace as it was -- the followed run, its loaded
+// checkpoints and the shown step -- and is not reported as opened (what the app adds to Recent); a file that
+// opens replaces it, and two opens in a row show the second.
+TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
+  const fs::path root = sharelens::testing::makeTempDir("workspace-failed-open");
+  for (int64_t step : {10, 20}) writeCheckpoint(root / "run", step);
+  const fs::path plain =
+      sharelens::testing::writeHfFixture(root / "plain", sharelens::testing::defaultSpec(Family::Qwen2));
+  const fs::path other =
+      sharelens::testing::writeHfFixture(root / "other", sharelens::testing::defaultSpec(Family::Llama));
+  std::ofstream(root / "broken.safetensors") << "not a safetensors file";
+  std::vector<std::string> errors;
+  std::vector<fs::path> opened;
+  JobSystem jobs(
+      1, [] {}, [&](const std::string&, const std::string& message) { errors.push_back(message); });
+  gui::Workspace ws(
+      jobs, [](const std::string&) {}, [&](const fs::path& p) { opened.push_back(p); });
+  ws.follow(root / "run", 0.95);
+  drainUntil(jobs, [&] { return ws.current() && !ws.busy(); });
+  ws.open(root / "broken.safetensors", 0.95);
+  ASSERT_NE(ws.current(), nullptr) << "shown while the new file is read";
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("broken.safetensors"), std::string::npos) << errors[0];
+  ASSERT_NE(ws.current(), nullptr) << "the failed open dropped the model being worked on";
+  EXPECT_EQ(ws.current()->step, 20);
+  EXPECT_EQ(ws.followed(), root / "run");
+  EXPECT_EQ(ws.steps(), (std::vector<int64_t>{10, 20}));
+  EXPECT_TRUE(opened.empty()) << "reported as opened: " << opened.front();
+
+  ws.open(plain, 0.95);
+  ws.open(other, 0.95);  // the newer request wins, whichever load ends first
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  ASSERT_NE(ws.current(), nullptr);
+  EXPECT_EQ(ws.current()->path, other);
+  EXPECT_FALSE(ws.followed().has_value());
+  EXPECT_EQ(opened, std::vector<fs::path>{other});
+  fs::remove_all(root);
+}
+
 // Nearest rank: the p-th percentile of n values is the ceil(p n)-th smallest. Frames of 1..200 ms in
 // shuffled order after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200. Each frame is a
 // quarter building, half submitting and a quarter rendering pictures, which comes after presenting (twice
