@@ -1,8 +1,10 @@
 #include "core/fault_injection.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <unistd.h>
 
@@ -67,6 +69,11 @@ void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
   if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
 }
 
+void delayBeforePauseWait() {
+  static const long ms = std::atol(variable("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS").c_str());
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void maybeKillAfterSweepPoint(int pointsFinished) {
   static const std::string want = variable("SHARELENS_TEST_KILL_AFTER_SWEEP_POINT");
   if (!want.empty() && want == std::to_string(pointsFinished)) ::kill(::getpid(), SIGKILL);
@@ -91,6 +98,7 @@ bool updateFailsAt(int64_t) {
 }
 void maybeKillInCheckpoint(std::string_view, int) {}
 void maybeKillAfterSweepPoint(int) {}
+void delayBeforePauseWait() {}
 
 #endif
 

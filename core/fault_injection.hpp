@@ -15,6 +15,10 @@
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
 //                                      the second checkpoint write (trainer/checkpoint_io.cpp;
 //                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)
+//   SHARELENS_TEST_PAUSE_WAIT_DELAY_MS "500": a paused run sleeps this long after finding it must wait and
+//                                      before it waits (trainer/training_run.cpp), the window in which a
+//                                      stop's wake-up could be lost
+//                                      (Training.AStopWhileAPausedRunGoesToSleep*)
 //   SHARELENS_TEST_KILL_AFTER_SWEEP_POINT "2": SIGKILL once that many points of a compression sweep are
 //                                      finished (app/workflows/compress.cpp; Compress.AKilledSweepResumes)
 #pragma once
@@ -43,6 +47,8 @@ bool updateFailsAt(int64_t update);
 // the process's second (or later) checkpoint write.
 void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar);
 
+// SHARELENS_TEST_PAUSE_WAIT_DELAY_MS: sleeps that long (not at all when unset).
+void delayBeforePauseWait();
 // SHARELENS_TEST_KILL_AFTER_SWEEP_POINT: SIGKILLs the process when `pointsFinished` is the number asked for.
 void maybeKillAfterSweepPoint(int pointsFinished);
 

@@ -479,7 +479,11 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
       std::unique_lock lock(m_channel.mutex);
       if (m_channel.paused) {
         m_channel.state = RunState::Paused;
-        m_channel.wake.wait(lock, [&] { return !m_channel.paused || m_ctx.stop.stop_requested(); });
+        m_channel.wake.wait(lock, [&] {
+          const bool go = !m_channel.paused || m_ctx.stop.stop_requested();
+          if (!go) fault::delayBeforePauseWait();
+          return go;
+        });
         m_channel.state = RunState::Running;
       }
       if (m_channel.checkpointRequested && m_step > m_lastSaved) {
@@ -687,7 +691,13 @@ void RunController::resume() {
   m_shared->channel.wake.notify_all();
 }
 void RunController::requestStop() {
-  m_shared->stop.request_stop();
+  {
+    // Under the channel's mutex: a paused run that has just found it must wait holds it until it waits, so
+    // the stop is either seen by that check or its wake-up reaches the waiting run -- never lost between
+    // them, which would leave the run asleep and the destructor's join hanging.
+    std::lock_guard lock(m_shared->channel.mutex);
+    m_shared->stop.request_stop();
+  }
   m_shared->channel.wake.notify_all();
 }
 void RunController::checkpointNow() {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -425,6 +426,35 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
   const auto last = latestCheckpoint(dir / "run");
   const auto losses = lossesOf(dir / "run");
   EXPECT_EQ(last->step, losses.rbegin()->first) << "stopping saves the last completed step";
+  fs::remove_all(dir);
+}
+
+// Issue 38 hazard 2: a stop that arrives while a paused run is between finding it must wait and waiting
+// (held open here for 1.5 s by SHARELENS_TEST_PAUSE_WAIT_DELAY_MS; the stop comes 0.5 s after the pause,
+// while a step of this model takes milliseconds) must still wake it: the run stops with its checkpoint
+// instead of sleeping for ever under a destructor's join. Before the fix the wake-up was sent without the
+// channel's mutex and was lost in that window.
+TEST(Training, AStopWhileAPausedRunGoesToSleepStillStopsIt) {
+  if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
+  ::setenv("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS", "1500", 1);  // read once, here first
+  const fs::path dir = testing::makeTempDir("stop-while-pausing");
+  TrainConfig c = smallConfig(100000);
+  c.checkpointEvery = 100000;
+  auto run = RunController::start({debugTopology(), c, dir / "run"});
+  for (int i = 0; i < 600 && run->takeMetrics().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(run->state(), RunState::Running) << run->message();
+  run->pause();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  run->requestStop();
+  auto stopped = std::async(std::launch::async, [&] { run->wait(); });
+  if (stopped.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    run->resume();  // wakes it, so that the test ends instead of hanging
+    stopped.wait();
+    FAIL() << "the stop's wake-up was lost: the paused run slept on";
+  }
+  EXPECT_EQ(run->state(), RunState::Stopped) << run->message();
+  EXPECT_TRUE(latestCheckpoint(dir / "run").has_value()) << "stopping saves the last completed step";
   fs::remove_all(dir);
 }
 
