@@ -37,6 +37,17 @@ void FigureDrawing::swap(FigureDrawing& other) {
   std::swap(textureGeneration, other.textureGeneration);
 }
 
+SyncAnswer waitForFence(const std::function<SyncAnswer(std::chrono::nanoseconds)>& clientWait,
+                        const std::function<bool()>& giveUp, std::chrono::nanoseconds limit,
+                        std::chrono::nanoseconds slice) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const SyncAnswer answer = clientWait(slice);
+    if (answer != SyncAnswer::TimedOut) return answer;
+    if (giveUp() || std::chrono::steady_clock::now() >= deadline) return SyncAnswer::TimedOut;
+  }
+}
+
 void PictureWorker::freeOrphaned(PictureJob& job) {
   if (job.orphanedRenderbuffer) glDeleteRenderbuffers(1, &job.orphanedRenderbuffer);
   job.orphanedRenderbuffer = 0;
@@ -94,15 +105,25 @@ void PictureWorker::run() {
       m_queue.pop_front();
       m_busy = true;
       lock.unlock();
-      GLenum waited = GL_WAIT_FAILED;
+      SyncAnswer waited = SyncAnswer::Failed;
       if (job->ready) {  // the UI thread flushed it before handing the job over
         const auto ready = static_cast<GLsync>(job->ready);
-        do waited = glClientWaitSync(ready, 0, 1'000'000'000);
-        while (waited == GL_TIMEOUT_EXPIRED);
+        waited = waitForFence(
+            [&](std::chrono::nanoseconds slice) {
+              const GLenum answer = glClientWaitSync(ready, 0, static_cast<GLuint64>(slice.count()));
+              return answer == GL_TIMEOUT_EXPIRED ? SyncAnswer::TimedOut
+                     : answer == GL_WAIT_FAILED   ? SyncAnswer::Failed
+                                                  : SyncAnswer::Signalled;
+            },
+            [&] {
+              std::lock_guard stopping(m_mutex);
+              return m_stop || job->abandoned.load(std::memory_order_relaxed);
+            },
+            kFenceLimit);
         glDeleteSync(ready);
         job->ready = nullptr;
       }
-      if (waited == GL_WAIT_FAILED)  // what the UI thread did before cannot be known to be complete
+      if (waited != SyncAnswer::Signalled)  // what the UI thread did before cannot be known to be complete
         job->state.store(PictureJob::State::Failed, std::memory_order_release);
       else if (!job->abandoned.load(std::memory_order_relaxed))
         render(*job, renderer);

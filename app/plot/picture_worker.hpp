@@ -32,6 +32,7 @@
 #include <imgui.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -85,6 +86,17 @@ struct PictureJob {
   std::atomic<bool> abandoned{false};  // its picture is gone: skipped if not begun
 };
 
+// What glClientWaitSync answered for one slice of waiting.
+enum class SyncAnswer { Signalled, TimedOut, Failed };
+// Waits for a fence, asking `clientWait(slice)` (glClientWaitSync with that timeout) again while it times
+// out, until it is signalled or fails, `giveUp()` says the wait no longer matters (the worker stopping, the
+// job abandoned), or `limit` has passed: a fence that never signals (a lost context, a driver fault) costs
+// that one picture -- it is drawn in place instead -- never the worker, nor the join in its destructor.
+// Answers Signalled only for a signalled fence.
+SyncAnswer waitForFence(const std::function<SyncAnswer(std::chrono::nanoseconds)>& clientWait,
+                        const std::function<bool()>& giveUp, std::chrono::nanoseconds limit,
+                        std::chrono::nanoseconds slice = std::chrono::milliseconds(100));
+
 class PictureWorker {
  public:
   explicit PictureWorker(SharedGlContext context);  // starts the thread
@@ -114,6 +126,7 @@ class PictureWorker {
   bool m_busy = false;                                  // a job is in hand
   bool m_stop = false;
   std::thread m_thread;
+  static constexpr std::chrono::seconds kFenceLimit{5};  // see waitForFence
 };
 
 }  // namespace sharelens::plot

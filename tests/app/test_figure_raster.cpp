@@ -30,6 +30,43 @@
 namespace sharelens {
 namespace {
 
+// Issue 38: the worker's wait on the UI thread's fence is bounded. A fence that never signals (each
+// glClientWaitSync slice times out) gives up after the limit, and at once when the wait stops mattering
+// (the worker stopping, the job abandoned); a signalled or failed fence is answered as such.
+TEST(FenceWait, AFenceThatNeverSignalsGivesUpAfterTheLimitOrWhenToldTo) {
+  using namespace std::chrono;
+  using plot::SyncAnswer;
+  int asked = 0;
+  const auto never = [&](nanoseconds slice) {
+    ++asked;
+    std::this_thread::sleep_for(slice);
+    return SyncAnswer::TimedOut;
+  };
+  const auto start = steady_clock::now();
+  EXPECT_EQ(plot::waitForFence(
+                never, [] { return false; }, milliseconds(300), milliseconds(20)),
+            SyncAnswer::TimedOut);
+  const auto took = steady_clock::now() - start;
+  EXPECT_GE(took, milliseconds(300));
+  EXPECT_LT(took, seconds(3)) << "it kept waiting past its limit";
+  EXPECT_GE(asked, 10);
+
+  asked = 0;
+  EXPECT_EQ(plot::waitForFence(
+                never, [&] { return asked >= 3; }, hours(1), milliseconds(1)),
+            SyncAnswer::TimedOut);
+  EXPECT_EQ(asked, 3) << "stops asking once the wait no longer matters";
+
+  asked = 0;
+  const auto third = [&](nanoseconds) { return ++asked < 3 ? SyncAnswer::TimedOut : SyncAnswer::Signalled; };
+  EXPECT_EQ(plot::waitForFence(
+                third, [] { return false; }, hours(1)),
+            SyncAnswer::Signalled);
+  EXPECT_EQ(
+      plot::waitForFence([](nanoseconds) { return SyncAnswer::Failed; }, [] { return false; }, hours(1)),
+      SyncAnswer::Failed);
+}
+
 using gui::Platform;
 using gui::RgbaImage;
 using plot::Figure;
