@@ -52,6 +52,10 @@ class BackendPool {
 
 }  // namespace
 
+BackendSource pooledBackends() {
+  return [] { return BackendPool::instance().lease(); };
+}
+
 const LoadedModel* Workspace::current() const {
   auto it = m_models.find(m_selected);
   return it == m_models.end() ? nullptr : &it->second;
@@ -108,8 +112,9 @@ void Workspace::computeDynamics(std::vector<std::string> matrices, double thresh
   auto slot = std::make_shared<std::shared_ptr<const RankDynamics>>();
   m_dynamicsJob = m_jobs.submit(
       "rank against step (" + m_follow->filename().string() + ")",
-      [runDir = *m_follow, matrices, threshold, slot](const TaskContext& ctx) -> JobSystem::Completion {
-        const auto backend = BackendPool::instance().lease();
+      [runDir = *m_follow, matrices, threshold, slot,
+       backends = m_backends](const TaskContext& ctx) -> JobSystem::Completion {
+        const auto backend = backends();
         *slot = std::make_shared<const RankDynamics>(
             computeRankDynamics(runDir, matrices, *backend, threshold, ctx));
         return nullptr;
@@ -249,8 +254,9 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   LoadedModel* model = byKey(key);
   if (!model || !model->view) return;
   const AnalysisKind& kind = analysis(analysisId);
-  const auto backend = BackendPool::instance().lease();  // for the checks here; the job leases its own
-  model->results.backend = backend->name();
+  // `unavailable` reads the model, never the backend: a CPU one, which costs nothing to make, stands in for
+  // the check here on the UI thread; the job gets its own from m_backends on its worker thread.
+  static const std::unique_ptr<LinalgBackend> checksOnly = makeCpuBackend();
   const auto ckpt = model->checkpoint;
   const auto view = model->view;
   const AnalysisParams params = m_params;
@@ -258,21 +264,24 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
   const uint64_t request = ++m_requests;
   model->results.outcomes[std::string(kind.id)] = {
       AnalysisOutcome::State::Pending, nullptr, {}, params, request};
-  if (const std::string why = kind.unavailable({*ckpt, *view, *backend, services}); !why.empty()) {
+  if (const std::string why = kind.unavailable({*ckpt, *view, *checksOnly, services}); !why.empty()) {
     model->results.outcomes[std::string(kind.id)] = {AnalysisOutcome::State::Failed, nullptr, why, params,
                                                      request};
     return;
   }
   auto slot = std::make_shared<AnalysisResult>();
+  auto backendName = std::make_shared<std::string>();
   m_jobs.submit(
       std::string(kind.title) + " (" + model->label + ")",
-      [&kind, ckpt, view, services, params, slot](const TaskContext& ctx) -> JobSystem::Completion {
-        const auto backend = BackendPool::instance().lease();
+      [&kind, ckpt, view, services, params, slot, backendName,
+       backends = m_backends](const TaskContext& ctx) -> JobSystem::Completion {
+        const auto backend = backends();
+        *backendName = backend->name();
         *slot = kind.run({*ckpt, *view, *backend, services}, params, ctx);
         return nullptr;
       },
-      [this, key, ckpt, id = std::string(kind.id), request, slot](JobSystem::Status status,
-                                                                  const std::string& error) {
+      [this, key, ckpt, id = std::string(kind.id), request, slot, backendName](JobSystem::Status status,
+                                                                               const std::string& error) {
         LoadedModel* m = byKey(key);
         if (!m || m->checkpoint != ckpt) return;
         const auto it = m->results.outcomes.find(id);
@@ -284,6 +293,7 @@ void Workspace::analyse(int64_t key, std::string_view analysisId) {
                                                            : AnalysisOutcome::State::Failed;
         o.result = status == JobSystem::Status::Ok ? *slot : nullptr;
         o.error = error;
+        if (!backendName->empty()) m->results.backend = *backendName;
       });
 }
 

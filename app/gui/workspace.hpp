@@ -39,7 +39,7 @@ class AnalysisSet {
   }
   AnalysisResult result(std::string_view id) const;  // null unless ok
   std::map<std::string, AnalysisOutcome, std::less<>> outcomes;
-  std::string backend;
+  std::string backend;  // the backend that computed the latest result ("cpu", "cuda")
 };
 
 // The rank dynamics of a followed run (analysis/rank_dynamics): one request at a time, the newest wins.
@@ -62,6 +62,12 @@ struct LoadedModel {
   double threshold = 0.95;
 };
 
+// Where analysis jobs get their linear-algebra backend: called on a job's worker thread only, never on the
+// UI thread (a CUDA backend's constructor creates streams and cuBLAS/cuSOLVER handles). The default leases
+// from a process-wide pool, CUDA where it is usable.
+using BackendSource = std::function<std::shared_ptr<LinalgBackend>()>;
+BackendSource pooledBackends();
+
 class Workspace {
  public:
   static constexpr int64_t kNoSelection = INT64_MIN;  // -1 is a plain checkpoint's key
@@ -69,8 +75,12 @@ class Workspace {
   // reportError: a failed job's message; opened: a checkpoint given to open() was read and is now shown
   // (what the app adds to Recent).
   Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError,
-            std::function<void(const std::filesystem::path&)> opened = {})
-      : m_jobs(jobs), m_error(std::move(reportError)), m_opened(std::move(opened)) {}
+            std::function<void(const std::filesystem::path&)> opened = {},
+            BackendSource backends = pooledBackends())
+      : m_jobs(jobs),
+        m_error(std::move(reportError)),
+        m_opened(std::move(opened)),
+        m_backends(std::move(backends)) {}
 
   // A checkpoint or a run directory (its latest checkpoint, and following it). A checkpoint replaces what is
   // shown only once it has been read: a file that fails to open leaves the current model, its analyses and
@@ -117,6 +127,7 @@ class Workspace {
   JobSystem& m_jobs;
   std::function<void(const std::string&)> m_error;
   std::function<void(const std::filesystem::path&)> m_opened;
+  BackendSource m_backends;
   std::map<int64_t, LoadedModel> m_models;  // key: step (or -1 for a plain checkpoint)
   std::vector<CheckpointEntry> m_onDisk;    // of the followed run, oldest first
   int64_t m_selected = kNoSelection;

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <fstream>
 #include <latch>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <thread>
 
+#include "analysis/backend.hpp"
 #include "app/gui/file_browser.hpp"
 #include "app/gui/frame_times.hpp"
 #include "app/gui/jobs.hpp"
@@ -412,6 +414,37 @@ TEST(Workspace, OpeningAnotherModelDropsWhatTheRunBeforeWasStillLoading) {
   EXPECT_EQ(ws.current()->path, plain) << "the run's late checkpoint must not replace the opened file";
   EXPECT_EQ(ws.loadedSteps(), 0u);
   EXPECT_FALSE(ws.followed().has_value());
+  fs::remove_all(root);
+}
+
+// Issue 38 hazard 1: the UI thread never makes a backend (a CUDA one's constructor creates streams and
+// cuBLAS/cuSOLVER handles): every backend an analysis uses is asked for on a job's worker thread, and the
+// model's results name the one that computed them.
+TEST(Workspace, BackendsAreMadeOnJobThreadsNeverOnTheUiThread) {
+  const fs::path root = sharelens::testing::makeTempDir("workspace-backends");
+  const fs::path plain =
+      sharelens::testing::writeHfFixture(root / "plain", sharelens::testing::defaultSpec(Family::Llama));
+  std::mutex mutex;
+  std::vector<std::thread::id> askedOn;
+  JobSystem jobs(
+      2, [] {}, [](const std::string&, const std::string&) {});
+  gui::Workspace ws(
+      jobs, [](const std::string&) {}, {},
+      [&]() -> std::shared_ptr<LinalgBackend> {
+        std::lock_guard lock(mutex);
+        askedOn.push_back(std::this_thread::get_id());
+        return makeCpuBackend();
+      });
+  ws.open(plain, 0.95);
+  drainUntil(jobs, [&] { return ws.current() && !ws.busy(); });
+  ws.run("spectra");  // asked for from the UI thread, as a view's button does
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  ASSERT_NE(ws.current(), nullptr);
+  ASSERT_GE(askedOn.size(), 2u) << "the default analyses and the one asked for";
+  for (const std::thread::id id : askedOn)
+    EXPECT_NE(id, std::this_thread::get_id()) << "made on the UI thread";
+  EXPECT_NE(ws.current()->results.result("spectra"), nullptr);
+  EXPECT_EQ(ws.current()->results.backend.rfind("cpu", 0), 0u) << ws.current()->results.backend;
   fs::remove_all(root);
 }
 
