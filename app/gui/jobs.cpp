@@ -9,17 +9,25 @@ namespace sharelens::gui {
 JobSystem::JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError)
     : m_wake(std::move(wakeUi)), m_onError(std::move(onError)) {
   for (int i = 0; i < workers; ++i)
-    m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop); });
+    m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop, Lane::Analysis); });
+  for (int i = 0; i < kLongWorkers; ++i)
+    m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop, Lane::Long); });
 }
+
+namespace {
+size_t index(JobSystem::Lane lane) {
+  return static_cast<size_t>(lane);
+}
+}  // namespace
 
 JobSystem::~JobSystem() {
   cancelAll();
   for (auto& w : m_workers) w.request_stop();
-  m_ready.notify_all();
+  for (auto& ready : m_ready) ready.notify_all();
   m_workers.clear();  // joins
 }
 
-uint64_t JobSystem::submit(std::string name, Work work, Finished finished) {
+uint64_t JobSystem::submit(std::string name, Work work, Finished finished, Lane lane) {
   auto job = std::make_shared<Job>();
   job->name = std::move(name);
   job->work = std::move(work);
@@ -27,28 +35,31 @@ uint64_t JobSystem::submit(std::string name, Work work, Finished finished) {
   {
     std::lock_guard lock(m_mutex);
     job->id = m_next++;
-    m_queue.push_back(job);
+    m_queue[index(lane)].push_back(job);
   }
-  m_ready.notify_one();
+  m_ready[index(lane)].notify_one();
   return job->id;
 }
 
 void JobSystem::cancel(uint64_t id) {
   std::lock_guard lock(m_mutex);
-  std::erase_if(m_queue, [&](const std::shared_ptr<Job>& j) {
-    if (j->id != id) return false;
-    if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
-    return true;
-  });
+  for (auto& queue : m_queue)
+    std::erase_if(queue, [&](const std::shared_ptr<Job>& j) {
+      if (j->id != id) return false;
+      if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
+      return true;
+    });
   for (auto& j : m_running)
     if (j->id == id) j->stop.request_stop();
 }
 
 void JobSystem::cancelAll() {
   std::lock_guard lock(m_mutex);
-  for (auto& j : m_queue)
-    if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
-  m_queue.clear();
+  for (auto& queue : m_queue) {
+    for (auto& j : queue)
+      if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
+    queue.clear();
+  }
   for (auto& j : m_running) j->stop.request_stop();
 }
 
@@ -66,24 +77,26 @@ std::vector<JobSystem::Info> JobSystem::jobs() const {
   std::vector<Info> out;
   for (const auto& j : m_running)
     out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
-  for (const auto& j : m_queue) out.push_back({j->id, j->name, "queued", 0.0, false});
+  for (const auto& queue : m_queue)
+    for (const auto& j : queue) out.push_back({j->id, j->name, "queued", 0.0, false});
   return out;
 }
 
 bool JobSystem::idle() const {
   std::lock_guard lock(m_mutex);
-  return m_queue.empty() && m_running.empty() && m_completions.empty();
+  return m_queue[0].empty() && m_queue[1].empty() && m_running.empty() && m_completions.empty();
 }
 
-void JobSystem::workerLoop(std::stop_token stop) {
+void JobSystem::workerLoop(std::stop_token stop, Lane lane) {
+  auto& queue = m_queue[index(lane)];
   for (;;) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(m_mutex);
-      m_ready.wait(lock, stop, [&] { return !m_queue.empty(); });
+      m_ready[index(lane)].wait(lock, stop, [&] { return !queue.empty(); });
       if (stop.stop_requested()) return;
-      job = m_queue.front();
-      m_queue.pop_front();
+      job = queue.front();
+      queue.pop_front();
       job->started = true;
       m_running.push_back(job);
     }

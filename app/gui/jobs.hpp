@@ -5,6 +5,7 @@
 // thread, so whoever waits for it (a view saying "computing ...") always learns how it ended.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,14 +28,18 @@ class JobSystem {
   using Finished = std::function<void(Status, const std::string& error)>;
   using ErrorHandler = std::function<void(const std::string& job, const std::string& message)>;
 
-  JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError);
-  ~JobSystem();  // cancels everything and joins
+  // Two lanes, each with its own workers: analyses (seconds to minutes; what the views wait for) and long
+  // jobs (experiments, compression sweeps: hours), so that a long job never holds the workers the views'
+  // "computing ..." wait on. Long jobs queue behind each other on their one worker.
+  enum class Lane { Analysis, Long };
+  JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError);  // workers: the analysis lane's
+  ~JobSystem();                                                                // cancels everything and joins
   JobSystem(const JobSystem&) = delete;
   JobSystem& operator=(const JobSystem&) = delete;
 
   // `finished` (optional) runs on the UI thread once the job has ended, after its completion when it
   // succeeded.
-  uint64_t submit(std::string name, Work work, Finished finished = {});
+  uint64_t submit(std::string name, Work work, Finished finished = {}, Lane lane = Lane::Analysis);
   void cancel(uint64_t id);
   void cancelAll();
   void drainCompletions();  // UI thread, once per frame
@@ -58,13 +63,14 @@ class JobSystem {
     TaskProgress progress;
     bool started = false;
   };
-  void workerLoop(std::stop_token stop);
+  static constexpr int kLongWorkers = 1;
+  void workerLoop(std::stop_token stop, Lane lane);
 
   std::function<void()> m_wake;
   ErrorHandler m_onError;
   mutable std::mutex m_mutex;
-  std::condition_variable_any m_ready;
-  std::deque<std::shared_ptr<Job>> m_queue;
+  std::array<std::condition_variable_any, 2> m_ready;       // by Lane
+  std::array<std::deque<std::shared_ptr<Job>>, 2> m_queue;  // by Lane
   std::vector<std::shared_ptr<Job>> m_running;
   std::vector<Completion> m_completions;
   uint64_t m_next = 1;

@@ -136,6 +136,44 @@ TEST(JobSystem, CancellingARunningOrAQueuedJobEndsItCancelled) {
   EXPECT_TRUE(jobs.idle());
 }
 
+// Issue 38 hazard 4: long jobs (an experiment, a compression sweep: hours) have their own lane. With both
+// analysis workers' worth of long jobs running -- and one more queued behind them -- an analysis still
+// starts and ends at once; the long lane runs one job at a time.
+TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
+  JobSystem jobs(2, {}, {});
+  std::atomic<int> longRunning{0}, longStarted{0};
+  std::atomic<bool> release{false};
+  std::vector<Ended> longEnded(3);
+  for (Ended& e : longEnded)
+    jobs.submit(
+        "experiment",
+        [&](const TaskContext&) -> JobSystem::Completion {
+          ++longStarted;
+          EXPECT_EQ(++longRunning, 1) << "long jobs queue behind each other";
+          while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          --longRunning;
+          return nullptr;
+        },
+        record(e), JobSystem::Lane::Long);
+  std::vector<Ended> analyses(3);
+  for (Ended& e : analyses)
+    jobs.submit(
+        "spectra", [](const TaskContext&) -> JobSystem::Completion { return nullptr; }, record(e));
+  drainUntil(jobs,
+             [&] { return std::all_of(analyses.begin(), analyses.end(), [](auto& e) { return e.status; }); });
+  for (const Ended& e : analyses) {
+    ASSERT_TRUE(e.status) << "an analysis waited behind long jobs";
+    EXPECT_EQ(*e.status, JobSystem::Status::Ok);
+  }
+  EXPECT_EQ(longStarted, 1);
+  release = true;
+  drainUntil(jobs, [&] {
+    return std::all_of(longEnded.begin(), longEnded.end(), [](auto& e) { return e.status; });
+  });
+  EXPECT_EQ(longStarted, 3);
+  EXPECT_TRUE(jobs.idle());
+}
+
 TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
   JobSystem jobs(1, {}, {});
   std::latch started(1), cancelled(1);

@@ -160,7 +160,8 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
         if (status == JobSystem::Status::Ok) return;
         outcome->running = false;
         outcome->error = status == JobSystem::Status::Cancelled ? "cancelled" : error;
-      });
+      },
+      JobSystem::Lane::Long);
 }
 
 void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {

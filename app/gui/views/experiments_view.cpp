@@ -218,7 +218,8 @@ class ExperimentsPanel : public View {
                          : status == JobSystem::Status::Cancelled ? "stopped"
                                                                   : error;
           ctx.notify("experiment " + name + ": " + (status == JobSystem::Status::Ok ? "finished" : "ended"));
-        });
+        },
+        JobSystem::Lane::Long);
     m_reportThrottle.reset();
   }
 
