@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 extern "C" {
 void openblas_set_num_threads(int);
@@ -14,8 +15,18 @@ namespace {
 
 struct BlasState {
   std::mutex mutex;
-  int requested = 0;  // 0: nobody asked yet (OpenBLAS's own default stands)
-  int pins = 0;
+  int before = 0;           // the pool's count before anything here changed it (0: not read yet)
+  std::vector<int> leases;  // the thread counts of the leases held now
+  int pins = 0;             // SingleThreadedBlas held now
+  int applied = 0;          // what the pool was last set to
+
+  // Under the mutex, after every change.
+  void apply() {
+    if (before == 0) before = openblas_get_num_threads();
+    const int target = pins > 0 || leases.size() > 1 ? 1 : leases.size() == 1 ? leases.front() : before;
+    if (target != applied) openblas_set_num_threads(target);
+    applied = target;
+  }
 };
 
 BlasState& state() {
@@ -25,26 +36,32 @@ BlasState& state() {
 
 }  // namespace
 
-void requestBlasThreads(int threads) {
+BlasThreadLease::BlasThreadLease(int threads) : m_threads(std::max(threads, 1)) {
   BlasState& s = state();
   std::lock_guard lock(s.mutex);
-  s.requested = std::max(threads, 1);
-  if (s.pins == 0) openblas_set_num_threads(s.requested);
+  s.leases.push_back(m_threads);
+  s.apply();
+}
+
+BlasThreadLease::~BlasThreadLease() {
+  BlasState& s = state();
+  std::lock_guard lock(s.mutex);
+  s.leases.erase(std::find(s.leases.begin(), s.leases.end(), m_threads));
+  s.apply();
 }
 
 SingleThreadedBlas::SingleThreadedBlas() {
   BlasState& s = state();
   std::lock_guard lock(s.mutex);
-  if (s.pins++ == 0) {
-    if (s.requested == 0) s.requested = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-  }
+  ++s.pins;
+  s.apply();
 }
 
 SingleThreadedBlas::~SingleThreadedBlas() {
   BlasState& s = state();
   std::lock_guard lock(s.mutex);
-  if (--s.pins == 0) openblas_set_num_threads(s.requested);
+  --s.pins;
+  s.apply();
 }
 
 bool blasHasItsOwnThreadPool() {

@@ -1,17 +1,28 @@
 // OpenBLAS keeps one thread pool for the whole process, and LibTorch's CPU matmuls, Eigen's LAPACK calls and
-// our analyses all share it. Everything that sizes it goes through here, under one lock (DESIGN.md section
-// 2):
-//   - a run (training, evaluation, calibration) asks for its thread count: requestBlasThreads(n); the latest
-//     request is the process's count;
+// our analyses all share it. Its size is a budget the parts share, decided here under one lock from who
+// holds what (DESIGN.md section 2), never by whoever set it last:
+//   - a computation (a training run, an evaluation, a calibration) holds a BlasThreadLease of its thread
+//     count for as long as it runs. One lease alone: the pool has its count. Two or more at once (a run
+//     beside its baseline, an experiment's runs side by side, an evaluation beside a GUI run): each computes
+//     on its own thread and the pool has one. None: the pool is back to its count before the first lease;
 //   - an analysis that parallelises over matrices holds a SingleThreadedBlas while it does: while any is
-//     held the pool stays at one thread, and the requested count comes back when the last one goes.
-// So concurrent jobs never save and restore each other's setting. Built as its own small library
-// (sharelens_blas) because core does not link BLAS.
+//     held the pool stays at one thread.
+// So concurrent jobs never save and restore each other's setting, and a run that ends gives its share
+// back. Built as its own small library (sharelens_blas) because core does not link BLAS.
 #pragma once
 
 namespace sharelens {
 
-void requestBlasThreads(int threads);
+class BlasThreadLease {
+ public:
+  explicit BlasThreadLease(int threads);  // threads < 1 counts as 1
+  ~BlasThreadLease();
+  BlasThreadLease(const BlasThreadLease&) = delete;
+  BlasThreadLease& operator=(const BlasThreadLease&) = delete;
+
+ private:
+  int m_threads;
+};
 
 class SingleThreadedBlas {
  public:

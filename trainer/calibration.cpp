@@ -67,7 +67,7 @@ CalibrationResult calibrate(const fs::path& path, const CalibrationOptions& give
                  .where = "--logit-lens per-token",
                  .expected = "per-sample or mean-state"});
   const auto started = std::chrono::steady_clock::now();
-  setComputeThreads(o.threads > 0 ? o.threads : ctx.threadCount());
+  const ComputeThreads computeThreads(o.threads > 0 ? o.threads : ctx.threadCount());
   torch::Device device = torch::kCPU;
   if (o.device == "cuda") {
     if (!torch::cuda::is_available())

@@ -29,7 +29,7 @@ std::vector<TruncatedEmbeddingLoss> truncatedEmbeddingLosses(const std::filesyst
                                                              const std::vector<int64_t>& ranks,
                                                              const EvalOptions& options,
                                                              const TaskContext& ctx) {
-  setComputeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
+  const ComputeThreads computeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   for (int64_t r : ranks)

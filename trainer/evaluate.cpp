@@ -217,7 +217,7 @@ EvalResult evaluateCheckpoint(const fs::path& path, const EvalOptions& options, 
                  .where = "--tokens",
                  .expected = ">= 1",
                  .found = std::to_string(options.tokens)});
-  setComputeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
+  const ComputeThreads computeThreads(options.threads > 0 ? options.threads : ctx.threadCount());
   const torch::Device device = deviceFor(options.device);
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);

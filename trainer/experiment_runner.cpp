@@ -155,8 +155,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   const int parallel =
       o.parallel > 0 ? o.parallel : std::max(1, std::min({allThreads, fitting, static_cast<int>(total)}));
   const int threads = std::max(1, allThreads / parallel);
-  if (parallel > 1)
-    requestBlasThreads(1);  // one process-wide BLAS pool: runs side by side keep to one thread
+  // Each run leases its threads on the one process-wide BLAS pool; runs side by side keep to one thread each
+  // (core/blas_threads.hpp).
   std::mutex mutex;
   std::atomic<size_t> done{0};
   std::exception_ptr failure;

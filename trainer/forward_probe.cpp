@@ -36,7 +36,7 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
                             const TaskContext& ctx) {
   using clock = std::chrono::steady_clock;
   const int threads = options.threads > 0 ? options.threads : ctx.threadCount();
-  setComputeThreads(threads);
+  const ComputeThreads computeThreads(threads);
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   const ModelView view = openModelView(*ckpt);
   torch::Device device = torch::kCPU;

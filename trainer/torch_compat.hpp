@@ -24,11 +24,19 @@ inline int torchIntraOpThreads(int threads) {
   return !at::hasMKL() && blasHasItsOwnThreadPool() ? 1 : threads;
 }
 
-// Threads for a run's compute: OpenBLAS's pool (shared with Eigen's LAPACK and the analyses) and LibTorch's.
-inline void setComputeThreads(int threads) {
-  at::set_num_threads(torchIntraOpThreads(threads));
-  requestBlasThreads(threads);
-}
+// Threads for a computation (a run, an evaluation), held for as long as it lasts: its lease on OpenBLAS's
+// pool (shared with Eigen's LAPACK and the analyses; see core/blas_threads.hpp for how concurrent leases
+// share it) and LibTorch's intra-op count. LibTorch's count is process-wide and set by the newest holder;
+// where it matters (MKL builds) runs side by side ask for the same count.
+class ComputeThreads {
+ public:
+  explicit ComputeThreads(int threads) : m_blas(threads) {
+    at::set_num_threads(torchIntraOpThreads(threads));
+  }
+
+ private:
+  BlasThreadLease m_blas;
+};
 
 // Causal self-attention with grouped KV heads: softmax(scale q k^T + mask) v, the mask -inf above the
 // diagonal and, with a sliding window w > 0, where i - j >= w (query i sees keys i - w + 1 .. i).

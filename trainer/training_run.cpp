@@ -113,6 +113,7 @@ class TrainingRun {
   RunRequest m_request;
   RunChannel& m_channel;
   const TaskContext& m_ctx;
+  std::optional<ComputeThreads> m_computeThreads;  // from prepare() on
   TokenData m_data;
   std::unique_ptr<SharedTransformer> m_model;
   std::unique_ptr<AdamW> m_optimizer;
@@ -244,7 +245,7 @@ void TrainingRun::prepareRun() {
   if (writer()) fs::create_directories(r.runDir);
   const TrainConfig& c = r.config;
   const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
-  setComputeThreads(threads);
+  m_computeThreads.emplace(threads);  // held until the run object goes
 
   if (c.device == "cuda") {
     if (!torch::cuda::is_available())
@@ -764,8 +765,8 @@ std::pair<RunState, RunState> runComparison(
   base.role = "baseline";
   base.sibling = "model";
   base.config.threads = threads;
-  // Both threads share the OpenBLAS pool: one thread each keeps them from oversubscribing the cores.
-  requestBlasThreads(1);
+  // Both runs hold a lease on the OpenBLAS pool while they train: side by side, each computes on one thread
+  // (core/blas_threads.hpp), so they do not oversubscribe the cores.
   std::mutex reportMutex;
   RunState states[2] = {RunState::Failed, RunState::Failed};
   std::exception_ptr failures[2];

@@ -331,8 +331,8 @@ TEST(RunBook, TheDirectoryOfACompareRunAttachesBothRuns) {
   fs::remove_all(dir);
 }
 
-TEST(BlasThreads, PinsNestAcrossThreadsAndTheRequestedCountComesBackWithTheLastOne) {
-  requestBlasThreads(2);
+TEST(BlasThreads, PinsNestAcrossThreadsAndTheLeasedCountComesBackWithTheLastOne) {
+  const BlasThreadLease run(2);
   EXPECT_EQ(currentBlasThreads(), 2);
   std::optional<SingleThreadedBlas> outer;
   outer.emplace();
@@ -343,10 +343,34 @@ TEST(BlasThreads, PinsNestAcrossThreadsAndTheRequestedCountComesBackWithTheLastO
   });
   other.join();
   EXPECT_EQ(currentBlasThreads(), 1) << "the other thread's pin ending must not undo this one";
-  requestBlasThreads(2);  // a run starting meanwhile: deferred, not applied under a pin
-  EXPECT_EQ(currentBlasThreads(), 1);
   outer.reset();
   EXPECT_EQ(currentBlasThreads(), 2);
+}
+
+// Issue 38 hazard 3: the pool's size is a budget shared by who holds it, not the last writer's. A run
+// beside another (a comparison, an experiment's runs, an evaluation beside a GUI run) computes on one
+// thread each; when one ends, the other gets its own count back; when the last ends, the count from
+// before; a pin (an analysis) holds it at one through all of that. Before, the second run's request of 2
+// left the pool at 2 under both runs, and the first run's ending left it where the last writer put it.
+TEST(BlasThreads, LeasesHeldSideBySideShareThePoolAndGiveItBackWhenTheyEnd) {
+  const int before = currentBlasThreads();
+  std::optional<BlasThreadLease> model(std::in_place, 2);
+  EXPECT_EQ(currentBlasThreads(), 2) << "one run alone has its count";
+  std::optional<BlasThreadLease> baseline(std::in_place, 2);
+  EXPECT_EQ(currentBlasThreads(), 1) << "two side by side: one thread each";
+  {
+    const BlasThreadLease evaluation(2);  // a third one meanwhile
+    EXPECT_EQ(currentBlasThreads(), 1);
+  }
+  EXPECT_EQ(currentBlasThreads(), 1);
+  model.reset();
+  EXPECT_EQ(currentBlasThreads(), 2) << "the run left alone gets its count back";
+  std::optional<SingleThreadedBlas> pin(std::in_place);
+  EXPECT_EQ(currentBlasThreads(), 1);
+  baseline.reset();
+  EXPECT_EQ(currentBlasThreads(), 1) << "pinned while an analysis holds it";
+  pin.reset();
+  EXPECT_EQ(currentBlasThreads(), before) << "no lease and no pin: the count from before";
 }
 
 // A followed run lists every checkpoint on disk, loads the newest, loads an older one when it is chosen, and

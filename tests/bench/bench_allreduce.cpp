@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   config.localRank = config.rank;
   config.localWorldSize = 2;
   config.masterPort = port;
-  setComputeThreads(1);
+  const ComputeThreads computeThreads(1);
   DistributedGroup group(config, false);
   // Parameters shaped like a model's (matrices of ~0.3M floats) so that bucketing behaves as in training.
   std::vector<NamedParameter> params;

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     if (a == "--rounds") rounds = v;
   }
   keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
-  setComputeThreads(threads);
+  const ComputeThreads computeThreads(threads);
   auto leaf = [](std::vector<int64_t> shape) { return at::randn(shape).requires_grad_(true); };
   const torch::Tensor q = leaf({batch, time, heads, headDim}), k = leaf({batch, time, kvHeads, headDim}),
                       v = leaf({batch, time, kvHeads, headDim}), g = at::randn({batch, time, heads, headDim});

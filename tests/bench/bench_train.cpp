@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
   }
   keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
   // N runs side by side share the threads, as the experiment runner's --parallel N does.
-  setComputeThreads(std::max<int>(1, threads / static_cast<int>(parallelRuns)));
+  std::optional<ComputeThreads> computeThreads;
+  computeThreads.emplace(std::max<int>(1, threads / static_cast<int>(parallelRuns)));
   Topology t = topologyPath.empty() ? benchTopology(size) : readTopologyFile(topologyPath);
   if (cycle > 0) {
     t.name = "bench-cycle" + std::to_string(cycle) + "-lora" + std::to_string(loraRank);
@@ -172,7 +174,8 @@ int main(int argc, char** argv) {
   const double tokensPerSecond =
       static_cast<double>(parallelRuns * steps * batch * t.model.context) / seconds;
   const ParamBudget budget = countParameters(t);
-  setComputeThreads(threads);  // the machine's peak at all its threads, however they were split
+  computeThreads.reset();  // the machine's peak at all its threads, however they were split
+  computeThreads.emplace(threads);
   const double peak = sgemmPeak();
   const double flopsPerToken = mode == "forward" ? budget.trainFlopsPerToken / 3 : budget.trainFlopsPerToken;
   const double mfu = tokensPerSecond * flopsPerToken / peak;

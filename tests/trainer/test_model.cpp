@@ -92,7 +92,7 @@ std::vector<std::pair<std::string, Topology>> families() {
 class EveryFamily : public ::testing::TestWithParam<std::pair<std::string, Topology>> {};
 
 TEST_P(EveryFamily, CountsBuildsRunsAndLearns) {
-  setComputeThreads(1);
+  const ComputeThreads computeThreads(1);
   const Topology& t = GetParam().second;
   SharedTransformer model(t, torch::kCPU, 7);
   EXPECT_EQ(model.parameterCount(), countParameters(t).total)
@@ -487,13 +487,15 @@ TEST(FusedOps, VectorisedExpIsAccurateOverTheFloatRange) {
 // whose BLAS shares the OpenMP pool (MKL) gives both the count (trainer/torch_compat.hpp). This checks the
 // wiring (both pools set, and set back); the speed it is for is measured by tests/bench/bench_train.sh.
 TEST(ComputeThreads, LibTorchKeepsOneThreadBesideAnOpenBlasPoolOfItsOwn) {
-  setComputeThreads(2);
-  EXPECT_EQ(currentBlasThreads(), 2);
-  if (!at::hasMKL() && blasHasItsOwnThreadPool())
-    EXPECT_EQ(at::get_num_threads(), 1);
-  else
-    EXPECT_EQ(at::get_num_threads(), 2);
-  setComputeThreads(1);
+  {
+    const ComputeThreads two(2);
+    EXPECT_EQ(currentBlasThreads(), 2);
+    if (!at::hasMKL() && blasHasItsOwnThreadPool())
+      EXPECT_EQ(at::get_num_threads(), 1);
+    else
+      EXPECT_EQ(at::get_num_threads(), 2);
+  }
+  const ComputeThreads one(1);
   EXPECT_EQ(at::get_num_threads(), 1);
   EXPECT_EQ(currentBlasThreads(), 1);
 }
