@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "core/error.hpp"
 
@@ -70,6 +71,10 @@ int64_t mergeTiedHeads(Topology& design, const Topology& incoming) {
 
 void resizeLayers(Topology& t, int64_t layers) {
   layers = std::max<int64_t>(1, layers);
+  const std::optional<SharingPattern> named = parsePattern(t.provenance.pattern);
+  const bool rebuild = named.has_value() && t.ffn.assign == t.attention.assign;
+  const SharingPattern pattern = named.value_or(SharingPattern::Vanilla);
+  const int64_t unique = t.attention.uniqueBlocks();
   for (BlockSharing* s : {&t.attention, &t.ffn}) {
     while (static_cast<int64_t>(s->assign.size()) < layers) s->assign.push_back(s->uniqueBlocks());
     s->assign.resize(static_cast<size_t>(layers));
@@ -81,6 +86,8 @@ void resizeLayers(Topology& t, int64_t layers) {
   std::erase_if(t.postShare.pairs,
                 [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
   t.masa.groups.clear();
+  if (rebuild)
+    applyPattern(t, pattern, pattern == SharingPattern::Vanilla ? layers : std::min(unique, layers));
 }
 
 void syncHeadDim(ModelDims& m) {

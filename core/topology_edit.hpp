@@ -19,7 +19,10 @@ void renumberBlocks(BlockSharing& sharing);
 // pairs need unshared attention, so they are dropped when the pattern shares it: the returned note says so
 // ("" when nothing was dropped).
 std::string applyPattern(Topology& topology, SharingPattern pattern, int64_t unique);
-// Changes the number of layers, extending or cutting the assignments (new layers get new blocks).
+// Changes the number of layers. A topology that is a pattern (provenance.pattern names one, attention and
+// FFN assigned alike) is built again from it at the new depth with the same unique blocks U (vanilla: every
+// layer its own; at most the new depth), and named for what it now is ("cycle-L8-U3"). Anything else (a
+// painted design, tied interior FFNs) has its assignments extended or cut: new layers get new blocks.
 void resizeLayers(Topology& topology, int64_t layers);
 // Keeps head_dim = d_model / heads after an edit of d_model or heads (rounded to an even number).
 void syncHeadDim(ModelDims& dims);

@@ -202,6 +202,23 @@ TEST_F(GuiInput, AFailedOpenKeepsTheCurrentModelAndStaysOutOfRecent) {
   EXPECT_EQ(recent, std::vector<std::string>{(s_dir / "qwen").string()}) << "Recent holds only what opened";
 }
 
+// Issue 41 item 1: the Designer's U slider keeps what it is set to and rebuilds the current pattern with it
+// (it snapped back on every frame before, so a U could only come from a shipped preset); a pattern's
+// button then builds that pattern with the same U. A click 24 px into the slider sets it near its minimum.
+TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereItIsSet) {
+  const fs::path after = s_dir / "after-slider.json";
+  const auto s =
+      session("designer-u", dataHome(s_dir / "xdg-designer") + kBinary + " --view designer --exit-after 60",
+              {"waitfor '\"designer/topology\"'", "click designer/unique", "sleep 0.5",
+               "waitfor '\"name\":\"cycle-L6-U1\"'", "click designer/pattern/sequence",
+               "waitfor '\"name\":\"sequence-L6-U1\"'", "sleep 0.5", "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json designed = readState(after)["state"]["designer/topology"];
+  EXPECT_EQ(designed["slider_u"], 1) << "the slider snapped back";
+  EXPECT_EQ(designed["unique"], 1);
+  EXPECT_EQ(designed["pattern"], "sequence");
+}
+
 // Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   const fs::path after = s_dir / "after-launch.json";

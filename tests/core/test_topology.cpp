@@ -514,6 +514,31 @@ TEST(TopologyEdit, PresetsNameThemselvesAndSayWhatTheyDrop) {
   EXPECT_EQ(t.name, "cycle-L6-U3");
 }
 
+// Issue 41 item 1: a pattern keeps being that pattern when layers are added or removed -- the same U, the
+// pattern's own assignment at the new depth (Cycle: l mod U) and the name of what it now is -- instead of
+// appending a new block per added layer under the old name; a painted design is extended block by block.
+TEST(TopologyEdit, ResizingAPatternRebuildsItAtTheNewDepthWithItsUAndName) {
+  Topology t = demoTopology();
+  applyPattern(t, SharingPattern::Cycle, 3);
+  resizeLayers(t, 8);
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1}));
+  EXPECT_EQ(t.ffn.assign, t.attention.assign);
+  EXPECT_EQ(t.name, "cycle-L8-U3");
+  resizeLayers(t, 2);
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1})) << "U is at most the depth";
+  EXPECT_EQ(t.name, "cycle-L2-U2");
+  applyPattern(t, SharingPattern::Vanilla, 2);
+  resizeLayers(t, 5);
+  EXPECT_EQ(t.attention.uniqueBlocks(), 5) << "vanilla: every layer its own";
+  EXPECT_EQ(t.name, "vanilla-L5-U5");
+  paintBlock(t, DesignColumn::Attention, 1, 0);  // custom now: 0 0 1 2 3
+  const std::string painted = t.name;
+  resizeLayers(t, 6);
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 1, 2, 3, 4})) << "a new block for the new layer";
+  EXPECT_EQ(t.name, painted);
+  EXPECT_NO_THROW(validateTopology(t));
+}
+
 TEST(TopologyEdit, TiedHeadsMergeIntoACompatibleDesignOnly) {
   Topology design = demoTopology();
   applyPattern(design, SharingPattern::Vanilla, design.model.layers);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
@@ -34,6 +35,7 @@ class DesignerPanel : public DesignerApi {
   // A topology from elsewhere: tied head pairs (DirectShare) ask whether to merge them into the design or
   // replace it; anything else replaces it.
   void receive(const Topology& t) override {
+    m_unique = 0;  // U follows the topology that arrives
     if (t.tiedHeads.empty()) {
       m_topology = t;
       return;
@@ -94,26 +96,42 @@ class DesignerPanel : public DesignerApi {
     inputInt64("context", t.model.context, 8, 1 << 16);
 
     drawSectionHeader("sharing pattern");
-    int unique = static_cast<int>(std::max<int64_t>(1, t.attention.uniqueBlocks()));
+    // U is the designer's own setting (the topology's count of unique blocks when it arrives or is
+    // rebuilt): moving it rebuilds the current pattern at once; a pattern's button builds that pattern
+    // with it.
+    if (m_unique < 1) m_unique = static_cast<int>(std::max<int64_t>(1, t.attention.uniqueBlocks()));
+    m_unique = std::min(m_unique, static_cast<int>(t.model.layers));
+    const std::optional<SharingPattern> current = parsePattern(t.provenance.pattern);
     ImGui::SetNextItemWidth(200);
-    ImGui::SliderInt("unique blocks U", &unique, 1, static_cast<int>(t.model.layers));
+    const bool movedU = ImGui::SliderInt("unique blocks U", &m_unique, 1, static_cast<int>(t.model.layers));
+    probe::item("designer/unique");
+    auto build = [&](SharingPattern p) {
+      try {
+        m_note = applyPattern(t, p, m_unique);
+      } catch (const Error& e) {
+        m_note = e.what();
+      }
+    };
+    if (movedU && current && *current != SharingPattern::Vanilla) build(*current);
     for (SharingPattern p : kAllPatterns) {
       if (p != SharingPattern::Vanilla) ImGui::SameLine(0, 4);
       if (p == SharingPattern::Bulge) ImGui::NewLine();
-      if (ImGui::SmallButton(std::string(patternName(p)).c_str())) {
-        try {
-          m_note = applyPattern(t, p, unique);
-        } catch (const Error& e) {
-          m_note = e.what();
-        }
-      }
+      if (ImGui::SmallButton(std::string(patternName(p)).c_str())) build(p);
+      probe::item("designer/pattern/", patternName(p));
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", std::string(patternNote(p)).c_str());
     }
+    probe::state("designer/topology", [&] {
+      return Json{{"name", t.name},
+                  {"pattern", t.provenance.pattern},
+                  {"layers", t.model.layers},
+                  {"unique", t.attention.uniqueBlocks()},
+                  {"slider_u", m_unique}};
+    });
     ImGui::TextDisabled("bulge and hierarchy: our reading of the papers' figures");
     ImGui::TextUnformatted("depth:");
     for (const char* m : {"1.5", "3", "skinny"}) {
       ImGui::SameLine();
-      if (ImGui::SmallButton((std::string("x") + m).c_str())) applyDepth(m, unique);
+      if (ImGui::SmallButton((std::string("x") + m).c_str())) applyDepth(m, m_unique);
     }
     ImGui::SetNextItemWidth(120);
     int attnRank = static_cast<int>(t.attention.loraRank), ffnRank = static_cast<int>(t.ffn.loraRank);
@@ -249,7 +267,10 @@ class DesignerPanel : public DesignerApi {
           ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l),
                             c == 0 ? "attention" : "FFN", static_cast<long long>(b),
                             static_cast<long long>(s.usersOf(b)));
-        if (over && active) paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
+        if (over && active) {
+          paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
+          m_unique = 0;  // U follows what was painted
+        }
       }
     }
   }
@@ -370,6 +391,7 @@ class DesignerPanel : public DesignerApi {
     }
     if (ImGui::Button("Replace the design")) {
       m_topology = m_pending;
+      m_unique = 0;
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
@@ -448,6 +470,7 @@ class DesignerPanel : public DesignerApi {
   std::optional<Topology> m_baseline;  // of m_baselineKey's design
   std::string m_baselineKey, m_baselineProblem;
   std::string m_note;
+  int m_unique = 0;  // the U slider's value; 0: take it from the topology on the next frame
   int m_brush = 0, m_interior = 1, m_steps = 600, m_batch = 16, m_corpus = 0;
   float m_lr = 3e-3f;
   char m_path[512] = "topology.json";
