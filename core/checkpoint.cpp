@@ -1,9 +1,12 @@
 #include "core/checkpoint.hpp"
 
 #include <algorithm>
+#include <array>
+#include <fstream>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/llama2c.hpp"
 #include "core/naming.hpp"
 
 namespace fs = std::filesystem;
@@ -32,6 +35,16 @@ void checkShardName(const std::string& shard, const fs::path& indexPath, const s
                  .expected = "a file in the same directory, like model-00001-of-00002.safetensors",
                  .found = "'" + shard + "'",
                  .hint = "fix the index; paths outside the model directory are refused"});
+}
+
+// The first bytes decide, not the name: llama2.c files are .bin like PyTorch's.
+bool isLlama2c(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<std::byte, 64> head{};
+  in.read(reinterpret_cast<char*>(head.data()), head.size());
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  return !ec && looksLikeLlama2c(std::span(head).first(static_cast<size_t>(in.gcount())), size);
 }
 
 }  // namespace
@@ -70,19 +83,36 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   } else if (path.filename() == kIndexName) {
     ckpt->m_directory = path.parent_path();
     ckpt->openSharded(path);
+  } else if (path.extension() != ".safetensors" && isLlama2c(path)) {
+    ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    Llama2cCheckpoint llama2c = openLlama2c(path);
+    ckpt->m_config = std::move(llama2c.config);
+    ckpt->m_configSource = path;
+    ckpt->m_format = llama2c.tensors->metadata().at("format");
+    ckpt->addFile(std::move(llama2c.tensors));
   } else {
     ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    ckpt->addFile(SafetensorsFile::open(path));
+    try {
+      ckpt->addFile(SafetensorsFile::open(path));
+    } catch (const Error& e) {
+      if (path.extension() == ".safetensors") throw;
+      throw Error({.what = "not a checkpoint format ShareLens reads",
+                   .where = path.string(),
+                   .found = "neither a llama2.c checkpoint nor safetensors (" + std::string(e.what()) + ")",
+                   .hint = "ShareLens reads safetensors (config.json beside them) and llama2.c checkpoints "
+                           "(legacy, version 1 and version 2)"});
+    }
   }
-  if (fs::exists(ckpt->m_directory / "config.json"))
+  if (!ckpt->m_config && fs::exists(ckpt->m_directory / "config.json")) {
     ckpt->m_config = readJsonFile(ckpt->m_directory / "config.json");
+    ckpt->m_configSource = ckpt->m_directory / "config.json";
+  }
   ckpt->finishIndex();
   return ckpt;
 }
 
 std::optional<fs::path> Checkpoint::configPath() const {
-  if (!m_config) return std::nullopt;
-  return m_directory / "config.json";
+  return m_configSource;
 }
 
 void Checkpoint::addFile(std::unique_ptr<SafetensorsFile> file) {

@@ -1,10 +1,13 @@
 // A checkpoint: one safetensors file, or a sharded set described by model.safetensors.index.json, plus the
-// Hugging Face config.json when there is one. Tensors are looked up by name across shards.
+// Hugging Face config.json when there is one; or a file of another format read behind the same interface
+// (a llama2.c checkpoint, core/llama2c.hpp, whose config comes from its header). Tensors are looked up by
+// name across shards.
 //
 // Accepted paths:
 //   file.safetensors            (config.json beside it is used when present)
 //   DIR/ with model.safetensors.index.json + shards
 //   DIR/ with model.safetensors, or exactly one *.safetensors file
+//   file.bin (or any name)      a llama2.c checkpoint: legacy, version 1 or version 2, told by its contents
 #pragma once
 
 #include <filesystem>
@@ -39,7 +42,10 @@ class Checkpoint {
   const std::filesystem::path& directory() const { return m_directory; }  // where config.json lives
   bool sharded() const { return m_sharded; }
   const std::optional<Json>& config() const { return m_config; }
+  // Where the config came from, for messages: config.json, or the checkpoint file whose header it was made
+  // from.
   std::optional<std::filesystem::path> configPath() const;
+  std::string format() const { return m_format; }  // "safetensors", "llama2.c legacy (v0)", ...
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return m_files; }
 
   // All tensor names in natural order ("layers.2" before "layers.10").
@@ -69,6 +75,8 @@ class Checkpoint {
   std::filesystem::path m_directory;
   bool m_sharded = false;
   std::optional<Json> m_config;
+  std::optional<std::filesystem::path> m_configSource;
+  std::string m_format = "safetensors";
   std::vector<std::unique_ptr<SafetensorsFile>> m_files;
   std::unordered_map<std::string_view, TensorRef> m_byName;
   std::vector<std::string> m_names;

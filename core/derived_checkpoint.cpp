@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
 
@@ -53,12 +54,16 @@ void TensorEditor::save(const fs::path& file, const std::map<std::string, std::s
                         const std::vector<std::string>& drop, const std::vector<EncodedTensor>& extra) const {
   std::vector<EncodedTensor> encoded;
   std::vector<TensorWrite> writes;
-  encoded.reserve(m_edited.size());
+  encoded.reserve(m_ckpt.tensorCount());  // views into it are taken as it grows
   for (const std::string& name : m_ckpt.tensorNames()) {
     if (std::find(drop.begin(), drop.end(), name) != drop.end()) continue;
     const TensorRef& ref = m_ckpt.at(name);
     if (auto it = m_edited.find(name); it != m_edited.end()) {
       encoded.push_back(EncodedTensor::fromFloats(name, ref.info->dtype, ref.info->shape, it->second));
+      writes.push_back(encoded.back().view());
+    } else if (ref.info->stored) {  // another format's layout (llama2.c): written as the floats it presents
+      encoded.push_back(
+          EncodedTensor::fromFloats(name, ref.info->dtype, ref.info->shape, ref.file->readFloat(*ref.info)));
       writes.push_back(encoded.back().view());
     } else {
       writes.push_back({name, ref.info->dtype, ref.info->shape, ref.file->bytes(*ref.info)});
@@ -77,6 +82,12 @@ std::vector<std::string> copyCompanionFiles(const Checkpoint& ckpt, const fs::pa
     fs::copy_file(from, outDir / name, fs::copy_options::overwrite_existing);
     copied.push_back(name);
   };
+  // A checkpoint whose config came from its own header (llama2.c) gets that config written as config.json.
+  if (ckpt.config() && ckpt.configPath() && ckpt.configPath()->filename() != "config.json" &&
+      !fs::exists(outDir / "config.json")) {
+    writeFileAtomically(outDir / "config.json", ckpt.config()->dump(2) + "\n");
+    copied.push_back("config.json");
+  }
   for (const char* name : kCompanionFiles) copy(dir / name, name);
   // A run's checkpoint (RUN/checkpoints/step-N/) keeps its tokenizer in the run directory.
   copy(dir.parent_path().parent_path() / "tokenizer.model", "tokenizer.model");

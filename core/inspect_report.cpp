@@ -52,6 +52,7 @@ Json modelShapeToJson(const ModelShape& s) {
 Json inspectCheckpoint(const Checkpoint& ckpt) {
   Json report;
   report["path"] = ckpt.path().string();
+  report["format"] = ckpt.format();
   report["sharded"] = ckpt.sharded();
   Json files = Json::array();
   for (const auto& f : ckpt.files())
@@ -116,6 +117,8 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
 std::string formatInspectReport(const Json& r) {
   std::ostringstream out;
   out << "checkpoint  " << r["path"].get<std::string>() << "\n";
+  const std::string format = r.value("format", "safetensors");
+  if (format != "safetensors") out << "format      " << format << "\n";
   out << "family      " << (r["family"].is_null() ? std::string("unknown") : r["family"].get<std::string>());
   if (r.contains("model_type")) out << " (model_type " << r["model_type"].get<std::string>() << ")";
   out << "\nfiles       " << r["files"].size() << (r["sharded"].get<bool>() ? " (sharded)" : "") << "\n";
@@ -124,7 +127,7 @@ std::string formatInspectReport(const Json& r) {
         << f["tensors"].get<size_t>() << " tensors\n";
 
   if (!r["config"].is_null()) {
-    out << "\nconfig.json\n";
+    out << (format == "safetensors" ? "\nconfig.json\n" : "\nconfig (from the file's header)\n");
     for (const auto& [key, value] : r["config"].items()) {
       std::string text = value.dump();
       if (text.size() > 90) text = text.substr(0, 87) + "...";

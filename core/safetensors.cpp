@@ -1,6 +1,9 @@
 #include "core/safetensors.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
 #include <unordered_set>
 
 #include "core/atomic_file.hpp"
@@ -14,6 +17,11 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
   SafetensorsHeader header = parseSafetensorsHeader(file.bytes(), path.string(), limits);
   file.adviseNormal();
   return std::unique_ptr<SafetensorsFile>(new SafetensorsFile(std::move(file), std::move(header)));
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::fromLayout(MappedFile file, SafetensorsHeader layout) {
+  file.adviseNormal();
+  return std::unique_ptr<SafetensorsFile>(new SafetensorsFile(std::move(file), std::move(layout)));
 }
 
 SafetensorsFile::SafetensorsFile(MappedFile file, SafetensorsHeader header)
@@ -35,6 +43,11 @@ const TensorInfo& SafetensorsFile::at(std::string_view name) const {
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const TensorInfo& tensor) const {
+  if (tensor.stored)
+    throw Error({.what = "tensor is not stored as plain elements",
+                 .where = path().string() + ": tensor '" + tensor.name + "'",
+                 .found = tensor.stored->groupSize > 0 ? "Q8_0 groups" : "rows in another order",
+                 .hint = "read it as floats (this is a bug in the caller)"});
   return m_file.bytes().subspan(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
 }
 
@@ -44,8 +57,36 @@ void SafetensorsFile::readFloat(const TensorInfo& tensor, uint64_t first, std::s
                  .where = path().string() + ": tensor '" + tensor.name + "'",
                  .expected = "elements within [0, " + std::to_string(tensor.numel) + ")",
                  .found = "[" + std::to_string(first) + ", " + std::to_string(first + out.size()) + ")"});
+  if (tensor.stored) return readStored(tensor, first, out);
   const size_t elementSize = dtypeSize(tensor.dtype);
   convertToFloat(tensor.dtype, bytes(tensor).data() + first * elementSize, out.size(), out.data());
+}
+
+// Elements [first, first + out.size()) as presented: row by row, each from its stored row, dequantised.
+void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::span<float> out) const {
+  const StoredLayout& s = *tensor.stored;
+  const uint64_t rows = tensor.shape.empty() ? 1 : static_cast<uint64_t>(tensor.shape[0]);
+  if (out.empty() || rows == 0) return;
+  const uint64_t rowLength = tensor.numel / rows;
+  const std::byte* data = m_file.bytes().data() + m_header.dataOffset + tensor.dataBegin;
+  const std::byte* scales = m_file.bytes().data() + m_header.dataOffset + s.scalesBegin;
+  for (uint64_t i = 0; i < out.size();) {
+    const uint64_t element = first + i, row = element / rowLength, column = element % rowLength;
+    const uint64_t n = std::min<uint64_t>(rowLength - column, out.size() - i);
+    const uint64_t storedRow = s.rowOrder.empty() ? row : static_cast<uint64_t>(s.rowOrder[row]);
+    const uint64_t at = storedRow * rowLength + column;  // the stored flat index
+    if (s.groupSize > 0) {
+      const auto group = static_cast<uint64_t>(s.groupSize);
+      for (uint64_t k = 0; k < n; ++k) {
+        float scale;
+        std::memcpy(&scale, scales + (at + k) / group * sizeof(float), sizeof scale);
+        out[i + k] = static_cast<float>(static_cast<int8_t>(data[at + k])) * scale;
+      }
+    } else {
+      convertToFloat(tensor.dtype, data + at * dtypeSize(tensor.dtype), n, out.data() + i);
+    }
+    i += n;
+  }
 }
 
 std::vector<float> SafetensorsFile::readFloat(const TensorInfo& tensor) const {

@@ -25,6 +25,18 @@
 
 namespace sharelens {
 
+// How a tensor of another format is stored when it is not plain row-major data of its dtype (llama2.c
+// checkpoints): what SafetensorsFile::readFloat undoes. Shared by the tensors that use it.
+struct StoredLayout {
+  // Row r as presented is stored row rowOrder[r] (empty: the same order). llama2.c keeps Meta's interleaved
+  // RoPE pairs in wq and wk; presented in Hugging Face's half-split order, they run on the Llama forward.
+  std::vector<int64_t> rowOrder;
+  // Q8_0 (llama2.c version 2): int8 values at the tensor's bytes, and one float32 scale per `groupSize`
+  // consecutive stored values at `scalesBegin` (relative to the data section): value = int8 * scale.
+  int64_t groupSize = 0;
+  uint64_t scalesBegin = 0;
+};
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
@@ -32,6 +44,7 @@ struct TensorInfo {
   uint64_t numel = 0;          // product of shape (1 for a scalar)
   uint64_t dataBegin = 0;      // byte offsets relative to the data section, [dataBegin, dataEnd)
   uint64_t dataEnd = 0;
+  std::shared_ptr<const StoredLayout> stored;  // null: plain little-endian `dtype` elements, row-major
 
   uint64_t byteSize() const { return dataEnd - dataBegin; }
   int64_t dim(size_t i) const {  // a named Error (not std::out_of_range) past the tensor's rank
@@ -67,6 +80,9 @@ class SafetensorsFile {
  public:
   static std::unique_ptr<SafetensorsFile> open(const std::filesystem::path& path,
                                                const SafetensorsLimits& limits = {});
+  // The tensors of a file of another format, at places its reader worked out and checked against the file's
+  // size (core/llama2c.hpp): read through the same interface, lazily.
+  static std::unique_ptr<SafetensorsFile> fromLayout(MappedFile file, SafetensorsHeader layout);
 
   const std::filesystem::path& path() const { return m_file.path(); }
   uint64_t fileSize() const { return m_file.size(); }
@@ -76,7 +92,8 @@ class SafetensorsFile {
   const TensorInfo* find(std::string_view name) const;  // nullptr when absent
   const TensorInfo& at(std::string_view name) const;    // throws a named Error when absent
 
-  // Raw little-endian bytes of a tensor, possibly unaligned: copy, never reinterpret.
+  // Raw little-endian bytes of a plain tensor, possibly unaligned: copy, never reinterpret. A tensor with a
+  // StoredLayout has no such bytes (a named Error): read it with readFloat.
   std::span<const std::byte> bytes(const TensorInfo& tensor) const;
 
   // Converts elements [first, first + out.size()) of `tensor` (row-major) to float.
@@ -87,6 +104,7 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile(MappedFile file, SafetensorsHeader header);
+  void readStored(const TensorInfo& tensor, uint64_t first, std::span<float> out) const;
   MappedFile m_file;
   SafetensorsHeader m_header;
   std::unordered_map<std::string_view, size_t> m_index;  // name -> position in m_header.tensors

@@ -126,7 +126,9 @@ const std::vector<Command>& commands() {
        "sharelens tokenize PATH [--text TEXT | --file FILE | --texts-json FILE] [--special] [--json FILE]",
        "token ids with a checkpoint's tokenizer (tokenizer.json or SentencePiece)", runTokenize},
       {"convert", "sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]",
-       "merge shards into one file and convert floating tensors to one dtype", runConvert},
+       "one safetensors file from a checkpoint (shards merged, a llama2.c .bin with its config.json beside), "
+       "floating tensors in one dtype",
+       runConvert},
   };
   return table;
 }

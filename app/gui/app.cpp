@@ -532,7 +532,8 @@ class App {
       m_openDialog = false;
     }
     if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
-    ImGui::TextUnformatted("A .safetensors file, a model directory, a run directory or a topology (.json):");
+    ImGui::TextUnformatted(
+        "A .safetensors file, a llama2.c .bin, a model directory, a run directory or a topology (.json):");
     ImGui::SetNextItemWidth(560);
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();  // type a path at once
     const bool enter =
@@ -582,7 +583,7 @@ class App {
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
-  FileBrowser m_openBrowser{{".safetensors", ".json"}, /*saving=*/false};
+  FileBrowser m_openBrowser{{".safetensors", ".json", ".bin"}, /*saving=*/false};  // .bin: llama2.c
   FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};
   FrameTimes m_frameTimes;
 };

@@ -15,6 +15,7 @@
 #include "core/topology_presets.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/llama2c_fixtures.hpp"
 #include "tests/support/malformed.hpp"
 
 using namespace sharelens;
@@ -69,7 +70,7 @@ void writeBytes(const std::filesystem::path& path, std::string_view bytes) {
 // One seed directory per fuzz target (tests/fuzz/): valid inputs of every kind plus the malformed corpus.
 int writeSeeds(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  for (const char* target : {"safetensors", "model_view", "shard_index", "topology", "metrics"})
+  for (const char* target : {"safetensors", "model_view", "shard_index", "topology", "metrics", "llama2c"})
     fs::create_directories(dir / target);
   auto bytes = [](const std::vector<std::byte>& b) {
     return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
@@ -122,6 +123,15 @@ int writeSeeds(const std::filesystem::path& dir) {
              "\n"
              R"({"step":11,"loss":4.)";
   writeBytes(dir / "metrics" / "run", metrics);
+
+  for (int version : {0, 1, 2})
+    for (bool shared : {true, false}) {
+      testing::Llama2cSpec spec;
+      spec.dim = 8, spec.hidden = 12, spec.heads = 2, spec.kvHeads = 1, spec.vocab = 16, spec.seqLen = 8;
+      spec.version = version, spec.shared = shared, spec.groupSize = 4;
+      writeBytes(dir / "llama2c" / ("v" + std::to_string(version) + (shared ? "-tied" : "-untied")),
+                 bytes(testing::llama2cBytes(spec)));
+    }
   return 0;
 }
 
