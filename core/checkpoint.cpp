@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/llama2c.hpp"
 #include "core/naming.hpp"
+#include "core/torch_zip.hpp"
 
 namespace fs = std::filesystem;
 
@@ -15,6 +16,8 @@ namespace sharelens {
 namespace {
 
 constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kTorchIndexName = "pytorch_model.bin.index.json";
+constexpr const char* kTorchFileName = "pytorch_model.bin";
 
 std::vector<fs::path> safetensorsFilesIn(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -37,14 +40,28 @@ void checkShardName(const std::string& shard, const fs::path& indexPath, const s
                  .hint = "fix the index; paths outside the model directory are refused"});
 }
 
+enum class FileFormat { Safetensors, TorchZip, TorchLegacy, Llama2c };
+
 // The first bytes decide, not the name: llama2.c files are .bin like PyTorch's.
-bool isLlama2c(const fs::path& path) {
+FileFormat formatOf(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::array<std::byte, 64> head{};
   in.read(reinterpret_cast<char*>(head.data()), head.size());
+  const std::span<const std::byte> read = std::span(head).first(static_cast<size_t>(in.gcount()));
   std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
-  return !ec && looksLikeLlama2c(std::span(head).first(static_cast<size_t>(in.gcount())), size);
+  if (ec || path.extension() == ".safetensors") return FileFormat::Safetensors;
+  if (looksLikeZip(read)) return FileFormat::TorchZip;
+  // torch.save before 1.6 (or with _use_new_zipfile_serialization=False): a bare pickle, protocol 2.
+  if (read.size() >= 2 && read[0] == std::byte{0x80} && read[1] == std::byte{0x02})
+    return FileFormat::TorchLegacy;
+  if (looksLikeLlama2c(read, size)) return FileFormat::Llama2c;
+  return FileFormat::Safetensors;
+}
+
+// One file of tensors, safetensors or a PyTorch zip (a shard of either kind of index).
+std::unique_ptr<SafetensorsFile> openTensorFile(const fs::path& path) {
+  return formatOf(path) == FileFormat::TorchZip ? openTorchZip(path) : SafetensorsFile::open(path);
 }
 
 }  // namespace
@@ -63,14 +80,21 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       ckpt->openSharded(path / kIndexName);
     } else if (fs::exists(path / "model.safetensors")) {
       ckpt->addFile(SafetensorsFile::open(path / "model.safetensors"));
+    } else if (fs::exists(path / kTorchIndexName)) {
+      ckpt->openSharded(path / kTorchIndexName);
+      ckpt->m_format = "pytorch zip";
+    } else if (fs::exists(path / kTorchFileName)) {
+      ckpt->addFile(openTorchZip(path / kTorchFileName));
+      ckpt->m_format = "pytorch zip";
     } else {
       auto files = safetensorsFilesIn(path);
       if (files.empty())
-        throw Error({.what = "no safetensors files in directory",
+        throw Error({.what = "no checkpoint files in directory",
                      .where = path.string(),
-                     .expected = "model.safetensors, " + std::string(kIndexName) + " or one *.safetensors",
+                     .expected = "model.safetensors, " + std::string(kIndexName) + ", one *.safetensors, " +
+                                 kTorchFileName + " or " + kTorchIndexName,
                      .found = "none",
-                     .hint = "convert .bin checkpoints to safetensors first"});
+                     .hint = "pass a llama2.c .bin or another file directly"});
       if (files.size() > 1)
         throw Error({.what = "several safetensors files but no index",
                      .where = path.string(),
@@ -80,10 +104,21 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
                      .hint = "pass one file directly, or add the index"});
       ckpt->addFile(SafetensorsFile::open(files[0]));
     }
-  } else if (path.filename() == kIndexName) {
+  } else if (path.filename() == kIndexName || path.filename() == kTorchIndexName) {
     ckpt->m_directory = path.parent_path();
     ckpt->openSharded(path);
-  } else if (path.extension() != ".safetensors" && isLlama2c(path)) {
+    if (path.filename() == kTorchIndexName) ckpt->m_format = "pytorch zip";
+  } else if (formatOf(path) == FileFormat::TorchLegacy) {
+    throw Error({.what = "PyTorch's legacy (pre-1.6) checkpoint format",
+                 .where = path.string(),
+                 .expected = "the zip format torch.save writes since PyTorch 1.6",
+                 .found = "a bare pickle",
+                 .hint = "load it in PyTorch and save it again with torch.save, or save it as safetensors"});
+  } else if (formatOf(path) == FileFormat::TorchZip) {
+    ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    ckpt->addFile(openTorchZip(path));
+    ckpt->m_format = "pytorch zip";
+  } else if (formatOf(path) == FileFormat::Llama2c) {
     ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
     Llama2cCheckpoint llama2c = openLlama2c(path);
     ckpt->m_config = std::move(llama2c.config);
@@ -96,11 +131,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       ckpt->addFile(SafetensorsFile::open(path));
     } catch (const Error& e) {
       if (path.extension() == ".safetensors") throw;
-      throw Error({.what = "not a checkpoint format ShareLens reads",
-                   .where = path.string(),
-                   .found = "neither a llama2.c checkpoint nor safetensors (" + std::string(e.what()) + ")",
-                   .hint = "ShareLens reads safetensors (config.json beside them) and llama2.c checkpoints "
-                           "(legacy, version 1 and version 2)"});
+      throw Error(
+          {.what = "not a checkpoint format ShareLens reads",
+           .where = path.string(),
+           .found = "not a PyTorch zip, a llama2.c checkpoint or safetensors (" + std::string(e.what()) + ")",
+           .hint = "ShareLens reads safetensors and PyTorch zip checkpoints (config.json beside them) and "
+                   "llama2.c checkpoints (legacy, version 1 and version 2); the pre-1.6 PyTorch format "
+                   "is not read: re-save it with torch.save"});
     }
   }
   if (!ckpt->m_config && fs::exists(ckpt->m_directory / "config.json")) {
@@ -166,7 +203,7 @@ void Checkpoint::openSharded(const fs::path& indexPath) {
                                tensors.front() + "' and " + std::to_string(tensors.size() - 1) + " more)",
                    .found = "no such file",
                    .hint = "download every shard of the checkpoint"});
-    addFile(SafetensorsFile::open(shardPath));
+    addFile(openTensorFile(shardPath));
     const SafetensorsFile& file = *m_files.back();
     std::set<std::string_view> listed(tensors.begin(), tensors.end());
     for (const std::string& tensor : tensors)

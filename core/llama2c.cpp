@@ -89,13 +89,13 @@ class Layout {
   }
   // int8 values, then one float32 scale per group of them.
   void q8(std::string name, std::vector<int64_t> shape, int64_t groupSize,
-          const std::vector<int64_t>* rowOrder) {
+          std::shared_ptr<const std::vector<int64_t>> rowOrder) {
     TensorInfo& t = add(std::move(name), std::move(shape));
     t.dataEnd = t.dataBegin + t.numel;
     auto stored = std::make_shared<StoredLayout>();
     stored->groupSize = groupSize;
     stored->scalesBegin = t.dataEnd;
-    if (rowOrder) stored->rowOrder = *rowOrder;
+    stored->rowOrder = std::move(rowOrder);
     t.stored = std::move(stored);
     m_cursor = t.dataEnd + t.numel / static_cast<uint64_t>(groupSize) * sizeof(float);
   }
@@ -129,14 +129,42 @@ std::string layerTensor(int64_t layer, const char* what) {
 struct LayerWeight {
   const char* name;
   int64_t rows, columns;
-  const std::vector<int64_t>* rowOrder;  // wq, wk
+  std::shared_ptr<const std::vector<int64_t>> rowOrder;  // wq, wk: one for all layers
 };
 
+// The file's size for this header, by arithmetic alone (nothing allocated: a hostile header cannot make the
+// reader build a layout it then finds does not fit). Dimensions are checked first: no term overflows.
+uint64_t layoutBytes(const Header& h) {
+  const auto d = static_cast<uint64_t>(h.dim), layers = static_cast<uint64_t>(h.layers);
+  const uint64_t norms = (2 * layers + 1) * d;
+  const uint64_t matrices = static_cast<uint64_t>(h.vocab) * d * (h.shared ? 1 : 2) +
+                            layers * (2 * d * d + 2 * static_cast<uint64_t>(h.kvDim()) * d +
+                                      3 * static_cast<uint64_t>(h.hidden) * d);
+  switch (h.version) {
+    case Llama2cVersion::Legacy:
+      return kLegacyHeaderBytes +
+             sizeof(float) * (norms + matrices + static_cast<uint64_t>(h.seqLen * h.headSize()));
+    case Llama2cVersion::Float32:
+      return kVersionedHeaderBytes + sizeof(float) * (norms + matrices);
+    case Llama2cVersion::Q8:  // every matrix has dim, a multiple of the group, as a factor of its size
+      return kVersionedHeaderBytes + sizeof(float) * norms + matrices +
+             sizeof(float) * (matrices / static_cast<uint64_t>(h.groupSize));
+  }
+  return 0;
+}
+
 Layout layOut(const Header& h) {
-  const std::vector<int64_t> qOrder = rotateHalfRowOrder(h.heads, h.headSize()),
-                             kOrder = rotateHalfRowOrder(h.kvHeads, h.headSize());
-  const LayerWeight attention[] = {{"self_attn.q_proj", h.dim, h.dim, &qOrder},
-                                   {"self_attn.k_proj", h.kvDim(), h.dim, &kOrder},
+  const auto qOrder = std::make_shared<const std::vector<int64_t>>(rotateHalfRowOrder(h.heads, h.headSize()));
+  const auto kOrder =
+      std::make_shared<const std::vector<int64_t>>(rotateHalfRowOrder(h.kvHeads, h.headSize()));
+  auto plainLayout = [](std::shared_ptr<const std::vector<int64_t>> order) {
+    auto s = std::make_shared<StoredLayout>();
+    s->rowOrder = std::move(order);
+    return std::shared_ptr<const StoredLayout>(std::move(s));
+  };
+  const std::shared_ptr<const StoredLayout> qLayout = plainLayout(qOrder), kLayout = plainLayout(kOrder);
+  const LayerWeight attention[] = {{"self_attn.q_proj", h.dim, h.dim, qOrder},
+                                   {"self_attn.k_proj", h.kvDim(), h.dim, kOrder},
                                    {"self_attn.v_proj", h.kvDim(), h.dim, nullptr},
                                    {"self_attn.o_proj", h.dim, h.dim, nullptr}};
   const LayerWeight ffn[] = {{"mlp.gate_proj", h.hidden, h.dim, nullptr},  // w1
@@ -152,13 +180,10 @@ Layout layOut(const Header& h) {
       if (h.version == Llama2cVersion::Q8) {
         out.q8(std::move(name), {w.rows, w.columns}, h.groupSize, w.rowOrder);
       } else {
-        std::shared_ptr<const StoredLayout> stored;
-        if (w.rowOrder) {
-          auto s = std::make_shared<StoredLayout>();
-          s->rowOrder = *w.rowOrder;
-          stored = std::move(s);
-        }
-        out.floats(std::move(name), {w.rows, w.columns}, std::move(stored));
+        const std::shared_ptr<const StoredLayout> stored = w.rowOrder == qOrder   ? qLayout
+                                                           : w.rowOrder == kOrder ? kLayout
+                                                                                  : nullptr;
+        out.floats(std::move(name), {w.rows, w.columns}, stored);
       }
     }
   };
@@ -249,7 +274,7 @@ bool looksLikeLlama2c(std::span<const std::byte> head, uint64_t fileSize) {
   }
   if (head.size() < kLegacyHeaderBytes) return false;
   const Header h = legacyHeader(head);
-  return !checkDimensions(h) && layOut(h).fileBytes() == fileSize;
+  return !checkDimensions(h) && layoutBytes(h) == fileSize;
 }
 
 Llama2cCheckpoint openLlama2c(const fs::path& path) {
@@ -275,11 +300,10 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
   if (h.version == Llama2cVersion::Q8 && (h.groupSize < 1 || h.dim % h.groupSize != 0))
     malformed(label, "bad Q8_0 group size",
               {"group_size", "a divisor of dim = " + std::to_string(h.dim), std::to_string(h.groupSize)});
-  Layout layout = layOut(h);
-  if (layout.fileBytes() != bytes.size())
+  if (layoutBytes(h) != bytes.size())
     throw Error({.what = "file size does not match the header's dimensions",
                  .where = label,
-                 .expected = std::to_string(layout.fileBytes()) + " bytes for dim " + std::to_string(h.dim) +
+                 .expected = std::to_string(layoutBytes(h)) + " bytes for dim " + std::to_string(h.dim) +
                              ", hidden_dim " + std::to_string(h.hidden) + ", " + std::to_string(h.layers) +
                              " layers, vocab " + std::to_string(h.vocab) + (h.shared ? ", tied" : ", untied"),
                  .found = std::to_string(bytes.size()) + " bytes",
@@ -287,6 +311,12 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
   const char* format = h.version == Llama2cVersion::Legacy    ? "llama2.c legacy (v0)"
                        : h.version == Llama2cVersion::Float32 ? "llama2.c version 1 (float32)"
                                                               : "llama2.c version 2 (Q8_0)";
+  Layout layout = layOut(h);
+  if (layout.fileBytes() != bytes.size())  // the arithmetic and the layout disagree: a bug here, not the file
+    throw Error({.what = "internal error: llama2.c layout does not cover the file",
+                 .where = label,
+                 .expected = std::to_string(bytes.size()) + " bytes",
+                 .found = std::to_string(layout.fileBytes()) + " bytes laid out"});
   SafetensorsHeader header = layout.take();
   header.metadata["format"] = format;
   if (h.version == Llama2cVersion::Q8) header.metadata["q8_group_size"] = std::to_string(h.groupSize);

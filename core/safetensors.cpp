@@ -73,7 +73,7 @@ void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::
   for (uint64_t i = 0; i < out.size();) {
     const uint64_t element = first + i, row = element / rowLength, column = element % rowLength;
     const uint64_t n = std::min<uint64_t>(rowLength - column, out.size() - i);
-    const uint64_t storedRow = s.rowOrder.empty() ? row : static_cast<uint64_t>(s.rowOrder[row]);
+    const uint64_t storedRow = s.rowOrder ? static_cast<uint64_t>((*s.rowOrder)[row]) : row;
     const uint64_t at = storedRow * rowLength + column;  // the stored flat index
     if (s.groupSize > 0) {
       const auto group = static_cast<uint64_t>(s.groupSize);

@@ -30,7 +30,7 @@ namespace sharelens {
 struct StoredLayout {
   // Row r as presented is stored row rowOrder[r] (empty: the same order). llama2.c keeps Meta's interleaved
   // RoPE pairs in wq and wk; presented in Hugging Face's half-split order, they run on the Llama forward.
-  std::vector<int64_t> rowOrder;
+  std::shared_ptr<const std::vector<int64_t>> rowOrder;  // shared by the layers that use it
   // Q8_0 (llama2.c version 2): int8 values at the tensor's bytes, and one float32 scale per `groupSize`
   // consecutive stored values at `scalesBegin` (relative to the data section): value = int8 * scale.
   int64_t groupSize = 0;

@@ -533,7 +533,8 @@ class App {
     }
     if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
     ImGui::TextUnformatted(
-        "A .safetensors file, a llama2.c .bin, a model directory, a run directory or a topology (.json):");
+        "A checkpoint (.safetensors, PyTorch or llama2.c .bin), a model or run directory, or a topology "
+        "(.json):");
     ImGui::SetNextItemWidth(560);
     if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();  // type a path at once
     const bool enter =
@@ -583,7 +584,7 @@ class App {
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
-  FileBrowser m_openBrowser{{".safetensors", ".json", ".bin"}, /*saving=*/false};  // .bin: llama2.c
+  FileBrowser m_openBrowser{{".safetensors", ".json", ".bin", ".pt", ".pth"}, /*saving=*/false};
   FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};
   FrameTimes m_frameTimes;
 };

@@ -14,7 +14,9 @@
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/llama2c_fixtures.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/torch_zip_fixtures.hpp"
 
 namespace sharelens {
 namespace {
@@ -83,6 +85,17 @@ class Gui : public ::testing::Test {
     spec.structured = true;
     spec.layers = 4;
     testing::writeHfFixture(s_dir / "qwen", spec);
+    // The same model as a PyTorch checkpoint (pytorch_model.bin beside its config.json), and a llama2.c file.
+    const auto qwen = Checkpoint::open(s_dir / "qwen");
+    std::vector<testing::TorchTensor> tensors;
+    for (const std::string& name : qwen->tensorNames())
+      tensors.push_back({name, qwen->at(name).info->shape, qwen->readFloat(name)});
+    fs::create_directories(s_dir / "qwen-torch");
+    fs::copy_file(s_dir / "qwen" / "config.json", s_dir / "qwen-torch" / "config.json");
+    const std::vector<std::byte> bin = testing::torchZipBytes(tensors);
+    std::ofstream(s_dir / "qwen-torch" / "pytorch_model.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(bin.size()));
+    testing::writeLlama2c(s_dir / "stories.bin", {});
   }
   static void TearDownTestSuite() { fs::remove_all(s_dir); }
   static fs::path s_dir;
@@ -294,15 +307,33 @@ TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
           << a->first << " and " << b->first << " look the same";
 }
 
-TEST_F(Gui, AHuggingFaceCheckpointOpensInTheAnalysisViews) {
+// Issue 39 item 4: a Hugging Face checkpoint, the same model as pytorch_model.bin, and a llama2.c file open
+// in the analysis views (that the PyTorch copy's numbers are its original's, bit for bit, is
+// peer_torch_bin's to check).
+TEST_F(Gui, AHuggingFacePyTorchOrLlama2cCheckpointOpensInTheAnalysisViews) {
   for (const char* view : {"Model", "Heads", "Embedding"}) {
-    const fs::path png = s_dir / (std::string("qwen-") + view + ".png");
-    const auto r =
-        runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " + view +
-                        " " + shellQuote((s_dir / "qwen").string())));
-    ASSERT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_GT(Image::load(png).distinctColors(), 40u) << view;
+    std::map<std::string, Image> shots;
+    for (const char* input : {"qwen", "qwen-torch", "stories.bin"}) {
+      const fs::path png = s_dir / (std::string(input) + "-" + view + ".png");
+      const auto r =
+          runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " +
+                          view + " " + shellQuote((s_dir / input).string())));
+      ASSERT_EQ(r.exitCode, 0) << input << ": " << r.err;
+      shots[input] = Image::load(png);
+      EXPECT_GT(shots[input].distinctColors(), 40u) << input << " " << view;
+    }
+    EXPECT_GT(shots["qwen"].differenceFrom(shots["stories.bin"]), 0.02) << view << ": another model";
   }
+}
+
+// The Open dialog's browser lists llama2.c and PyTorch files, and a double click opens one.
+TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
+  const auto s =
+      session("open-bin", "HOME=" + shellQuote(s_dir.string()) + " " + kBinary + " --exit-after 60",
+              {"waitfor '\"frame\"'", "sleep 0.5", "frozen xdotool key ctrl+o", "hover browser/stories.bin",
+               "frozen xdotool click --repeat 2 --delay 80 1", "waitfor '\"workspace/model\"'", "sleep 0.3"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  EXPECT_EQ(readState(s.state)["state"]["workspace/model"], (s_dir / "stories.bin").string());
 }
 
 TEST_F(Gui, HeadlessExportOfEveryView) {

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -137,9 +139,39 @@ BENCHMARK(OpenAndIndex)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iteratio
 BENCHMARK(ReadAllAsFloat)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(SequentialRead)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
+// --read PATH...: every tensor of each checkpoint (any format Checkpoint opens) read as float32, warm, best
+// of 5 rounds alternated over the paths; one line each: seconds, GB/s of float32 produced, and the ratio to
+// the first path's time (tests/bench/bench_formats.py gives the same tensors in each format).
+int readEach(const std::vector<std::string>& paths) {
+  std::vector<double> best(paths.size(), 1e30);
+  std::vector<uint64_t> elements(paths.size(), 0);
+  std::vector<float> buffer;
+  for (int round = 0; round < 6; ++round)  // round 0 warms the page cache
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto ckpt = Checkpoint::open(paths[i]);
+      uint64_t total = 0;
+      for (const std::string& name : ckpt->tensorNames()) {
+        const TensorRef& ref = ckpt->at(name);
+        if (buffer.size() < ref.info->numel) buffer.resize(ref.info->numel);
+        ref.file->readFloat(*ref.info, 0, std::span<float>(buffer.data(), ref.info->numel));
+        benchmark::DoNotOptimize(buffer.data());
+        total += ref.info->numel;
+      }
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (round > 0) best[i] = std::min(best[i], seconds);
+      elements[i] = total;
+    }
+  for (size_t i = 0; i < paths.size(); ++i)
+    std::printf("%s\t%.1fM tensors' elements\t%.3f s\t%.2f GB/s\t%.2fx\n", paths[i].c_str(),
+                elements[i] / 1e6, best[i], elements[i] * 4.0 / best[i] / 1e9, best[i] / best[0]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--read") return readEach({argv + 2, argv + argc});
   g_dir = fs::temp_directory_path() / "sharelens-bench-1gib";
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--dir") g_dir = argv[i + 1];

@@ -100,7 +100,7 @@ TEST(Checkpoint, IndexNamingAnAbsentTensor) {
 
 TEST(Checkpoint, DirectoryProblems) {
   const auto dir = testing::makeTempDir("ckpt");
-  EXPECT_NE(errorOf([&] { Checkpoint::open(dir); }).find("no safetensors files"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Checkpoint::open(dir); }).find("no checkpoint files"), std::string::npos);
   EXPECT_NE(errorOf([&] { Checkpoint::open(dir / "nope"); }).find("no such file"), std::string::npos);
   testing::writeHfFixture(dir / "a", testing::defaultSpec(Family::Llama));
   fs::copy(dir / "a" / "model.safetensors", dir / "one.safetensors");

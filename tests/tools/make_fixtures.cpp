@@ -17,6 +17,7 @@
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/llama2c_fixtures.hpp"
 #include "tests/support/malformed.hpp"
+#include "tests/support/torch_zip_fixtures.hpp"
 
 using namespace sharelens;
 
@@ -70,7 +71,8 @@ void writeBytes(const std::filesystem::path& path, std::string_view bytes) {
 // One seed directory per fuzz target (tests/fuzz/): valid inputs of every kind plus the malformed corpus.
 int writeSeeds(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  for (const char* target : {"safetensors", "model_view", "shard_index", "topology", "metrics", "llama2c"})
+  for (const char* target :
+       {"safetensors", "model_view", "shard_index", "topology", "metrics", "llama2c", "torch_zip"})
     fs::create_directories(dir / target);
   auto bytes = [](const std::vector<std::byte>& b) {
     return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
@@ -132,6 +134,9 @@ int writeSeeds(const std::filesystem::path& dir) {
       writeBytes(dir / "llama2c" / ("v" + std::to_string(version) + (shared ? "-tied" : "-untied")),
                  bytes(testing::llama2cBytes(spec)));
     }
+  writeBytes(dir / "torch_zip" / "state-dict",
+             bytes(testing::torchZipBytes({{"model.layers.0.self_attn.q_proj.weight", {2, 2}, {1, 2, 3, 4}},
+                                           {"model.norm.weight", {2}, {1, 1}}})));
   return 0;
 }
 
