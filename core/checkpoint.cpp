@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -52,16 +53,29 @@ FileFormat formatOf(const fs::path& path) {
   const uint64_t size = fs::file_size(path, ec);
   if (ec || path.extension() == ".safetensors") return FileFormat::Safetensors;
   if (looksLikeZip(read)) return FileFormat::TorchZip;
-  // torch.save before 1.6 (or with _use_new_zipfile_serialization=False): a bare pickle, protocol 2.
-  if (read.size() >= 2 && read[0] == std::byte{0x80} && read[1] == std::byte{0x02})
+  if (looksLikeLlama2c(read, size)) return FileFormat::Llama2c;  // its size must match exactly: asked first
+  // torch.save before 1.6 (or with _use_new_zipfile_serialization=False): a protocol-2 pickle that begins
+  // with PyTorch's magic number, the long 0x1950a86a20f9469cfc6c.
+  static constexpr uint8_t kLegacyTorch[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                             0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  if (read.size() >= sizeof kLegacyTorch && std::memcmp(read.data(), kLegacyTorch, sizeof kLegacyTorch) == 0)
     return FileFormat::TorchLegacy;
-  if (looksLikeLlama2c(read, size)) return FileFormat::Llama2c;
   return FileFormat::Safetensors;
 }
 
-// One file of tensors, safetensors or a PyTorch zip (a shard of either kind of index).
+[[noreturn]] void refuseLegacyTorch(const fs::path& path) {
+  throw Error({.what = "PyTorch's legacy (pre-1.6) checkpoint format",
+               .where = path.string(),
+               .expected = "the zip format torch.save writes since PyTorch 1.6",
+               .found = "a bare pickle",
+               .hint = "load it in PyTorch and save it again with torch.save, or save it as safetensors"});
+}
+
+// One file of tensors, safetensors or a PyTorch zip (pytorch_model.bin, a shard of either kind of index).
 std::unique_ptr<SafetensorsFile> openTensorFile(const fs::path& path) {
-  return formatOf(path) == FileFormat::TorchZip ? openTorchZip(path) : SafetensorsFile::open(path);
+  const FileFormat format = formatOf(path);
+  if (format == FileFormat::TorchLegacy) refuseLegacyTorch(path);
+  return format == FileFormat::TorchZip ? openTorchZip(path) : SafetensorsFile::open(path);
 }
 
 }  // namespace
@@ -84,7 +98,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
       ckpt->openSharded(path / kTorchIndexName);
       ckpt->m_format = "pytorch zip";
     } else if (fs::exists(path / kTorchFileName)) {
-      ckpt->addFile(openTorchZip(path / kTorchFileName));
+      ckpt->addFile(openTensorFile(path / kTorchFileName));
       ckpt->m_format = "pytorch zip";
     } else {
       auto files = safetensorsFilesIn(path);
@@ -108,37 +122,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
     ckpt->m_directory = path.parent_path();
     ckpt->openSharded(path);
     if (path.filename() == kTorchIndexName) ckpt->m_format = "pytorch zip";
-  } else if (formatOf(path) == FileFormat::TorchLegacy) {
-    throw Error({.what = "PyTorch's legacy (pre-1.6) checkpoint format",
-                 .where = path.string(),
-                 .expected = "the zip format torch.save writes since PyTorch 1.6",
-                 .found = "a bare pickle",
-                 .hint = "load it in PyTorch and save it again with torch.save, or save it as safetensors"});
-  } else if (formatOf(path) == FileFormat::TorchZip) {
-    ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    ckpt->addFile(openTorchZip(path));
-    ckpt->m_format = "pytorch zip";
-  } else if (formatOf(path) == FileFormat::Llama2c) {
-    ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    Llama2cCheckpoint llama2c = openLlama2c(path);
-    ckpt->m_config = std::move(llama2c.config);
-    ckpt->m_configSource = path;
-    ckpt->m_format = llama2c.tensors->metadata().at("format");
-    ckpt->addFile(std::move(llama2c.tensors));
   } else {
     ckpt->m_directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    try {
-      ckpt->addFile(SafetensorsFile::open(path));
-    } catch (const Error& e) {
-      if (path.extension() == ".safetensors") throw;
-      throw Error(
-          {.what = "not a checkpoint format ShareLens reads",
-           .where = path.string(),
-           .found = "not a PyTorch zip, a llama2.c checkpoint or safetensors (" + std::string(e.what()) + ")",
-           .hint = "ShareLens reads safetensors and PyTorch zip checkpoints (config.json beside them) and "
-                   "llama2.c checkpoints (legacy, version 1 and version 2); the pre-1.6 PyTorch format "
-                   "is not read: re-save it with torch.save"});
-    }
+    ckpt->openFile(path);
   }
   if (!ckpt->m_config && fs::exists(ckpt->m_directory / "config.json")) {
     ckpt->m_config = readJsonFile(ckpt->m_directory / "config.json");
@@ -146,6 +132,41 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& path) {
   }
   ckpt->finishIndex();
   return ckpt;
+}
+
+// One file given directly, of whichever format its first bytes say.
+void Checkpoint::openFile(const fs::path& path) {
+  switch (formatOf(path)) {
+    case FileFormat::TorchLegacy:
+      refuseLegacyTorch(path);
+    case FileFormat::TorchZip:
+      addFile(openTorchZip(path));
+      m_format = "pytorch zip";
+      return;
+    case FileFormat::Llama2c: {
+      Llama2cCheckpoint llama2c = openLlama2c(path);
+      m_config = std::move(llama2c.config);
+      m_configSource = path;
+      m_format = llama2c.format;
+      addFile(std::move(llama2c.tensors));
+      return;
+    }
+    case FileFormat::Safetensors:
+      try {
+        addFile(SafetensorsFile::open(path));
+      } catch (const Error& e) {
+        if (path.extension() == ".safetensors") throw;
+        throw Error(
+            {.what = "not a checkpoint format ShareLens reads",
+             .where = path.string(),
+             .found =
+                 "not a PyTorch zip, a llama2.c checkpoint or safetensors (" + std::string(e.what()) + ")",
+             .hint = "ShareLens reads safetensors and PyTorch zip checkpoints (config.json beside them) and "
+                     "llama2.c checkpoints (legacy, version 1 and version 2); the pre-1.6 PyTorch format "
+                     "is not read: re-save it with torch.save"});
+      }
+      return;
+  }
 }
 
 std::optional<fs::path> Checkpoint::configPath() const {

@@ -69,6 +69,7 @@ class Checkpoint {
   Checkpoint() = default;
   void addFile(std::unique_ptr<SafetensorsFile> file);
   void openSharded(const std::filesystem::path& indexPath);
+  void openFile(const std::filesystem::path& path);
   void finishIndex();
 
   std::filesystem::path m_path;

@@ -308,9 +308,6 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
                              " layers, vocab " + std::to_string(h.vocab) + (h.shared ? ", tied" : ", untied"),
                  .found = std::to_string(bytes.size()) + " bytes",
                  .hint = kHint});
-  const char* format = h.version == Llama2cVersion::Legacy    ? "llama2.c legacy (v0)"
-                       : h.version == Llama2cVersion::Float32 ? "llama2.c version 1 (float32)"
-                                                              : "llama2.c version 2 (Q8_0)";
   Layout layout = layOut(h);
   if (layout.fileBytes() != bytes.size())  // the arithmetic and the layout disagree: a bug here, not the file
     throw Error({.what = "internal error: llama2.c layout does not cover the file",
@@ -318,10 +315,12 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
                  .expected = std::to_string(bytes.size()) + " bytes",
                  .found = std::to_string(layout.fileBytes()) + " bytes laid out"});
   SafetensorsHeader header = layout.take();
-  header.metadata["format"] = format;
-  if (h.version == Llama2cVersion::Q8) header.metadata["q8_group_size"] = std::to_string(h.groupSize);
   Llama2cCheckpoint out;
   out.version = h.version;
+  out.format = h.version == Llama2cVersion::Legacy ? "llama2.c legacy (v0)"
+               : h.version == Llama2cVersion::Float32
+                   ? "llama2.c version 1 (float32)"
+                   : "llama2.c version 2 (Q8_0, groups of " + std::to_string(h.groupSize) + ")";
   out.config = Json{{"architectures", {"LlamaForCausalLM"}},
                     {"model_type", "llama"},
                     {"hidden_size", h.dim},

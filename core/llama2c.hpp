@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "core/json_util.hpp"
 #include "core/safetensors.hpp"
@@ -36,6 +37,7 @@ struct Llama2cCheckpoint {
   std::unique_ptr<SafetensorsFile> tensors;
   Json config;  // a Hugging Face LlamaConfig made from the header
   Llama2cVersion version = Llama2cVersion::Legacy;
+  std::string format;  // for people: "llama2.c version 2 (Q8_0, groups of 64)" (not written into files)
 };
 
 // Throws a named Error (the file, the header field, expected against found) on a malformed file.

@@ -1,8 +1,10 @@
 #include "core/torch_zip.hpp"
 
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -39,7 +41,7 @@ class ZipDirectory {
       need(eocd >= 20 && readLE<uint32_t>(m_file, eocd - 20) == 0x07064b50,
            "the ZIP64 end-of-directory locator", eocd);
       const uint64_t record = readLE<uint64_t>(m_file, eocd - 12);
-      need(record + 56 <= m_file.size() && readLE<uint32_t>(m_file, record) == 0x06064b50,
+      need(fits(record, 56) && readLE<uint32_t>(m_file, record) == 0x06064b50,
            "the ZIP64 end-of-directory record", record);
       entries = readLE<uint64_t>(m_file, record + 32);
       offset = readLE<uint64_t>(m_file, record + 48);
@@ -54,6 +56,8 @@ class ZipDirectory {
   const std::map<std::string, ZipEntry>& entries() const { return m_entries; }
 
  private:
+  // Whether n bytes from `at` (a value read from the file: anything up to 2^64) lie inside it.
+  bool fits(uint64_t at, uint64_t n) const { return at <= m_file.size() && m_file.size() - at >= n; }
   void need(bool ok, const std::string& what, uint64_t at) const {
     if (!ok)
       throw Error({.what = "malformed zip archive",
@@ -73,24 +77,25 @@ class ZipDirectory {
     return 0;
   }
   uint64_t readCentralEntry(uint64_t at) {
-    need(at + 46 <= m_file.size() && readLE<uint32_t>(m_file, at) == 0x02014b50, "a central directory entry",
-         at);
+    need(fits(at, 46) && readLE<uint32_t>(m_file, at) == 0x02014b50, "a central directory entry", at);
     const auto method = readLE<uint16_t>(m_file, at + 10);
     uint64_t compressed = readLE<uint32_t>(m_file, at + 20), size = readLE<uint32_t>(m_file, at + 24);
     const uint64_t nameLength = readLE<uint16_t>(m_file, at + 28),
                    extraLength = readLE<uint16_t>(m_file, at + 30),
                    commentLength = readLE<uint16_t>(m_file, at + 32);
     uint64_t local = readLE<uint32_t>(m_file, at + 42);
-    const uint64_t end = at + 46 + nameLength + extraLength + commentLength;
-    need(end <= m_file.size(), "a central directory entry inside the file", at);
+    need(fits(at, 46 + nameLength + extraLength + commentLength), "a central directory entry inside the file",
+         at);
+    const uint64_t end = at + 46 + nameLength + extraLength + commentLength,
+                   extraEnd = at + 46 + nameLength + extraLength;
     std::string name(reinterpret_cast<const char*>(m_file.data() + at + 46), nameLength);
     // The ZIP64 extra field holds the 64-bit values of the fields saturated above, in this order.
-    for (uint64_t e = at + 46 + nameLength; e + 4 <= at + 46 + nameLength + extraLength;) {
+    for (uint64_t e = at + 46 + nameLength; e + 4 <= extraEnd;) {
       const auto id = readLE<uint16_t>(m_file, e), length = readLE<uint16_t>(m_file, e + 2);
       uint64_t field = e + 4;
       if (id == 0x0001) {
         for (uint64_t* value : {&size, &compressed, &local})
-          if (*value == 0xFFFFFFFF && field + 8 <= e + 4 + length) {
+          if (*value == 0xFFFFFFFF && field + 8 <= e + 4 + length && field + 8 <= extraEnd) {
             *value = readLE<uint64_t>(m_file, field);
             field += 8;
           }
@@ -103,12 +108,10 @@ class ZipDirectory {
                    .expected = "stored entries (method 0), as torch.save writes them",
                    .found = "compression method " + std::to_string(method),
                    .hint = "re-save the checkpoint with torch.save"});
-    need(local + 30 <= m_file.size() && readLE<uint32_t>(m_file, local) == 0x04034b50, "a local file header",
-         local);
+    need(fits(local, 30) && readLE<uint32_t>(m_file, local) == 0x04034b50, "a local file header", local);
     const uint64_t data =
         local + 30 + readLE<uint16_t>(m_file, local + 26) + uint64_t{readLE<uint16_t>(m_file, local + 28)};
-    need(data <= m_file.size() && size <= m_file.size() - data && compressed == size,
-         "entry data inside the file: " + name, local);
+    need(fits(data, size) && compressed == size, "entry data inside the file: " + name, local);
     m_entries[name] = {data, size};
     return end;
   }
@@ -121,7 +124,7 @@ class ZipDirectory {
 // ---- the restricted unpickler ----------------------------------------------------------------------------
 
 struct Value;
-using ValuePtr = std::shared_ptr<Value>;
+using ValuePtr = Value*;  // owned by the Unpickler's arena: no recursive destruction, no leaked cycles
 
 struct Global {
   std::string module, name;
@@ -147,12 +150,6 @@ struct Value {
       v;
   bool isList = false;  // Items: a list (appendable) rather than a tuple
 };
-
-ValuePtr make(auto value) {
-  auto p = std::make_shared<Value>();
-  p->v = std::move(value);
-  return p;
-}
 
 // Storage types torch.save names for each element type (torch/storage.py's legacy typed storages).
 std::optional<DType> storageDType(const std::string& name) {
@@ -378,7 +375,14 @@ class Unpickler {
     }
     return {items.rbegin(), items.rend()};
   }
-  static ValuePtr list(Items items) {
+  // Every value lives in the arena until the Unpickler goes: a pickle of N bytes makes at most N values.
+  template <class T>
+  ValuePtr make(T value) {
+    Value& v = m_values.emplace_back();
+    v.v = std::move(value);
+    return &v;
+  }
+  ValuePtr list(Items items) {
     ValuePtr p = make(std::move(items));
     p->isList = true;
     return p;
@@ -417,6 +421,8 @@ class Unpickler {
       if (args.empty()) fail("a tensor to make a parameter of", "no arguments");
       return args[0];
     }
+    if (f != "torch._utils._rebuild_tensor_v2")
+      fail("a call that builds a dict or a tensor", "a call of " + f);
     // _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
     if (args.size() < 4) fail("_rebuild_tensor_v2's arguments", std::to_string(args.size()) + " arguments");
     TensorRefP t;
@@ -433,8 +439,10 @@ class Unpickler {
       fail("('storage', type, key, location, numel)",
            "a persistent id of " + std::to_string(id.size()) + " items");
     const Global& type = as<Global>(id[1], "a storage type");
+    const std::optional<DType> dtype = type.module == "torch" ? storageDType(type.name) : std::nullopt;
+    if (!dtype) fail("a storage type (torch.FloatStorage, ...)", "the global " + type.full());
     auto s = std::make_shared<StorageRef>();
-    s->dtype = *storageDType(type.name);  // allowed by global(): a known storage type
+    s->dtype = *dtype;
     s->key = as<std::string>(id[2], "a storage key");
     const int64_t numel = as<int64_t>(id[4], "a storage size");
     if (numel < 0) fail("a storage size >= 0", std::to_string(numel));
@@ -445,21 +453,26 @@ class Unpickler {
   std::span<const std::byte> m_data;
   std::string m_label;
   uint64_t m_at = 0;
+  std::deque<Value> m_values;  // the arena (stable addresses)
   std::vector<ValuePtr> m_stack;
   std::map<uint64_t, ValuePtr> m_memo;
 };
 
 // ---- tensors ---------------------------------------------------------------------------------------------
 
+// The tensors of nested dicts, named with dots. Each dict is entered once (a pickle's memo can make a dict
+// hold itself, or the same dict many times over), at most 16 deep.
 void collectTensors(const ValuePtr& value, const std::string& prefix,
-                    std::vector<std::pair<std::string, TensorRefP>>& out, int depth) {
+                    std::vector<std::pair<std::string, TensorRefP>>& out, std::set<const Value*>& entered,
+                    int depth) {
   if (depth > 16) return;
   if (const auto* t = std::get_if<TensorRefP>(&value->v)) {
     out.emplace_back(prefix, *t);
   } else if (const auto* pairs = std::get_if<Pairs>(&value->v)) {
+    if (!entered.insert(value).second) return;
     for (const auto& [key, item] : *pairs)
       if (const auto* name = std::get_if<std::string>(&key->v))
-        collectTensors(item, prefix.empty() ? *name : prefix + "." + *name, out, depth + 1);
+        collectTensors(item, prefix.empty() ? *name : prefix + "." + *name, out, entered, depth + 1);
   }
 }
 
@@ -485,10 +498,11 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
                  .found = std::to_string(zip.entries().size()) + " entries, none of them data.pkl",
                  .hint = "ShareLens reads PyTorch zip checkpoints, safetensors and llama2.c files"});
   const ZipEntry& pickle = *zip.find(archive + "data.pkl");
-  const ValuePtr root =
-      Unpickler(bytes.subspan(pickle.dataOffset, pickle.size), label + ": " + archive + "data.pkl").load();
+  Unpickler unpickler(bytes.subspan(pickle.dataOffset, pickle.size), label + ": " + archive + "data.pkl");
+  const ValuePtr root = unpickler.load();  // lives as long as the unpickler
   std::vector<std::pair<std::string, TensorRefP>> tensors;
-  collectTensors(root, "", tensors, 0);
+  std::set<const Value*> entered;
+  collectTensors(root, "", tensors, entered, 0);
   if (tensors.empty())
     throw Error({.what = "no tensors in the PyTorch checkpoint",
                  .where = label,
@@ -497,7 +511,6 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
                  .hint = "save model.state_dict()"});
   SafetensorsHeader header;
   header.dataOffset = 0;  // TensorInfo offsets are the file's own
-  header.metadata["format"] = "pytorch zip";
   for (auto& [name, t] : tensors) {
     const std::string where = label + ": tensor '" + name + "'";
     const ZipEntry* storage = zip.find(archive + "data/" + t.storage->key);
@@ -530,7 +543,7 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
     }
     const uint64_t element = dtypeSize(info.dtype);
     if (t.offset > t.storage->numel || info.numel > t.storage->numel - t.offset ||
-        t.storage->numel * element > storage->size)
+        t.storage->numel > storage->size / element)  // no product: numel comes from the pickle
       throw Error(
           {.what = "tensor outside its storage",
            .where = where,

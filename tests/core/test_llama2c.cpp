@@ -92,6 +92,7 @@ TEST_P(Llama2cFormats, EveryTensorReadsAsLlama2cWroteIt) {
   EXPECT_EQ(c["max_position_embeddings"], s.seqLen);
   EXPECT_EQ(c["tie_word_embeddings"], s.shared);
   EXPECT_EQ(ckpt->configPath(), dir / "model.bin");
+  EXPECT_EQ(ckpt->metadata().count("format"), 0u) << "a label for people, never written into converted files";
   const Json report = inspectCheckpoint(*ckpt);
   EXPECT_EQ(report["family"], "llama");
   const int64_t weights =
@@ -118,6 +119,19 @@ INSTANTIATE_TEST_SUITE_P(, Llama2cFormats,
                                                                         : "Version2Q8") +
                                   (info.param.shared ? "Tied" : "Untied");
                          });
+
+// A legacy file with dim 640 begins with the bytes 80 02 00 00, a pickle's opening: it is still read as
+// llama2.c (its size matches exactly), not refused as PyTorch's legacy format.
+TEST(Llama2c, ALegacyFileThatBeginsLikeAPickleIsStillLlama2c) {
+  const fs::path dir = testing::makeTempDir("llama2c-640");
+  Llama2cSpec s;
+  s.dim = 640, s.hidden = 16, s.layers = 1, s.heads = 10, s.kvHeads = 10, s.vocab = 8, s.seqLen = 4;
+  testing::writeLlama2c(dir / "model.bin", s);
+  const auto ckpt = Checkpoint::open(dir / "model.bin");
+  EXPECT_EQ(ckpt->format(), "llama2.c legacy (v0)");
+  EXPECT_EQ(ckpt->at("model.layers.0.self_attn.q_proj.weight").info->shape, (std::vector<int64_t>{640, 640}));
+  fs::remove_all(dir);
+}
 
 // Bad input: each a named error that says which field or size is wrong; never a crash or a misread.
 TEST(Llama2c, MalformedFilesAreNamedErrors) {

@@ -35,6 +35,10 @@ class TorchZip : public ::testing::Test {
     }
     return "opened";
   }
+  template <size_t N>  // a literal whole, its NUL bytes included (not its terminator)
+  static std::vector<std::byte> literal(const char (&s)[N]) {
+    return bytesOf(std::string_view(s, N - 1));
+  }
   static std::vector<std::byte> bytesOf(std::string_view s) {
     return {reinterpret_cast<const std::byte*>(s.data()),
             reinterpret_cast<const std::byte*>(s.data()) + s.size()};
@@ -104,6 +108,26 @@ TEST_F(TorchZip, MalformedOrDisallowedFilesAreNamedErrors) {
 
   e = errorOpening(write("no-pickle.bin", testing::zipBytes({{"a/other", bytesOf("x")}})));
   EXPECT_NE(e.find("not a PyTorch checkpoint"), std::string::npos) << e;
+
+  // A persistent id naming a global that is not a storage type, and a call of a global that builds nothing.
+  e = errorOpening(
+      write("not-storage.bin", zipWith(replaced("torch\nFloatStorage", "collections\nOrderedDict"))));
+  EXPECT_NE(e.find("a storage type"), std::string::npos) << e;
+  e = errorOpening(write("call.bin", zipWith(bytesOf("\x80\x02"
+                                                     "ctorch\nFloatStorage\n)R."))));
+  EXPECT_NE(e.find("a call of torch.FloatStorage"), std::string::npos) << e;
+  // A dict that holds itself through the memo, and tuples nested a hundred thousand deep: named errors (no
+  // tensors), no hang, no stack overflow.
+  e = errorOpening(write("cycle.bin", zipWith(literal("\x80\x02}q\x00(X\x01\x00\x00\x00"
+                                                      "a"
+                                                      "h\x00X\x01\x00\x00\x00"
+                                                      "b"
+                                                      "h\x00u."))));
+  EXPECT_NE(e.find("no tensors"), std::string::npos) << e;
+  std::string deep = "\x80\x02)";
+  deep += std::string(100'000, '\x85');
+  e = errorOpening(write("deep.bin", zipWith(bytesOf(deep + "."))));
+  EXPECT_NE(e.find("no tensors"), std::string::npos) << e;
 
   const std::vector<std::byte> good = testing::torchZipBytes(kTensors);
   e = errorOpening(write("cut.bin", std::vector<std::byte>(good.begin(), good.end() - 30)));
