@@ -32,6 +32,7 @@ uint64_t JobSystem::submit(std::string name, Work work, Finished finished, Lane 
   job->name = std::move(name);
   job->work = std::move(work);
   job->finished = std::move(finished);
+  job->lane = lane;
   {
     std::lock_guard lock(m_mutex);
     job->id = m_next++;
@@ -85,6 +86,12 @@ std::vector<JobSystem::Info> JobSystem::jobs() const {
 bool JobSystem::idle() const {
   std::lock_guard lock(m_mutex);
   return m_queue[0].empty() && m_queue[1].empty() && m_running.empty() && m_completions.empty();
+}
+
+bool JobSystem::laneIdle(Lane lane) const {
+  std::lock_guard lock(m_mutex);
+  return m_queue[index(lane)].empty() &&
+         std::none_of(m_running.begin(), m_running.end(), [&](const auto& j) { return j->lane == lane; });
 }
 
 void JobSystem::workerLoop(std::stop_token stop, Lane lane) {

@@ -52,6 +52,7 @@ class JobSystem {
   };
   std::vector<Info> jobs() const;  // queued and running
   bool idle() const;
+  bool laneIdle(Lane lane) const;  // nothing of that lane queued or running
 
  private:
   struct Job {
@@ -62,6 +63,7 @@ class JobSystem {
     std::stop_source stop;
     TaskProgress progress;
     bool started = false;
+    Lane lane = Lane::Analysis;
   };
   static constexpr int kLongWorkers = 1;
   void workerLoop(std::stop_token stop, Lane lane);

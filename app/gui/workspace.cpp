@@ -129,8 +129,9 @@ void Workspace::computeDynamics(std::vector<std::string> matrices, double thresh
       });
 }
 
-bool Workspace::busy() const {
-  return !m_jobs.idle();
+bool Workspace::busy()
+    const {  // its loads and analyses: an experiment in the long lane is not the workspace's
+  return !m_jobs.laneIdle(JobSystem::Lane::Analysis);
 }
 
 bool Workspace::large() const {

@@ -166,6 +166,8 @@ TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
     EXPECT_EQ(*e.status, JobSystem::Status::Ok);
   }
   EXPECT_EQ(longStarted, 1);
+  EXPECT_TRUE(jobs.laneIdle(JobSystem::Lane::Analysis)) << "the views' lane is free while a long job runs";
+  EXPECT_FALSE(jobs.laneIdle(JobSystem::Lane::Long));
   release = true;
   drainUntil(jobs, [&] {
     return std::all_of(longEnded.begin(), longEnded.end(), [](auto& e) { return e.status; });
