@@ -96,6 +96,7 @@ class Gui : public ::testing::Test {
     std::ofstream(s_dir / "qwen-torch" / "pytorch_model.bin", std::ios::binary)
         .write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(bin.size()));
     testing::writeLlama2c(s_dir / "stories.bin", {});
+    testing::writeLlama2c(s_dir / "llama2c-home" / "stories.bin", {});  // a folder the browser shows whole
   }
   static void TearDownTestSuite() { fs::remove_all(s_dir); }
   static fs::path s_dir;
@@ -328,12 +329,13 @@ TEST_F(Gui, AHuggingFacePyTorchOrLlama2cCheckpointOpensInTheAnalysisViews) {
 
 // The Open dialog's browser lists llama2.c and PyTorch files, and a double click opens one.
 TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
+  const fs::path home = s_dir / "llama2c-home";  // s_dir fills with other tests' files, below the list's fold
   const auto s =
-      session("open-bin", "HOME=" + shellQuote(s_dir.string()) + " " + kBinary + " --exit-after 60",
+      session("open-bin", "HOME=" + shellQuote(home.string()) + " " + kBinary + " --exit-after 60",
               {"waitfor '\"frame\"'", "sleep 0.5", "frozen xdotool key ctrl+o", "hover browser/stories.bin",
                "frozen xdotool click --repeat 2 --delay 80 1", "waitfor '\"workspace/model\"'", "sleep 0.3"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
-  EXPECT_EQ(readState(s.state)["state"]["workspace/model"], (s_dir / "stories.bin").string());
+  EXPECT_EQ(readState(s.state)["state"]["workspace/model"], (home / "stories.bin").string());
 }
 
 TEST_F(Gui, HeadlessExportOfEveryView) {
