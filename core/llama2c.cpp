@@ -235,13 +235,17 @@ Header legacyHeader(std::span<const std::byte> file) {
                .hint = kHint});
 }
 
-Header versionedHeader(std::span<const std::byte> file, const std::string& label) {
-  if (file.size() < kVersionedHeaderBytes)
+void requireHeaderBytes(std::span<const std::byte> file, uint64_t bytes, const std::string& label) {
+  if (file.size() < bytes)
     throw Error({.what = "file shorter than its header",
                  .where = label,
-                 .expected = std::to_string(kVersionedHeaderBytes) + " bytes of llama2.c header",
+                 .expected = std::to_string(bytes) + " bytes of llama2.c header",
                  .found = std::to_string(file.size()) + " bytes",
                  .hint = kHint});
+}
+
+Header versionedHeader(std::span<const std::byte> file, const std::string& label) {
+  requireHeaderBytes(file, kVersionedHeaderBytes, label);
   Header h;
   const int32_t version = int32At(file, 4);
   if (version != 1 && version != 2)
@@ -287,12 +291,7 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
   if (magic == kMagic) {
     h = versionedHeader(bytes, label);
   } else {
-    if (bytes.size() < kLegacyHeaderBytes)
-      throw Error({.what = "file shorter than its header",
-                   .where = label,
-                   .expected = std::to_string(kLegacyHeaderBytes) + " bytes (7 int32)",
-                   .found = std::to_string(bytes.size()) + " bytes",
-                   .hint = kHint});
+    requireHeaderBytes(bytes, kLegacyHeaderBytes, label);
     h = legacyHeader(bytes);
   }
   if (const auto problem = checkDimensions(h)) malformed(label, "llama2.c header out of range", *problem);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/checkpoint.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
@@ -108,6 +109,17 @@ std::string checkpointAsText(const fs::path& dir) {
     }
   }
   return out;
+}
+
+void openAndReadEveryTensor(std::string_view input, const std::string& tag, const std::string& name) {
+  const fs::path file = scratch(tag) / name;
+  writeFile(file, input);
+  try {
+    const auto ckpt = Checkpoint::open(file);
+    for (const std::string& tensor : ckpt->tensorNames())
+      if (ckpt->at(tensor).info->numel <= (1u << 16)) (void)ckpt->readFloat(tensor);
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace sharelens::fuzz

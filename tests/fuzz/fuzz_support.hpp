@@ -20,6 +20,11 @@ void writeFile(const std::filesystem::path& path, std::string_view bytes);
 // dropped) into `dir`. Returns false when nothing could be written.
 bool writeCheckpointFromText(std::string_view input, const std::filesystem::path& dir);
 
+// Writes the input as `name` in a scratch directory of its own (`tag`) and opens it as a checkpoint; when it
+// opens, every tensor of up to 65,536 elements is read as floats, so a layout that lies about its ranges is
+// caught reading out of bounds. A named Error is an accepted outcome (the fuzz targets for whole files).
+void openAndReadEveryTensor(std::string_view input, const std::string& tag, const std::string& name);
+
 // The inverse, for seeds: a real checkpoint directory as that text.
 std::string checkpointAsText(const std::filesystem::path& dir);
 
