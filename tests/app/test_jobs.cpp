@@ -155,6 +155,10 @@ TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
           return nullptr;
         },
         record(e), JobSystem::Lane::Long);
+  // The long worker may not have picked up its first job yet; the claim is about analyses
+  // submitted while one runs, so wait for it before submitting them.
+  drainUntil(jobs, [&] { return longStarted == 1; });
+  ASSERT_EQ(longStarted, 1) << "the long lane never started its first job";
   std::vector<Ended> analyses(3);
   for (Ended& e : analyses)
     jobs.submit(
