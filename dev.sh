@@ -113,7 +113,7 @@ run_tests() {
 # run_fuzzers SECONDS: every libFuzzer target (tests/fuzz/) for an equal share of SECONDS, from its seeds
 # (make_fixtures --seeds) and the corpus kept in build-asan/fuzz-corpus/<target> between runs. A crash, a leak
 # or a timeout fails the run (libFuzzer's exit status), and its input is kept in build-asan/fuzz-artifacts/.
-FUZZ_TARGETS=(safetensors model_view shard_index topology metrics llama2c torch_zip)
+FUZZ_TARGETS=(safetensors model_view shard_index topology metrics llama2c torch_zip gguf)
 run_fuzzers() {
   local share=$(( $1 / ${#FUZZ_TARGETS[@]} ))
   local seeds="$ROOT/build-asan/fuzz-seeds" artifacts="$ROOT/build-asan/fuzz-artifacts"

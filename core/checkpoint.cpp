@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/gguf.hpp"
 #include "core/llama2c.hpp"
 #include "core/naming.hpp"
 #include "core/torch_zip.hpp"
@@ -41,7 +42,7 @@ void checkShardName(const std::string& shard, const fs::path& indexPath, const s
                  .hint = "fix the index; paths outside the model directory are refused"});
 }
 
-enum class FileFormat { Safetensors, TorchZip, TorchLegacy, Llama2c };
+enum class FileFormat { Safetensors, TorchZip, TorchLegacy, Llama2c, Gguf };
 
 // The first bytes decide, not the name: llama2.c files are .bin like PyTorch's.
 FileFormat formatOf(const fs::path& path) {
@@ -53,6 +54,7 @@ FileFormat formatOf(const fs::path& path) {
   const uint64_t size = fs::file_size(path, ec);
   if (ec || path.extension() == ".safetensors") return FileFormat::Safetensors;
   if (looksLikeZip(read)) return FileFormat::TorchZip;
+  if (looksLikeGguf(read)) return FileFormat::Gguf;
   if (looksLikeLlama2c(read, size)) return FileFormat::Llama2c;  // its size must match exactly: asked first
   // torch.save before 1.6 (or with _use_new_zipfile_serialization=False): a protocol-2 pickle that begins
   // with PyTorch's magic number, the long 0x1950a86a20f9469cfc6c.
@@ -151,6 +153,14 @@ void Checkpoint::openFile(const fs::path& path) {
       addFile(std::move(llama2c.tensors));
       return;
     }
+    case FileFormat::Gguf: {
+      GgufCheckpoint gguf = openGguf(path);
+      m_config = std::move(gguf.config);
+      m_configSource = path;
+      m_format = gguf.format;
+      addFile(std::move(gguf.tensors));
+      return;
+    }
     case FileFormat::Safetensors:
       try {
         addFile(SafetensorsFile::open(path));
@@ -159,11 +169,13 @@ void Checkpoint::openFile(const fs::path& path) {
         throw Error(
             {.what = "not a checkpoint format ShareLens reads",
              .where = path.string(),
-             .found =
-                 "not a PyTorch zip, a llama2.c checkpoint or safetensors (" + std::string(e.what()) + ")",
-             .hint = "ShareLens reads safetensors and PyTorch zip checkpoints (config.json beside them) and "
-                     "llama2.c checkpoints (legacy, version 1 and version 2); the pre-1.6 PyTorch format "
-                     "is not read: re-save it with torch.save"});
+             .found = "not a PyTorch zip, GGUF, a llama2.c checkpoint or safetensors (" +
+                      std::string(e.what()) + ")",
+             .hint =
+                 "ShareLens reads safetensors and PyTorch zip checkpoints (config.json beside them), GGUF "
+                 "files (llama, qwen2, qwen3, gemma3) and llama2.c checkpoints (legacy, version 1 and "
+                 "version 2); the pre-1.6 PyTorch format "
+                 "is not read: re-save it with torch.save"});
       }
       return;
   }

@@ -1,12 +1,14 @@
 // A checkpoint: one safetensors file, or a sharded set described by model.safetensors.index.json, plus the
 // Hugging Face config.json when there is one; or a file of another format read behind the same interface
-// (a llama2.c checkpoint, core/llama2c.hpp, whose config comes from its header). Tensors are looked up by
-// name across shards.
+// (a llama2.c checkpoint, core/llama2c.hpp, or a GGUF file, core/gguf.hpp, whose config comes from its
+// header; a PyTorch zip, core/torch_zip.hpp). Tensors are looked up by name across shards.
 //
 // Accepted paths:
 //   file.safetensors            (config.json beside it is used when present)
 //   DIR/ with model.safetensors.index.json + shards
 //   DIR/ with model.safetensors, or exactly one *.safetensors file
+//   DIR/ with pytorch_model.bin.index.json + shards, or pytorch_model.bin; file.pt / file.pth
+//   file.gguf (or any name)     GGUF v2 / v3 (llama, qwen2, qwen3, gemma3), told by its magic
 //   file.bin (or any name)      a llama2.c checkpoint: legacy, version 1 or version 2, told by its contents
 #pragma once
 

@@ -73,11 +73,16 @@ Json inspectCheckpoint(const Checkpoint& ckpt) {
     if (view) {
       if (auto it = view->roles.find(name); it != view->roles.end()) role = std::string(roleName(it->second));
     }
-    tensors.push_back({{"name", name},
-                       {"dtype", dtypeName(t.dtype)},
-                       {"shape", t.shape},
-                       {"bytes", t.byteSize()},
-                       {"role", role}});
+    Json entry = {{"name", name},
+                  {"dtype", dtypeName(t.dtype)},
+                  {"shape", t.shape},
+                  {"bytes", t.byteSize()},
+                  {"role", role}};
+    // Quantised on disk, dequantised to `dtype` on read: "Q4_K" (GGUF), "Q8_0/64" (llama.c version 2, its
+    // group size).
+    if (t.stored && t.stored->blocks != GgmlBlocks::None) entry["stored"] = ggmlBlocksName(t.stored->blocks);
+    if (t.stored && t.stored->groupSize > 0) entry["stored"] = "Q8_0/" + std::to_string(t.stored->groupSize);
+    tensors.push_back(std::move(entry));
   }
   report["tensors"] = tensors;
   report["unindexed_tensors"] = ckpt.unindexedTensors();
@@ -138,11 +143,11 @@ std::string formatInspectReport(const Json& r) {
   out << "\ntensors (" << r["tensors"].size() << ")\n";
   size_t nameWidth = 4;
   for (const Json& t : r["tensors"]) nameWidth = std::max(nameWidth, t["name"].get<std::string>().size());
-  out << "  " << padRight("name", nameWidth + 2) << padRight("dtype", 7) << padRight("shape", 22)
+  out << "  " << padRight("name", nameWidth + 2) << padRight("dtype", 9) << padRight("shape", 22)
       << padRight("bytes", 14) << "role\n";
-  for (const Json& t : r["tensors"])
+  for (const Json& t : r["tensors"])  // a quantised tensor shows its stored type (read as float32)
     out << "  " << padRight(t["name"].get<std::string>(), nameWidth + 2)
-        << padRight(t["dtype"].get<std::string>(), 7)
+        << padRight(t.value("stored", t["dtype"].get<std::string>()), 9)
         << padRight(shapeToString(t["shape"].get<std::vector<int64_t>>()), 22)
         << padRight(std::to_string(t["bytes"].get<uint64_t>()), 14) << t["role"].get<std::string>() << "\n";
 

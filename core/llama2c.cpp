@@ -64,18 +64,6 @@ std::optional<FieldProblem> checkDimensions(const Header& h) {
   return std::nullopt;
 }
 
-// Meta's interleaved RoPE rows to Hugging Face's rotate-half order, per head of `headSize` rows: presented
-// row h*hd + j*hd/2 + i is stored row h*hd + 2i + j (transformers' convert_llama_weights_to_hf.py `permute`).
-std::vector<int64_t> rotateHalfRowOrder(int64_t heads, int64_t headSize) {
-  std::vector<int64_t> order(static_cast<size_t>(heads * headSize));
-  const int64_t half = headSize / 2;
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t j = 0; j < 2; ++j)
-      for (int64_t i = 0; i < half; ++i)
-        order[static_cast<size_t>(h * headSize + j * half + i)] = h * headSize + 2 * i + j;
-  return order;
-}
-
 // The tensors in file order, as the reader lays them over the file.
 class Layout {
  public:

@@ -65,7 +65,8 @@ void SafetensorsFile::readFloat(const TensorInfo& tensor, uint64_t first, std::s
 // Elements [first, first + out.size()) as presented: row by row, each from its stored row, dequantised.
 void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::span<float> out) const {
   const StoredLayout& s = *tensor.stored;
-  const uint64_t rows = tensor.shape.empty() ? 1 : static_cast<uint64_t>(tensor.shape[0]);
+  // A vector is one row (its elements are never reordered).
+  const uint64_t rows = tensor.shape.size() < 2 ? 1 : static_cast<uint64_t>(tensor.shape[0]);
   if (out.empty() || rows == 0) return;
   const uint64_t rowLength = tensor.numel / rows;
   const std::byte* data = m_file.bytes().data() + m_header.dataOffset + tensor.dataBegin;
@@ -75,7 +76,9 @@ void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::
     const uint64_t n = std::min<uint64_t>(rowLength - column, out.size() - i);
     const uint64_t storedRow = s.rowOrder ? static_cast<uint64_t>((*s.rowOrder)[row]) : row;
     const uint64_t at = storedRow * rowLength + column;  // the stored flat index
-    if (s.groupSize > 0) {
+    if (s.blocks != GgmlBlocks::None) {
+      decodeGgmlValues(s.blocks, data, at, n, out.data() + i);
+    } else if (s.groupSize > 0) {
       const auto group = static_cast<uint64_t>(s.groupSize);
       for (uint64_t k = 0; k < n; ++k) {
         float scale;
@@ -85,6 +88,8 @@ void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::
     } else {
       convertToFloat(tensor.dtype, data + at * dtypeSize(tensor.dtype), n, out.data() + i);
     }
+    if (s.offset != 0)
+      for (uint64_t k = 0; k < n; ++k) out[i + k] += s.offset;
     i += n;
   }
 }
@@ -101,6 +106,16 @@ void SafetensorsFile::adviseSequential(const TensorInfo& tensor) const {
 
 void SafetensorsFile::releasePages(const TensorInfo& tensor) const {
   m_file.release(m_header.dataOffset + tensor.dataBegin, tensor.byteSize());
+}
+
+std::vector<int64_t> rotateHalfRowOrder(int64_t heads, int64_t headSize) {
+  std::vector<int64_t> order(static_cast<size_t>(heads * headSize));
+  const int64_t half = headSize / 2;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < half; ++i)
+        order[static_cast<size_t>(h * headSize + j * half + i)] = h * headSize + 2 * i + j;
+  return order;
 }
 
 EncodedTensor EncodedTensor::fromFloats(std::string name, DType dtype, std::vector<int64_t> shape,

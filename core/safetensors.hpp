@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/ggml_blocks.hpp"
 #include "core/mapped_file.hpp"
 
 namespace sharelens {
 
-// How a tensor of another format is stored when it is not plain row-major data of its dtype (llama2.c
-// checkpoints): what SafetensorsFile::readFloat undoes. Shared by the tensors that use it.
+// How a tensor of another format is stored when it is not plain row-major data of its dtype (llama2.c and
+// GGUF checkpoints): what SafetensorsFile::readFloat undoes. Shared by the tensors that use it.
 struct StoredLayout {
   // Row r as presented is stored row rowOrder[r] (empty: the same order). llama2.c keeps Meta's interleaved
   // RoPE pairs in wq and wk; presented in Hugging Face's half-split order, they run on the Llama forward.
@@ -35,7 +36,17 @@ struct StoredLayout {
   // consecutive stored values at `scalesBegin` (relative to the data section): value = int8 * scale.
   int64_t groupSize = 0;
   uint64_t scalesBegin = 0;
+  // GGUF: the tensor's bytes are ggml blocks (core/ggml_blocks.hpp), each row a whole number of them.
+  GgmlBlocks blocks = GgmlBlocks::None;
+  // Added to every value once decoded: llama.cpp stores Gemma's RMSNorm weights as 1 + w (GGUF), -1 here
+  // presents them as Hugging Face's w.
+  float offset = 0;
 };
+
+// Meta's interleaved RoPE rows (llama2.c; llama.cpp's "llama" GGUF files) presented in Hugging Face's
+// rotate-half order, per head of `headSize` rows: presented row h*hd + j*hd/2 + i is stored row
+// h*hd + 2i + j (transformers' convert_llama_weights_to_hf.py `permute`, undone).
+std::vector<int64_t> rotateHalfRowOrder(int64_t heads, int64_t headSize);
 
 struct TensorInfo {
   std::string name;

@@ -126,7 +126,8 @@ const std::vector<Command>& commands() {
        "sharelens tokenize PATH [--text TEXT | --file FILE | --texts-json FILE] [--special] [--json FILE]",
        "token ids with a checkpoint's tokenizer (tokenizer.json or SentencePiece)", runTokenize},
       {"convert", "sharelens convert PATH OUT.safetensors [--dtype F32|F16|BF16|F64]",
-       "one safetensors file from a checkpoint (shards merged, a llama2.c .bin with its config.json beside), "
+       "one safetensors file from a checkpoint (shards merged; a GGUF, llama2.c or PyTorch file with its "
+       "config.json beside, quantised tensors dequantised), "
        "floating tensors in one dtype",
        runConvert},
   };

@@ -584,7 +584,7 @@ class App {
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
-  FileBrowser m_openBrowser{{".safetensors", ".json", ".bin", ".pt", ".pth"}, /*saving=*/false};
+  FileBrowser m_openBrowser{{".safetensors", ".json", ".bin", ".pt", ".pth", ".gguf"}, /*saving=*/false};
   FileBrowser m_saveBrowser{{".png", ".svg", ".pdf", ".csv"}, /*saving=*/true};
   FrameTimes m_frameTimes;
 };

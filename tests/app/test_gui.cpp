@@ -13,6 +13,7 @@
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
+#include "tests/support/gguf_fixtures.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/llama2c_fixtures.hpp"
 #include "tests/support/process.hpp"
@@ -96,6 +97,7 @@ class Gui : public ::testing::Test {
     std::ofstream(s_dir / "qwen-torch" / "pytorch_model.bin", std::ios::binary)
         .write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(bin.size()));
     testing::writeLlama2c(s_dir / "stories.bin", {});
+    testing::writeGgufFromHf(s_dir / "qwen", s_dir / "qwen.gguf", {.matrixType = testing::kGgmlQ8_0});
     testing::writeLlama2c(s_dir / "llama2c-home" / "stories.bin", {});  // a folder the browser shows whole
   }
   static void TearDownTestSuite() { fs::remove_all(s_dir); }
@@ -308,13 +310,13 @@ TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
           << a->first << " and " << b->first << " look the same";
 }
 
-// Issue 39 item 4: a Hugging Face checkpoint, the same model as pytorch_model.bin, and a llama2.c file open
-// in the analysis views (that the PyTorch copy's numbers are its original's, bit for bit, is
-// peer_torch_bin's to check).
-TEST_F(Gui, AHuggingFacePyTorchOrLlama2cCheckpointOpensInTheAnalysisViews) {
+// Issue 39 item 4: a Hugging Face checkpoint, the same model as pytorch_model.bin and as a Q8_0 GGUF file,
+// and a llama2.c file open in the analysis views (that the copies' numbers are their original's is
+// peer_torch_bin's and peer_gguf's to check).
+TEST_F(Gui, AHuggingFacePyTorchGgufOrLlama2cCheckpointOpensInTheAnalysisViews) {
   for (const char* view : {"Model", "Heads", "Embedding"}) {
     std::map<std::string, Image> shots;
-    for (const char* input : {"qwen", "qwen-torch", "stories.bin"}) {
+    for (const char* input : {"qwen", "qwen-torch", "qwen.gguf", "stories.bin"}) {
       const fs::path png = s_dir / (std::string(input) + "-" + view + ".png");
       const auto r =
           runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 6 --view " +

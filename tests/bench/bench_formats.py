@@ -2,8 +2,8 @@
 """Read speed of each checkpoint format ShareLens opens, beside safetensors, on the same tensors (warm cache).
 
 One random Llama-shaped model (llama2.c's 110M shape by default: 12 layers x 768, 12 heads, FFN 2048, vocab
-32000; float32) is written as safetensors + config.json, as pytorch_model.bin (torch.save) and as a llama2.c
-legacy file. Each is then opened and read whole as float32 by `bench_checkpoint_io --read` (Checkpoint::open and readFloat
+32000; float32) is written as safetensors + config.json, as pytorch_model.bin (torch.save), as a llama2.c
+legacy file and as GGUF (F32; Q8_0; Q4_K, random blocks of the same shapes: the dequantisation's cost). Each is then opened and read whole as float32 by `bench_checkpoint_io --read` (Checkpoint::open and readFloat
 of every tensor, as the analyses read them), best of 5 rounds alternated over the formats after a round
 that warms the page cache; Debian's torch.load of the .bin is timed beside it.
 Usage: bench_formats.py --bench build/tests/bench_checkpoint_io [--workdir /tmp/bench-formats] [--layers 12]
@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peer"))
 from peer_llama2c import write_legacy  # noqa: E402
+from peer_gguf import F32, Q4_K, Q8_0, STRING, U32, quantize_q8_0, random_raw, write_gguf  # noqa: E402
 
 
 def write_safetensors(path, tensors):
@@ -82,9 +83,29 @@ def main():
     os.makedirs(os.path.join(args.workdir, "llama2c"))
     inputs["llama2.c"] = os.path.join(args.workdir, "llama2c", "model.bin")
     write_legacy(inputs["llama2.c"], {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in w.items()} | {"out": w["emb"]})
+    gguf_names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}
+    parts = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
+             "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+             "mlp.gate_proj": "ffn_gate", "mlp.down_proj": "ffn_down", "mlp.up_proj": "ffn_up"}
+    for name in hf:
+        if name.startswith("model.layers."):
+            _, _, layer, *part, _ = name.split(".")
+            gguf_names[name] = f"blk.{layer}.{parts['.'.join(part)]}.weight"
+    meta = [("general.architecture", STRING, "llama"), ("llama.embedding_length", U32, dim),
+            ("llama.block_count", U32, L), ("llama.feed_forward_length", U32, hidden),
+            ("llama.attention.head_count", U32, heads), ("llama.context_length", U32, seq)]
+    for label, gtype in [("gguf F32", F32), ("gguf Q8_0", Q8_0), ("gguf Q4_K", Q4_K)]:
+        tensors = []
+        for name, a in hf.items():
+            t = F32 if a.ndim == 1 else gtype
+            raw = (a.astype("<f4").tobytes() if t == F32 else quantize_q8_0(a) if t == Q8_0
+                   else random_raw(rng, Q4_K, a.size))
+            tensors.append((gguf_names[name], list(a.shape), t, raw))
+        inputs[label] = os.path.join(args.workdir, label.replace(" ", "-") + ".gguf")
+        write_gguf(inputs[label], meta, tensors)
     params = sum(a.size for a in hf.values())
     print(f"{params / 1e6:.1f}M float32 parameters ({params * 4 / 2**20:.0f} MiB), warm, best of 5 alternated rounds")
-    r = subprocess.run([args.bench, "--read", inputs["safetensors"], inputs["pytorch"], inputs["llama2.c"]],
+    r = subprocess.run([args.bench, "--read", *inputs.values()],
                        check=True, capture_output=True, text=True)
     print("| format | seconds | GB/s of float32 | / safetensors |")
     print("|---|---|---|---|")

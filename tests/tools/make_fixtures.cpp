@@ -14,6 +14,7 @@
 #include "core/run_dir.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
+#include "tests/support/gguf_fixtures.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/llama2c_fixtures.hpp"
 #include "tests/support/malformed.hpp"
@@ -72,7 +73,7 @@ void writeBytes(const std::filesystem::path& path, std::string_view bytes) {
 int writeSeeds(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   for (const char* target :
-       {"safetensors", "model_view", "shard_index", "topology", "metrics", "llama2c", "torch_zip"})
+       {"safetensors", "model_view", "shard_index", "topology", "metrics", "llama2c", "torch_zip", "gguf"})
     fs::create_directories(dir / target);
   auto bytes = [](const std::vector<std::byte>& b) {
     return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
@@ -134,6 +135,32 @@ int writeSeeds(const std::filesystem::path& dir) {
       writeBytes(dir / "llama2c" / ("v" + std::to_string(version) + (shared ? "-tied" : "-untied")),
                  bytes(testing::llama2cBytes(spec)));
     }
+  // GGUF: each architecture at a tiny size (rows of 32, one block), in F32, Q8_0 and Q4_0, and the K blocks.
+  const std::pair<Family, uint32_t> ggufSeeds[] = {{Family::Llama, testing::kGgmlF32},
+                                                   {Family::Qwen2, testing::kGgmlQ8_0},
+                                                   {Family::Qwen3, testing::kGgmlF16},
+                                                   {Family::Gemma3, testing::kGgmlQ4_0}};
+  for (const auto& [family, type] : ggufSeeds) {
+    testing::FixtureSpec spec = testing::defaultSpec(family);
+    spec.layers = 1, spec.hidden = 32, spec.heads = 2, spec.kvHeads = 1, spec.headDim = 16, spec.ffn = 64;
+    spec.vocab = 8, spec.context = 8;
+    const fs::path hf = testing::writeHfFixture(scratch / "gguf", spec);
+    testing::writeGgufFromHf(hf,
+                             dir / "gguf" / (std::string(familyName(family)) + "-" + std::to_string(type)),
+                             {.matrixType = type, .version = family == Family::Qwen2 ? 2u : 3u});
+    fs::remove_all(scratch);
+  }
+  testing::GgufBuilder blocks;
+  blocks.string("general.architecture", "llama");
+  blocks.u32("llama.embedding_length", 256);
+  blocks.u32("llama.block_count", 1);
+  blocks.u32("llama.feed_forward_length", 2);
+  blocks.u32("llama.attention.head_count", 2);
+  blocks.tensor("blk.0.ffn_up.weight", {256, 2}, testing::kGgmlQ4_K,
+                testing::randomBlocks(GgmlBlocks::Q4_K, 2, 1));
+  blocks.tensor("blk.0.ffn_gate.weight", {256, 2}, testing::kGgmlQ6_K,
+                testing::randomBlocks(GgmlBlocks::Q6_K, 2, 2));
+  writeBytes(dir / "gguf" / "k-blocks", bytes(blocks.bytes()));
   writeBytes(dir / "torch_zip" / "state-dict",
              bytes(testing::torchZipBytes({{"model.layers.0.self_attn.q_proj.weight", {2, 2}, {1, 2, 3, 4}},
                                            {"model.norm.weight", {2}, {1, 1}}})));

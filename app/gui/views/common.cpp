@@ -58,8 +58,9 @@ bool drawNoModelHint(AppContext& ctx) {
     return true;
   }
   ImGui::TextWrapped(
-      "No checkpoint open. Use File > Open, drop a checkpoint (.safetensors, pytorch_model.bin, a llama2.c "
-      ".bin), a model directory or a run directory onto the window, or start the demo (sharelens --demo).");
+      "No checkpoint open. Use File > Open, drop a checkpoint (.safetensors, pytorch_model.bin, .gguf, a "
+      "llama2.c .bin), a model directory or a run directory onto the window, or start the demo (sharelens "
+      "--demo).");
   return true;
 }
 

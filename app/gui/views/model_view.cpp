@@ -37,6 +37,8 @@ class ModelPanel : public View {
     }
     const Json& r = *m.report;
     ImGui::Text("%s", m.path.c_str());
+    if (const std::string format = r.value("format", "safetensors"); format != "safetensors")
+      ImGui::Text("format: %s", format.c_str());
     ImGui::Text("family: %s%s", r["family"].is_null() ? "unknown" : r["family"].get<std::string>().c_str(),
                 r.contains("model_type")
                     ? ("  (model_type " + r["model_type"].get<std::string>() + ")").c_str()
@@ -161,7 +163,7 @@ class ModelPanel : public View {
             summarize(ctx, m, name);
           probe::item("tensor/", name);
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(t["dtype"].get<std::string>().c_str());
+          ImGui::TextUnformatted(t.value("stored", t["dtype"].get<std::string>()).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(shapeToString(t["shape"].get<std::vector<int64_t>>()).c_str());
           ImGui::TableNextColumn();
