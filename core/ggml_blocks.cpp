@@ -33,6 +33,31 @@ void decodeQ4_0(const std::byte* block, float* out) {
   }
 }
 
+void decodeQ4_1(const std::byte* block, float* out) {
+  const float d = half(block), m = half(block + 2);
+  const std::byte* q = block + 4;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * static_cast<float>(u8(q + j) & 0x0F) + m;
+    out[j + 16] = d * static_cast<float>(u8(q + j) >> 4) + m;
+  }
+}
+
+// Q5_0 and Q5_1: the low four bits as Q4_0's nibbles, the fifth of value j in bit j of the u32 qh.
+void decodeQ5(const std::byte* block, float* out, bool withMin) {
+  const float d = half(block), m = withMin ? half(block + 2) : 0.0f;
+  const std::byte* qhAt = block + (withMin ? 4 : 2);
+  uint32_t qh;
+  std::memcpy(&qh, qhAt, sizeof qh);
+  const std::byte* q = qhAt + 4;
+  const int offset = withMin ? 0 : 16;
+  for (int j = 0; j < 16; ++j) {
+    const int low = static_cast<int>(((qh >> j) & 1u) << 4),
+              high = static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
+    out[j] = d * static_cast<float>(((u8(q + j) & 0x0F) | low) - offset) + m;
+    out[j + 16] = d * static_cast<float>(((u8(q + j) >> 4) | high) - offset) + m;
+  }
+}
+
 // Sub-block j's 6-bit scale and min from Q4_K's 12 packed bytes: j < 4 in the low 6 bits of bytes j and
 // j + 4; j >= 4 in the nibbles of byte j + 4 with their top 2 bits in the top bits of bytes j - 4 and j.
 void scaleAndMinK4(int j, const std::byte* packed, float& scale, float& min) {
@@ -46,18 +71,21 @@ void scaleAndMinK4(int j, const std::byte* packed, float& scale, float& min) {
   }
 }
 
-void decodeQ4_K(const std::byte* block, float* out) {
+// Q4_K, and Q5_K when `qh` is given: four groups of 64 values from 32 bytes, the low nibbles sub-block 2g,
+// the high ones 2g + 1; Q5_K's fifth bits are bits 2g and 2g + 1 of qh[l].
+void decodeK4(const std::byte* block, const std::byte* qh, const std::byte* q, float* out) {
   const float d = half(block), dmin = half(block + 2);
   const std::byte* scales = block + 4;
-  const std::byte* q = block + 16;
-  // Four groups of 64 values from 32 bytes: the low nibbles are sub-block 2g, the high ones 2g + 1.
   for (int g = 0; g < 4; ++g, q += 32, out += 64) {
     float s0, m0, s1, m1;
     scaleAndMinK4(2 * g, scales, s0, m0);
     scaleAndMinK4(2 * g + 1, scales, s1, m1);
+    const float d0 = d * s0, d1 = d * s1, min0 = dmin * m0, min1 = dmin * m1;
     for (int l = 0; l < 32; ++l) {
-      out[l] = d * s0 * static_cast<float>(u8(q + l) & 0x0F) - dmin * m0;
-      out[l + 32] = d * s1 * static_cast<float>(u8(q + l) >> 4) - dmin * m1;
+      const int fifth0 = qh ? ((u8(qh + l) >> (2 * g)) & 1) << 4 : 0;
+      const int fifth1 = qh ? ((u8(qh + l) >> (2 * g + 1)) & 1) << 4 : 0;
+      out[l] = d0 * static_cast<float>((u8(q + l) & 0x0F) + fifth0) - min0;
+      out[l + 32] = d1 * static_cast<float>((u8(q + l) >> 4) + fifth1) - min1;
     }
   }
 }
@@ -93,8 +121,16 @@ GgmlBlockShape ggmlBlockShape(GgmlBlocks kind) {
       return {32, 34};
     case GgmlBlocks::Q4_0:
       return {32, 18};
+    case GgmlBlocks::Q4_1:
+      return {32, 20};
+    case GgmlBlocks::Q5_0:
+      return {32, 22};
+    case GgmlBlocks::Q5_1:
+      return {32, 24};
     case GgmlBlocks::Q4_K:
       return {256, 144};
+    case GgmlBlocks::Q5_K:
+      return {256, 176};
     case GgmlBlocks::Q6_K:
       return {256, 210};
     case GgmlBlocks::None:
@@ -109,8 +145,16 @@ std::string_view ggmlBlocksName(GgmlBlocks kind) {
       return "Q8_0";
     case GgmlBlocks::Q4_0:
       return "Q4_0";
+    case GgmlBlocks::Q4_1:
+      return "Q4_1";
+    case GgmlBlocks::Q5_0:
+      return "Q5_0";
+    case GgmlBlocks::Q5_1:
+      return "Q5_1";
     case GgmlBlocks::Q4_K:
       return "Q4_K";
+    case GgmlBlocks::Q5_K:
+      return "Q5_K";
     case GgmlBlocks::Q6_K:
       return "Q6_K";
     case GgmlBlocks::None:
@@ -125,8 +169,16 @@ void decodeGgmlBlock(GgmlBlocks kind, const std::byte* block, float* out) {
       return decodeQ8_0(block, out);
     case GgmlBlocks::Q4_0:
       return decodeQ4_0(block, out);
+    case GgmlBlocks::Q4_1:
+      return decodeQ4_1(block, out);
+    case GgmlBlocks::Q5_0:
+      return decodeQ5(block, out, false);
+    case GgmlBlocks::Q5_1:
+      return decodeQ5(block, out, true);
     case GgmlBlocks::Q4_K:
-      return decodeQ4_K(block, out);
+      return decodeK4(block, nullptr, block + 16, out);
+    case GgmlBlocks::Q5_K:
+      return decodeK4(block, block + 16, block + 48, out);
     case GgmlBlocks::Q6_K:
       return decodeQ6_K(block, out);
     case GgmlBlocks::None:

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"
+#include "core/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -28,7 +29,9 @@ constexpr uint64_t kMaxDim = uint64_t{1} << 40;  // far above any tensor, far be
 constexpr int kMaxArrayDepth = 8;                // arrays of arrays are allowed; their nesting is bounded
 constexpr uint64_t kKeptArrayLength = 4096;      // numeric arrays up to this long are kept (per-layer counts)
 constexpr const char* kHint = "the file is corrupt, truncated, or not a GGUF file";
-constexpr const char* kReadTypes = "F32, F16, BF16, F64, Q8_0, Q4_0, Q4_K and Q6_K";
+constexpr const char* kReadTypes = "F32, F16, BF16, F64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
+constexpr uint64_t kMaxKeptElements = 65'536;  // numeric array elements kept as JSON, the whole file
+constexpr uint64_t kMaxPermutedRows = uint64_t{1} << 22;  // an attention matrix's rows, far above any model
 
 // GGUF metadata value types (gguf.md, gguf_metadata_value_type).
 enum ValueType : uint32_t {
@@ -80,15 +83,15 @@ constexpr GgmlType kGgmlTypes[] = {
     {0, "F32", DType::F32},
     {1, "F16", DType::F16},
     {2, "Q4_0", {}, GgmlBlocks::Q4_0},
-    {3, "Q4_1", {}},
-    {6, "Q5_0", {}},
-    {7, "Q5_1", {}},
+    {3, "Q4_1", {}, GgmlBlocks::Q4_1},
+    {6, "Q5_0", {}, GgmlBlocks::Q5_0},
+    {7, "Q5_1", {}, GgmlBlocks::Q5_1},
     {8, "Q8_0", {}, GgmlBlocks::Q8_0},
     {9, "Q8_1", {}},
     {10, "Q2_K", {}},
     {11, "Q3_K", {}},
     {12, "Q4_K", {}, GgmlBlocks::Q4_K},
-    {13, "Q5_K", {}},
+    {13, "Q5_K", {}, GgmlBlocks::Q5_K},
     {14, "Q6_K", {}, GgmlBlocks::Q6_K},
     {15, "Q8_K", {}},
     {16, "IQ2_XXS", {}},
@@ -143,6 +146,25 @@ class Cursor {
     m_at += length;
     return s;
   }
+  // A string that is kept (a key, a tensor name, a metadata value): it must be UTF-8, as gguf.md says,
+  // since it goes into JSON, reports and config.json.
+  std::string_view text(const std::string& what, uint64_t maxBytes) {
+    const std::string_view s = string(what, maxBytes);
+    if (!isValidUtf8(s))
+      throw Error({.what = "GGUF string is not valid UTF-8",
+                   .where = m_label + ": " + what,
+                   .expected = "UTF-8 text",
+                   .found = std::to_string(s.size()) + " bytes that are not",
+                   .hint = kHint});
+    return s;
+  }
+  // Whether `n` more numeric array elements may be kept as JSON (a hostile file of many short arrays
+  // would otherwise cost sixteen times its size in memory).
+  bool keep(uint64_t n) {
+    if (n > kMaxKeptElements - m_kept) return false;
+    m_kept += n;
+    return true;
+  }
   void skip(uint64_t bytes, const std::string& what) {
     need(bytes, what);
     m_at += bytes;
@@ -163,6 +185,7 @@ class Cursor {
   std::span<const std::byte> m_bytes;
   std::string m_label;
   uint64_t m_at = 0;
+  uint64_t m_kept = 0;
 };
 
 // A metadata value as kept: scalars and short numeric arrays as JSON; other arrays by length only.
@@ -191,7 +214,9 @@ Json readScalar(Cursor& in, uint32_t type, const std::string& what) {
       const auto f = in.read<float>(what);
       std::array<char, 32> text{};
       const auto end = std::to_chars(text.data(), text.data() + text.size(), f).ptr;
-      return std::strtod(std::string(text.data(), end).c_str(), nullptr);
+      double shortest = f;
+      std::from_chars(text.data(), end, shortest);
+      return shortest;
     }
     case kU64:
       return in.read<uint64_t>(what);
@@ -209,10 +234,8 @@ Json readScalar(Cursor& in, uint32_t type, const std::string& what) {
                      .hint = kHint});
       return b == 1;
     }
-    case kString: {
-      const std::string_view s = in.string(what, in.remaining());
-      return std::string(s);
-    }
+    case kString:
+      return std::string(in.text(what, in.remaining()));
   }
   throw Error({.what = "unknown GGUF metadata value type",
                .where = in.label() + ": " + what,
@@ -243,7 +266,7 @@ MetaValue readArray(Cursor& in, const std::string& what, int depth) {
                    .expected = "at most " + std::to_string(in.remaining() / size) + " elements",
                    .found = std::to_string(v.arrayLength),
                    .hint = kHint});
-    if (v.arrayLength <= kKeptArrayLength) {
+    if (v.arrayLength <= kKeptArrayLength && in.keep(v.arrayLength)) {
       v.value = Json::array();
       for (uint64_t i = 0; i < v.arrayLength; ++i) v.value.push_back(readScalar(in, v.elementType, what));
     } else {
@@ -304,7 +327,7 @@ struct Parsed {
 RawTensor readTensorInfo(Cursor& in, uint64_t index) {
   RawTensor t;
   const std::string what = "tensor info " + std::to_string(index);
-  t.name = std::string(in.string(what + " name", kMaxNameBytes));
+  t.name = std::string(in.text(what + " name", kMaxNameBytes));
   const std::string where = in.label() + ": tensor '" + t.name + "'";
   const auto dims = in.read<uint32_t>(what + " n_dims");
   if (dims < 1 || dims > kMaxDims)
@@ -323,7 +346,7 @@ RawTensor readTensorInfo(Cursor& in, uint64_t index) {
   if (!t.type || (!t.type->dtype && t.type->blocks == GgmlBlocks::None))
     bad(where, "GGUF element type not read by ShareLens", kReadTypes,
         (t.type ? std::string(t.type->name) : "unknown") + " (ggml type " + std::to_string(type) + ")",
-        "re-quantise it with llama.cpp's llama-quantize to Q8_0, Q4_K_M or Q6_K, or open the original "
+        "re-quantise it with llama.cpp's llama-quantize to Q8_0 (or Q4_K_M, Q5_K_M, Q6_K), or open the original "
         "safetensors checkpoint");
   t.offset = in.read<uint64_t>(what + " offset");
   if (t.type->dtype) {
@@ -357,7 +380,7 @@ Parsed parse(std::span<const std::byte> file, const std::string& label) {
     bad(label + ": header field metadata_kv_count", "too many GGUF metadata entries for the file",
         "at most " + std::to_string(std::min(kMaxKeyValues, in.remaining() / 12)), std::to_string(kvCount));
   for (uint64_t i = 0; i < kvCount; ++i) {
-    std::string key(in.string("metadata key " + std::to_string(i), kMaxNameBytes));
+    std::string key(in.text("metadata key " + std::to_string(i), kMaxNameBytes));
     const auto type = in.read<uint32_t>("metadata '" + key + "' type");
     MetaValue value = readValue(in, type, "metadata '" + key + "'", 0);
     if (!p.metadata.emplace(key, std::move(value)).second)
@@ -489,10 +512,19 @@ class Metadata {
     if (v.is_array() && !v.empty() && v[0].is_number() &&
         std::all_of(v.begin(), v.end(), [&](const Json& x) { return x == v[0]; }))
       return v[0].get<double>();
-    bad(m_label + ": metadata '" + full + "'", "GGUF metadata value not read",
-        "a number (or one per layer, all equal)",
-        v.is_array() ? "per-layer values that differ" : "a value of type " + std::to_string(it->second.type),
-        "models whose layers differ in shape are not read");
+    if (v.is_array() && !v.empty() && v[0].is_number())
+      bad(m_label + ": metadata '" + full + "'", "GGUF metadata value not read", "one number for every layer",
+          "per-layer values that differ", "models whose layers differ in shape are not read");
+    bad(m_label + ": metadata '" + full + "'", "GGUF metadata value of the wrong type", "a number",
+        "a value of GGUF type " + std::to_string(it->second.type), kHint);
+  }
+  // A real number that must be finite and above zero (norm epsilon, RoPE base, scaling factor).
+  std::optional<double> positiveReal(const std::string& key) const {
+    const std::optional<double> v = number(key);
+    if (v && !(std::isfinite(*v) && *v > 0))
+      bad(m_label + ": metadata '" + m_arch + "." + key + "'", "GGUF metadata value out of range",
+          "a finite number above 0", std::isfinite(*v) ? Json(*v).dump() : "not finite");
+    return v;
   }
   int64_t positive(const std::string& key) const {
     const std::optional<double> v = number(key);
@@ -529,12 +561,12 @@ Json configOf(const Architecture& arch, const Metadata& meta, const Parsed& p) {
   c["num_key_value_heads"] =
       meta.number("attention.head_count_kv") ? meta.positive("attention.head_count_kv") : heads;
   if (meta.number("context_length")) c["max_position_embeddings"] = meta.positive("context_length");
-  if (auto eps = meta.number("attention.layer_norm_rms_epsilon")) c["rms_norm_eps"] = *eps;
-  if (auto theta = meta.number("rope.freq_base")) c["rope_theta"] = *theta;
+  if (auto eps = meta.positiveReal("attention.layer_norm_rms_epsilon")) c["rms_norm_eps"] = *eps;
+  if (auto theta = meta.positiveReal("rope.freq_base")) c["rope_theta"] = *theta;
   if (meta.number("attention.key_length")) c["head_dim"] = meta.positive("attention.key_length");
   if (const auto type = meta.string(std::string(arch.name) + ".rope.scaling.type"); type && *type != "none")
     c["rope_scaling"] =
-        Json{{"rope_type", *type}, {"factor", meta.number("rope.scaling.factor").value_or(1.0)}};
+        Json{{"rope_type", *type}, {"factor", meta.positiveReal("rope.scaling.factor").value_or(1.0)}};
   // vocab_size: the metadata's, else the tokenizer's token list, else the embedding's rows.
   if (meta.number("vocab_size")) {
     c["vocab_size"] = meta.positive("vocab_size");
@@ -550,9 +582,13 @@ Json configOf(const Architecture& arch, const Metadata& meta, const Parsed& p) {
   c["torch_dtype"] = "float32";
   if (std::string_view(arch.name) == "gemma3") {
     c["hidden_activation"] = "gelu_pytorch_tanh";
-    // llama.cpp scales queries by 1/sqrt(head_dim) (the 27B model aside) and hard-codes the local layers'
-    // RoPE base and the five-local-one-global pattern; the file does not carry them.
-    if (c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+    // llama.cpp hard-codes what the file does not carry: queries scaled by 1/sqrt(head_dim), except the 27B
+    // model (62 layers), scaled by 1/sqrt(hidden / heads) as its config's query_pre_attn_scalar 168 says;
+    // the local layers' RoPE base; the five-local-one-global pattern.
+    if (c["num_hidden_layers"] == 62)
+      c["query_pre_attn_scalar"] = c["hidden_size"].get<int64_t>() / heads;
+    else if (c.contains("head_dim"))
+      c["query_pre_attn_scalar"] = c["head_dim"];
     if (meta.number("attention.sliding_window"))
       c["sliding_window"] = meta.positive("attention.sliding_window");
     c["rope_local_base_freq"] = 10000.0;
@@ -590,8 +626,11 @@ GgufCheckpoint openGguf(const fs::path& path) {
   const Parsed p = parse(file.bytes(), label);
 
   const auto archIt = p.metadata.find("general.architecture");
-  if (archIt == p.metadata.end() || !archIt->second.value.is_string())
+  if (archIt == p.metadata.end())
     bad(label, "GGUF metadata key missing", "'general.architecture' (a string)", "absent");
+  if (!archIt->second.value.is_string())
+    bad(label + ": metadata 'general.architecture'", "GGUF metadata value of the wrong type", "a string",
+        "a value of GGUF type " + std::to_string(archIt->second.type));
   const std::string archName = archIt->second.value.get<std::string>();
   const Architecture* arch = nullptr;
   for (const Architecture& a : kArchitectures)
@@ -614,6 +653,9 @@ GgufCheckpoint openGguf(const fs::path& path) {
   std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const std::vector<int64_t>>>
       rowOrders;  // heads, rows
   const auto ropeRows = [&](int64_t headCount, int64_t rows, const std::string& where) {
+    if (rows > static_cast<int64_t>(kMaxPermutedRows))
+      bad(where, "attention matrix with more rows than any model has",
+          "at most " + std::to_string(kMaxPermutedRows), std::to_string(rows), kHint);
     if (rows % headCount != 0 || (rows / headCount) % 2 != 0)
       bad(where, "attention rows do not split into heads of even size",
           "a multiple of 2 x " + std::to_string(headCount) + " heads", std::to_string(rows) + " rows",
@@ -641,11 +683,14 @@ GgufCheckpoint openGguf(const fs::path& path) {
     auto stored = std::make_shared<StoredLayout>();
     stored->blocks = raw.type->blocks;
     const std::string_view name = raw.name;
-    if (arch->interleavedRope && t.shape.size() == 2 && name.ends_with(".attn_q.weight"))
-      stored->rowOrder = ropeRows(heads, t.shape[0], where);
-    if (arch->interleavedRope && t.shape.size() == 2 && name.ends_with(".attn_k.weight"))
-      stored->rowOrder = ropeRows(kvHeads, t.shape[0], where);
-    if (arch->normsPlusOne && name.ends_with("norm.weight")) stored->offset = -1.0f;
+    // llama.cpp's LlamaModel permutes the rows of q and k, their biases too (one row per element).
+    const bool query = name.ends_with(".attn_q.weight") || name.ends_with(".attn_q.bias");
+    const bool key = name.ends_with(".attn_k.weight") || name.ends_with(".attn_k.bias");
+    if (arch->interleavedRope && (query || key) && t.shape.size() <= 2)
+      stored->rowOrder = ropeRows(query ? heads : kvHeads, t.shape[0], where);
+    // Gemma3Model stores its text model's RMSNorm weights as 1 + w; tensors kept under their GGUF names (a
+    // vision tower's) were not changed.
+    if (arch->normsPlusOne && name.ends_with("norm.weight") && t.name != raw.name) stored->offset = -1.0f;
     if (stored->blocks != GgmlBlocks::None || stored->rowOrder || stored->offset != 0)
       t.stored = std::move(stored);
   }
@@ -657,8 +702,7 @@ GgufCheckpoint openGguf(const fs::path& path) {
   if (std::any_of(p.tensors.begin(), p.tensors.end(), [](auto& t) { return t.name == "rope_freqs.weight"; }))
     header.warnings.push_back(
         "rope_freqs.weight (Llama 3 RoPE frequency factors) is listed but not applied: forward passes on "
-        "this file "
-        "use unscaled RoPE; open the original checkpoint for hidden states");
+        "this file use unscaled RoPE; open the original checkpoint for hidden states");
   out.tensors = SafetensorsFile::fromLayout(std::move(file), std::move(header));
   return out;
 }

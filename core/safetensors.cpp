@@ -65,8 +65,11 @@ void SafetensorsFile::readFloat(const TensorInfo& tensor, uint64_t first, std::s
 // Elements [first, first + out.size()) as presented: row by row, each from its stored row, dequantised.
 void SafetensorsFile::readStored(const TensorInfo& tensor, uint64_t first, std::span<float> out) const {
   const StoredLayout& s = *tensor.stored;
-  // A vector is one row (its elements are never reordered).
-  const uint64_t rows = tensor.shape.size() < 2 ? 1 : static_cast<uint64_t>(tensor.shape[0]);
+  // A vector is one row, unless its elements are reordered (a llama GGUF's q and k biases): then one row
+  // per element.
+  const uint64_t rows = s.rowOrder                ? s.rowOrder->size()
+                        : tensor.shape.size() < 2 ? 1
+                                                  : static_cast<uint64_t>(tensor.shape[0]);
   if (out.empty() || rows == 0) return;
   const uint64_t rowLength = tensor.numel / rows;
   const std::byte* data = m_file.bytes().data() + m_header.dataOffset + tensor.dataBegin;

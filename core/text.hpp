@@ -11,6 +11,9 @@ namespace sharelens {
 // The integer the whole of `text` spells in decimal ("12", "-3"); nullopt for "", "12x", " 12" or overflow.
 std::optional<int64_t> parseWholeInt(std::string_view text);
 
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+bool isValidUtf8(std::string_view text);
+
 // "a, b,,c" -> {"a", "b", "c"}: split at `separator`, spaces and tabs trimmed, empty pieces dropped.
 std::vector<std::string_view> splitList(std::string_view text, char separator);
 

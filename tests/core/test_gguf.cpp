@@ -248,9 +248,9 @@ TEST(Gguf, MalformedAndUnsupportedFilesAreNamedErrors) {
   EXPECT_NE(v1.find("2 or 3"), std::string::npos) << v1;
 
   GgufBuilder q5 = smallFile();
-  q5.tensor("blk.0.ffn_down.weight", {256, 1}, testing::kGgmlQ5_K, std::vector<std::byte>(176));
+  q5.tensor("blk.0.ffn_down.weight", {256, 1}, testing::kGgmlQ2_K, std::vector<std::byte>(84));
   const std::string unsupported = openError(q5.bytes());
-  EXPECT_NE(unsupported.find("Q5_K"), std::string::npos) << unsupported;
+  EXPECT_NE(unsupported.find("Q2_K"), std::string::npos) << unsupported;
   EXPECT_NE(unsupported.find("blk.0.ffn_down.weight"), std::string::npos) << unsupported;
   EXPECT_NE(unsupported.find("llama-quantize"), std::string::npos) << unsupported;
 
@@ -288,11 +288,138 @@ TEST(Gguf, MalformedAndUnsupportedFilesAreNamedErrors) {
     EXPECT_NE(e.find(message), std::string::npos) << e;
     EXPECT_NE(e.find("token_embd.weight"), std::string::npos) << e;
   }
+  // Text that is not UTF-8 (a tensor name, a metadata value), a norm epsilon that is not a positive number, a
+  // metadata key given twice, a bool that is neither 0 nor 1, an alignment of the wrong type.
+  GgufBuilder badName = smallFile();
+  badName.tensor(std::string("blk.0.\xff"), {1}, testing::kGgmlF32, std::vector<std::byte>(4));
+  EXPECT_NE(openError(badName.bytes()).find("not valid UTF-8"), std::string::npos);
+  GgufBuilder badValue = smallFile();
+  badValue.string("general.name", std::string("caf\xe9"));
+  const std::string utf8 = openError(badValue.bytes());
+  EXPECT_NE(utf8.find("metadata 'general.name'"), std::string::npos) << utf8;
+  GgufBuilder nanEps = smallFile();
+  nanEps.f32("llama.attention.layer_norm_rms_epsilon", std::nanf(""));
+  const std::string eps = openError(nanEps.bytes());
+  EXPECT_NE(eps.find("finite number above 0"), std::string::npos) << eps;
+  GgufBuilder twiceKey = smallFile();
+  twiceKey.u32("llama.block_count", 2);
+  EXPECT_NE(openError(twiceKey.bytes()).find("metadata key appears twice"), std::string::npos);
+  GgufBuilder badBool = smallFile();
+  badBool.raw("general.flag", 7 /* bool */, {std::byte{2}});
+  EXPECT_NE(openError(badBool.bytes()).find("neither 0 nor 1"), std::string::npos);
+  GgufBuilder badAlignment = smallFile();
+  badAlignment.f32("general.alignment", 32.0f);
+  EXPECT_NE(openError(badAlignment.bytes()).find("power of two"), std::string::npos);
+
   // Every truncation is an error, never a crash or a tensor read past the end.
   for (size_t cut = 0; cut < file.size(); cut += 7) {
     const std::vector<std::byte> head(file.begin(), file.begin() + static_cast<ptrdiff_t>(cut));
     EXPECT_NE(openError(head), "") << "cut at " << cut;
   }
+}
+
+// The 32-value blocks with a minimum or a fifth bit, and Q5_K, with chosen fields; values as the layouts
+// define.
+TEST(Gguf, FiveBitAndOffsetBlocksDecodeAsGgmlDefinesThem) {
+  GgufBuilder g;
+  modelKeys(g);
+  const auto halfBytes = [](float v) {
+    const uint16_t bits = floatToHalf(v);
+    std::vector<std::byte> out(2);
+    std::memcpy(out.data(), &bits, 2);
+    return out;
+  };
+  const auto append = [](std::vector<std::byte>& to, const std::vector<std::byte>& more) {
+    to.insert(to.end(), more.begin(), more.end());
+  };
+  // The low nibbles: byte j holds j (value j) and 15 - j (value 16 + j). The fifth bits: qh = 0xA5A5F00F.
+  std::vector<std::byte> nibbles;
+  for (int j = 0; j < 16; ++j) nibbles.push_back(static_cast<std::byte>(j | ((15 - j) << 4)));
+  const uint32_t qh = 0xA5A5F00Fu;
+  std::vector<std::byte> qhBytes(4);
+  std::memcpy(qhBytes.data(), &qh, 4);
+  const auto low = [&](int v) { return v < 16 ? v : 15 - (v - 16); };  // value v's nibble
+  const auto fifth = [&](int v) { return static_cast<int>((qh >> v) & 1u) * 16; };
+
+  std::vector<std::byte> q41 = halfBytes(0.5f);  // d = 0.5, m = -3: x = 0.5 * nibble - 3
+  append(q41, halfBytes(-3.0f));
+  append(q41, nibbles);
+  g.tensor("q41", {32}, testing::kGgmlQ4_1, q41);
+  std::vector<std::byte> q50 = halfBytes(0.25f);  // x = 0.25 * (q5 - 16)
+  append(q50, qhBytes);
+  append(q50, nibbles);
+  g.tensor("q50", {32}, testing::kGgmlQ5_0, q50);
+  std::vector<std::byte> q51 = halfBytes(2.0f);  // x = 2 * q5 + 1
+  append(q51, halfBytes(1.0f));
+  append(q51, qhBytes);
+  append(q51, nibbles);
+  g.tensor("q51", {32}, testing::kGgmlQ5_1, q51);
+  // Q5_K: Q4_K's scales and mins, qh[l] = l (so value l of sub-block s gets 16 when bit s of l is set), the
+  // same nibble bytes as the Q4_K case above.
+  const int s[8] = {1, 2, 3, 4, 17, 33, 49, 63}, m[8] = {5, 6, 7, 8, 20, 40, 50, 62};
+  std::vector<std::byte> q5k = halfBytes(0.5f);
+  append(q5k, halfBytes(0.25f));
+  for (int j = 0; j < 4; ++j) q5k.push_back(static_cast<std::byte>(s[j] | ((s[j + 4] >> 4) << 6)));
+  for (int j = 0; j < 4; ++j) q5k.push_back(static_cast<std::byte>(m[j] | ((m[j + 4] >> 4) << 6)));
+  for (int j = 0; j < 4; ++j)
+    q5k.push_back(static_cast<std::byte>((s[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4)));
+  for (int l = 0; l < 32; ++l) q5k.push_back(static_cast<std::byte>(l));
+  for (int gIndex = 0; gIndex < 4; ++gIndex)
+    for (int l = 0; l < 32; ++l) q5k.push_back(static_cast<std::byte>((l % 16) | ((15 - l % 16) << 4)));
+  ASSERT_EQ(q5k.size(), 176u);
+  g.tensor("q5k", {256}, testing::kGgmlQ5_K, q5k);
+
+  const fs::path path = testing::makeTempDir("gguf-blocks5") / "blocks.gguf";
+  g.write(path);
+  const auto ckpt = Checkpoint::open(path);
+  const std::vector<float> a = ckpt->readFloat("q41"), b = ckpt->readFloat("q50"), c = ckpt->readFloat("q51");
+  for (int v = 0; v < 32; ++v) {
+    EXPECT_EQ(a[v], 0.5f * static_cast<float>(low(v)) - 3.0f) << v;
+    EXPECT_EQ(b[v], 0.25f * static_cast<float>(low(v) + fifth(v) - 16)) << v;
+    EXPECT_EQ(c[v], 2.0f * static_cast<float>(low(v) + fifth(v)) + 1.0f) << v;
+  }
+  const std::vector<float> k5 = ckpt->readFloat("q5k");
+  for (int sub = 0; sub < 8; ++sub)
+    for (int l = 0; l < 32; ++l) {
+      const int q = (sub % 2 == 0 ? l % 16 : 15 - l % 16) + ((l >> sub) & 1) * 16;
+      EXPECT_FLOAT_EQ(k5[sub * 32 + l],
+                      0.5f * static_cast<float>(s[sub] * q) - 0.25f * static_cast<float>(m[sub]))
+          << "sub-block " << sub << " value " << l;
+    }
+}
+
+// llama.cpp's LlamaModel permutes a llama's q and k biases as it does their weights' rows; Gemma 3's 1 + w
+// covers its text model's norms, not tensors kept under their GGUF names; the 27B model's query scale.
+TEST(Gguf, BiasesNormsAndTheQueryScaleFollowLlamaCpp) {
+  GgufBuilder g;
+  modelKeys(g);  // 4 heads of 8 (hidden 32)
+  std::vector<float> stored(32);
+  for (int i = 0; i < 32; ++i) stored[i] = static_cast<float>(i);
+  g.tensor("blk.0.attn_q.bias", {32}, testing::kGgmlF32, testing::floatBytes(stored));
+  const fs::path dir = testing::makeTempDir("gguf-conventions");
+  g.write(dir / "bias.gguf");
+  const std::vector<float> bias =
+      Checkpoint::open(dir / "bias.gguf")->readFloat("model.layers.0.self_attn.q_proj.bias");
+  for (int h = 0; h < 4; ++h)
+    for (int j = 0; j < 2; ++j)
+      for (int i = 0; i < 4; ++i)  // presented h*8 + j*4 + i is stored h*8 + 2i + j
+        EXPECT_EQ(bias[h * 8 + j * 4 + i], static_cast<float>(h * 8 + 2 * i + j));
+
+  const std::vector<float> ones = {1.5f, 1.5f};
+  GgufBuilder big;
+  big.string("general.architecture", "gemma3");
+  big.u32("gemma3.embedding_length", 5376);
+  big.u32("gemma3.block_count", 62);
+  big.u32("gemma3.feed_forward_length", 21504);
+  big.u32("gemma3.attention.head_count", 32);
+  big.u32("gemma3.attention.key_length", 128);
+  big.tensor("blk.0.attn_norm.weight", {2}, testing::kGgmlF32, testing::floatBytes(ones));
+  big.tensor("v.post_layernorm.weight", {2}, testing::kGgmlF32, testing::floatBytes(ones));
+  big.write(dir / "gemma27b.gguf");
+  const auto ckpt = Checkpoint::open(dir / "gemma27b.gguf");
+  EXPECT_EQ(ckpt->config()->at("query_pre_attn_scalar"), 168) << "5376 / 32, the 27B config's value";
+  EXPECT_EQ(ckpt->readFloat("model.layers.0.input_layernorm.weight"), std::vector<float>({0.5f, 0.5f}));
+  EXPECT_EQ(ckpt->readFloat("v.post_layernorm.weight"), ones) << "not a text norm: stored as it is";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "core/checkpoint.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/inspect_report.hpp"
 #include "core/safetensors.hpp"
 
 namespace fs = std::filesystem;
@@ -118,6 +119,12 @@ void openAndReadEveryTensor(std::string_view input, const std::string& tag, cons
     const auto ckpt = Checkpoint::open(file);
     for (const std::string& tensor : ckpt->tensorNames())
       if (ckpt->at(tensor).info->numel <= (1u << 16)) (void)ckpt->readFloat(tensor);
+    // What `sharelens inspect` and `convert` make of it: the model view, the report and the config as text
+    // (a name or value that JSON cannot hold would throw here, outside the error model).
+    const Json report = inspectCheckpoint(*ckpt);
+    (void)report.dump();
+    (void)formatInspectReport(report);
+    if (ckpt->config()) (void)ckpt->config()->dump();
   } catch (const Error&) {
   }
 }

@@ -6,9 +6,9 @@ public description and shares no code with ShareLens: a GGUF writer (ggml's docs
 tensor infos, aligned data), dequantisation of ggml's blocks as ggml-common.h lays them out and ggml-quants.c's
 dequantize_row_* decodes them (vectorised over blocks here, block by block there), and llama.cpp's
 convert_hf_to_gguf.py conventions undone (llama's permuted attn_q / attn_k rows, Gemma's 1 + w norms).
-  * For llama, qwen2 and gemma3, a file of random tensors in every type ShareLens reads (F32, F16, BF16, Q8_0, Q4_0,
-    Q4_K, Q6_K) goes through `sharelens convert`; each tensor must come out under its Hugging Face name with the
-    values the reference decodes, within float32 rounding.
+  * For llama, qwen2 and gemma3, a file of random tensors in every type ShareLens reads (F32, F16, BF16, Q8_0,
+    Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) goes through `sharelens convert`; each tensor must come out under
+    its Hugging Face name with the values the reference decodes, within float32 rounding.
   * When ../shared/data/stories260K.bin is present: the trained model written as llama.cpp's "llama" GGUF (F32,
     then Q8_0 where rows allow) gives, through `sharelens hidden-states`, the logits of llama2.c's own forward
     (tests/peer/peer_llama2c.py) on the same weights, within 1e-4 relative.
@@ -27,8 +27,11 @@ from safetensors_np import read_file  # noqa: E402
 from peer_common import check, finish  # noqa: E402
 
 # ggml type numbers (ggml.h) -> (values per block, bytes per block)
-F32, F16, Q4_0, Q8_0, Q4_K, Q6_K, BF16 = 0, 1, 2, 8, 12, 14, 30
-BLOCKS = {F32: (1, 4), F16: (1, 2), BF16: (1, 2), Q8_0: (32, 34), Q4_0: (32, 18), Q4_K: (256, 144), Q6_K: (256, 210)}
+F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16 = 0, 1, 2, 3, 6, 7, 8, 12, 13, 14, 30
+BLOCKS = {F32: (1, 4), F16: (1, 2), BF16: (1, 2), Q8_0: (32, 34), Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22),
+          Q5_1: (32, 24), Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
+NAMES = {F32: "F32", F16: "F16", BF16: "BF16", Q8_0: "Q8_0", Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1",
+         Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K"}
 U32, F32V, STRING = 4, 6, 8  # metadata value types
 
 
@@ -66,7 +69,8 @@ def random_raw(rng, gtype, count):
     if gtype == BF16:
         return (rng.standard_normal(count).astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()
     blocks = rng.integers(0, 256, size=(count // per, size), dtype=np.uint8)
-    scale_at = {Q8_0: [0], Q4_0: [0], Q4_K: [0, 2], Q6_K: [208]}[gtype]
+    scale_at = {Q8_0: [0], Q4_0: [0], Q5_0: [0], Q4_1: [0, 2], Q5_1: [0, 2], Q4_K: [0, 2], Q5_K: [0, 2],
+                Q6_K: [208]}[gtype]
     for at in scale_at:
         blocks[:, at:at + 2] = rng.uniform(0.001, 0.05, size=count // per).astype("<f2").view(np.uint8).reshape(-1, 2)
     return blocks.tobytes()
@@ -92,13 +96,29 @@ def decode(raw, gtype, count):
         qs = b[:, 2:].astype(np.int64)
         q = np.concatenate([(qs & 0xF) - 8, (qs >> 4) - 8], axis=1)
         return (f16(b[:, 0:2])[:, None] * q).reshape(-1)
-    if gtype == Q4_K:  # d, dmin, 12 bytes of packed 6-bit (scale, min) x 8, 128 bytes of nibbles
+    if gtype in (Q4_1, Q5_0, Q5_1):  # d [, m] [, u32 qh: bit v is value v's fifth bit], 16 bytes of nibbles
+        has_min, five = gtype != Q5_0, gtype != Q4_1
+        d = f16(b[:, 0:2])
+        m = f16(b[:, 2:4]) if has_min else np.zeros_like(d)
+        at = 4 if has_min else 2
+        qs = b[:, at + 4 * five:].astype(np.int64)
+        q = np.concatenate([qs & 0xF, qs >> 4], axis=1)
+        if five:
+            qh = np.ascontiguousarray(b[:, at:at + 4]).view("<u4").astype(np.int64).reshape(-1)
+            q = q | (((qh[:, None] >> np.arange(32)) & 1) << 4)
+        if gtype == Q5_0:
+            q = q - 16
+        return (d[:, None] * q + m[:, None]).reshape(-1)
+    if gtype in (Q4_K, Q5_K):  # d, dmin, 12 bytes of packed 6-bit (scale, min) x 8, [32 bytes qh,] 128 of nibbles
         d, dmin = f16(b[:, 0:2]), f16(b[:, 2:4])
         s = b[:, 4:16].astype(np.int64)
         scale = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 0xF) | ((s[:, 0:4] >> 6) << 4)], axis=1)
         mins = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)
-        qs = b[:, 16:].astype(np.int64).reshape(-1, 4, 32)  # 4 groups of 32 bytes: sub-blocks 2g (low), 2g+1 (high)
+        qs = b[:, -128:].astype(np.int64).reshape(-1, 4, 32)  # 4 groups of 32 bytes: sub-blocks 2g (low), 2g+1 (high)
         q = np.stack([qs & 0xF, qs >> 4], axis=2).reshape(-1, 8, 32)
+        if gtype == Q5_K:  # bit s of qh[l] is value l of sub-block s's fifth bit
+            qh = b[:, 16:48].astype(np.int64)
+            q = q + (((qh[:, None, :] >> np.arange(8)[None, :, None]) & 1) << 4)
         return (d[:, None, None] * scale[:, :, None] * q - dmin[:, None, None] * mins[:, :, None]).reshape(-1)
     if gtype == Q6_K:  # 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 signed scales, d
         ql = b[:, 0:128].astype(np.int64).reshape(-1, 2, 64)
@@ -154,10 +174,10 @@ def part_a(args, rng):
         if arch == "gemma3":
             meta.append((f"{arch}.attention.key_length", U32, hd))
         layout = [("token_embd.weight", [vocab, hidden], Q4_K), ("output.weight", [vocab, hidden], Q6_K),
-                  ("output_norm.weight", [hidden], F32), ("blk.0.attn_q.weight", [hidden, hidden], Q6_K),
+                  ("output_norm.weight", [hidden], BF16), ("blk.0.attn_q.weight", [hidden, hidden], Q6_K),
                   ("blk.0.attn_k.weight", [kv * hd, hidden], Q8_0), ("blk.0.attn_v.weight", [kv * hd, hidden], Q4_0),
-                  ("blk.0.attn_output.weight", [hidden, hidden], F16), ("blk.0.ffn_gate.weight", [ffn, hidden], Q4_K),
-                  ("blk.0.ffn_up.weight", [ffn, hidden], BF16), ("blk.0.ffn_down.weight", [hidden, ffn], F32),
+                  ("blk.0.attn_output.weight", [hidden, hidden], Q4_1), ("blk.0.ffn_gate.weight", [ffn, hidden], Q5_K),
+                  ("blk.0.ffn_up.weight", [ffn, hidden], Q5_1), ("blk.0.ffn_down.weight", [hidden, ffn], Q5_0),
                   ("blk.0.attn_norm.weight", [hidden], F32), ("blk.0.ffn_norm.weight", [hidden], F16)]
         if arch == "qwen2":
             layout += [("blk.0.attn_q.bias", [hidden], F32), ("blk.0.attn_k.bias", [kv * hd], F32)]
@@ -198,7 +218,8 @@ def part_a(args, rng):
             err = np.abs(got[name].astype(np.float64) - want).max() / max(np.abs(want).max(), 1e-30)
             worst = max(worst, err)
             check(err <= 1e-6, f"{arch} {name}: max relative difference {err:.2e}")
-        print(f"   {arch}: {len(expected)} tensors (F32 F16 BF16 Q8_0 Q4_0 Q4_K Q6_K), worst relative {worst:.1e}")
+        types = " ".join(sorted({NAMES[t] for _, _, t in layout}))
+        print(f"   {arch}: {len(expected)} tensors ({types}), worst relative {worst:.1e}")
 
 
 # ---- part B: the trained model -----------------------------------------------------------------------------------

@@ -160,10 +160,11 @@ std::vector<std::byte> randomBlocks(GgmlBlocks kind, uint64_t count, uint64_t se
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   std::vector<std::byte> out(count * shape.bytes);
   for (std::byte& b : out) b = static_cast<std::byte>(byte(rng));
-  // The f16 fields: Q8_0 / Q4_0 d at 0; Q4_K d and dmin at 0 and 2; Q6_K d at 208.
+  // The f16 fields: Q8_0 / Q4_0 / Q5_0 d at 0; Q4_1 / Q5_1 / Q4_K / Q5_K two at 0 and 2; Q6_K d at 208.
   std::vector<size_t> halves;
-  if (kind == GgmlBlocks::Q4_K)
-    halves = {0, 2};
+  if (kind == GgmlBlocks::Q4_K || kind == GgmlBlocks::Q5_K || kind == GgmlBlocks::Q4_1 ||
+      kind == GgmlBlocks::Q5_1)
+    halves = {0, 2};  // d and dmin, or d and m
   else if (kind == GgmlBlocks::Q6_K)
     halves = {208};
   else

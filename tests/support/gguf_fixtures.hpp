@@ -17,8 +17,9 @@
 namespace sharelens::testing {
 
 // ggml type numbers (ggml.h).
-inline constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12,
-                          kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlBF16 = 30;
+inline constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6,
+                          kGgmlQ5_1 = 7, kGgmlQ8_0 = 8, kGgmlQ2_K = 10, kGgmlQ4_K = 12, kGgmlQ5_K = 13,
+                          kGgmlQ6_K = 14, kGgmlBF16 = 30;
 
 class GgufBuilder {
  public:
@@ -51,7 +52,7 @@ class GgufBuilder {
 // 127, Q4_0 with d = max|x| / 7 (nibble = round(x / d) + 8). Each value comes back within d / 2.
 std::vector<std::byte> encodeQ8_0(std::span<const float> values);
 std::vector<std::byte> encodeQ4_0(std::span<const float> values);
-// `count` blocks of random bytes whose f16 scale fields are finite and small: valid Q4_K / Q6_K data.
+// `count` blocks of random bytes whose f16 scale fields are finite and small: valid data of any block kind.
 std::vector<std::byte> randomBlocks(GgmlBlocks kind, uint64_t count, uint64_t seed);
 std::vector<std::byte> floatBytes(std::span<const float> values);
 
