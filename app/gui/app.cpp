@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <deque>
 #include <iostream>
@@ -32,6 +33,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+volatile std::sig_atomic_t g_screenshotRequested = 0;  // set by SIGUSR1 (--screenshot-on-signal)
+
 struct Message {
   std::string text;
   std::string time;
@@ -52,7 +55,7 @@ class App {
         m_platform({.title = "ShareLens",
                     .width = options.width,
                     .height = options.height,
-                    .visible = !options.screenshot && !options.benchUi,
+                    .visible = (!options.screenshot || options.screenshotOnSignal) && !options.benchUi,
                     .iniPath = (Settings::file().parent_path() / "imgui.ini").string()}),
         m_jobs(
             2, [] { Platform::wake(); },
@@ -127,7 +130,7 @@ class App {
     const auto started = Clock::now();
     for (int frame = 0; !m_platform.shouldClose(); ++frame) {
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
-      if (m_options.screenshot || m_options.benchUi)
+      if ((m_options.screenshot && !m_options.screenshotOnSignal) || m_options.benchUi)
         m_platform.pollEvents();
       else  // a scripted test's clicks are seen at once, not on the next idle wake-up
         m_platform.waitEvents(animating || m_options.uiState ? 0.05 : 0.5);
@@ -151,6 +154,7 @@ class App {
       probe::state("recent", [&] { return m_settings.recent; });
       const auto built = Clock::now();
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
+      if (capture && m_options.screenshotOnSignal) g_screenshotRequested = 0;
       if (capture) m_platform.captureNextFrame();
       m_platform.render();
       const auto submitted = Clock::now();
@@ -162,9 +166,16 @@ class App {
       m_figures.endFrame();
       if (capture) {
         const RgbaImage& image = m_platform.lastCapture();
-        writePngRgba(*m_options.screenshot, image.width, image.height, image.pixels);
-        break;
+        if (!m_options.screenshotOnSignal) {
+          writePngRgba(*m_options.screenshot, image.width, image.height, image.pixels);
+          break;
+        }
+        const fs::path shot(*m_options.screenshot);  // whole or not at all: a script waits for the count
+        writePngRgba(fs::path(shot).concat(".part"), image.width, image.height, image.pixels);
+        fs::rename(fs::path(shot).concat(".part"), shot);
+        ++m_screenshots;
       }
+      if (m_options.screenshotOnSignal) probe::state("screenshots", [&] { return m_screenshots; });
       probe::endFrame(m_platform.window(), frame, m_current ? m_current->name() : "");
       if (m_options.benchUi && frame + 1 >= m_options.frames) break;
       if (m_options.exitAfterSeconds &&
@@ -177,6 +188,8 @@ class App {
 
  private:
   bool readyForScreenshot(int frame, Clock::time_point started) const {
+    if (m_options.screenshotOnSignal)  // when asked, and not while a figure shows its previous picture
+      return g_screenshotRequested != 0 && !m_textures.rasters().showingPrevious();
     if (frame + 1 < m_options.frames) return false;
     const bool waitedLongEnough = Clock::now() - started > std::chrono::seconds(m_options.maxWaitSeconds);
     // Not while a figure shows its previous picture, its new one on its way (a few frames).
@@ -325,7 +338,9 @@ class App {
       for (auto& view : m_views) {
         ImGuiTabItemFlags flags = 0;
         if (m_requestedView == view->id()) flags |= ImGuiTabItemFlags_SetSelected;
-        if (ImGui::BeginTabItem(view->name(), nullptr, flags)) {
+        const bool open = ImGui::BeginTabItem(view->name(), nullptr, flags);
+        probe::item("tab/", view->name());
+        if (open) {
           m_current = view.get();
           m_settings.lastView = view->name();
           ImGui::BeginChild("##view");
@@ -581,6 +596,7 @@ class App {
   std::deque<Message> m_errors;
   Message m_status;
   bool m_showErrors = false, m_openDialog = false;
+  int m_screenshots = 0;  // written on SIGUSR1 (--screenshot-on-signal)
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
@@ -597,6 +613,7 @@ int runGui(const GuiOptions& options) {
   // paid for faulting them in again: 17% of the UI thread's time, and p99 20 ms instead of 10.5 ms on
   // --bench-ui. Up to 256 MiB of freed heap is kept instead (DESIGN.md section 6).
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  if (options.screenshotOnSignal) std::signal(SIGUSR1, [](int) { g_screenshotRequested = 1; });
   App app(options);
   return app.run();
 }

@@ -25,6 +25,9 @@ struct GuiOptions {
   bool figureCache = true;
   std::optional<std::string> uiState;   // scripted tests: widget positions and view state (app/gui/ui_probe)
   std::optional<int> exitAfterSeconds;  // scripted tests: close the window after this long
+  // Scripted tests: with `screenshot`, write it each time the process gets SIGUSR1 (the window visible and
+  // running on; the file replaced whole, and the probe's "screenshots" state counts them) instead of once.
+  bool screenshotOnSignal = false;
 };
 
 int runGui(const GuiOptions& options);

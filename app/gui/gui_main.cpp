@@ -16,7 +16,8 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
         "",
         "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
         "[--frame-stats FILE.json] [--no-figure-cache] "
-        "[--bench-ui [--bench-live] --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS]",
+        "[--bench-ui [--bench-live] --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS "
+        "[--screenshot FILE.png --screenshot-on-signal]]",
         argv);
     GuiOptions o;
     o.demo = args.flag("demo");
@@ -28,6 +29,12 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
                    .expected = "--bench-ui beside it",
                    .hint = "sharelens --bench-ui --bench-live --frame-stats f.json"});
     o.screenshot = args.option("screenshot");
+    o.screenshotOnSignal = args.flag("screenshot-on-signal");
+    if (o.screenshotOnSignal && !o.screenshot)
+      throw Error({.what = "--screenshot-on-signal writes the --screenshot file on SIGUSR1",
+                   .where = "--screenshot-on-signal",
+                   .expected = "--screenshot FILE.png beside it",
+                   .hint = "sharelens --ui-state s.json --screenshot shot.png --screenshot-on-signal"});
     o.frames = static_cast<int>(args.integer("frames", 1, 10'000'000).value_or(o.benchUi ? 600 : 3));
     o.maxWaitSeconds = static_cast<int>(args.integer("max-wait", 0, 86400).value_or(120));
     if (auto view = args.option("view")) {

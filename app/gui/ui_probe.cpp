@@ -5,6 +5,7 @@
 #include <imgui_internal.h>  // ImGuiWindow::Hidden
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 
@@ -16,6 +17,8 @@ namespace {
 struct Probe {
   std::string path;
   std::map<std::string, std::pair<float, float>> items;  // this frame's, in window pixels
+  std::map<std::string, std::array<float, 4>>
+      rects;  // the same items' rectangles: min x, min y, max x, max y
   Json facts = Json::object();
   std::chrono::steady_clock::time_point lastWrite{};
 };
@@ -44,6 +47,7 @@ void setItem(const std::string& key) {
   // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
   // on its label rather than on a column border that would resize the table.
   instance().items[key] = {min.x + std::min((max.x - min.x) / 2, 24.0f), (min.y + max.y) / 2};
+  instance().rects[key] = {min.x, min.y, max.x, max.y};
 }
 
 void setState(const std::string& key, Json value) {
@@ -65,11 +69,20 @@ void endFrame(GLFWwindow* window, int frame, const std::string& view) {
     Json items = Json::object();
     for (const auto& [key, at] : p.items)
       items[key] = {static_cast<int>(at.first) + x, static_cast<int>(at.second) + y};
+    // Each item's rectangle in window pixels, and the window's size: a layout test checks that a toolbar's
+    // buttons lie inside it.
+    Json rects = Json::object();
+    for (const auto& [key, r] : p.rects)
+      rects[key] = {static_cast<int>(r[0]), static_cast<int>(r[1]), static_cast<int>(r[2]),
+                    static_cast<int>(r[3])};
+    const ImVec2 size = ImGui::GetIO().DisplaySize;
     const ImVec2 mouse = ImGui::GetIO().MousePos;  // where ImGui saw the pointer (window pixels)
     const Json out = {{"frame", frame},
                       {"view", view},
                       {"mouse", {static_cast<int>(mouse.x) + x, static_cast<int>(mouse.y) + y}},
                       {"items", items},
+                      {"rects", rects},
+                      {"window", {static_cast<int>(size.x), static_cast<int>(size.y)}},
                       {"state", p.facts}};
     try {
       writeFileAtomically(p.path, out.dump(1) + "\n");
@@ -77,6 +90,7 @@ void endFrame(GLFWwindow* window, int frame, const std::string& view) {
     }
   }
   p.items.clear();  // only what this frame drew is clickable
+  p.rects.clear();
   p.facts = Json::object();
 }
 

@@ -1,9 +1,11 @@
 // What a scripted test of the real window needs from the app (`--ui-state FILE`): where chosen widgets are
 // on the screen, so that xdotool can click them as a person would, and what the views hold, so that the
 // test can check what the click did. The file is rewritten atomically a few times a second:
-//   {"frame": N, "view": "Model", "items": {"tensor/layers.0.wq": [x, y], ...}, "state": {...}}
+//   {"frame": N, "view": "Model", "items": {"tensor/layers.0.wq": [x, y], ...},
+//    "rects": {"tensor/layers.0.wq": [x0, y0, x1, y1], ...}, "window": [w, h], "state": {...}}
 // Item positions are screen pixels where a person would click: the centre of a small widget, 24 pixels into
-// a wide one (on its label, away from table borders). UI thread only; without --ui-state every
+// a wide one (on its label, away from table borders); rects are the items' rectangles in window pixels (no
+// screen offset), for layout checks. UI thread only; without --ui-state every
 // call returns at once.
 #pragma once
 

@@ -88,6 +88,13 @@ void writeToExports(AppContext& ctx, const std::string& model, int64_t step, con
                     const std::string& extension,
                     const std::function<void(const std::filesystem::path&)>& write);
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls
+void drawNote(const std::string& text);     // secondary text, dimmed, wrapped at the column's edge
+// Flow layout for a row of controls: the next item goes on the same line when `width` pixels of it fit
+// before the window's right edge, else it starts the next line -- a narrow window wraps a toolbar instead of
+// pushing its last controls out of sight (1024 x 700 and up, issue 41).
+void sameLineIfFits(float width, float spacing = -1.0f);
+float buttonWidth(const char* label);                     // a button's width with its label (to "##")
+float labelledWidth(float itemWidth, const char* label);  // a widget of `itemWidth` and its label
 // A combo of the named corpora (core/corpus.hpp namedCorpora(), each with its description as a tooltip);
 // `index` is the chosen one's position. Returns the chosen corpus's name.
 std::string drawCorpusCombo(const char* label, int& index);

@@ -329,6 +329,43 @@ TEST_F(Gui, AHuggingFacePyTorchGgufOrLlama2cCheckpointOpensInTheAnalysisViews) {
   }
 }
 
+// Issue 41 item 3: at 1024 x 700 and up, every view's toolbar -- its Export buttons, the Training view's log
+// y -- lies inside the window, wrapping onto another line rather than running off the right edge (at 1024
+// the Training view's log y and Export buttons and the ESD view's were off-screen). One session per size
+// clicks through the views; the probe gives each toolbar item's rectangle and the window's size.
+TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
+  const std::vector<std::pair<std::string, std::string>> views = {
+      {"Spectrum", "export/spectrum/pdf"},  {"Heads", "export/heads-layer0/pdf"},
+      {"Layers", "export/layers-q/pdf"},    {"DirectShare", "export/directshare/pdf"},
+      {"ESD", "export/esd-alpha/pdf"},      {"Training", "training/log-y"}};
+  for (const std::string size : {"1024x700", "1366x768", "1600x1000"}) {  // the last fills the Xvfb screen
+    const fs::path state = s_dir / ("ui-layout-" + size + ".json");
+    // The first click waits for the window to be mapped under the pointer (a click before that is lost).
+    std::vector<std::string> steps = {"waitfor '\"tab/Spectrum\"'", "sleep 1"};
+    for (const auto& [view, key] : views) {
+      steps.push_back("click tab/" + view);
+      steps.push_back("waitfor '\"view\":\"" + view + "\"' && waitfor '\"" + key + "\"' && sleep 0.5");
+      steps.push_back("cp " + shellQuote(state.string()) + " " +
+                      shellQuote((s_dir / ("layout-" + size + "-" + view + ".json")).string()));
+    }
+    const auto s = session("layout-" + size, binaryOn("run") + " --size " + size + " --exit-after 120", steps);
+    ASSERT_EQ(s.result.exitCode, 0) << size << ": " << s.result.err;
+    for (const auto& [view, key] : views) {
+      const Json probe = readState(s_dir / ("layout-" + size + "-" + view + ".json"));
+      const int width = probe["window"][0], height = probe["window"][1];
+      EXPECT_EQ(std::to_string(width) + "x" + std::to_string(height), size);
+      int toolbar = 0;
+      for (const auto& [item, r] : probe["rects"].items()) {
+        if (item.rfind("export/", 0) != 0 && item.rfind("training/", 0) != 0) continue;
+        ++toolbar;
+        EXPECT_TRUE(r[0] >= 0 && r[1] >= 0 && r[2] <= width && r[3] <= height)
+            << size << " " << view << ": " << item << " at " << r.dump() << " is outside the window";
+      }
+      EXPECT_GE(toolbar, 3) << size << " " << view << ": its toolbar was not drawn";
+    }
+  }
+}
+
 // The Open dialog's browser lists llama2.c and PyTorch files, and a double click opens one.
 TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
   const fs::path home = s_dir / "llama2c-home";  // s_dir fills with other tests' files, below the list's fold

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/export/figure_export.hpp"
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/corpus.hpp"
@@ -141,12 +142,36 @@ void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::s
   drawExportButtons(ctx, std::span<const plot::Figure>(&figure, 1), stem, state);
 }
 
+void drawNote(const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopStyleColor();
+}
+
+void sameLineIfFits(float width, float spacing) {
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  ImGui::SameLine(0, spacing);
+  if (ImGui::GetCursorScreenPos().x + width > right) ImGui::NewLine();
+}
+
+float buttonWidth(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, /*hide_text_after_double_hash=*/true).x +
+         ImGui::GetStyle().FramePadding.x * 2;
+}
+
+float labelledWidth(float itemWidth, const char* label) {
+  const float text = ImGui::CalcTextSize(label, nullptr, true).x;
+  return itemWidth + (text > 0 ? ImGui::GetStyle().ItemInnerSpacing.x + text : 0);
+}
+
 void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
                        const plot::PlotState* state) {
   for (const char* ext : {"png", "svg", "pdf"}) {
-    ImGui::SameLine();
     const std::string label = std::string("Export ") + ext + "##" + stem;
-    if (ImGui::SmallButton(label.c_str())) {  // Save As, offering <model>-<step>-<view>.<ext>
+    sameLineIfFits(buttonWidth(label.c_str()));
+    const bool clicked = ImGui::SmallButton(label.c_str());
+    probe::item("export/", stem, "/", ext);
+    if (clicked) {  // Save As, offering <model>-<step>-<view>.<ext>
       ExportOptions o;
       if (state) {
         o.xView = state->xView;

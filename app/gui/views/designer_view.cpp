@@ -57,10 +57,15 @@ class DesignerPanel : public DesignerApi {
     } catch (const Error& e) {
       problem = e.what();
     }
+    // The settings and the budget keep their widths in a wide window and give way in a narrow one, so that
+    // the layer columns between them stay readable at 1024 pixels.
+    const float wide = ImGui::GetContentRegionAvail().x;
     if (ImGui::BeginTable("##designer", 3, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV)) {
-      ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthFixed, 360);
+      ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthFixed,
+                              std::clamp(wide * 0.32f, 300.0f, 360.0f));
       ImGui::TableSetupColumn("layers", ImGuiTableColumnFlags_WidthStretch);
-      ImGui::TableSetupColumn("budget", ImGuiTableColumnFlags_WidthFixed, 380);
+      ImGui::TableSetupColumn("budget", ImGuiTableColumnFlags_WidthFixed,
+                              std::clamp(wide * 0.32f, 300.0f, 380.0f));
       ImGui::TableNextColumn();
       ImGui::BeginChild("##settings");
       drawSettings();
@@ -127,7 +132,7 @@ class DesignerPanel : public DesignerApi {
                   {"unique", t.attention.uniqueBlocks()},
                   {"slider_u", m_unique}};
     });
-    ImGui::TextDisabled("bulge and hierarchy: our reading of the papers' figures");
+    drawNote("bulge and hierarchy: our reading of the papers' figures");
     ImGui::TextUnformatted("depth:");
     for (const char* m : {"1.5", "3", "skinny"}) {
       ImGui::SameLine();
@@ -149,22 +154,21 @@ class DesignerPanel : public DesignerApi {
     drawSectionHeader("heads");
     int mode = static_cast<int>(t.headSharing.mode);
     const char* modes[] = {"none", "shared base + per-head LoRA", "QKV shared + LoRA"};
-    ImGui::SetNextItemWidth(240);
+    ImGui::SetNextItemWidth(200);
     ImGui::BeginDisabled(
         t.masa.enabled);  // the two parameterisations of attention weights exclude each other
     if (ImGui::Combo("head sharing", &mode, modes, 3))
       t.headSharing.mode = static_cast<HeadSharingMode>(mode);
     ImGui::EndDisabled();
     if (t.masa.enabled)
-      ImGui::TextDisabled(
-          "head sharing does not apply under MASA: each layer's\nattention weights are sums of atoms");
+      drawNote("head sharing does not apply under MASA: each layer's attention weights are sums of atoms");
     if (t.headSharing.mode != HeadSharingMode::None) {
       int rank = static_cast<int>(t.headSharing.loraRank);
       ImGui::SetNextItemWidth(120);
       if (ImGui::SliderInt("per-head LoRA rank", &rank, 0, static_cast<int>(t.model.headDim)))
         t.headSharing.loraRank = rank;
     }
-    ImGui::TextDisabled("tied head pairs: %zu (DirectShare view sends them)", t.tiedHeads.size());
+    drawNote("tied head pairs: " + std::to_string(t.tiedHeads.size()) + " (DirectShare view sends them)");
     if (!t.tiedHeads.empty() && ImGui::SmallButton("clear tied heads")) t.tiedHeads.clear();
     float gamma = static_cast<float>(t.postShare.gamma);
     ImGui::SetNextItemWidth(120);
@@ -225,8 +229,9 @@ class DesignerPanel : public DesignerApi {
     ImGui::SetNextItemWidth(120);
     ImGui::SliderInt("brush block", &m_brush, 0,
                      static_cast<int>(std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks())));
-    ImGui::SameLine();
-    ImGui::TextDisabled("(the highest number starts a new block)");
+    const char* hint = "(the highest number starts a new block)";
+    sameLineIfFits(ImGui::CalcTextSize(hint).x);
+    drawNote(hint);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float width = std::min(420.0f, ImGui::GetContentRegionAvail().x);
@@ -292,10 +297,10 @@ class DesignerPanel : public DesignerApi {
       ImGui::SameLine();
       ImGui::Text("%s", std::string(paramGroupName(static_cast<ParamGroup>(g))).c_str());
     }
-    ImGui::Text("total %s (%lld): %.1f%% of the unshared %s",
-                humanCount(static_cast<double>(b.total)).c_str(), static_cast<long long>(b.total),
-                100.0 * static_cast<double>(b.total) / static_cast<double>(b.denseEquivalent),
-                humanCount(static_cast<double>(b.denseEquivalent)).c_str());
+    ImGui::TextWrapped("total %s (%lld): %.1f%% of the unshared %s",
+                       humanCount(static_cast<double>(b.total)).c_str(), static_cast<long long>(b.total),
+                       100.0 * static_cast<double>(b.total) / static_cast<double>(b.denseEquivalent),
+                       humanCount(static_cast<double>(b.denseEquivalent)).c_str());
     ImGui::Text("rho %.3f, training %s FLOP/token", b.rho, humanCount(b.trainFlopsPerToken).c_str());
     const MemoryEstimate mem = estimateTrainingMemory(t, m_batch);
     ImGui::Text("training memory at batch %d: %s", m_batch, humanBytes(mem.total()).c_str());
@@ -352,7 +357,7 @@ class DesignerPanel : public DesignerApi {
       probe::item(baseline ? "designer/launch-with-baseline" : "designer/launch");
       if (clicked) launch(ctx, baseline, corpus);
     }
-    ImGui::SameLine();
+    sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "follow it in the analysis views"));
     ImGui::Checkbox("follow it in the analysis views", &m_followLaunched);
     probe::item("designer/follow");
     if (ImGui::IsItemHovered())

@@ -46,7 +46,7 @@ class DirectSharePanel : public View {
       ctx.workspace.run("directshare");
     }
     ImGui::SameLine();
-    ImGui::Text(
+    ImGui::TextWrapped(  // wraps in a narrow window rather than running off its edge
         "%zu %s share Q, K and V: %s parameters saved (%.2f%% of the model, %.1f%% of attention; "
         "%.1f%% with O as the paper's Table 3 counts)",
         r.chosen.size(), r.unitKind == "head" ? "heads" : "KV groups",

@@ -80,7 +80,11 @@ class EsdPanel : public View {
       ImGui::TableNextColumn();
       drawTable(rows);
       ImGui::TableNextColumn();
-      drawFigures(ctx, m);
+      // A child of the cell's height: its figures are laid out against its own top and bottom, not against
+      // the row the table on the left made as tall as the window.
+      if (ImGui::BeginChild("##esd-figures", ImVec2(0, ImGui::GetContentRegionAvail().y)))
+        drawFigures(ctx, m);
+      ImGui::EndChild();
       ImGui::EndTable();
     }
   }
@@ -160,7 +164,8 @@ class EsdPanel : public View {
 
   void drawFigures(AppContext& ctx, const LoadedModel& m) {
     const AnalysisResult result = m.results.result("esd");
-    const float h = ImGui::GetContentRegionAvail().y;
+    // The density takes the upper half, the alpha plot the rest, each below its own export buttons.
+    const float half = (ImGui::GetContentRegionAvail().y - 2 * ImGui::GetFrameHeightWithSpacing()) * 0.5f;
     if (m_chosen) {
       try {
         const std::string choice = "esd/" + std::to_string(m_chosen->layer.value_or(0)) + "/" +
@@ -168,7 +173,7 @@ class EsdPanel : public View {
         const plot::Figure& f =
             ctx.figures.get(result, choice, [&] { return plot::figureKind("esd").build(result, *m_chosen); });
         drawExportButtons(ctx, f, "esd", &m_esdState);
-        plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, h * 0.5f), ctx.textures, ctx.style);
+        plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, half), ctx.textures, ctx.style);
       } catch (const Error&) {  // the matrix is not in this checkpoint (another model): forget it
         m_chosen.reset();
       }

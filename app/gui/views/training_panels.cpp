@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "app/gui/ui_probe.hpp"
+
 namespace sharelens::gui {
 
 std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::RunCurve>& runs,
@@ -42,7 +44,19 @@ void TrainingPanels::draw(AppContext& ctx, const std::vector<plot::RunCurve>& ru
   ImGui::TableNextColumn();
   plot::plotWidget("##main", panels[0], m_metric, ImVec2(-1, size.y - 10), ctx.textures, ctx.style);
   ImGui::TableNextColumn();
-  plot::plotWidget("##validation", panels[1], m_validation, ImVec2(-1, size.y - 10), ctx.textures, ctx.style);
+  // Before a run's first evaluation there is nothing to plot: a word, not an empty 0..1 frame.
+  const bool anyValidation = std::any_of(panels[1].series.begin(), panels[1].series.end(),
+                                         [](const plot::Series& s) { return !s.y.empty(); });
+  probe::state("training/validation", [&] { return anyValidation ? "plot" : "no evaluation yet"; });
+  if (anyValidation) {
+    plot::plotWidget("##validation", panels[1], m_validation, ImVec2(-1, size.y - 10), ctx.textures,
+                     ctx.style);
+  } else {
+    ImGui::TextDisabled("validation loss");
+    ImGui::TextWrapped(
+        "No evaluation yet: a run scores its held-out text every eval_every steps (the Designer's and "
+        "`sharelens train`'s setting), and its curve appears here then.");
+  }
   ImGui::EndTable();
 }
 

@@ -41,21 +41,23 @@ class TrainingPanel : public View {
         ctx.reportError(e.what());
       }
     }
-    ImGui::SameLine(0, 30);
+    // The plot controls flow onto the next line in a narrow window rather than off its right edge.
+    sameLineIfFits(labelledWidth(150, "metric"), 30);
     const char* metrics[] = {"loss", "validation loss", "learning rate", "gradient norm", "tokens / s"};
     int metric = static_cast<int>(m_options.metric);
     ImGui::SetNextItemWidth(150);
     if (ImGui::Combo("metric", &metric, metrics, 5)) m_options.metric = static_cast<plot::RunMetric>(metric);
-    ImGui::SameLine();
+    sameLineIfFits(labelledWidth(110, "x axis"));
     const char* axes[] = {"step", "tokens", "seconds"};
     int axis = static_cast<int>(m_options.axis);
     ImGui::SetNextItemWidth(110);
     if (ImGui::Combo("x axis", &axis, axes, 3)) m_options.axis = static_cast<plot::RunAxis>(axis);
-    ImGui::SameLine();
+    sameLineIfFits(labelledWidth(140, "smoothing"));
     ImGui::SetNextItemWidth(140);
     ImGui::SliderFloat("smoothing", &m_options.smoothing, 0.0f, 0.99f, "%.2f");
-    ImGui::SameLine();
+    sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "log y"));
     ImGui::Checkbox("log y", &m_options.logY);
+    probe::item("training/log-y");
     const auto curves = visible(ctx);
     if (curves.empty()) {
       ImGui::TextWrapped(
@@ -66,7 +68,7 @@ class TrainingPanel : public View {
     // The chosen metric and the validation loss; exported together, side by side on one page.
     drawExportButtons(ctx, m_panels.figures(curves, m_options), "training-" + metricStem(m_options.metric),
                       &m_panels.metricState());
-    ImGui::SameLine();
+    sameLineIfFits(buttonWidth("Export CSV"));
     if (ImGui::SmallButton("Export CSV")) exportCsv(ctx, curves);
     m_panels.draw(ctx, curves, m_options, ImVec2(0, 0));
   }
