@@ -84,7 +84,9 @@ int runExport(Args& args) {
   plot::FigureParams figure;
   figure.layer = args.integer("layer", 0, 1 << 20);
   figure.group = static_cast<size_t>(args.integer("group", 0, 1 << 20).value_or(0));
-  const std::string projText = args.option("proj", "q");
+  const std::optional<std::string> projGiven = args.option("proj");
+  const std::string projText = projGiven.value_or("q");
+  const bool fitRange = args.flag("fit-range");
   const std::string metricText = args.option("metric", "loss");
   const std::string colormapText = args.option("colormap", "viridis");
   const std::string matrices = args.option("matrices", "");
@@ -113,6 +115,8 @@ int runExport(Args& args) {
                  .expected = "q k v o gate up down",
                  .found = projText});
   figure.proj = *proj;
+  if (projGiven) figure.headProj = *proj;  // --view heads: that projection's heads only
+  figure.fitRange = fitRange;
   const auto colormap = plot::parseColormap(colormapText);
   if (!colormap)
     throw Error({.what = "unknown colormap",

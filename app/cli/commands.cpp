@@ -108,7 +108,8 @@ const std::vector<Command>& commands() {
        runExportHf},
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
-       "P] [--group G] "
+       "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
+       "[--group G] "
        "[--colormap C] [--metric M] [--matrices A,B] [--quantity effective-rank|stable-rank|spectral-norm] "
        "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
        "[analysis parameters as for analyze]",

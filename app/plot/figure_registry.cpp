@@ -58,7 +58,8 @@ std::vector<FigureKind> makeKinds() {
                  if (layer < 0 || layer >= static_cast<int64_t>(h.layers.size()))
                    noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1),
                           std::to_string(layer));
-                 return headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, p.colormap);
+                 return headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, p.colormap,
+                                             {p.headProj, p.fitRange});
                }});
   k.push_back({"layers", "layers", "effective rank of W_l - W_m for one projection",
                [](const AnalysisResult& r, const FigureParams& p) {

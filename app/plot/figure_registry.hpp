@@ -26,6 +26,8 @@ struct FigureParams {
   Colormap colormap = Colormap::Viridis;
   std::vector<std::string> matrices;  // spectra of these matrices (MatrixId names); empty: the projection at
                                       // the first, middle and last layer
+  std::optional<Proj> headProj;       // head maps: one projection's heads (none: every pair, as the paper)
+  bool fitRange = false;              // head maps: colours span the shown ranks, not 0..max
 };
 
 struct FigureKind {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "app/plot/figure_memo.hpp"  // WordHash
+#include "core/error.hpp"
 #include "core/naming.hpp"
 
 namespace sharelens::plot {
@@ -120,13 +121,52 @@ Figure rankDynamicsFigure(const RankDynamics& d, RankQuantity quantity) {
   return f;
 }
 
-Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap) {
+std::vector<int64_t> headMapIndices(const HeadDiffLayer& layer, const std::optional<Proj>& proj) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < layer.map.n; ++i)
+    if (!proj ||
+        (static_cast<size_t>(i) < layer.heads.size() && layer.heads[static_cast<size_t>(i)].proj == *proj))
+      out.push_back(i);
+  return out;
+}
+
+Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap,
+                            const HeadMapChoice& choice) {
   Figure f;
-  f.title = "Head differences, layer " + std::to_string(layer.layer);
+  const std::vector<int64_t> shown = headMapIndices(layer, choice.proj);
+  if (shown.empty())
+    throw Error({.what = "no heads of this projection in the map",
+                 .where = "layer " + std::to_string(layer.layer),
+                 .expected = "one of the projections the map holds (o only with the O heads computed)",
+                 .found = std::string(projName(*choice.proj)),
+                 .hint = "choose q, k, v or all pairs; run without --heads-qkv-only for o"});
+  RankMap map;  // the shown rows and columns of the layer's map
+  map.n = static_cast<int64_t>(shown.size());
+  for (int64_t a : shown)
+    for (int64_t b : shown) {
+      map.rank.push_back(layer.map.rankAt(a, b));
+      map.relativeDifference.push_back(
+          layer.map.relativeDifference[static_cast<size_t>(a * layer.map.n + b)]);
+    }
+  f.title = "Head differences, layer " + std::to_string(layer.layer) +
+            (choice.proj ? ", " + std::string(projName(*choice.proj)) + " heads" : "");
   f.subtitle = "effective rank (" + percent(threshold) +
-               " energy) of W_a - W_b for every pair of the layer's attention heads";
-  f.heatmap = rankHeatmap(layer.map, colormap, "effective rank");
-  f.heatmap->rowLabels = f.heatmap->colLabels = layer.labels;
+               " energy) of W_a - W_b for every pair of the layer's " +
+               (choice.proj ? std::string(projName(*choice.proj)) + " heads" : "attention matrices");
+  f.heatmap = rankHeatmap(map, colormap, "effective rank");
+  if (choice.fitRange) {  // the shown off-diagonal ranks' span (the diagonal is NaN)
+    float low = INFINITY, high = -INFINITY;
+    for (float v : f.heatmap->values)
+      if (!std::isnan(v)) low = std::min(low, v), high = std::max(high, v);
+    if (low <= high) {
+      f.heatmap->vmin = low;
+      f.heatmap->vmax = std::max(high, low + 1);
+      f.subtitle += "; colours fitted to " + std::to_string(static_cast<int>(low)) + ".." +
+                    std::to_string(static_cast<int>(high));
+    }
+  }
+  for (int64_t i : shown) f.heatmap->rowLabels.push_back(layer.labels[static_cast<size_t>(i)]);
+  f.heatmap->colLabels = f.heatmap->rowLabels;
   f.xLabel = f.yLabel = "head";
   return f;
 }

@@ -30,7 +30,18 @@ Figure rankDynamicsFigure(const RankDynamics& dynamics, RankQuantity quantity);
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
                       const std::string& title);
 
-Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap);
+// Every pair of the layer's attention matrices (the low-rank sharing paper's Sec. 3.1: "pairwise differences
+// between all attention weight matrices within each layer", Fig. 2a), or with `proj` only that projection's
+// heads. `fitRange`: the colours span the shown off-diagonal ranks instead of 0..the largest (a trained
+// model's ranks sit near the top and read as one colour).
+struct HeadMapChoice {
+  std::optional<Proj> proj;
+  bool fitRange = false;
+};
+Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colormap colormap,
+                            const HeadMapChoice& choice = {});
+// The heads a head map shows, as indices into layer.heads (all of them, or those of the chosen projection).
+std::vector<int64_t> headMapIndices(const HeadDiffLayer& layer, const std::optional<Proj>& proj);
 Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap colormap);
 // The activation version: ranks of dh_l - dh_m over `tokens` tokens.
 Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double threshold, Colormap colormap);

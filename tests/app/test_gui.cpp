@@ -366,6 +366,29 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
   }
 }
 
+// Issue 41 item 5: a row of the model's lowest-rank head pairs, clicked, shows that pair's spectrum (it only
+// moved the map to the pair's layer before).
+TEST_F(GuiInput, ClickingALowestRankPairShowsItsSpectrum) {
+  const fs::path after = s_dir / "after-lowest.json";
+  const std::string firstRow =
+      "/usr/bin/python3 -c 'import json, sys; print(next(k for k in json.load(open(sys.argv[1]))[\"items\"] "
+      "if k.startswith(\"heads/lowest/\")))' " +
+      shellQuote((s_dir / "ui-lowest.json").string());
+  const auto s = session("lowest", binaryOn("qwen") + " --view heads --exit-after 60",
+                         {"waitfor '\"heads/lowest/'", "sleep 1", "key=$(" + firstRow + ") && click \"$key\"",
+                          "waitfor '\"heads/pair\":\"layer'", "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json probe = readState(after);
+  std::string key;  // heads/lowest/<layer>/<a>-<b> of the first row, the one clicked
+  for (const auto& [item, at] : probe["items"].items())
+    if (item.rfind("heads/lowest/", 0) == 0 && key.empty()) key = item;
+  ASSERT_FALSE(key.empty());
+  const std::string rest = key.substr(std::string("heads/lowest/").size());
+  const std::string layer = rest.substr(0, rest.find('/')), pair = rest.substr(rest.find('/') + 1);
+  // ("flat" took the spaces out of the file: "layer 0: q0 - q1" reads "layer0:q0-q1".)
+  EXPECT_EQ(probe["state"]["heads/pair"], "layer" + layer + ":" + pair);
+}
+
 // The Open dialog's browser lists llama2.c and PyTorch files, and a double click opens one.
 TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
   const fs::path home = s_dir / "llama2c-home";  // s_dir fills with other tests' files, below the list's fold

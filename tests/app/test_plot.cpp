@@ -1022,6 +1022,17 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   EXPECT_EQ(heads.heatmap->vmax, 7);
   EXPECT_TRUE(std::isnan(heads.heatmap->at(1, 1))) << "the trivial diagonal is blank";
   EXPECT_EQ(heads.heatmap->colLabels[2], "k0");
+  // One projection's heads: its block of the map, and colours fitted to the ranks it shows.
+  layer.heads = {{Proj::Q, 0}, {Proj::Q, 1}, {Proj::K, 0}};
+  const Figure qHeads = headDifferenceFigure(layer, 0.95, Colormap::Magma, {Proj::Q, /*fitRange=*/false});
+  ASSERT_EQ(qHeads.heatmap->rows, 2);
+  EXPECT_EQ(qHeads.heatmap->at(0, 1), 5);
+  EXPECT_EQ(qHeads.heatmap->rowLabels, (std::vector<std::string>{"q0", "q1"}));
+  EXPECT_EQ(qHeads.heatmap->vmin, 0);
+  const Figure fitted = headDifferenceFigure(layer, 0.95, Colormap::Magma, {std::nullopt, /*fitRange=*/true});
+  EXPECT_EQ(fitted.heatmap->vmin, 5) << "the lowest off-diagonal rank";
+  EXPECT_EQ(fitted.heatmap->vmax, 7);
+  EXPECT_THROW(headDifferenceFigure(layer, 0.95, Colormap::Magma, {Proj::O, false}), Error) << "no o heads";
   MeasuringCanvas c;
   drawFigure(c, heads, layoutFigure(heads, c, Style::light(), {0, 0}, {600, 600}), Style::light());
   EXPECT_EQ(c.heatmaps, 1u);

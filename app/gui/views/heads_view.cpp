@@ -1,8 +1,11 @@
-// Head differences: per-layer heatmap of effective ranks of W_a - W_b among the layer's Q, K, V and O heads;
-// clicking a cell computes that difference's spectrum; the lowest-rank pairs of the whole model beside it.
+// Head differences: per-layer heatmap of effective ranks of W_a - W_b among the layer's Q, K, V and O heads
+// (every pair, as the low-rank sharing paper's Fig. 2a, or one projection's heads), its colours over 0..max
+// or fitted to the shown ranks; clicking a cell, or a row of the model's lowest-rank pairs beside it,
+// computes that difference's spectrum.
 #include <imgui.h>
 
 #include "analysis/backend.hpp"
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -21,8 +24,8 @@ class HeadsPanel : public View {
     if (!h || h->layers.empty()) return out;
     const auto& layer = h->layers[static_cast<size_t>(
         std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(h->layers.size()) - 1))];
-    out.emplace_back("heads-layer" + std::to_string(layer.layer),
-                     plot::headDifferenceFigure(layer, h->threshold, ctx.settings.colormap));
+    out.emplace_back("heads-layer" + std::to_string(layer.layer) + stemSuffix(),
+                     plot::headDifferenceFigure(layer, h->threshold, ctx.settings.colormap, m_choice));
     if (m_pair)
       out.emplace_back("head-pair-spectrum",
                        plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name));
@@ -41,22 +44,25 @@ class HeadsPanel : public View {
     ImGui::SetNextItemWidth(240);
     if (ImGui::SliderInt("layer", &layer, 0, maxLayer)) m_layer = layer;
     m_layer = layer;
+    const HeadDiffLayer& shown = h.layers[static_cast<size_t>(layer)];
+    drawChoice(shown);
     const plot::Figure& figure = ctx.figures.get(
         m.results.result("heads"),
-        "heads/" + std::to_string(layer) + "/" + std::to_string(static_cast<int>(ctx.settings.colormap)),
-        [&] {
-          return plot::headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold,
-                                            ctx.settings.colormap);
-        });
-    drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer), &m_plot);
+        "heads/" + std::to_string(layer) + "/" + std::to_string(static_cast<int>(ctx.settings.colormap)) +
+            "/" + (m_choice.proj ? std::string(projName(*m_choice.proj)) : "all") +
+            (m_choice.fitRange ? "/fit" : ""),
+        [&] { return plot::headDifferenceFigure(shown, h.threshold, ctx.settings.colormap, m_choice); });
+    drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer) + stemSuffix(), &m_plot);
     if (ImGui::BeginTable("##heads", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableNextColumn();
       const float size = std::min(ImGui::GetContentRegionAvail().x, ImGui::GetContentRegionAvail().y - 10);
       const auto events =
           plot::plotWidget("##headmap", figure, m_plot, ImVec2(size, size), ctx.textures, ctx.style);
-      if (events.clickedCell && events.clickedCell->first != events.clickedCell->second)
-        computePair(ctx, m, h.layers[static_cast<size_t>(layer)], events.clickedCell->first,
-                    events.clickedCell->second);
+      if (events.clickedCell && events.clickedCell->first != events.clickedCell->second) {
+        const std::vector<int64_t> index = plot::headMapIndices(shown, m_choice.proj);  // cell -> head
+        computePair(ctx, m, shown, index[static_cast<size_t>(events.clickedCell->first)],
+                    index[static_cast<size_t>(events.clickedCell->second)]);
+      }
       ImGui::TableNextColumn();
       drawSectionHeader("lowest-rank pairs in the model");
       if (ImGui::BeginTable("##lowest", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY, ImVec2(0, 220))) {
@@ -65,8 +71,14 @@ class HeadsPanel : public View {
         for (const HeadPair& p : h.lowest) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
-          if (ImGui::Selectable(std::to_string(p.layer).c_str(), false, ImGuiSelectableFlags_SpanAllColumns))
-            m_layer = p.layer;
+          const std::string row = std::to_string(p.layer) + "##" + p.labelA + "-" + p.labelB;
+          if (ImGui::Selectable(row.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
+            m_layer = p.layer;  // that layer's map, and the pair's spectrum below
+            const auto it = std::find_if(h.layers.begin(), h.layers.end(),
+                                         [&](const HeadDiffLayer& l) { return l.layer == p.layer; });
+            if (it != h.layers.end()) computePair(ctx, m, *it, p.a, p.b);
+          }
+          probe::item("heads/lowest/", std::to_string(p.layer), "/", p.labelA, "-", p.labelB);
           ImGui::TableNextColumn();
           ImGui::Text("%s - %s", p.labelA.c_str(), p.labelB.c_str());
           ImGui::TableNextColumn();
@@ -79,6 +91,7 @@ class HeadsPanel : public View {
       }
       drawSectionHeader("spectrum of the clicked pair");
       if (m_computing) drawPending("the pair's spectrum");
+      probe::state("heads/pair", [&] { return m_pair ? m_pair->id.name : std::string(); });
       if (m_pair) {
         const plot::Figure pairFigure =
             plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name);
@@ -93,6 +106,36 @@ class HeadsPanel : public View {
   }
 
  private:
+  // Which heads the map shows and how its colours run. O is offered when the map holds O heads.
+  void drawChoice(const HeadDiffLayer& layer) {
+    const bool hasO =
+        std::any_of(layer.heads.begin(), layer.heads.end(), [](auto& h) { return h.proj == Proj::O; });
+    const char* items[] = {"all pairs (the paper's Fig. 2a)", "q heads", "k heads", "v heads", "o heads"};
+    const Proj projs[] = {Proj::Q, Proj::K, Proj::V, Proj::O};
+    int current = 0;
+    for (int i = 0; i < 4; ++i)
+      if (m_choice.proj == projs[i]) current = i + 1;
+    sameLineIfFits(labelledWidth(230, "heads"));
+    ImGui::SetNextItemWidth(230);
+    if (ImGui::Combo("heads", &current, items, hasO ? 5 : 4)) {
+      m_choice.proj = current == 0 ? std::nullopt : std::optional<Proj>(projs[current - 1]);
+      m_plot.reset();
+    }
+    probe::item("heads/choice");
+    if (m_choice.proj == Proj::O && !hasO) m_choice.proj.reset();
+    sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "fit colours to the ranks"));
+    ImGui::Checkbox("fit colours to the ranks", &m_choice.fitRange);
+    probe::item("heads/fit");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "the colour bar spans the shown ranks instead of 0..the largest: a trained model's "
+          "ranks sit near the top and read as one colour otherwise");
+  }
+  std::string stemSuffix() const {
+    return (m_choice.proj ? "-" + std::string(projName(*m_choice.proj)) : "") +
+           (m_choice.fitRange ? "-fit" : "");
+  }
+
   // Another model, step or threshold gives another result: the clicked pair's spectrum and the zoom were of
   // the old one and must not be shown beside the new map.
   void forgetWhatBelongsToAnotherResult(const void* result) {
@@ -134,6 +177,7 @@ class HeadsPanel : public View {
   }
 
   int64_t m_layer = 0;
+  plot::HeadMapChoice m_choice;
   plot::PlotState m_plot, m_pairPlot;
   std::optional<MatrixSpectrum> m_pair;
   const void* m_shownResult = nullptr;  // the heads result the map, zoom and pair belong to (identity only)
