@@ -128,7 +128,13 @@ class App {
     if (m_options.benchUi) startBenchUi();
     if (m_options.path) open(*m_options.path);
     const auto started = Clock::now();
-    for (int frame = 0; !m_platform.shouldClose(); ++frame) {
+    for (int frame = 0;; ++frame) {
+      if (m_platform.shouldClose()) {
+        // Closing the window stops embedded runs (each saves a checkpoint first): asked, not done silently.
+        if (!m_runs.anyTraining() || m_quitConfirmed || m_options.screenshot || m_options.benchUi) break;
+        m_platform.cancelClose();
+        m_quitDialog = true;
+      }
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
       if ((m_options.screenshot && !m_options.screenshotOnSignal) || m_options.benchUi)
         m_platform.pollEvents();
@@ -358,6 +364,7 @@ class App {
     drawErrors();
     drawOpenDialog();
     if (m_export) drawExportDialog();
+    drawQuitDialog();
   }
 
   void drawMenu() {
@@ -377,7 +384,7 @@ class App {
       }
       if (ImGui::MenuItem("Start the demo")) startDemo();
       ImGui::Separator();
-      if (ImGui::MenuItem("Quit")) m_platform.requestClose();
+      if (ImGui::MenuItem("Quit", "Ctrl+Q")) m_platform.requestClose();
       ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Analysis")) {
@@ -403,6 +410,7 @@ class App {
       ImGui::EndMenu();
     }
     if (m_platform.keyPressed(GLFW_KEY_O, GLFW_MOD_CONTROL)) m_openDialog = true;
+    if (m_platform.keyPressed(GLFW_KEY_Q, GLFW_MOD_CONTROL)) m_platform.requestClose();
     if (const LoadedModel* m = m_workspace.current()) {
       ImGui::Separator();
       ImGui::TextDisabled("%s", m->label.c_str());
@@ -464,6 +472,37 @@ class App {
       m_export.reset();
       ImGui::CloseCurrentPopup();
     }
+    ImGui::EndPopup();
+  }
+
+  // Asked when the window is closed while runs train here: quitting stops them (each saves a checkpoint
+  // first, and continues from it when relaunched or resumed).
+  void drawQuitDialog() {
+    if (m_quitDialog) {
+      ImGui::OpenPopup("Quit while training?");
+      m_quitDialog = false;
+    }
+    if (!ImGui::BeginPopupModal("Quit while training?", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    probe::state("quit/asking", [] { return true; });
+    size_t training = 0;
+    for (const auto& r : m_runs.runs())
+      if (m_runs.isTraining(r->dir)) ++training;
+    ImGui::Text("%zu run%s training in this window.", training, training == 1 ? " is" : "s are");
+    ImGui::TextUnformatted(
+        "Quitting stops them: each saves a checkpoint first, and continues from it when resumed\n"
+        "(the Training view's resume, or `sharelens train --resume DIR`).");
+    const bool stop = ImGui::Button("Stop the runs and quit");
+    probe::item("quit/stop");
+    ImGui::SameLine();
+    const bool keep =
+        ImGui::Button("Keep working") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
+    probe::item("quit/keep");
+    if (stop) {
+      m_quitConfirmed = true;
+      m_platform.requestClose();
+      notify("stopping the runs (each saves a checkpoint) and quitting");
+    }
+    if (stop || keep) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 
@@ -596,7 +635,8 @@ class App {
   std::deque<Message> m_errors;
   Message m_status;
   bool m_showErrors = false, m_openDialog = false;
-  int m_screenshots = 0;  // written on SIGUSR1 (--screenshot-on-signal)
+  int m_screenshots = 0;                               // written on SIGUSR1 (--screenshot-on-signal)
+  bool m_quitDialog = false, m_quitConfirmed = false;  // the window was closed while runs train
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";

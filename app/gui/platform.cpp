@@ -151,6 +151,9 @@ bool Platform::shouldClose() const {
 void Platform::requestClose() {
   glfwSetWindowShouldClose(m_window, GLFW_TRUE);
 }
+void Platform::cancelClose() {
+  glfwSetWindowShouldClose(m_window, GLFW_FALSE);
+}
 void Platform::waitEvents(double timeoutSeconds) {
   glfwWaitEventsTimeout(timeoutSeconds);
 }

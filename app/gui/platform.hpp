@@ -38,6 +38,7 @@ class Platform {
 
   bool shouldClose() const;
   void requestClose();
+  void cancelClose();  // the window stays open after all (a close the user is asked to confirm)
   void waitEvents(double timeoutSeconds);
   void pollEvents();
   static void wake();  // thread-safe: makes waitEvents return

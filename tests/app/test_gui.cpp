@@ -290,6 +290,33 @@ TEST_F(GuiInput, StopAsksBeforeStoppingARun) {
   EXPECT_TRUE(latestCheckpoint(data / "sharelens" / "demo" / "model").has_value()) << "no checkpoint on stop";
 }
 
+// Issue 41 items 7 and 4: closing the window while runs train asks first ("Keep working" keeps them
+// training); "Stop the runs and quit" stops each with a checkpoint and quits. A later session that opens
+// the run directory can continue the stopped run from that checkpoint (before, only the session that had
+// started a run could continue it).
+TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSession) {
+  const fs::path data = s_dir / "xdg-quit", afterKeep = s_dir / "after-quit-keep.json";
+  const auto s = session(
+      "quit", dataHome(data) + kBinary + " --demo --exit-after 120",
+      {"waitfor '\"state\":\"running\"'", "sleep 0.5", "frozen xdotool key ctrl+q", "waitfor '\"quit/asking\"'",
+       "click quit/keep", "sleep 1", "flat > " + shellQuote(afterKeep.string()), "kill -0 $app",
+       "frozen xdotool key ctrl+q", "waitfor '\"quit/asking\"'", "click quit/stop",
+       "for i in $(seq 300); do kill -0 $app 2>/dev/null || break; sleep 0.2; done", "! kill -0 $app 2>/dev/null"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  std::ifstream keep(afterKeep);
+  const std::string kept((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
+  EXPECT_NE(kept.find("\"state\":\"running\""), std::string::npos) << "Keep working stopped the runs: " << kept;
+  const fs::path model = data / "sharelens" / "demo" / "model";
+  const auto saved = latestCheckpoint(model);
+  ASSERT_TRUE(saved.has_value()) << "quitting saved no checkpoint";
+
+  const auto next = session("continue", dataHome(s_dir / "xdg-continue") + binaryOn("xdg-quit/sharelens/demo/model") +
+                                            " --view training --exit-after 60",
+                            {"click run/demo-cycle-L6-U3/continue",
+                             "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\"'", "sleep 1"});
+  EXPECT_EQ(next.result.exitCode, 0) << "the reopened run did not continue: " << next.result.err;
+}
+
 TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   std::map<std::string, Image> shots;
   for (const char* view : kViews) {

@@ -268,9 +268,16 @@ class TrainingPanel : public View {
       if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
       probe::item("run/", r.label, "/stop");
     }
-    if (r.controller && s == RunState::Stopped && r.latestCheckpoint >= 0) {
+    // A stopped run continues from its latest checkpoint: one this window ran, or one attached or reopened
+    // later (stopped by another process, a quit, a crash). A run another process still writes refuses, by
+    // its directory lock, with a named error.
+    const bool stoppedHere = r.controller && s == RunState::Stopped;
+    const bool stoppedElsewhere = !r.controller && r.status != "finished";
+    if ((stoppedHere || stoppedElsewhere) && r.latestCheckpoint >= 0) {
       next();
-      if (ImGui::SmallButton("continue")) {
+      const bool clicked = ImGui::SmallButton("continue");
+      probe::item("run/", r.label, "/continue");
+      if (clicked) {
         try {
           ctx.runs.resumeEmbedded(r.dir, recordedThreads(r));
           ctx.notify("continuing " + r.label + " from step " + std::to_string(r.latestCheckpoint));
