@@ -21,6 +21,7 @@
 #include "app/gui/platform.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -80,7 +81,11 @@ class App {
                   [this] { return m_designer->topology(); },
                   [this](ViewId v) { m_requestedView = v; },
                   [this](std::vector<plot::Figure> panels, const std::string& stem, const std::string& ext,
-                         const ExportOptions& o) { askExportPath(std::move(panels), stem, ext, o); }} {
+                         const ExportOptions& o) { askExportPath(std::move(panels), stem, ext, o); },
+                  [this](const std::string& model, int64_t step, const std::string& view,
+                         const std::string& ext, std::function<void(const fs::path&)> write) {
+                    askTablePath(model, step, view, ext, std::move(write));
+                  }} {
     if (!m_settingsProblem.empty()) error(m_settingsProblem);
     std::error_code ec;
     fs::create_directories(Settings::file().parent_path(), ec);
@@ -220,6 +225,12 @@ class App {
     else
       ImGui::StyleColorsLight();
     ImGui::GetStyle().ScaleAllSizes(m_platform.contentScale());
+    // Dialogs and menus opaque: the views' text must not show through them (ImGui's themes leave popups at
+    // 94% opacity), and the dimmed background behind a modal dialog darker.
+    ImGuiStyle& style = ImGui::GetStyle();
+    style.Colors[ImGuiCol_PopupBg].w = 1.0f;
+    style.Colors[ImGuiCol_WindowBg].w = 1.0f;
+    style.Colors[ImGuiCol_ModalWindowDimBg].w = 0.55f;
     m_context.style = m_settings.darkTheme ? plot::Style::dark() : plot::Style::light();
   }
 
@@ -376,6 +387,8 @@ class App {
           if (ImGui::MenuItem(r.c_str())) open(r);
         ImGui::EndMenu();
       }
+      if (ImGui::MenuItem("Save the view's figure as...", "Ctrl+S", false, m_current != nullptr))
+        saveCurrentView();
       if (ImGui::BeginMenu("Export view", m_current != nullptr)) {
         for (auto& [stem, figure] : m_current->figures(m_context))
           for (const char* ext : {"png", "svg", "pdf"})
@@ -411,9 +424,15 @@ class App {
     }
     if (m_platform.keyPressed(GLFW_KEY_O, GLFW_MOD_CONTROL)) m_openDialog = true;
     if (m_platform.keyPressed(GLFW_KEY_Q, GLFW_MOD_CONTROL)) m_platform.requestClose();
+    if (m_platform.keyPressed(GLFW_KEY_S, GLFW_MOD_CONTROL)) saveCurrentView();
     if (const LoadedModel* m = m_workspace.current()) {
       ImGui::Separator();
       ImGui::TextDisabled("%s", m->label.c_str());
+    }
+    if (m_settings.threshold != 0.95) {  // said wherever the results are read, not only in the menu
+      ImGui::Separator();
+      ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "energy threshold %s",
+                         plot::percentText(m_settings.threshold).c_str());
     }
     ImGui::EndMenuBar();
   }
@@ -426,9 +445,29 @@ class App {
     const LoadedModel* model = m_workspace.current();
     const fs::path path =
         defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
-    m_export = PendingExport{std::move(panels), options, {}};
+    m_export = PendingExport{std::move(panels), options, {}, {}};
     std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
     m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it
+  }
+
+  // Ctrl+S: Save As for the shown view's (first) figure, offered as PNG; the extension typed decides.
+  void saveCurrentView() {
+    if (!m_current) return;
+    auto figures = m_current->figures(m_context);
+    if (figures.empty()) {
+      notify("this view has no figure to save yet");
+      return;
+    }
+    askExportPath({std::move(figures.front().second)}, figures.front().first, "png");
+  }
+
+  // The same dialog for a table (CSV): `write` writes the chosen path.
+  void askTablePath(const std::string& model, int64_t step, const std::string& view, const std::string& ext,
+                    std::function<void(const fs::path&)> write) {
+    const fs::path path = defaultExportPath(Settings::exportsDirectory(), model, step, view, ext);
+    m_export = PendingExport{{}, {}, std::move(write), {}};
+    std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
+    m_exportDialog = true;
   }
 
   void drawExportDialog() {
@@ -437,24 +476,45 @@ class App {
       m_exportDialog = false;
     }
     if (!ImGui::BeginPopupModal("Save figure as", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
-    drawFigureSizePicker(m_exportSize);
-    ImGui::TextUnformatted("PNG, SVG or PDF, from the extension:");
+    probe::state("export/path", [&] { return std::string(m_export->path); });
+    const bool table = static_cast<bool>(m_export->writeTable);
+    if (table) {
+      ImGui::TextUnformatted("A table, written as CSV:");
+    } else {
+      drawFigureSizePicker(m_exportSize);
+      ImGui::TextUnformatted("PNG, SVG or PDF, from the extension:");
+    }
     ImGui::SetNextItemWidth(640);
     const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path,
                                         ImGuiInputTextFlags_EnterReturnsTrue);
+    probe::item("export/path");
     m_saveBrowser.draw(m_export->path, sizeof m_export->path, 200);
     const fs::path path = m_export->path;
     std::error_code ec;
     if (fs::exists(path, ec))
       ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "%s exists: Save replaces it",
                          path.filename().c_str());
-    if (ImGui::Button("Save") || enter) {
+    // A folder that is not there is said, and made only when asked: an edited path does not silently grow
+    // a tree of folders.
+    const bool missingFolder = path.has_parent_path() && !fs::is_directory(path.parent_path(), ec);
+    if (missingFolder)
+      ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "the folder %s does not exist",
+                         path.parent_path().c_str());
+    const bool save =
+        ImGui::Button(missingFolder ? "Create the folder and save" : "Save") || (enter && !missingFolder);
+    probe::item("export/save");
+    probe::state("export/missing-folder", [&] { return missingFolder; });
+    if (save) {
       try {
-        if (path.has_parent_path()) fs::create_directories(path.parent_path());
-        ExportOptions options = m_export->options;
-        options.size = m_exportSize.size;
-        exportPanels(m_export->panels, path, options);
-        notify("exported " + path.string());
+        if (missingFolder) fs::create_directories(path.parent_path());
+        if (table) {
+          m_export->writeTable(path);
+        } else {
+          ExportOptions options = m_export->options;
+          options.size = m_exportSize.size;
+          exportPanels(m_export->panels, path, options);
+        }
+        notify((table ? "wrote " : "exported ") + path.string());
       } catch (const Error& e) {
         error(e.what());
       } catch (const fs::filesystem_error& e) {
@@ -468,7 +528,7 @@ class App {
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel")) {
+    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
       m_export.reset();
       ImGui::CloseCurrentPopup();
     }
@@ -519,7 +579,9 @@ class App {
       ImGui::PopID();
     }
     if (jobs.size() > 4) ImGui::TextDisabled("... and %zu more jobs", jobs.size() - 4);
-    if (!m_status.text.empty())
+    if (plot::plotHoveredThisFrame())  // the gestures, where the pointer is on a plot
+      ImGui::TextDisabled("%s", plot::kPlotGestures);
+    else if (!m_status.text.empty())
       ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());
     else
       ImGui::TextDisabled("ready");
@@ -553,6 +615,9 @@ class App {
       ImGui::PopTextWrapPos();
     }
     if (ImGui::Button("Clear")) m_errors.clear();
+    // Escape closes the panel, as it closes the dialogs (when no text box has the keyboard).
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput)
+      m_showErrors = false;
     ImGui::End();
   }
 
@@ -625,6 +690,7 @@ class App {
   struct PendingExport {
     std::vector<plot::Figure> panels;  // one figure, or several side by side
     ExportOptions options;             // the on-screen zoom and hidden series of an export button's plot
+    std::function<void(const fs::path&)> writeTable;  // a table instead of figures (CSV)
     char path[1024];
   };
   std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for

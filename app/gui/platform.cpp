@@ -112,6 +112,32 @@ void Platform::installInputLatches() {
   });
 }
 
+// ImGui 1.86 reads the keys' state at each frame, not their events: a key pressed and released between two
+// frames (a quick tap while a frame was slow, or while the window waited for events) was never down for it,
+// so Ctrl+A, Escape or Enter in a text box did nothing. Such a key is shown down for one frame, with the
+// modifiers it was pressed with, and let go at the next frame (the backend's own state restored).
+void Platform::holdQuickTaps() {
+  ImGuiIO& io = ImGui::GetIO();
+  const auto down = [&](int a, int b) { return io.KeysDown[a] || io.KeysDown[b]; };
+  if (!m_heldForAFrame.empty()) {
+    for (int key : m_heldForAFrame) io.KeysDown[key] = false;
+    m_heldForAFrame.clear();
+    io.KeyCtrl = down(GLFW_KEY_LEFT_CONTROL, GLFW_KEY_RIGHT_CONTROL);
+    io.KeyShift = down(GLFW_KEY_LEFT_SHIFT, GLFW_KEY_RIGHT_SHIFT);
+    io.KeyAlt = down(GLFW_KEY_LEFT_ALT, GLFW_KEY_RIGHT_ALT);
+    io.KeySuper = down(GLFW_KEY_LEFT_SUPER, GLFW_KEY_RIGHT_SUPER);
+  }
+  for (const KeyPress& p : m_framePresses) {
+    if (p.key < 0 || p.key >= static_cast<int>(IM_ARRAYSIZE(io.KeysDown)) || io.KeysDown[p.key]) continue;
+    io.KeysDown[p.key] = true;
+    m_heldForAFrame.push_back(p.key);
+    io.KeyCtrl |= (p.mods & GLFW_MOD_CONTROL) != 0;
+    io.KeyShift |= (p.mods & GLFW_MOD_SHIFT) != 0;
+    io.KeyAlt |= (p.mods & GLFW_MOD_ALT) != 0;
+    io.KeySuper |= (p.mods & GLFW_MOD_SUPER) != 0;
+  }
+}
+
 // ImGui's rule (imgui.cpp, UpdateMouseInputs): a press within MouseDoubleClickTime of the previous press of
 // the button and within MouseDoubleClickMaxDist of it is a double-click. Only pairs are looked for here (the
 // press after a pair starts anew); ImGui goes on counting 3, 4, ... from the count beginFrame() leaves.
@@ -179,6 +205,7 @@ void Platform::beginFrame() {
   m_pendingPresses.clear();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  holdQuickTaps();
   ImGui::NewFrame();
   // A double-click ImGui missed: 1.86's IsMouseDoubleClicked reads the click count; the bool is for old code.
   ImGuiIO& io = ImGui::GetIO();

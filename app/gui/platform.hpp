@@ -68,7 +68,8 @@ class Platform {
 
  private:
   void loadFonts();
-  void installInputLatches();  // before ImGui's backend, which keeps these callbacks and calls them first
+  void installInputLatches();
+  void holdQuickTaps();  // before ImGui's backend, which keeps these callbacks and calls them first
   void notePress(int button);
   GLFWwindow* m_window = nullptr;
   GLFWwindow* m_pictureWindow = nullptr;  // its context is the picture worker's (pictureContext)
@@ -80,6 +81,7 @@ class Platform {
   };
   std::vector<KeyPress> m_pendingPresses;  // since the last beginFrame(), from GLFW's key callback
   std::vector<KeyPress> m_framePresses;    // the ones this frame consumed
+  std::vector<int> m_heldForAFrame;        // keys shown to ImGui as down for one frame (see beginFrame)
   // Double-clicks found among the presses as GLFW delivers them: ImGui 1.86 keeps one press per button per
   // frame, so two clicks within one slow frame reach it as one. Each press is placed where the pointer's
   // motion events had brought it (not where it is when the events are read), and timed when it is read:

@@ -44,7 +44,6 @@ Settings Settings::load(std::string* problem) {
     const Json j = readJsonFile(file());
     s.recent = j.value("recent", s.recent);
     if (auto c = plot::parseColormap(j.value("colormap", std::string("viridis")))) s.colormap = *c;
-    s.threshold = std::clamp(j.value("threshold", s.threshold), 0.01, 1.0);
     s.darkTheme = j.value("dark_theme", s.darkTheme);
     s.runsDirectory = j.value("runs_directory", s.runsDirectory);
     s.lastView = j.value("last_view", s.lastView);
@@ -56,9 +55,11 @@ Settings Settings::load(std::string* problem) {
 
 void Settings::save() const {
   fs::create_directories(file().parent_path());
-  const Json j = {
-      {"recent", recent},        {"colormap", plot::colormapName(colormap)}, {"threshold", threshold},
-      {"dark_theme", darkTheme}, {"runs_directory", runsDirectory},          {"last_view", lastView}};
+  const Json j = {{"recent", recent},
+                  {"colormap", plot::colormapName(colormap)},
+                  {"dark_theme", darkTheme},
+                  {"runs_directory", runsDirectory},
+                  {"last_view", lastView}};
   writeFileAtomically(file(), j.dump(2) + "\n");
 }
 

@@ -1,6 +1,7 @@
-// Persistent settings ($XDG_CONFIG_HOME/sharelens/settings.json): recent files, colormap, threshold,
-// theme, and where embedded runs and the demo live. Written atomically; a broken file is replaced by
-// defaults with a note in the error panel, never a crash.
+// Persistent settings ($XDG_CONFIG_HOME/sharelens/settings.json): recent files, colormap, theme, the last
+// view, and where embedded runs and the demo live. The energy threshold is the session's own: every session
+// starts at the papers' 95%, so that no result is read at a threshold chosen days before and forgotten.
+// Written atomically; a broken file is replaced by defaults with a note in the error panel, never a crash.
 #pragma once
 
 #include <filesystem>
@@ -14,7 +15,7 @@ namespace sharelens::gui {
 struct Settings {
   std::vector<std::string> recent;  // most recent first
   plot::Colormap colormap = plot::Colormap::Viridis;
-  double threshold = 0.95;
+  double threshold = 0.95;  // this session's only (not saved)
   bool darkTheme = true;
   std::string runsDirectory;  // embedded runs go here
   std::string lastView = "Model";

@@ -41,6 +41,11 @@ struct AppContext {
   // screen): the app asks for the path.
   std::function<void(std::vector<plot::Figure>, const std::string&, const std::string&, const ExportOptions&)>
       saveFigureAs;
+  // Save As for a table: offered as <model>-<step>-<view>.<ext> in the exports folder; `write` writes the
+  // chosen path.
+  std::function<void(const std::string& model, int64_t step, const std::string& view, const std::string& ext,
+                     std::function<void(const std::filesystem::path&)> write)>
+      saveTableAs;
 };
 
 class View {
@@ -82,11 +87,7 @@ void drawPending(const char* what);
 // it cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns
 // false.
 bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id);
-// Writes a table into the exports folder as <model>-<step>-<view>.<ext> (never over an existing file) through
-// `write`, and says where in the status line; a failure goes to the error panel.
-void writeToExports(AppContext& ctx, const std::string& model, int64_t step, const std::string& view,
-                    const std::string& extension,
-                    const std::function<void(const std::filesystem::path&)>& write);
+
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls
 void drawNote(const std::string& text);     // secondary text, dimmed, wrapped at the column's edge
 // Flow layout for a row of controls: the next item goes on the same line when `width` pixels of it fit

@@ -10,13 +10,16 @@
 #include "core/naming.hpp"
 
 namespace sharelens::plot {
-namespace {
 
-std::string percent(double v) {
+std::string percentText(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * v);
+  // Whole percents as such ("95%"), others with their tenth ("90.4%", not a rounded "90%").
+  const double p = 100 * v;
+  std::snprintf(buf, sizeof buf, std::abs(p - std::round(p)) < 0.05 ? "%.0f%%" : "%.1f%%", p);
   return buf;
 }
+
+namespace {
 
 Heatmap rankHeatmap(const RankMap& map, Colormap colormap, const std::string& label) {
   Heatmap h;
@@ -62,13 +65,13 @@ std::vector<double> exponentialMovingAverage(const std::vector<double>& values, 
 }
 
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
-                      const std::string& title) {
+                      const std::string& title, bool logY) {
   Figure f;
   f.title = title;
   f.xLabel = "index i";
   f.xIntegers = true;
   f.yLabel = normalised ? "sigma_i / sigma_1" : "sigma_i";
-  f.yScale = Scale::Log10;
+  f.yScale = logY ? Scale::Log10 : Scale::Linear;
   int color = 0;
   for (const MatrixSpectrum* m : chosen) {
     Series s;
@@ -81,13 +84,13 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
       s.y.push_back(m->spectrum.sigma[i] / top);
     }
     f.markers.push_back(
-        {static_cast<double>(m->spectrum.effectiveRank), "r" + percent(m->spectrum.threshold), s.color});
+        {static_cast<double>(m->spectrum.effectiveRank), "r" + percentText(m->spectrum.threshold), s.color});
     f.series.push_back(std::move(s));
     ++color;
   }
   if (!chosen.empty())
     f.subtitle =
-        "dashed: effective rank at " + percent(chosen.front()->spectrum.threshold) + " of the energy";
+        "dashed: effective rank at " + percentText(chosen.front()->spectrum.threshold) + " of the energy";
   return f;
 }
 
@@ -98,7 +101,7 @@ Figure rankDynamicsFigure(const RankDynamics& d, RankQuantity quantity) {
                                                              : "Spectral norm";
   f.title = std::string(what) + " against training step";
   f.xLabel = "training step";
-  f.yLabel = quantity == RankQuantity::EffectiveRank ? "effective rank (" + percent(d.threshold) + ")"
+  f.yLabel = quantity == RankQuantity::EffectiveRank ? "effective rank (" + percentText(d.threshold) + ")"
              : quantity == RankQuantity::StableRank  ? "||W||_F^2 / ||W||_2^2"
                                                      : "sigma_1";
   f.xIntegers = true;
@@ -150,7 +153,7 @@ Figure headDifferenceFigure(const HeadDiffLayer& layer, double threshold, Colorm
     }
   f.title = "Head differences, layer " + std::to_string(layer.layer) +
             (choice.proj ? ", " + std::string(projName(*choice.proj)) + " heads" : "");
-  f.subtitle = "effective rank (" + percent(threshold) +
+  f.subtitle = "effective rank (" + percentText(threshold) +
                " energy) of W_a - W_b for every pair of the layer's " +
                (choice.proj ? std::string(projName(*choice.proj)) + " heads" : "attention matrices");
   f.heatmap = rankHeatmap(map, colormap, "effective rank");
@@ -175,7 +178,7 @@ Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap
   Figure f;
   f.title = "Layer differences: " + std::string(projName(map.proj)) + " (" + std::to_string(map.rows) +
             " x " + std::to_string(map.cols) + ")";
-  f.subtitle = "effective rank (" + percent(threshold) + " energy) of W_l - W_m";
+  f.subtitle = "effective rank (" + percentText(threshold) + " energy) of W_l - W_m";
   f.heatmap = rankHeatmap(map.map, colormap, "effective rank");
   f.heatmap->rowLabels = f.heatmap->colLabels = numbered("", map.map.n);
   f.xLabel = f.yLabel = "layer";
@@ -185,7 +188,7 @@ Figure layerDifferenceFigure(const LayerDiffMap& map, double threshold, Colormap
 Figure layerOutputDifferenceFigure(const RankMap& map, int64_t tokens, double threshold, Colormap colormap) {
   Figure f;
   f.title = "Layer-output differences over " + std::to_string(tokens) + " tokens";
-  f.subtitle = "effective rank (" + percent(threshold) + " energy) of dh_l - dh_m, dh_l = h_l - h_(l-1)";
+  f.subtitle = "effective rank (" + percentText(threshold) + " energy) of dh_l - dh_m, dh_l = h_l - h_(l-1)";
   f.heatmap = rankHeatmap(map, colormap, "effective rank");
   f.heatmap->rowLabels = f.heatmap->colLabels = numbered("", map.n);
   f.xLabel = f.yLabel = "layer";

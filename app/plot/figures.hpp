@@ -27,8 +27,11 @@ enum class RankQuantity : uint8_t { EffectiveRank, StableRank, SpectralNorm };
 Figure rankDynamicsFigure(const RankDynamics& dynamics, RankQuantity quantity);
 
 // Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
+// A fraction as a percent for labels: 0.95 -> "95%", 0.904 -> "90.4%" (never rounded to another threshold).
+std::string percentText(double fraction);
+
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
-                      const std::string& title);
+                      const std::string& title, bool logY = true);
 
 // Every pair of the layer's attention matrices (the low-rank sharing paper's Sec. 3.1: "pairwise differences
 // between all attention weight matrices within each layer", Fig. 2a), or with `proj` only that projection's

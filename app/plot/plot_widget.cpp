@@ -9,6 +9,8 @@
 namespace sharelens::plot {
 namespace {
 
+int g_hoveredFrame = -1;  // the ImGui frame a plot was last hovered in (UI thread only)
+
 double toSpace(double v, Scale s) {
   return s == Scale::Log10 ? std::log10(std::max(v, 1e-300)) : v;
 }
@@ -81,6 +83,10 @@ ImVec2 wholePixelSize(ImVec2 origin, ImVec2 size) {
           std::max(1.0f, std::floor(origin.y + size.y) - origin.y)};
 }
 
+bool plotHoveredThisFrame() {
+  return g_hoveredFrame == ImGui::GetFrameCount();
+}
+
 PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 size, TextureCache& textures,
                       const Style& style) {
   PlotEvents events;
@@ -119,6 +125,7 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
   const bool inPlot = hovered && mouse.x >= layout.plotMin.x && mouse.x <= layout.plotMax.x &&
                       mouse.y >= layout.plotMin.y && mouse.y <= layout.plotMax.y;
   events.hovered = hovered;
+  if (hovered) g_hoveredFrame = ImGui::GetFrameCount();
   const Range x = layout.x.range, y = layout.y.range;
   const Scale xs = layout.x.scale, ys = layout.y.scale;
   if (hovered) {

@@ -38,6 +38,11 @@ PlotEvents plotWidget(const char* id, const Figure& figure, PlotState& state, Im
 // its background cleared into them rather than drawn (figure_raster.hpp); at least a pixel (ImGui asserts on
 // an empty item).
 ImVec2 wholePixelSize(ImVec2 origin, ImVec2 size);
+// Whether a plot was under the pointer in this ImGui frame (the status line then names the gestures).
+bool plotHoveredThisFrame();
+inline constexpr const char* kPlotGestures =
+    "plot: wheel zooms x (Ctrl: both axes), left drag pans, right drag zooms to a box, double click resets; "
+    "click a legend entry to hide its series";
 
 // View-state arithmetic, separate from ImGui so it can be unit-tested.
 Range zoomAround(const Range& range, Scale scale, double anchor, double factor);  // factor < 1 zooms in

@@ -317,6 +317,30 @@ TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSess
   EXPECT_EQ(next.result.exitCode, 0) << "the reopened run did not continue: " << next.result.err;
 }
 
+// Issue 41 item 7: CSV goes through the Save As dialog; Ctrl+A selects the path box's text, so a new path
+// replaces it; a folder that is not there is said and made only by "Create the folder and save" (Enter does
+// not make it); Ctrl+S opens the dialog for the view's figure and Escape closes it.
+TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
+  const fs::path target = s_dir / "new-folder" / "deeper" / "curves.csv", after = s_dir / "after-save.json";
+  const auto s = session(
+      "save-as", binaryOn("run") + " --view training --exit-after 60",
+      {"click training/export-csv", "waitfor '\"export/path\"'", "click export/path",
+       "frozen xdotool key ctrl+a", "xdotool type --delay 5 " + shellQuote(target.string()),
+       "waitfor '\"export/missing-folder\":true'",
+       "xdotool keydown Return; sleep 0.3; xdotool keyup Return", "sleep 0.5",
+       "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
+       "click export/save", "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
+       "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape", "sleep 1",
+       "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  ASSERT_TRUE(fs::exists(target)) << "the CSV was not written where the dialog was told";
+  std::ifstream csv(target);
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_NE(header.find("step"), std::string::npos) << header;
+  EXPECT_FALSE(readState(after)["state"].contains("export/path")) << "Escape left the dialog open";
+}
+
 TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   std::map<std::string, Image> shots;
   for (const char* view : kViews) {

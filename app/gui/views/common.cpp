@@ -117,26 +117,6 @@ void drawSectionHeader(const char* label) {
   ImGui::Separator();
 }
 
-void writeToExports(AppContext& ctx, const std::string& model, int64_t step, const std::string& view,
-                    const std::string& extension,
-                    const std::function<void(const std::filesystem::path&)>& write) {
-  const std::filesystem::path dir = Settings::exportsDirectory();
-  try {
-    std::filesystem::create_directories(dir);
-    const auto path = defaultExportPath(dir, model, step, view, extension);
-    write(path);
-    ctx.notify("wrote " + path.string());
-  } catch (const Error& e) {
-    ctx.reportError(e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
-    ctx.reportError(Error({.what = "cannot create the exports folder",
-                           .where = dir.string(),
-                           .found = e.code().message(),
-                           .hint = "check the permissions of ShareLens's data directory"})
-                        .what());
-  }
-}
-
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
                        const plot::PlotState* state) {
   drawExportButtons(ctx, std::span<const plot::Figure>(&figure, 1), stem, state);

@@ -187,8 +187,10 @@ class EsdPanel : public View {
   }
 
   static void exportCsv(AppContext& ctx, const LoadedModel& m, const std::vector<MatrixMetrics>& rows) {
-    writeToExports(ctx, m.label, m.step, "matrix-metrics", "csv",
-                   [&](const std::filesystem::path& path) { writeMatrixMetricsCsv(rows, path); });
+    ctx.saveTableAs(m.label, m.step, "matrix-metrics", "csv", [rows](const std::filesystem::path& path) {
+      writeMatrixMetricsCsv(rows, path);
+    });  // a copy:
+    // written when the dialog's Save is pressed, frames later
   }
 
   // The joined rows of the shown results, kept until they change (and the widest name, for the column).

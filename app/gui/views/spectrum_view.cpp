@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
@@ -20,7 +21,8 @@ class SpectrumPanel : public View {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const auto chosen = selected(ctx);
     if (!chosen.empty())
-      out.push_back({"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra")});
+      out.push_back(
+          {"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra", m_logY)});
     if (const auto& d = ctx.workspace.dynamics(); d.result)
       out.push_back({"rank-vs-step", plot::rankDynamicsFigure(*d.result, m_quantity)});
     return out;
@@ -33,12 +35,15 @@ class SpectrumPanel : public View {
     const auto* spectra = ctx.workspace.current()->results.get<std::vector<MatrixSpectrum>>("spectra");
     if (m_chosen.empty()) chooseDefaults(*spectra);
     ImGui::Checkbox("normalise by sigma_1", &m_normalised);
+    sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "log y"));
+    if (ImGui::Checkbox("log y", &m_logY)) m_plot.reset();  // the zoom was of the other scale
+    probe::item("spectrum/log-y");
     ImGui::SameLine();
     // The threshold the shown result was computed with (a new one applies once it is recomputed).
     ImGui::TextDisabled("(%zu matrices analysed; threshold %.1f%%)", spectra->size(),
                         100 * ctx.workspace.current()->results.find("spectra")->params.threshold);
     const auto chosen = selected(ctx);
-    const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra");
+    const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra", m_logY);
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
     if (ImGui::BeginTable("##spectrum", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableSetupColumn("matrices", ImGuiTableColumnFlags_WidthFixed, 260);
@@ -177,6 +182,7 @@ class SpectrumPanel : public View {
 
   std::set<std::string> m_chosen;
   bool m_normalised = true;
+  bool m_logY = true;  // singular values over decades; linear shows the top of the spectrum
   plot::PlotState m_plot;
   plot::RankQuantity m_quantity = plot::RankQuantity::EffectiveRank;
   plot::PlotState m_dynamicsPlot;

@@ -69,7 +69,9 @@ class TrainingPanel : public View {
     drawExportButtons(ctx, m_panels.figures(curves, m_options), "training-" + metricStem(m_options.metric),
                       &m_panels.metricState());
     sameLineIfFits(buttonWidth("Export CSV"));
-    if (ImGui::SmallButton("Export CSV")) exportCsv(ctx, curves);
+    const bool csv = ImGui::SmallButton("Export CSV");
+    probe::item("training/export-csv");
+    if (csv) exportCsv(ctx, curves);
     m_panels.draw(ctx, curves, m_options, ImVec2(0, 0));
   }
 
@@ -80,10 +82,18 @@ class TrainingPanel : public View {
     return s;
   }
 
-  // Every shown run's logged steps, one row each (core/metrics_csv.hpp), under a name that is never taken.
+  // Every shown run's logged steps, one row each (core/metrics_csv.hpp), Save As a CSV file.
   static void exportCsv(AppContext& ctx, const std::vector<plot::RunCurve>& curves) {
-    writeToExports(ctx, curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv",
-                   [&](const std::filesystem::path& path) { writeMetricsCsv(curves, path); });
+    // The points as they are now (written when the dialog's Save is pressed, frames later, by when a run may
+    // have gone from the monitor).
+    std::vector<std::pair<std::string, std::vector<MetricPoint>>> copy;
+    for (const plot::RunCurve& c : curves) copy.emplace_back(c.label, *c.points);
+    ctx.saveTableAs(curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv",
+                    [copy = std::move(copy)](const std::filesystem::path& path) {
+                      std::vector<plot::RunCurve> now;
+                      for (const auto& [label, points] : copy) now.push_back({label, &points, 0});
+                      writeMetricsCsv(now, path);
+                    });
   }
 
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
