@@ -131,15 +131,16 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     PilotBudget b;
     b.tokens = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
     b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
-    const auto start = std::chrono::steady_clock::now();
     if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens");
     const fs::path dir = outDir / ("pilot-" + std::to_string(b.tokens));
     runExperiment(phase(e, "pilot-" + std::to_string(b.tokens), {*reference}, pilotSeeds, b.tokens, true),
                   dir, o, ctx, log);
-    b.wallSeconds = secondsSince(start);
     const ExperimentReport r = reportExperiment(dir);
     const ArmSummary* ref = armIn(r, reference->name);
     const ArmSummary* aa = armIn(r, reference->name + kAaSuffix);
+    // The runs' own training time (their metrics' elapsed, across resumptions), not this call's: a plan
+    // resumed after its pilots finished would otherwise report them as taking no time.
+    b.wallSeconds = ref->seconds + aa->seconds;
     b.aaDifferences = aa->differences;
     b.sd = meanInterval(b.aaDifferences).sd;
     b.seedsNeeded = seedsForHalfWidth(b.sd, s.targetHalfWidth, s.maxSeeds);
@@ -247,7 +248,7 @@ std::string ExperimentPlan::toMarkdown() const {
       format("%g", spec.targetHalfWidth) +
       " nats, MDE the difference those seeds detect with 80% power, slope the reference's validation loss "
       "per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | seeds | half-width | MDE | "
-      "reference NLL | slope/doubling | pilot wall time |\n|---|---|---|---|---|---|---|---|---|\n";
+      "reference NLL | slope/doubling | pilot training time (all runs) |\n|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +
