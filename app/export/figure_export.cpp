@@ -189,8 +189,13 @@ std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const 
       safe.push_back('_');
   }
   while (!safe.empty() && (safe.back() == '_' || safe.back() == '.')) safe.pop_back();
+  // A checkpoint's label already says its step ("baseline @ step 15"): said once, as "-step15".
+  if (step >= 0) {
+    const std::string said = "_step_" + std::to_string(step);
+    if (safe.size() > said.size() && safe.ends_with(said)) safe.resize(safe.size() - said.size());
+  }
   if (safe.empty()) safe = "model";
-  const std::string stem = safe + (step >= 0 ? "-" + std::to_string(step) : "") + "-" + view;
+  const std::string stem = safe + (step >= 0 ? "-step" + std::to_string(step) : "") + "-" + view;
   std::filesystem::path path = dir / (stem + "." + extension);
   for (int n = 2; std::filesystem::exists(path); ++n)
     path = dir / (stem + "-" + std::to_string(n) + "." + extension);

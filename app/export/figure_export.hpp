@@ -48,6 +48,9 @@ struct ExportOptions {
   plot::Style style = plot::Style::light();
   std::optional<plot::Range> xView, yView;  // the zoom seen on screen
   std::vector<bool> hidden;                 // series switched off in the legend
+  // What the figure is of, for the file name Save As offers (the training curves: their runs); empty: the
+  // loaded model and its step.
+  std::string subject;
 };
 
 void exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
@@ -61,9 +64,10 @@ void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem
 void exportPanels(std::span<const plot::Figure> panels, const std::filesystem::path& path,
                   const ExportOptions& options = {});
 
-// The name Save As offers: DIR/<model>-<step>-<view>.<ext> ("step" left out for a model that is not a run's
-// checkpoint), the model label reduced to [A-Za-z0-9._-], and -2, -3, ... appended when the file exists, so
-// an export never overwrites an earlier one unless the user names it.
+// The name Save As offers: DIR/<model>-step<N>-<view>.<ext> ("-stepN" left out for a model that is not a
+// run's checkpoint, said once when the model's label already ends in it), the model label reduced to
+// [A-Za-z0-9._-], and -2, -3, ... appended when the file exists, so an export never overwrites an earlier one
+// unless the user names it.
 std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model,
                                         int64_t step, const std::string& view, const std::string& extension);
 

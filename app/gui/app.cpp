@@ -444,7 +444,9 @@ class App {
     const fs::path dir = Settings::exportsDirectory();
     const LoadedModel* model = m_workspace.current();
     const fs::path path =
-        defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
+        !options.subject.empty()
+            ? defaultExportPath(dir, options.subject, -1, stem, ext)
+            : defaultExportPath(dir, model ? model->label : "sharelens", model ? model->step : -1, stem, ext);
     m_export = PendingExport{std::move(panels), options, {}, {}};
     std::snprintf(m_export->path, sizeof m_export->path, "%s", path.c_str());
     m_exportDialog = true;  // opened from the window's level, where drawExportDialog looks for it

@@ -103,6 +103,6 @@ void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::s
                        const plot::PlotState* state);
 // The same for panels side by side (the training view's two plots), the first panel's zoom kept.
 void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
-                       const plot::PlotState* state);
+                       const plot::PlotState* state, const std::string& subject = "");
 
 }  // namespace sharelens::gui

@@ -61,17 +61,26 @@ std::vector<Tick> niceTicks(const AxisTransform& axis, int target, double minSte
   if (axis.scale == Scale::Log10 && r.min > 0) {
     const int lo = static_cast<int>(std::floor(std::log10(r.min))),
               hi = static_cast<int>(std::ceil(std::log10(r.max)));
-    const int every = std::max(1, (hi - lo + target - 1) / std::max(1, target));
+    // The decades inside the range decide how many are labelled, every `every`-th counted from 10^0 (so 1
+    // is labelled where it is inside): three decades on a short axis keep three labels, not the first and
+    // the third of four counted from below the range.
+    const int insideLo = static_cast<int>(std::ceil(std::log10(r.min) - 1e-12)),
+              insideHi = static_cast<int>(std::floor(std::log10(r.max) + 1e-12));
+    const int inside = std::max(0, insideHi - insideLo + 1);
+    // A decade label is one short word: twice the labels a linear axis of this length takes (at least 3).
+    const int decades = std::max(3, 2 * target);
+    const int every = std::max(1, (inside + decades - 1) / decades);
+    auto counted = [&](int e) { return ((e % every) + every) % every == 0; };
     // A range spanning less than two decades (0.7 to 10.5, with the two decades 1 and 10 inside it): the 2s
     // and 5s are labelled too, so the axis can still be read, and the 3s when it spans one decade at most
     // (0.3 to 3). Labels stay 15% of the axis apart (1 to 2 is 0.3 decades).
     const double span = std::log10(r.max / r.min);
     auto labelled = [&](int m) { return (span < 2 && (m == 2 || m == 5)) || (span <= 1 + 1e-9 && m == 3); };
     // Decades are labelled alike: plainly when all fit in [0.01, 10^4], else all in 1eK form.
-    const bool plain = lo >= -2 && hi <= 4;
+    const bool plain = insideLo >= -2 && insideHi <= 4;
     for (int e = lo; e <= hi; ++e) {
       const double decade = std::pow(10.0, e);
-      if (decade >= r.min * (1 - 1e-12) && decade <= r.max * (1 + 1e-12) && (e - lo) % every == 0)
+      if (decade >= r.min * (1 - 1e-12) && decade <= r.max * (1 + 1e-12) && counted(e))
         ticks.push_back(
             {decade, plain || e == 0 ? formatTick(decade, decade) : "1e" + std::to_string(e), true});
       if (hi - lo <= 3)

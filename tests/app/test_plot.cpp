@@ -64,8 +64,16 @@ TEST(Axis, LogTicksAtDecadesWithMinors) {
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(decades[i], std::pow(10.0, static_cast<double>(i) - 3), 1e-15);
   EXPECT_EQ(ticks.front().label, "1e-3");
   EXPECT_GT(ticks.size(), 20u) << "minor ticks 2..9 per decade";
-  // Many decades: majors thin out.
-  EXPECT_LE(values(niceTicks({Scale::Log10, {1e-12, 1e3}}, 5)).size(), 6u);
+  // Many decades: majors thin out, to twice a linear axis's count (a decade's label is one short word),
+  // counted from 10^0.
+  const std::vector<double> many = values(niceTicks({Scale::Log10, {1e-12, 1e3}}, 5), true);
+  EXPECT_LE(many.size(), 10u);
+  EXPECT_GE(many.size(), 5u);
+  EXPECT_TRUE(std::find(many.begin(), many.end(), 1.0) != many.end()) << "1 is one of the labelled decades";
+  // A short axis over four decades (a one-column figure's singular values, issue 41 item 6): every decade
+  // labelled, not two of them.
+  EXPECT_EQ(values(niceTicks({Scale::Log10, {2e-4, 1.3}}, 2), true),
+            (std::vector<double>{1e-3, 1e-2, 1e-1, 1}));
   // Less than a decade falls back to linear ticks inside it.
   EXPECT_FALSE(values(niceTicks({Scale::Log10, {2, 8}}, 5)).empty());
   // One decade inside (0.3 to 3, a loss curve): the 2s, 3s and 5s are labelled as well as the 1.
@@ -1333,7 +1341,10 @@ namespace {
 TEST(Export, DefaultNamesCarryModelStepAndViewAndNeverOverwrite) {
   const fs::path dir = testing::makeTempDir("export-names");
   EXPECT_EQ(defaultExportPath(dir, "cycle-3of6 (model)", 400, "spectrum", "pdf"),
-            dir / "cycle-3of6_model-400-spectrum.pdf");
+            dir / "cycle-3of6_model-step400-spectrum.pdf");
+  // A followed run's checkpoint is labelled with its step already: the name says it once.
+  EXPECT_EQ(defaultExportPath(dir, "baseline @ step 15", 15, "spectrum", "png"),
+            dir / "baseline-step15-spectrum.png");
   EXPECT_EQ(defaultExportPath(dir, "gpt2", -1, "heads", "svg"), dir / "gpt2-heads.svg");
   EXPECT_EQ(defaultExportPath(dir, "///", -1, "heads", "png"), dir / "model-heads.png");
   std::ofstream(dir / "gpt2-heads.svg") << "x";

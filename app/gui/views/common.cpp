@@ -145,7 +145,7 @@ float labelledWidth(float itemWidth, const char* label) {
 }
 
 void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
-                       const plot::PlotState* state) {
+                       const plot::PlotState* state, const std::string& subject) {
   for (const char* ext : {"png", "svg", "pdf"}) {
     const std::string label = std::string("Export ") + ext + "##" + stem;
     sameLineIfFits(buttonWidth(label.c_str()));
@@ -153,6 +153,7 @@ void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, co
     probe::item("export/", stem, "/", ext);
     if (clicked) {  // Save As, offering <model>-<step>-<view>.<ext>
       ExportOptions o;
+      o.subject = subject;
       if (state) {
         o.xView = state->xView;
         o.yView = state->yView;

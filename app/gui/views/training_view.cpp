@@ -66,8 +66,9 @@ class TrainingPanel : public View {
       return;
     }
     // The chosen metric and the validation loss; exported together, side by side on one page.
+    // Named after the runs shown, not the model the analysis views hold.
     drawExportButtons(ctx, m_panels.figures(curves, m_options), "training-" + metricStem(m_options.metric),
-                      &m_panels.metricState());
+                      &m_panels.metricState(), curves.size() == 1 ? curves[0].label : "runs");
     sameLineIfFits(buttonWidth("Export CSV"));
     const bool csv = ImGui::SmallButton("Export CSV");
     probe::item("training/export-csv");
