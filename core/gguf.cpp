@@ -346,7 +346,8 @@ RawTensor readTensorInfo(Cursor& in, uint64_t index) {
   if (!t.type || (!t.type->dtype && t.type->blocks == GgmlBlocks::None))
     bad(where, "GGUF element type not read by ShareLens", kReadTypes,
         (t.type ? std::string(t.type->name) : "unknown") + " (ggml type " + std::to_string(type) + ")",
-        "re-quantise it with llama.cpp's llama-quantize to Q8_0 (or Q4_K_M, Q5_K_M, Q6_K), or open the original "
+        "re-quantise it with llama.cpp's llama-quantize to Q8_0 (or Q4_K_M, Q5_K_M, Q6_K), or open the "
+        "original "
         "safetensors checkpoint");
   t.offset = in.read<uint64_t>(what + " offset");
   if (t.type->dtype) {

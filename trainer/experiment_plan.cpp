@@ -248,7 +248,8 @@ std::string ExperimentPlan::toMarkdown() const {
       format("%g", spec.targetHalfWidth) +
       " nats, MDE the difference those seeds detect with 80% power, slope the reference's validation loss "
       "per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | seeds | half-width | MDE | "
-      "reference NLL | slope/doubling | pilot training time (all runs) |\n|---|---|---|---|---|---|---|---|---|\n";
+      "reference NLL | slope/doubling | pilot training time (all runs) "
+      "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +

@@ -5,7 +5,9 @@
 #include <imgui.h>
 
 #include <malloc.h>
+#include <signal.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -34,7 +36,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-volatile std::sig_atomic_t g_screenshotRequested = 0;  // set by SIGUSR1 (--screenshot-on-signal)
+std::atomic<int> g_screenshotRequested{0};  // set by SIGUSR1 (--screenshot-on-signal); lock-free
+static_assert(std::atomic<int>::is_always_lock_free, "set from a signal handler");
 
 struct Message {
   std::string text;
@@ -134,12 +137,15 @@ class App {
     if (m_options.path) open(*m_options.path);
     const auto started = Clock::now();
     for (int frame = 0;; ++frame) {
-      if (m_platform.shouldClose()) {
+      if (m_platform.shouldClose() && !m_quitConfirmed) {
         // Closing the window stops embedded runs (each saves a checkpoint first): asked, not done silently.
-        if (!m_runs.anyTraining() || m_quitConfirmed || m_options.screenshot || m_options.benchUi) break;
+        if (!m_runs.anyHoldingItsDirectory() || m_options.screenshot || m_options.benchUi) break;
         m_platform.cancelClose();
         m_quitDialog = true;
       }
+      // Confirmed: the runs were asked to stop; frames go on (the status line says so) until each has
+      // saved its checkpoint and let its directory go.
+      if (m_quitConfirmed && !m_runs.anyHoldingItsDirectory()) break;
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
       if ((m_options.screenshot && !m_options.screenshotOnSignal) || m_options.benchUi)
         m_platform.pollEvents();
@@ -165,7 +171,7 @@ class App {
       probe::state("recent", [&] { return m_settings.recent; });
       const auto built = Clock::now();
       const bool capture = m_options.screenshot && readyForScreenshot(frame, started);
-      if (capture && m_options.screenshotOnSignal) g_screenshotRequested = 0;
+      if (capture && m_options.screenshotOnSignal) g_screenshotRequested = 0, m_screenshotAsked.reset();
       if (capture) m_platform.captureNextFrame();
       m_platform.render();
       const auto submitted = Clock::now();
@@ -182,9 +188,13 @@ class App {
           break;
         }
         const fs::path shot(*m_options.screenshot);  // whole or not at all: a script waits for the count
-        writePngRgba(fs::path(shot).concat(".part"), image.width, image.height, image.pixels);
-        fs::rename(fs::path(shot).concat(".part"), shot);
-        ++m_screenshots;
+        try {
+          writePngRgba(fs::path(shot).concat(".part"), image.width, image.height, image.pixels);
+          fs::rename(fs::path(shot).concat(".part"), shot);
+          ++m_screenshots;
+        } catch (const std::exception& e) {
+          error("screenshot: " + std::string(e.what()));
+        }
       }
       if (m_options.screenshotOnSignal) probe::state("screenshots", [&] { return m_screenshots; });
       probe::endFrame(m_platform.window(), frame, m_current ? m_current->name() : "");
@@ -198,9 +208,14 @@ class App {
   }
 
  private:
-  bool readyForScreenshot(int frame, Clock::time_point started) const {
-    if (m_options.screenshotOnSignal)  // when asked, and not while a figure shows its previous picture
-      return g_screenshotRequested != 0 && !m_textures.rasters().showingPrevious();
+  bool readyForScreenshot(int frame, Clock::time_point started) {
+    if (m_options.screenshotOnSignal) {  // when asked, and not while a figure shows its previous picture
+      if (g_screenshotRequested == 0) return false;
+      if (!m_screenshotAsked) m_screenshotAsked = Clock::now();
+      // A figure redrawn every frame (a live run's curves) may always be between pictures: not for ever.
+      const bool waited = Clock::now() - *m_screenshotAsked > std::chrono::seconds(m_options.maxWaitSeconds);
+      return waited || !m_textures.rasters().showingPrevious();
+    }
     if (frame + 1 < m_options.frames) return false;
     const bool waitedLongEnough = Clock::now() - started > std::chrono::seconds(m_options.maxWaitSeconds);
     // Not while a figure shows its previous picture, its new one on its way (a few frames).
@@ -422,14 +437,18 @@ class App {
       }
       ImGui::EndMenu();
     }
-    if (m_platform.keyPressed(GLFW_KEY_O, GLFW_MOD_CONTROL)) m_openDialog = true;
-    if (m_platform.keyPressed(GLFW_KEY_Q, GLFW_MOD_CONTROL)) m_platform.requestClose();
-    if (m_platform.keyPressed(GLFW_KEY_S, GLFW_MOD_CONTROL)) saveCurrentView();
+    // Shortcuts, not while a dialog is open (a Ctrl+S in the CSV dialog would replace what it saves).
+    if (!ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId)) {
+      if (m_platform.keyPressed(GLFW_KEY_O, GLFW_MOD_CONTROL)) m_openDialog = true;
+      if (m_platform.keyPressed(GLFW_KEY_Q, GLFW_MOD_CONTROL)) m_platform.requestClose();
+      if (m_platform.keyPressed(GLFW_KEY_S, GLFW_MOD_CONTROL)) saveCurrentView();
+    }
     if (const LoadedModel* m = m_workspace.current()) {
       ImGui::Separator();
       ImGui::TextDisabled("%s", m->label.c_str());
     }
-    if (m_settings.threshold != 0.95) {  // said wherever the results are read, not only in the menu
+    if (std::abs(m_settings.threshold - 0.95) >
+        5e-4) {  // said wherever the results are read, not only in the menu
       ImGui::Separator();
       ImGui::TextColored(ImVec4(0.95f, 0.65f, 0.2f, 1), "energy threshold %s",
                          plot::percentText(m_settings.threshold).c_str());
@@ -561,8 +580,8 @@ class App {
     probe::item("quit/keep");
     if (stop) {
       m_quitConfirmed = true;
-      m_platform.requestClose();
-      notify("stopping the runs (each saves a checkpoint) and quitting");
+      m_runs.stopAll();
+      notify("stopping the runs (each saves a checkpoint), then quitting");
     }
     if (stop || keep) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
@@ -618,7 +637,8 @@ class App {
     }
     if (ImGui::Button("Clear")) m_errors.clear();
     // Escape closes the panel, as it closes the dialogs (when no text box has the keyboard).
-    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput)
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput &&
+        !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))  // a dialog's Escape is the dialog's
       m_showErrors = false;
     ImGui::End();
   }
@@ -705,6 +725,7 @@ class App {
   bool m_showErrors = false, m_openDialog = false;
   int m_screenshots = 0;                               // written on SIGUSR1 (--screenshot-on-signal)
   bool m_quitDialog = false, m_quitConfirmed = false;  // the window was closed while runs train
+  std::optional<Clock::time_point> m_screenshotAsked;  // when the pending SIGUSR1 screenshot was asked for
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
@@ -721,7 +742,13 @@ int runGui(const GuiOptions& options) {
   // paid for faulting them in again: 17% of the UI thread's time, and p99 20 ms instead of 10.5 ms on
   // --bench-ui. Up to 256 MiB of freed heap is kept instead (DESIGN.md section 6).
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  if (options.screenshotOnSignal) std::signal(SIGUSR1, [](int) { g_screenshotRequested = 1; });
+  if (options.screenshotOnSignal) {
+    struct sigaction action {};
+    action.sa_handler = [](int) { g_screenshotRequested = 1; };
+    action.sa_flags = SA_RESTART;  // an interrupted read or wait goes on
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR1, &action, nullptr);
+  }
   App app(options);
   return app.run();
 }

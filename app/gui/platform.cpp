@@ -120,7 +120,8 @@ void Platform::holdQuickTaps() {
   ImGuiIO& io = ImGui::GetIO();
   const auto down = [&](int a, int b) { return io.KeysDown[a] || io.KeysDown[b]; };
   if (!m_heldForAFrame.empty()) {
-    for (int key : m_heldForAFrame) io.KeysDown[key] = false;
+    // Back to what the keyboard says now: a key pressed again and held since is down, not let go.
+    for (int key : m_heldForAFrame) io.KeysDown[key] = glfwGetKey(m_window, key) == GLFW_PRESS;
     m_heldForAFrame.clear();
     io.KeyCtrl = down(GLFW_KEY_LEFT_CONTROL, GLFW_KEY_RIGHT_CONTROL);
     io.KeyShift = down(GLFW_KEY_LEFT_SHIFT, GLFW_KEY_RIGHT_SHIFT);

@@ -87,7 +87,7 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
   if (entry && holdsItsDirectory(*entry)) return;  // one writer per run directory: it trains already
   if (!entry) entry = &add(runLabel(record, dir), dir);
   entry->totalSteps = steps;
-  entry->controller = RunController::start(request);
+  entry->controller = RunController::start(request);  // a directory another process holds: a named error
 }
 
 void RunBook::attach(const fs::path& dir) {
@@ -143,6 +143,15 @@ bool RunBook::anyTraining() const {
     const RunState s = r->controller->state();
     return s == RunState::Running || s == RunState::Preparing;
   });
+}
+
+bool RunBook::anyHoldingItsDirectory() const {
+  return std::any_of(m_runs.begin(), m_runs.end(), [](const auto& r) { return holdsItsDirectory(*r); });
+}
+
+void RunBook::stopAll() {
+  for (const auto& r : m_runs)
+    if (holdsItsDirectory(*r)) r->controller->requestStop();
 }
 
 bool RunBook::isTraining(const fs::path& dir) {

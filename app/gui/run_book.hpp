@@ -47,6 +47,10 @@ class RunBook {
   std::vector<std::unique_ptr<RunEntry>>& runs() { return m_runs; }
   RunEntry* find(const std::filesystem::path& dir);
   bool anyTraining() const;
+  // Whether any embedded run may still write into its directory (preparing, running or paused): closing
+  // the window would stop it.
+  bool anyHoldingItsDirectory() const;
+  void stopAll();  // asks every embedded run to stop (each saves a checkpoint first)
   bool isTraining(const std::filesystem::path& dir);  // preparing, running or paused on this monitor
   // Whether every run on the monitor has logged at least `steps` steps (false with none).
   bool everyRunHasLogged(int64_t steps) const;

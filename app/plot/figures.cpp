@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "app/plot/figure_memo.hpp"  // WordHash
@@ -13,10 +14,14 @@ namespace sharelens::plot {
 
 std::string percentText(double v) {
   char buf[32];
-  // Whole percents as such ("95%"), others with their tenth ("90.4%", not a rounded "90%").
+  // The fewest decimals (up to three) that read back within 0.0005 of the value: "95%", "90.4%", "99.96%",
+  // never a rounded neighbour ("90%" for 0.904, "100%" for 0.9996).
   const double p = 100 * v;
-  std::snprintf(buf, sizeof buf, std::abs(p - std::round(p)) < 0.05 ? "%.0f%%" : "%.1f%%", p);
-  return buf;
+  for (int decimals = 0; decimals <= 3; ++decimals) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, p);
+    if (std::abs(std::strtod(buf, nullptr) - p) < 5e-4 || decimals == 3) break;
+  }
+  return std::string(buf) + "%";
 }
 
 namespace {

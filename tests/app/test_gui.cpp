@@ -298,20 +298,31 @@ TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSess
   const fs::path data = s_dir / "xdg-quit", afterKeep = s_dir / "after-quit-keep.json";
   const auto s = session(
       "quit", dataHome(data) + kBinary + " --demo --exit-after 120",
-      {"waitfor '\"state\":\"running\"'", "sleep 0.5", "frozen xdotool key ctrl+q", "waitfor '\"quit/asking\"'",
-       "click quit/keep", "sleep 1", "flat > " + shellQuote(afterKeep.string()), "kill -0 $app",
-       "frozen xdotool key ctrl+q", "waitfor '\"quit/asking\"'", "click quit/stop",
-       "for i in $(seq 300); do kill -0 $app 2>/dev/null || break; sleep 0.2; done", "! kill -0 $app 2>/dev/null"});
+      {"waitfor '\"state\":\"running\"'", "sleep 0.5", "frozen xdotool key ctrl+q",
+       "waitfor '\"quit/asking\"'", "click quit/keep", "sleep 1", "flat > " + shellQuote(afterKeep.string()),
+       "kill -0 $app", "frozen xdotool key ctrl+q", "waitfor '\"quit/asking\"'", "click quit/stop",
+       "for i in $(seq 300); do kill -0 $app 2>/dev/null || break; sleep 0.2; done",
+       "! kill -0 $app 2>/dev/null"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   std::ifstream keep(afterKeep);
   const std::string kept((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
-  EXPECT_NE(kept.find("\"state\":\"running\""), std::string::npos) << "Keep working stopped the runs: " << kept;
+  EXPECT_NE(kept.find("\"state\":\"running\""), std::string::npos)
+      << "Keep working stopped the runs: " << kept;
   const fs::path model = data / "sharelens" / "demo" / "model";
   const auto saved = latestCheckpoint(model);
   ASSERT_TRUE(saved.has_value()) << "quitting saved no checkpoint";
+  // Stopped by the quit, not by --exit-after or a crash: the run logged its stop, and its checkpoint is at
+  // the step it stopped at.
+  std::ifstream metrics(model / "metrics.jsonl");
+  int64_t stoppedAt = -1;
+  for (std::string line; std::getline(metrics, line);)
+    if (line.find("\"event\":\"stop\"") != std::string::npos) stoppedAt = Json::parse(line)["step"];
+  ASSERT_GE(stoppedAt, 0) << "no stop event in the model run's metrics";
+  EXPECT_EQ(saved->step, stoppedAt) << "the checkpoint is not the one saved when it stopped";
 
-  const auto next = session("continue", dataHome(s_dir / "xdg-continue") + binaryOn("xdg-quit/sharelens/demo/model") +
-                                            " --view training --exit-after 60",
+  const auto next = session("continue",
+                            dataHome(s_dir / "xdg-continue") + binaryOn("xdg-quit/sharelens/demo/model") +
+                                " --view training --exit-after 60",
                             {"click run/demo-cycle-L6-U3/continue",
                              "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\"'", "sleep 1"});
   EXPECT_EQ(next.result.exitCode, 0) << "the reopened run did not continue: " << next.result.err;
@@ -322,16 +333,17 @@ TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSess
 // not make it); Ctrl+S opens the dialog for the view's figure and Escape closes it.
 TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
   const fs::path target = s_dir / "new-folder" / "deeper" / "curves.csv", after = s_dir / "after-save.json";
-  const auto s = session(
-      "save-as", binaryOn("run") + " --view training --exit-after 60",
-      {"click training/export-csv", "waitfor '\"export/path\"'", "click export/path",
-       "frozen xdotool key ctrl+a", "xdotool type --delay 5 " + shellQuote(target.string()),
-       "waitfor '\"export/missing-folder\":true'",
-       "xdotool keydown Return; sleep 0.3; xdotool keyup Return", "sleep 0.5",
-       "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
-       "click export/save", "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
-       "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape", "sleep 1",
-       "flat > " + shellQuote(after.string())});
+  const auto s =
+      session("save-as", binaryOn("run") + " --view training --exit-after 60",
+              {"click training/export-csv", "waitfor '\"export/path\"'", "click export/path",
+               "frozen xdotool key ctrl+a", "xdotool type --delay 5 " + shellQuote(target.string()),
+               "waitfor '\"export/missing-folder\":true'",
+               "xdotool keydown Return; sleep 0.3; xdotool keyup Return", "sleep 0.5",
+               "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
+               "click export/save",
+               "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
+               "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape",
+               "sleep 1", "flat > " + shellQuote(after.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   ASSERT_TRUE(fs::exists(target)) << "the CSV was not written where the dialog was told";
   std::ifstream csv(target);
@@ -386,9 +398,9 @@ TEST_F(Gui, AHuggingFacePyTorchGgufOrLlama2cCheckpointOpensInTheAnalysisViews) {
 // clicks through the views; the probe gives each toolbar item's rectangle and the window's size.
 TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
   const std::vector<std::pair<std::string, std::string>> views = {
-      {"Spectrum", "export/spectrum/pdf"},  {"Heads", "export/heads-layer0/pdf"},
-      {"Layers", "export/layers-q/pdf"},    {"DirectShare", "export/directshare/pdf"},
-      {"ESD", "export/esd-alpha/pdf"},      {"Training", "training/log-y"}};
+      {"Spectrum", "export/spectrum/pdf"}, {"Heads", "export/heads-layer0/pdf"},
+      {"Layers", "export/layers-q/pdf"},   {"DirectShare", "export/directshare/pdf"},
+      {"ESD", "export/esd-alpha/pdf"},     {"Training", "training/log-y"}};
   for (const std::string size : {"1024x700", "1366x768", "1600x1000"}) {  // the last fills the Xvfb screen
     const fs::path state = s_dir / ("ui-layout-" + size + ".json");
     // The first click waits for the window to be mapped under the pointer (a click before that is lost).
@@ -399,7 +411,8 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
       steps.push_back("cp " + shellQuote(state.string()) + " " +
                       shellQuote((s_dir / ("layout-" + size + "-" + view + ".json")).string()));
     }
-    const auto s = session("layout-" + size, binaryOn("run") + " --size " + size + " --exit-after 120", steps);
+    const auto s =
+        session("layout-" + size, binaryOn("run") + " --size " + size + " --exit-after 120", steps);
     ASSERT_EQ(s.result.exitCode, 0) << size << ": " << s.result.err;
     for (const auto& [view, key] : views) {
       const Json probe = readState(s_dir / ("layout-" + size + "-" + view + ".json"));
@@ -421,9 +434,10 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
 // moved the map to the pair's layer before).
 TEST_F(GuiInput, ClickingALowestRankPairShowsItsSpectrum) {
   const fs::path after = s_dir / "after-lowest.json";
+  // The table's first row: the heads/lowest/ item nearest the top (keys sort by name, not by row).
   const std::string firstRow =
-      "/usr/bin/python3 -c 'import json, sys; print(next(k for k in json.load(open(sys.argv[1]))[\"items\"] "
-      "if k.startswith(\"heads/lowest/\")))' " +
+      "/usr/bin/python3 -c 'import json, sys; items = json.load(open(sys.argv[1]))[\"items\"]; "
+      "print(min((k for k in items if k.startswith(\"heads/lowest/\")), key=lambda k: items[k][1]))' " +
       shellQuote((s_dir / "ui-lowest.json").string());
   const auto s = session("lowest", binaryOn("qwen") + " --view heads --exit-after 60",
                          {"waitfor '\"heads/lowest/'", "sleep 1", "key=$(" + firstRow + ") && click \"$key\"",
@@ -431,8 +445,9 @@ TEST_F(GuiInput, ClickingALowestRankPairShowsItsSpectrum) {
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   const Json probe = readState(after);
   std::string key;  // heads/lowest/<layer>/<a>-<b> of the first row, the one clicked
+  int top = 1 << 30;
   for (const auto& [item, at] : probe["items"].items())
-    if (item.rfind("heads/lowest/", 0) == 0 && key.empty()) key = item;
+    if (item.rfind("heads/lowest/", 0) == 0 && at[1].get<int>() < top) key = item, top = at[1].get<int>();
   ASSERT_FALSE(key.empty());
   const std::string rest = key.substr(std::string("heads/lowest/").size());
   const std::string layer = rest.substr(0, rest.find('/')), pair = rest.substr(rest.find('/') + 1);

@@ -129,7 +129,9 @@ void drawNote(const std::string& text) {
 }
 
 void sameLineIfFits(float width, float spacing) {
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  // The right edge of what holds the item: a table cell's, or the window's (GetContentRegionMax is
+  // cell-aware in 1.86; GetWindowContentRegionMax is not).
+  const float right = ImGui::GetWindowPos().x + ImGui::GetContentRegionMax().x;
   ImGui::SameLine(0, spacing);
   if (ImGui::GetCursorScreenPos().x + width > right) ImGui::NewLine();
 }

@@ -60,7 +60,10 @@ class DesignerPanel : public DesignerApi {
     // The settings and the budget keep their widths in a wide window and give way in a narrow one, so that
     // the layer columns between them stay readable at 1024 pixels.
     const float wide = ImGui::GetContentRegionAvail().x;
-    if (ImGui::BeginTable("##designer", 3, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV)) {
+    // A Resizable table applies its setup widths when it is first seen: keyed to the window's width in steps
+    // of 128 pixels, the columns are laid out again when the window is resized.
+    const std::string table = "##designer" + std::to_string(static_cast<int>(wide / 128));
+    if (ImGui::BeginTable(table.c_str(), 3, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV)) {
       ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthFixed,
                               std::clamp(wide * 0.32f, 300.0f, 360.0f));
       ImGui::TableSetupColumn("layers", ImGuiTableColumnFlags_WidthStretch);
