@@ -2,6 +2,7 @@
 
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
+#include "core/compressed_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/sharelens_names.hpp"
 
@@ -152,6 +153,18 @@ void exportHfLlama(const Checkpoint& ckpt, const ModelView& view, const fs::path
                    {{"format", "pt"}, {"exported_by", "sharelens export-hf"}});
   writeFileAtomically(out.path() / "config.json", config.dump(2) + "\n");
   out.commit();
+}
+
+std::string writePlainHfCheckpoint(const Checkpoint& checkpoint, const ModelView& view,
+                                   const fs::path& outDir) {
+  if (compressionRecordOf(checkpoint)) {
+    writeDecompressedCheckpoint(checkpoint, view, outDir);
+    return outDir.string() +
+           "/model.safetensors with every compressed matrix materialised, and its config.json";
+  }
+  exportHfLlama(checkpoint, view, outDir);
+  return outDir.string() + "/model.safetensors and config.json (" + std::to_string(view.layers.size()) +
+         " layers)";
 }
 
 }  // namespace sharelens

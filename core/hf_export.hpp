@@ -23,4 +23,10 @@ Topology topologyOfCheckpoint(const Checkpoint& checkpoint, const ModelView& vie
 // Needs a SwiGLU decoder with RMSNorms in the Llama places (ShareLens and Llama-family checkpoints).
 void exportHfLlama(const Checkpoint& checkpoint, const ModelView& view, const std::filesystem::path& outDir);
 
+// `sharelens export-hf` and the GUI's "Write as a plain Hugging Face checkpoint": a compressed checkpoint
+// back in its own family's layout (every compressed matrix materialised), any other as Llama (a ShareLens
+// model's every layer's effective weights). Returns what was written, for people.
+std::string writePlainHfCheckpoint(const Checkpoint& checkpoint, const ModelView& view,
+                                   const std::filesystem::path& outDir);
+
 }  // namespace sharelens

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"
+#include "core/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -512,6 +513,14 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
   SafetensorsHeader header;
   header.dataOffset = 0;  // TensorInfo offsets are the file's own
   for (auto& [name, t] : tensors) {
+    // A name goes into reports, JSON and config files: UTF-8, as pickle's unicode strings are meant to be
+    // (not quoted here: its bytes are what is wrong).
+    if (!isValidUtf8(name))
+      throw Error({.what = "a tensor name is not valid UTF-8",
+                   .where = label + ": " + archive + "data.pkl",
+                   .expected = "UTF-8 text",
+                   .found = std::to_string(name.size()) + " bytes that are not",
+                   .hint = kHint});
     const std::string where = label + ": tensor '" + name + "'";
     const ZipEntry* storage = zip.find(archive + "data/" + t.storage->key);
     if (!storage)

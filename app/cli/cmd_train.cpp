@@ -418,15 +418,7 @@ int runExportHf(Args& args) {
   const auto ckpt = Checkpoint::open(resolveModelPath(path));
   checkOutputs("sharelens export-hf", *ckpt, std::array{DeclaredOutput::directory(out, "OUT_DIR")});
   const ModelView view = openModelView(*ckpt);
-  if (compressionRecordOf(*ckpt)) {  // a compressed checkpoint goes back to its own family's layout
-    writeDecompressedCheckpoint(*ckpt, view, out);
-    std::cout << "wrote " << out
-              << "/model.safetensors with every compressed matrix materialised, and its config.json\n";
-    return 0;
-  }
-  exportHfLlama(*ckpt, view, out);
-  std::cout << "wrote " << out << "/model.safetensors and config.json (" << view.layers.size()
-            << " layers)\n";
+  std::cout << "wrote " << writePlainHfCheckpoint(*ckpt, view, out) << "\n";
   return 0;
 }
 

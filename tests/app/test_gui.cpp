@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
@@ -351,6 +352,27 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
   std::getline(csv, header);
   EXPECT_NE(header.find("step"), std::string::npos) << header;
   EXPECT_FALSE(readState(after)["state"].contains("export/path")) << "Escape left the dialog open";
+}
+
+// Issue 41 item 4: Compress on a ShareLens checkpoint (composed weights: shared blocks, LoRA, MASA) offers to
+// write it as a plain Hugging Face checkpoint -- what only `sharelens export-hf` did before -- and opens it.
+TEST_F(GuiInput, CompressWritesASharedCheckpointAsAPlainOneAndOpensIt) {
+  const fs::path data = s_dir / "xdg-plain";
+  const auto s =
+      session("plain", dataHome(data) + binaryOn("run") + " --view masa --exit-after 90",
+              {"click masa/tab/compress", "click compress/write-plain",
+               "waitfor '\"workspace/model\":\"" + (data / "sharelens" / "exports").string() + "'"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const fs::path exports = data / "sharelens" / "exports";
+  std::vector<fs::path> written;
+  for (const auto& e : fs::directory_iterator(exports)) written.push_back(e.path());
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_TRUE(fs::exists(written[0] / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(written[0] / "config.json"));
+  // The plain copy is a Llama model with every layer's own attention weights.
+  const auto plain = Checkpoint::open(written[0]);
+  EXPECT_TRUE(plain->find("model.layers.0.self_attn.q_proj.weight") != nullptr);
+  EXPECT_EQ(openModelView(*plain).family, Family::Llama);
 }
 
 TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {

@@ -93,6 +93,11 @@ TEST_F(TorchZip, MalformedOrDisallowedFilesAreNamedErrors) {
   e = errorOpening(write("outside.bin", zipWith(testing::statePickle(big))));
   EXPECT_NE(e.find("tensor outside its storage"), std::string::npos) << e;
 
+  // A name whose bytes are not UTF-8 (found by fuzz_torch_zip once its harness dumped the inspect report):
+  // a named error, not an exception from the JSON it would go into.
+  e = errorOpening(write("latin1.bin", zipWith(replaced("bias", std::string("bi\xe9s")))));
+  EXPECT_NE(e.find("not valid UTF-8"), std::string::npos) << e;
+
   std::vector<std::byte> truncated(pickle.begin(), pickle.begin() + 60);
   e = errorOpening(write("truncated-pickle.bin", zipWith(truncated)));
   EXPECT_NE(e.find("the end of data.pkl"), std::string::npos) << e;

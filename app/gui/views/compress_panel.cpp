@@ -7,11 +7,15 @@
 
 #include "analysis/matrix_pca.hpp"
 #include "app/export/figure_export.hpp"
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/hf_export.hpp"
 #include "core/naming.hpp"
+
+namespace fs = std::filesystem;
 
 namespace sharelens::gui {
 namespace {
@@ -164,6 +168,26 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
       JobSystem::Lane::Long);
 }
 
+void CompressPanel::writePlain(AppContext& ctx, const LoadedModel& m) {
+  const std::string stem = fileStem(m.label) + "-hf";
+  const fs::path exports = Settings::exportsDirectory();
+  fs::path out = exports / stem;
+  for (int n = 2; fs::exists(out); ++n) out = exports / (stem + "-" + std::to_string(n));
+  const auto checkpoint = m.checkpoint;
+  const auto view = m.view;
+  ctx.jobs.submit(
+      "write " + m.label + " as a Hugging Face checkpoint",
+      [checkpoint, view, out, exports, &ctx](const TaskContext&) -> JobSystem::Completion {
+        fs::create_directories(exports);
+        const std::string what = writePlainHfCheckpoint(*checkpoint, *view, out);
+        return [what, out, &ctx] {
+          ctx.notify("wrote " + what);
+          ctx.open(out);  // opened: ready to compress, evaluate or analyse as a plain model
+        };
+      },
+      [](JobSystem::Status, const std::string&) {}, JobSystem::Lane::Long);
+}
+
 void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
   if (const auto record =
           compressionRecordOf(*m.checkpoint)) {  // a compressed checkpoint: what was done to it
@@ -172,9 +196,20 @@ void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
         record->method.c_str(), record->targetRatio, static_cast<long long>(record->parameters),
         static_cast<long long>(record->originalParameters),
         100.0 * static_cast<double>(record->parameters) / static_cast<double>(record->originalParameters));
-    ImGui::TextDisabled("compressed from %s; `sharelens export-hf` writes it back in its family's layout",
-                        record->source.c_str());
+    ImGui::TextDisabled("compressed from %s", record->source.c_str());
+    if (ImGui::Button("Write it back in its family's layout")) writePlain(ctx, m);
+    probe::item("compress/write-plain");
     drawGroupsAndRanks(record->method, record->groups, record->atoms, record->beta, record->ranks);
+    return;
+  }
+  if (m.view->family == Family::ShareLens) {  // composed weights: compression edits stored per-layer ones
+    ImGui::TextWrapped(
+        "This ShareLens checkpoint composes its attention from shared blocks, LoRA or MASA atoms; "
+        "compression "
+        "edits plain per-layer weights. Write it as a plain Hugging Face (Llama) checkpoint -- every layer's "
+        "effective weights -- and compress that: it opens here when written.");
+    if (ImGui::Button("Write as a plain Hugging Face checkpoint")) writePlain(ctx, m);
+    probe::item("compress/write-plain");
     return;
   }
   ImGui::TextWrapped(

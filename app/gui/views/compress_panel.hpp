@@ -27,6 +27,9 @@ class CompressPanel {
 
  private:
   void start(AppContext& ctx, const LoadedModel& model, bool sweep);
+  // A composed checkpoint (a ShareLens model's shared blocks, LoRA, MASA; a compressed one) written as a
+  // plain Hugging Face checkpoint into the exports folder, then opened: what `sharelens export-hf` does.
+  void writePlain(AppContext& ctx, const LoadedModel& model);
   static void drawPlan(const CompressionPlan& plan);
 
   struct Outcome {  // what a job left: a compression or a sweep, or why it failed

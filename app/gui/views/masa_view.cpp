@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/gui/views/compress_panel.hpp"
 #include "app/plot/figures.hpp"
@@ -54,7 +55,9 @@ class MasaPanel : public View {
       drawMatrixPca(ctx, m);
       ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Compress")) {
+    const bool compress = ImGui::BeginTabItem("Compress");
+    probe::item("masa/tab/compress");
+    if (compress) {
       m_compress.draw(ctx, m);
       ImGui::EndTabItem();
     }
