@@ -509,6 +509,7 @@ class App {
     const bool enter = ImGui::InputText("##exportpath", m_export->path, sizeof m_export->path,
                                         ImGuiInputTextFlags_EnterReturnsTrue);
     probe::item("export/path");
+    probe::state("export/editing", [] { return ImGui::IsItemActive(); });  // the path box has the keyboard
     m_saveBrowser.draw(m_export->path, sizeof m_export->path, 200);
     const fs::path path = m_export->path;
     std::error_code ec;

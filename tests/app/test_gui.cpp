@@ -334,17 +334,20 @@ TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSess
 // not make it); Ctrl+S opens the dialog for the view's figure and Escape closes it.
 TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
   const fs::path target = s_dir / "new-folder" / "deeper" / "curves.csv", after = s_dir / "after-save.json";
-  const auto s =
-      session("save-as", binaryOn("run") + " --view training --exit-after 60",
-              {"click training/export-csv", "waitfor '\"export/path\"'", "click export/path",
-               "frozen xdotool key ctrl+a", "xdotool type --delay 5 " + shellQuote(target.string()),
-               "waitfor '\"export/missing-folder\":true'",
-               "xdotool keydown Return; sleep 0.3; xdotool keyup Return", "sleep 0.5",
-               "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
-               "click export/save",
-               "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
-               "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape",
-               "sleep 1", "flat > " + shellQuote(after.string())});
+  const auto s = session(
+      "save-as", binaryOn("run") + " --view training --exit-after 60",
+      {"click training/export-csv", "waitfor '\"export/path\"'", "click export/path",
+       "waitfor '\"export/editing\":true'",  // the click reached the path box
+       "frozen xdotool key ctrl+a", "xdotool type --delay 5 " + shellQuote(target.string()),
+       // Ctrl+A selected the offered path, so the typed one replaced it (on a fresh machine the
+       // exports folder is missing too: the path is what says the typing landed).
+       "waitfor '\"export/path\":\"" + target.string() + "\"'", "waitfor '\"export/missing-folder\":true'",
+       "xdotool keydown Return; sleep 0.3; xdotool keyup Return", "sleep 0.5",
+       "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
+       "click export/save",
+       "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
+       "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape", "sleep 1",
+       "flat > " + shellQuote(after.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   ASSERT_TRUE(fs::exists(target)) << "the CSV was not written where the dialog was told";
   std::ifstream csv(target);
