@@ -119,6 +119,13 @@ void Platform::installInputLatches() {
 void Platform::holdQuickTaps() {
   ImGuiIO& io = ImGui::GetIO();
   const auto down = [&](int a, int b) { return io.KeysDown[a] || io.KeysDown[b]; };
+  if (!m_deferredCharacters.empty()) {  // typed after a shortcut tap: now, before what came since
+    ImVector<ImWchar> since = io.InputQueueCharacters;
+    io.InputQueueCharacters.resize(0);
+    for (ImWchar c : m_deferredCharacters) io.InputQueueCharacters.push_back(c);
+    for (ImWchar c : since) io.InputQueueCharacters.push_back(c);
+    m_deferredCharacters.clear();
+  }
   if (!m_heldForAFrame.empty()) {
     // Back to what the keyboard says now: a key pressed again and held since is down, not let go.
     for (int key : m_heldForAFrame) io.KeysDown[key] = glfwGetKey(m_window, key) == GLFW_PRESS;
@@ -136,6 +143,14 @@ void Platform::holdQuickTaps() {
     io.KeyShift |= (p.mods & GLFW_MOD_SHIFT) != 0;
     io.KeyAlt |= (p.mods & GLFW_MOD_ALT) != 0;
     io.KeySuper |= (p.mods & GLFW_MOD_SUPER) != 0;
+  }
+  // A text box ignores typed characters while Ctrl (without Alt) is down: the text typed right after a
+  // Ctrl+A tap in the same frame would be lost. It waits for the next frame, when the tap is let go.
+  const bool ctrlHeld = glfwGetKey(m_window, GLFW_KEY_LEFT_CONTROL) == GLFW_PRESS ||
+                        glfwGetKey(m_window, GLFW_KEY_RIGHT_CONTROL) == GLFW_PRESS;
+  if (io.KeyCtrl && !io.KeyAlt && !ctrlHeld && !m_heldForAFrame.empty() && io.InputQueueCharacters.Size > 0) {
+    for (ImWchar c : io.InputQueueCharacters) m_deferredCharacters.push_back(c);
+    io.InputQueueCharacters.resize(0);
   }
 }
 

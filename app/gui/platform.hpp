@@ -3,6 +3,8 @@
 // or a worker's wake() (glfwPostEmptyEvent).
 #pragma once
 
+#include <imgui.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -79,9 +81,10 @@ class Platform {
   struct KeyPress {
     int key, mods;
   };
-  std::vector<KeyPress> m_pendingPresses;  // since the last beginFrame(), from GLFW's key callback
-  std::vector<KeyPress> m_framePresses;    // the ones this frame consumed
-  std::vector<int> m_heldForAFrame;        // keys shown to ImGui as down for one frame (see beginFrame)
+  std::vector<KeyPress> m_pendingPresses;     // since the last beginFrame(), from GLFW's key callback
+  std::vector<KeyPress> m_framePresses;       // the ones this frame consumed
+  std::vector<int> m_heldForAFrame;           // keys shown to ImGui as down for one frame (see beginFrame)
+  std::vector<ImWchar> m_deferredCharacters;  // typed in the frame of a Ctrl tap: given the next frame
   // Double-clicks found among the presses as GLFW delivers them: ImGui 1.86 keeps one press per button per
   // frame, so two clicks within one slow frame reach it as one. Each press is placed where the pointer's
   // motion events had brought it (not where it is when the events are read), and timed when it is read:
