@@ -147,18 +147,12 @@ void Checkpoint::openFile(const fs::path& path) {
       return;
     case FileFormat::Llama2c: {
       Llama2cCheckpoint llama2c = openLlama2c(path);
-      m_config = std::move(llama2c.config);
-      m_configSource = path;
-      m_format = llama2c.format;
-      addFile(std::move(llama2c.tensors));
+      addSelfDescribingFile(path, std::move(llama2c.tensors), std::move(llama2c.config), llama2c.format);
       return;
     }
     case FileFormat::Gguf: {
       GgufCheckpoint gguf = openGguf(path);
-      m_config = std::move(gguf.config);
-      m_configSource = path;
-      m_format = gguf.format;
-      addFile(std::move(gguf.tensors));
+      addSelfDescribingFile(path, std::move(gguf.tensors), std::move(gguf.config), gguf.format);
       return;
     }
     case FileFormat::Safetensors:
@@ -179,6 +173,15 @@ void Checkpoint::openFile(const fs::path& path) {
       }
       return;
   }
+}
+
+// A file whose header carries its config (llama2.c, GGUF): the config comes from it, not a config.json.
+void Checkpoint::addSelfDescribingFile(const fs::path& path, std::unique_ptr<SafetensorsFile> tensors,
+                                       Json config, std::string format) {
+  m_config = std::move(config);
+  m_configSource = path;
+  m_format = std::move(format);
+  addFile(std::move(tensors));
 }
 
 std::optional<fs::path> Checkpoint::configPath() const {

@@ -70,6 +70,8 @@ class Checkpoint {
  private:
   Checkpoint() = default;
   void addFile(std::unique_ptr<SafetensorsFile> file);
+  void addSelfDescribingFile(const std::filesystem::path& path, std::unique_ptr<SafetensorsFile> tensors,
+                             Json config, std::string format);
   void openSharded(const std::filesystem::path& indexPath);
   void openFile(const std::filesystem::path& path);
   void finishIndex();
