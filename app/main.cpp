@@ -1,11 +1,11 @@
-// sharelens: with a subcommand, the headless CLI; without one, the GUI.
+// sharelens: with a subcommand, the headless CLI; without one, the GUI (its plugin, app/gui_loader.hpp).
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "app/cli/commands.hpp"
-#include "app/gui/gui_main.hpp"
+#include "app/gui_loader.hpp"
 #include "core/error.hpp"
 #include "core/heap.hpp"
 
@@ -37,5 +37,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return sharelens::gui::runGuiFromArgs(args);
+  return sharelens::runGuiPlugin(args);
 }

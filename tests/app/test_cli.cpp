@@ -175,6 +175,36 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   fs::remove_all(dir);
 }
 
+// Issue 38: the headless commands need no GL. The executable's own dependencies name no libGL, libOpenGL,
+// libGLX, libglfw or libimgui (before the GUI became the plugin libsharelens_gui.so they named libglfw and
+// libOpenGL); libglfw and libimgui are nowhere in its dependency closure (Debian's LibTorch brings libGL
+// itself, through OpenCV's highgui and Qt5; pip's LibTorch does not). A GUI plugin that cannot load is a
+// named error, and the commands run regardless.
+TEST(Cli, TheHeadlessExecutableLinksNoGlGlfwOrImGui) {
+  const auto needed = runProcess("readelf -d " + shellQuote(kBinary));
+  ASSERT_EQ(needed.exitCode, 0) << needed.err;
+  ASSERT_NE(needed.out.find("libtorch"), std::string::npos) << needed.out;  // the listing is the real one
+  for (const char* gl : {"libGL.so", "libOpenGL", "libGLX", "libglfw", "libimgui"})
+    EXPECT_EQ(needed.out.find(gl), std::string::npos) << gl << " in\n" << needed.out;
+  const auto closure = runProcess("ldd " + shellQuote(kBinary));
+  ASSERT_EQ(closure.exitCode, 0) << closure.err;
+  for (const char* gui : {"libglfw", "libimgui"})
+    EXPECT_EQ(closure.out.find(gui), std::string::npos) << gui << " in\n" << closure.out;
+
+  auto r = runProcess("SHARELENS_GUI_PLUGIN=/etc/hostname " + kBinary + " --demo");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("the GUI cannot start"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/etc/hostname"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("every subcommand runs without them"), std::string::npos) << r.err;
+  const fs::path dir = testing::makeTempDir("cli-headless");
+  r = runProcess("SHARELENS_GUI_PLUGIN=/etc/hostname " + kBinary +
+                 " topology --preset cycle --layers 4 --unique 2 --d-model 32 --heads 2 --out " +
+                 shellQuote((dir / "t.json").string()));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "t.json"));
+  fs::remove_all(dir);
+}
+
 // Issue-9 bad input: a ratio outside (0, 1), a checkpoint without a tokenizer, a budget no LoRA rank meets --
 // each a named error, and nothing written.
 TEST(Cli, MethodsRefuseBadInputBeforeWritingAnything) {
