@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "core/blas_threads.hpp"
-#include "trainer/fused_ops.hpp"
+#include "trainer/cpu_kernels.hpp"
+#include "trainer/cpu_parallel.hpp"
 
 namespace sharelens {
 namespace {
@@ -38,46 +39,16 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
   return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
 }
 
-// Runs work(pair) for every (batch, head) pair, split into contiguous ranges over the threads the run asked
-// OpenBLAS for; BLAS is single-threaded meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims'
-// sizes), so the threads do not wait on one shared BLAS pool.
-// An exception in any part (an allocation) is rethrown on the calling thread once every part has ended.
+// Runs work(pair) for every (batch, head) pair, split over the run's threads; BLAS is single-threaded
+// meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims' sizes), so the threads do not wait on one
+// shared BLAS pool.
 template <class Work>
 void forEachPair(int64_t pairs, const Work& work) {
-  const int threads = std::max(1, std::min<int>(currentBlasThreads(), static_cast<int>(pairs)));
+  const int threads = currentBlasThreads();
   SingleThreadedBlas single;
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(threads));
-  auto range = [&](int part) {
-    try {
-      const int64_t begin = pairs * part / threads, end = pairs * (part + 1) / threads;
-      for (int64_t pair = begin; pair < end; ++pair) work(pair);
-    } catch (...) {
-      failures[static_cast<size_t>(part)] = std::current_exception();
-    }
-  };
-  {
-    std::vector<std::jthread> helpers;  // joined when this scope ends, also if starting one throws
-    for (int part = 1; part < threads; ++part) helpers.emplace_back(range, part);
-    range(0);
-  }
-  for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);
-}
-
-// Row i of the scores (T floats, already scaled) becomes softmax over keys 0..i; keys after i become 0.
-void causalSoftmaxRows(float* scores, int64_t time) {
-  for (int64_t i = 0; i < time; ++i) {
-    float* row = scores + i * time;
-    const int64_t seen = i + 1;
-    const float top = *std::max_element(row, row + seen);
-    for (int64_t j = 0; j < seen; ++j) row[j] -= top;
-    expInPlace(row, seen);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < seen; ++j) sum += row[j];
-    const float inverse = 1.0f / sum;
-    for (int64_t j = 0; j < seen; ++j) row[j] *= inverse;
-    std::fill(row + seen, row + time, 0.0f);
-  }
+  splitOverThreads(threads, pairs, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t pair = begin; pair < end; ++pair) work(pair);
+  });
 }
 
 struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttention> {
@@ -95,7 +66,7 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, static_cast<float>(scale),
                   qp + d.qAt(pair), static_cast<int>(d.qRow()), kp + d.kvAt(pair),
                   static_cast<int>(d.kvRow()), 0.0f, p, t);
-      causalSoftmaxRows(p, d.time);
+      kernels::causalSoftmaxRows(p, d.time);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, vp + d.kvAt(pair),
                   static_cast<int>(d.kvRow()), 0.0f, op + d.qAt(pair), static_cast<int>(d.qRow()));
     });
@@ -133,14 +104,7 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, go, qRow, vp + d.kvAt(pair),
                     kvRow, 0.0f, ds.data(), t);
         // dS = P (dP - sum_j dP_ij P_ij), row by row over the keys each query sees
-        for (int64_t i = 0; i < d.time; ++i) {
-          float* row = ds.data() + i * d.time;
-          const float* prow = p + i * d.time;
-          float dot = 0.0f;
-          for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];
-          for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot);
-          std::fill(row + i + 1, row + d.time, 0.0f);
-        }
+        kernels::causalSoftmaxBackwardRows(ds.data(), p, d.time);
         // dQ = scale dS K  [T, hd];  dK += scale dS^T Q  [T, hd]
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds.data(), t,
                     kp + d.kvAt(pair), kvRow, 0.0f, gqp + d.qAt(pair), qRow);

@@ -2,7 +2,7 @@
 // embedding, the SwiGLU product and the cross-entropy loss, forward and backward each in one or two passes
 // instead of the three to eight of the composite ATen expressions. They apply to contiguous float32 CPU
 // tensors; anything else (CUDA, bf16 autocast) takes the composite path, which is also the reference the
-// tests compare the kernels with.
+// tests compare the kernels with. The loops themselves are in trainer/cpu_kernels.
 #pragma once
 
 #include <torch/types.h>
@@ -28,13 +28,9 @@ torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& tar
 torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Tensor& targets);
 
 // Per row -log softmax(logits)[target], in float64, without autograd (held-out evaluation): logits [N, V]
-// float32, targets [N] int64 -> [N]. Rows are split over the intra-op threads. The reference is ATen's
-// log_softmax in float64; other devices and dtypes take ATen's float32 log_softmax.
+// float32, targets [N] int64 -> [N]. Rows are split over the run's threads (trainer/cpu_parallel.hpp). The
+// reference is ATen's log_softmax in float64; other devices and dtypes take ATen's float32 log_softmax.
 torch::Tensor tokenNll(const torch::Tensor& logits, const torch::Tensor& targets);
 torch::Tensor tokenNllReference(const torch::Tensor& logits, const torch::Tensor& targets);
-
-// exp(x) for every element of x[0..n), in place: Cephes' range reduction and polynomial, written so that the
-// compiler vectorises the loop (relative error below 2e-7 over the float range; 0 below -87 and at -inf).
-void expInPlace(float* x, int64_t n);
 
 }  // namespace sharelens

@@ -5,39 +5,16 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "trainer/cpu_kernels.hpp"
 
 namespace sharelens {
 namespace {
-
-// One AdamW update's scalars, in the float arithmetic the composite ops below use.
-struct UpdateScalars {
-  float decay, oneMinusBeta1, beta2, oneMinusBeta2, biasCorrection2Sqrt, eps, negativeStepSize;
-};
 
 bool fusableUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m,
                    const torch::Tensor& v) {
   for (const torch::Tensor* t : {&p, &g, &m, &v})
     if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous()) return false;
   return true;
-}
-
-// The composite update's five passes over the parameter in one, element by element in ATen's order of
-// operations: p *= decay; m = lerp(m, g, 1 - b1) (ATen: m + w (g - m) for w < 0.5, else g - (g - m)(1 - w));
-// v = v b2 + ((1 - b2) g) g (addcmul); p += ((-step) m) / (sqrt(v) / c2 + eps) (addcdiv).
-void fusedUpdate(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
-                 const UpdateScalars& s) {
-  float* pp = param.data_ptr<float>();
-  const float* gp = grad.data_ptr<float>();
-  float *mp = m.data_ptr<float>(), *vp = v.data_ptr<float>();
-  const float w = s.oneMinusBeta1;
-  const bool small = w < 0.5f;
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    const float g = gp[i];
-    mp[i] = small ? mp[i] + w * (g - mp[i]) : g - (g - mp[i]) * (1.0f - w);
-    vp[i] = vp[i] * s.beta2 + (s.oneMinusBeta2 * g) * g;
-    const float denom = std::sqrt(vp[i]) / s.biasCorrection2Sqrt + s.eps;
-    pp[i] = pp[i] * s.decay + (s.negativeStepSize * mp[i]) / denom;
-  }
 }
 
 }  // namespace
@@ -62,10 +39,13 @@ void AdamW::step(double lr) {
     if (!grad.defined()) continue;
     const double decay = m_params[i].decay && m_weightDecay != 0.0 ? 1.0 - lr * m_weightDecay : 1.0;
     if (fusableUpdate(param, grad, m_expAvg[i], m_expAvgSq[i])) {
-      fusedUpdate(param, grad, m_expAvg[i], m_expAvgSq[i],
-                  {static_cast<float>(decay), static_cast<float>(1.0 - m_beta1), static_cast<float>(m_beta2),
-                   static_cast<float>(1.0 - m_beta2), static_cast<float>(biasCorrection2Sqrt),
-                   static_cast<float>(m_eps), static_cast<float>(-stepSize)});
+      // The composite update's five passes over the parameter in one (trainer/cpu_kernels).
+      kernels::adamwUpdate(
+          param.data_ptr<float>(), grad.data_ptr<float>(), m_expAvg[i].data_ptr<float>(),
+          m_expAvgSq[i].data_ptr<float>(), param.numel(),
+          {static_cast<float>(decay), static_cast<float>(1.0 - m_beta1), static_cast<float>(m_beta2),
+           static_cast<float>(1.0 - m_beta2), static_cast<float>(biasCorrection2Sqrt),
+           static_cast<float>(m_eps), static_cast<float>(-stepSize)});
     } else {
       if (decay != 1.0) param.mul_(decay);
       m_expAvg[i].lerp_(grad, 1.0 - m_beta1);

@@ -74,8 +74,13 @@ TEST(Distributed, TwoRanksGiveTheOneRankCurveAndWeightsForTheSameGlobalBatch) {
   for (const auto& [step, loss] : a) EXPECT_NEAR(b.at(step), loss, 1e-4 * std::abs(loss)) << "step " << step;
   const auto wa = readTensors(checkpointDirectory(dir / "one", 20) / "model.safetensors");
   const auto wb = readTensors(checkpointDirectory(dir / "two", 20) / "model.safetensors");
+  // Weights agree to 1e-4 of themselves plus 1e-4 of the farthest AdamW moves a weight in 20 steps (lr x
+  // steps = 0.06): a gradient that is a sum of cancelling terms changes with the order of its sums (two
+  // ranks' halves, or two threads' GEMM blocks), and AdamW's m / sqrt(v) turns a small gradient's relative
+  // error into a step's. The same one-rank run on 2 threads instead of 1 differs from it by 2.4e-6
+  // (ffn_blocks.1.w_gate).
   for (const auto& [name, t] : wa)
-    EXPECT_TRUE(at::allclose(wb.at(name), t, 1e-4, 1e-6))
+    EXPECT_TRUE(at::allclose(wb.at(name), t, 1e-4, 1e-4 * 3e-3 * 20))
         << name << " differs by " << (wb.at(name) - t).abs().max().item<double>();
   const Json run = readJsonFile(dir / "two" / "run.json");
   EXPECT_EQ(run["distributed"]["world_size"], 2);
