@@ -44,6 +44,20 @@ std::vector<fs::path> runDirectoriesIn(const fs::path& dir) {
   return runs;
 }
 
+std::vector<fs::path> runDirectoriesBelow(const fs::path& dir, int depth) {
+  std::vector<fs::path> runs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (isRunDirectory(it->path())) {
+      runs.push_back(it->path());
+    } else if (depth > 1 && it->is_directory(ec) && !it->is_symlink(ec)) {
+      for (fs::path& run : runDirectoriesBelow(it->path(), depth - 1)) runs.push_back(std::move(run));
+    }
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
 fs::path checkpointDirectory(const fs::path& runDir, int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step-%07lld", static_cast<long long>(step));

@@ -24,6 +24,9 @@ inline constexpr const char* kCompleteMarker = "COMPLETE";
 bool isRunDirectory(const std::filesystem::path& dir);
 // The run directories directly inside `dir` (what `train --compare` and `experiment run` write), by name.
 std::vector<std::filesystem::path> runDirectoriesIn(const std::filesystem::path& dir);
+// Run directories inside dir up to `depth` levels down (a train --compare pair: 1; an experiment's
+// ARM/seed-K runs: 2), sorted; a run directory's own subdirectories are not searched.
+std::vector<std::filesystem::path> runDirectoriesBelow(const std::filesystem::path& dir, int depth);
 std::filesystem::path checkpointDirectory(const std::filesystem::path& runDir,
                                           int64_t step);  // .../step-0000100
 

@@ -14,6 +14,7 @@
 #include <deque>
 #include <iostream>
 #include <random>
+#include <utility>
 
 #include "app/export/figure_export.hpp"
 #include "app/export/png.hpp"
@@ -266,7 +267,8 @@ class App {
         m_runs.attach(path);
         m_workspace.follow(path, m_settings.threshold);
         if (!m_options.view) m_requestedView = ViewId::Training;
-      } else if (const auto runs = runDirectoriesIn(path); !runs.empty()) {  // train --compare's directory
+      } else if (const auto runs = runDirectoriesBelow(path, 2); !runs.empty()) {
+        // train --compare's pair, or a folder of runs (an experiment's ARM/seed-K)
         m_runs.attach(path);
         const auto model =
             std::find_if(runs.begin(), runs.end(), [](const fs::path& r) { return r.filename() == "model"; });
@@ -367,9 +369,12 @@ class App {
         ImGui::GetFrameHeightWithSpacing() * (1.0f + static_cast<float>(std::min<size_t>(jobs.size(), 4)));
     ImGui::BeginChild("##content", ImVec2(0, -footer));
     if (ImGui::BeginTabBar("##views")) {
+      // Taken before the views draw: a view that asks for another tab while drawing (Training's "analyse",
+      // Experiments' "Runs in Training") gets it on the next frame, whichever side of it that tab is.
+      const std::optional<ViewId> requested = std::exchange(m_requestedView, std::nullopt);
       for (auto& view : m_views) {
         ImGuiTabItemFlags flags = 0;
-        if (m_requestedView == view->id()) flags |= ImGuiTabItemFlags_SetSelected;
+        if (requested == view->id()) flags |= ImGuiTabItemFlags_SetSelected;
         const bool open = ImGui::BeginTabItem(view->name(), nullptr, flags);
         probe::item("tab/", view->name());
         if (open) {
@@ -381,7 +386,6 @@ class App {
           ImGui::EndTabItem();
         }
       }
-      m_requestedView.reset();
       ImGui::EndTabBar();
     }
     ImGui::EndChild();

@@ -92,11 +92,12 @@ void RunBook::resumeEmbedded(const fs::path& dir, int threads) {
 
 void RunBook::attach(const fs::path& dir) {
   if (!isRunDirectory(dir)) {
-    const auto runs = runDirectoriesIn(dir);  // train --compare's pair, an experiment's runs
+    const auto runs = runDirectoriesBelow(dir, 2);  // train --compare's pair, an experiment's ARM/seed-K runs
     if (runs.empty())
       throw Error({.what = "not a run directory",
                    .where = dir.string(),
-                   .expected = "a directory with run.json, or one holding such directories",
+                   .expected = "a directory with run.json, or one holding such directories (an experiment's "
+                               "ARM/seed-K included)",
                    .hint = "attach the directory `sharelens train --out` wrote"});
     for (const fs::path& run : runs) attach(run);
     return;

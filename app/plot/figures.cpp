@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 
 #include "app/plot/figure_memo.hpp"  // WordHash
 #include "core/error.hpp"
 #include "core/naming.hpp"
+#include "core/statistics.hpp"
 
 namespace sharelens::plot {
 
@@ -594,21 +596,27 @@ bool smoothed(RunMetric metric, double smoothing) {
   return smoothing > 0 && metric != RunMetric::LearningRate && metric != RunMetric::ValidationLoss;
 }
 
+double metricValue(const MetricPoint& p, RunMetric metric) {
+  return metric == RunMetric::Loss             ? p.loss
+         : metric == RunMetric::ValidationLoss ? p.valLoss
+         : metric == RunMetric::LearningRate   ? p.lr
+         : metric == RunMetric::GradNorm       ? p.gradNorm
+                                               : p.tokensPerSecond;
+}
+
+double axisValue(const MetricPoint& p, RunAxis axis) {
+  return axis == RunAxis::Step ? static_cast<double>(p.step) : axis == RunAxis::Tokens ? p.tokens : p.elapsed;
+}
+
 RunSeries trainingRunSeries(const RunCurve& run, size_t index, RunMetric metric, RunAxis axis,
                             double smoothing) {
   std::vector<double> xs, ys;
   xs.reserve(run.points->size());
   ys.reserve(run.points->size());
   for (const MetricPoint& p : *run.points) {
-    const double v = metric == RunMetric::Loss             ? p.loss
-                     : metric == RunMetric::ValidationLoss ? p.valLoss
-                     : metric == RunMetric::LearningRate   ? p.lr
-                     : metric == RunMetric::GradNorm       ? p.gradNorm
-                                                           : p.tokensPerSecond;
+    const double v = metricValue(p, metric);
     if (!std::isfinite(v)) continue;
-    xs.push_back(axis == RunAxis::Step     ? static_cast<double>(p.step)
-                 : axis == RunAxis::Tokens ? p.tokens
-                                           : p.elapsed);
+    xs.push_back(axisValue(p, axis));
     ys.push_back(v);
   }
   const Rgb c = seriesColor(static_cast<int>(index));
@@ -652,15 +660,74 @@ RunSeries trainingRunSeries(const RunCurve& run, size_t index, RunMetric metric,
   return out;
 }
 
-}  // namespace
-
-Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
-                      bool logY) {
+// The training figure's frame: title, axes and scale.
+Figure trainingFrame(RunMetric metric, RunAxis axis, bool logY) {
   Figure f;
   f.title = "Training: " + std::string(runMetricName(metric));
   f.xLabel = axis == RunAxis::Step ? "step" : axis == RunAxis::Tokens ? "tokens" : "seconds";
   f.yLabel = std::string(runMetricName(metric));
   if (logY || metric == RunMetric::LearningRate || metric == RunMetric::GradNorm) f.yScale = Scale::Log10;
+  return f;
+}
+
+}  // namespace
+
+Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metric, RunAxis axis,
+                       double smoothing, bool logY) {
+  Figure f = trainingFrame(metric, axis, logY);
+  const bool smooth = smoothed(metric, smoothing);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const RunCurveGroup& group = groups[g];
+    // Each member's (smoothed) values by step, then the steps every member logged.
+    std::vector<std::map<int64_t, std::pair<double, double>>> byStep;  // step -> (x, y)
+    for (const RunCurve& run : group.members) {
+      std::vector<int64_t> steps;
+      std::vector<double> xs, ys;
+      for (const MetricPoint& p : *run.points) {
+        const double v = metricValue(p, metric);
+        if (!std::isfinite(v)) continue;
+        steps.push_back(p.step);
+        xs.push_back(axisValue(p, axis));
+        ys.push_back(v);
+      }
+      if (smooth) ys = exponentialMovingAverage(ys, smoothing);
+      auto& m = byStep.emplace_back();
+      for (size_t i = 0; i < steps.size(); ++i) m[steps[i]] = {xs[i], ys[i]};
+    }
+    Series s;
+    const size_t n = group.members.size();
+    s.label = n > 1 ? group.label + " (" + std::to_string(n) + " seeds)" : group.label;
+    s.color = seriesColor(static_cast<int>(g));
+    s.width = 2.0f;
+    s.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
+    if (!byStep.empty())
+      for (const auto& [step, first] : byStep.front()) {
+        std::vector<double> xs, ys;
+        for (const auto& m : byStep)
+          if (const auto at = m.find(step); at != m.end()) {
+            xs.push_back(at->second.first);
+            ys.push_back(at->second.second);
+          }
+        if (ys.size() < n) continue;  // a step some member has not logged (yet)
+        const MeanInterval interval = meanInterval(ys);
+        s.x.push_back(meanInterval(xs).mean);
+        s.y.push_back(interval.mean);
+        if (n > 1) {
+          s.bandLow.push_back(interval.lo());
+          s.bandHigh.push_back(interval.hi());
+        }
+      }
+    f.series.push_back(std::move(s));
+  }
+  char ema[48] = "";
+  if (smooth) std::snprintf(ema, sizeof ema, "; each seed smoothed by EMA %.2f", smoothing);
+  f.subtitle = std::string("mean over seeds, band: its 95% Student-t interval") + ema;
+  return f;
+}
+
+Figure trainingFigure(const std::vector<RunCurve>& runs, RunMetric metric, RunAxis axis, double smoothing,
+                      bool logY) {
+  Figure f = trainingFrame(metric, axis, logY);
   // Every run's raw series first, then the averages: no run's faint noise hides another's average.
   f.series.resize(runs.size() * (smoothed(metric, smoothing) ? 2 : 1));
   for (size_t i = 0; i < runs.size(); ++i) updateTrainingRun(f, runs, i, metric, axis, smoothing);

@@ -98,6 +98,17 @@ void updateTrainingRun(Figure& figure, const std::vector<RunCurve>& runs, size_t
                        RunAxis axis, double smoothing);
 std::string_view runMetricName(RunMetric m);
 
+// Runs that differ only in their seeds (core/run_groups.hpp) drawn as one curve each: at every step all the
+// group's members logged, the mean over members of the metric (each member smoothed first, as
+// trainingFigure smooths it), with the 95% Student-t interval of that mean as a band (t_{0.975, n-1} sd /
+// sqrt(n); none for a group of one). Labels say how many seeds a curve averages.
+struct RunCurveGroup {
+  std::string label;
+  std::vector<RunCurve> members;
+};
+Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metric, RunAxis axis,
+                       double smoothing, bool logY = false);
+
 // A topology as a layers x {attention, FFN} map coloured by unique block.
 Figure topologyFigure(const Topology& topology);
 

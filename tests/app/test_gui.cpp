@@ -237,6 +237,32 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
 }
 
 // Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
+// Issue 41 item 4: a folder of runs two levels deep (an experiment's ARM/seed-K) opens on the Training view;
+// "group seeds" draws the two seeds of one arm as one curve and the other arm as its own; "analyse" on a run
+// opens the Spectrum view (a tab to the left of Training: before, a view's request for a tab on its left was
+// dropped, and "analyse" stayed on Training).
+TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
+  const fs::path runs = s_dir / "seeds";
+  for (const auto& [arm, seed] : {std::pair{"cycle", 1}, {"cycle", 2}, {"other", 1}}) {
+    const fs::path dir = runs / arm / ("seed-" + std::to_string(seed));
+    fs::create_directories(dir.parent_path());
+    fs::copy(s_dir / "run", dir, fs::copy_options::recursive);
+    Json record = readState(dir / "run.json");
+    record["seed"] = seed;
+    record["config"]["seed"] = seed;
+    if (std::string(arm) == "other") record["topology"]["name"] = "other";
+    std::ofstream(dir / "run.json") << record.dump(2);
+  }
+  const auto s =
+      session("seeds", dataHome(s_dir / "xdg-seeds") + binaryOn("seeds") + " --exit-after 60",
+              {"waitfor '\"view\":\"Training\"'",
+               "waitfor '\"training/curves\":[\"gui-test-cycle-masa\",\"gui-test-cycle-masa\",\"other\"]'",
+               "click training/group-seeds",
+               "waitfor '\"training/curves\":[\"gui-test-cycle-masa(2seeds)\",\"other\"]'",
+               "click run/other/analyse", "waitfor '\"view\":\"Spectrum\"'"});
+  EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
+}
+
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   const fs::path after = s_dir / "after-launch.json";
   const auto s =

@@ -1066,6 +1066,51 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   EXPECT_EQ(validation.series[0].x, (std::vector<double>{500}));
 }
 
+// Issue 41: seeds of one arm as one curve. The band is the 95% Student-t interval of the mean over seeds,
+// mean +- t_{0.975, n-1} sd / sqrt(n), with t_{0.975, 2} = 4.302653 from the t table; steps some seed has not
+// logged yet are left out, and a group of one has no band.
+TEST(Figures, SeedGroupsAreOneMeanCurveWithTheStudentTIntervalOfTheirSeeds) {
+  const double offsets[3] = {0.0, 0.2, -0.1};
+  std::vector<MetricPoint> seeds[3];
+  for (int k = 0; k < 3; ++k)
+    for (int s = 1; s <= (k == 2 ? 3 : 4); ++s)  // the third seed is one step behind
+      seeds[k].push_back({s, s * 100.0, 5.0 - 0.5 * s + offsets[k], s == 2 ? 4.0 + offsets[k] : NAN, 1e-3, 1,
+                          1000, s * 1.0});
+  std::vector<MetricPoint> alone = seeds[0];
+  const std::vector<RunCurveGroup> groups = {
+      {"cycle", {{"cycle", &seeds[0]}, {"cycle", &seeds[1]}, {"cycle", &seeds[2]}}},
+      {"baseline", {{"baseline", &alone}}}};
+  const Figure f = seedGroupFigure(groups, RunMetric::Loss, RunAxis::Step, 0.0);
+  ASSERT_EQ(f.series.size(), 2u);
+  const Series& mean = f.series[0];
+  EXPECT_EQ(mean.label, "cycle (3 seeds)");
+  EXPECT_EQ(mean.x, (std::vector<double>{1, 2, 3})) << "step 4: the third seed has not logged it";
+  const double m = (offsets[0] + offsets[1] + offsets[2]) / 3;
+  double ss = 0;
+  for (const double o : offsets) ss += (o - m) * (o - m);
+  const double half = 4.302653 * std::sqrt(ss / 2) / std::sqrt(3.0);
+  ASSERT_EQ(mean.bandLow.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const double expected = 5.0 - 0.5 * (i + 1) + m;
+    EXPECT_NEAR(mean.y[static_cast<size_t>(i)], expected, 1e-12);
+    EXPECT_NEAR(mean.bandLow[static_cast<size_t>(i)], expected - half, 1e-5);
+    EXPECT_NEAR(mean.bandHigh[static_cast<size_t>(i)], expected + half, 1e-5);
+  }
+  EXPECT_EQ(f.series[1].label, "baseline");
+  EXPECT_TRUE(f.series[1].bandLow.empty()) << "one seed: no interval";
+  EXPECT_EQ(f.series[1].y.size(), 4u);
+  // Validation is logged at step 2 only; every seed has it.
+  const Figure v = seedGroupFigure(groups, RunMetric::ValidationLoss, RunAxis::Tokens, 0.0);
+  EXPECT_EQ(v.series[0].x, (std::vector<double>{200}));
+  EXPECT_NEAR(v.series[0].y[0], 4.0 + m, 1e-12);
+  // Smoothing is each seed's own, before the mean (the mean of EMAs is the EMA of the mean: both linear).
+  const Figure smooth = seedGroupFigure(groups, RunMetric::Loss, RunAxis::Step, 0.5);
+  std::vector<double> meanRaw;
+  for (int s = 1; s <= 3; ++s) meanRaw.push_back(5.0 - 0.5 * s + m);
+  const std::vector<double> ema = exponentialMovingAverage(meanRaw, 0.5);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(smooth.series[0].y[i], ema[i], 1e-12);
+}
+
 TEST(Figures, RankDynamicsPlotsTheChosenQuantityOfEachMatrixAgainstStep) {
   RankDynamics d;
   d.threshold = 0.9;

@@ -5,9 +5,11 @@
 // or FLOPs, and the verdict on the paper's claim. Every figure exports to PNG, SVG and PDF.
 #include <imgui.h>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
+#include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/workflows/experiment_derive.hpp"
@@ -94,6 +96,8 @@ class ExperimentsPanel : public View {
     m_problem.clear();
     try {
       m_experiment = readExperimentFile(file);
+      m_seeds = static_cast<int>(m_experiment->seeds.size());  // the file's, until the user asks for fewer
+      m_steps = 0;
       setOutput(m_experiment->name);
     } catch (const Error& e) {
       m_experiment.reset();
@@ -187,6 +191,7 @@ class ExperimentsPanel : public View {
     if (ImGui::IsItemDeactivatedAfterEdit()) m_reportThrottle.reset();
     ImGui::SetNextItemWidth(100);
     ImGui::SliderInt("runs at a time (0: one per core)", &m_parallel, 0, 4);
+    drawRunSize();
     const bool running = m_log && m_log->running;
     ImGui::BeginDisabled(running);
     if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
@@ -195,7 +200,47 @@ class ExperimentsPanel : public View {
       ImGui::SameLine();
       if (ImGui::Button("Stop")) ctx.jobs.cancel(m_job);
     }
+    // Its runs' curves on the Training view, the seeds of an arm as one mean curve with its band there.
+    if (m_hasRuns) {
+      ImGui::SameLine();
+      const bool show = ImGui::Button("Runs in Training");
+      probe::item("experiments/runs-in-training");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "follow every run of this experiment on the Training view (tick \"group seeds\" "
+            "there for each arm's mean over seeds with its 95%% interval)");
+      if (show) {
+        try {
+          ctx.runs.attach(m_out);
+          ctx.showView(ViewId::Training);
+        } catch (const Error& e) {
+          ctx.reportError(e.what());
+        }
+      }
+    }
     drawQueue();
+  }
+
+  // Seeds and steps of this run of the experiment, as `experiment run --seeds K --steps N` sets them: fewer
+  // seeds or steps for a quick look, the file's for the comparison it was planned for.
+  void drawRunSize() {
+    const int fileSeeds = static_cast<int>(m_experiment->seeds.size());
+    ImGui::SetNextItemWidth(100);
+    if (fileSeeds > 2)
+      ImGui::SliderInt("seeds", &m_seeds, 2, fileSeeds);
+    else
+      ImGui::TextDisabled("%d seeds", fileSeeds);
+    probe::item("experiments/seeds");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("the first K of the file's %d seeds; fewer seeds, wider intervals", fileSeeds);
+    sameLineIfFits(labelledWidth(120, "steps per run (0: the file's token budget)"));
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::InputInt("steps per run (0: the file's token budget)", &m_steps, 100, 1000))
+      m_steps = std::clamp(m_steps, 0, 10'000'000);
+    probe::item("experiments/steps");
+    if (m_seeds < fileSeeds || m_steps > 0)
+      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.3f, 1),
+                         "a smaller run than the file plans: its intervals are not the planned ones");
   }
 
   void start(AppContext& ctx) {
@@ -205,6 +250,8 @@ class ExperimentsPanel : public View {
     const fs::path out = m_out;
     ExperimentRunOptions options;
     options.parallel = m_parallel;
+    if (m_seeds < static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
+    if (m_steps > 0) options.steps = m_steps;
     options.deriveArm = experimentDeriver();
     m_job = ctx.jobs.submit(
         "experiment " + e.name,
@@ -257,6 +304,7 @@ class ExperimentsPanel : public View {
 
   void refreshReport(AppContext& ctx) {
     if (!m_reportThrottle.due()) return;
+    m_hasRuns = !runDirectoriesBelow(m_out, 2).empty();
     if (!fs::exists(fs::path(m_out) / "experiment.json")) {
       m_report.reset();
       return;
@@ -302,6 +350,9 @@ class ExperimentsPanel : public View {
   std::string m_problem;
   char m_out[512] = "";
   int m_parallel = 0;
+  bool m_hasRuns = false;  // the output directory holds runs (refreshed with the report)
+  int m_seeds = 0;         // the first K of the file's seeds (`experiment run --seeds K`)
+  int m_steps = 0;         // steps per run instead of the file's token budget (`--steps N`); 0: the budget
   uint64_t m_job = 0;
   std::shared_ptr<RunLog> m_log;
   std::shared_ptr<const ExperimentReport> m_report;

@@ -9,10 +9,25 @@
 namespace sharelens::gui {
 
 std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::RunCurve>& runs,
-                                                      const TrainingPanelOptions& o) {
-  Key key{{}, o};
+                                                      const TrainingPanelOptions& o,
+                                                      const std::vector<SeedGroup>& groups) {
+  Key key{{}, o, {}};
   for (const plot::RunCurve& r : runs) key.runs.emplace_back(r.label, r.points, r.revision);
+  if (o.groupSeeds)
+    for (const SeedGroup& g : groups) key.groups.push_back(g.members);
   if (key == m_key) return m_panels;
+  if (o.groupSeeds) {  // a group's mean moves with each member's new step: built whole
+    std::vector<plot::RunCurveGroup> curves;
+    for (const SeedGroup& g : groups) {
+      plot::RunCurveGroup& c = curves.emplace_back(plot::RunCurveGroup{g.label, {}});
+      for (const size_t i : g.members) c.members.push_back(runs.at(i));
+    }
+    m_panels = {plot::seedGroupFigure(curves, o.metric, o.axis, o.smoothing, o.logY),
+                plot::seedGroupFigure(curves, plot::RunMetric::ValidationLoss, o.axis, 0, o.logY)};
+    ++m_rebuilds;
+    m_key = std::move(key);
+    return m_panels;
+  }
   // The same runs and controls with new points in some runs (a live run logged a step): only those runs'
   // series are built again.
   auto sameRun = [](const auto& a, const auto& b) {
@@ -37,8 +52,14 @@ std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::Ru
 }
 
 void TrainingPanels::draw(AppContext& ctx, const std::vector<plot::RunCurve>& runs,
-                          const TrainingPanelOptions& o, ImVec2 size) {
-  const std::span<const plot::Figure> panels = figures(runs, o);
+                          const TrainingPanelOptions& o, ImVec2 size, const std::vector<SeedGroup>& groups) {
+  const std::span<const plot::Figure> panels = figures(runs, o, groups);
+  probe::state("training/curves", [&] {  // the main panel's legend
+    Json labels = Json::array();
+    for (const plot::Series& s : panels[0].series)
+      if (!s.label.empty()) labels.push_back(s.label);
+    return labels;
+  });
   if (size.y <= 0) size.y = ImGui::GetContentRegionAvail().y;
   if (!ImGui::BeginTable("##curves", 2, ImGuiTableFlags_Resizable, ImVec2(size.x, 0))) return;
   ImGui::TableNextColumn();

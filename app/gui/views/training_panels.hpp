@@ -14,6 +14,7 @@
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
+#include "core/run_groups.hpp"
 
 namespace sharelens::gui {
 
@@ -22,17 +23,20 @@ struct TrainingPanelOptions {
   plot::RunAxis axis = plot::RunAxis::Step;
   float smoothing = 0.6f;
   bool logY = false;
+  bool groupSeeds = false;  // runs that differ only in their seeds as one mean curve with a 95% band
   bool operator==(const TrainingPanelOptions&) const = default;
 };
 
 class TrainingPanels {
  public:
-  // [metric panel, validation panel] for these runs; the same figures while nothing changed.
+  // [metric panel, validation panel] for these runs; the same figures while nothing changed. With
+  // o.groupSeeds, `groups` (indices into runs, core/run_groups.hpp) are drawn as one curve each.
   std::span<const plot::Figure> figures(const std::vector<plot::RunCurve>& runs,
-                                        const TrainingPanelOptions& o);
+                                        const TrainingPanelOptions& o,
+                                        const std::vector<SeedGroup>& groups = {});
   // Both panels side by side in `size` (ImGui's convention: <= 0 takes what is left).
   void draw(AppContext& ctx, const std::vector<plot::RunCurve>& runs, const TrainingPanelOptions& o,
-            ImVec2 size);
+            ImVec2 size, const std::vector<SeedGroup>& groups = {});
   const plot::PlotState& metricState() const { return m_metric; }
   size_t rebuilds() const { return m_rebuilds; }      // whole figures built (for tests)
   size_t runUpdates() const { return m_runUpdates; }  // one run's series built again (for tests)
@@ -41,6 +45,7 @@ class TrainingPanels {
   struct Key {
     std::vector<std::tuple<std::string, const void*, uint64_t>> runs;  // label, points, revision
     TrainingPanelOptions options;
+    std::vector<std::vector<size_t>> groups;  // with options.groupSeeds
     bool operator==(const Key&) const = default;
   };
   std::optional<Key> m_key;

@@ -25,7 +25,7 @@ class TrainingPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const auto curves = visible(ctx);
     if (curves.empty()) return {};
-    const std::span<const plot::Figure> panels = m_panels.figures(curves, m_options);
+    const std::span<const plot::Figure> panels = m_panels.figures(curves, m_options, seedGroups(ctx));
     return {{"training-" + metricStem(m_options.metric), panels[0]}, {"training-validation", panels[1]}};
   }
 
@@ -58,6 +58,13 @@ class TrainingPanel : public View {
     sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "log y"));
     ImGui::Checkbox("log y", &m_options.logY);
     probe::item("training/log-y");
+    sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "group seeds"));
+    ImGui::Checkbox("group seeds", &m_options.groupSeeds);
+    probe::item("training/group-seeds");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "runs that differ only in their seeds (an experiment's arm) as one curve: the mean over seeds at "
+          "each step all of them logged, with the 95%% Student-t interval of that mean as a band");
     const auto curves = visible(ctx);
     if (curves.empty()) {
       ImGui::TextWrapped(
@@ -67,13 +74,15 @@ class TrainingPanel : public View {
     }
     // The chosen metric and the validation loss; exported together, side by side on one page.
     // Named after the runs shown, not the model the analysis views hold.
-    drawExportButtons(ctx, m_panels.figures(curves, m_options), "training-" + metricStem(m_options.metric),
-                      &m_panels.metricState(), curves.size() == 1 ? curves[0].label : "runs");
+    const std::vector<SeedGroup> groups = seedGroups(ctx);
+    drawExportButtons(ctx, m_panels.figures(curves, m_options, groups),
+                      "training-" + metricStem(m_options.metric), &m_panels.metricState(),
+                      curves.size() == 1 ? curves[0].label : "runs");
     sameLineIfFits(buttonWidth("Export CSV"));
     const bool csv = ImGui::SmallButton("Export CSV");
     probe::item("training/export-csv");
     if (csv) exportCsv(ctx, curves);
-    m_panels.draw(ctx, curves, m_options, ImVec2(0, 0));
+    m_panels.draw(ctx, curves, m_options, ImVec2(0, 0), groups);
   }
 
  private:
@@ -95,6 +104,16 @@ class TrainingPanel : public View {
                       for (const auto& [label, points] : copy) now.push_back({label, &points, 0});
                       writeMetricsCsv(now, path);
                     });
+  }
+
+  // The shown runs (in visible()'s order) grouped by what they share but their seeds (core/run_groups.hpp);
+  // none unless grouping is on.
+  std::vector<SeedGroup> seedGroups(AppContext& ctx) const {
+    if (!m_options.groupSeeds) return {};
+    std::vector<std::pair<std::string, const Json*>> shown;
+    for (const auto& r : ctx.runs.runs())
+      if (r->visible) shown.emplace_back(r->label, r->record ? &*r->record : nullptr);
+    return groupBySeed(shown);
   }
 
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
@@ -299,7 +318,9 @@ class TrainingPanel : public View {
     }
     if (r.latestCheckpoint >= 0) {
       next();
-      if (ImGui::SmallButton("analyse")) {
+      const bool analyse = ImGui::SmallButton("analyse");
+      probe::item("run/", r.label, "/analyse");
+      if (analyse) {
         ctx.workspace.follow(r.dir, ctx.settings.threshold);
         ctx.showView(ViewId::Spectrum);
       }
