@@ -1,5 +1,9 @@
 #include "analysis/rank_dynamics.hpp"
 
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/esd.hpp"
 #include "analysis/spectra.hpp"
 #include "analysis/weights.hpp"
 #include "core/arch/family.hpp"
@@ -28,6 +32,20 @@ std::vector<std::string_view> splitOnDots(std::string_view name) {
 std::string projectionList() {
   std::string out;
   for (Proj p : kAllProjs) out += (out.empty() ? "" : ", ") + std::string(projName(p));
+  return out;
+}
+
+// The values at kWeightPercentiles: sorted, then at rank h = (n - 1) p / 100 interpolated between its two
+// neighbours (numpy.percentile's default, "linear").
+std::array<double, 9> weightPercentilesOf(std::vector<float> values) {
+  std::array<double, 9> out{};
+  if (values.empty()) return out;
+  std::sort(values.begin(), values.end());
+  for (size_t i = 0; i < kWeightPercentiles.size(); ++i) {
+    const double h = static_cast<double>(values.size() - 1) * kWeightPercentiles[i] / 100.0;
+    const size_t lo = static_cast<size_t>(std::floor(h)), hi = std::min(lo + 1, values.size() - 1);
+    out[i] = values[lo] + (h - static_cast<double>(lo)) * (static_cast<double>(values[hi]) - values[lo]);
+  }
   return out;
 }
 
@@ -99,9 +117,13 @@ RankDynamics computeRankDynamics(const std::filesystem::path& runDir, std::span<
     const auto checkpoint = Checkpoint::open(checkpoints[c].dir);
     const ModelView view = openModelView(*checkpoint);
     for (RankTrajectory& t : out.trajectories) {
-      const Spectrum s =
-          computeSpectrum(matrixByName(*checkpoint, view, t.matrix, ctx), backend, threshold, ctx);
-      t.points.push_back({checkpoints[c].step, s.effectiveRank, s.stableRank(), s.spectralNorm()});
+      FloatMatrix m = matrixByName(*checkpoint, view, t.matrix, ctx);
+      const std::array<double, 9> percentiles = weightPercentilesOf(m.data);
+      const Spectrum s = computeSpectrum(std::move(m), backend, threshold, ctx);
+      std::vector<double> eigenvalues;
+      for (const double sigma : s.sigma) eigenvalues.push_back(sigma * sigma);
+      t.points.push_back({checkpoints[c].step, s.effectiveRank, s.stableRank(), s.spectralNorm(),
+                          fitPowerLaw(std::move(eigenvalues)).alpha, percentiles});
     }
     ctx.report(static_cast<double>(c + 1) / static_cast<double>(checkpoints.size()),
                "step " + std::to_string(checkpoints[c].step));

@@ -32,7 +32,8 @@ Json parseRecordLine(std::string_view line) {
 }  // namespace
 
 bool isRunDirectory(const fs::path& dir) {
-  return fs::is_directory(dir) && fs::exists(dir / "run.json");
+  std::error_code ec;  // a folder that cannot be searched is not a run directory, and no exception
+  return fs::is_directory(dir, ec) && fs::exists(dir / "run.json", ec);
 }
 
 std::vector<fs::path> runDirectoriesIn(const fs::path& dir) {
@@ -50,7 +51,7 @@ std::vector<fs::path> runDirectoriesBelow(const fs::path& dir, int depth) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (isRunDirectory(it->path())) {
       runs.push_back(it->path());
-    } else if (depth > 1 && it->is_directory(ec) && !it->is_symlink(ec)) {
+    } else if (std::error_code entry; depth > 1 && it->is_directory(entry) && !it->is_symlink(entry)) {
       for (fs::path& run : runDirectoriesBelow(it->path(), depth - 1)) runs.push_back(std::move(run));
     }
   }

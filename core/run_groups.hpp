@@ -11,8 +11,8 @@ namespace sharelens {
 
 // What makes two runs the same experiment: their run.json with every seed (seed, config.seed,
 // config.init_seed, config.data_offset), the resources they ran on (threads, device, distributed) and the
-// bookkeeping (created, versions, sibling, checkpoint and evaluation cadence kept) removed, as canonical JSON.
-// Two records with equal keys train the same model on the same data by the same recipe.
+// bookkeeping (created, versions, sibling, checkpoint and evaluation cadence kept) removed, as canonical
+// JSON. Two records with equal keys train the same model on the same data by the same recipe.
 std::string seedGroupKey(const Json& runRecord);
 
 struct SeedGroup {
@@ -20,9 +20,9 @@ struct SeedGroup {
   std::vector<size_t> members;  // indices into the runs given, in their order
 };
 
-// Groups runs of one label by seedGroupKey (runs the monitor names differently stay apart, such as an A/A
-// arm beside its reference), in order of each group's first member. A run without a record (nullptr: its
-// run.json is not written yet) is a group of its own.
+// Groups runs of one label by seedGroupKey, never two runs with the same seeds in one group (runs the monitor
+// names differently stay apart, such as an A/A arm beside its reference), in order of each group's first
+// member. A run without a record (nullptr: its run.json is not written yet) is a group of its own.
 std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, const Json*>>& runs);
 
 }  // namespace sharelens

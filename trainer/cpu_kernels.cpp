@@ -4,14 +4,16 @@
 #include <bit>
 #include <cmath>
 
-// Compiled for x86-64-v3 and the baseline, chosen at load time (see the header). Not under the sanitizers:
-// their instrumentation and ifunc resolvers that run before it is set up do not mix.
+// Compiled for x86-64-v3 and the baseline, chosen at load time (see the header), by GCC 12 and later (clang's
+// and older GCCs' dispatch of "arch=x86-64-v3" clones is missing or wrong). Not under the sanitizers: their
+// instrumentation and ifunc resolvers that run before it is set up do not mix.
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define SHARELENS_SANITIZED 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(SHARELENS_SANITIZED)
+#if defined(__x86_64__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12 && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(SHARELENS_SANITIZED)
 #define SHARELENS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SHARELENS_SIMD_CLONES
@@ -23,7 +25,8 @@ namespace {
 // expInPlace's body, inlined into each kernel (and so compiled for each of its targets).
 inline void expLoop(float* x, int64_t n) {
   constexpr float kLog2e = 1.44269504088896341f, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
+  constexpr float kRound =
+      12582912.0f;  // 1.5 x 2^23: adding and subtracting it rounds to the nearest integer
   for (int64_t i = 0; i < n; ++i) {
     const float in = x[i];
     const float clamped = in > -87.0f ? (in < 88.0f ? in : 88.0f) : -87.0f;  // NaN -> -87: k stays finite
@@ -54,7 +57,9 @@ constexpr int64_t kChunk = 4096;  // elements per pass: the sigmoid scratch stay
 
 }  // namespace
 
-SHARELENS_SIMD_CLONES void expInPlace(float* x, int64_t n) { expLoop(x, n); }
+SHARELENS_SIMD_CLONES void expInPlace(float* x, int64_t n) {
+  expLoop(x, n);
+}
 
 SHARELENS_SIMD_CLONES void rmsNormRows(const float* x, const float* w, float* y, float* inv, int64_t rowBegin,
                                        int64_t rowEnd, int64_t d, float eps) {
@@ -114,8 +119,8 @@ SHARELENS_SIMD_CLONES void swigluForward(const float* g, const float* u, float* 
   }
 }
 
-SHARELENS_SIMD_CLONES void swigluBackward(const float* g, const float* u, const float* gy, float* gg, float* gu,
-                                          int64_t n) {
+SHARELENS_SIMD_CLONES void swigluBackward(const float* g, const float* u, const float* gy, float* gg,
+                                          float* gu, int64_t n) {
   float s[kChunk];
   for (int64_t at = 0; at < n; at += kChunk) {
     const int64_t m = std::min(kChunk, n - at);

@@ -58,9 +58,9 @@ struct AdamWScalars {
 };
 
 // AdamW's update of n parameters p with gradients g and moments m, v, in one pass, element by element in
-// ATen's order of operations for the composite update: p *= decay; m = lerp(m, g, 1 - b1) (ATen: m + w (g - m)
-// for w < 0.5, else g - (g - m)(1 - w)); v = v b2 + ((1 - b2) g) g (addcmul); p += ((-step) m) /
-// (sqrt(v) / c2 + eps) (addcdiv).
+// ATen's order of operations for the composite update: p *= decay; m = lerp(m, g, 1 - b1) (ATen: m + w (g -
+// m) for w < 0.5, else g - (g - m)(1 - w)); v = v b2 + ((1 - b2) g) g (addcmul); p += ((-step) m) / (sqrt(v)
+// / c2 + eps) (addcdiv).
 void adamwUpdate(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& s);
 
 }  // namespace sharelens::kernels

@@ -153,18 +153,18 @@ struct CrossEntropyFunction : public torch::autograd::Function<CrossEntropyFunct
     const int64_t* tp = targets.data_ptr<int64_t>();
     float* lp = lse.data_ptr<float>();
     checkTargets(targets, vocab);
-    // Each thread sums its own rows; the parts' sums are added in order.
-    const int threads = currentBlasThreads();
-    std::vector<double> partTotals(static_cast<size_t>(std::max(1, threads)), 0.0);
-    splitOverThreads(threads, rows, kMinRowsPerThread, [&](int64_t begin, int64_t end, int part) {
+    // Blocks of rows summed on their own, then the blocks in order: the same loss on any number of threads.
+    const int64_t blocks = (rows + kMinRowsPerThread - 1) / kMinRowsPerThread;
+    std::vector<double> blockTotals(static_cast<size_t>(blocks), 0.0);
+    splitOverThreads(currentBlasThreads(), blocks, 1, [&](int64_t first, int64_t last) {
       std::vector<float> row(static_cast<size_t>(vocab));
-      double sum = 0.0;
-      for (int64_t r = begin; r < end; ++r)
-        sum += kernels::rowNll(xp + r * vocab, vocab, tp[r], row.data(), lp + r);
-      partTotals[static_cast<size_t>(part)] = sum;
+      for (int64_t b = first; b < last; ++b)
+        for (int64_t r = b * kMinRowsPerThread; r < std::min(rows, (b + 1) * kMinRowsPerThread); ++r)
+          blockTotals[static_cast<size_t>(b)] +=
+              kernels::rowNll(xp + r * vocab, vocab, tp[r], row.data(), lp + r);
     });
     double total = 0.0;
-    for (const double part : partTotals) total += part;
+    for (const double block : blockTotals) total += block;
     ctx->save_for_backward({logits, targets, lse});
     return at::full({}, total / static_cast<double>(rows), logits.options());
   }

@@ -55,13 +55,13 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
 
 plot::Figure rankVsStepFigure(const std::string& input, const std::vector<std::string>& matrices,
                               const std::string& quantity, double threshold, const TaskContext& ctx) {
-  const std::vector<std::string> quantities = {"effective-rank", "stable-rank", "spectral-norm"};
+  const auto& quantities = plot::kRankQuantityNames;
   const auto it = std::find(quantities.begin(), quantities.end(), quantity);
-  if (it == quantities.end())
-    throw Error({.what = "unknown quantity",
-                 .where = "--quantity",
-                 .expected = "effective-rank, stable-rank or spectral-norm",
-                 .found = quantity});
+  if (it == quantities.end()) {
+    std::string names;
+    for (const std::string_view n : quantities) names += (names.empty() ? "" : ", ") + std::string(n);
+    throw Error({.what = "unknown quantity", .where = "--quantity", .expected = names, .found = quantity});
+  }
   if (!isRunDirectory(input))
     throw Error({.what = "not a run directory",
                  .where = input,

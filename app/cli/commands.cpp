@@ -12,6 +12,11 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"inspect", "sharelens inspect PATH [--json FILE] [--tensor NAME [--bins N]]",
        "family, config, tensors, parameters by role and the per-layer view of a checkpoint", runInspect},
+      {"diff", "sharelens diff A B [--top 30] [--json FILE]",
+       "tensor by tensor, how checkpoint B differs from A (two steps of a run, a model and its fine-tune): "
+       "relative Frobenius difference, cosine and largest change, the most changed first; tensors only in "
+       "one, or of other shapes",
+       runDiff},
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
@@ -110,7 +115,8 @@ const std::vector<Command>& commands() {
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
        "[--group G] "
-       "[--colormap C] [--metric M] [--matrices A,B] [--quantity effective-rank|stable-rank|spectral-norm] "
+       "[--colormap C] [--metric M] [--matrices A,B] [--quantity "
+       "effective-rank|stable-rank|spectral-norm|esd-alpha|weights] "
        "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
        "[analysis parameters as for analyze]",
        "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "

@@ -26,6 +26,7 @@ int runCommand(const Command& command, std::vector<std::string> argv);
 void printUsage();
 
 int runInspect(Args& args);
+int runDiff(Args& args);
 int runDumpView(Args& args);
 int runConvert(Args& args);
 int runAnalyze(Args& args);

@@ -101,33 +101,71 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
   return f;
 }
 
+namespace {
+
+// One matrix's weights against step: a band between the percentiles a normal distribution has 1.5 standard
+// deviations either side of its mean, an inner one at 0.5, and the median (kWeightPercentiles' indices 1, 7;
+// 3, 5; 4).
+void addWeightDistribution(Figure& f, const RankTrajectory& t, Rgb color) {
+  auto band = [&](size_t lo, size_t hi, const std::string& label) {
+    Series s;
+    s.label = label;
+    s.color = color;
+    s.width = label.empty() ? 0.0f : 2.0f;
+    for (const RankPoint& p : t.points) {
+      s.x.push_back(static_cast<double>(p.step));
+      s.y.push_back(p.weightPercentiles[4]);
+      s.bandLow.push_back(p.weightPercentiles[lo]);
+      s.bandHigh.push_back(p.weightPercentiles[hi]);
+    }
+    f.series.push_back(std::move(s));
+  };
+  band(1, 7, "");
+  band(3, 5, t.matrix);
+}
+
+}  // namespace
+
 Figure rankDynamicsFigure(const RankDynamics& d, RankQuantity quantity) {
   Figure f;
-  const char* what = quantity == RankQuantity::EffectiveRank ? "Effective rank"
-                     : quantity == RankQuantity::StableRank  ? "Stable rank"
-                                                             : "Spectral norm";
+  const char* what = quantity == RankQuantity::EffectiveRank  ? "Effective rank"
+                     : quantity == RankQuantity::StableRank   ? "Stable rank"
+                     : quantity == RankQuantity::SpectralNorm ? "Spectral norm"
+                     : quantity == RankQuantity::EsdAlpha     ? "ESD power-law alpha"
+                                                              : "Weight distribution";
   f.title = std::string(what) + " against training step";
   f.xLabel = "training step";
-  f.yLabel = quantity == RankQuantity::EffectiveRank ? "effective rank (" + percentText(d.threshold) + ")"
-             : quantity == RankQuantity::StableRank  ? "||W||_F^2 / ||W||_2^2"
-                                                     : "sigma_1";
+  f.yLabel = quantity == RankQuantity::EffectiveRank  ? "effective rank (" + percentText(d.threshold) + ")"
+             : quantity == RankQuantity::StableRank   ? "||W||_F^2 / ||W||_2^2"
+             : quantity == RankQuantity::SpectralNorm ? "sigma_1"
+             : quantity == RankQuantity::EsdAlpha     ? "alpha (p(lambda) ~ lambda^-alpha)"
+                                                      : "weight";
   f.xIntegers = true;
   int color = 0;
   for (const RankTrajectory& t : d.trajectories) {
+    if (quantity == RankQuantity::Weights) {
+      addWeightDistribution(f, t, seriesColor(color++));
+      continue;
+    }
     Series s;
     s.label = t.matrix;
     s.color = seriesColor(color++);
     s.style = SeriesStyle::LineAndMarkers;
     for (const RankPoint& p : t.points) {
       s.x.push_back(static_cast<double>(p.step));
-      s.y.push_back(quantity == RankQuantity::EffectiveRank ? static_cast<double>(p.effectiveRank)
-                    : quantity == RankQuantity::StableRank  ? p.stableRank
-                                                            : p.spectralNorm);
+      s.y.push_back(quantity == RankQuantity::EffectiveRank  ? static_cast<double>(p.effectiveRank)
+                    : quantity == RankQuantity::StableRank   ? p.stableRank
+                    : quantity == RankQuantity::SpectralNorm ? p.spectralNorm
+                                                             : p.esdAlpha);
     }
     f.series.push_back(std::move(s));
   }
   if (!d.trajectories.empty())
     f.subtitle = std::to_string(d.trajectories.front().points.size()) + " checkpoints";
+  if (quantity == RankQuantity::Weights)
+    f.subtitle += "; line: median, bands: the percentiles of a normal's mean +- 0.5 and +- 1.5 sd";
+  if (quantity == RankQuantity::EsdAlpha)
+    f.subtitle += "; 2-4: well trained, > 6: under-trained (WeightWatcher's reading)";
   return f;
 }
 
@@ -690,12 +728,13 @@ Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metri
         xs.push_back(axisValue(p, axis));
         ys.push_back(v);
       }
+      if (ys.empty()) continue;  // nothing logged yet (or nothing finite): not a seed of the curve
       if (smooth) ys = exponentialMovingAverage(ys, smoothing);
       auto& m = byStep.emplace_back();
       for (size_t i = 0; i < steps.size(); ++i) m[steps[i]] = {xs[i], ys[i]};
     }
     Series s;
-    const size_t n = group.members.size();
+    const size_t n = byStep.size();
     s.label = n > 1 ? group.label + " (" + std::to_string(n) + " seeds)" : group.label;
     s.color = seriesColor(static_cast<int>(g));
     s.width = 2.0f;

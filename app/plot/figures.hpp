@@ -2,8 +2,10 @@
 // view and its export always agree. Pure functions of results (no ImGui, no GL).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/activations.hpp"
@@ -23,7 +25,13 @@
 namespace sharelens::plot {
 
 // Training dynamics: one quantity of each chosen matrix against the training step, a line per matrix.
-enum class RankQuantity : uint8_t { EffectiveRank, StableRank, SpectralNorm };
+// What the rank-against-step figure plots: one of a matrix's spectral quantities, or the distribution of its
+// weights (TensorBoard's distribution view: the median, and bands between the percentiles that would be 0.5
+// and 1.5 standard deviations either side of a normal distribution's mean).
+enum class RankQuantity : uint8_t { EffectiveRank, StableRank, SpectralNorm, EsdAlpha, Weights };
+// Their names, in the enum's order, as `export --quantity` takes them.
+inline constexpr std::array<std::string_view, 5> kRankQuantityNames = {
+    "effective-rank", "stable-rank", "spectral-norm", "esd-alpha", "weights"};
 Figure rankDynamicsFigure(const RankDynamics& dynamics, RankQuantity quantity);
 
 // Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
@@ -101,7 +109,8 @@ std::string_view runMetricName(RunMetric m);
 // Runs that differ only in their seeds (core/run_groups.hpp) drawn as one curve each: at every step all the
 // group's members logged, the mean over members of the metric (each member smoothed first, as
 // trainingFigure smooths it), with the 95% Student-t interval of that mean as a band (t_{0.975, n-1} sd /
-// sqrt(n); none for a group of one). Labels say how many seeds a curve averages.
+// sqrt(n); none for a group of one). Labels say how many seeds a curve averages: the members with a finite
+// value of the metric (a run that has logged nothing yet does not hold its group's curve back).
 struct RunCurveGroup {
   std::string label;
   std::vector<RunCurve> members;

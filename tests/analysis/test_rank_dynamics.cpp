@@ -1,11 +1,14 @@
 // Rank dynamics over a run's checkpoints, against closed forms (DESIGN.md section 4): a matrix with r equal
 // non-zero singular values sigma has effective rank ceil(t r) at threshold t (the smallest k with k / r >=
-// t), stable rank ||A||_F^2 / ||A||_2^2 = r and spectral norm sigma.
+// t), stable rank ||A||_F^2 / ||A||_2^2 = r and spectral norm sigma; the ESD alpha and the weights'
+// percentiles (issue 41 item 8) against their definitions on an untouched matrix and a closed form.
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <fstream>
 
+#include "analysis/esd.hpp"
 #include "analysis/rank_dynamics.hpp"
 #include "core/error.hpp"
 #include "core/run_dir.hpp"
@@ -44,7 +47,7 @@ void writeStep(const fs::path& runDir, const fs::path& fixture, int64_t step, st
   if (complete) std::ofstream(dir / kCompleteMarker) << "";
 }
 
-TEST(RankDynamics, EffectiveAndStableRankAndSpectralNormAgainstStepFollowTheClosedForms) {
+TEST(RankDynamics, RanksNormAlphaAndWeightPercentilesAgainstStepFollowTheirDefinitions) {
   const fs::path root = testing::makeTempDir("dynamics");
   const auto spec = testing::defaultSpec(Family::Llama);  // q_proj: 4 heads x 16 = 64 rows, 64 columns
   const fs::path fixture = testing::writeHfFixture(root / "fixture", spec);
@@ -91,11 +94,34 @@ TEST(RankDynamics, EffectiveAndStableRankAndSpectralNormAgainstStepFollowTheClos
   const double total = sigma.squaredNorm();
   int64_t rank = 0;
   for (double energy = 0; energy < 0.85 * total;) energy += sigma[rank] * sigma[rank], ++rank;
+  // Its ESD alpha: the power law fitted to the eigenvalues sigma_i^2 of Eigen's SVD (the fit itself is
+  // checked against the peer in test_esd); its weights' percentiles by numpy's default definition, the value
+  // at rank (n - 1) p / 100 of the sorted weights, interpolated.
+  std::vector<double> eigenvalues;
+  for (Eigen::Index i = 0; i < sigma.size(); ++i) eigenvalues.push_back(sigma[i] * sigma[i]);
+  const double alpha = fitPowerLaw(eigenvalues).alpha;
+  std::vector<float> sorted = q0;
+  std::sort(sorted.begin(), sorted.end());
   for (const RankPoint& p : d.trajectories[2].points) {
     EXPECT_EQ(p.effectiveRank, rank) << "step " << p.step;
     EXPECT_NEAR(p.stableRank, total / (sigma[0] * sigma[0]), 1e-5) << "step " << p.step;
     EXPECT_NEAR(p.spectralNorm, sigma[0], 1e-5) << "step " << p.step;
+    EXPECT_NEAR(p.esdAlpha, alpha, 1e-6 * alpha) << "step " << p.step;
+    for (size_t i = 0; i < kWeightPercentiles.size(); ++i) {
+      const double h = static_cast<double>(sorted.size() - 1) * kWeightPercentiles[i] / 100;
+      const auto lo = static_cast<size_t>(h);
+      const double expected =
+          lo + 1 < sorted.size() ? sorted[lo] + (h - lo) * (sorted[lo + 1] - sorted[lo]) : sorted[lo];
+      EXPECT_NEAR(p.weightPercentiles[i], expected, 1e-7) << "percentile " << kWeightPercentiles[i];
+    }
   }
+  EXPECT_LT(d.trajectories[2].points[0].weightPercentiles[0], 0) << "random weights of both signs";
+  // Step 400's layers.1.q: 24 entries of 2 among 4096 zeros (0.6%, under the top 6.68%): every percentile
+  // but the maximum is 0, which is 2; 24 equal eigenvalues leave no tail to fit (NaN would need fewer than
+  // 10; equal values give alpha = 1 + n / 0 = infinity).
+  const RankPoint& last = whole.points[2];
+  for (size_t i = 0; i + 1 < kWeightPercentiles.size(); ++i) EXPECT_EQ(last.weightPercentiles[i], 0.0);
+  EXPECT_NEAR(last.weightPercentiles[8], 2.0, 1e-6);
   fs::remove_all(root);
 }
 

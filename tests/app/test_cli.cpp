@@ -26,6 +26,29 @@ using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
 
+// `diff` (issue 41 item 8; the numbers are test_checkpoint_diff's): a sharded model against itself changes
+// nothing, every tensor listed in the JSON; a missing second path is a named error.
+TEST(Cli, DiffListsEveryTensorAndAMissingCheckpointIsANamedError) {
+  const auto dir = testing::makeTempDir("cli-diff");
+  auto spec = testing::defaultSpec(Family::Llama);
+  spec.shards = 2;
+  testing::writeHfFixture(dir / "m", spec);
+  auto r = runProcess(kBinary + " diff " + shellQuote((dir / "m").string()) + " " +
+                      shellQuote((dir / "m").string()) + " --top 3 --json " +
+                      shellQuote((dir / "d.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("tensors compared, the most changed first"), std::string::npos) << r.out;
+  const Json report = readJsonFile(dir / "d.json");
+  const auto ckpt = Checkpoint::open(dir / "m");
+  ASSERT_EQ(report["tensors"].size(), ckpt->tensorCount());
+  for (const Json& t : report["tensors"]) EXPECT_EQ(t["relative_frobenius"], 0.0) << t["name"];
+  r = runProcess(kBinary + " diff " + shellQuote((dir / "m").string()) + " " +
+                 shellQuote((dir / "gone").string()));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("gone"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, InspectPrintsFamilyTensorsRolesAndLayers) {
   const auto dir = testing::makeTempDir("cli");
   auto spec = testing::defaultSpec(Family::Qwen2);

@@ -236,8 +236,7 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
   EXPECT_EQ(designed["pattern"], "sequence");
 }
 
-// Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
-// Issue 41 item 4: a folder of runs two levels deep (an experiment's ARM/seed-K) opens on the Training view;
+// Issue 41 item 4: a folder of runs two levels deep (ARM/seed-K) opens on the Training view;
 // "group seeds" draws the two seeds of one arm as one curve and the other arm as its own; "analyse" on a run
 // opens the Spectrum view (a tab to the left of Training: before, a view's request for a tab on its left was
 // dropped, and "analyse" stayed on Training).
@@ -263,6 +262,7 @@ TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
   EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
 }
 
+// Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   const fs::path after = s_dir / "after-launch.json";
   const auto s =

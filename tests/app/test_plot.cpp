@@ -1076,9 +1076,9 @@ TEST(Figures, SeedGroupsAreOneMeanCurveWithTheStudentTIntervalOfTheirSeeds) {
     for (int s = 1; s <= (k == 2 ? 3 : 4); ++s)  // the third seed is one step behind
       seeds[k].push_back({s, s * 100.0, 5.0 - 0.5 * s + offsets[k], s == 2 ? 4.0 + offsets[k] : NAN, 1e-3, 1,
                           1000, s * 1.0});
-  std::vector<MetricPoint> alone = seeds[0];
+  std::vector<MetricPoint> alone = seeds[0], notYet;
   const std::vector<RunCurveGroup> groups = {
-      {"cycle", {{"cycle", &seeds[0]}, {"cycle", &seeds[1]}, {"cycle", &seeds[2]}}},
+      {"cycle", {{"cycle", &seeds[0]}, {"cycle", &seeds[1]}, {"cycle", &seeds[2]}, {"cycle", &notYet}}},
       {"baseline", {{"baseline", &alone}}}};
   const Figure f = seedGroupFigure(groups, RunMetric::Loss, RunAxis::Step, 0.0);
   ASSERT_EQ(f.series.size(), 2u);

@@ -29,14 +29,17 @@ TEST(RunGroups, RunsThatDifferOnlyInTheirSeedsAreOneGroup) {
   otherModel["topology"]["layers"] = 8;
   EXPECT_NE(seedGroupKey(a), seedGroupKey(otherModel));
 
+  const Json copyOfB = runRecord(2);  // the same run twice (a copy, or one arm in two folders)
   const auto groups = groupBySeed({{"cycle", &a},
                                    {"cycle", &otherLr},
                                    {"cycle", &b},
                                    {"cycle (A/A)", &c},  // named apart on the monitor: kept apart
                                    {"cycle", nullptr},   // run.json not written yet: alone
-                                   {"cycle", &c}});
-  ASSERT_EQ(groups.size(), 4u);
-  EXPECT_EQ(groups[0].members, (std::vector<size_t>{0, 2, 5}));
+                                   {"cycle", &c},
+                                   {"cycle", &copyOfB}});
+  ASSERT_EQ(groups.size(), 5u);
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{0, 2, 5})) << "seed 2 counted once";
+  EXPECT_EQ(groups[4].members, (std::vector<size_t>{6}));
   EXPECT_EQ(groups[0].label, "cycle");
   EXPECT_EQ(groups[1].members, (std::vector<size_t>{1}));
   EXPECT_EQ(groups[2].members, (std::vector<size_t>{3}));

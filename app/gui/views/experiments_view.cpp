@@ -96,8 +96,6 @@ class ExperimentsPanel : public View {
     m_problem.clear();
     try {
       m_experiment = readExperimentFile(file);
-      m_seeds = static_cast<int>(m_experiment->seeds.size());  // the file's, until the user asks for fewer
-      m_steps = 0;
       setOutput(m_experiment->name);
     } catch (const Error& e) {
       m_experiment.reset();
@@ -105,7 +103,10 @@ class ExperimentsPanel : public View {
     }
   }
 
+  // A newly chosen experiment runs as its file plans it until the user asks for fewer seeds or steps.
   void setOutput(const std::string& name) {
+    m_seeds = static_cast<int>(m_experiment->seeds.size());
+    m_steps = 0;
     const std::string dir = (Settings::dataDirectory() / "experiments" / fileStem(name)).string();
     std::snprintf(m_out, sizeof m_out, "%s", dir.c_str());
     m_reportThrottle.reset();
@@ -250,7 +251,7 @@ class ExperimentsPanel : public View {
     const fs::path out = m_out;
     ExperimentRunOptions options;
     options.parallel = m_parallel;
-    if (m_seeds < static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
+    if (m_seeds >= 2 && m_seeds < static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
     if (m_steps > 0) options.steps = m_steps;
     options.deriveArm = experimentDeriver();
     m_job = ctx.jobs.submit(
@@ -304,11 +305,13 @@ class ExperimentsPanel : public View {
 
   void refreshReport(AppContext& ctx) {
     if (!m_reportThrottle.due()) return;
-    m_hasRuns = !runDirectoriesBelow(m_out, 2).empty();
-    if (!fs::exists(fs::path(m_out) / "experiment.json")) {
+    std::error_code ec;
+    if (!fs::exists(fs::path(m_out) / "experiment.json", ec)) {  // not an experiment's output (yet): no scan
       m_report.reset();
+      m_hasRuns = false;
       return;
     }
+    m_hasRuns = !runDirectoriesBelow(m_out, 2).empty();
     try {
       m_report = std::make_shared<const ExperimentReport>(reportExperiment(m_out));
     } catch (const Error& e) {

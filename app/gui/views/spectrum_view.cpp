@@ -151,7 +151,8 @@ class SpectrumPanel : public View {
     ImGui::SameLine();
     int q = static_cast<int>(m_quantity);
     ImGui::SetNextItemWidth(150);
-    if (ImGui::Combo("##quantity", &q, "effective rank\0stable rank\0spectral norm\0"))
+    if (ImGui::Combo("##quantity", &q,
+                     "effective rank\0stable rank\0spectral norm\0ESD alpha\0weight distribution\0"))
       m_quantity = static_cast<plot::RankQuantity>(q);
     if (d.state == DynamicsOutcome::State::Pending) {
       drawPending("ranks at every checkpoint");
