@@ -411,7 +411,11 @@ class App {
       if (ImGui::BeginMenu("Export view", m_current != nullptr)) {
         for (auto& [stem, figure] : m_current->figures(m_context))
           for (const char* ext : {"png", "svg", "pdf"})
-            if (ImGui::MenuItem((stem + "." + ext + "...").c_str())) askExportPath({figure}, stem, ext);
+            if (ImGui::MenuItem((stem + "." + ext + "...").c_str())) {
+              ExportOptions o;
+              o.subject = m_current->figureSubject(m_context);
+              askExportPath({figure}, stem, ext, o);
+            }
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Start the demo")) startDemo();
@@ -483,7 +487,9 @@ class App {
       notify("this view has no figure to save yet");
       return;
     }
-    askExportPath({std::move(figures.front().second)}, figures.front().first, "png");
+    ExportOptions o;
+    o.subject = m_current->figureSubject(m_context);
+    askExportPath({std::move(figures.front().second)}, figures.front().first, "png", o);
   }
 
   // The same dialog for a table (CSV): `write` writes the chosen path.

@@ -56,6 +56,9 @@ class View {
   virtual void draw(AppContext& ctx) = 0;
   // What the view shows now, as (file stem, figure), for export.
   virtual std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) { return {}; }
+  // What its figures' files are named after: empty for the model the analysis views hold; the Training
+  // view names its runs.
+  virtual std::string figureSubject(AppContext& ctx) { return {}; }
   // A path this view opens itself (an experiment directory, ...): true when it took it.
   virtual bool openPath(AppContext& ctx, const std::filesystem::path& path) { return false; }
 };

@@ -262,6 +262,15 @@ TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
   EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
 }
 
+// Issue 41 item 6: Ctrl+S on the Training view offers a file named after the run it shows, not after the
+// checkpoint the analysis views hold (before: "<model>-step30-training-loss.png").
+TEST_F(GuiInput, CtrlSOnTheTrainingViewNamesTheFileAfterTheRun) {
+  const auto s = session("ctrl-s", dataHome(s_dir / "xdg-ctrl-s") + binaryOn("run") + " --exit-after 60",
+                         {"waitfor '\"view\":\"Training\"'", "waitfor '\"training/curves\"'", "sleep 0.5",
+                          "frozen xdotool key ctrl+s", "waitfor '/gui-test-cycle-masa-training-loss.png\"'"});
+  EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
+}
+
 // Launching from the Designer leaves the analysis views on the model they show unless "follow" is ticked.
 TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
   const fs::path after = s_dir / "after-launch.json";

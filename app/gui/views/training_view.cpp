@@ -29,6 +29,12 @@ class TrainingPanel : public View {
     return {{"training-" + metricStem(m_options.metric), panels[0]}, {"training-validation", panels[1]}};
   }
 
+  // Named after the runs shown, not the model the analysis views hold.
+  std::string figureSubject(AppContext& ctx) override {
+    const auto curves = visible(ctx);
+    return curves.size() == 1 ? curves[0].label : "runs";
+  }
+
   void draw(AppContext& ctx) override {
     drawRunTable(ctx);
     ImGui::SetNextItemWidth(300);
@@ -77,7 +83,7 @@ class TrainingPanel : public View {
     const std::vector<SeedGroup> groups = seedGroups(ctx);
     drawExportButtons(ctx, m_panels.figures(curves, m_options, groups),
                       "training-" + metricStem(m_options.metric), &m_panels.metricState(),
-                      curves.size() == 1 ? curves[0].label : "runs");
+                      figureSubject(ctx));
     sameLineIfFits(buttonWidth("Export CSV"));
     const bool csv = ImGui::SmallButton("Export CSV");
     probe::item("training/export-csv");
