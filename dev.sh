@@ -88,8 +88,11 @@ build_sanitized() {
   cmake --build "$ROOT/build-asan" -j"$JOBS"
 }
 
-# Every C++ source git knows, in the committed .clang-format's style (clang-format 14, Debian 12's).
-cxx_sources() { git -C "$ROOT" ls-files -- '*.cpp' '*.hpp' '*.cu' | sed "s|^|$ROOT/|"; }
+# Every C++ source git knows or would add (new files not yet added included: formatting before `git add`
+# must not leave them out), in the committed .clang-format's style (clang-format 14, Debian 12's).
+cxx_sources() {
+  git -C "$ROOT" ls-files --cached --others --exclude-standard -- '*.cpp' '*.hpp' '*.cu' | sed "s|^|$ROOT/|"
+}
 format_tree() { cxx_sources | xargs clang-format-14 -i; }
 check_format() {
   log "clang-format: every C++ source in the committed style"
