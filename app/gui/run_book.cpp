@@ -99,17 +99,21 @@ void RunBook::attach(const fs::path& dir) {
                    .expected = "a directory with run.json, or one holding such directories (an experiment's "
                                "ARM/seed-K included)",
                    .hint = "attach the directory `sharelens train --out` wrote"});
-    for (const fs::path& run : runs) attach(run);
-    return;
+    for (const fs::path& run : runs) addAttached(run);
+  } else {
+    addAttached(dir);
   }
+  m_pollThrottle.reset();  // show their curves now: one poll of every run, not one per run attached
+  poll();
+}
+
+void RunBook::addAttached(const fs::path& dir) {
   if (find(dir)) return;
   const Json record = readJsonFile(dir / "run.json");
   RunEntry& e = add(runLabel(record, dir), dir);
   e.record = record;
   e.totalSteps = plannedSteps(record, dir);
   e.status = "attached";
-  m_pollThrottle.reset();  // show its curves now
-  poll();
 }
 
 void RunBook::poll() {

@@ -60,6 +60,7 @@ class RunBook {
 
  private:
   RunEntry& add(std::string label, const std::filesystem::path& dir);
+  void addAttached(const std::filesystem::path& runDir);  // a run directory onto the monitor, not polled
   std::vector<std::unique_ptr<RunEntry>> m_runs;
   PollThrottle m_pollThrottle;
 };
