@@ -41,6 +41,7 @@ constexpr FigureSizePreset kPresets[] = {
 void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o) {
   Style style = o.style;
   style.squareHeatmapCells = true;
+  style.legendBelowRatherThanOverData = true;
   style.fontSize *= static_cast<float>(o.size.fontScale);
   style.titleSize *= static_cast<float>(o.size.fontScale);
   const float width =

@@ -281,12 +281,45 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
     for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
   }
+  for (const Marker& m : f.markers) {  // a marker's dashed line, as points every kSpacing pixels down it
+    const float px = l.toPixel(m.x, l.y.range.min).x;
+    if (px >= l.plotMin.x && px <= l.plotMax.x)
+      sampleSegment({{px, l.plotMin.y}, {px, l.plotMax.y}, 0, 1, l.plotMax.y - l.plotMin.y}, kSpacing,
+                    counts);
+  }
   return counts.counts();
 }
 
+// The legend's rows below the x axis label, in as many columns as the figure's width holds, with the data
+// area shrunk to make room; false (and nothing changed) when that would leave the plot under half its
+// height.
+bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, FigureLayout& l) {
+  const float usable = l.size.x - 2 * kPad;
+  const size_t columns = std::clamp<size_t>(static_cast<size_t>(usable / boxW), 1, rows);
+  const size_t perColumn = (rows + columns - 1) / columns;
+  const float height = rowH * static_cast<float>(perColumn) + 6;
+  const float plotHeight = l.plotMax.y - l.plotMin.y;
+  if (boxW > usable || height + 4 > plotHeight / 2) return false;
+  l.plotMax.y -= height + 4;
+  const float width = boxW * static_cast<float>(columns);
+  const float left = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
+                                l.origin.x + l.size.x - kPad - width);
+  const float top = l.origin.y + l.size.y - kPad - height + 3;
+  size_t k = 0;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (f.series[i].label.empty() || f.series[i].y.empty()) continue;
+    const Point min{left + boxW * static_cast<float>(k / perColumn),
+                    top + rowH * static_cast<float>(k % perColumn)};
+    l.legend.push_back({i, min, {min.x + boxW, min.y + rowH}});
+    ++k;
+  }
+  return true;
+}
+
 // One legend row per named series with points (a run's validation curve before its first evaluation names
-// nothing on screen), in the corner of the plot that covers the fewest data points (top-right on ties), like
-// matplotlib's loc="best" restricted to corners.
+// nothing on screen), in the corner of the plot that covers the fewest data points and marker lines
+// (top-right on ties), like matplotlib's loc="best" restricted to corners; for an export, below the plot when
+// every corner covers some (Style::legendBelowRatherThanOverData).
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
                  FigureLayout& l, FigureMemo* memo) {
   auto listed = [](const Series& s) { return !s.label.empty() && !s.y.empty(); };
@@ -310,11 +343,18 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
     auto traceOf = [&](size_t i) -> const Trace& {
       return memo ? memo->trace(f, i, l) : (scratch = seriesTrace(f.series[i], l));
     };
-    const std::vector<double> covered = pointsInBoxes(f, hidden, traceOf, l, boxes);
-    return static_cast<size_t>(std::min_element(covered.begin(), covered.end()) - covered.begin());
+    std::vector<double> covered = pointsInBoxes(f, hidden, traceOf, l, boxes);
+    if (boxW + 2 * inset > l.plotMax.x - l.plotMin.x || boxH + 2 * inset > l.plotMax.y - l.plotMin.y)
+      std::fill(covered.begin(), covered.end(), HUGE_VAL);  // no corner holds it: it covers the frame
+    const auto emptiest = std::min_element(covered.begin(), covered.end());
+    const auto corner = static_cast<size_t>(emptiest - covered.begin());
+    // Past the corners: below the plot if there is room, else that corner.
+    return *emptiest > 0 && style.legendBelowRatherThanOverData ? std::size(corners) + corner : corner;
   };
-  const Point best =
-      corners[memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner()];
+  const size_t choice =
+      memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner();
+  if (choice >= std::size(corners) && placeLegendBelow(f, rowH, boxW, rows, l)) return;
+  const Point best = corners[choice % std::size(corners)];
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (!listed(f.series[i])) continue;
@@ -814,7 +854,10 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       c.line({l.plotMin.x, py}, {l.plotMax.x, py}, style.grid, t.major ? 1.0f : 0.5f);
     }
     c.pushClip(l.plotMin, l.plotMax);
-    std::vector<std::pair<Point, Point>> placedLabels;  // marker labels that would overlap go one row down
+    // Marker labels (drawn over the data, on a backing of the background colour), where one that would
+    // overlap another goes one row down.
+    std::vector<std::pair<Point, Point>> placedLabels;
+    std::vector<const Marker*> labelled;
     for (const Marker& m : f.markers) {
       const float px = l.toPixel(m.x, l.y.range.min).x;
       c.line({px, l.plotMin.y}, {px, l.plotMax.y}, m.color, 1.2f, true);
@@ -828,7 +871,7 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
       };
       while (std::any_of(placedLabels.begin(), placedLabels.end(), overlaps)) at.y += size.y + 1;
       placedLabels.push_back({at, {at.x + size.x, at.y + size.y}});
-      c.text(at, m.label, m.color, style.fontSize * 0.9f, Align::Start, Align::Start);
+      labelled.push_back(&m);
     }
     for (size_t i = 0; i < f.series.size(); ++i) {
       if (isHidden(hidden, i)) continue;
@@ -849,6 +892,11 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
         c.line({lo.x - 3, lo.y}, {lo.x + 3, lo.y}, s.color, 1.2f);
         c.line({hi.x - 3, hi.y}, {hi.x + 3, hi.y}, s.color, 1.2f);
       }
+    }
+    for (size_t k = 0; k < labelled.size(); ++k) {
+      const auto& [min, max] = placedLabels[k];
+      c.fillRect({min.x - 1, min.y}, {max.x + 1, max.y}, style.background, 0.8f);
+      c.text(min, labelled[k]->label, labelled[k]->color, style.fontSize * 0.9f, Align::Start, Align::Start);
     }
     c.popClip();
   }
@@ -921,8 +969,13 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   }
 
   if (!l.legend.empty()) {
-    const Point boxMin{l.legend.front().min.x, l.legend.front().min.y - 3};
-    const Point boxMax{l.legend.back().max.x, l.legend.back().max.y + 3};
+    Point boxMin = l.legend.front().min,
+          boxMax = l.legend.front().max;  // around every row (one column or more)
+    for (const FigureLayout::LegendRow& row : l.legend) {
+      boxMin = {std::min(boxMin.x, row.min.x), std::min(boxMin.y, row.min.y)};
+      boxMax = {std::max(boxMax.x, row.max.x), std::max(boxMax.y, row.max.y)};
+    }
+    boxMin.y -= 3, boxMax.y += 3;
     c.fillRect(boxMin, boxMax, style.background, 0.85f);
     c.rect(boxMin, boxMax, style.grid, 1.0f);
     for (const FigureLayout::LegendRow& row : l.legend) {

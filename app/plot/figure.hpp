@@ -118,6 +118,10 @@ struct Style {
   Rgb background{255, 255, 255}, foreground{30, 30, 30}, grid{225, 225, 225}, frame{120, 120, 120};
   float fontSize = 13.0f, titleSize = 15.0f;
   bool squareHeatmapCells = false;  // exports: the data area shrinks so that a heatmap's cells are square
+  // Exports: a legend that would cover data (or a marker) in every corner goes below the plot instead, in as
+  // many columns as fit, and the data area gives up the room. On screen it stays in a corner, where it can
+  // be clicked to hide a series and does not move the axes while a run adds points.
+  bool legendBelowRatherThanOverData = false;
   static Style light();
   static Style dark();
 };

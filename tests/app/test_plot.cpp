@@ -1,5 +1,6 @@
 // Plot and designer logic without a window: axes and ticks, zoom and pan, decimation, smoothing, figure
 // builders, designer painting, and real Cairo exports to PNG, SVG and PDF.
+#include <cairo-pdf.h>
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <imgui_internal.h>  // ImDrawListSharedData, for a draw list outside a frame
@@ -18,6 +19,7 @@
 
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/figure_export.hpp"
+#include "app/export/svg_canvas.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/list_renderer.hpp"
@@ -1442,6 +1444,148 @@ TEST(Colormaps, TablesComeFromTheShippedFilesAndBrokenFilesAreNamedErrors) {
   e = errorFor("");
   EXPECT_NE(e.find("bad.json"), std::string::npos) << e;
   fs::remove_all(dir);
+}
+
+// Passes everything to the canvas it wraps, and keeps each text drawn with where it was anchored.
+class TextRecorder : public Canvas {
+ public:
+  explicit TextRecorder(Canvas& inner) : m_inner(inner) {}
+  void line(Point a, Point b, Rgb c, float w, bool d) override { m_inner.line(a, b, c, w, d); }
+  void polyline(std::span<const Point> p, Rgb c, float w, bool d) override { m_inner.polyline(p, c, w, d); }
+  void rect(Point a, Point b, Rgb c, float w) override { m_inner.rect(a, b, c, w); }
+  void fillRect(Point a, Point b, Rgb c, float alpha) override { m_inner.fillRect(a, b, c, alpha); }
+  void fillQuad(Point a, Point b, Point c, Point d, Rgb col, float alpha) override {
+    m_inner.fillQuad(a, b, c, d, col, alpha);
+  }
+  void circle(Point c, float r, Rgb col) override { m_inner.circle(c, r, col); }
+  void columnBand(std::span<const ColumnSpan> c, Rgb col, float w) override { m_inner.columnBand(c, col, w); }
+  void text(Point at, std::string_view t, Rgb c, float size, Align h, Align v, bool vertical) override {
+    texts.push_back({std::string(t), at});
+    m_inner.text(at, t, c, size, h, v, vertical);
+  }
+  Point textSize(std::string_view t, float size) override { return m_inner.textSize(t, size); }
+  void heatmapCells(Point a, Point b, const Heatmap& h) override { m_inner.heatmapCells(a, b, h); }
+  void colorbar(Point a, Point b, Colormap c) override { m_inner.colorbar(a, b, c); }
+  void pushClip(Point a, Point b) override { m_inner.pushClip(a, b); }
+  void popClip() override { m_inner.popClip(); }
+  std::vector<std::pair<std::string, Point>> texts;
+
+ private:
+  Canvas& m_inner;
+};
+
+// The three export formats lay a figure out alike: the same tick labels, legend rows and titles at the same
+// places, whichever surface measures the text. (An image surface rounds advances to its pixels: the SVG
+// canvas, which measures on one, and the PNG export chose other ticks than the PDF at the one-column size.)
+TEST(Export, SvgPdfAndPngPlaceTheSameTextsAtTheSamePlaces) {
+  Figure f;
+  f.title = "Singular-value spectra";
+  f.xLabel = "index i";
+  f.yLabel = "sigma_i / sigma_1";
+  f.yScale = Scale::Log10;
+  for (int r = 0; r < 3; ++r) {
+    Series s;
+    s.label = "layers." + std::to_string(2 * r) + ".q  (rank " + std::to_string(21 + r) + ")";
+    for (int i = 0; i < 64; ++i) {
+      s.x.push_back(i);
+      s.y.push_back(std::pow(10.0, -3.0 * i / 63.0 - 0.1 * r));
+    }
+    f.series.push_back(s);
+  }
+  const double widthPt = 3.5 * 72, heightPt = 2.6 * 72;
+  Style style = Style::light();
+  style.fontSize *= 8.0f / 13.0f;  // the one-column preset's 8 pt text
+  style.titleSize *= 8.0f / 13.0f;
+  auto draw = [&](Canvas& target) {
+    TextRecorder recorder(target);
+    const FigureLayout layout =
+        layoutFigure(f, recorder, style, {0, 0}, {static_cast<float>(widthPt), static_cast<float>(heightPt)});
+    drawFigure(recorder, f, layout, style);
+    return recorder.texts;
+  };
+  SvgCanvas svg(widthPt, heightPt);
+  const auto svgTexts = draw(svg);
+  cairo_surface_t* pdf = cairo_pdf_surface_create_for_stream(nullptr, nullptr, widthPt, heightPt);
+  cairo_t* pdfContext = cairo_create(pdf);
+  const auto pdfTexts = [&] {
+    sharelens::CairoCanvas canvas(pdfContext);
+    return draw(canvas);
+  }();
+  const double dpi = 300;
+  cairo_surface_t* png = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(widthPt * dpi / 72),
+                                                    static_cast<int>(heightPt * dpi / 72));
+  cairo_t* pngContext = cairo_create(png);
+  cairo_scale(pngContext, dpi / 72, dpi / 72);
+  const auto pngTexts = [&] {
+    sharelens::CairoCanvas canvas(pngContext);
+    return draw(canvas);
+  }();
+  for (cairo_t* cr : {pdfContext, pngContext}) cairo_destroy(cr);
+  for (cairo_surface_t* s : {pdf, png}) cairo_surface_destroy(s);
+
+  ASSERT_GE(pdfTexts.size(), 10u) << "title, axis labels, ticks and legend";
+  for (const auto& [name, other] : {std::pair{"SVG", svgTexts}, std::pair{"PNG", pngTexts}}) {
+    ASSERT_EQ(other.size(), pdfTexts.size()) << name << " draws as many texts as the PDF";
+    for (size_t i = 0; i < pdfTexts.size(); ++i) {
+      EXPECT_EQ(other[i].first, pdfTexts[i].first) << name << " text " << i;
+      EXPECT_NEAR(other[i].second.x, pdfTexts[i].second.x, 1e-3) << name << " '" << pdfTexts[i].first << "'";
+      EXPECT_NEAR(other[i].second.y, pdfTexts[i].second.y, 1e-3) << name << " '" << pdfTexts[i].first << "'";
+    }
+  }
+}
+
+// An export's legend never covers data: with every corner of the plot crossed by noisy curves it goes below
+// the plot, in columns that fit the figure, and the data area gives up the room; with an empty corner it
+// stays there, and on screen (where it is clicked to hide a series) it stays in the emptiest corner.
+TEST(Figures, AnExportsLegendGoesBelowThePlotRatherThanOverItsData) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> anywhere(0, 1);
+  Figure filled;
+  filled.xLabel = "step";
+  for (int r = 0; r < 5; ++r) {
+    Series s;
+    s.label = "seed " + std::to_string(r);
+    for (int i = 0; i < 400; ++i) s.x.push_back(i), s.y.push_back(anywhere(rng));
+    filled.series.push_back(s);
+  }
+  Figure cornerFree;  // a falling curve: the top-right corner is empty
+  Series falling;
+  falling.label = "loss";
+  for (int i = 0; i < 400; ++i) falling.x.push_back(i), falling.y.push_back(1.0 / (1 + i));
+  cornerFree.series.push_back(falling);
+  Style exportStyle = Style::light();
+  exportStyle.legendBelowRatherThanOverData = true;
+  const Point size{252, 187};  // the one-column preset, in points
+  MeasuringCanvas c;
+
+  const FigureLayout below = layoutFigure(filled, c, exportStyle, {0, 0}, size);
+  ASSERT_EQ(below.legend.size(), 5u);
+  const FigureLayout screen = layoutFigure(filled, c, Style::light(), {0, 0}, size);
+  EXPECT_LT(below.plotMax.y, screen.plotMax.y) << "the data area gave up room for the legend";
+  // Tick length 4, the tick labels and the axis label below them, 6 apart.
+  const float xLabelBottom = below.plotMax.y + 4 + 6 + 2 * c.textSize("0", exportStyle.fontSize).y;
+  std::set<float> columns;
+  for (size_t i = 0; i < below.legend.size(); ++i) {
+    const auto& row = below.legend[i];
+    EXPECT_GT(row.min.y, xLabelBottom) << "row " << i << " is below the x tick labels";
+    EXPECT_LE(row.max.y, size.y) << "row " << i << " is inside the figure";
+    EXPECT_GE(row.min.x, 0.0f);
+    EXPECT_LE(row.max.x, size.x);
+    columns.insert(row.min.x);
+    for (size_t j = 0; j < i; ++j) {
+      const auto& other = below.legend[j];
+      EXPECT_FALSE(row.min.x < other.max.x && other.min.x < row.max.x && row.min.y < other.max.y &&
+                   other.min.y < row.max.y)
+          << "rows " << j << " and " << i << " overlap";
+    }
+  }
+  EXPECT_GE(columns.size(), 2u) << "five short labels share the width in columns";
+
+  for (const FigureLayout& inside : {screen, layoutFigure(cornerFree, c, exportStyle, {0, 0}, size)})
+    for (const auto& row : inside.legend) {
+      EXPECT_GE(row.min.y, inside.plotMin.y);
+      EXPECT_LE(row.max.y, inside.plotMax.y) << "a corner of the plot";
+    }
 }
 
 }  // namespace
