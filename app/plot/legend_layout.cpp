@@ -1,0 +1,237 @@
+#include "app/plot/legend_layout.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "app/plot/figure_memo.hpp"
+#include "app/plot/plot_internal.hpp"
+
+namespace sharelens::plot::detail {
+namespace {
+
+// The part of segment a-b inside the box [min, max] (Liang-Barsky), as parameters t0 <= t1 in [0, 1];
+// nullopt when it misses the box.
+std::optional<std::pair<float, float>> clipSegment(Point a, Point b, Point min, Point max) {
+  float t0 = 0, t1 = 1;
+  const float d[2] = {b.x - a.x, b.y - a.y}, lo[2] = {min.x - a.x, min.y - a.y},
+              hi[2] = {max.x - a.x, max.y - a.y};
+  for (int axis = 0; axis < 2; ++axis) {
+    if (d[axis] == 0) {
+      if (lo[axis] > 0 || hi[axis] < 0) return std::nullopt;
+      continue;
+    }
+    float enter = lo[axis] / d[axis], leave = hi[axis] / d[axis];
+    if (enter > leave) std::swap(enter, leave);
+    t0 = std::max(t0, enter), t1 = std::min(t1, leave);
+    if (t0 > t1) return std::nullopt;
+  }
+  return std::pair{t0, t1};
+}
+
+// The part of segment a-b inside the plot, from a + t0 (b - a) to a + t1 (b - a), `length` pixels long.
+struct VisibleSegment {
+  Point a, b;
+  float t0, t1, length;
+};
+
+// How much of the shown data each of a few boxes (the legend's candidate corners) covers, added up as it
+// goes instead of keeping what it counts.
+class BoxCounts {
+ public:
+  explicit BoxCounts(std::span<const std::pair<Point, Point>> boxes)
+      : m_boxes(boxes), m_counts(boxes.size()) {
+    m_left = m_right = boxes.empty() ? 0 : boxes.front().first.x;
+    for (const auto& [min, max] : boxes) m_left = std::min(m_left, min.x), m_right = std::max(m_right, max.x);
+  }
+  void addPoint(Point p, double weight) {
+    for (size_t k = 0; k < m_boxes.size(); ++k) {
+      const auto& [min, max] = m_boxes[k];
+      m_counts[k] += p.x >= min.x && p.x <= max.x && p.y >= min.y && p.y <= max.y ? weight : 0;
+    }
+  }
+  // A column's points, spread evenly over its span: each box gets the share of `weight` that its rows hold.
+  void addColumn(const ColumnSpan& c, double weight) {
+    for (size_t k = 0; k < m_boxes.size(); ++k) {
+      const auto& [min, max] = m_boxes[k];
+      if (c.x < min.x || c.x > max.x) continue;
+      const float height = c.bottom - c.top;
+      if (height <= 0) {
+        m_counts[k] += c.top >= min.y && c.top <= max.y ? weight : 0;
+        continue;
+      }
+      const float inside = std::min(c.bottom, max.y) - std::max(c.top, min.y);
+      m_counts[k] += inside > 0 ? weight * inside / height : 0;
+    }
+  }
+  // Whether any box spans some x in [a, b].
+  bool reachesColumns(float a, float b) const {
+    if (a > b) std::swap(a, b);
+    if (b < m_left || a > m_right) return false;
+    for (const auto& [min, max] : m_boxes)
+      if (b >= min.x && a <= max.x) return true;
+    return false;
+  }
+  const std::vector<double>& counts() const { return m_counts; }
+
+ private:
+  std::span<const std::pair<Point, Point>> m_boxes;
+  std::vector<double> m_counts;
+  float m_left = 0, m_right = 0;  // the boxes' combined x extent
+};
+
+// Points every `spacing` pixels along a visible segment, each counted once (only those that can fall in a
+// box are made).
+void sampleSegment(const VisibleSegment& v, float spacing, BoxCounts& counts) {
+  if (!(v.length >= spacing)) return;  // also NaN
+  if (!counts.reachesColumns(v.a.x + v.t0 * (v.b.x - v.a.x), v.a.x + v.t1 * (v.b.x - v.a.x))) return;
+  const auto n = static_cast<size_t>(v.length / spacing);
+  for (size_t k = 1; k <= n; ++k) {
+    const float t = v.t0 + (v.t1 - v.t0) * static_cast<float>(k) / static_cast<float>(n + 1);
+    counts.addPoint({v.a.x + t * (v.b.x - v.a.x), v.a.y + t * (v.b.y - v.a.y)}, 1);
+  }
+}
+
+// How many data points of the shown series each box covers, from each series' trace (what is drawn of it,
+// seriesTrace): a dense trace's columns, each standing for an even share of the points traced, spread over
+// its span, and samples every 6 px across the gaps that its band or line bridges between columns more than
+// a pixel apart; a sparse trace's points, and for a line up to 2,048 samples along the visible parts of the
+// segments between them (a line of three points crosses corners that hold none of them). Enough to tell
+// which corner of the plot is emptiest, from what drawing the figure computes anyway.
+std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidden,
+                                  const std::function<const Trace&(size_t series)>& traceOf,
+                                  const FigureLayout& l, std::span<const std::pair<Point, Point>> boxes) {
+  constexpr float kSpacing = 6;            // pixels between a segment's samples, at most
+  constexpr float kSegmentSamples = 2048;  // per series, spread over its whole visible length
+  BoxCounts counts(boxes);
+  std::vector<VisibleSegment> segments;
+  // The part of a-b inside the plot, with its length in pixels (not std::hypot: its care for overflow,
+  // which doubles cannot reach from floats, costs more than the rest of the pass); nullopt when it misses
+  // the plot or its length is not finite (a point beyond a float's range in a deep zoom).
+  auto visibleSegment = [&](Point a, Point b) -> std::optional<VisibleSegment> {
+    const auto clipped = clipSegment(a, b, l.plotMin, l.plotMax);
+    if (!clipped) return std::nullopt;
+    const double dx = b.x - a.x, dy = b.y - a.y;
+    const float length =
+        (clipped->second - clipped->first) * static_cast<float>(std::sqrt(dx * dx + dy * dy));
+    if (!std::isfinite(length)) return std::nullopt;
+    return VisibleSegment{a, b, clipped->first, clipped->second, length};
+  };
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (isHidden(hidden, i)) continue;
+    const Trace& t = traceOf(i);
+    if (t.dense()) {
+      const double perColumn = static_cast<double>(t.pointsTraced) / static_cast<double>(t.columns.size());
+      for (size_t k = 0; k < t.columns.size(); ++k) {
+        const ColumnSpan& c = t.columns[k];
+        counts.addColumn(c, perColumn);
+        if (k == 0 || c.x - t.columns[k - 1].x <= 1) continue;
+        const ColumnSpan& before = t.columns[k - 1];
+        if (const auto gap =
+                visibleSegment({before.x, (before.top + before.bottom) / 2}, {c.x, (c.top + c.bottom) / 2}))
+          sampleSegment(*gap, kSpacing, counts);
+      }
+      continue;
+    }
+    segments.clear();
+    float length = 0;
+    for (size_t k = 0; k < t.points.size(); ++k) {
+      counts.addPoint(t.points[k], 1);
+      if (k == 0 || !drawsLine(f.series[i])) continue;
+      if (const auto v = visibleSegment(t.points[k - 1], t.points[k])) {
+        segments.push_back(*v);
+        length += v->length;
+      }
+    }
+    const float spacing = std::max(kSpacing, length / kSegmentSamples);
+    for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
+  }
+  for (const Marker& m : f.markers) {  // a marker's dashed line, as points every kSpacing pixels down it
+    const float px = l.toPixel(m.x, l.y.range.min).x;
+    if (px >= l.plotMin.x && px <= l.plotMax.x)
+      sampleSegment({{px, l.plotMin.y}, {px, l.plotMax.y}, 0, 1, l.plotMax.y - l.plotMin.y}, kSpacing,
+                    counts);
+  }
+  return counts.counts();
+}
+
+// The legend's rows below the x axis label, in as many columns as the figure's width holds, with the data
+// area shrunk to make room; false (and nothing changed) when that would leave the plot under half its
+// height.
+bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, FigureLayout& l) {
+  const float usable = l.size.x - 2 * kPad;
+  const size_t columns = std::clamp<size_t>(static_cast<size_t>(usable / boxW), 1, rows);
+  const size_t perColumn = (rows + columns - 1) / columns;
+  const float height = rowH * static_cast<float>(perColumn) + 6;
+  const float plotHeight = l.plotMax.y - l.plotMin.y;
+  if (boxW > usable || height + 4 > plotHeight / 2) return false;
+  l.plotMax.y -= height + 4;
+  const float width = boxW * static_cast<float>(columns);
+  const float left = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
+                                l.origin.x + l.size.x - kPad - width);
+  const float top = l.origin.y + l.size.y - kPad - height + 3;
+  size_t k = 0;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (f.series[i].label.empty() || f.series[i].y.empty()) continue;
+    const Point min{left + boxW * static_cast<float>(k / perColumn),
+                    top + rowH * static_cast<float>(k % perColumn)};
+    l.legend.push_back({i, min, {min.x + boxW, min.y + rowH}});
+    ++k;
+  }
+  return true;
+}
+
+}  // namespace
+
+// One legend row per named series with points (a run's validation curve before its first evaluation names
+// nothing on screen), in the corner of the plot that covers the fewest data points and marker lines
+// (top-right on ties), like matplotlib's loc="best" restricted to corners; for an export, below the plot when
+// every corner covers some (Style::legendBelowRatherThanOverData).
+void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
+                 FigureLayout& l, FigureMemo* memo) {
+  auto listed = [](const Series& s) { return !s.label.empty() && !s.y.empty(); };
+  float widest = 0;
+  size_t rows = 0;
+  for (const Series& s : f.series)
+    if (listed(s)) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
+  if (rows == 0) return;
+  const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34,
+              boxH = rowH * static_cast<float>(rows);
+  const float inset = 8;
+  const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset},
+                           {l.plotMin.x + inset, l.plotMin.y + inset},
+                           {l.plotMax.x - boxW - inset, l.plotMax.y - boxH - inset},
+                           {l.plotMin.x + inset, l.plotMax.y - boxH - inset}};
+  auto emptiestCorner = [&] {
+    std::pair<Point, Point> boxes[std::size(corners)];
+    for (size_t k = 0; k < std::size(corners); ++k)
+      boxes[k] = {{corners[k].x - 3, corners[k].y - 3}, {corners[k].x + boxW + 3, corners[k].y + boxH + 3}};
+    Trace scratch;  // without a memo (which keeps them for the drawing), each trace in turn
+    auto traceOf = [&](size_t i) -> const Trace& {
+      return memo ? memo->trace(f, i, l) : (scratch = seriesTrace(f.series[i], l));
+    };
+    std::vector<double> covered = pointsInBoxes(f, hidden, traceOf, l, boxes);
+    if (boxW + 2 * inset > l.plotMax.x - l.plotMin.x || boxH + 2 * inset > l.plotMax.y - l.plotMin.y)
+      std::fill(covered.begin(), covered.end(), HUGE_VAL);  // no corner holds it: it covers the frame
+    const auto emptiest = std::min_element(covered.begin(), covered.end());
+    const auto corner = static_cast<size_t>(emptiest - covered.begin());
+    // Past the corners: below the plot if there is room, else that corner.
+    return *emptiest > 0 && style.legendBelowRatherThanOverData ? std::size(corners) + corner : corner;
+  };
+  const size_t choice =
+      memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner();
+  if (choice >= std::size(corners) && placeLegendBelow(f, rowH, boxW, rows, l)) return;
+  const Point best = corners[choice % std::size(corners)];
+  float y = best.y;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (!listed(f.series[i])) continue;
+    l.legend.push_back({i, {best.x, y}, {best.x + boxW, y + rowH}});
+    y += rowH;
+  }
+}
+
+}  // namespace sharelens::plot::detail
