@@ -28,6 +28,9 @@
 namespace sharelens::cli {
 namespace {
 
+// The figures `export` draws from runs and topology files rather than from an analysis result.
+constexpr std::string_view kFiguresOfRuns[] = {"training", "rank-vs-step", "topology"};
+
 // The result a figure draws: from a report `sharelens analyze` wrote, or computed on a checkpoint now.
 AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, const AnalysisParams& params,
                          const TaskContext& ctx) {
@@ -127,6 +130,10 @@ int runExport(Args& args) {
 
   plot::Figure result;
   const TaskContext ctx;
+  if (std::find(std::begin(kFiguresOfRuns), std::end(kFiguresOfRuns), viewName) == std::end(kFiguresOfRuns) &&
+      std::none_of(plot::figureKinds().begin(), plot::figureKinds().end(),
+                   [&](const plot::FigureKind& k) { return k.id == viewName; }))
+    throw Error({.what = "unknown view", .where = "--view", .expected = exportViewIds(), .found = viewName});
   if (viewName == "training") {
     if (!isRunDirectory(input))
       throw Error(
@@ -175,6 +182,12 @@ int runExport(Args& args) {
   exportFigure(result, out, options);
   std::cout << "wrote " << out << "\n";
   return 0;
+}
+
+std::string exportViewIds() {
+  std::string ids = plot::figureIds();
+  for (std::string_view id : kFiguresOfRuns) ids += ", " + std::string(id);
+  return ids;
 }
 
 }  // namespace sharelens::cli

@@ -1,12 +1,70 @@
 #include "app/cli/commands.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <span>
 
+#include "app/gui/view_id.hpp"
+#include "app/plot/figures.hpp"
 #include "core/corpus.hpp"
 #include "core/error.hpp"
+#include "core/topology_presets.hpp"
 
 namespace sharelens::cli {
+namespace {
+
+// The parts of the usage text that registries own, so that they cannot drift from what the commands accept.
+
+// "[--activations] [--spectra] ...": each analysis of the registry as its flag, `extra` after the flags that
+// have one ("embedding-loss" -> " [--embedding-loss-tokens 8192]").
+std::string analysisFlags() {
+  std::string out;
+  for (const AnalysisKind& k : analysisKinds()) {
+    out += (out.empty() ? "[--" : " [--") + std::string(k.id);
+    if (k.id == "embedding-loss") out += " [--embedding-loss-tokens 8192]";
+    out += "]";
+  }
+  return out;
+}
+
+// "--activations and --embedding-loss": the analyses `analyze` runs only when named.
+std::string analysesOnlyWhenNamed() {
+  std::vector<std::string> named;
+  for (const AnalysisKind& k : analysisKinds())
+    if (!k.inDefaultSet) named.push_back("--" + std::string(k.id));
+  std::string out;
+  for (size_t i = 0; i < named.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == named.size() ? " and " : ", ") + named[i];
+  return out;
+}
+
+std::string joined(std::span<const std::string_view> names, std::string_view separator) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : std::string(separator)) + std::string(n);
+  return out;
+}
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "vanilla|sequence|...": the sharing patterns `topology --preset` builds.
+std::string patternChoices() {
+  std::string out;
+  for (SharingPattern p : kAllPatterns) out += (out.empty() ? "" : "|") + std::string(patternName(p));
+  return out;
+}
+
+// "model, spectrum, ...": the views `--view` opens.
+std::string viewNames() {
+  std::string out;
+  for (gui::ViewId v : gui::publicViews()) out += (out.empty() ? "" : ", ") + lowercase(gui::viewLabel(v));
+  return out;
+}
+
+}  // namespace
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
@@ -20,31 +78,34 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH [--activations] [--spectra] [--heads] [--layers] [--masa] [--masa-trained] "
-       "[--directshare] "
-       "[--embedding] [--embedding-loss [--embedding-loss-tokens 8192]] [--esd] [--threshold 0.95] "
-       "[--lowest-pairs 50] "
-       "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] "
-       "[--tokens 25000] [--corpus CORPUS|DIR] [--token-ids FILE] [--logit-lens "
-       "per-sample|mean-state|per-token] "
-       "[--logit-lens-tokens N] [--attention-tokens N] "
-       "[--device cpu|cuda] [--threads N] --json FILE",
-       "the analyses of the registry as one JSON report (when no analysis is named, all but --activations "
-       "and "
-       "--embedding-loss, which run the model over text): "
-       "spectra, "
-       "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding study, "
-       "and the "
-       "model run over text (layer-output differences, logit-lens drift, attention similarity)",
+       "sharelens analyze PATH " + analysisFlags() +
+           " [--threshold 0.95] "
+           "[--lowest-pairs 50] "
+           "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out "
+           "DIR] "
+           "[--tokens 25000] [--corpus CORPUS|DIR] [--token-ids FILE] [--logit-lens "
+           "per-sample|mean-state|per-token] "
+           "[--logit-lens-tokens N] [--attention-tokens N] "
+           "[--device cpu|cuda] [--threads N] --json FILE",
+       "the analyses of the registry as one JSON report (when no analysis is named, all but " +
+           analysesOnlyWhenNamed() +
+           ", which run the model over text): "
+           "spectra, "
+           "head and layer difference maps, Matrix PCA, learned MASA atoms, DirectShare, the embedding "
+           "study, "
+           "and the "
+           "model run over text (layer-output differences, logit-lens drift, attention similarity)",
        runAnalyze},
       {"topology",
-       "sharelens topology --preset vanilla|sequence|cycle|cycle-rev|bulge|hierarchy|universal --layers L "
-       "--unique U "
-       "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] [--context "
-       "T] "
-       "[--lora-rank R | --parameter-matched] [--ffn-tie-interior K] [--embedding-rank R] "
-       "[--untied-embeddings] "
-       "--out FILE",
+       "sharelens topology --preset " + patternChoices() +
+           " --layers L "
+           "--unique U "
+           "[--depth 1|1.5|3|skinny] [--d-model D] [--heads H] [--kv-heads K] [--ffn F] [--vocab V] "
+           "[--context "
+           "T] "
+           "[--lora-rank R | --parameter-matched] [--ffn-tie-interior K] [--embedding-rank R] "
+           "[--untied-embeddings] "
+           "--out FILE",
        "write a sharing-topology preset as a topology file, and print its parameter budget; "
        "--parameter-matched "
        "builds it as we read [LRS] Table 3 (U = L/2, the LoRA rank solved to the unshared model's "
@@ -115,17 +176,13 @@ const std::vector<Command>& commands() {
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
        "[--group G] "
-       "[--colormap C] [--metric M] [--matrices A,B] [--quantity "
-       "effective-rank|stable-rank|spectral-norm|esd-alpha|weights] "
-       "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
-       "[analysis parameters as for analyze]",
-       "render a figure (spectrum, heads, layers, layer-outputs, kl-drift, attention-similarity, "
-       "masa-coefficients, "
-       "masa-variance, masa-correlation, directshare, embedding-spectrum, factorization, training, "
-       "rank-vs-step, "
-       "topology) "
-       "without "
-       "a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
+       "[--colormap C] [--metric M] [--matrices A,B] [--quantity " +
+           joined(plot::kRankQuantityNames, "|") +
+           "] "
+           "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
+           "[analysis parameters as for analyze]",
+       "render a figure (" + exportViewIds() +
+           ") without a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
        "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},
@@ -153,8 +210,9 @@ void printUsage() {
          "       sharelens COMMAND [ARGS]\n\n"
          "GUI options:\n"
          "  --demo                  train the demo topology and its baseline, and follow them\n"
-         "  --view NAME             start on a view (model, spectrum, heads, layers, masa, directshare,\n"
-         "                          embedding, esd, designer, training, experiments; any case)\n"
+         "  --view NAME             start on a view (any case): "
+      << viewNames()
+      << "\n"
          "  --size WxH              window size\n"
          "for tests and benchmarks:\n"
          "  --screenshot FILE.png   save a screenshot after --frames N frames (default 3) and exit, once "

@@ -2,6 +2,7 @@
 // 0 success, 2 bad input (a sharelens::Error: bad file, bad flag), 130 cancelled (Ctrl-C).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,8 +14,8 @@ namespace sharelens::cli {
 
 struct Command {
   std::string_view name;
-  std::string_view usage;
-  std::string_view summary;
+  std::string usage;  // parts come from the registries (analyses, figures, views)
+  std::string summary;
   int (*run)(Args& args);
 };
 
@@ -40,6 +41,9 @@ int runExport(Args& args);
 int runEval(Args& args);
 int runExperimentCommand(Args& args);
 int runCompress(Args& args);
+// "spectrum, heads, ..., training, rank-vs-step, topology": what `export --view` draws (the figure registry's
+// figures, and the figures of runs and topology files).
+std::string exportViewIds();
 std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.

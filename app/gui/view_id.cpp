@@ -48,6 +48,13 @@ std::optional<ViewId> viewFromLabel(std::string_view label) {
   return std::nullopt;
 }
 
+std::vector<ViewId> publicViews() {
+  std::vector<ViewId> out;
+  for (const Entry& e : kViews)
+    if (e.public_) out.push_back(e.id);
+  return out;
+}
+
 std::string viewLabels() {
   std::string out;
   for (const Entry& e : kViews)

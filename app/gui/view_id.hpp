@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sharelens::gui {
 
@@ -28,7 +29,9 @@ enum class ViewId : uint8_t {
 const char* viewLabel(ViewId id);
 // A label back to its view, ignoring case ("masa", "MASA"); nullopt for anything else.
 std::optional<ViewId> viewFromLabel(std::string_view label);
-// "Model, Spectrum, ..., Experiments": the labels `--view` accepts, for error messages.
+// "Model, Spectrum, ..., Experiments": the labels `--view` accepts, for error messages and usage.
 std::string viewLabels();
+// The views `--view` and the settings offer, in tab order (not the benchmark view).
+std::vector<ViewId> publicViews();
 
 }  // namespace sharelens::gui

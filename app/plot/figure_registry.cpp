@@ -231,7 +231,7 @@ const FigureKind& figureKind(std::string_view id) {
     if (k.id == id) return k;
   throw Error({.what = "unknown view",
                .where = "--view",
-               .expected = figureIds() + ", training or topology",
+               .expected = figureIds(),
                .found = "'" + std::string(id) + "'"});
 }
 

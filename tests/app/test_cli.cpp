@@ -8,11 +8,16 @@
 #include <functional>
 #include <map>
 
+#include "analysis/registry.hpp"
+#include "app/gui/view_id.hpp"
+#include "app/plot/figure_registry.hpp"
+#include "app/plot/figures.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "core/safetensors.hpp"
+#include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
 #include "tests/support/process.hpp"
@@ -178,6 +183,31 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   EXPECT_NE(r.out.find("inspect"), std::string::npos);
   for (const char* guiFlag : {"--demo", "--view", "--screenshot"})
     EXPECT_NE(r.out.find(guiFlag), std::string::npos) << guiFlag;
+  // The usage text names what the registries hold (issue 38: it had drifted from them), and `export` accepts
+  // every figure it names.
+  for (const AnalysisKind& k : analysisKinds())
+    EXPECT_NE(r.out.find("[--" + std::string(k.id) + (k.id == "embedding-loss" ? " [" : "]")),
+              std::string::npos)
+        << "analyze --" << k.id;
+  for (const plot::FigureKind& k : plot::figureKinds())
+    EXPECT_NE(r.out.find(std::string(k.id) + ","), std::string::npos) << "export --view " << k.id;
+  for (std::string_view q : plot::kRankQuantityNames)
+    EXPECT_NE(r.out.find(std::string(q)), std::string::npos) << "--quantity " << q;
+  for (const gui::ViewId v : gui::publicViews()) {
+    std::string name = gui::viewLabel(v);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_NE(r.out.find(" " + name), std::string::npos) << "--view " << name;
+  }
+  EXPECT_NE(r.out.find("rank-vs-step, topology)"), std::string::npos) << "export's figures of runs";
+  for (SharingPattern p : kAllPatterns)
+    EXPECT_NE(r.out.find(std::string(patternName(p)) +
+                         (p == kAllPatterns[std::size(kAllPatterns) - 1] ? " " : "|")),
+              std::string::npos)
+        << "topology --preset " << patternName(p);
+  for (const char* view : {"esd", "esd-alpha", "embedding-loss", "rank-vs-step"}) {
+    const auto e = runProcess(kBinary + " export --view " + view + " --input /nonexistent --out /tmp/x.png");
+    EXPECT_EQ(e.err.find("unknown view"), std::string::npos) << view << ": " << e.err;
+  }
   // A mistyped command is an error, not a model path for the GUI.
   r = runProcess(kBinary + " frobnicate");
   EXPECT_EQ(r.exitCode, 2);

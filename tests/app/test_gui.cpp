@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "app/gui/view_id.hpp"
 #include "core/arch/family.hpp"
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
@@ -28,8 +29,12 @@ using testing::runProcess;
 using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
-const char* kViews[] = {"Model", "Spectrum",    "Heads",     "Layers",   "MASA",
-                        "ESD",   "DirectShare", "Embedding", "Designer", "Training"};
+// Every view `--view` opens, from the list the app itself keeps (app/gui/view_id.hpp).
+std::vector<std::string> viewLabels() {
+  std::vector<std::string> out;
+  for (const gui::ViewId v : gui::publicViews()) out.emplace_back(gui::viewLabel(v));
+  return out;
+}
 
 struct Image {
   int width = 0, height = 0;
@@ -415,7 +420,7 @@ TEST_F(GuiInput, CompressWritesASharedCheckpointAsAPlainOneAndOpensIt) {
 
 TEST_F(Gui, EveryViewRendersContentAndTheViewsDiffer) {
   std::map<std::string, Image> shots;
-  for (const char* view : kViews) {
+  for (const std::string& view : viewLabels()) {
     const fs::path png = s_dir / (std::string(view) + ".png");
     const auto r =
         runProcess(xvfb(kBinary + " --screenshot " + shellQuote(png.string()) + " --frames 8 --view " + view +
