@@ -28,6 +28,59 @@ std::string seedsOf(const Json& r) {
 
 }  // namespace
 
+namespace {
+
+// A record's comparable fields, as name -> canonical value text (strings unquoted).
+std::map<std::string, std::string> comparableFields(const Json& r) {
+  std::map<std::string, std::string> out;
+  if (!r.is_object()) return out;
+  auto text = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  if (const auto config = r.find("config"); config != r.end() && config->is_object())
+    for (const auto& [key, value] : config->items())
+      if (key != "threads" && key != "device") out[key] = text(value);
+  if (const auto t = r.find("topology"); t != r.end() && t->is_object() && t->contains("name"))
+    out["topology"] = text((*t)["name"]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<const Json*>& records) {
+  std::vector<std::map<std::string, std::string>> fields(records.size());
+  std::map<std::string, std::string> first;  // name -> the first record's value
+  std::map<std::string, bool> varies;
+  size_t withRecord = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!records[i]) continue;
+    fields[i] = comparableFields(*records[i]);
+    for (const auto& [name, value] : fields[i]) varies.emplace(name, false);
+    ++withRecord;
+  }
+  for (const auto& [name, unused] : varies) {
+    bool seen = false;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (!records[i]) continue;
+      const auto it = fields[i].find(name);
+      const std::string value = it == fields[i].end() ? "-" : it->second;
+      if (!seen)
+        first[name] = value, seen = true;
+      else if (value != first[name])
+        varies[name] = true;
+    }
+  }
+  std::vector<std::vector<ConfigDifference>> out(records.size());
+  if (withRecord < 2) return out;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!records[i]) continue;
+    for (const auto& [name, differs] : varies)
+      if (differs) {
+        const auto it = fields[i].find(name);
+        out[i].emplace_back(name, it == fields[i].end() ? "-" : it->second);
+      }
+  }
+  return out;
+}
+
 std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, const Json*>>& runs) {
   std::vector<SeedGroup> groups;
   std::map<std::string, size_t> byKey;

@@ -25,4 +25,12 @@ struct SeedGroup {
 // member. A run without a record (nullptr: its run.json is not written yet) is a group of its own.
 std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, const Json*>>& runs);
 
+// What sets runs apart, for a table that compares them side by side: per run, the training options
+// (run.json's "config") and the topology's name whose values are not the same in every run that has a
+// record, as (name, value) pairs in name order: {"lr", "0.003"}, {"seed", "2"}, {"topology", "cycle-L6-U3"}.
+// An option a record lacks reads "-". Bookkeeping that says nothing of the recipe (threads, device) is left
+// out. A run without a record (nullptr) gets nothing; with fewer than two records nothing differs.
+using ConfigDifference = std::pair<std::string, std::string>;
+std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<const Json*>& records);
+
 }  // namespace sharelens

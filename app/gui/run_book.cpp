@@ -39,6 +39,15 @@ bool holdsItsDirectory(const RunEntry& r) {  // a controller that may still writ
 
 }  // namespace
 
+RunEntry::RunEntry(std::string l, std::filesystem::path d)
+    : label(std::move(l)), dir(std::move(d)), metrics(dir / "metrics.jsonl") {
+  try {
+    notes = readRunNotes(dir);
+  } catch (const Error& e) {
+    notesProblem = e.what();
+  }
+}
+
 RunEntry& RunBook::add(std::string label, const fs::path& dir) {
   m_runs.push_back(std::make_unique<RunEntry>(std::move(label), dir));
   return *m_runs.back();

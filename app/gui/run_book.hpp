@@ -12,6 +12,7 @@
 
 #include "app/gui/poll_throttle.hpp"
 #include "core/run_dir.hpp"
+#include "core/run_notes.hpp"
 #include "trainer/run_controller.hpp"
 
 namespace sharelens::gui {
@@ -26,9 +27,10 @@ struct RunEntry {
   std::string status;  // for attached runs: "running" / "finished" / "stopped" from the events
   int64_t totalSteps = 0;
   int64_t latestCheckpoint = -1;
+  RunNotes notes;            // the researcher's tags and note (RUN_DIR/notes.json)
+  std::string notesProblem;  // why notes.json could not be read (shown; saving replaces the file)
 
-  RunEntry(std::string l, std::filesystem::path d)
-      : label(std::move(l)), dir(std::move(d)), metrics(dir / "metrics.jsonl") {}
+  RunEntry(std::string l, std::filesystem::path d);
   int64_t lastStep() const { return metrics.points().empty() ? 0 : metrics.points().back().step; }
 };
 

@@ -14,6 +14,7 @@
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
+#include "core/run_notes.hpp"
 #include "core/topology_presets.hpp"
 #include "tests/support/gguf_fixtures.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -265,6 +266,33 @@ TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
                "waitfor '\"training/curves\":[\"gui-test-cycle-masa(2seeds)\",\"other\"]'",
                "click run/other/analyse", "waitfor '\"view\":\"Spectrum\"'"});
   EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
+}
+
+// Issue 41 item 4: the run table says what sets each run apart (here the seed and, for one run, the learning
+// rate and topology), shows the tags a run's notes.json holds, and its notes dialog writes them back.
+TEST_F(GuiInput, TheRunTableComparesConfigsAndKeepsTagsAndNotes) {
+  const fs::path runs = s_dir / "compare";
+  for (const auto& [arm, seed] : {std::pair{"cycle", 1}, {"cycle", 2}, {"other", 1}}) {
+    const fs::path dir = runs / arm / ("seed-" + std::to_string(seed));
+    fs::create_directories(dir.parent_path());
+    fs::copy(s_dir / "run", dir, fs::copy_options::recursive);
+    Json record = readState(dir / "run.json");
+    record["seed"] = seed;
+    record["config"]["seed"] = seed;
+    if (std::string(arm) == "other") record["topology"]["name"] = "other", record["config"]["lr"] = 0.01;
+    std::ofstream(dir / "run.json") << record.dump(2);
+  }
+  writeRunNotes(runs / "cycle" / "seed-1", {{"reference"}, "the first seed"});
+  const fs::path other = runs / "other" / "seed-1";
+  // (The state is matched with its spaces removed.)
+  const auto s =
+      session("compare", dataHome(s_dir / "xdg-compare") + binaryOn("compare") + " --exit-after 60",
+              {"waitfor '\"view\":\"Training\"'", "waitfor '\"differs\":\"lr0.01,seed1,topologyother\"'",
+               "waitfor '\"tags\":[\"reference\"]'", "click run/other/notes", "click notes-dialog/tags",
+               "xdotool type --delay 5 'ablation, lr high'", "click notes-dialog/save",
+               "waitfor '\"tags\":[\"ablation\",\"lrhigh\"]'"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  EXPECT_EQ(readRunNotes(other).tags, (std::vector<std::string>{"ablation", "lr high"}));
 }
 
 // Issue 41 item 6: Ctrl+S on the Training view offers a file named after the run it shows, not after the

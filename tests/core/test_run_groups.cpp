@@ -47,5 +47,38 @@ TEST(RunGroups, RunsThatDifferOnlyInTheirSeedsAreOneGroup) {
   EXPECT_EQ(groups[3].members, (std::vector<size_t>{4}));
 }
 
+// The run table's "differs" line: only the options that are not the same in every run, by name; threads and
+// device are where a run ran, not what it trained.
+TEST(RunGroups, ConfigDifferencesNameOnlyWhatSetsTheRunsApart) {
+  Json a = runRecord(1), b = runRecord(2), c = runRecord(3, 1e-3);
+  c["topology"]["name"] = "sequence";
+  c["config"].erase("steps");
+  const auto d = configDifferences({&a, nullptr, &b, &c});
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_TRUE(d[1].empty()) << "no record yet: nothing to say";
+  using P = ConfigDifference;
+  // data_offset, init_seed, lr, seed, steps (c lacks it), topology; not threads (differs, but is
+  // bookkeeping).
+  EXPECT_EQ(d[0], (std::vector<P>{{"data_offset", "1000"},
+                                  {"init_seed", "7"},
+                                  {"lr", "0.003"},
+                                  {"seed", "1"},
+                                  {"steps", "100"},
+                                  {"topology", "cycle"}}));
+  EXPECT_EQ(d[3], (std::vector<P>{{"data_offset", "3000"},
+                                  {"init_seed", "21"},
+                                  {"lr", "0.001"},
+                                  {"seed", "3"},
+                                  {"steps", "-"},
+                                  {"topology", "sequence"}}));
+  // Two seeds of one recipe differ in their seeds alone.
+  const auto seeds = configDifferences({&a, &b});
+  ASSERT_EQ(seeds[1].size(), 3u);
+  EXPECT_EQ(seeds[1][2], (P{"seed", "2"}));
+  // One run, or identical runs: nothing differs.
+  EXPECT_TRUE(configDifferences({&a})[0].empty());
+  EXPECT_TRUE(configDifferences({&a, &a})[0].empty());
+}
+
 }  // namespace
 }  // namespace sharelens

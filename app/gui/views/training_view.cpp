@@ -14,6 +14,8 @@
 #include "core/error.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
+#include "core/run_groups.hpp"
+#include "core/run_notes.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -129,11 +131,13 @@ class TrainingPanel : public View {
     return out;
   }
 
-  // One row per run: what it is (topology, directory, parameters, rho, FLOPs per token, from its run.json),
-  // where it is (state, progress, latest numbers, last checkpoint) and what can be done with it.
+  // One row per run: what it is (topology, directory, what sets it apart from the other runs, parameters,
+  // rho, FLOPs per token, from its run.json), where it is (state, progress, latest numbers, last
+  // checkpoint), the researcher's tags and note, and what can be done with it.
   void drawRunTable(AppContext& ctx) {
+    const std::vector<std::string> differences = configDifferenceLines(ctx);
     if (!ImGui::BeginTable(
-            "##runs", 9,
+            "##runs", 10,
             ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
                 ImGuiTableFlags_Resizable,
             ImVec2(0, std::min(220.0f, 34.0f + 42.0f * static_cast<float>(ctx.runs.runs().size())))))
@@ -154,17 +158,19 @@ class TrainingPanel : public View {
     ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 0.8f);
     ImGui::TableSetupColumn("progress", ImGuiTableColumnFlags_WidthFixed, 160.0f);
     ImGui::TableSetupColumn("latest", ImGuiTableColumnFlags_WidthStretch, 1.5f);
+    ImGui::TableSetupColumn("notes", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableSetupColumn("controls", ImGuiTableColumnFlags_WidthFixed, controlsWidth);
     ImGui::TableHeadersRow();
     const RunEntry* removed = nullptr;
     int id = 0;
     for (auto& r : ctx.runs.runs()) {
+      const std::string& differs = differences[static_cast<size_t>(id)];
       ImGui::PushID(id++);
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::Checkbox("##show", &r->visible);
       ImGui::TableNextColumn();
-      drawRunName(*r);
+      drawRunName(*r, differs);
       drawBudgetCells(*r);
       ImGui::TableNextColumn();
       drawState(*r);
@@ -178,19 +184,25 @@ class TrainingPanel : public View {
       ImGui::TableNextColumn();
       drawLatest(*r);
       ImGui::TableNextColumn();
+      drawNotes(*r);
+      ImGui::TableNextColumn();
       if (drawControls(ctx, *r)) removed = r.get();
       ImGui::PopID();
     }
     ImGui::EndTable();
     probe::state("training/runs", [&] {
       Json runs = Json::array();
-      for (const auto& r : ctx.runs.runs())
-        runs.push_back(
-            {{"label", r->label},
-             {"state", r->controller ? std::string(runStateName(r->controller->state())) : r->status}});
+      for (size_t i = 0; i < ctx.runs.runs().size(); ++i) {
+        const RunEntry& r = *ctx.runs.runs()[i];
+        runs.push_back({{"label", r.label},
+                        {"state", r.controller ? std::string(runStateName(r.controller->state())) : r.status},
+                        {"differs", differences[i]},
+                        {"tags", r.notes.tags}});
+      }
       return runs;
     });
     drawStopConfirmation(ctx);
+    drawNotesEditor(ctx);
     if (removed) {  // after the loop: the table iterated over the list
       const std::string label = removed->label;
       if (ctx.runs.remove(removed))
@@ -198,7 +210,24 @@ class TrainingPanel : public View {
     }
   }
 
-  static void drawRunName(const RunEntry& r) {
+  // Per run, "lr 0.003, seed 2": the options it does not share with every other run on the monitor
+  // (core/run_groups.hpp), recomputed when a run comes, goes or writes its run.json.
+  std::vector<std::string> configDifferenceLines(AppContext& ctx) {
+    std::vector<const Json*> records;
+    for (const auto& r : ctx.runs.runs()) records.push_back(r->record ? &*r->record : nullptr);
+    if (records != m_differencesOf) {
+      m_differencesOf = records;
+      m_differenceLines.clear();
+      for (const auto& fields : configDifferences(records)) {
+        std::string line;
+        for (const auto& [name, value] : fields) line += (line.empty() ? "" : ", ") + name + " " + value;
+        m_differenceLines.push_back(std::move(line));
+      }
+    }
+    return m_differenceLines;
+  }
+
+  static void drawRunName(const RunEntry& r, const std::string& differs) {
     ImGui::TextUnformatted(r.label.c_str());
     if (const size_t skipped = r.metrics.malformedLines(); skipped > 0) {
       ImGui::SameLine();
@@ -212,6 +241,79 @@ class TrainingPanel : public View {
     const std::filesystem::path shown = r.dir.parent_path().filename() / r.dir.filename();
     ImGui::TextDisabled("%s", shown.c_str());  // the directory's last two parts, whole on hover
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r.dir.c_str());
+    if (!differs.empty()) {
+      ImGui::TextColored(ImVec4(0.55f, 0.75f, 0.95f, 1), "%s", differs.c_str());
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("what this run does not share with every other run here:\n%s", differs.c_str());
+    }
+  }
+
+  // Its tags, the note's first line (the whole note on hover) and the button that edits them.
+  void drawNotes(const RunEntry& r) {
+    if (!r.notes.tags.empty())
+      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1), "%s", joinTags(r.notes.tags).c_str());
+    if (!r.notes.note.empty()) {
+      const std::string firstLine = r.notes.note.substr(0, r.notes.note.find('\n'));
+      ImGui::TextDisabled("%s", firstLine.c_str());
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r.notes.note.c_str());
+    }
+    if (!r.notesProblem.empty()) {
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "notes.json unreadable");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", r.notesProblem.c_str());
+    }
+    const bool edit = ImGui::SmallButton("notes");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("tags and a note, kept in %s", (r.dir / "notes.json").c_str());
+    probe::item("run/", r.label, "/notes");
+    if (edit) m_editNotes = r.dir;
+  }
+
+  // The notes dialog: tags (comma separated) and a free note, saved into the run's directory.
+  void drawNotesEditor(AppContext& ctx) {
+    if (!m_editNotes.empty()) {
+      ImGui::OpenPopup("Run notes");
+      m_notesOf = m_editNotes;
+      m_editNotes.clear();
+      if (const RunEntry* r = ctx.runs.find(m_notesOf)) {
+        std::snprintf(m_tagsText, sizeof m_tagsText, "%s", joinTags(r->notes.tags).c_str());
+        std::snprintf(m_noteText, sizeof m_noteText, "%s", r->notes.note.c_str());
+      }
+    }
+    if (!ImGui::BeginPopupModal("Run notes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    RunEntry* r = ctx.runs.find(m_notesOf);
+    if (!r) {  // taken off the monitor meanwhile
+      ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+      return;
+    }
+    ImGui::TextUnformatted(r->label.c_str());
+    ImGui::TextDisabled("saved in %s", (r->dir / "notes.json").c_str());
+    if (!r->notesProblem.empty())
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s\nSaving replaces the file.", r->notesProblem.c_str());
+    ImGui::SetNextItemWidth(460);
+    ImGui::InputTextWithHint("tags", "comma separated: baseline, lr sweep", m_tagsText, sizeof m_tagsText);
+    probe::item("notes-dialog/tags");
+    ImGui::InputTextMultiline("note", m_noteText, sizeof m_noteText, ImVec2(460, 140));
+    probe::item("notes-dialog/note");
+    const bool save = ImGui::Button("Save");
+    probe::item("notes-dialog/save");
+    if (save) {
+      const RunNotes notes{parseTags(m_tagsText), m_noteText};
+      try {
+        writeRunNotes(r->dir, notes);
+        r->notes = notes;
+        r->notesProblem.clear();
+        ctx.notify("saved the notes of " + r->label);
+        ImGui::CloseCurrentPopup();
+      } catch (const Error& e) {
+        ctx.reportError(e.what());
+      }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel") ||
+        (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput))
+      ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
   }
 
   // run.json's budget: total parameters, rho (the embedding's share) and training FLOPs per token; a dash
@@ -379,6 +481,10 @@ class TrainingPanel : public View {
   }
 
   std::filesystem::path m_confirmStop, m_stopping;  // the run the Stop popup is asking about
+  std::filesystem::path m_editNotes, m_notesOf;     // the run whose notes the notes dialog edits
+  char m_tagsText[512] = "", m_noteText[4096] = "";
+  std::vector<const Json*> m_differencesOf;  // the records m_differenceLines were computed from
+  std::vector<std::string> m_differenceLines;
   std::map<std::filesystem::path, int64_t>
       m_checkpointAsked;  // run -> step at which "checkpoint now" was pressed
   TrainingPanelOptions m_options;
