@@ -106,6 +106,8 @@ MetricPoint metricFromJson(const Json& j) {
   p.elapsed = number("elapsed", 0);
   p.penalty = number("postshare_penalty", NAN);
   p.worldSize = static_cast<int>(number("world_size", 1));
+  p.tensorPeakBytes = number("tensor_peak_bytes", NAN);
+  p.processPeakBytes = number("rss_peak_bytes", NAN);
   if (auto it = j.find("rank_tokens_per_s"); it != j.end() && it->is_array())
     for (const Json& v : *it)
       if (v.is_number()) p.rankTokensPerSecond.push_back(v.get<double>());
@@ -123,6 +125,8 @@ Json metricToJson(const MetricPoint& p) {
   put("grad_norm", p.gradNorm);
   put("tokens_per_s", p.tokensPerSecond);
   put("postshare_penalty", p.penalty);
+  put("tensor_peak_bytes", p.tensorPeakBytes);
+  put("rss_peak_bytes", p.processPeakBytes);
   if (p.worldSize > 1) {
     j["world_size"] = p.worldSize;
     j["rank_tokens_per_s"] = p.rankTokensPerSecond;

@@ -50,6 +50,8 @@ struct MetricPoint {
   double penalty = NAN;  // "postshare_penalty": gamma L_w before this step's update (PostShare runs only)
   int worldSize = 1;     // "world_size": ranks of a distributed run
   std::vector<double> rankTokensPerSecond;  // "rank_tokens_per_s": each rank's throughput (distributed runs)
+  double tensorPeakBytes = NAN;             // "tensor_peak_bytes": the run's CPU tensors at their peak so far
+  double processPeakBytes = NAN;            // "rss_peak_bytes": its process's peak resident set so far
 };
 
 // Tails metrics.jsonl: each poll() reads the complete lines appended since the last one. Points are kept

@@ -31,7 +31,9 @@ struct StepMetrics {
   double elapsed = 0;
   double penalty =
       NAN;  // gamma L_w of PostShare (Eq. 4-5), NaN without it; `loss` is the cross-entropy alone
-  bool skipped = false;  // non-finite loss or gradient: no update
+  bool skipped = false;           // non-finite loss or gradient: no update
+  double tensorPeakBytes = NAN;   // the run's CPU tensors at their peak so far (trainer/tensor_memory.hpp)
+  double processPeakBytes = NAN;  // the process's peak resident set so far
 };
 
 enum class RunState : uint8_t { Preparing, Running, Paused, Finished, Stopped, Failed };

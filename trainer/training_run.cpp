@@ -25,6 +25,7 @@
 #include "trainer/hf_tokenizer.hpp"
 #include "trainer/model.hpp"
 #include "trainer/run_controller.hpp"
+#include "trainer/tensor_memory.hpp"
 #include "trainer/token_data.hpp"
 #include "trainer/tokenizer.hpp"
 #include "trainer/torch_compat.hpp"
@@ -114,6 +115,8 @@ class TrainingRun {
   RunChannel& m_channel;
   const TaskContext& m_ctx;
   std::optional<ComputeThreads> m_computeThreads;  // from prepare() on
+  // The CPU tensors this run allocates (weights, gradients, moments, activations); null when not counted.
+  std::shared_ptr<TensorMemoryAccount> m_memory = newTensorMemoryAccount();
   TokenData m_data;
   std::unique_ptr<SharedTransformer> m_model;
   std::unique_ptr<AdamW> m_optimizer;
@@ -172,6 +175,7 @@ void TrainingRun::takeRunDirectory() {
 }
 
 void TrainingRun::prepare() {
+  const ChargeTensorMemoryTo charge(m_memory);
   try {
     takeRunDirectory();
     prepareRun();
@@ -348,6 +352,13 @@ void TrainingRun::prepareRun() {
         {"config", trainConfigToJson(c)},
         {"seed", c.seed},
         {"parameters", budgetJson(r.topology)},
+        {"memory_estimate",  // what `params` predicts for this batch (core/param_count.hpp)
+         [&] {
+           const MemoryEstimate m = estimateTrainingMemory(r.topology, c.batchSize);
+           return Json{{"parameter_bytes", m.parameterBytes},
+                       {"activation_bytes", m.activationBytes},
+                       {"total_bytes", m.total()}};
+         }()},
         {"corpus",
          {{"spec", c.corpus},
           {"fingerprint", corpus.fingerprint},
@@ -435,6 +446,7 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
 }
 
 RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep) {
+  const ChargeTensorMemoryTo charge(m_memory);
   m_loopStarted = std::chrono::steady_clock::now();
   m_lastSaved = m_step;
   try {
@@ -515,6 +527,8 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count();
     metrics.tokens = m_tokens;
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
+    if (m_memory) metrics.tensorPeakBytes = static_cast<double>(m_memory->peakBytes());
+    metrics.processPeakBytes = static_cast<double>(processPeakResidentBytes());
     if (m_group) {  // each rank's own rows per second; the step's throughput is the slowest rank's
       metrics.worldSize = m_group->worldSize();
       const double rows = static_cast<double>(rowsOf(c.batchSize, m_group->rank(), metrics.worldSize));
@@ -571,7 +585,9 @@ void TrainingRun::recordStep(StepMetrics& metrics) {
                           metrics.elapsed,
                           metrics.penalty,
                           metrics.worldSize,
-                          metrics.rankTokensPerSecond};
+                          metrics.rankTokensPerSecond,
+                          metrics.tensorPeakBytes,
+                          metrics.processPeakBytes};
   m_stepState = StepState::Writing;
   log(metricToJson(point));
   m_stepState = StepState::Logged;

@@ -471,6 +471,18 @@ TEST(Training, CompareTrainsTheModelAndItsParameterMatchedBaseline) {
               1.0, 0.005)
       << "matched on non-embedding parameters, as the low-rank sharing paper does";
   EXPECT_EQ(a["corpus"]["fingerprint"], b["corpus"]["fingerprint"]);
+  // Each run's CPU tensors, counted apart though both train in this process at once (issue 37 goal 5): at
+  // least weights, gradients and AdamW's two moments (16 bytes a parameter), and within what `params`
+  // predicts for weights, optimizer and activations (core/param_count.hpp) plus 20%.
+  for (const auto& [role, record] : {std::pair{"model", a}, std::pair{"baseline", b}}) {
+    MetricsReader metrics(dir / role / "metrics.jsonl");
+    metrics.poll();
+    ASSERT_FALSE(metrics.points().empty()) << role;
+    const double peak = metrics.points().back().tensorPeakBytes;
+    EXPECT_GE(peak, 16.0 * record["parameters"]["total"].get<double>()) << role;
+    EXPECT_LE(peak, 1.2 * record["memory_estimate"]["total_bytes"].get<double>()) << role;
+    EXPECT_GT(metrics.points().back().processPeakBytes, peak) << role;
+  }
   // The unshared baseline is saved in Hugging Face layout and opens as a Llama model.
   EXPECT_EQ(openModelView(*Checkpoint::open(resolveModelPath(dir / "baseline"))).family, Family::Llama);
   fs::remove_all(dir);

@@ -140,7 +140,7 @@ class TrainingPanel : public View {
             "##runs", 10,
             ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
                 ImGuiTableFlags_Resizable,
-            ImVec2(0, std::min(220.0f, 34.0f + 42.0f * static_cast<float>(ctx.runs.runs().size())))))
+            ImVec2(0, std::min(220.0f, 34.0f + 60.0f * static_cast<float>(ctx.runs.runs().size())))))
       return;
     // Fixed columns fit their content (the controls must never be clipped); the rest share what is left.
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -354,11 +354,30 @@ class TrainingPanel : public View {
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r.controller->message().substr(0, 60).c_str());
   }
 
+  // The run's CPU tensors at their peak (trainer/tensor_memory.hpp) beside what `params` predicted for it
+  // (run.json's memory_estimate), and the process's peak resident set on hover.
+  static void drawMemory(const RunEntry& r, const MetricPoint& last) {
+    if (std::isnan(last.tensorPeakBytes)) return;
+    std::optional<double> predicted;
+    if (r.record && r.record->is_object())
+      if (const auto e = r.record->find("memory_estimate"); e != r.record->end() && e->is_object())
+        if (const auto t = e->find("total_bytes"); t != e->end() && t->is_number())
+          predicted = t->get<double>();
+    ImGui::TextDisabled("tensors %s%s", humanBytes(last.tensorPeakBytes).c_str(),
+                        predicted ? (" of " + humanBytes(*predicted) + " predicted").c_str() : "");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "this run's CPU tensors at their peak (weights, gradients, AdamW moments, a step's activations);\n"
+          "predicted: `sharelens params` for its batch; the process's peak resident set: %s",
+          std::isnan(last.processPeakBytes) ? "-" : humanBytes(last.processPeakBytes).c_str());
+  }
+
   void drawLatest(const RunEntry& r) {
     const auto& points = r.metrics.points();
     if (!points.empty()) {
       const MetricPoint& last = points.back();
       ImGui::Text("loss %.3f  %s tok/s", last.loss, humanCount(last.tokensPerSecond).c_str());
+      drawMemory(r, last);
       if (last.worldSize > 1) {  // a distributed run: its world size, and each rank's throughput on hover
         ImGui::SameLine();
         ImGui::TextDisabled("%d ranks", last.worldSize);
