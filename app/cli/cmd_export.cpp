@@ -29,7 +29,7 @@ namespace sharelens::cli {
 namespace {
 
 // The figures `export` draws from runs and topology files rather than from an analysis result.
-constexpr std::string_view kFiguresOfRuns[] = {"training", "rank-vs-step", "topology"};
+constexpr std::string_view kFiguresOfRuns[] = {"training", "rank-vs-step", "topology", "topology-graph"};
 
 // The result a figure draws: from a report `sharelens analyze` wrote, or computed on a checkpoint now.
 AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, const AnalysisParams& params,
@@ -175,6 +175,8 @@ int runExport(Args& args) {
     result = rankVsStepFigure(input, figure.matrices, quantity, params.threshold, ctx);
   } else if (viewName == "topology") {
     result = plot::topologyFigure(readTopologyFile(input));
+  } else if (viewName == "topology-graph") {
+    result = plot::topologyGraphFigure(readTopologyFile(input));
   } else {
     const plot::FigureKind& kind = plot::figureKind(viewName);
     result = kind.build(resultFor(analysis(kind.analysis), input, params, ctx), figure);

@@ -276,7 +276,7 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   l.plotMin = {origin.x + left, origin.y + top};
   l.plotMax = {origin.x + std::max(left + 20, size.x - right),
                origin.y + std::max(top + 20, size.y - bottom)};
-  l.yDown = f.heatmap.has_value();
+  l.yDown = f.heatmap.has_value() || f.yDown;
   if (f.heatmap && style.squareHeatmapCells) keepCellsSquare(l);
   if (f.heatmap) {
     l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};

@@ -80,6 +80,7 @@ struct Figure {
   Scale xScale = Scale::Linear, yScale = Scale::Linear;
   std::optional<Range> xRange, yRange;  // default: fitted to the data
   bool xIntegers = false;               // x is a count (atoms, layers): ticks on whole numbers only
+  bool yDown = false;  // y grows downwards (a topology graph lists layer 0 first, at the top)
   std::vector<Series> series;
   std::vector<Marker> markers;
   std::optional<Heatmap> heatmap;  // drawn as cells; the axes are then column and row indices

@@ -120,6 +120,11 @@ Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metri
 
 // A topology as a layers x {attention, FFN} map coloured by unique block.
 Figure topologyFigure(const Topology& topology);
+// The same assignment as a graph: the layers in the middle, the unique attention
+// blocks on the left and the FFN blocks on the right, spread over the same height, and an edge from each
+// block to every layer that uses it, in the block's colour (the Designer's). x: 0 attention blocks, 1 layers,
+// 2 FFN blocks; y: the layer index, layer 0 at the top.
+Figure topologyGraphFigure(const Topology& topology);
 
 // Exponential moving average with bias correction (as TensorBoard smooths): weight in [0, 1).
 std::vector<double> exponentialMovingAverage(const std::vector<double>& values, double weight);

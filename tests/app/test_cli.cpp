@@ -198,7 +198,8 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     EXPECT_NE(r.out.find(" " + name), std::string::npos) << "--view " << name;
   }
-  EXPECT_NE(r.out.find("rank-vs-step, topology)"), std::string::npos) << "export's figures of runs";
+  EXPECT_NE(r.out.find("rank-vs-step, topology, topology-graph)"), std::string::npos)
+      << "export's figures of runs";
   for (SharingPattern p : kAllPatterns)
     EXPECT_NE(r.out.find(std::string(patternName(p)) +
                          (p == kAllPatterns[std::size(kAllPatterns) - 1] ? " " : "|")),

@@ -27,6 +27,7 @@
 #include "core/assets.hpp"
 #include "core/error.hpp"
 #include "core/param_count.hpp"
+#include "core/topology.hpp"
 #include "core/topology_edit.hpp"
 #include "tests/support/colour_distance.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -1586,6 +1587,41 @@ TEST(Figures, AnExportsLegendGoesBelowThePlotRatherThanOverItsData) {
       EXPECT_GE(row.min.y, inside.plotMin.y);
       EXPECT_LE(row.max.y, inside.plotMax.y) << "a corner of the plot";
     }
+}
+
+// Issue 41 item 1: the Designer shows the layer -> block assignment as a graph. Read back from the figure
+// alone (which block node each layer's edges reach, by height), the shipped Cycle-Rev and Hierarchy
+// topologies give their files' assignments; every layer has one attention edge and one FFN edge.
+TEST(Figures, TheTopologyGraphConnectsEachLayerToItsBlocks) {
+  for (const char* name : {"cycle-rev", "hierarchy", "sequence"}) {
+    const Topology t = readTopologyFile(assetsDirectory() / "topologies" / (std::string(name) + ".json"));
+    const Figure f = topologyGraphFigure(t);
+    EXPECT_TRUE(f.yDown) << "layer 0 at the top, as the Designer lists layers";
+    for (int side = 0; side < 2; ++side) {
+      const BlockSharing& s = side == 0 ? t.attention : t.ffn;
+      const double blockX = side == 0 ? 0.0 : 2.0;
+      std::map<double, int64_t> blockAtHeight;  // block nodes: their height -> index in height order
+      for (const Series& node : f.series)
+        if (node.style == SeriesStyle::Markers && node.x.size() == 1 && node.x[0] == blockX)
+          blockAtHeight.emplace(node.y[0], 0);
+      int64_t index = 0;
+      for (auto& [y, b] : blockAtHeight) b = index++;
+      ASSERT_EQ(static_cast<int64_t>(blockAtHeight.size()), s.uniqueBlocks()) << name;
+      std::vector<int> edgesOf(static_cast<size_t>(t.model.layers), 0);
+      for (const Series& edge : f.series) {
+        if (edge.style != SeriesStyle::Line || edge.x.size() != 2) continue;
+        const size_t blockEnd = edge.x[0] == blockX ? 0 : edge.x[1] == blockX ? 1 : 2;
+        if (blockEnd == 2) continue;  // the other side's
+        const auto layer = static_cast<int64_t>(std::lround(edge.y[1 - blockEnd]));
+        ASSERT_TRUE(blockAtHeight.count(edge.y[blockEnd])) << name << ": an edge ends at a block node";
+        EXPECT_EQ(blockAtHeight[edge.y[blockEnd]], s.assign[static_cast<size_t>(layer)])
+            << name << (side == 0 ? " attention" : " FFN") << ", layer " << layer;
+        ++edgesOf[static_cast<size_t>(layer)];
+      }
+      for (int64_t l = 0; l < t.model.layers; ++l)
+        EXPECT_EQ(edgesOf[static_cast<size_t>(l)], 1) << name << " " << l;
+    }
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
+#include "app/plot/plot_widget.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
@@ -46,7 +47,8 @@ class DesignerPanel : public DesignerApi {
   Topology topology() const override { return m_topology; }
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
-    return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)}};
+    return {{"topology-" + m_topology.name, plot::topologyFigure(m_topology)},
+            {"topology-graph-" + m_topology.name, plot::topologyGraphFigure(m_topology)}};
   }
 
   void draw(AppContext& ctx) override {
@@ -74,7 +76,7 @@ class DesignerPanel : public DesignerApi {
       drawSettings();
       ImGui::EndChild();
       ImGui::TableNextColumn();
-      drawLayers();
+      drawLayers(ctx);
       ImGui::TableNextColumn();
       ImGui::BeginChild("##budget");
       drawBudget(ctx, problem);
@@ -226,8 +228,9 @@ class DesignerPanel : public DesignerApi {
     }
   }
 
-  // The column of layers: click or drag to paint the brush block; hover to see the assignment.
-  void drawLayers() {
+  // The column of layers: click or drag to paint the brush block; hover to see the assignment. Beside it,
+  // where the pane is wide enough, the same assignment as a graph (plot::topologyGraphFigure).
+  void drawLayers(AppContext& ctx) {
     Topology& t = m_topology;
     ImGui::SetNextItemWidth(120);
     ImGui::SliderInt("brush block", &m_brush, 0,
@@ -237,12 +240,22 @@ class DesignerPanel : public DesignerApi {
     drawNote(hint);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    const float width = std::min(420.0f, ImGui::GetContentRegionAvail().x);
+    const float pane = ImGui::GetContentRegionAvail().x;
+    const float width = std::min(420.0f, pane);
     const float rowH =
         std::clamp((ImGui::GetContentRegionAvail().y - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
     const float colW = (width - 60) / 2;
     ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
     const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
+    if (pane - width >= 240) {  // the graph in the rest of the pane, as tall as the column
+      ImGui::SameLine();
+      const plot::Figure& graph = ctx.figures.get(nullptr, "topology-graph:" + topologyToJson(t).dump(),
+                                                  [&] { return plot::topologyGraphFigure(t); });
+      plot::plotWidget("##topology-graph", graph, m_graphState,
+                       ImVec2(-1, std::max(240.0f, rowH * static_cast<float>(t.model.layers) + 20)),
+                       ctx.textures, ctx.style);
+      probe::item("designer/graph");
+    }
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     dl->AddText({origin.x + 60, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
     dl->AddText({origin.x + 60 + colW + 8, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
@@ -480,6 +493,7 @@ class DesignerPanel : public DesignerApi {
   std::string m_note;
   int m_unique = 0;  // the U slider's value; 0: take it from the topology on the next frame
   int m_brush = 0, m_interior = 1, m_steps = 600, m_batch = 16, m_corpus = 0;
+  plot::PlotState m_graphState;  // the layer -> block graph's zoom
   float m_lr = 3e-3f;
   char m_path[512] = "topology.json";
 };
