@@ -8,8 +8,11 @@
 #include "app/gui_loader.hpp"
 #include "core/error.hpp"
 #include "core/heap.hpp"
+#include "trainer/tensor_memory.hpp"
 
 int main(int argc, char** argv) {
+  // Before any thread exists: LibTorch reads its CPU allocator without a lock (trainer/tensor_memory.hpp).
+  sharelens::installTensorMemoryCounting();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty()) {
     const std::string& first = args[0];

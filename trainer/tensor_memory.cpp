@@ -5,6 +5,8 @@
 #include <sys/resource.h>
 
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace sharelens {
@@ -12,17 +14,35 @@ namespace {
 
 thread_local std::shared_ptr<TensorMemoryAccount> t_account;
 
-// An allocation charged to an account: the real one inside, freed with it.
-struct Charged {
-  c10::DataPtr inner;
+// The charged allocations, by data pointer: their DataPtrs stay what LibTorch's own are (context = data, one
+// plain deleter), as raw_allocate / raw_deallocate (oneDNN's memory) and copy-on-write require.
+struct Charge {
   std::shared_ptr<TensorMemoryAccount> account;
   int64_t bytes;
 };
+std::mutex g_chargesMutex;
+std::unordered_map<void*, Charge>& charges() {
+  static auto* map = new std::unordered_map<void*, Charge>;  // never destroyed: frees may come at exit
+  return *map;
+}
+c10::DeleterFnPtr g_innerDeleter = nullptr;  // set once, before the allocator is installed
 
-void releaseCharged(void* context) {
-  auto* charged = static_cast<Charged*>(context);
-  charged->account->release(charged->bytes);
-  delete charged;  // frees the memory through the wrapped allocator's own deleter
+// Frees any block of the wrapped allocator, giving a charged one's bytes back to its account first.
+void deleteCharged(void* data) {
+  if (data) {
+    std::shared_ptr<TensorMemoryAccount> account;
+    int64_t bytes = 0;
+    {
+      std::lock_guard lock(g_chargesMutex);
+      if (const auto it = charges().find(data); it != charges().end()) {
+        account = std::move(it->second.account);
+        bytes = it->second.bytes;
+        charges().erase(it);
+      }
+    }
+    if (account) account->release(bytes);
+  }
+  g_innerDeleter(data);
 }
 
 class CountingCpuAllocator final : public c10::Allocator {
@@ -35,25 +55,37 @@ class CountingCpuAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t bytes) const { return charged(m_inner->allocate(bytes), bytes); }
   c10::DataPtr allocate(size_t bytes) { return charged(m_inner->allocate(bytes), bytes); }
   void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
-  c10::DeleterFnPtr raw_deleter() const { return nullptr; }  // contexts differ from the data
+  c10::DeleterFnPtr raw_deleter() const { return &deleteCharged; }
 
  private:
+  // The inner allocator's block, handed out with deleteCharged as its deleter (and charged to the thread's
+  // account, if it has one).
   static c10::DataPtr charged(c10::DataPtr inner, size_t bytes) {
-    if (!t_account || !inner.get()) return inner;
     void* data = inner.get();
+    if (!data) return inner;
     const c10::Device device = inner.device();
-    t_account->charge(static_cast<int64_t>(bytes));
-    auto* context = new Charged{std::move(inner), t_account, static_cast<int64_t>(bytes)};
-    return {data, context, &releaseCharged, device};
+    if (const std::shared_ptr<TensorMemoryAccount>& account = t_account) {
+      {
+        std::lock_guard lock(g_chargesMutex);
+        charges().emplace(data, Charge{account, static_cast<int64_t>(bytes)});
+      }
+      account->charge(static_cast<int64_t>(bytes));  // once recorded: a failed insert charges nothing
+    }
+    (void)inner.release_context();  // deleteCharged frees it now
+    return {data, data, &deleteCharged, device};
   }
   c10::Allocator* m_inner;
 };
 
-// Installs the counting allocator above LibTorch's CPU allocator once; whether it is the one in use.
-bool countingAllocatorInstalled() {
+// Installs the counting allocator above LibTorch's CPU allocator once; whether it is the one in use. Only
+// where the wrapped allocator's blocks are plain (freed by one deleter given the data pointer, as the
+// default CPU allocator's are) can the wrapper keep LibTorch's own DataPtr shape.
+bool installCountingAllocator() {
   static const bool installed = [] {
-    // Never destroyed: LibTorch holds the pointer until the process ends.
-    auto* counting = new CountingCpuAllocator(c10::GetCPUAllocator());
+    c10::Allocator* inner = c10::GetCPUAllocator();
+    g_innerDeleter = inner->raw_deleter();
+    if (!g_innerDeleter) return false;
+    auto* counting = new CountingCpuAllocator(inner);  // never destroyed: LibTorch holds it until exit
     c10::SetCPUAllocator(counting, /*priority=*/1);
     return c10::GetCPUAllocator() == counting;
   }();
@@ -69,8 +101,12 @@ void TensorMemoryAccount::charge(int64_t bytes) {
   }
 }
 
+bool installTensorMemoryCounting() {
+  return installCountingAllocator();
+}
+
 std::shared_ptr<TensorMemoryAccount> newTensorMemoryAccount() {
-  return countingAllocatorInstalled() ? std::make_shared<TensorMemoryAccount>() : nullptr;
+  return installCountingAllocator() ? std::make_shared<TensorMemoryAccount>() : nullptr;
 }
 
 ChargeTensorMemoryTo::ChargeTensorMemoryTo(std::shared_ptr<TensorMemoryAccount> account)

@@ -24,8 +24,14 @@ class TensorMemoryAccount {
   std::atomic<int64_t> m_live{0}, m_peak{0};
 };
 
-// A new account, with the counting allocator installed. Returns nullptr when LibTorch would not take the
-// allocator (another with a higher priority is set): then nothing is counted and callers report no number.
+// Puts the counting allocator in front of LibTorch's CPU allocator, once; whether it is in use (not when
+// another allocator with a higher priority is set, or one whose blocks need more than one deleter). LibTorch
+// reads the allocator without a lock: a program calls this at start, before it has threads (app/main.cpp);
+// newTensorMemoryAccount() calls it too, for programs that did not.
+bool installTensorMemoryCounting();
+
+// A new account. Returns nullptr when the counting allocator is not in use: then nothing is counted and
+// callers report no number.
 std::shared_ptr<TensorMemoryAccount> newTensorMemoryAccount();
 
 // While it lives, the CPU tensors this thread allocates are charged to `account` (nullptr: to none).

@@ -1,5 +1,6 @@
 // Per-run tensor memory (trainer/tensor_memory.hpp): every CPU tensor a thread allocates is charged to the
 // account that thread set, exactly its bytes, and given back to that account when freed on any thread.
+#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -48,6 +49,17 @@ TEST(TensorMemory, EachThreadsTensorsAreChargedToItsAccountAndReleasedWhereverFr
     }
     torch::Tensor t = torch::empty({20}, torch::kFloat32);
     EXPECT_EQ(a->liveBytes(), 80);
+  }
+  EXPECT_EQ(a->liveBytes(), 0);
+  {  // LibTorch's raw path (oneDNN's memory) asserts that a block's context is its data: it still is
+    const ChargeTensorMemoryTo charge(a);
+    c10::Allocator* cpu = c10::GetCPUAllocator();
+    void* raw = cpu->raw_allocate(1024);
+    EXPECT_EQ(a->liveBytes(), 1024);
+    cpu->raw_deallocate(raw);
+    EXPECT_EQ(a->liveBytes(), 0);
+    const c10::DataPtr block = cpu->allocate(64);
+    EXPECT_EQ(block.get(), block.get_context());
   }
   EXPECT_EQ(a->liveBytes(), 0);
   EXPECT_GT(processPeakResidentBytes(), 1 << 20);
