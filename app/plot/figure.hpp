@@ -81,6 +81,8 @@ struct Figure {
   std::optional<Range> xRange, yRange;  // default: fitted to the data
   bool xIntegers = false;               // x is a count (atoms, layers): ticks on whole numbers only
   bool yDown = false;  // y grows downwards (a topology graph lists layer 0 first, at the top)
+  // Hover names the one point nearest the mouse (a graph's node), not every series at the mouse's x.
+  bool hoverNearestOnly = false;
   std::vector<Series> series;
   std::vector<Marker> markers;
   std::optional<Heatmap> heatmap;  // drawn as cells; the axes are then column and row indices

@@ -132,10 +132,11 @@ Range FigureMemo::fittedY(const Figure& f, const std::vector<bool>& hidden,
       range, key, [&] { return fittedYRange(f, hidden, visibleX, seriesExtent); }, m_recomputed);
 }
 
-size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point box,
+size_t FigureMemo::legendCorner(const Figure& f, const FigureLayout& l, Point box, bool mayGoBelow,
                                 const std::vector<bool>& hidden, const std::function<size_t()>& choose) {
   requireBound(f);
-  const uint64_t key = WordHash().add(m_data).add(hidden).add(l).add(box.x).add(box.y).value();
+  const uint64_t key =
+      WordHash().add(m_data).add(hidden).add(l).add(box.x).add(box.y).add(uint64_t{mayGoBelow}).value();
   return lookup(m_corner, key, choose, m_recomputed);
 }
 

@@ -51,9 +51,9 @@ class FigureMemo {
   // series (a live run's new step) is scanned again, the others are not.
   Range fittedX(const Figure& figure, const std::vector<bool>& hidden);
   Range fittedY(const Figure& figure, const std::vector<bool>& hidden, const std::optional<Range>& visibleX);
-  // The legend's corner: `choose` runs only when the bound data, the hidden series, the layout or the
-  // legend box's size differ from the last call's.
-  size_t legendCorner(const Figure& figure, const FigureLayout& layout, Point box,
+  // The legend's place (a corner, or below the plot where `mayGoBelow`): `choose` runs only when the bound
+  // data, the hidden series, the layout, the legend box's size or `mayGoBelow` differ from the last call's.
+  size_t legendCorner(const Figure& figure, const FigureLayout& layout, Point box, bool mayGoBelow,
                       const std::vector<bool>& hidden, const std::function<size_t()>& choose);
   // seriesTrace of series `index` of the bound figure in this layout.
   const Trace& trace(const Figure& figure, size_t index, const FigureLayout& layout);

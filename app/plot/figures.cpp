@@ -823,6 +823,7 @@ Figure topologyGraphFigure(const Topology& t) {
   const double layers = static_cast<double>(t.model.layers);
   f.yRange = Range{-0.6, layers - 0.4};
   f.yDown = true;  // layer 0 at the top, as the Designer's column lists them
+  f.hoverNearestOnly = true;
   f.legend = false;
   const int64_t blocks = std::max<int64_t>(2, std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks()));
   auto colorOf = [&](int64_t b) {
@@ -850,7 +851,7 @@ Figure topologyGraphFigure(const Topology& t) {
     for (int64_t b = 0; b < unique; ++b) {
       Series node;
       node.label = std::string(side == 0 ? "attention" : "FFN") + " block " + std::to_string(b) +
-                   ", used by " + std::to_string(s.usersOf(b)) + " layers";
+                   ", used by " + std::to_string(s.usersOf(b)) + (s.usersOf(b) == 1 ? " layer" : " layers");
       node.x = {blockX};
       node.y = {blockY(b)};
       node.style = SeriesStyle::Markers;

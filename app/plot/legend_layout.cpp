@@ -164,11 +164,12 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
 // height.
 bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, FigureLayout& l) {
   const float usable = l.size.x - 2 * kPad;
+  if (!(boxW > 0) || boxW > usable) return false;
   const size_t columns = std::clamp<size_t>(static_cast<size_t>(usable / boxW), 1, rows);
   const size_t perColumn = (rows + columns - 1) / columns;
   const float height = rowH * static_cast<float>(perColumn) + 6;
   const float plotHeight = l.plotMax.y - l.plotMin.y;
-  if (boxW > usable || height + 4 > plotHeight / 2) return false;
+  if (height + 4 > plotHeight / 2) return false;
   l.plotMax.y -= height + 4;
   const float width = boxW * static_cast<float>(columns);
   const float left = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
@@ -222,8 +223,9 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
     // Past the corners: below the plot if there is room, else that corner.
     return *emptiest > 0 && style.legendBelowRatherThanOverData ? std::size(corners) + corner : corner;
   };
-  const size_t choice =
-      memo ? memo->legendCorner(f, l, {boxW, boxH}, hidden, emptiestCorner) : emptiestCorner();
+  const size_t choice = memo ? memo->legendCorner(f, l, {boxW, boxH}, style.legendBelowRatherThanOverData,
+                                                  hidden, emptiestCorner)
+                             : emptiestCorner();
   if (choice >= std::size(corners) && placeLegendBelow(f, rowH, boxW, rows, l)) return;
   const Point best = corners[choice % std::size(corners)];
   float y = best.y;

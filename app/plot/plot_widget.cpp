@@ -35,6 +35,26 @@ void seriesTooltip(const Figure& f, const PlotState& state, double x) {
   ImGui::EndTooltip();
 }
 
+// The label of the shown point nearest the mouse, within 12 pixels (a graph's node or edge end).
+void nearestPointTooltip(const Figure& f, const PlotState& state, const FigureLayout& layout, Point mouse) {
+  const Series* nearest = nullptr;
+  float best = 12.0f * 12.0f;
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    if (i < state.hidden.size() && state.hidden[i]) continue;
+    const Series& s = f.series[i];
+    for (size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) {
+      const Point p = layout.toPixel(s.x[k], s.y[k]);
+      const float d = (p.x - mouse.x) * (p.x - mouse.x) + (p.y - mouse.y) * (p.y - mouse.y);
+      // Markers (nodes) win over the ends of lines at the same place.
+      if (d < best || (d == best && s.style == SeriesStyle::Markers)) best = d, nearest = &s;
+    }
+  }
+  if (!nearest || nearest->label.empty()) return;
+  ImGui::BeginTooltip();
+  ImGui::TextColored(ImColor(toImColor(nearest->color)), "%s", nearest->label.c_str());
+  ImGui::EndTooltip();
+}
+
 }  // namespace
 
 Range zoomAround(const Range& r, Scale scale, double anchor, double factor) {
@@ -199,6 +219,8 @@ PlotEvents plotWidget(const char* id, const Figure& f, PlotState& state, ImVec2 
         if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) && io.MouseDragMaxDistanceSqr[0] < 16)
           events.clickedCell = {row, col};
       }
+    } else if (!f.series.empty() && f.hoverNearestOnly) {
+      nearestPointTooltip(f, state, layout, {mouse.x, mouse.y});
     } else if (!f.series.empty()) {
       list->AddLine({mouse.x, layout.plotMin.y}, {mouse.x, layout.plotMax.y}, IM_COL32(128, 128, 128, 120));
       seriesTooltip(f, state, layout.xAt(mouse.x));

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "analysis/registry.hpp"
 #include "app/gui/view_id.hpp"
@@ -189,22 +190,37 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
     EXPECT_NE(r.out.find("[--" + std::string(k.id) + (k.id == "embedding-loss" ? " [" : "]")),
               std::string::npos)
         << "analyze --" << k.id;
-  for (const plot::FigureKind& k : plot::figureKinds())
-    EXPECT_NE(r.out.find(std::string(k.id) + ","), std::string::npos) << "export --view " << k.id;
-  for (std::string_view q : plot::kRankQuantityNames)
-    EXPECT_NE(r.out.find(std::string(q)), std::string::npos) << "--quantity " << q;
+  // The lists, cut out of the text and compared whole.
+  auto between = [&](const std::string& before, const std::string& after) {
+    const size_t start = r.out.find(before);
+    if (start == std::string::npos) return std::string("(no '" + before + "')");
+    const size_t from = start + before.size();
+    return r.out.substr(from, r.out.find(after, from) - from);
+  };
+  auto split = [](const std::string& text, const std::string& separator) {
+    std::set<std::string> parts;
+    for (size_t at = 0; at <= text.size();) {
+      const size_t next = std::min(text.find(separator, at), text.size());
+      parts.insert(text.substr(at, next - at));
+      at = next + separator.size();
+    }
+    return parts;
+  };
+  std::set<std::string> figures = {"training", "rank-vs-step", "topology", "topology-graph"};
+  for (const plot::FigureKind& k : plot::figureKinds()) figures.emplace(k.id);
+  EXPECT_EQ(split(between("render a figure (", ") without a window"), ", "), figures);
+  std::set<std::string> quantities(plot::kRankQuantityNames.begin(), plot::kRankQuantityNames.end());
+  EXPECT_EQ(split(between("[--quantity ", "]"), "|"), quantities);
+  std::set<std::string> views;
   for (const gui::ViewId v : gui::publicViews()) {
     std::string name = gui::viewLabel(v);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    EXPECT_NE(r.out.find(" " + name), std::string::npos) << "--view " << name;
+    views.insert(name);
   }
-  EXPECT_NE(r.out.find("rank-vs-step, topology, topology-graph)"), std::string::npos)
-      << "export's figures of runs";
-  for (SharingPattern p : kAllPatterns)
-    EXPECT_NE(r.out.find(std::string(patternName(p)) +
-                         (p == kAllPatterns[std::size(kAllPatterns) - 1] ? " " : "|")),
-              std::string::npos)
-        << "topology --preset " << patternName(p);
+  EXPECT_EQ(split(between("start on a view (any case): ", "\n"), ", "), views);
+  std::set<std::string> patterns;
+  for (SharingPattern p : kAllPatterns) patterns.emplace(patternName(p));
+  EXPECT_EQ(split(between("topology --preset ", " --layers"), "|"), patterns);
   for (const char* view : {"esd", "esd-alpha", "embedding-loss", "rank-vs-step"}) {
     const auto e = runProcess(kBinary + " export --view " + view + " --input /nonexistent --out /tmp/x.png");
     EXPECT_EQ(e.err.find("unknown view"), std::string::npos) << view << ": " << e.err;

@@ -214,9 +214,13 @@ class TrainingPanel : public View {
   // (core/run_groups.hpp), recomputed when a run comes, goes or writes its run.json.
   std::vector<std::string> configDifferenceLines(AppContext& ctx) {
     std::vector<const Json*> records;
-    for (const auto& r : ctx.runs.runs()) records.push_back(r->record ? &*r->record : nullptr);
-    if (records != m_differencesOf) {
-      m_differencesOf = records;
+    std::vector<std::pair<std::filesystem::path, bool>> runs;
+    for (const auto& r : ctx.runs.runs()) {
+      records.push_back(r->record ? &*r->record : nullptr);
+      runs.emplace_back(r->dir, r->record.has_value());
+    }
+    if (runs != m_differencesOf) {  // a run's record, once read, does not change
+      m_differencesOf = std::move(runs);
       m_differenceLines.clear();
       for (const auto& fields : configDifferences(records)) {
         std::string line;
@@ -274,9 +278,18 @@ class TrainingPanel : public View {
       ImGui::OpenPopup("Run notes");
       m_notesOf = m_editNotes;
       m_editNotes.clear();
-      if (const RunEntry* r = ctx.runs.find(m_notesOf)) {
-        std::snprintf(m_tagsText, sizeof m_tagsText, "%s", joinTags(r->notes.tags).c_str());
-        std::snprintf(m_noteText, sizeof m_noteText, "%s", r->notes.note.c_str());
+      if (RunEntry* r = ctx.runs.find(m_notesOf)) {
+        try {  // as the file is now: another process (or an editor) may have changed it
+          r->notes = readRunNotes(r->dir);
+          r->notesProblem.clear();
+        } catch (const Error& e) {
+          r->notesProblem = e.what();
+        }
+        const std::string tags = joinTags(r->notes.tags);
+        // Text longer than the boxes hold is not cut and saved back: it is edited in the file instead.
+        m_notesTooLong = tags.size() >= sizeof m_tagsText || r->notes.note.size() >= sizeof m_noteText;
+        std::snprintf(m_tagsText, sizeof m_tagsText, "%s", m_notesTooLong ? "" : tags.c_str());
+        std::snprintf(m_noteText, sizeof m_noteText, "%s", m_notesTooLong ? "" : r->notes.note.c_str());
       }
     }
     if (!ImGui::BeginPopupModal("Run notes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
@@ -290,6 +303,16 @@ class TrainingPanel : public View {
     ImGui::TextDisabled("saved in %s", (r->dir / "notes.json").c_str());
     if (!r->notesProblem.empty())
       ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s\nSaving replaces the file.", r->notesProblem.c_str());
+    if (m_notesTooLong) {
+      ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1),
+                         "The notes are longer than this dialog holds (%zu bytes):", sizeof m_noteText - 1);
+      ImGui::TextUnformatted("edit notes.json itself; nothing here changes them.");
+      if (ImGui::Button("Close") ||
+          (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput))
+        ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+      return;
+    }
     ImGui::SetNextItemWidth(460);
     ImGui::InputTextWithHint("tags", "comma separated: baseline, lr sweep", m_tagsText, sizeof m_tagsText);
     probe::item("notes-dialog/tags");
@@ -501,8 +524,10 @@ class TrainingPanel : public View {
 
   std::filesystem::path m_confirmStop, m_stopping;  // the run the Stop popup is asking about
   std::filesystem::path m_editNotes, m_notesOf;     // the run whose notes the notes dialog edits
-  char m_tagsText[512] = "", m_noteText[4096] = "";
-  std::vector<const Json*> m_differencesOf;  // the records m_differenceLines were computed from
+  char m_tagsText[1024] = "", m_noteText[16384] = "";
+  bool m_notesTooLong = false;  // the run's notes do not fit the boxes: the dialog only says so
+  // The runs m_differenceLines were computed for: each one's directory and whether it had its run.json.
+  std::vector<std::pair<std::filesystem::path, bool>> m_differencesOf;
   std::vector<std::string> m_differenceLines;
   std::map<std::filesystem::path, int64_t>
       m_checkpointAsked;  // run -> step at which "checkpoint now" was pressed
