@@ -5,27 +5,13 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_util.hpp"
+#include "core/text.hpp"
 
 namespace sharelens {
-namespace {
-
-std::string_view trimmed(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
-
 std::vector<std::string> parseTags(std::string_view text) {
   std::vector<std::string> tags;
-  while (!text.empty()) {
-    const size_t comma = std::min(text.find(','), text.size());
-    const std::string tag(trimmed(text.substr(0, comma)));
-    text.remove_prefix(std::min(comma + 1, text.size()));
-    if (!tag.empty() && std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
-  }
+  for (std::string_view tag : splitList(text, ','))
+    if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.emplace_back(tag);
   return tags;
 }
 

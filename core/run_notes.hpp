@@ -18,8 +18,8 @@ struct RunNotes {
   bool empty() const { return tags.empty() && note.empty(); }
 };
 
-// "baseline, lr sweep ,,baseline" -> {"baseline", "lr sweep"}: split on commas, trimmed, empty and repeated
-// tags dropped.
+// "baseline, lr sweep ,,baseline" -> {"baseline", "lr sweep"}: split on commas (splitList: spaces and tabs
+// trimmed, empty pieces dropped), repeated tags dropped.
 std::vector<std::string> parseTags(std::string_view text);
 std::string joinTags(const std::vector<std::string>& tags);  // "baseline, lr sweep"
 

@@ -1,6 +1,5 @@
 #include "app/cli/commands.hpp"
 
-#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <span>
@@ -16,8 +15,8 @@ namespace {
 
 // The parts of the usage text that registries own, so that they cannot drift from what the commands accept.
 
-// "[--activations] [--spectra] ...": each analysis of the registry as its flag, `extra` after the flags that
-// have one ("embedding-loss" -> " [--embedding-loss-tokens 8192]").
+// "[--activations] [--spectra] ...": each analysis of the registry as its flag (embedding-loss with its
+// token count inside its brackets).
 std::string analysisFlags() {
   std::string out;
   for (const AnalysisKind& k : analysisKinds()) {
@@ -45,23 +44,11 @@ std::string joined(std::span<const std::string_view> names, std::string_view sep
   return out;
 }
 
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // "vanilla|sequence|...": the sharing patterns `topology --preset` builds.
 std::string patternChoices() {
-  std::string out;
-  for (SharingPattern p : kAllPatterns) out += (out.empty() ? "" : "|") + std::string(patternName(p));
-  return out;
-}
-
-// "model, spectrum, ...": the views `--view` opens.
-std::string viewNames() {
-  std::string out;
-  for (gui::ViewId v : gui::publicViews()) out += (out.empty() ? "" : ", ") + lowercase(gui::viewLabel(v));
-  return out;
+  std::vector<std::string_view> names;
+  for (SharingPattern p : kAllPatterns) names.push_back(patternName(p));
+  return joined(names, "|");
 }
 
 }  // namespace
@@ -211,7 +198,7 @@ void printUsage() {
          "GUI options:\n"
          "  --demo                  train the demo topology and its baseline, and follow them\n"
          "  --view NAME             start on a view (any case): "
-      << viewNames()
+      << gui::viewLabels()
       << "\n"
          "  --size WxH              window size\n"
          "for tests and benchmarks:\n"

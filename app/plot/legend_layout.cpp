@@ -14,6 +14,12 @@
 namespace sharelens::plot::detail {
 namespace {
 
+// Whether a series gets a legend row: named, with points (a run's validation curve before its first
+// evaluation names nothing on screen).
+bool listedInLegend(const Series& s) {
+  return !s.label.empty() && !s.y.empty();
+}
+
 // The part of segment a-b inside the box [min, max] (Liang-Barsky), as parameters t0 <= t1 in [0, 1];
 // nullopt when it misses the box.
 std::optional<std::pair<float, float>> clipSegment(Point a, Point b, Point min, Point max) {
@@ -177,7 +183,7 @@ bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, Figu
   const float top = l.origin.y + l.size.y - kPad - height + 3;
   size_t k = 0;
   for (size_t i = 0; i < f.series.size(); ++i) {
-    if (f.series[i].label.empty() || f.series[i].y.empty()) continue;
+    if (!listedInLegend(f.series[i])) continue;
     const Point min{left + boxW * static_cast<float>(k / perColumn),
                     top + rowH * static_cast<float>(k % perColumn)};
     l.legend.push_back({i, min, {min.x + boxW, min.y + rowH}});
@@ -194,11 +200,10 @@ bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, Figu
 // every corner covers some (Style::legendBelowRatherThanOverData).
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
                  FigureLayout& l, FigureMemo* memo) {
-  auto listed = [](const Series& s) { return !s.label.empty() && !s.y.empty(); };
   float widest = 0;
   size_t rows = 0;
   for (const Series& s : f.series)
-    if (listed(s)) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
+    if (listedInLegend(s)) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
   if (rows == 0) return;
   const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34,
               boxH = rowH * static_cast<float>(rows);
@@ -230,7 +235,7 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
   const Point best = corners[choice % std::size(corners)];
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
-    if (!listed(f.series[i])) continue;
+    if (!listedInLegend(f.series[i])) continue;
     l.legend.push_back({i, {best.x, y}, {best.x + boxW, y + rowH}});
     y += rowH;
   }

@@ -212,11 +212,7 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   std::set<std::string> quantities(plot::kRankQuantityNames.begin(), plot::kRankQuantityNames.end());
   EXPECT_EQ(split(between("[--quantity ", "]"), "|"), quantities);
   std::set<std::string> views;
-  for (const gui::ViewId v : gui::publicViews()) {
-    std::string name = gui::viewLabel(v);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    views.insert(name);
-  }
+  for (const gui::ViewId v : gui::publicViews()) views.emplace(gui::viewLabel(v));
   EXPECT_EQ(split(between("start on a view (any case): ", "\n"), ", "), views);
   std::set<std::string> patterns;
   for (SharingPattern p : kAllPatterns) patterns.emplace(patternName(p));

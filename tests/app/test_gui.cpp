@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -171,6 +172,24 @@ class GuiInput : public Gui {
   static std::string dataHome(const fs::path& dir) {  // settings and runs of the session kept apart
     return "XDG_DATA_HOME=" + shellQuote(dir.string()) + " XDG_CONFIG_HOME=" + shellQuote(dir.string()) + " ";
   }
+  // The test run copied as three runs of an experiment's folder, OUT/ARM/seed-K: arm "cycle" with seeds 1 and
+  // 2 (the run's own topology), and arm "other" with seed 1 (its topology renamed "other", and `changeOther`
+  // applied to its run.json).
+  static void copyRunAsArms(const fs::path& out, const std::function<void(Json&)>& changeOther) {
+    for (const auto& [arm, seed] : {std::pair{"cycle", 1}, {"cycle", 2}, {"other", 1}}) {
+      const fs::path dir = out / arm / ("seed-" + std::to_string(seed));
+      fs::create_directories(dir.parent_path());
+      fs::copy(s_dir / "run", dir, fs::copy_options::recursive);
+      Json record = readState(dir / "run.json");
+      record["seed"] = seed;
+      record["config"]["seed"] = seed;
+      if (std::string(arm) == "other") {
+        record["topology"]["name"] = "other";
+        changeOther(record);
+      }
+      std::ofstream(dir / "run.json") << record.dump(2);
+    }
+  }
 };
 
 // Model view: clicking a tensor's row opens its details, computed over every element.
@@ -248,16 +267,7 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
 // dropped, and "analyse" stayed on Training).
 TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
   const fs::path runs = s_dir / "seeds";
-  for (const auto& [arm, seed] : {std::pair{"cycle", 1}, {"cycle", 2}, {"other", 1}}) {
-    const fs::path dir = runs / arm / ("seed-" + std::to_string(seed));
-    fs::create_directories(dir.parent_path());
-    fs::copy(s_dir / "run", dir, fs::copy_options::recursive);
-    Json record = readState(dir / "run.json");
-    record["seed"] = seed;
-    record["config"]["seed"] = seed;
-    if (std::string(arm) == "other") record["topology"]["name"] = "other";
-    std::ofstream(dir / "run.json") << record.dump(2);
-  }
+  copyRunAsArms(runs, [](Json&) {});
   const auto s =
       session("seeds", dataHome(s_dir / "xdg-seeds") + binaryOn("seeds") + " --exit-after 60",
               {"waitfor '\"view\":\"Training\"'",
@@ -272,16 +282,7 @@ TEST_F(GuiInput, SeedsOfAnArmAreOneCurveAndAnalyseOpensTheSpectrum) {
 // rate and topology), shows the tags a run's notes.json holds, and its notes dialog writes them back.
 TEST_F(GuiInput, TheRunTableComparesConfigsAndKeepsTagsAndNotes) {
   const fs::path runs = s_dir / "compare";
-  for (const auto& [arm, seed] : {std::pair{"cycle", 1}, {"cycle", 2}, {"other", 1}}) {
-    const fs::path dir = runs / arm / ("seed-" + std::to_string(seed));
-    fs::create_directories(dir.parent_path());
-    fs::copy(s_dir / "run", dir, fs::copy_options::recursive);
-    Json record = readState(dir / "run.json");
-    record["seed"] = seed;
-    record["config"]["seed"] = seed;
-    if (std::string(arm) == "other") record["topology"]["name"] = "other", record["config"]["lr"] = 0.01;
-    std::ofstream(dir / "run.json") << record.dump(2);
-  }
+  copyRunAsArms(runs, [](Json& other) { other["config"]["lr"] = 0.01; });
   writeRunNotes(runs / "cycle" / "seed-1", {{"reference"}, "the first seed"});
   const fs::path other = runs / "other" / "seed-1";
   // (The state is matched with its spaces removed.)
