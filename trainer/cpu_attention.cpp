@@ -42,6 +42,21 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
 // Runs work(pair) for every (batch, head) pair, split over the run's threads; BLAS is single-threaded
 // meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims' sizes), so the threads do not wait on one
 // shared BLAS pool.
+// The causal mask makes query rows [r0, r0 + rows) read only keys [0, r0 + rows): every GEMM of a pair is
+// cut into row panels of kPanelRows queries, each over the keys its rows can see, so the masked upper
+// triangle is never computed (at T = 128, four panels do 10/16 of the square's work). The softmax kernels
+// write the zeros of the masked entries, so no entry a panel skips is ever read uninitialised.
+constexpr int64_t kPanelRows = 32;
+
+// Calls panel(firstRow, rows, seen) for each row panel of a T x T causal matrix; seen = firstRow + rows.
+template <class Panel>
+void forEachCausalPanel(int64_t time, const Panel& panel) {
+  for (int64_t r0 = 0; r0 < time; r0 += kPanelRows) {
+    const int64_t rows = std::min(kPanelRows, time - r0);
+    panel(static_cast<int>(r0), static_cast<int>(rows), static_cast<int>(r0 + rows));
+  }
+}
+
 template <class Work>
 void forEachPair(int64_t pairs, const Work& work) {
   const int threads = currentBlasThreads();
@@ -62,13 +77,20 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
     float *op = out.data_ptr<float>(), *pp = probs.data_ptr<float>();
     forEachPair(d.pairs(), [&](int64_t pair) {
       float* p = pp + d.pAt(pair);
-      // S = scale Q K^T  [T, T];  P = causal softmax(S);  O = P V  [T, hd]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, static_cast<float>(scale),
-                  qp + d.qAt(pair), static_cast<int>(d.qRow()), kp + d.kvAt(pair),
-                  static_cast<int>(d.kvRow()), 0.0f, p, t);
-      kernels::causalSoftmaxRows(p, d.time);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, vp + d.kvAt(pair),
-                  static_cast<int>(d.kvRow()), 0.0f, op + d.qAt(pair), static_cast<int>(d.qRow()));
+      const float *q0 = qp + d.qAt(pair), *k0 = kp + d.kvAt(pair), *v0 = vp + d.kvAt(pair);
+      float* o0 = op + d.qAt(pair);
+      const int qRow = static_cast<int>(d.qRow()), kvRow = static_cast<int>(d.kvRow());
+      // S = scale Q K^T  [T, T], by row panels: S[r0:r0+rows, :seen] = scale Q[r0:r0+rows] K[:seen]^T
+      forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, seen, hd, static_cast<float>(scale),
+                    q0 + r0 * qRow, qRow, k0, kvRow, 0.0f, p + r0 * t, t);
+      });
+      kernels::causalSoftmaxRows(p, d.time);  // P = causal softmax(S), zeros above the diagonal
+      // O = P V  [T, hd]:  O[r0:r0+rows] = P[r0:r0+rows, :seen] V[:seen]
+      forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, seen, 1.0f, p + r0 * t, t, v0, kvRow,
+                    0.0f, o0 + r0 * qRow, qRow);
+      });
     });
     ctx->save_for_backward({q, k, v, probs});
     ctx->saved_data["scale"] = scale;
@@ -96,20 +118,28 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
       for (int64_t member = 0; member < group; ++member) {
         const int64_t pair = (kvPair / d.kvHeads) * d.heads + (kvPair % d.kvHeads) * group + member;
         const float* p = pp + d.pAt(pair);
-        const float* go = gop + d.qAt(pair);
-        // dV += P^T dO  [T, hd]
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, go, qRow, 1.0f,
-                    gvp + d.kvAt(pair), kvRow);
-        // dP = dO V^T  [T, T]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, go, qRow, vp + d.kvAt(pair),
-                    kvRow, 0.0f, ds.data(), t);
-        // dS = P (dP - sum_j dP_ij P_ij), row by row over the keys each query sees
+        const float *go = gop + d.qAt(pair), *q0 = qp + d.qAt(pair);
+        const float *k0 = kp + d.kvAt(pair), *v0 = vp + d.kvAt(pair);
+        float *gq0 = gqp + d.qAt(pair), *gk0 = gkp + d.kvAt(pair), *gv0 = gvp + d.kvAt(pair);
+        // Each product by row panels of queries, over the keys [0, seen) those rows see.
+        forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+          // dV[:seen] += P[r0:r0+rows, :seen]^T dO[r0:r0+rows]  [seen, hd]
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seen, hd, rows, 1.0f, p + r0 * t, t,
+                      go + r0 * qRow, qRow, 1.0f, gv0, kvRow);
+          // dP[r0:r0+rows, :seen] = dO[r0:r0+rows] V[:seen]^T
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, seen, hd, 1.0f, go + r0 * qRow, qRow, v0,
+                      kvRow, 0.0f, ds.data() + r0 * t, t);
+        });
+        // dS = P (dP - sum_j dP_ij P_ij), row by row over the keys each query sees; zeros above the diagonal
         kernels::causalSoftmaxBackwardRows(ds.data(), p, d.time);
-        // dQ = scale dS K  [T, hd];  dK += scale dS^T Q  [T, hd]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds.data(), t,
-                    kp + d.kvAt(pair), kvRow, 0.0f, gqp + d.qAt(pair), qRow);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds.data(), t, qp + d.qAt(pair),
-                    qRow, 1.0f, gkp + d.kvAt(pair), kvRow);
+        forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+          // dQ[r0:r0+rows] = scale dS[r0:r0+rows, :seen] K[:seen]
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, seen, scale, ds.data() + r0 * t, t,
+                      k0, kvRow, 0.0f, gq0 + r0 * qRow, qRow);
+          // dK[:seen] += scale dS[r0:r0+rows, :seen]^T Q[r0:r0+rows]
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seen, hd, rows, scale, ds.data() + r0 * t, t,
+                      q0 + r0 * qRow, qRow, 1.0f, gk0, kvRow);
+        });
       }
     });
     return {gq, gk, gv, torch::Tensor()};

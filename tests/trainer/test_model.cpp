@@ -426,14 +426,15 @@ torch::Tensor attentionByDefinition(const torch::Tensor& q, const torch::Tensor&
 
 // The CPU trainer's attention kernel (trainer/cpu_attention.hpp) against the definition in double: values
 // and the gradients of q, k and v, for MHA and grouped KV heads, a context of one token, and T not a
-// multiple of anything; and the composite formula the model takes elsewhere agrees as well.
+// multiple of anything (33 and 70 cross the kernel's 32-row causal panels, the last one partial); and the
+// composite formula the model takes elsewhere agrees as well.
 TEST(FusedOps, TokenMajorAttentionMatchesTheDefinitionInValueAndGradient) {
   at::Generator gen = at::detail::createCPUGenerator(9);
   struct Shape {
     int64_t b, t, h, kv, hd;
   };
-  for (const Shape& s :
-       {Shape{2, 7, 4, 4, 8}, Shape{3, 13, 6, 2, 16}, Shape{1, 1, 2, 1, 4}, Shape{2, 33, 4, 1, 32}}) {
+  for (const Shape& s : {Shape{2, 7, 4, 4, 8}, Shape{3, 13, 6, 2, 16}, Shape{1, 1, 2, 1, 4},
+                         Shape{2, 33, 4, 1, 32}, Shape{1, 70, 2, 2, 8}}) {
     const torch::Tensor q = at::randn({s.b, s.t, s.h, s.hd}, gen), k = at::randn({s.b, s.t, s.kv, s.hd}, gen),
                         v = at::randn({s.b, s.t, s.kv, s.hd}, gen),
                         probe = at::randn({s.b, s.t, s.h, s.hd}, gen);
