@@ -59,7 +59,21 @@ void removeStaleTemporaries(const std::filesystem::path& directory, const std::s
 }  // namespace
 
 AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target)) {
-  if (m_target.has_parent_path() && !std::filesystem::exists(m_target.parent_path()))
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A symbolic link is followed: the file it names is replaced, and the link stays (renaming over the link
+  // replaced it with a plain file).
+  if (fs::is_symlink(fs::symlink_status(m_target, ec))) m_target = fs::weakly_canonical(m_target, ec);
+  // A device, FIFO or socket (`--json /dev/null`, a pipe) is written into, never replaced: renaming a file
+  // over /dev/null as root turned the machine's /dev/null into a plain file.
+  const fs::file_status status = fs::status(m_target, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status)) {
+    m_fd = ::open(m_target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (m_fd < 0) throwIo("cannot open for writing", m_target, errno);
+    m_direct = true;
+    return;
+  }
+  if (m_target.has_parent_path() && !fs::exists(m_target.parent_path()))
     throw Error({.what = "directory does not exist",
                  .where = m_target.parent_path().string(),
                  .hint = "create it first or choose another output path"});
@@ -71,7 +85,7 @@ AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target
 
 AtomicFile::~AtomicFile() {
   if (m_fd >= 0) ::close(m_fd);
-  if (!m_committed) ::unlink(m_temp.c_str());
+  if (!m_committed && !m_direct) ::unlink(m_temp.c_str());
 }
 
 void AtomicFile::write(const void* data, size_t size) {
@@ -80,7 +94,7 @@ void AtomicFile::write(const void* data, size_t size) {
     const ssize_t n = ::write(m_fd, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throwIo("write failed", m_temp, errno);
+      throwIo("write failed", m_direct ? m_target : m_temp, errno);
     }
     p += n;
     size -= static_cast<size_t>(n);
@@ -88,6 +102,13 @@ void AtomicFile::write(const void* data, size_t size) {
 }
 
 void AtomicFile::commit() {
+  if (m_direct) {  // nothing to rename; a device or pipe has no fsync to ask for
+    const int rc = ::close(m_fd);
+    m_fd = -1;
+    if (rc != 0) throwIo("close failed", m_target, errno);
+    m_committed = true;
+    return;
+  }
   if (::fsync(m_fd) != 0) throwIo("fsync failed", m_temp, errno);
   if (::close(m_fd) != 0) {
     m_fd = -1;

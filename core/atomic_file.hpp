@@ -1,6 +1,8 @@
 // Crash-safe file replacement: write a temporary file beside the target, fsync it, rename it over the
 // target, fsync the directory. A reader (or a process restarted after SIGKILL) sees either the old file or
-// the complete new one. An AtomicFile destroyed without commit() removes its temporary file.
+// the complete new one. An AtomicFile destroyed without commit() removes its temporary file. A symbolic link
+// is followed (the file it names is replaced, the link kept); a device, FIFO or socket (/dev/null, a pipe) is
+// written into directly, never replaced.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ class AtomicFile {
   std::filesystem::path m_temp;
   int m_fd = -1;
   bool m_committed = false;
+  bool m_direct = false;  // the target is a device, FIFO or socket: written in place
 };
 
 void writeFileAtomically(const std::filesystem::path& target, std::string_view content);

@@ -1,12 +1,15 @@
 // Where commands may write (core/output_guard.hpp), one writer per directory (core/directory_lock.hpp), and
 // the temporaries a killed writer leaves (core/atomic_file.hpp): each case is one a user met (issue 40).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <fstream>
+#include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
@@ -132,6 +135,36 @@ TEST(AtomicFile, TheNextWriterRemovesWhatAKilledWriterOfTheSameTargetLeft) {
   EXPECT_TRUE(fs::exists(dir / ("r.json.tmp." + live + ".3")));
   EXPECT_TRUE(fs::exists(dir / ("other.json.tmp." + dead + ".0"))) << "another target's temporaries stay";
   EXPECT_EQ(readTextFile(dir / "out" / "x.json"), "{}");
+  fs::remove_all(dir);
+}
+
+// `--json /dev/null` as root renamed a file over /dev/null: the machine's null device became a plain file
+// (found when a later read of /dev/null returned a shell's error messages). A FIFO stands in for the device
+// here (mkfifo needs no root): it is written into and stays a FIFO; a symbolic link stays a link and the file
+// it names gets the content.
+TEST(AtomicFile, ADeviceOrPipeIsWrittenIntoAndALinkIsFollowedNeitherIsReplaced) {
+  const fs::path dir = testing::makeTempDir("special");
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The read end is opened first, non-blocking, so the writer's open succeeds and nothing can hang: a writer
+  // that renames instead leaves the FIFO unwritten, and the read finds no data.
+  const int readEnd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(readEnd, 0);
+  writeFileAtomically(fifo, "{\"a\": 1}");
+  std::string received(64, '\0');
+  const ssize_t got = ::read(readEnd, received.data(), received.size());
+  ::close(readEnd);
+  received.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo))) << "the FIFO was replaced by a plain file";
+  EXPECT_EQ(received, "{\"a\": 1}");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "no temporary left";
+
+  fs::create_directories(dir / "real");
+  writeFileAtomically(dir / "real" / "r.json", "old");
+  fs::create_symlink(dir / "real" / "r.json", dir / "link.json");
+  writeFileAtomically(dir / "link.json", "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.json"))) << "the link was replaced";
+  EXPECT_EQ(readTextFile(dir / "real" / "r.json"), "new");
   fs::remove_all(dir);
 }
 
