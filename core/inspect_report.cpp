@@ -35,8 +35,10 @@ Json layerJson(const LayerView& layer) {
           {"ffn_source", source({Proj::Up, Proj::Down})}};
 }
 
+// `s` padded to `width` columns, with at least one space after it when it is wider (a long config key ran
+// into its value).
 std::string padRight(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
+  s.append(s.size() < width ? width - s.size() : 1, ' ');
   return s;
 }
 

@@ -11,7 +11,6 @@ namespace sharelens {
 namespace {
 
 constexpr std::string_view kProjNames[kProjCount] = {"q", "k", "v", "o", "gate", "up", "down"};
-constexpr std::string_view kFamilyNames[] = {"llama", "qwen2", "qwen3", "gemma3", "gpt2", "sharelens"};
 constexpr std::string_view kNormSlotNames[kNormSlotCount] = {"attn_in", "attn_out", "ffn_in",
                                                              "ffn_out", "q_norm",   "k_norm"};
 constexpr std::string_view kRoleNames[kTensorRoleCount] = {
@@ -114,9 +113,6 @@ std::optional<Proj> parseProj(std::string_view name) {
 }
 bool isAttentionProj(Proj p) {
   return p == Proj::Q || p == Proj::K || p == Proj::V || p == Proj::O;
-}
-std::string_view familyName(Family f) {
-  return kFamilyNames[static_cast<int>(f)];
 }
 std::string_view roleName(TensorRole r) {
   return kRoleNames[static_cast<int>(r)];

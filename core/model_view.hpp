@@ -33,8 +33,9 @@ std::string_view projName(Proj p);  // "q", "k", "v", "o", "gate", "up", "down"
 std::optional<Proj> parseProj(std::string_view name);
 bool isAttentionProj(Proj p);
 
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Gemma3, Gpt2, ShareLens };
-std::string_view familyName(Family f);
+// The architecture families, each read by one adapter (core/arch/family_*.cpp, listed in family.cpp).
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Gemma3, Gpt2, Phi3, ShareLens };
+std::string_view familyName(Family f);  // its adapter's name: "llama", "phi3", ...
 
 enum class TensorRole : uint8_t { Embedding, Position, Attention, Ffn, Norm, OutputHead, Lora, Masa, Other };
 inline constexpr int kTensorRoleCount = 9;

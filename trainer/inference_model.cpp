@@ -1,5 +1,6 @@
 #include "trainer/inference_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -65,12 +66,22 @@ double number(const Json& j, const char* key, double fallback, const std::string
 }
 
 // HF's RoPE inverse frequencies (float32, as transformers computes them), with llama3 / linear scaling.
-torch::Tensor inverseFrequencies(int64_t headDim, double theta, const ArchitectureParams& p, bool scaled) {
+// RoPE's inverse frequencies theta^(-2i/hd), i < hd/2, with the config's rope_scaling when `scaled`.
+// longrope divides each by its short factor, or by its long one for windows beyond the original context.
+torch::Tensor inverseFrequencies(int64_t headDim, double theta, const ArchitectureParams& p, bool scaled,
+                                 bool beyondOriginalContext = false) {
   torch::Tensor inv =
       1.0 / at::pow(at::scalar_tensor(theta, at::kFloat),
                     at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim));
   if (!scaled || p.ropeScaling.empty()) return inv;
   if (p.ropeScaling == "linear") return inv / p.ropeFactor;
+  if (p.ropeScaling == "longrope") {
+    const std::vector<double>& factors = beyondOriginalContext ? p.longFactors : p.shortFactors;
+    return 1.0 /
+           (torch::tensor(factors, at::kDouble).to(at::kFloat) *
+            at::pow(at::scalar_tensor(theta, at::kFloat),
+                    at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim)));
+  }
   // llama3: keep high frequencies, divide low ones by the factor, blend smoothly in between.
   const double lowWavelen = p.originalContext / p.lowFreqFactor,
                highWavelen = p.originalContext / p.highFreqFactor;
@@ -83,11 +94,42 @@ torch::Tensor inverseFrequencies(int64_t headDim, double theta, const Architectu
   return at::where(medium, blended, out);
 }
 
+// cos and sin [context, hd] of positions x frequencies, each half repeated (rotate_half's layout), scaled by
+// `attentionFactor` (longrope's; 1 otherwise).
 std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, const torch::Tensor& inv,
-                                                   torch::Device device) {
+                                                   torch::Device device, double attentionFactor = 1.0) {
   const torch::Tensor freqs = at::outer(at::arange(context, at::kFloat), inv);
   const torch::Tensor emb = at::cat({freqs, freqs}, -1);
-  return {emb.cos().to(device), emb.sin().to(device)};
+  if (attentionFactor == 1.0) return {emb.cos().to(device), emb.sin().to(device)};
+  return {(emb.cos() * attentionFactor).to(device), (emb.sin() * attentionFactor).to(device)};
+}
+
+// longrope's short_factor or long_factor: hd/2 positive numbers (transformers' Phi3Config checks the length).
+std::vector<double> longropeFactors(const Json& scaling, const char* key, int64_t headDim,
+                                    const std::string& where) {
+  const auto it = scaling.find(key);
+  const size_t want = static_cast<size_t>(headDim / 2);
+  const bool numbers = it != scaling.end() && it->is_array() &&
+                       std::all_of(it->begin(), it->end(), [](const Json& x) { return x.is_number(); });
+  if (!numbers || it->size() != want)
+    throw Error({.what = "longrope factors of the wrong form",
+                 .where = where + " field 'rope_scaling." + key + "'",
+                 .expected = "a list of " + std::to_string(want) + " numbers (head_dim / 2)",
+                 .found = it == scaling.end()
+                              ? "no such field"
+                              : jsonTypeName(*it) + " of " + std::to_string(it->size()) + " entries",
+                 .hint = "rope_scaling must come from the model's own config.json"});
+  std::vector<double> factors;
+  for (const Json& x : *it) {
+    const double f = x.get<double>();
+    if (!std::isfinite(f) || f <= 0)
+      throw Error({.what = "out of range",
+                   .where = where + " field 'rope_scaling." + key + "'",
+                   .expected = "positive numbers",
+                   .found = x.dump()});
+    factors.push_back(f);
+  }
+  return factors;
 }
 
 }  // namespace
@@ -240,19 +282,52 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   if (auto it = c.find("rope_scaling"); it != c.end() && it->is_object()) {
     p.ropeScaling = it->value("rope_type", it->value("type", ""));
     if (p.ropeScaling == "default") p.ropeScaling.clear();
-    if (!p.ropeScaling.empty() && p.ropeScaling != "llama3" && p.ropeScaling != "linear")
+    if (p.ropeScaling == "su") p.ropeScaling = "longrope";  // Phi-3's first name for it (configuration_phi3)
+    if (!p.ropeScaling.empty() && p.ropeScaling != "llama3" && p.ropeScaling != "linear" &&
+        p.ropeScaling != "longrope")
       throw Error({.what = "unsupported rope_scaling",
                    .where = "config.json field 'rope_scaling'",
-                   .expected = "llama3 or linear",
+                   .expected = "llama3, linear or longrope",
                    .found = p.ropeScaling,
                    .hint = "hidden states would not match the model's own implementation"});
     p.ropeFactor = number(*it, "factor", 1.0, where);
     p.lowFreqFactor = number(*it, "low_freq_factor", 1.0, where);
     p.highFreqFactor = number(*it, "high_freq_factor", 4.0, where);
     p.originalContext = number(*it, "original_max_position_embeddings", 8192, where);
+    if (p.ropeScaling == "longrope") {
+      // transformers' _compute_longrope_parameters: the config's own original_max_position_embeddings
+      // (Phi3Config's field) wins; factor = max_position_embeddings / original unless given; attention factor
+      // sqrt(1 + ln(factor) / ln(original)) for factor > 1, else 1.
+      p.originalContext = number(c, "original_max_position_embeddings", p.originalContext, where);
+      const double context = number(c, "max_position_embeddings", p.originalContext, where);
+      p.ropeFactor = number(*it, "factor", context / p.originalContext, where);
+      p.ropeAttentionFactor = number(
+          *it, "attention_factor",
+          p.ropeFactor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(p.ropeFactor) / std::log(p.originalContext)),
+          where);
+      p.shortFactors = longropeFactors(*it, "short_factor", view.shape.headDim, where);
+      p.longFactors = longropeFactors(*it, "long_factor", view.shape.headDim, where);
+    }
   }
+  if (const double partial = number(c, "partial_rotary_factor", 1.0, where); partial != 1.0)
+    throw Error({.what = "partial rotary embeddings are not supported",
+                 .where = where + " field 'partial_rotary_factor'",
+                 .expected = "1 (every dimension of a head rotated)",
+                 .found = std::to_string(partial),
+                 .hint = "the forward pass would rotate dimensions the model leaves alone"});
   if (t.queryPreAttnScalar)
     p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
+  if (t.slidingWindowAllLayers) {
+    // transformers' Mistral and Phi-3 mask every layer when sliding_window is set; SmolLM3-style configs
+    // also say use_sliding_window: false.
+    const auto it = c.find("sliding_window");
+    const auto use = c.find("use_sliding_window");
+    const bool off = use != c.end() && use->is_boolean() && !use->get<bool>();
+    if (it != c.end() && !it->is_null() && !off) {
+      p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 0, where));
+      p.slidingLayers.assign(view.layers.size(), true);
+    }
+  }
   if (t.slidingWindowLayers) {
     p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0, where);
     p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 4096, where));
@@ -304,15 +379,22 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
   }
   if (view.positionEmbedding) m_positions = weightOf(ckpt, *view.positionEmbedding, device);
   m_finalNorm = *normOf(view.finalNorm);
-  const bool anySliding = std::find(m_params.slidingLayers.begin(), m_params.slidingLayers.end(), true) !=
-                          m_params.slidingLayers.end();
-  const auto globalRope = ropeTables(
-      m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true), device);
+  // Gemma 3's sliding-window layers have RoPE tables of their own (rope_local_base_freq, unscaled).
+  const bool localRopeLayers = m_params.traits.slidingWindowLayers &&
+                               std::find(m_params.slidingLayers.begin(), m_params.slidingLayers.end(),
+                                         true) != m_params.slidingLayers.end();
+  const auto globalRope =
+      ropeTables(m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true),
+                 device, m_params.ropeAttentionFactor);
   const auto localRope =
-      anySliding
+      localRopeLayers
           ? ropeTables(m_ropeLength,
                        inverseFrequencies(m_shape.headDim, m_params.ropeLocalTheta, m_params, false), device)
           : globalRope;
+  if (m_params.ropeScaling == "longrope" && m_ropeLength > m_params.originalContext)
+    std::tie(m_longRope.cos, m_longRope.sin) = ropeTables(
+        m_ropeLength, inverseFrequencies(m_shape.headDim, m_params.ropeTheta, m_params, true, true), device,
+        m_params.ropeAttentionFactor);
   for (const LayerView& lv : view.layers) {
     Layer layer;
     if (weights == Weights::Resident) loadWeights(layer, lv);
@@ -374,11 +456,18 @@ torch::Tensor InferenceModel::attention(const Layer& layer, const torch::Tensor&
   if (layer.qNorm) q = norm(q, *layer.qNorm);
   if (layer.kNorm) k = norm(k, *layer.kNorm);
   if (m_params.traits.positions == ForwardTraits::Positions::Rope) {  // on [B, T, H, hd]
-    q = applyRope(q, layer.cos, layer.sin);
-    k = applyRope(k, layer.cos, layer.sin);
+    // longrope switches to its long factors for a window beyond the original context (transformers:
+    // max(position_ids) + 1 > original_max_position_embeddings).
+    const bool longWindow = m_longRope.cos.defined() && static_cast<double>(t) > m_params.originalContext;
+    const torch::Tensor& cos = longWindow ? m_longRope.cos : layer.cos;
+    const torch::Tensor& sin = longWindow ? m_longRope.sin : layer.sin;
+    q = applyRope(q, cos, sin);
+    k = applyRope(k, cos, sin);
   }
-  const AttentionMask mask{.scale = m_params.attentionScale,
-                           .slidingWindow = layer.sliding ? m_params.slidingWindow : 0};
+  // A window at least as long as the sequence masks nothing (keys i - W < j <= i are seen).
+  const AttentionMask mask{
+      .scale = m_params.attentionScale,
+      .slidingWindow = layer.sliding && t > m_params.slidingWindow ? m_params.slidingWindow : 0};
   torch::Tensor out;  // [B, T, H hd]
   q = q.contiguous(), k = k.contiguous(), v = v.contiguous();
   if (!probs && mask.slidingWindow == 0 && tokenMajorAttentionApplies(q, k, v)) {

@@ -9,6 +9,9 @@
 //                              RoPE base (rope_local_base_freq), global layers with rope_theta and its
 //                              scaling
 //   GPT-2                      learned positions, LayerNorm with bias, biased projections, tanh GELU MLP
+//   Phi-3                      as Llama (fused weights split by the view); sliding_window on every layer;
+//                              "longrope" rope_scaling (short factors up to the original context, long
+//                              beyond)
 //   ShareLens                  as Llama, each layer's effective matrices composed from the shared weights
 #pragma once
 
@@ -35,11 +38,15 @@ struct ArchitectureParams {
   double normEps = 1e-5;
   double ropeTheta = 10000.0;
   double ropeLocalTheta = 10000.0;  // Gemma 3 sliding-window layers
-  std::string ropeScaling;          // "", "llama3" or "linear"
+  std::string ropeScaling;          // "", "llama3", "linear" or "longrope"
   double ropeFactor = 1.0, lowFreqFactor = 1.0, highFreqFactor = 4.0, originalContext = 8192;
+  // longrope (Phi-3's 128k models): per-frequency divisors, the short ones for windows of at most
+  // originalContext tokens, the long ones beyond; cos and sin are scaled by ropeAttentionFactor.
+  std::vector<double> shortFactors, longFactors;
+  double ropeAttentionFactor = 1.0;
   double attentionScale = 0.0;      // 0: 1 / sqrt(head_dim)
   int64_t slidingWindow = 0;        // 0: none
-  std::vector<bool> slidingLayers;  // per layer: sliding-window attention (Gemma 3)
+  std::vector<bool> slidingLayers;  // per layer: sliding-window attention (Gemma 3; every layer of Phi-3)
 };
 
 ArchitectureParams architectureParams(const Checkpoint& checkpoint, const ModelView& view);
@@ -128,6 +135,9 @@ class InferenceModel {
     torch::Tensor cos, sin;  // [context, head_dim] for this layer's RoPE
     bool sliding = false;
   };
+  struct RopeTables {
+    torch::Tensor cos, sin;  // [positions, head_dim]
+  };
 
   torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
   const MatrixExpr& outputHeadView() const;  // W_U in the checkpoint: the embedding itself when tied
@@ -148,6 +158,7 @@ class InferenceModel {
   Weights m_mode;
   ModelShape m_shape;
   int64_t m_ropeLength = 0;
+  RopeTables m_longRope;  // longrope's tables for windows longer than its original context; else undefined
   ArchitectureParams m_params;
   torch::Device m_device;
   torch::Tensor m_embedding, m_positions, m_outputHead;

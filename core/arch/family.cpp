@@ -13,10 +13,16 @@ namespace sharelens {
 // checkpoints with its second piece of evidence (pre_feedforward_layernorm, 30). Tested in
 // ModelView.WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3.
 const std::vector<const FamilyAdapter*>& familyAdapters() {
-  static const std::vector<const FamilyAdapter*> adapters = {&sharelensAdapter(), &llamaAdapter(),
-                                                             &qwen2Adapter(),     &qwen3Adapter(),
-                                                             &gemma3Adapter(),    &gpt2Adapter()};
+  static const std::vector<const FamilyAdapter*> adapters = {
+      &sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(), &qwen3Adapter(),
+      &gemma3Adapter(),    &gpt2Adapter(),  &phi3Adapter()};
   return adapters;
+}
+
+std::string_view familyName(Family f) {
+  for (const FamilyAdapter* adapter : familyAdapters())
+    if (adapter->family() == f) return adapter->name();
+  return "unknown";
 }
 
 std::string configModelType(const Checkpoint& checkpoint) {
@@ -46,7 +52,8 @@ std::string configModelType(const Checkpoint& checkpoint) {
 const ForwardTraits& forwardTraits(Family family) {
   for (const FamilyAdapter* adapter : familyAdapters())
     if (adapter->family() == family) return adapter->traits();
-  throw Error({.what = "internal: no adapter for a family", .where = std::string(familyName(family))});
+  throw Error({.what = "internal: no adapter for a family",
+               .where = "family " + std::to_string(static_cast<int>(family))});
 }
 
 const FamilyAdapter* detectFamily(const Checkpoint& checkpoint) {

@@ -27,7 +27,10 @@ struct ForwardTraits {
   Mlp mlp = Mlp::SwiGlu;
   bool sandwichNorms = false;        // a norm after attention and after the FFN as well (Gemma 3)
   bool slidingWindowLayers = false;  // some layers attend within a window with their own RoPE base (Gemma 3)
-  bool queryPreAttnScalar = false;   // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
+  // Every layer attends within config.json's sliding_window when it is set and not null, unless
+  // use_sliding_window is false (Phi-3, Mistral).
+  bool slidingWindowAllLayers = false;
+  bool queryPreAttnScalar = false;  // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
   std::string_view normEpsField = "rms_norm_eps";
   double normEpsDefault = 1e-6;
   double ropeThetaDefault = 10000.0;
@@ -40,6 +43,7 @@ class FamilyAdapter {
  public:
   virtual ~FamilyAdapter() = default;
   virtual Family family() const = 0;
+  virtual std::string_view name() const = 0;  // familyName(): "llama", "phi3", ...
   virtual const ForwardTraits& traits() const = 0;
   // The config.json model_type values this family claims (for messages; ShareLens's own has none).
   virtual std::vector<std::string_view> modelTypes() const = 0;
@@ -66,6 +70,7 @@ const FamilyAdapter& qwen2Adapter();
 const FamilyAdapter& qwen3Adapter();
 const FamilyAdapter& gemma3Adapter();
 const FamilyAdapter& gpt2Adapter();
+const FamilyAdapter& phi3Adapter();
 const FamilyAdapter& sharelensAdapter();
 
 // config.json's model_type, looking inside text_config too; empty when absent.

@@ -9,6 +9,7 @@ namespace sharelens {
 const FamilyAdapter& gemma3Adapter() {
   static const DecoderAdapter adapter(DecoderLayout{
       .family = Family::Gemma3,
+      .name = "gemma3",
       .modelTypes = {"gemma3", "gemma3_text"},
       .prefixes = {"model.", "model.language_model.", "language_model.model."},
       .embedding = "embed_tokens.weight",

@@ -30,6 +30,7 @@ constexpr std::string_view kMlpProjW = "mlp.c_proj.weight", kMlpProjB = "mlp.c_p
 class Gpt2Adapter : public FamilyAdapter {
  public:
   Family family() const override { return Family::Gpt2; }
+  std::string_view name() const override { return "gpt2"; }
   // LayerNorm with bias, learned positions, a tanh-GELU MLP (GPT2MLP).
   const ForwardTraits& traits() const override {
     static const ForwardTraits t{.norm = ForwardTraits::Norm::Layer,

@@ -7,6 +7,7 @@ namespace sharelens {
 const FamilyAdapter& llamaAdapter() {
   static const DecoderAdapter adapter(DecoderLayout{
       .family = Family::Llama,
+      .name = "llama",
       .modelTypes = {"llama", "mistral", "smollm3"},
       .prefixes = {"model."},
       .embedding = "embed_tokens.weight",
@@ -23,6 +24,7 @@ const FamilyAdapter& llamaAdapter() {
                    {"num_hidden_layers", 32},
                    {"num_attention_heads", 32},
                    {"max_position_embeddings", 2048}},
+      .traits = {.slidingWindowAllLayers = true},  // Mistral 7B v0.1's sliding_window: 4096
   });
   return adapter;
 }

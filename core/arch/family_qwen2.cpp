@@ -6,6 +6,7 @@ namespace sharelens {
 const FamilyAdapter& qwen2Adapter() {
   static const DecoderAdapter adapter(DecoderLayout{
       .family = Family::Qwen2,
+      .name = "qwen2",
       .modelTypes = {"qwen2"},
       .prefixes = {"model."},
       .embedding = "embed_tokens.weight",

@@ -9,6 +9,7 @@ namespace sharelens {
 const FamilyAdapter& qwen3Adapter() {
   static const DecoderAdapter adapter(DecoderLayout{
       .family = Family::Qwen3,
+      .name = "qwen3",
       .modelTypes = {"qwen3"},
       .prefixes = {"model."},
       .embedding = "embed_tokens.weight",

@@ -198,6 +198,7 @@ class ShareLensViewBuilder {
 class ShareLensAdapter : public FamilyAdapter {
  public:
   Family family() const override { return Family::ShareLens; }
+  std::string_view name() const override { return "sharelens"; }
   // A Llama-3-style decoder (RMSNorm, SwiGLU, RoPE); eps and theta come from the topology.
   const ForwardTraits& traits() const override {
     static const ForwardTraits t{};

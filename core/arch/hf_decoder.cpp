@@ -115,13 +115,77 @@ void checkDimension(const Checkpoint& ckpt, std::string_view configField, int64_
                .hint = "config.json belongs to a different model; use the one that came with these weights"});
 }
 
+std::string_view DecoderAdapter::queryTensor() const {
+  if (!m_layout.proj[0].empty()) return m_layout.proj[0];
+  for (const PackedProjections& packed : m_layout.packed)
+    if (std::find(packed.parts.begin(), packed.parts.end(), Proj::Q) != packed.parts.end())
+      return packed.tensor;
+  return {};
+}
+
 std::string DecoderAdapter::findPrefix(const Checkpoint& ckpt) const {
-  // The first layer's q projection or, in a compressed checkpoint that dropped it, its FFN's first matrix.
+  // The first layer's q projection (or the tensor packing it) or, in a compressed checkpoint that dropped
+  // it, its FFN's last matrix.
   for (std::string_view prefix : m_layout.prefixes)
-    for (std::string_view probe : {m_layout.proj[0], m_layout.proj[static_cast<int>(Proj::Down)]})
+    for (std::string_view probe : {queryTensor(), m_layout.proj[static_cast<int>(Proj::Down)]})
       if (!probe.empty() && ckpt.find(std::string(prefix) + "layers.0." + std::string(probe)))
         return std::string(prefix);
   return {};
+}
+
+// The rows of `part` in a packed tensor: Q heads x head_dim, K and V kv_heads x head_dim, gate and up the
+// FFN width; 0 when the shape does not say.
+static int64_t packedRows(const ModelShape& s, Proj part) {
+  switch (part) {
+    case Proj::Q:
+      return s.heads * s.headDim;
+    case Proj::K:
+    case Proj::V:
+      return s.kvHeads * s.headDim;
+    case Proj::Gate:
+    case Proj::Up:
+      return s.ffn;
+    default:
+      return 0;
+  }
+}
+
+void DecoderAdapter::splitPacked(const Checkpoint& ckpt, const PackedProjections& packed,
+                                 const std::string& name, const TensorInfo& tensor, ModelShape& s,
+                                 LayerView& layer) const {
+  if (tensor.rank() != 2)
+    throw Error({.what = "fused projection weight must be 2-D",
+                 .where = ckpt.path().string() + ": tensor '" + name + "'",
+                 .expected = "[out, in]",
+                 .found = shapeToString(tensor.shape)});
+  // Without config.json, parts of one kind (gate and up) split the rows evenly.
+  const bool allFfn =
+      std::all_of(packed.parts.begin(), packed.parts.end(), [](Proj p) { return !isAttentionProj(p); });
+  if (allFfn && s.ffn == 0 && tensor.dim(0) % static_cast<int64_t>(packed.parts.size()) == 0)
+    s.ffn = tensor.dim(0) / static_cast<int64_t>(packed.parts.size());
+  int64_t offset = 0;
+  std::string layout;
+  for (Proj part : packed.parts) {
+    const int64_t rows = packedRows(s, part);
+    layout += (layout.empty() ? "" : " + ") + std::string(projName(part)) + " " + std::to_string(rows);
+    offset += rows;
+  }
+  if (offset == 0 || offset != tensor.dim(0))
+    throw Error({.what = "fused projection does not split into its parts",
+                 .where = ckpt.path().string() + ": tensor '" + name + "'",
+                 .expected = "rows " + layout + " = " + std::to_string(offset) + " (from " +
+                             configFile(ckpt) + ": heads, key-value heads, head_dim, intermediate_size)",
+                 .found = shapeToString(tensor.shape),
+                 .hint = offset == 0 ? "put the model's config.json next to the weights: the split needs the "
+                                       "head counts"
+                                     : "config.json belongs to a different model"});
+  const MatrixExpr whole = MatrixExpr::fromTensor(name, tensor.dim(0), tensor.dim(1));
+  offset = 0;
+  for (Proj part : packed.parts) {
+    const int64_t rows = packedRows(s, part);
+    layer.proj[static_cast<int>(part)] = whole.sliceRows(offset, rows);
+    offset += rows;
+  }
 }
 
 int DecoderAdapter::score(const Checkpoint& ckpt) const {
@@ -144,7 +208,7 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     throw Error({.what = "no decoder layers found for family " + std::string(familyName(L.family)),
                  .where = ckpt.path().string(),
                  .expected = "a tensor named " + std::string(L.prefixes.front()) + "layers.0." +
-                             std::string(L.proj[0]),
+                             std::string(queryTensor()),
                  .found = std::to_string(ckpt.tensorCount()) + " tensors without it",
                  .hint = "run `sharelens inspect` to see the tensor names"});
 
@@ -237,6 +301,7 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
     layer.index = l;
     const std::string base = layersPrefix + std::to_string(l) + ".";
     for (Proj p : kAllProjs) {
+      if (L.proj[static_cast<int>(p)].empty()) continue;  // packed in a fused tensor
       const std::string name = base + std::string(L.proj[static_cast<int>(p)]);
       const TensorInfo* t =
           claims.claim(name, isAttentionProj(p) ? TensorRole::Attention : TensorRole::Ffn, true);
@@ -247,6 +312,12 @@ ModelView DecoderAdapter::build(const Checkpoint& ckpt) const {
                      .expected = "[out, in]",
                      .found = shapeToString(t->shape)});
       layer.proj[static_cast<int>(p)] = MatrixExpr::fromTensor(name, t->dim(0), t->dim(1));
+    }
+    for (const PackedProjections& packed : L.packed) {
+      const std::string name = base + std::string(packed.tensor);
+      const bool attention = isAttentionProj(packed.parts.front());
+      if (const TensorInfo* t = claims.claim(name, attention ? TensorRole::Attention : TensorRole::Ffn, true))
+        splitPacked(ckpt, packed, name, *t, view.shape, layer);
     }
     for (int i = 0; i < 3; ++i) {
       if (L.qkvBias[i].empty()) continue;

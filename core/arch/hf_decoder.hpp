@@ -1,6 +1,7 @@
-// The Hugging Face decoder layout shared by Llama (Mistral, SmolLM), Qwen2 and Gemma 3: separate
-// q/k/v/o and gate/up/down Linear weights under "<prefix>layers.{L}.". A family is a DecoderLayout table;
-// one builder reads any of them (llama.cpp's per-architecture name tables are the model).
+// The Hugging Face decoder layout shared by Llama (Mistral, SmolLM), Qwen2, Qwen3, Gemma 3 and Phi-3: q/k/v/o
+// and gate/up/down Linear weights under "<prefix>layers.{L}.", each its own tensor or row-stacked in a fused
+// one (Phi-3's qkv_proj and gate_up_proj). A family is a DecoderLayout table; one builder reads any of them
+// (llama.cpp's per-architecture name tables are the model).
 #pragma once
 
 #include <array>
@@ -39,14 +40,24 @@ inline constexpr std::array<std::string_view, kProjCount> kHfDecoderProj = {
     "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
     "mlp.down_proj.weight"};
 
+// Projections stored row-stacked in one [out, in] tensor, relative to "<prefix>layers.{L}.": Phi-3's
+// qkv_proj = [Q; K; V] and gate_up_proj = [gate; up]. Each part's rows follow from the shape: Q heads x
+// head_dim, K and V kv_heads x head_dim, gate and up the FFN width.
+struct PackedProjections {
+  std::string_view tensor;
+  std::vector<Proj> parts;  // in row order; their `proj` entries stay empty
+};
+
 struct DecoderLayout {
   Family family;
+  std::string_view name;                          // familyName(): "llama", "phi3", ...
   std::vector<std::string_view> modelTypes;       // config.json model_type values this layout claims
   std::vector<std::string_view> prefixes;         // candidates for where "layers.{L}." lives
   std::string_view embedding;                     // relative to the prefix
   std::string_view finalNorm;                     // relative to the prefix
   std::vector<std::string_view> outputHeads;      // full names; the first present wins, none = tied
-  std::array<std::string_view, kProjCount> proj;  // relative to "<prefix>layers.{L}."
+  std::array<std::string_view, kProjCount> proj;  // relative to "<prefix>layers.{L}."; empty when packed
+  std::vector<PackedProjections> packed;          // fused tensors holding the projections `proj` leaves out
   std::array<std::string_view, 3> qkvBias;        // empty when the family has none
   bool qkvBiasExpected = false;
   std::array<std::string_view, kNormSlotCount> norms;  // per layer by NormSlot; empty = none
@@ -63,6 +74,7 @@ class DecoderAdapter : public FamilyAdapter {
  public:
   explicit DecoderAdapter(DecoderLayout layout) : m_layout(std::move(layout)) {}
   Family family() const override { return m_layout.family; }
+  std::string_view name() const override { return m_layout.name; }
   const ForwardTraits& traits() const override { return m_layout.traits; }
   std::vector<std::string_view> modelTypes() const override { return m_layout.modelTypes; }
   int score(const Checkpoint& checkpoint) const override;
@@ -71,6 +83,10 @@ class DecoderAdapter : public FamilyAdapter {
 
  private:
   std::string findPrefix(const Checkpoint& checkpoint) const;  // "" when no layer-0 tensor is found
+  std::string_view queryTensor() const;  // the tensor holding Q, relative to the layer (maybe a packed one)
+  // Cuts a packed tensor into its parts' row slices (layer.proj), checking the rows add up.
+  void splitPacked(const Checkpoint& checkpoint, const PackedProjections& packed, const std::string& name,
+                   const TensorInfo& tensor, ModelShape& shape, LayerView& layer) const;
   DecoderLayout m_layout;
 };
 

@@ -235,7 +235,8 @@ TEST_P(DirectShareOnFamily, FindsPlantedCopiesAndSharesQKVOfWholeUnits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DirectShareOnFamily,
-                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gpt2),
+                         ::testing::Values(Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gpt2,
+                                           Family::Phi3),
                          [](const auto& info) { return std::string(familyName(info.param)); });
 
 // [HSA] Table 3, "30% MHA": Llama2-7B 6.74B -> 6.09B, Llama2-13B 13.02B -> 11.76B. From the models' shapes

@@ -528,6 +528,24 @@ TEST(Cli, InputsThatWereReadWronglyWithoutAWordAreNamedErrors) {
     EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("wrong type"), std::string::npos) << r.err;
   }
+  // Phi-3's config: rotating part of each head (partial_rotary_factor, which the forward does not do) and
+  // longrope factors that are not head_dim / 2 numbers are refused by name, not computed as another model.
+  for (const auto& [field, value, named] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"partial_rotary_factor", 0.5, "partial rotary embeddings are not supported"},
+           {"rope_scaling",
+            Json{{"type", "longrope"}, {"short_factor", {1.0, 1.0}}, {"long_factor", {2.0, 2.0}}},
+            "field 'rope_scaling.short_factor': longrope factors of the wrong form"}}) {
+    const fs::path broken = dir / ("phi3-" + field);
+    testing::writeHfFixture(broken, testing::defaultSpec(Family::Phi3));
+    Json config = readJsonFile(broken / "config.json");
+    config[field] = value;
+    writeFileAtomically(broken / "config.json", config.dump(2));
+    const auto r = runProcess(kBinary + " hidden-states " + shellQuote(broken.string()) + " --token-ids " +
+                              shellQuote((dir / "ids.txt").string()) + " --out " +
+                              shellQuote((dir / ("h-phi3-" + field + ".safetensors")).string()));
+    EXPECT_EQ(r.exitCode, 2) << field << ": " << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  }
   // An option given twice: the second silently lost to the first.
   auto r = runProcess(kBinary + " analyze " + m + " --spectra --json " + json + " --json " +
                       shellQuote((dir / "b.json").string()));

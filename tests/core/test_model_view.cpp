@@ -143,6 +143,65 @@ TEST(ModelView, Qwen3HasQkNormNoBiasesAndItsOwnHeadDim) {
   fs::remove_all(o.dir);
 }
 
+// Phi-3 (transformers' modeling_phi3.py): qkv_proj's rows are Q (heads x head_dim), then K and V (kv_heads
+// x head_dim each); gate_up_proj's are gate, then up (`gate, up = gate_up_proj(x).chunk(2, dim=-1)`).
+TEST(ModelView, Phi3FusedQkvAndGateUpSplitIntoTheirRowBlocks) {
+  const auto spec = testing::defaultSpec(Family::Phi3);
+  auto o = openFixture(spec, "phi3");
+  const ModelView& v = o.view;
+  EXPECT_EQ(v.family, Family::Phi3);
+  EXPECT_EQ(familyName(v.family), "phi3");
+  EXPECT_EQ(v.shape.heads, spec.heads);
+  EXPECT_EQ(v.shape.kvHeads, spec.kvHeads);
+  EXPECT_EQ(v.shape.headDim, spec.hidden / spec.heads) << "Phi3Config has no head_dim";
+  EXPECT_EQ(v.shape.ffn, spec.ffn);
+  EXPECT_TRUE(v.missing.empty());
+  EXPECT_TRUE(v.unexpected.empty());
+  const int64_t q = spec.heads * spec.headDim, kv = spec.kvHeads * spec.headDim;
+  for (int64_t l = 0; l < spec.layers; ++l) {
+    const std::string base = "model.layers." + std::to_string(l) + ".";
+    const FloatMatrix qkv = raw2d(*o.ckpt, base + "self_attn.qkv_proj.weight"),
+                      gateUp = raw2d(*o.ckpt, base + "mlp.gate_up_proj.weight");
+    const LayerView& layer = v.layers[static_cast<size_t>(l)];
+    expectSame(materialize(*o.ckpt, layer.at(Proj::Q)), rowBlock(qkv, 0, q, false), "Q");
+    expectSame(materialize(*o.ckpt, layer.at(Proj::K)), rowBlock(qkv, q, kv, false), "K");
+    expectSame(materialize(*o.ckpt, layer.at(Proj::V)), rowBlock(qkv, q + kv, kv, false), "V");
+    expectSame(materialize(*o.ckpt, layer.at(Proj::Gate)), rowBlock(gateUp, 0, spec.ffn, false), "gate");
+    expectSame(materialize(*o.ckpt, layer.at(Proj::Up)), rowBlock(gateUp, spec.ffn, spec.ffn, false), "up");
+    for (int64_t j = 0; j < spec.kvHeads; ++j)
+      expectSame(materialize(*o.ckpt, v.headMatrix(l, Proj::V, j)),
+                 rowBlock(qkv, q + kv + j * spec.headDim, spec.headDim, false),
+                 "v head " + std::to_string(j));
+  }
+  const RoleCounts counts = countParameters(*o.ckpt, v);
+  EXPECT_EQ(counts.of(TensorRole::Attention), spec.layers * (2 * q + 2 * kv) * spec.hidden);
+  EXPECT_EQ(counts.of(TensorRole::Ffn), spec.layers * 3 * spec.ffn * spec.hidden);
+  EXPECT_TRUE(forwardTraits(Family::Phi3).slidingWindowAllLayers);
+  fs::remove_all(o.dir);
+}
+
+// A config whose head counts do not add up to the fused tensor's rows is named, with the split it expected;
+// without config.json the split cannot be known and the error says so.
+TEST(ModelView, Phi3FusedTensorThatDoesNotSplitIsANamedError) {
+  auto spec = testing::defaultSpec(Family::Phi3);
+  const fs::path dir = testing::makeTempDir("phi3-bad");
+  testing::writeHfFixture(dir, spec);
+  Json config = readJsonFile(dir / "config.json");
+  config["num_key_value_heads"] = 1;
+  writeFileAtomically(dir / "config.json", config.dump());
+  auto ckpt = Checkpoint::open(dir);
+  std::string e = testing::errorOf([&] { openModelView(*ckpt); });
+  EXPECT_NE(e.find("fused projection does not split"), std::string::npos) << e;
+  EXPECT_NE(e.find("self_attn.qkv_proj.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("q 64 + k 16 + v 16 = 96"), std::string::npos) << e;
+  EXPECT_NE(e.find("[128, 64]"), std::string::npos) << e;
+  fs::remove(dir / "config.json");
+  ckpt = Checkpoint::open(dir);
+  e = testing::errorOf([&] { openModelView(*ckpt); });
+  EXPECT_NE(e.find("config.json next to the weights"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
 TEST(ModelView, WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3) {
   for (Family family : {Family::Qwen3, Family::Gemma3}) {
     auto spec = testing::defaultSpec(family);

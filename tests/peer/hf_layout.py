@@ -1,8 +1,11 @@
 """The canonical view of a Hugging Face checkpoint, written here from the transformers modeling code's
 conventions (independently of ShareLens): Linear weights are [out, in]; GPT-2's Conv1D weights are
-[in, out] with Q, K and V packed column-wise in c_attn; query head h is rows [h*hd, (h+1)*hd) of Q, KV heads
+[in, out] with Q, K and V packed column-wise in c_attn; Phi-3 stacks Q, K, V row-wise in qkv_proj and gate, up
+in gate_up_proj; query head h is rows [h*hd, (h+1)*hd) of Q, KV heads
 index K and V, O heads are column blocks."""
 import re
+
+import numpy as np
 
 
 def expected_view(family, t, cfg):
@@ -41,7 +44,7 @@ def expected_view(family, t, cfg):
 
     text = cfg.get("text_config", cfg)
     prefix = next(p for p in ["model.", "model.language_model.", "language_model.model."]
-                  if p + "layers.0.self_attn.q_proj.weight" in t)
+                  if p + "layers.0.self_attn.q_proj.weight" in t or p + "layers.0.self_attn.qkv_proj.weight" in t)
     heads = text["num_attention_heads"]
     kv = text.get("num_key_value_heads", heads)
     hd = text.get("head_dim") or text["hidden_size"] // heads
@@ -51,8 +54,16 @@ def expected_view(family, t, cfg):
     layers = sorted({int(m.group(1)) for k in t for m in [re.match(re.escape(prefix) + r"layers\.(\d+)\.", k)] if m})
     for l in layers:
         b = f"{prefix}layers.{l}."
+        # Phi-3 (modeling_phi3.py): qkv_proj rows are query (H hd), key (KV hd), value (the rest); gate_up_proj
+        # is chunked in two along its output, gate first.
+        fused = {}
+        if b + "self_attn.qkv_proj.weight" in t:
+            qkv = t[b + "self_attn.qkv_proj.weight"]
+            fused = {"q": qkv[:heads * hd], "k": qkv[heads * hd:(heads + kv) * hd], "v": qkv[(heads + kv) * hd:]}
+        if b + "mlp.gate_up_proj.weight" in t:
+            fused["gate"], fused["up"] = np.split(t[b + "mlp.gate_up_proj.weight"], 2, axis=0)
         for name, count in [("q", heads), ("k", kv), ("v", kv)]:
-            w = t[b + f"self_attn.{name}_proj.weight"]
+            w = fused[name] if name in fused else t[b + f"self_attn.{name}_proj.weight"]
             out[f"layers.{l}.{name}"] = w
             for h in range(count):
                 out[f"layers.{l}.{name}.head.{h}"] = w[h * hd:(h + 1) * hd]
@@ -63,7 +74,7 @@ def expected_view(family, t, cfg):
         for h in range(heads):
             out[f"layers.{l}.o.head.{h}"] = o[:, h * hd:(h + 1) * hd]
         for name in ["gate", "up", "down"]:
-            out[f"layers.{l}.{name}"] = t[b + f"mlp.{name}_proj.weight"]
+            out[f"layers.{l}.{name}"] = fused[name] if name in fused else t[b + f"mlp.{name}_proj.weight"]
     return out
 
 

@@ -3,7 +3,8 @@
 
 The reference below is written from the transformers modeling code's conventions for each family (Llama
 with llama3 RoPE scaling, Qwen2 with q/k/v biases, Gemma 3 with (1 + w) RMSNorms, QK norms, sandwich norms,
-GeGLU, query_pre_attn_scalar and sliding-window layers, GPT-2 with LayerNorm, learned positions and
+GeGLU, query_pre_attn_scalar and sliding-window layers, Phi-3 with fused qkv_proj and gate_up_proj, a sliding
+window on every layer and longrope's short and long factors, GPT-2 with LayerNorm, learned positions and
 Conv1D weights). On the same checkpoint files and the same token ids:
   * hidden states after every layer and the logits agree within 1e-4 relative (Frobenius), also for a Llama
     and a GPT-2 whose config.json names another FFN activation (exact GELU, ReLU; transformers' ACT2FN), and a
@@ -197,11 +198,62 @@ def gpt2_reference(t, cfg, ids, capture=None):
     return states, final(x)
 
 
+def phi3_reference(t, cfg, ids, capture=None):
+    """Phi-3 as transformers' modeling_phi3.py and modeling_rope_utils.py describe it, written from their text:
+    qkv = qkv_proj(h), query = qkv[..., :H hd], key = the next KV hd, value = the rest; head_dim = hidden / H;
+    gate, up = gate_up_proj(h).chunk(2, dim=-1), down(up * silu(gate)); pre-norm residual blocks with RMSNorms
+    input_layernorm and post_attention_layernorm; one sliding-window causal mask (key j seen from query i iff
+    i - W < j <= i) on every layer when sliding_window is set. longrope ("su"): inv_freq = 1 / (ext *
+    theta^(2i/hd)), ext = long_factor when the sequence is longer than original_max_position_embeddings, else
+    short_factor; cos and sin times sqrt(1 + ln(factor) / ln(original)), factor = max_position_embeddings /
+    original."""
+    heads, d = cfg["num_attention_heads"], cfg["hidden_size"]
+    kv = cfg.get("num_key_value_heads") or heads
+    hd, n, eps = d // heads, len(ids), cfg.get("rms_norm_eps", 1e-5)
+    theta = cfg.get("rope_theta", 10000.0)
+    ext, attention_factor = torch.ones(hd // 2), 1.0
+    scaling = cfg.get("rope_scaling")
+    if scaling:
+        assert scaling.get("rope_type", scaling.get("type")) in ("longrope", "su"), scaling
+        original = cfg["original_max_position_embeddings"]
+        factor = scaling.get("factor") or cfg["max_position_embeddings"] / original
+        attention_factor = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+        ext = torch.tensor(scaling["long_factor"] if n > original else scaling["short_factor"], dtype=torch.float32)
+    inv = 1.0 / (ext * theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    cos, sin = (c * attention_factor for c in cos_sin(inv, n))
+    T = lambda name: torch.from_numpy(np.ascontiguousarray(t[name]))  # noqa: E731
+    x = T("model.embed_tokens.weight")[torch.tensor(ids)]
+    states = [x]
+    for l in range(cfg["num_hidden_layers"]):
+        b = f"model.layers.{l}."
+        qkv = rms_norm(x, T(b + "input_layernorm.weight"), eps) @ T(b + "self_attn.qkv_proj.weight").t()
+        q = qkv[:, :heads * hd].reshape(n, heads, hd).transpose(0, 1)
+        k = qkv[:, heads * hd:(heads + kv) * hd].reshape(n, kv, hd).transpose(0, 1)
+        v = qkv[:, (heads + kv) * hd:].reshape(n, kv, hd).transpose(0, 1)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(heads // kv, 0), v.repeat_interleave(heads // kv, 0)
+        maps = capture.setdefault("attention", []) if capture is not None else None
+        a = attend(q, k, v, hd ** -0.5, cfg.get("sliding_window"), maps).transpose(0, 1).reshape(n, heads * hd)
+        x = x + a @ T(b + "self_attn.o_proj.weight").t()
+        gate, up = (rms_norm(x, T(b + "post_attention_layernorm.weight"), eps) @ T(b + "mlp.gate_up_proj.weight").t()).chunk(2, dim=-1)
+        x = x + (up * torch.nn.functional.silu(gate)) @ T(b + "mlp.down_proj.weight").t()
+        states.append(x)
+    head = T("lm_head.weight") if "lm_head.weight" in t else T("model.embed_tokens.weight")
+    final = lambda s: rms_norm(s, T("model.norm.weight"), eps) @ head.t()  # noqa: E731
+    if capture is not None:
+        capture["lens"] = [final(s) for s in states[1:]]
+    return states, final(x)
+
+
+def reference_of(cfg):
+    return {"gpt2": gpt2_reference, "phi3": phi3_reference}.get(cfg["model_type"], decoder_reference)
+
+
 def reference(directory, ids, capture=None):
     with open(os.path.join(directory, "config.json")) as f:
         cfg = json.load(f)
     raw = read_checkpoint(directory)
-    return (gpt2_reference if cfg["model_type"] == "gpt2" else decoder_reference)(raw, cfg, ids, capture), cfg
+    return reference_of(cfg)(raw, cfg, ids, capture), cfg
 
 
 # ---- comparisons -----------------------------------------------------------------------------------------
@@ -464,7 +516,7 @@ def compare_embedding_loss(name, directory, ids, ids_file, sharelens, work):
         with torch.no_grad():
             for start in range(0, len(ids) - 1, window):
                 chunk = ids[start:start + window + 1]
-                states, logits = (gpt2_reference if cfg["model_type"] == "gpt2" else decoder_reference)(changed, cfg, chunk[:-1])
+                states, logits = reference_of(cfg)(changed, cfg, chunk[:-1])
                 logp = torch.log_softmax(logits.double(), dim=-1)
                 total -= logp[torch.arange(len(chunk) - 1), torch.tensor(chunk[1:])].sum().item()
                 count += len(chunk) - 1
@@ -484,6 +536,18 @@ def main():
     cfg["sliding_window"], cfg["sliding_window_pattern"] = 8, 2
     json.dump(cfg, open(os.path.join(sliding, "config.json"), "w"))
     listed.append(sliding)
+    # A Phi-3 with longrope (the 128k models' rope_scaling) at a test-sized original context of 32 positions:
+    # the 48-token windows below take the long factors; a 24-token one after the loop, the short ones.
+    longrope = os.path.join(args.workdir, "fixtures", "phi3_longrope")
+    shutil.rmtree(longrope, ignore_errors=True)
+    shutil.copytree(next(f for f in listed if f.endswith("/phi3")), longrope)
+    cfg = json.load(open(os.path.join(longrope, "config.json")))
+    half = cfg["hidden_size"] // cfg["num_attention_heads"] // 2
+    cfg["original_max_position_embeddings"] = 32
+    cfg["rope_scaling"] = {"type": "su", "short_factor": [1.0 + 0.1 * i for i in range(half)],
+                           "long_factor": [1.0 + 3.0 * i for i in range(half)]}
+    json.dump(cfg, open(os.path.join(longrope, "config.json"), "w"))
+    listed.append(longrope)
     rng = np.random.default_rng(7)
     for directory in listed:
         name = os.path.basename(directory)
@@ -502,6 +566,9 @@ def main():
         compare_eval(name, directory, long_ids, long_file, args.sharelens, args.workdir)
         if name in ("llama", "qwen2_f16", "gpt2_transformer_prefix_untied"):
             compare_embedding_loss(name, directory, long_ids, long_file, args.sharelens, args.workdir)
+
+    ids = [int(i) for i in rng.integers(0, 101, size=24)]
+    compare_hidden("phi3_longrope (24 tokens: short factors)", longrope, ids, args.sharelens, args.workdir)
 
     # The FFN activation a config.json names is the one computed (it was SiLU whatever the config said): exact
     # GELU and ReLU in a Llama and a GPT-2, against the reference's ACT2FN; a name ShareLens cannot run is

@@ -88,7 +88,7 @@ class Planner {
 };
 
 void planDecoder(const FixtureSpec& s, Planner& p) {
-  const bool gemma = s.family == Family::Gemma3;
+  const bool gemma = s.family == Family::Gemma3, phi3 = s.family == Family::Phi3;
   const std::string prefix = gemma && s.gemmaMultimodal ? "model.language_model." : "model.";
   const int64_t q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
   p.add(prefix + "embed_tokens.weight", {s.vocab, s.hidden});
@@ -96,9 +96,13 @@ void planDecoder(const FixtureSpec& s, Planner& p) {
     const std::string b = prefix + "layers." + std::to_string(l) + ".";
     const Init norm = gemma ? Init::SmallNoise : Init::OnesPlusNoise;  // Gemma's RMSNorm scales by (1 + w)
     p.add(b + "input_layernorm.weight", {s.hidden}, norm);
-    p.add(b + "self_attn.q_proj.weight", {q, s.hidden});
-    p.add(b + "self_attn.k_proj.weight", {kv, s.hidden});
-    p.add(b + "self_attn.v_proj.weight", {kv, s.hidden});
+    if (phi3) {
+      p.add(b + "self_attn.qkv_proj.weight", {q + 2 * kv, s.hidden});  // [Q; K; V]
+    } else {
+      p.add(b + "self_attn.q_proj.weight", {q, s.hidden});
+      p.add(b + "self_attn.k_proj.weight", {kv, s.hidden});
+      p.add(b + "self_attn.v_proj.weight", {kv, s.hidden});
+    }
     if (s.family == Family::Qwen2) {
       p.add(b + "self_attn.q_proj.bias", {q}, Init::SmallNoise);
       p.add(b + "self_attn.k_proj.bias", {kv}, Init::SmallNoise);
@@ -114,8 +118,12 @@ void planDecoder(const FixtureSpec& s, Planner& p) {
       p.add(b + "pre_feedforward_layernorm.weight", {s.hidden}, norm);
       p.add(b + "post_feedforward_layernorm.weight", {s.hidden}, norm);
     }
-    p.add(b + "mlp.gate_proj.weight", {s.ffn, s.hidden});
-    p.add(b + "mlp.up_proj.weight", {s.ffn, s.hidden});
+    if (phi3) {
+      p.add(b + "mlp.gate_up_proj.weight", {2 * s.ffn, s.hidden});  // [gate; up]
+    } else {
+      p.add(b + "mlp.gate_proj.weight", {s.ffn, s.hidden});
+      p.add(b + "mlp.up_proj.weight", {s.ffn, s.hidden});
+    }
     p.add(b + "mlp.down_proj.weight", {s.hidden, s.ffn});
   }
   p.add(prefix + "norm.weight", {s.hidden}, gemma ? Init::SmallNoise : Init::OnesPlusNoise);
@@ -316,6 +324,35 @@ Json configFor(const FixtureSpec& s) {
               {"summary_type", "cls_index"},
               {"summary_use_proj", true},
               {"vocab_size", s.vocab}};
+    case Family::Phi3:  // Phi-3-mini-4k-instruct's config.json, at test size; a window shorter than the
+                        // context
+      return {{"architectures", {"Phi3ForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 1},
+              {"embd_pdrop", 0.0},
+              {"eos_token_id", 32000},
+              {"hidden_act", "silu"},
+              {"hidden_size", s.hidden},
+              {"initializer_range", 0.02},
+              {"intermediate_size", s.ffn},
+              {"max_position_embeddings", s.context},
+              {"model_type", "phi3"},
+              {"num_attention_heads", s.heads},
+              {"num_hidden_layers", s.layers},
+              {"num_key_value_heads", s.kvHeads},
+              {"original_max_position_embeddings", s.context},
+              {"pad_token_id", 32000},
+              {"resid_pdrop", 0.0},
+              {"rms_norm_eps", 1e-05},
+              {"rope_scaling", nullptr},
+              {"rope_theta", 10000.0},
+              {"sliding_window", s.context / 2 - 1},
+              {"tie_word_embeddings", s.tied},
+              {"torch_dtype", "bfloat16"},
+              {"transformers_version", "4.40.2"},
+              {"use_cache", true},
+              {"vocab_size", s.vocab}};
     case Family::ShareLens:
       break;
   }
@@ -384,6 +421,11 @@ FixtureSpec defaultSpec(Family family) {
       s.kvHeads = 4;
       s.ffn = 4 * s.hidden;
       s.tied = true;
+      break;
+    case Family::Phi3:  // head_dim = hidden / heads (Phi3Config has no head_dim); GQA as Phi-3-medium
+      s.heads = 4;
+      s.kvHeads = 2;
+      s.headDim = 16;
       break;
     case Family::ShareLens:
       break;

@@ -1,5 +1,6 @@
 // Small but real Hugging Face checkpoints for tests: the exact tensor names, layouts and config.json
-// fields of Llama 3.2, Qwen2.5, Gemma 3 (text-only and multimodal nesting) and GPT-2, with random weights
+// fields of Llama 3.2, Qwen2.5, Qwen3, Gemma 3 (text-only and multimodal nesting), GPT-2 and Phi-3 (fused
+// qkv_proj and gate_up_proj), with random weights
 // and scaled-down dimensions. Written with the production safetensors writer.
 #pragma once
 

@@ -52,6 +52,7 @@ std::vector<Named> fixtureList() {
   qwen3.dtype = DType::BF16;
   all.push_back({"qwen3_bf16", qwen3});
   all.push_back({"gemma3", testing::defaultSpec(Family::Gemma3)});
+  all.push_back({"phi3", testing::defaultSpec(Family::Phi3)});
   auto gemmaMm = testing::defaultSpec(Family::Gemma3);
   gemmaMm.gemmaMultimodal = true;
   gemmaMm.dtype = DType::BF16;
