@@ -1,4 +1,5 @@
 // sharelens: with a subcommand, the headless CLI; without one, the GUI (its plugin, app/gui_loader.hpp).
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -13,6 +14,9 @@
 int main(int argc, char** argv) {
   // Before any thread exists: LibTorch reads its CPU allocator without a lock (trainer/tensor_memory.hpp).
   sharelens::installTensorMemoryCounting();
+  // A pipe whose reader went away (`--json /dev/stdout | head`) is an EPIPE error with a message, not a
+  // silent death by SIGPIPE (core/atomic_file.hpp writes into pipes).
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty()) {
     const std::string& first = args[0];

@@ -61,18 +61,21 @@ void removeStaleTemporaries(const std::filesystem::path& directory, const std::s
 AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target)) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // A symbolic link is followed: the file it names is replaced, and the link stays (renaming over the link
-  // replaced it with a plain file).
-  if (fs::is_symlink(fs::symlink_status(m_target, ec))) m_target = fs::weakly_canonical(m_target, ec);
-  // A device, FIFO or socket (`--json /dev/null`, a pipe) is written into, never replaced: renaming a file
-  // over /dev/null as root turned the machine's /dev/null into a plain file.
+  // What the path leads to, links followed (/dev/stdout -> /proc/self/fd/1 -> a pipe included).
   const fs::file_status status = fs::status(m_target, ec);
-  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status)) {
-    m_fd = ::open(m_target.c_str(), O_WRONLY | O_CLOEXEC);
-    if (m_fd < 0) throwIo("cannot open for writing", m_target, errno);
-    m_direct = true;
+  if (fs::is_character_file(status) || fs::is_fifo(status)) {
+    openInPlace();
     return;
   }
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw Error({.what = fs::is_directory(status) ? "the output file is a directory" : "cannot write here",
+                 .where = m_target.string(),
+                 .expected = "a regular file, a character device such as /dev/null, or a pipe",
+                 .found = fs::is_directory(status)    ? "a directory"
+                          : fs::is_block_file(status) ? "a block device"
+                                                      : "a socket or another special file",
+                 .hint = "choose a file path"});
+  m_target = linkTarget(m_target);
   if (m_target.has_parent_path() && !fs::exists(m_target.parent_path()))
     throw Error({.what = "directory does not exist",
                  .where = m_target.parent_path().string(),
@@ -81,6 +84,38 @@ AtomicFile::AtomicFile(std::filesystem::path target) : m_target(std::move(target
   m_temp = tempPathFor(m_target);
   m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (m_fd < 0) throwIo("cannot create file", m_temp, errno);
+}
+
+// A symbolic link is followed to the file it names (a dangling one too), so that the rename replaces that
+// file and the link stays; renaming over the link had replaced it with a plain file. Relative targets are
+// read from the link's directory; a chain longer than 40 links (the kernel's limit) is an error.
+std::filesystem::path AtomicFile::linkTarget(std::filesystem::path path) {
+  namespace fs = std::filesystem;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
+    const fs::path next = fs::read_symlink(path, ec);
+    if (ec) throwIo("cannot read the symbolic link", path, ec.value());
+    path = next.is_absolute() ? next : path.parent_path() / next;
+  }
+  throwIo("cannot follow the symbolic link", path, ELOOP);
+}
+
+// A character device or a FIFO is written into where it is, never replaced: renaming a file over /dev/null as
+// root turned the machine's null device into a plain file. A FIFO without a reader is an error, not a wait
+// forever; a reader that goes away is an EPIPE error (main ignores SIGPIPE).
+void AtomicFile::openInPlace() {
+  m_fd = ::open(m_target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (m_fd < 0) {
+    if (errno == ENXIO)
+      throw Error({.what = "nothing reads the pipe",
+                   .where = m_target.string(),
+                   .expected = "a reader at the other end",
+                   .hint = "start the reader first, or write to a file"});
+    throwIo("cannot open for writing", m_target, errno);
+  }
+  ::fcntl(m_fd, F_SETFL, ::fcntl(m_fd, F_GETFL) & ~O_NONBLOCK);
+  m_direct = true;
 }
 
 AtomicFile::~AtomicFile() {

@@ -1,8 +1,9 @@
 // Crash-safe file replacement: write a temporary file beside the target, fsync it, rename it over the
 // target, fsync the directory. A reader (or a process restarted after SIGKILL) sees either the old file or
 // the complete new one. An AtomicFile destroyed without commit() removes its temporary file. A symbolic link
-// is followed (the file it names is replaced, the link kept); a device, FIFO or socket (/dev/null, a pipe) is
-// written into directly, never replaced.
+// is followed (the file it names is replaced, the link kept); a character device or a FIFO (/dev/null,
+// /dev/stdout into a pipe) is written into directly, never replaced; a directory, block device or socket is
+// a named error.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,10 @@ class AtomicFile {
   std::filesystem::path m_temp;
   int m_fd = -1;
   bool m_committed = false;
-  bool m_direct = false;  // the target is a device, FIFO or socket: written in place
+  bool m_direct = false;  // the target is a character device or FIFO: written in place
+
+  static std::filesystem::path linkTarget(std::filesystem::path path);
+  void openInPlace();
 };
 
 void writeFileAtomically(const std::filesystem::path& target, std::string_view content);

@@ -69,7 +69,15 @@ void InputFootprint::addCheckpoint(const Checkpoint& checkpoint) {
 }
 
 std::string InputFootprint::overlapWith(const fs::path& out, bool outIsDirectory) const {
-  const fs::path target = realPath(out);
+  // A link is checked where it leads and where it is: a Hugging Face cache's snapshots/X/config.json links
+  // into blobs/, outside the model folder, and the file written is the blob (core/atomic_file.hpp follows
+  // links).
+  if (std::string input = overlapOf(realPath(out), outIsDirectory); !input.empty()) return input;
+  return overlapOf(realPath(out.parent_path().empty() ? fs::path(".") : out.parent_path()) / out.filename(),
+                   outIsDirectory);
+}
+
+std::string InputFootprint::overlapOf(const fs::path& target, bool outIsDirectory) const {
   for (const Entry& e : m_entries) {
     if (e.real == target) return e.shown;
     if (outIsDirectory && within(e.real, target)) return e.shown;  // the output directory holds the input
@@ -99,18 +107,27 @@ void checkOutputs(std::string_view command, const InputFootprint& inputs,
       refuse("an empty output path", directory ? "a directory to create" : "a file to write", "''",
              "give a path");
     const fs::path target = realPath(o.path);
-    if (!seen.insert(target).second)
+    std::error_code ec;
+    const fs::file_status status = fs::status(o.path, ec);
+    // Two outputs into /dev/null are no clash: nothing is kept there.
+    if (!fs::is_character_file(status) && !seen.insert(target).second)
       refuse("two outputs are the same path", "a different path for each output", target.string(),
              "give each output its own path");
     if (const std::string input = inputs.overlapWith(o.path, directory); !input.empty())
       refuse(directory ? "the output directory would overwrite, hold or lie in an input it is read from"
                        : "the output would overwrite or lie in an input it is read from",
              "a path outside " + input, target.string(), "write to another directory");
-    std::error_code ec;
-    const fs::file_status status = fs::status(o.path, ec);
     if (!directory) {
       if (fs::is_directory(status))
         refuse("the output file is a directory", "a file name", "a directory", "name a file inside it");
+      // /dev/null or a pipe is written where it is (core/atomic_file.hpp): its own permission counts, not its
+      // directory's.
+      if (fs::is_character_file(status) || fs::is_fifo(status)) {
+        if (::access(o.path.c_str(), W_OK) != 0)
+          refuse("the output is not writable", "a writable device or pipe", o.path.string(),
+                 "choose another path");
+        continue;
+      }
       const fs::path parent = target.parent_path();
       if (!fs::is_directory(parent, ec))
         refuse("the output file's directory does not exist", "an existing directory",

@@ -44,6 +44,7 @@ class InputFootprint {
     Kind kind = Kind::File;
   };
   void add(const std::filesystem::path& path, Kind kind);
+  std::string overlapOf(const std::filesystem::path& target, bool outIsDirectory) const;  // a real path
   std::vector<Entry> m_entries;
 };
 

@@ -71,6 +71,16 @@ TEST(OutputGuard, AnOutputInsideTheRunOrTheModelFolderAnInputBelongsToIsRefused)
   const auto lone = Checkpoint::open(dir / "elsewhere" / "lone.safetensors");
   EXPECT_EQ(refusal(*lone, D::file(dir / "elsewhere" / "other.safetensors", "OUT")), "");
   EXPECT_NE(refusal(*lone, D::file(dir / "elsewhere" / "lone.safetensors", "OUT")), "");
+  // A Hugging Face cache: snapshots/X/config.json links into blobs/. The write follows the link (it would
+  // overwrite the blob the model reads), so the link is refused where it is, not passed where it leads.
+  fs::create_directories(dir / "cache" / "blobs");
+  fs::create_directories(dir / "cache" / "snapshots");
+  fs::copy(dir / "hf", dir / "cache" / "snapshots" / "x", fs::copy_options::recursive);
+  fs::rename(dir / "cache" / "snapshots" / "x" / "config.json", dir / "cache" / "blobs" / "abc");
+  fs::create_symlink("../../blobs/abc", dir / "cache" / "snapshots" / "x" / "config.json");
+  const auto cached = Checkpoint::open(dir / "cache" / "snapshots" / "x");
+  EXPECT_NE(refusal(*cached, D::file(dir / "cache" / "snapshots" / "x" / "config.json", "--json")), "")
+      << "the snapshot's config.json, a link to its blob";
   fs::remove_all(dir);
 }
 
@@ -101,6 +111,12 @@ TEST(OutputGuard, OutputsThatCannotBeWrittenAreRefusedBeforeTheWork) {
   EXPECT_NE(twice.find("two outputs are the same path"), std::string::npos) << twice;
   EXPECT_EQ(refusal(*m, D::directory(dir / "full", "--out", /*resumable=*/true)), "")
       << "a job's own earlier output may be continued";
+  // /dev/null is written where it is: its directory's permission does not count, and twice is no clash.
+  EXPECT_EQ(
+      refusal([&] {
+        checkOutputs("test", *m, std::array{D::file("/dev/null", "--json"), D::file("/dev/null", "--md")});
+      }),
+      "");
   fs::remove_all(dir);
 }
 
@@ -165,6 +181,16 @@ TEST(AtomicFile, ADeviceOrPipeIsWrittenIntoAndALinkIsFollowedNeitherIsReplaced) 
   writeFileAtomically(dir / "link.json", "new");
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.json"))) << "the link was replaced";
   EXPECT_EQ(readTextFile(dir / "real" / "r.json"), "new");
+  // A relative link whose file does not exist yet: the file is created where it points, the link kept.
+  fs::create_symlink("real/later.json", dir / "dangling.json");
+  writeFileAtomically(dir / "dangling.json", "made");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "dangling.json")));
+  EXPECT_EQ(readTextFile(dir / "real" / "later.json"), "made");
+  // A FIFO nobody reads is a named error at once, never a wait; a directory is named as one.
+  EXPECT_NE(refusal([&] { writeFileAtomically(fifo, "x"); }).find("nothing reads the pipe"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { writeFileAtomically(dir / "real", "x"); }).find("the output file is a directory"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 
