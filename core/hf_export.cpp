@@ -69,6 +69,20 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
             {.what = "RoPE scaling is not supported for post-training",
              .where = ckpt.configPath()->string() + " field 'rope_scaling'",
              .hint = "post-train a model without rope_scaling, or evaluate this one without training"});
+      // A window the forward pass applies (Mistral's) but ShareLens's trainer does not: post-training would
+      // train full causal attention, and the evaluation of the result would mask it.
+      const ForwardTraits& traits = forwardTraits(view.family);
+      const auto window = c.optionalNumber("sliding_window");
+      if (traits.slidingWindowAllLayers &&
+          (traits.slidingWindowModelType.empty() || view.modelType == traits.slidingWindowModelType) &&
+          window && c.optionalBool("use_sliding_window").value_or(true) &&
+          *window < static_cast<double>(std::min(t.model.context, maxContext)))
+        throw Error({.what = "sliding-window attention is not supported for post-training",
+                     .where = ckpt.configPath()->string() + " field 'sliding_window'",
+                     .expected = "no window, or one at least the training context (" +
+                                 std::to_string(std::min(t.model.context, maxContext)) + " tokens)",
+                     .found = std::to_string(static_cast<int64_t>(*window)),
+                     .hint = "evaluate this model without training, or post-train with a shorter context"});
     }
     for (int64_t l = 0; l < s.layers; ++l) t.attention.assign.push_back(l);
     t.ffn.assign = t.attention.assign;

@@ -39,9 +39,6 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
   return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
 }
 
-// Runs work(pair) for every (batch, head) pair, split over the run's threads; BLAS is single-threaded
-// meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims' sizes), so the threads do not wait on one
-// shared BLAS pool.
 // The causal mask makes query rows [r0, r0 + rows) read only keys [0, r0 + rows): every GEMM of a pair is
 // cut into row panels of kPanelRows queries, each over the keys its rows can see, so the masked upper
 // triangle is never computed (at T = 128, four panels do 10/16 of the square's work). The softmax kernels
@@ -49,14 +46,18 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
 constexpr int64_t kPanelRows = 32;
 
 // Calls panel(firstRow, rows, seen) for each row panel of a T x T causal matrix; seen = firstRow + rows.
+// firstRow stays 64-bit: offsets such as firstRow * T pass 2^31 from T = 46,341.
 template <class Panel>
 void forEachCausalPanel(int64_t time, const Panel& panel) {
   for (int64_t r0 = 0; r0 < time; r0 += kPanelRows) {
     const int64_t rows = std::min(kPanelRows, time - r0);
-    panel(static_cast<int>(r0), static_cast<int>(rows), static_cast<int>(r0 + rows));
+    panel(r0, static_cast<int>(rows), static_cast<int>(r0 + rows));
   }
 }
 
+// Runs work(pair) for every (batch, head) pair, split over the run's threads; BLAS is single-threaded
+// meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims' sizes), so the threads do not wait on one
+// shared BLAS pool.
 template <class Work>
 void forEachPair(int64_t pairs, const Work& work) {
   const int threads = currentBlasThreads();
@@ -81,13 +82,13 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
       float* o0 = op + d.qAt(pair);
       const int qRow = static_cast<int>(d.qRow()), kvRow = static_cast<int>(d.kvRow());
       // S = scale Q K^T  [T, T], by row panels: S[r0:r0+rows, :seen] = scale Q[r0:r0+rows] K[:seen]^T
-      forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+      forEachCausalPanel(d.time, [&](int64_t r0, int rows, int seen) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, seen, hd, static_cast<float>(scale),
                     q0 + r0 * qRow, qRow, k0, kvRow, 0.0f, p + r0 * t, t);
       });
       kernels::causalSoftmaxRows(p, d.time);  // P = causal softmax(S), zeros above the diagonal
       // O = P V  [T, hd]:  O[r0:r0+rows] = P[r0:r0+rows, :seen] V[:seen]
-      forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+      forEachCausalPanel(d.time, [&](int64_t r0, int rows, int seen) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, seen, 1.0f, p + r0 * t, t, v0, kvRow,
                     0.0f, o0 + r0 * qRow, qRow);
       });
@@ -122,7 +123,7 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
         const float *k0 = kp + d.kvAt(pair), *v0 = vp + d.kvAt(pair);
         float *gq0 = gqp + d.qAt(pair), *gk0 = gkp + d.kvAt(pair), *gv0 = gvp + d.kvAt(pair);
         // Each product by row panels of queries, over the keys [0, seen) those rows see.
-        forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+        forEachCausalPanel(d.time, [&](int64_t r0, int rows, int seen) {
           // dV[:seen] += P[r0:r0+rows, :seen]^T dO[r0:r0+rows]  [seen, hd]
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seen, hd, rows, 1.0f, p + r0 * t, t,
                       go + r0 * qRow, qRow, 1.0f, gv0, kvRow);
@@ -132,7 +133,7 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
         });
         // dS = P (dP - sum_j dP_ij P_ij), row by row over the keys each query sees; zeros above the diagonal
         kernels::causalSoftmaxBackwardRows(ds.data(), p, d.time);
-        forEachCausalPanel(d.time, [&](int r0, int rows, int seen) {
+        forEachCausalPanel(d.time, [&](int64_t r0, int rows, int seen) {
           // dQ[r0:r0+rows] = scale dS[r0:r0+rows, :seen] K[:seen]
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, seen, scale, ds.data() + r0 * t, t,
                       k0, kvRow, 0.0f, gq0 + r0 * qRow, qRow);

@@ -272,6 +272,12 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   p.normEps = number(c, std::string(t.normEpsField).c_str(), t.normEpsDefault, where);
   if (t.positions != ForwardTraits::Positions::Rope) return p;
   p.ropeTheta = number(c, "rope_theta", t.ropeThetaDefault, where);
+  if (const double partial = number(c, "partial_rotary_factor", 1.0, where); partial != 1.0)
+    throw Error({.what = "partial rotary embeddings are not supported",
+                 .where = where + " field 'partial_rotary_factor'",
+                 .expected = "1 (every dimension of a head rotated)",
+                 .found = std::to_string(partial),
+                 .hint = "the forward pass would rotate dimensions the model leaves alone"});
   if (auto it = c.find("rope_scaling"); it != c.end() && !it->is_null() && !it->is_object())
     throw Error(
         {.what = "config.json field of the wrong type",
@@ -298,8 +304,9 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
       // transformers' _compute_longrope_parameters: the config's own original_max_position_embeddings
       // (Phi3Config's field) wins; factor = max_position_embeddings / original unless given; attention factor
       // sqrt(1 + ln(factor) / ln(original)) for factor > 1, else 1.
-      p.originalContext = number(c, "original_max_position_embeddings", p.originalContext, where);
-      const double context = number(c, "max_position_embeddings", p.originalContext, where);
+      const double context = number(c, "max_position_embeddings", 4096, where);
+      p.originalContext = number(c, "original_max_position_embeddings",
+                                 number(*it, "original_max_position_embeddings", context, where), where);
       p.ropeFactor = number(*it, "factor", context / p.originalContext, where);
       p.ropeAttentionFactor = number(
           *it, "attention_factor",
@@ -309,15 +316,10 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
       p.longFactors = longropeFactors(*it, "long_factor", view.shape.headDim, where);
     }
   }
-  if (const double partial = number(c, "partial_rotary_factor", 1.0, where); partial != 1.0)
-    throw Error({.what = "partial rotary embeddings are not supported",
-                 .where = where + " field 'partial_rotary_factor'",
-                 .expected = "1 (every dimension of a head rotated)",
-                 .found = std::to_string(partial),
-                 .hint = "the forward pass would rotate dimensions the model leaves alone"});
   if (t.queryPreAttnScalar)
     p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
-  if (t.slidingWindowAllLayers) {
+  if (t.slidingWindowAllLayers &&
+      (t.slidingWindowModelType.empty() || view.modelType == t.slidingWindowModelType)) {
     // transformers' Mistral and Phi-3 mask every layer when sliding_window is set; SmolLM3-style configs
     // also say use_sliding_window: false.
     const auto it = c.find("sliding_window");

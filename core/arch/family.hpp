@@ -28,8 +28,10 @@ struct ForwardTraits {
   bool sandwichNorms = false;        // a norm after attention and after the FFN as well (Gemma 3)
   bool slidingWindowLayers = false;  // some layers attend within a window with their own RoPE base (Gemma 3)
   // Every layer attends within config.json's sliding_window when it is set and not null, unless
-  // use_sliding_window is false (Phi-3, Mistral).
+  // use_sliding_window is false (Phi-3, Mistral) -- for the model_type slidingWindowModelType only when it is
+  // set (transformers' Llama ignores a sliding_window; its Mistral applies it).
   bool slidingWindowAllLayers = false;
+  std::string_view slidingWindowModelType;
   bool queryPreAttnScalar = false;  // attention scale 1 / sqrt(query_pre_attn_scalar) (Gemma 3)
   std::string_view normEpsField = "rms_norm_eps";
   double normEpsDefault = 1e-6;

@@ -24,7 +24,8 @@ const FamilyAdapter& llamaAdapter() {
                    {"num_hidden_layers", 32},
                    {"num_attention_heads", 32},
                    {"max_position_embeddings", 2048}},
-      .traits = {.slidingWindowAllLayers = true},  // Mistral 7B v0.1's sliding_window: 4096
+      // Mistral 7B v0.1's sliding_window: 4096
+      .traits = {.slidingWindowAllLayers = true, .slidingWindowModelType = "mistral"},
   });
   return adapter;
 }

@@ -1,6 +1,7 @@
 #include "core/arch/hf_decoder.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "core/error.hpp"
@@ -163,28 +164,39 @@ void DecoderAdapter::splitPacked(const Checkpoint& ckpt, const PackedProjections
       std::all_of(packed.parts.begin(), packed.parts.end(), [](Proj p) { return !isAttentionProj(p); });
   if (allFfn && s.ffn == 0 && tensor.dim(0) % static_cast<int64_t>(packed.parts.size()) == 0)
     s.ffn = tensor.dim(0) / static_cast<int64_t>(packed.parts.size());
+  std::vector<int64_t> rows;
+  for (Proj part : packed.parts) rows.push_back(packedRows(s, part));
+  // Without the head counts (no config.json): Q has the hidden size's rows (head_dim = hidden / heads, as in
+  // every family without a head_dim field), and the other attention parts share the rest evenly.
+  if (std::count(rows.begin(), rows.end(), 0) > 0) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i] == 0 && packed.parts[i] == Proj::Q) rows[i] = tensor.dim(1);
+    const auto unknown = std::count(rows.begin(), rows.end(), 0);
+    const int64_t rest = tensor.dim(0) - std::accumulate(rows.begin(), rows.end(), int64_t{0});
+    if (unknown > 0 && rest > 0 && rest % unknown == 0)
+      for (int64_t& r : rows)
+        if (r == 0) r = rest / unknown;
+  }
   int64_t offset = 0;
   std::string layout;
-  for (Proj part : packed.parts) {
-    const int64_t rows = packedRows(s, part);
-    layout += (layout.empty() ? "" : " + ") + std::string(projName(part)) + " " + std::to_string(rows);
-    offset += rows;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    layout += (layout.empty() ? "" : " + ") + std::string(projName(packed.parts[i])) + " " +
+              std::to_string(rows[i]);
+    offset += rows[i];
   }
-  if (offset == 0 || offset != tensor.dim(0))
+  if (std::count(rows.begin(), rows.end(), 0) > 0 || offset != tensor.dim(0))
     throw Error({.what = "fused projection does not split into its parts",
                  .where = ckpt.path().string() + ": tensor '" + name + "'",
                  .expected = "rows " + layout + " = " + std::to_string(offset) + " (from " +
                              configFile(ckpt) + ": heads, key-value heads, head_dim, intermediate_size)",
                  .found = shapeToString(tensor.shape),
-                 .hint = offset == 0 ? "put the model's config.json next to the weights: the split needs the "
-                                       "head counts"
-                                     : "config.json belongs to a different model"});
+                 .hint = ckpt.config() ? "config.json belongs to a different model"
+                                       : "put the model's config.json next to the weights"});
   const MatrixExpr whole = MatrixExpr::fromTensor(name, tensor.dim(0), tensor.dim(1));
   offset = 0;
-  for (Proj part : packed.parts) {
-    const int64_t rows = packedRows(s, part);
-    layer.proj[static_cast<int>(part)] = whole.sliceRows(offset, rows);
-    offset += rows;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    layer.proj[static_cast<int>(packed.parts[i])] = whole.sliceRows(offset, rows[i]);
+    offset += rows[i];
   }
 }
 

@@ -150,7 +150,8 @@ def decoder_reference(t, cfg, ids, capture=None):
         k, v = k.repeat_interleave(heads // kv, 0), v.repeat_interleave(heads // kv, 0)
         scale = text.get("query_pre_attn_scalar", hd) ** -0.5 if gemma else hd ** -0.5
         maps = capture.setdefault("attention", []) if capture is not None else None
-        window = text.get("sliding_window") if sliding else None
+        # Gemma 3's local layers; every layer of a Mistral (transformers' MistralModel; its Llama ignores the field)
+        window = text.get("sliding_window") if sliding or cfg["model_type"] == "mistral" else None
         a = attend(q, k, v, scale, window, maps).transpose(0, 1).reshape(n, heads * hd)
         a = torch.nn.functional.linear(a, T(b + "self_attn.o_proj.weight"))
         if gemma:
@@ -569,6 +570,18 @@ def main():
 
     ids = [int(i) for i in rng.integers(0, 101, size=24)]
     compare_hidden("phi3_longrope (24 tokens: short factors)", longrope, ids, args.sharelens, args.workdir)
+
+    # A Mistral (the Llama layout, every layer within sliding_window) and a Llama whose config carries a
+    # sliding_window, which transformers' Llama ignores: 48 tokens, a window of 16.
+    for model_type in ("mistral", "llama"):
+        variant = os.path.join(args.workdir, "fixtures", f"{model_type}_window16")
+        shutil.rmtree(variant, ignore_errors=True)
+        shutil.copytree(next(f for f in listed if f.endswith("/llama")), variant)
+        cfg = json.load(open(os.path.join(variant, "config.json")))
+        cfg["model_type"], cfg["sliding_window"], cfg["rope_scaling"] = model_type, 16, None
+        json.dump(cfg, open(os.path.join(variant, "config.json"), "w"))
+        ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], size=48)]
+        compare_hidden(f"{model_type} with sliding_window 16", variant, ids, args.sharelens, args.workdir)
 
     # The FFN activation a config.json names is the one computed (it was SiLU whatever the config said): exact
     # GELU and ReLU in a Llama and a GPT-2, against the reference's ACT2FN; a name ShareLens cannot run is
