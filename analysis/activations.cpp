@@ -12,11 +12,7 @@ namespace sharelens {
 ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend,
                                      const AnalysisParams& params, const TaskContext& ctx) {
   ActivationResults r;
-  r.tokens = data.tokens;
-  r.layers = data.layers;
-  r.corpus = params.tokenIds.empty() ? params.corpus : "token ids";
-  r.tokenizer = data.tokenizer;
-  r.tokenIds = data.tokenIds;
+  static_cast<ActivationSummary&>(r) = data;  // what the pass measured, as it measured it
   r.threshold = params.threshold;
   // A non-finite contribution would make its row of the map full rank, silently (its energy is not a number).
   for (size_t l = 0; l < data.residualDeltas.size(); ++l) {
@@ -35,18 +31,10 @@ ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& 
   const auto start = std::chrono::steady_clock::now();
   r.layerOutputs = pairwiseDifferenceMap(data.residualDeltas, backend, params.threshold, ctx);
   r.rankMapSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.klDrift = data.klDrift;
   r.logitLens = params.logitLens;
   r.klGroupCount = klGroupCount(params.klGroups, data.layers);
   r.groups = r.klGroupCount > 0 ? groupsFromKlDrift(data.klDrift, data.layers, r.klGroupCount)
                                 : groupsAtKlPeaks(data.klDrift, data.layers);
-  r.logitLensTokens = data.logitLensTokens;
-  r.attentionSimilarity = data.attentionSimilarity;
-  r.headLabels = data.headLabels;
-  r.attentionTokens = data.attentionTokens;
-  r.forwardSeconds = data.forwardSeconds;
-  r.logitLensSeconds = data.logitLensSeconds;
-  r.peakResidentBytes = data.peakResidentBytes;
   return r;
 }
 

@@ -13,6 +13,7 @@
 
 #include "analysis/backend.hpp"
 #include "analysis/matrix_pca.hpp"
+#include "core/activation_data.hpp"
 #include "core/json_util.hpp"
 #include "core/model_view.hpp"
 #include "core/task.hpp"
@@ -39,19 +40,6 @@ struct AnalysisParams {
 
 // What running the model over text gives the analyses (filled by the trainer's forward probe, which the
 // caller supplies: analysis/ does not run models).
-struct ActivationData {
-  std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]: dh_l = h_l - h_{l-1}
-  std::vector<double> klDrift;              // KL(p_l || p_{l+1})
-  int64_t logitLensTokens = 0;              // the tokens the drift was computed over
-  FloatMatrix attentionSimilarity;          // (layers * heads)^2
-  int64_t attentionTokens = 0;              // the sample sequence the maps are of
-  std::vector<std::string> headLabels;
-  std::vector<int> tokenIds;
-  int64_t tokens = 0, layers = 0;
-  std::string tokenizer, corpus;
-  double forwardSeconds = 0, logitLensSeconds = 0;
-  int64_t peakResidentBytes = 0;
-};
 using ModelRunner = std::function<ActivationData(const AnalysisParams&, const TaskContext&)>;
 
 // Held-out NLL of the checkpoint with its token embedding (and an untied output head) replaced by its best

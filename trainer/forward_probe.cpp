@@ -32,8 +32,8 @@ int64_t peakResidentBytes() {
 
 }  // namespace
 
-ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOptions& options,
-                            const TaskContext& ctx) {
+ActivationData probeCheckpoint(const std::filesystem::path& path, const ProbeOptions& options,
+                               const TaskContext& ctx) {
   using clock = std::chrono::steady_clock;
   const int threads = options.threads > 0 ? options.threads : ctx.threadCount();
   const ComputeThreads computeThreads(threads);
@@ -51,7 +51,8 @@ ProbeResult probeCheckpoint(const std::filesystem::path& path, const ProbeOption
   // the residual contributions, which are kept whole (4.6 GiB beside 3.1 GiB for 25,000 tokens of a 1B
   // model).
   InferenceModel model(*ckpt, view, device, InferenceModel::Weights::Streamed);
-  ProbeResult r;
+  ActivationData r;
+  r.corpus = options.tokenIds.empty() ? options.corpus : "token ids";
   r.layers = model.layers();
   r.hidden = view.shape.hidden;
   r.heads = view.shape.heads;

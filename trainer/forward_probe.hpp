@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activation_data.hpp"
 #include "core/float_matrix.hpp"
 #include "core/task.hpp"
 
@@ -38,22 +39,8 @@ struct ProbeOptions {
   std::vector<int> tokenIds;  // when given: these tokens instead of the corpus text
 };
 
-struct ProbeResult {
-  std::string tokenizer;      // what tokenised the text
-  std::vector<int> tokenIds;  // the tokens that went through the model
-  int64_t tokens = 0, layers = 0, hidden = 0, heads = 0;
-  std::vector<FloatMatrix> residualDeltas;  // layers x [tokens, hidden]
-  std::vector<double> klDrift;              // KL(p_l || p_{l+1}), l = 0..layers-2, over layer outputs
-  int64_t logitLensTokens = 0;              // the tokens the drift was computed over
-  std::vector<std::string> headLabels;      // "L3.h5"
-  FloatMatrix attentionSimilarity;          // (layers * heads)^2 cosine similarity of attention maps
-  int64_t attentionTokens = 0;              // the sample's length: min(attentionTokens, context, tokens)
-  double forwardSeconds = 0, logitLensSeconds = 0;
-  int64_t peakResidentBytes = 0;  // of the process, after the forward passes
-};
-
-ProbeResult probeCheckpoint(const std::filesystem::path& checkpointPath, const ProbeOptions& options,
-                            const TaskContext& ctx);
+ActivationData probeCheckpoint(const std::filesystem::path& checkpointPath, const ProbeOptions& options,
+                               const TaskContext& ctx);
 
 // Hidden states (embeddings, then after each layer) and, last, the logits of one token sequence.
 std::vector<FloatMatrix> hiddenStates(const Checkpoint& ckpt, const std::vector<int>& tokens);

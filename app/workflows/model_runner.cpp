@@ -16,23 +16,7 @@ ModelRunner makeModelRunner(const std::filesystem::path& checkpoint, std::string
     o.tokenIds = p.tokenIds;
     o.device = device;
     o.threads = threads;
-    ProbeResult r = probeCheckpoint(checkpoint, o, ctx);
-    ActivationData d;
-    d.residualDeltas = std::move(r.residualDeltas);
-    d.klDrift = std::move(r.klDrift);
-    d.logitLensTokens = r.logitLensTokens;
-    d.attentionSimilarity = std::move(r.attentionSimilarity);
-    d.attentionTokens = r.attentionTokens;
-    d.headLabels = std::move(r.headLabels);
-    d.tokenIds = std::move(r.tokenIds);
-    d.tokens = r.tokens;
-    d.layers = r.layers;
-    d.tokenizer = r.tokenizer;
-    d.corpus = p.corpus;
-    d.forwardSeconds = r.forwardSeconds;
-    d.logitLensSeconds = r.logitLensSeconds;
-    d.peakResidentBytes = r.peakResidentBytes;
-    return d;
+    return probeCheckpoint(checkpoint, o, ctx);
   };
 }
 
