@@ -25,14 +25,17 @@ std::string number(double v) {
 }  // namespace
 
 std::string metricsCsv(const std::vector<NamedCurve>& curves) {
-  std::string out = "run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s\n";
+  std::string out =
+      "run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s,postshare_penalty,tensor_peak_bytes,"
+      "rss_peak_bytes\n";
   for (const NamedCurve& c : curves) {
     if (!c.points) continue;
     const std::string run = quoted(c.label);
     for (const MetricPoint& p : *c.points)
       out += run + "," + std::to_string(p.step) + "," + number(p.tokens) + "," + number(p.elapsed) + "," +
              number(p.loss) + "," + number(p.valLoss) + "," + number(p.lr) + "," + number(p.gradNorm) + "," +
-             number(p.tokensPerSecond) + "\n";
+             number(p.tokensPerSecond) + "," + number(p.penalty) + "," + number(p.tensorPeakBytes) + "," +
+             number(p.processPeakBytes) + "\n";
   }
   return out;
 }

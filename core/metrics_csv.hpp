@@ -18,8 +18,9 @@ struct NamedCurve {
                           // the curve are kept until it changes
 };
 
-// Header: run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s. Run labels are quoted as
-// RFC 4180 asks when they hold a comma, a quote or a line break.
+// Header: run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s,postshare_penalty,
+// tensor_peak_bytes,rss_peak_bytes (the memory columns as metrics.jsonl logs them, in bytes). Run labels are
+// quoted as RFC 4180 asks when they hold a comma, a quote or a line break.
 std::string metricsCsv(const std::vector<NamedCurve>& curves);
 
 // Written atomically (never a half-written file).

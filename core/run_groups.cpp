@@ -1,5 +1,6 @@
 #include "core/run_groups.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace sharelens {
@@ -77,6 +78,32 @@ std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<c
         const auto it = fields[i].find(name);
         out[i].emplace_back(name, it == fields[i].end() ? "-" : it->second);
       }
+  }
+  return out;
+}
+
+std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs) {
+  std::map<std::string, std::vector<size_t>> byLabel;
+  for (size_t i = 0; i < runs.size(); ++i) byLabel[runs[i].label].push_back(i);
+  std::vector<std::string> out;
+  for (const LabelledRun& r : runs) out.push_back(r.label);
+  for (const auto& [label, members] : byLabel) {
+    if (members.size() < 2) continue;
+    std::vector<const Json*> records;
+    for (size_t i : members) records.push_back(runs[i].record);
+    const auto differences = configDifferences(records);
+    for (size_t k = 0; k < members.size(); ++k) {
+      // The seeds that follow from `seed` (init_seed, data_offset) are named only when seed alone does not
+      // tell the runs apart (an A/A arm: other initialisation, the same data order).
+      const auto& d = differences[k];
+      const bool seedDiffers =
+          std::any_of(d.begin(), d.end(), [](const auto& f) { return f.first == "seed"; });
+      std::string apart;
+      for (const auto& [name, value] : d)
+        if (!seedDiffers || (name != "init_seed" && name != "data_offset"))
+          apart += (apart.empty() ? "" : ", ") + name + " " + value;
+      out[members[k]] += " (" + (apart.empty() ? runs[members[k]].directory : apart) + ")";
+    }
   }
   return out;
 }

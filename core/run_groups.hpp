@@ -33,4 +33,16 @@ std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, cons
 using ConfigDifference = std::pair<std::string, std::string>;
 std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<const Json*>& records);
 
+// Legend labels that tell runs apart: a label only one run has stays as it is; runs that share one (an arm's
+// seeds, a topology trained twice) get what sets them apart among themselves in brackets, "baseline (seed
+// 2)" (init_seed and data_offset only where seed is the same), or, when their records say nothing apart,
+// their directory's name. `runs`: (label, record or nullptr,
+// directory name), in order; the result is in the same order.
+struct LabelledRun {
+  std::string label;
+  const Json* record = nullptr;
+  std::string directory;
+};
+std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs);
+
 }  // namespace sharelens

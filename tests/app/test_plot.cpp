@@ -1072,6 +1072,35 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
 // Issue 41: seeds of one arm as one curve. The band is the 95% Student-t interval of the mean over seeds,
 // mean +- t_{0.975, n-1} sd / sqrt(n), with t_{0.975, 2} = 4.302653 from the t table; steps some seed has not
 // logged yet are left out, and a group of one has no band.
+// On log y, a two-seed band whose low edge is at or below zero (t(0.975, 1) = 12.7) was a quad through
+// log(<= 0): it now runs from the band's top to the axis' bottom, every corner finite and on the plot.
+TEST(Figures, ASeedBandBelowZeroOnLogAxesRunsToTheAxisBottom) {
+  std::vector<MetricPoint> a, b;
+  for (int s = 1; s <= 4; ++s) {
+    a.push_back({s, s * 100.0, 3.0 / s, NAN, 1e-3, 1, 1000, s * 1.0});
+    b.push_back({s, s * 100.0, 1.0 / s, NAN, 1e-3, 1, 1000, s * 1.0});
+  }
+  const Figure f = seedGroupFigure({{"cycle", {{"cycle", &a}, {"cycle", &b}}}}, RunMetric::Loss,
+                                   RunAxis::Step, 0.0, /*logY=*/true);
+  ASSERT_EQ(f.series[0].bandLow.size(), 4u);
+  ASSERT_LT(f.series[0].bandLow[0], 0.0) << "the case under test: mean 2 - 12.7 x 1";
+  struct QuadCanvas : MeasuringCanvas {
+    std::vector<Point> corners;
+    void fillQuad(Point p, Point q, Point r, Point s, Rgb, float) override {
+      corners.insert(corners.end(), {p, q, r, s});
+    }
+  } c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {600, 400});
+  drawFigure(c, f, l, Style::light());
+  ASSERT_EQ(c.corners.size(), 12u) << "three segments, each one quad";
+  for (const Point& p : c.corners) {
+    ASSERT_TRUE(std::isfinite(p.x) && std::isfinite(p.y));
+    EXPECT_GE(p.y, l.plotMin.y - 0.5f);
+    EXPECT_LE(p.y, l.plotMax.y + 0.5f);
+  }
+  EXPECT_NEAR(c.corners[0].y, l.plotMax.y, 0.5f) << "the low edge at the axis' bottom";
+}
+
 TEST(Figures, SeedGroupsAreOneMeanCurveWithTheStudentTIntervalOfTheirSeeds) {
   const double offsets[3] = {0.0, 0.2, -0.1};
   std::vector<MetricPoint> seeds[3];

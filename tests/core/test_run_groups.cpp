@@ -47,6 +47,25 @@ TEST(RunGroups, RunsThatDifferOnlyInTheirSeedsAreOneGroup) {
   EXPECT_EQ(groups[3].members, (std::vector<size_t>{4}));
 }
 
+// The Training view's legend named an arm's three seeds "cycle", "cycle", "cycle": runs that share a label
+// get what sets them apart among themselves; a label only one run has is left alone.
+TEST(RunGroups, RunsThatShareALabelAreToldApartInTheLegend) {
+  const Json a = runRecord(1), b = runRecord(2), otherLr = runRecord(2, 1e-3);
+  Json aa = runRecord(1);  // an A/A arm: other initialisation, the same seed and data order
+  aa["config"]["init_seed"] = 99;
+  const auto labels = distinctRunLabels({{"cycle", &a, "seed-1"},
+                                         {"cycle", &b, "seed-2"},
+                                         {"baseline", &a, "baseline"},
+                                         {"cycle", &otherLr, "lr"},
+                                         {"twice", &a, "first"},
+                                         {"twice", &a, "second"},
+                                         {"aa", &a, "x"},
+                                         {"aa", &aa, "y"}});
+  EXPECT_EQ(labels, (std::vector<std::string>{"cycle (lr 0.003, seed 1)", "cycle (lr 0.003, seed 2)",
+                                              "baseline", "cycle (lr 0.001, seed 2)", "twice (first)",
+                                              "twice (second)", "aa (init_seed 7)", "aa (init_seed 99)"}));
+}
+
 // The run table's "differs" line: only the options that are not the same in every run, by name; threads and
 // device are where a run ran, not what it trained.
 TEST(RunGroups, ConfigDifferencesNameOnlyWhatSetsTheRunsApart) {

@@ -124,10 +124,20 @@ class TrainingPanel : public View {
     return groupBySeed(shown);
   }
 
+  // The shown runs' curves, labelled so that no two read the same (an arm's seeds were three "baseline"
+  // entries in the legend and the CSV): core/run_groups' distinctRunLabels.
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
-    std::vector<plot::RunCurve> out;
+    std::vector<LabelledRun> shown;
+    std::vector<RunEntry*> entries;
     for (auto& r : ctx.runs.runs())
-      if (r->visible) out.push_back({r->label, &r->metrics.points(), r->metrics.revision()});
+      if (r->visible) {
+        shown.push_back({r->label, r->record ? &*r->record : nullptr, r->dir.filename().string()});
+        entries.push_back(r.get());
+      }
+    const std::vector<std::string> labels = distinctRunLabels(shown);
+    std::vector<plot::RunCurve> out;
+    for (size_t i = 0; i < entries.size(); ++i)
+      out.push_back({labels[i], &entries[i]->metrics.points(), entries[i]->metrics.revision()});
     return out;
   }
 
@@ -223,8 +233,9 @@ class TrainingPanel : public View {
       m_differencesOf = std::move(runs);
       m_differenceLines.clear();
       for (const auto& fields : configDifferences(records)) {
-        std::string line;
-        for (const auto& [name, value] : fields) line += (line.empty() ? "" : ", ") + name + " " + value;
+        std::string line;  // the topology is the run's name, on the line above
+        for (const auto& [name, value] : fields)
+          if (name != "topology") line += (line.empty() ? "" : ", ") + name + " " + value;
         m_differenceLines.push_back(std::move(line));
       }
     }
