@@ -241,19 +241,24 @@ class DesignerPanel : public DesignerApi {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float pane = ImGui::GetContentRegionAvail().x;
-    const float width = std::min(420.0f, pane);
-    const float rowH =
-        std::clamp((ImGui::GetContentRegionAvail().y - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
+    // The graph goes beside the column (up to 420 px) where the pane is wide enough, the column giving up
+    // width down to 200 px for it; in a narrower pane (a 1024-px window leaves about 340) it goes below the
+    // column, which then takes at most half the height.
+    constexpr float kColumn = 420, kNarrowColumn = 200, kGraph = 200;
+    const bool beside = pane >= kNarrowColumn + kGraph;
+    const float width = pane >= kColumn + kGraph ? kColumn : beside ? pane - kGraph : std::min(kColumn, pane);
+    const float height = ImGui::GetContentRegionAvail().y * (beside ? 1.0f : 0.5f);
+    const float rowH = std::clamp((height - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
     const float colW = (width - 60) / 2;
     ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
     const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
-    if (pane - width >= 240) {  // the graph in the rest of the pane, as tall as the column
-      ImGui::SameLine();
+    {  // the graph: in the rest of the pane as tall as the column, or below it in the rest of the height
+      if (beside) ImGui::SameLine();
       const plot::Figure& graph = ctx.figures.get(nullptr, "topology-graph:" + topologyToJson(t).dump(),
                                                   [&] { return plot::topologyGraphFigure(t); });
-      plot::plotWidget("##topology-graph", graph, m_graphState,
-                       ImVec2(-1, std::max(240.0f, rowH * static_cast<float>(t.model.layers) + 20)),
-                       ctx.textures, ctx.style);
+      const float graphH = beside ? std::max(240.0f, rowH * static_cast<float>(t.model.layers) + 20)
+                                  : std::max(kGraph, ImGui::GetContentRegionAvail().y - 4);
+      plot::plotWidget("##topology-graph", graph, m_graphState, ImVec2(-1, graphH), ctx.textures, ctx.style);
       probe::item("designer/graph");
     }
     const ImVec2 mouse = ImGui::GetIO().MousePos;
