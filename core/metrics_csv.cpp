@@ -1,9 +1,12 @@
 #include "core/metrics_csv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "core/atomic_file.hpp"
+#include "core/statistics.hpp"
 
 namespace sharelens {
 namespace {
@@ -42,6 +45,45 @@ std::string metricsCsv(const std::vector<NamedCurve>& curves) {
 
 void writeMetricsCsv(const std::vector<NamedCurve>& curves, const std::filesystem::path& path) {
   writeFileAtomically(path, metricsCsv(curves));
+}
+
+std::string seedGroupsCsv(const std::vector<CurveGroup>& groups) {
+  std::string out =
+      "group,seeds,step,tokens,loss_mean,loss_ci_low,loss_ci_high,val_loss_mean,val_loss_ci_low,"
+      "val_loss_ci_high\n";
+  auto interval = [](const std::vector<double>& values) {
+    const MeanInterval m = meanInterval(values);
+    return number(m.mean) + "," + (values.size() > 1 ? number(m.lo()) + "," + number(m.hi()) : ",");
+  };
+  for (const CurveGroup& g : groups) {
+    // step -> each member's point there; members with no finite loss yet are not seeds of the curve.
+    std::map<int64_t, std::vector<const MetricPoint*>> byStep;
+    size_t members = 0;
+    for (const NamedCurve& c : g.members) {
+      if (!c.points || std::none_of(c.points->begin(), c.points->end(),
+                                    [](const MetricPoint& p) { return std::isfinite(p.loss); }))
+        continue;
+      ++members;
+      for (const MetricPoint& p : *c.points)
+        if (std::isfinite(p.loss)) byStep[p.step].push_back(&p);
+    }
+    for (const auto& [step, points] : byStep) {
+      if (points.size() < members) continue;  // a step some member has not logged (yet)
+      std::vector<double> tokens, loss, val;
+      for (const MetricPoint* p : points) {
+        tokens.push_back(p->tokens), loss.push_back(p->loss);
+        if (std::isfinite(p->valLoss)) val.push_back(p->valLoss);
+      }
+      out += quoted(g.label) + "," + std::to_string(members) + "," + std::to_string(step) + "," +
+             number(meanInterval(tokens).mean) + "," + interval(loss) + "," +
+             (val.size() == points.size() ? interval(val) : std::string(",,")) + "\n";
+    }
+  }
+  return out;
+}
+
+void writeSeedGroupsCsv(const std::vector<CurveGroup>& groups, const std::filesystem::path& path) {
+  writeFileAtomically(path, seedGroupsCsv(groups));
 }
 
 }  // namespace sharelens

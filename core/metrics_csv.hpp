@@ -26,4 +26,17 @@ std::string metricsCsv(const std::vector<NamedCurve>& curves);
 // Written atomically (never a half-written file).
 void writeMetricsCsv(const std::vector<NamedCurve>& curves, const std::filesystem::path& path);
 
+// Runs of one recipe that differ in their seeds (core/run_groups.hpp), as the Training view's "group seeds"
+// shows them: one row per step every member with a finite loss logged, with the mean over the members and
+// its 95% Student-t interval (core/statistics.hpp) of the loss, and of the validation loss where every one
+// of them has it at that step. Raw values: the view's smoothing is for the eye, not the data.
+// Header: group,seeds,step,tokens,loss_mean,loss_ci_low,loss_ci_high,val_loss_mean,val_loss_ci_low,
+// val_loss_ci_high. A group of one run has no interval (empty fields).
+struct CurveGroup {
+  std::string label;
+  std::vector<NamedCurve> members;
+};
+std::string seedGroupsCsv(const std::vector<CurveGroup>& groups);
+void writeSeedGroupsCsv(const std::vector<CurveGroup>& groups, const std::filesystem::path& path);
+
 }  // namespace sharelens

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/error.hpp"
@@ -139,6 +140,41 @@ TEST(MetricsLog, CsvHasOneRowPerLoggedStepAndLeavesUnloggedValuesEmpty) {
             "tensor_peak_bytes,rss_peak_bytes\n"
             "\"cycle, L=4\",1,256,0.5,5.25,,0.001,,,,,\n"
             "\"cycle, L=4\",2,512,1,4.75,4.9,0.0005,1.5,512,,1048576,67108864\n");
+}
+
+// With the seeds grouped, the CSV holds each group's mean over its seeds and the 95% Student-t interval of
+// that mean, per step every seed logged: two seeds 5.0 and 5.5 give 5.25 +- t(0.975, 1) x 0.25, t = 12.7062
+// from the table; validation only where every seed has it; a group of one run has no interval.
+TEST(MetricsLog, SeedGroupCsvHasTheMeanAndIntervalOfEachStepEverySeedLogged) {
+  const std::vector<MetricPoint> a = {{1, 100, 5.0, 4.0}, {2, 200, 4.0, NAN}, {3, 300, 3.0, 2.5}},
+                                 b = {{1, 100, 5.5, 4.5}, {2, 200, 4.5, 4.2}}, alone = {{1, 100, 6.0, NAN}},
+                                 nothing;
+  const std::string csv = seedGroupsCsv(
+      {{"cycle", {{"s1", &a}, {"s2", &b}, {"s3", &nothing}}}, {"baseline", {{"baseline", &alone}}}});
+  std::vector<std::vector<std::string>> rows;
+  std::stringstream in(csv);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::stringstream cells(line);
+    for (std::string f; std::getline(cells, f, ',');) fields.push_back(f);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    rows.push_back(fields);
+  }
+  ASSERT_EQ(rows.size(), 4u) << csv;  // header, cycle at steps 1 and 2 (step 3: one seed), baseline step 1
+  EXPECT_EQ(rows[0].size(), 10u);
+  const double half = 12.706204736 * 0.25;
+  EXPECT_EQ(rows[1][0], "cycle");
+  EXPECT_EQ(rows[1][1], "2") << "the run that logged nothing is not a seed of the curve";
+  EXPECT_EQ(rows[1][2], "1");
+  EXPECT_NEAR(std::stod(rows[1][4]), 5.25, 1e-9);
+  EXPECT_NEAR(std::stod(rows[1][5]), 5.25 - half, 1e-6);
+  EXPECT_NEAR(std::stod(rows[1][6]), 5.25 + half, 1e-6);
+  EXPECT_NEAR(std::stod(rows[1][7]), 4.25, 1e-9);
+  EXPECT_EQ(rows[2][2], "2");
+  EXPECT_EQ(rows[2][7], "") << "one seed has no validation at step 2";
+  EXPECT_EQ(rows[3][0], "baseline");
+  EXPECT_NEAR(std::stod(rows[3][4]), 6.0, 1e-12);
+  EXPECT_EQ(rows[3][5], "") << "one run: no interval";
 }
 
 // The Training view keeps its figures until a run's revision changes (app/gui/views/training_panels.hpp):

@@ -89,7 +89,7 @@ class TrainingPanel : public View {
     sameLineIfFits(buttonWidth("Export CSV"));
     const bool csv = ImGui::SmallButton("Export CSV");
     probe::item("training/export-csv");
-    if (csv) exportCsv(ctx, curves);
+    if (csv) exportCsv(ctx, curves, m_options.groupSeeds ? &groups : nullptr);
     m_panels.draw(ctx, curves, m_options, ImVec2(0, 0), groups);
   }
 
@@ -100,14 +100,32 @@ class TrainingPanel : public View {
     return s;
   }
 
-  // Every shown run's logged steps, one row each (core/metrics_csv.hpp), Save As a CSV file.
-  static void exportCsv(AppContext& ctx, const std::vector<plot::RunCurve>& curves) {
+  // Every shown run's logged steps, one row each, or with the seeds grouped each group's mean and interval
+  // per step (core/metrics_csv.hpp), Save As a CSV file.
+  static void exportCsv(AppContext& ctx, const std::vector<plot::RunCurve>& curves,
+                        const std::vector<SeedGroup>* groups) {
     // The points as they are now (written when the dialog's Save is pressed, frames later, by when a run may
     // have gone from the monitor).
     std::vector<std::pair<std::string, std::vector<MetricPoint>>> copy;
     for (const plot::RunCurve& c : curves) copy.emplace_back(c.label, *c.points);
-    ctx.saveTableAs(curves.size() == 1 ? curves[0].label : "runs", -1, "training", "csv",
-                    [copy = std::move(copy)](const std::filesystem::path& path) {
+    std::vector<std::pair<std::string, std::vector<size_t>>> members;  // group label, indices into copy
+    if (groups)
+      for (const SeedGroup& g : *groups) members.emplace_back(g.label, g.members);
+    ctx.saveTableAs(curves.size() == 1 ? curves[0].label
+                    : groups           ? "seed-groups"
+                                       : "runs",
+                    -1, "training", "csv",
+                    [copy = std::move(copy), members = std::move(members),
+                     grouped = groups != nullptr](const std::filesystem::path& path) {
+                      if (grouped) {
+                        std::vector<CurveGroup> now;
+                        for (const auto& [label, indices] : members) {
+                          CurveGroup& g = now.emplace_back(CurveGroup{label, {}});
+                          for (size_t i : indices) g.members.push_back({label, &copy.at(i).second, 0});
+                        }
+                        writeSeedGroupsCsv(now, path);
+                        return;
+                      }
                       std::vector<plot::RunCurve> now;
                       for (const auto& [label, points] : copy) now.push_back({label, &points, 0});
                       writeMetricsCsv(now, path);
