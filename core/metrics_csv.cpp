@@ -18,10 +18,14 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// Whole numbers (steps, tokens, bytes) exactly, as metrics.jsonl logs them; others to 9 significant digits.
 std::string number(double v) {
   if (!std::isfinite(v)) return {};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 9e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
 

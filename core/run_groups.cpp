@@ -108,6 +108,24 @@ std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs)
   return out;
 }
 
+void distinguishGroupLabels(std::vector<SeedGroup>& groups, const std::vector<const Json*>& records) {
+  std::map<std::string, std::vector<size_t>> byLabel;
+  for (size_t g = 0; g < groups.size(); ++g) byLabel[groups[g].label].push_back(g);
+  for (const auto& [label, members] : byLabel) {
+    if (members.size() < 2) continue;
+    std::vector<const Json*> firsts;
+    for (size_t g : members) firsts.push_back(records.at(groups[g].members.front()));
+    const auto differences = configDifferences(firsts);
+    for (size_t k = 0; k < members.size(); ++k) {
+      std::string apart;
+      for (const auto& [name, value] : differences[k])
+        if (name != "seed" && name != "init_seed" && name != "data_offset")
+          apart += (apart.empty() ? "" : ", ") + name + " " + value;
+      groups[members[k]].label += " (" + (apart.empty() ? "#" + std::to_string(k + 1) : apart) + ")";
+    }
+  }
+}
+
 std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, const Json*>>& runs) {
   std::vector<SeedGroup> groups;
   std::map<std::string, size_t> byKey;

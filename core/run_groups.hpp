@@ -45,4 +45,9 @@ struct LabelledRun {
 };
 std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs);
 
+// The same for seed groups (groupBySeed's, `records` its runs' in the same order): groups that share a label
+// (two learning rates of one arm) get what sets their recipes apart, seeds left out, "baseline (lr 0.001)",
+// or "#k" when their records say nothing apart (one run copied into two folders).
+void distinguishGroupLabels(std::vector<SeedGroup>& groups, const std::vector<const Json*>& records);
+
 }  // namespace sharelens

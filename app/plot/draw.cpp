@@ -94,18 +94,15 @@ void drawBar(Canvas& c, const FigureLayout& l, const Series& s, size_t k, const 
 }
 
 // The band [low, high] along a series, as one convex quad per segment (a band is rarely convex as a whole).
-// On a log axis a low edge at or below zero (a mean over two seeds: t = 12.7) runs to the axis' bottom, as a
-// band reaching below the visible range does; it was a segment of log(<= 0), dropped or drawn off the plot.
+// On a log axis a low edge at or below zero (a mean over two seeds: t = 12.7) is drawn at the axis' bottom
+// (AxisTransform::toUnit pins values <= 0 there).
 void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
   const size_t n = std::min({s.x.size(), s.bandLow.size(), s.bandHigh.size()});
-  auto low = [&](size_t k) {
-    return l.y.scale == Scale::Log10 && s.bandLow[k] <= 0 ? std::min(l.y.range.min, s.y[k]) : s.bandLow[k];
-  };
   for (size_t k = 0; k + 1 < n; ++k) {
     if (!std::isfinite(s.bandLow[k]) || !std::isfinite(s.bandHigh[k]) || !std::isfinite(s.bandLow[k + 1]) ||
         !std::isfinite(s.bandHigh[k + 1]))
       continue;
-    c.fillQuad(l.toPixel(s.x[k], low(k)), l.toPixel(s.x[k + 1], low(k + 1)),
+    c.fillQuad(l.toPixel(s.x[k], s.bandLow[k]), l.toPixel(s.x[k + 1], s.bandLow[k + 1]),
                l.toPixel(s.x[k + 1], s.bandHigh[k + 1]), l.toPixel(s.x[k], s.bandHigh[k]), s.color, 0.18f);
   }
 }

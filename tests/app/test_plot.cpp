@@ -1072,8 +1072,9 @@ TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
 // Issue 41: seeds of one arm as one curve. The band is the 95% Student-t interval of the mean over seeds,
 // mean +- t_{0.975, n-1} sd / sqrt(n), with t_{0.975, 2} = 4.302653 from the t table; steps some seed has not
 // logged yet are left out, and a group of one has no band.
-// On log y, a two-seed band whose low edge is at or below zero (t(0.975, 1) = 12.7) was a quad through
-// log(<= 0): it now runs from the band's top to the axis' bottom, every corner finite and on the plot.
+// On log y, a two-seed band whose low edge is at or below zero (t(0.975, 1) = 12.7) runs from the band's top
+// to the axis' bottom, every corner finite and on the plot (AxisTransform::toUnit pins values <= 0 to the
+// axis minimum; this holds that, it was not broken).
 TEST(Figures, ASeedBandBelowZeroOnLogAxesRunsToTheAxisBottom) {
   std::vector<MetricPoint> a, b;
   for (int s = 1; s <= 4; ++s) {

@@ -131,7 +131,7 @@ TEST(MetricsLog, CsvHasOneRowPerLoggedStepAndLeavesUnloggedValuesEmpty) {
                                  "{\"step\":1,\"tokens\":256,\"elapsed\":0.5,\"loss\":5.25,\"lr\":0.001}\n"
                                  "{\"step\":2,\"tokens\":512,\"elapsed\":1.0,\"loss\":4.75,\"val_loss\":4.9,"
                                  "\"lr\":0.0005,\"grad_norm\":1.5,\"tokens_per_s\":512,"
-                                 "\"tensor_peak_bytes\":1048576,\"rss_peak_bytes\":67108864}\n");
+                                 "\"tensor_peak_bytes\":1048576,\"rss_peak_bytes\":12345678901}\n");
   MetricsReader reader(file);
   reader.poll();
   const std::string csv = metricsCsv({{"cycle, L=4", &reader.points()}});
@@ -139,7 +139,7 @@ TEST(MetricsLog, CsvHasOneRowPerLoggedStepAndLeavesUnloggedValuesEmpty) {
             "run,step,tokens,elapsed_s,loss,val_loss,lr,grad_norm,tokens_per_s,postshare_penalty,"
             "tensor_peak_bytes,rss_peak_bytes\n"
             "\"cycle, L=4\",1,256,0.5,5.25,,0.001,,,,,\n"
-            "\"cycle, L=4\",2,512,1,4.75,4.9,0.0005,1.5,512,,1048576,67108864\n");
+            "\"cycle, L=4\",2,512,1,4.75,4.9,0.0005,1.5,512,,1048576,12345678901\n");
 }
 
 // With the seeds grouped, the CSV holds each group's mean over its seeds and the 95% Student-t interval of

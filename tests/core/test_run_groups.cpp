@@ -66,6 +66,24 @@ TEST(RunGroups, RunsThatShareALabelAreToldApartInTheLegend) {
                                               "twice (second)", "aa (init_seed 7)", "aa (init_seed 99)"}));
 }
 
+// Seed groups that share a label (one arm at two learning rates; one run copied into two folders) were two
+// "baseline" curves and two "baseline" groups in the CSV: they get what sets their recipes apart, seeds left
+// out.
+TEST(RunGroups, SeedGroupsThatShareALabelAreToldApartBySeedlessDifferences) {
+  const Json a1 = runRecord(1), a2 = runRecord(2), b1 = runRecord(1, 1e-3), b2 = runRecord(2, 1e-3);
+  const std::vector<std::pair<std::string, const Json*>> runs = {
+      {"cycle", &a1}, {"cycle", &b1}, {"cycle", &a2}, {"cycle", &b2},
+      {"other", &a1}, {"twice", &a1}, {"twice", &a1}};
+  std::vector<SeedGroup> groups = groupBySeed(runs);
+  std::vector<const Json*> records;
+  for (const auto& r : runs) records.push_back(r.second);
+  distinguishGroupLabels(groups, records);
+  std::vector<std::string> labels;
+  for (const SeedGroup& g : groups) labels.push_back(g.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"cycle (lr 0.003)", "cycle (lr 0.001)", "other", "twice (#1)",
+                                              "twice (#2)"}));
+}
+
 // The run table's "differs" line: only the options that are not the same in every run, by name; threads and
 // device are where a run ran, not what it trained.
 TEST(RunGroups, ConfigDifferencesNameOnlyWhatSetsTheRunsApart) {

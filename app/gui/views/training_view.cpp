@@ -137,9 +137,15 @@ class TrainingPanel : public View {
   std::vector<SeedGroup> seedGroups(AppContext& ctx) const {
     if (!m_options.groupSeeds) return {};
     std::vector<std::pair<std::string, const Json*>> shown;
+    std::vector<const Json*> records;
     for (const auto& r : ctx.runs.runs())
-      if (r->visible) shown.emplace_back(r->label, r->record ? &*r->record : nullptr);
-    return groupBySeed(shown);
+      if (r->visible) {
+        shown.emplace_back(r->label, r->record ? &*r->record : nullptr);
+        records.push_back(shown.back().second);
+      }
+    std::vector<SeedGroup> groups = groupBySeed(shown);
+    distinguishGroupLabels(groups, records);  // one name per curve in the legend and the CSV
+    return groups;
   }
 
   // The shown runs' curves, labelled so that no two read the same (an arm's seeds were three "baseline"
