@@ -228,8 +228,8 @@ class DesignerPanel : public DesignerApi {
     }
   }
 
-  // The column of layers: click or drag to paint the brush block; hover to see the assignment. Beside it,
-  // where the pane is wide enough, the same assignment as a graph (plot::topologyGraphFigure).
+  // The column of layers: click or drag to paint the brush block; hover to see the assignment. Beside it
+  // (below it in a narrow pane), the same assignment as a graph (plot::topologyGraphFigure).
   void drawLayers(AppContext& ctx) {
     Topology& t = m_topology;
     ImGui::SetNextItemWidth(120);
