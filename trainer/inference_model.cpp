@@ -75,13 +75,9 @@ torch::Tensor inverseFrequencies(int64_t headDim, double theta, const Architectu
                     at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim));
   if (!scaled || p.ropeScaling.empty()) return inv;
   if (p.ropeScaling == "linear") return inv / p.ropeFactor;
-  if (p.ropeScaling == "longrope") {
-    const std::vector<double>& factors = beyondOriginalContext ? p.longFactors : p.shortFactors;
-    return 1.0 /
-           (torch::tensor(factors, at::kDouble).to(at::kFloat) *
-            at::pow(at::scalar_tensor(theta, at::kFloat),
-                    at::arange(0, headDim, 2, at::kLong).to(at::kFloat) / static_cast<double>(headDim)));
-  }
+  if (p.ropeScaling == "longrope")  // 1 / (ext theta^(2i/hd)) = inv / ext
+    return inv /
+           torch::tensor(beyondOriginalContext ? p.longFactors : p.shortFactors, at::kDouble).to(at::kFloat);
   // llama3: keep high frequencies, divide low ones by the factor, blend smoothly in between.
   const double lowWavelen = p.originalContext / p.lowFreqFactor,
                highWavelen = p.originalContext / p.highFreqFactor;
