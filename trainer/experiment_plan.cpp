@@ -1,7 +1,6 @@
 #include "trainer/experiment_plan.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -19,10 +18,6 @@ std::string format(const char* spec, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, spec, v);
   return buf;
-}
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 bool sweeps(const ExperimentArm& a) {  // the arms trained from scratch under their own options
@@ -81,7 +76,6 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
 
   // 1. The learning rate of every trained arm: lr x factor, two seeds (the mean NLL decides), a fraction of
   // the budget.
-  const auto sweepStart = std::chrono::steady_clock::now();
   std::vector<ExperimentArm> sweepArms;
   for (const ExperimentArm& arm : e.arms) {
     if (!sweeps(arm)) continue;
@@ -98,6 +92,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   const fs::path sweepDir = outDir / "lr-sweep";
   ExperimentRunOptions sweepOptions = o;
   sweepOptions.tolerateFailedRuns = true;  // a rate that diverges is a result of the sweep
+  if (o.archive) sweepOptions.archive = *o.archive / "lr-sweep";
   runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds[0], e.seeds[1]},
                       static_cast<int64_t>(s.lrBudget * static_cast<double>(e.tokens)), false),
                 sweepDir, sweepOptions, ctx, log);
@@ -117,7 +112,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     for (ExperimentArm& arm : plan.planned.arms)
       if (arm.name == choice.arm || arm.aaOf == choice.arm) arm.lr = choice.chosenLr;
   }
-  plan.sweepSeconds = secondsSince(sweepStart);
+  // The finished runs' own training time, as the pilots' below (a failed run's is not recorded).
+  for (const ArmSummary& a : sweep.arms) plan.sweepSeconds += a.seconds;
 
   // 2. The pilot: the reference (a derived reference's source) and its A/A arm at each budget.
   const ExperimentArm* reference = &plan.planned.arm(e.reference);
@@ -133,8 +129,10 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
     if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens");
     const fs::path dir = outDir / ("pilot-" + std::to_string(b.tokens));
+    ExperimentRunOptions pilotOptions = o;
+    if (o.archive) pilotOptions.archive = *o.archive / dir.filename();
     runExperiment(phase(e, "pilot-" + std::to_string(b.tokens), {*reference}, pilotSeeds, b.tokens, true),
-                  dir, o, ctx, log);
+                  dir, pilotOptions, ctx, log);
     const ExperimentReport r = reportExperiment(dir);
     const ArmSummary* ref = armIn(r, reference->name);
     const ArmSummary* aa = armIn(r, reference->name + kAaSuffix);

@@ -13,6 +13,7 @@
 #include "core/corpus.hpp"
 #include "core/directory_lock.hpp"
 #include "core/error.hpp"
+#include "core/experiment_archive.hpp"
 #include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
@@ -99,27 +100,37 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         }
     return j;
   };
-  fs::create_directories(outDir);
-  const DirectoryLock lock(outDir, "experiment");  // one runner per directory; released when it ends
-  if (fs::exists(file)) {
+  // Writes DIR/experiment.json, after checking that DIR holds this experiment or only runs that never
+  // started. `what` names DIR's role in the error.
+  auto claimDirectory = [&](const fs::path& dir, const std::string& what, const std::string& hint) {
+    const fs::path record = dir / "experiment.json";
+    fs::create_directories(dir);
+    if (!fs::exists(record)) {
+      writeFileAtomically(record, resolved.dump(2) + "\n");
+      return;
+    }
     // Read as this version reads it (an older record's defaults kept), then written as this version writes
     // it, so that only what differs in substance counts.
-    Json recorded = experimentRecord(readJsonFile(file));
+    Json recorded = experimentRecord(readJsonFile(record));
     try {
-      recorded = experimentToJson(experimentFromJson(recorded, file.string(), outDir));
+      recorded = experimentToJson(experimentFromJson(recorded, record.string(), dir));
     } catch (const Error&) {  // not readable any more: compared as it stands
     }
     // Another experiment is refused once any of its runs has started; one that never trained a step (refused
     // by a check at training time) is only a plan, and its corrected file takes its place.
-    if (trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(outDir))
+    if (trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(dir))
       throw Error(
-          {.what = "the directory holds another experiment (or this one with other seeds, steps or arms)",
-           .where = file.string(),
-           .hint = "choose another --out, or run it with the options it was started with"});
-    if (recorded != resolved) writeFileAtomically(file, resolved.dump(2) + "\n");
-  } else {
-    writeFileAtomically(file, resolved.dump(2) + "\n");
-  }
+          {.what = "the " + what + " holds another experiment (or this one with other seeds, steps or arms)",
+           .where = record.string(),
+           .hint = hint});
+    if (recorded != resolved) writeFileAtomically(record, resolved.dump(2) + "\n");
+  };
+  fs::create_directories(outDir);
+  const DirectoryLock lock(outDir, "experiment");  // one runner per directory; released when it ends
+  claimDirectory(outDir, "directory", "choose another --out, or run it with the options it was started with");
+  if (o.archive)
+    claimDirectory(*o.archive, "results archive",
+                   "choose another --archive, or remove the archive's runs to train this experiment afresh");
 
   if (std::any_of(e.arms.begin(), e.arms.end(),
                   [](const ExperimentArm& a) { return a.derive.has_value(); }) &&
@@ -226,6 +237,15 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
     return evaluate(dir, dir, own);
   };
+  // A trained run that a derived arm's unfinished run of the same seed starts from needs its checkpoint,
+  // which the archive does not hold: it is trained again rather than taken from the archive.
+  auto restorable = [&](const Job& job) {
+    for (const ExperimentArm& d : e.arms)
+      if (d.derive && d.derive->from == job.arm->name &&
+          !isFinishedExperimentRun(experimentRunDirectory(*o.archive, d.name, job.seed)))
+        return false;
+    return true;
+  };
   auto worker = [&](std::deque<Job>& queue) {
     for (;;) {
       Job job;
@@ -238,9 +258,19 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       const std::string name = job.arm->name + " seed " + std::to_string(job.seed);
       try {
         const fs::path runDir = experimentRunDirectory(outDir, job.arm->name, job.seed);
-        if (fs::exists(runDir / "eval.json") || fs::exists(runDir / kFailedRunFile)) {
+        std::optional<fs::path> archived;
+        if (o.archive) archived = experimentRunDirectory(*o.archive, job.arm->name, job.seed);
+        bool restored = false;
+        if (archived && !isFinishedExperimentRun(runDir) && isFinishedExperimentRun(*archived) &&
+            restorable(job)) {
+          restoreExperimentRun(*archived, runDir);
+          restored = true;
+        }
+        if (isFinishedExperimentRun(runDir)) {
+          if (archived && !isFinishedExperimentRun(*archived)) archiveExperimentRun(runDir, *archived);
           say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": already " +
-              (fs::exists(runDir / "eval.json") ? "finished" : "failed"));
+              (fs::exists(runDir / "eval.json") ? "finished" : "failed") +
+              (restored ? " (taken from the archive)" : ""));
           continue;
         }
         TaskContext own = ctx;
@@ -252,11 +282,13 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
           if (!o.tolerateFailedRuns) throw;
           fs::create_directories(runDir);
           writeFileAtomically(runDir / kFailedRunFile, Json{{"message", error.what()}}.dump(2) + "\n");
+          if (archived) archiveExperimentRun(runDir, *archived);
           say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": failed (" +
               error.what() + "), recorded and passed over");
           continue;
         }
         if (!nll) return;
+        if (archived) archiveExperimentRun(runDir, *archived);
         char text[32];
         std::snprintf(text, sizeof text, "%.4f", *nll);
         say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name +

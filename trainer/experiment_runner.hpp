@@ -38,6 +38,10 @@ struct ExperimentRunOptions {
   // directory and the others go on, instead of stopping the experiment; run again, it is not retried.
   // `experiment plan`'s learning-rate sweep, where a too-high rate is an outcome, not an error.
   bool tolerateFailedRuns = false;
+  // A results archive (core/experiment_archive.hpp): the finished runs it holds are taken into OUT before
+  // anything trains, and each run is copied there as it finishes, so that the experiment continues from a
+  // fresh clone where the archive is committed. The archive must hold this experiment or nothing.
+  std::optional<std::filesystem::path> archive;
 };
 
 // The training options of an arm: the defaults, the experiment's overrides, its corpus, the seed, and the

@@ -1,8 +1,9 @@
-// sharelens experiment run FILE --out DIR [--profile NAME] [--parallel N] [--steps N] [--seeds K] [--threads
-// N]
+// sharelens experiment run FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--steps N]
+//                               [--seeds K] [--threads N]
 //   an experiment's runs (trainer/experiment_runner.hpp; --parallel defaults to one run per thread;
-//   --profile: one of the file's "profiles", such as its GPU scale);
-// sharelens experiment plan FILE --out DIR [--profile NAME] [--parallel N] [--threads N]
+//   --profile: one of the file's "profiles", such as its GPU scale; --archive: a results archive to take
+//   finished runs from and copy them into, core/experiment_archive.hpp);
+// sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
 //   its report (core/experiment.hpp): per arm the final held-out NLL with a 95% interval over seeds, the
@@ -50,6 +51,7 @@ ExperimentRunOptions runOptions(Args& args) {
   o.parallel = static_cast<int>(args.integer("parallel", 1, 64).value_or(0));
   o.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   o.deriveArm = experimentDeriver();
+  if (const auto archive = args.option("archive")) o.archive = *archive;
   return o;
 }
 

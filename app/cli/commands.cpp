@@ -128,16 +128,16 @@ const std::vector<Command>& commands() {
        "otherwise)",
        runEval},
       {"experiment",
-       "sharelens experiment run FILE --out DIR [--profile NAME] [--parallel N (default: one run per "
-       "thread)] "
-       "[--steps N] "
-       "[--seeds K] [--threads N] | "
-       "sharelens experiment plan FILE --out DIR [--profile NAME] [--parallel N] [--threads N] | "
+       "sharelens experiment run FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N (default: "
+       "one run per thread)] [--steps N] [--seeds K] [--threads N] | "
+       "sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] "
+       "[--threads N] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
        "run a paper's claim as arms x seeds (resuming what is unfinished); plan it first (a learning-rate "
        "sweep per arm, a pilot of the reference and its A/A arm: the tokens and seeds that reach the file's "
        "target interval, written as DIR/planned.json); or report it: held-out NLL with 95% intervals over "
-       "seeds, paired differences to the reference arm, and a verdict",
+       "seeds, paired differences to the reference arm, and a verdict; --archive keeps the finished runs' "
+       "results (no checkpoints) in a directory to commit, and continues from them on a fresh clone",
        runExperimentCommand},
       {"compress",
        "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] "

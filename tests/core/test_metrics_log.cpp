@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/experiment_archive.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 
@@ -46,6 +47,33 @@ TEST(MetricsLog, EventsWhoseNameIsNotAStringAreCountedNotKept) {
   EXPECT_EQ(reader.malformedLines(), 2u);
   ASSERT_EQ(reader.points().size(), 1u);
   EXPECT_DOUBLE_EQ(reader.points()[0].loss, 5.0);
+}
+
+// The results archive keeps a finished run's validation points and its last point
+// (core/experiment_archive.hpp): the report's curve, tokens and training time read the same from it as from
+// the whole log.
+TEST(MetricsLog, TheArchivedLogKeepsValidationPointsAndTheLastPointOnly) {
+  const std::string val10 = R"({"step":10,"tokens":640,"elapsed":1.5,"loss":5.1,"val_loss":5.3})";
+  const std::string last = R"({"step":12,"tokens":768,"elapsed":1.9,"loss":4.9,"val_loss":null})";
+  const std::string text = R"({"step":9,"tokens":576,"elapsed":1.2,"loss":5.2,"val_loss":null})"
+                           "\n" +
+                           val10 + "\n" + R"({"event":"checkpoint","step":10})" + "\n" + "not json\n" + last +
+                           "\n" + R"({"step":13,"tokens":832,"elapsed":2.0,"lo)";  // torn by a kill
+  EXPECT_EQ(thinnedMetrics(text), val10 + "\n" + last + "\n");
+  EXPECT_EQ(thinnedMetrics(val10 + "\n"), val10 + "\n") << "a last point that validated is kept once";
+  EXPECT_EQ(thinnedMetrics(""), "");
+
+  const fs::path whole = writeLog("thinned_whole", text),
+                 thin = writeLog("thinned_thin", thinnedMetrics(text));
+  MetricsReader a(whole), b(thin);
+  a.poll();
+  b.poll();
+  ASSERT_EQ(b.points().size(), 2u);
+  EXPECT_EQ(b.points().back().tokens, a.points().back().tokens);
+  EXPECT_EQ(b.points().back().elapsed, a.points().back().elapsed);
+  EXPECT_EQ(b.points().front().valLoss, 5.3);
+  fs::remove_all(whole.parent_path());
+  fs::remove_all(thin.parent_path());
 }
 
 TEST(MetricsLog, TrimmingForAResumeDropsLaterStepsAndTheFinishOnly) {

@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
 # Runs every shipped experiment (assets/experiments, one per claim of the papers) on this machine and writes
-# docs/CLAIMS.md from their reports, with each claim's forest plot in docs/claims/, then the MASA compression
-# comparison (tests/tools/claim_compression.sh). Each experiment is planned first (`experiment plan`: its
-# learning rates, and the tokens and seeds that reach the file's target interval), then run as planned.
-# Resumable: a killed plan or run continues where it stopped. Goal: 90 minutes per experiment on two cores.
+# docs/CLAIMS.md from their reports, with each claim's section in docs/claims/NAME.md and its forest plot in
+# docs/claims/, then the MASA compression comparison (tests/tools/claim_compression.sh). Each experiment is
+# planned first (`experiment plan`: its learning rates, and the tokens and seeds that reach the file's target
+# interval), then run as planned.
+#
+# Resumable across machines: every finished run's results (no checkpoints) go into docs/claims/results/NAME
+# (and NAME-plan for the plan's runs) as it finishes (`--archive`, core/experiment_archive.hpp). Commit that
+# directory, and the script run from a fresh clone takes the finished runs from it and trains only the rest;
+# a finished plan (results/NAME-plan/planned.json) is not planned again. CLAIMS.md is assembled after every
+# experiment: the claims not yet re-run say so, and how many of their runs are done.
+# Goal: 90 minutes per experiment on two cores.
 # Usage: tests/tools/run_claims.sh BUILD_DIR [OUT_DIR]
+#        tests/tools/run_claims.sh --assemble   (only CLAIMS.md, from the sections present)
 set -euo pipefail
 # Started with setsid (as a background job should be), the script is in an autogroup of its own, where its
 # own nice value does not yield to the rest of the machine: lower the group's share too (Linux autogroups).
 [ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null || true
-BUILD="$(cd "${1:-build}" && pwd)"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-OUT="${2:-$ROOT/out/claims}"
-mkdir -p "$OUT" "$ROOT/docs/claims"
+CLAIMS="$ROOT/docs/claims"
+RESULTS="$CLAIMS/results"
 order=(head_sharing qkv_sharing layer_sharing depth embeddings embedding_tying masa ffn_tying postshare)
-for name in "${order[@]}"; do
-  echo "== $name" >&2
-  "$BUILD/sharelens" experiment plan "$ROOT/assets/experiments/$name.json" --out "$OUT/$name-plan" --threads 2
-  "$BUILD/sharelens" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --threads 2
-done
-{
-  cat <<'MD'
+
+field() {  # field NAME EXPR: a field of assets/experiments/NAME.json, as Python spells it
+  python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print($2)" "$ROOT/assets/experiments/$1.json"
+}
+
+assemble() {
+  {
+    cat <<'MD'
 # Claims, checked at small scale
 
 Each section is one claim of the papers ShareLens implements, run as an experiment on this machine (two CPU
@@ -36,18 +44,83 @@ interval is at or below the arm's margin (0.02 nats/token unless the experiment 
 interval is above it, and is otherwise inconclusive. These are small models trained briefly: a claim made at 100M-1B parameters
 and billions of tokens can fail to show here, and where it does, the section says so plainly.
 
+The runs' results (held-out NLL per document, validation curves, run records; no checkpoints) are committed in
+[claims/results](claims/results): `sharelens experiment report` rebuilds every table below from them, and the
+script continues an unfinished experiment from them. The previous protocol's results (Brown, 0.5M tokens, 3
+seeds, 16k evaluation tokens), which this one replaces, are kept in
+[claims/previous-protocol.md](claims/previous-protocol.md).
+
 MD
-  for name in "${order[@]}"; do
-    "$BUILD/sharelens" experiment report "$OUT/$name" --md "$OUT/$name.md" --figures "$OUT/$name-figures" \
-      --reproduce "sharelens experiment plan assets/experiments/$name.json --out runs/$name-plan && sharelens experiment run runs/$name-plan/planned.json --out runs/$name && sharelens experiment report runs/$name --md $name.md" >/dev/null
+    for name in "${order[@]}"; do
+      if [ -f "$CLAIMS/$name.md" ]; then
+        cat "$CLAIMS/$name.md"
+        continue
+      fi
+      local done=0 runs=""
+      # The runner's record in the archive holds every arm (the A/A arms it added too) and seed.
+      if [ -f "$RESULTS/$name/experiment.json" ]; then
+        done=$(find "$RESULTS/$name" -name eval.json | wc -l)
+        runs=$(python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print(len(e['arms']) * len(e['seeds']))" \
+          "$RESULTS/$name/experiment.json")
+      fi
+      echo "## $(field "$name" "e['name']")"
+      echo
+      echo "**Claim** ($(field "$name" "e['claim']['paper']"), $(field "$name" "e['claim']['section']")): $(field "$name" "e['claim']['statement']")"
+      echo
+      if [ -n "$runs" ]; then
+        echo "**Not yet re-run under this protocol**: planned ([plan](claims/results/$name-plan/plan.md)), $done of its $runs runs finished."
+      elif [ -f "$RESULTS/$name-plan/planned.json" ]; then
+        echo "**Not yet re-run under this protocol**: planned ([plan](claims/results/$name-plan/plan.md)), not yet started."
+      else
+        echo "**Not yet re-run under this protocol**: not yet planned."
+      fi
+      echo
+    done
+    [ -f "$CLAIMS/compression.md" ] && cat "$CLAIMS/compression.md"
+  } > "$ROOT/docs/CLAIMS.md.tmp"
+  mv "$ROOT/docs/CLAIMS.md.tmp" "$ROOT/docs/CLAIMS.md"  # whole or not at all: a kill leaves the old file
+  echo "wrote $ROOT/docs/CLAIMS.md" >&2
+}
+
+if [ "${1:-}" = "--assemble" ]; then
+  assemble
+  exit 0
+fi
+BUILD="$(cd "${1:-build}" && pwd)"
+OUT="${2:-$ROOT/out/claims}"
+SL="$BUILD/sharelens"
+mkdir -p "$OUT" "$RESULTS"
+
+# section NAME: docs/claims/NAME.md, the plan, the report and the forest plot of a finished experiment.
+section() {
+  local name="$1" stem
+  stem=$(field "$name" "e['name']")
+  "$SL" experiment report "$OUT/$name" --md "$OUT/$name.md" --figures "$OUT/$name-figures" \
+    --reproduce "sharelens experiment plan assets/experiments/$name.json --out runs/$name-plan && sharelens experiment run runs/$name-plan/planned.json --out runs/$name && sharelens experiment report runs/$name --md $name.md" >/dev/null
+  cp "$OUT/$name-figures/$stem-forest.png" "$CLAIMS/$stem.png"
+  {
     cat "$OUT/$name-plan/plan.md"
     cat "$OUT/$name.md"
-    stem=$(python3 -c "import json; print(json.load(open('$ROOT/assets/experiments/$name.json'))['name'])")
-    cp "$OUT/$name-figures/$stem-forest.png" "$ROOT/docs/claims/$stem.png"
     echo "![$stem: each arm minus the reference, paired by seed, 95% intervals over seeds and over documents, the paper's difference in red](claims/$stem.png)"
     echo
-  done
-  "$ROOT/tests/tools/claim_compression.sh" "$BUILD" "$OUT/compression"
-} > "$ROOT/docs/CLAIMS.md.tmp"
-mv "$ROOT/docs/CLAIMS.md.tmp" "$ROOT/docs/CLAIMS.md"  # whole or not at all: a kill leaves the old file
-echo "wrote $ROOT/docs/CLAIMS.md" >&2
+  } > "$CLAIMS/$name.md.tmp"
+  mv "$CLAIMS/$name.md.tmp" "$CLAIMS/$name.md"
+}
+
+for name in "${order[@]}"; do
+  echo "== $name" >&2
+  plan="$RESULTS/$name-plan"
+  if [ -f "$plan/planned.json" ]; then  # planned on an earlier machine: its decision stands
+    mkdir -p "$OUT/$name-plan"
+    cp "$plan/planned.json" "$plan/plan.md" "$OUT/$name-plan/"
+  else
+    "$SL" experiment plan "$ROOT/assets/experiments/$name.json" --out "$OUT/$name-plan" --archive "$plan" --threads 2
+    cp "$OUT/$name-plan/planned.json" "$OUT/$name-plan/plan.md" "$OUT/$name-plan/plan.json" "$plan/"
+  fi
+  "$SL" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --archive "$RESULTS/$name" --threads 2
+  section "$name"
+  assemble
+done
+"$ROOT/tests/tools/claim_compression.sh" "$BUILD" "$OUT/compression" > "$CLAIMS/compression.md.tmp"
+mv "$CLAIMS/compression.md.tmp" "$CLAIMS/compression.md"
+assemble

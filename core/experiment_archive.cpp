@@ -1,0 +1,90 @@
+#include "core/experiment_archive.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/experiment.hpp"
+#include "core/json_util.hpp"
+#include "core/run_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+
+namespace {
+
+constexpr const char* kRecords[] = {"run.json", "eval.json", kFailedRunFile, "derived.json"};
+
+// Copies one run directory's records (and its thinned metrics) from `from` into `to`, which exists.
+void copyRunRecords(const fs::path& from, const fs::path& to) {
+  for (const char* name : kRecords)
+    if (fs::exists(from / name)) writeFileAtomically(to / name, readTextFile(from / name));
+  if (fs::exists(from / "metrics.jsonl"))
+    writeFileAtomically(to / "metrics.jsonl", thinnedMetrics(readTextFile(from / "metrics.jsonl")));
+}
+
+// The run and, for a derived arm, its post-training runs two levels down, copied into the empty directory
+// `to`.
+void copyRun(const fs::path& from, const fs::path& to) {
+  copyRunRecords(from, to);
+  for (const fs::path& nested : runDirectoriesBelow(from, 2)) {
+    const fs::path target = to / fs::relative(nested, from);
+    fs::create_directories(target);
+    copyRunRecords(nested, target);
+  }
+}
+
+// Replaces `target` by a copy of the finished run `from`, whole or not at all.
+void replaceWithRun(const fs::path& from, const fs::path& target) {
+  if (!isFinishedExperimentRun(from))
+    throw Error({.what = "not a finished run of an experiment",
+                 .where = from.string(),
+                 .expected = std::string("eval.json or ") + kFailedRunFile,
+                 .found = "neither",
+                 .hint = "only finished runs are archived; an unfinished one resumes from its checkpoint"});
+  fs::create_directories(target.parent_path());
+  std::error_code ec;
+  fs::remove_all(target, ec);
+  if (ec)
+    throw Error(
+        {.what = "cannot remove the run it replaces", .where = target.string(), .found = ec.message()});
+  StagedDirectory staged(target);
+  copyRun(from, staged.path());
+  staged.commit();
+}
+
+}  // namespace
+
+bool isFinishedExperimentRun(const fs::path& runDir) {
+  std::error_code ec;
+  return fs::exists(runDir / "eval.json", ec) || fs::exists(runDir / kFailedRunFile, ec);
+}
+
+void archiveExperimentRun(const fs::path& runDir, const fs::path& archiveRunDir) {
+  replaceWithRun(runDir, archiveRunDir);
+}
+
+void restoreExperimentRun(const fs::path& archiveRunDir, const fs::path& runDir) {
+  replaceWithRun(archiveRunDir, runDir);
+}
+
+std::string thinnedMetrics(const std::string& metricsJsonl) {
+  std::istringstream in(metricsJsonl);
+  std::string line, kept, lastPoint;
+  bool lastKept = false;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline after it: a line still being written
+    const Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || j.contains("event")) continue;  // an event, or malformed
+    const auto val = j.find("val_loss");
+    lastKept = val != j.end() && val->is_number() && std::isfinite(val->get<double>());
+    if (lastKept) kept += line + "\n";
+    lastPoint = line;
+  }
+  if (!lastPoint.empty() && !lastKept) kept += lastPoint + "\n";
+  return kept;
+}
+
+}  // namespace sharelens
