@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "core/activation_data.hpp"

@@ -102,7 +102,7 @@ int runAnalyze(Args& args) {
   auto isRequested = [&](std::string_view id) {
     return std::find(requested.begin(), requested.end(), &analysis(id)) != requested.end();
   };
-  if (klGroups && !isRequested("activations"))
+  if (klGroups && !isRequested(analyses::kActivations))
     throw Error({.what = "--masa-groups " + masaGroups + " needs the logit-lens drift",
                  .where = "sharelens analyze",
                  .hint = "add --activations"});
@@ -135,8 +135,9 @@ int runAnalyze(Args& args) {
     const auto start = std::chrono::steady_clock::now();
     task.progress().set(0.0, std::string(kind.title));
     AnalysisResult result = kind.run(input, p, ctx);
-    if (kind.id == "activations" && klGroups) p.masaGroups = resultAs<ActivationResults>(result)->groups;
-    if (kind.id == "directshare" && directShareOut) {
+    if (kind.id == analyses::kActivations.id && klGroups)
+      p.masaGroups = resultAs<ActivationResults>(result)->groups;
+    if (kind.id == analyses::kDirectShare.id && directShareOut) {
       writeDirectSharedCheckpoint(*ckpt, view, *resultAs<DirectShareResult>(result), *directShareOut);
       std::cerr << "wrote the shared model to " << *directShareOut << "\n";
     }

@@ -21,7 +21,7 @@ std::string analysisFlags() {
   std::string out;
   for (const AnalysisKind& k : analysisKinds()) {
     out += (out.empty() ? "[--" : " [--") + std::string(k.id);
-    if (k.id == "embedding-loss") out += " [--embedding-loss-tokens 8192]";
+    if (k.id == analyses::kEmbeddingLoss.id) out += " [--embedding-loss-tokens 8192]";
     out += "]";
   }
   return out;

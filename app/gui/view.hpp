@@ -18,6 +18,7 @@
 #include "app/gui/workspace.hpp"
 #include "app/plot/figure.hpp"
 #include "app/plot/figure_cache.hpp"
+#include "app/plot/figure_registry.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/plot_widget.hpp"
 
@@ -90,6 +91,12 @@ void drawPending(const char* what);
 // it cannot run, that it was cancelled, or its error -- with a button to compute it (again) -- and returns
 // false.
 bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_view id);
+// The figure `id` of the figure registry (app/plot/figure_registry.hpp), drawn from the model's result of the
+// analysis it names with the view's choices, and cached with that result under `id` and `key` (the choices
+// that make it): what a view shows and exports is what `sharelens export --view id` renders. nullptr while
+// the analysis has no result. Throws the registry's named Error for choices the result cannot give.
+const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, std::string_view id,
+                                   const plot::FigureParams& params, const std::string& key = "");
 
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls
 void drawNote(const std::string& text);     // secondary text, dimmed, wrapped at the column's edge

@@ -33,7 +33,7 @@ class AnalysisSet {
  public:
   const AnalysisOutcome* find(std::string_view id) const;
   template <class T>
-  const T* get(std::string_view id) const {  // the result when it is there
+  const T* get(AnalysisId<T> id) const {  // the result when it is there (analysis/analysis_ids.hpp)
     const AnalysisOutcome* o = find(id);
     return o && o->state == AnalysisOutcome::State::Ok ? resultAs<T>(o->result) : nullptr;
   }

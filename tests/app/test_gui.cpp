@@ -12,6 +12,7 @@
 
 #include "app/gui/view_id.hpp"
 #include "core/arch/family.hpp"
+#include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
@@ -428,6 +429,33 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
   std::getline(csv, header);
   EXPECT_NE(header.find("step"), std::string::npos) << header;
   EXPECT_FALSE(readState(after)["state"].contains("export/path")) << "Escape left the dialog open";
+}
+
+// Issue 38: the views build their figures through the figure registry (app/plot/figure_registry.hpp), so what
+// a view exports and what `sharelens export --view` renders of the same model are one figure -- before, the
+// two were built by separate code and already differed in names and subtitles. Byte for byte, per view.
+TEST_F(GuiInput, AViewsExportIsTheHeadlessExportOfTheSameFigure) {
+  for (const auto& [view, figure, button] :
+       {std::tuple{"Heads", "heads", "heads-layer0"}, {"Layers", "layers", "layers-q"}}) {
+    const fs::path data = s_dir / ("xdg-same-" + std::string(figure));
+    const auto s = session(
+        "same-" + std::string(figure),
+        dataHome(data) + binaryOn("run") + " --view " + view + " --exit-after 90",
+        {"waitfor '\"export/" + std::string(button) + "/svg\"'", "sleep 1",
+         "click export/" + std::string(button) + "/svg", "waitfor '\"export/path\"'", "click export/save",
+         "for i in $(seq 100); do ls " + shellQuote((data / "sharelens" / "exports").string()) +
+             "/*.svg >/dev/null 2>&1 && break; sleep 0.2; done; sleep 0.5"});
+    ASSERT_EQ(s.result.exitCode, 0) << view << ": " << s.result.err;
+    std::vector<fs::path> written;
+    for (const auto& e : fs::directory_iterator(data / "sharelens" / "exports")) written.push_back(e.path());
+    ASSERT_EQ(written.size(), 1u) << view;
+    const fs::path headless = s_dir / ("same-" + std::string(figure) + ".svg");
+    const auto r =
+        runProcess(kBinary + " export --view " + figure + " --input " + shellQuote((s_dir / "run").string()) +
+                   " --out " + shellQuote(headless.string()));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(readTextFile(written[0]), readTextFile(headless)) << view << ": " << written[0];
+  }
 }
 
 // Issue 41 item 4: Compress on a ShareLens checkpoint (composed weights: shared blocks, LoRA, MASA) offers to

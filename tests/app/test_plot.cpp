@@ -20,6 +20,7 @@
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/figure_export.hpp"
 #include "app/export/svg_canvas.hpp"
+#include "app/plot/figure_registry.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/imgui_canvas.hpp"
 #include "app/plot/list_renderer.hpp"
@@ -30,6 +31,7 @@
 #include "core/topology.hpp"
 #include "core/topology_edit.hpp"
 #include "tests/support/colour_distance.hpp"
+#include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/process.hpp"
 
@@ -1652,6 +1654,37 @@ TEST(Figures, TheTopologyGraphConnectsEachLayerToItsBlocks) {
         EXPECT_EQ(edgesOf[static_cast<size_t>(l)], 1) << name << " " << l;
     }
   }
+}
+
+}  // namespace
+}  // namespace sharelens
+
+namespace sharelens {
+namespace {
+
+// Issue 38, typed analysis ids (analysis/analysis_ids.hpp): every figure names a registered analysis, every
+// analysis has its typed constant, and a figure given another analysis' result (or none) is a named error --
+// before, `*resultAs<T>(r)` dereferenced a null pointer.
+TEST(Figures, EachFigureDrawsARegisteredAnalysisAndRefusesAnotherResultByName) {
+  std::set<std::string_view> registered, typed;
+  for (const AnalysisKind& k : analysisKinds()) registered.insert(k.id);
+  for (std::string_view id :
+       {analyses::kActivations.id, analyses::kSpectra.id, analyses::kHeads.id, analyses::kLayers.id,
+        analyses::kMasa.id, analyses::kMasaTrained.id, analyses::kDirectShare.id, analyses::kEmbedding.id,
+        analyses::kEmbeddingLoss.id, analyses::kEsd.id})
+    typed.insert(id);
+  EXPECT_EQ(typed, registered);
+  for (const plot::FigureKind& f : plot::figureKinds())
+    EXPECT_TRUE(registered.count(f.analysis)) << f.id << " draws '" << f.analysis << "'";
+
+  const plot::FigureKind& heads = plot::figureKind("heads");
+  const std::string other =
+      testing::errorOf([&] { heads.build(makeResult(std::vector<MatrixSpectrum>{}), plot::FigureParams{}); });
+  EXPECT_NE(other.find("figure 'heads': no result to draw"), std::string::npos) << other;
+  EXPECT_NE(other.find("the result of the heads analysis"), std::string::npos) << other;
+  EXPECT_NE(other.find("a result of another analysis"), std::string::npos) << other;
+  const std::string none = testing::errorOf([&] { heads.build(nullptr, plot::FigureParams{}); });
+  EXPECT_NE(none.find("found none"), std::string::npos) << none;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "app/export/figure_export.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
+#include "app/plot/figure_registry.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/corpus.hpp"
 #include "core/error.hpp"
@@ -92,6 +93,16 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
   if (ImGui::SmallButton(o ? ("Retry##" + title).c_str() : ("Compute##" + title).c_str()))
     ctx.workspace.run(id);
   return false;
+}
+
+const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, std::string_view id,
+                                   const plot::FigureParams& params, const std::string& key) {
+  const plot::FigureKind& kind = plot::figureKind(id);
+  const AnalysisResult result = model.results.result(kind.analysis);
+  if (!result) return nullptr;
+  const std::string choice =
+      std::string(id) + "/" + std::to_string(static_cast<int>(params.colormap)) + "/" + key;
+  return &ctx.figures.get(result, choice, [&] { return kind.build(result, params); });
 }
 
 std::string drawCorpusCombo(const char* label, int& index) {

@@ -23,13 +23,11 @@ class DirectSharePanel : public View {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
-    if (const auto* r = m->results.get<DirectShareResult>("directshare"))
-      out.emplace_back("directshare", plot::directShareFigure(*r));
-    if (const auto* a = m->results.get<ActivationResults>("activations");
-        a && a->attentionSimilarity.rows > 0)
-      out.emplace_back(
-          "attention-similarity",
-          plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap));
+    const plot::FigureParams params{.colormap = ctx.settings.colormap};
+    if (const plot::Figure* f = registryFigure(ctx, *m, "directshare", params))
+      out.emplace_back("directshare", *f);
+    if (const auto* a = m->results.get(analyses::kActivations); a && a->attentionSimilarity.rows > 0)
+      out.emplace_back("attention-similarity", *registryFigure(ctx, *m, "attention-similarity", params));
     return out;
   }
 
@@ -37,13 +35,13 @@ class DirectSharePanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!drawAnalysisState(ctx, m, "directshare")) return;
-    const DirectShareResult& r = *m.results.get<DirectShareResult>("directshare");
+    if (!drawAnalysisState(ctx, m, analyses::kDirectShare)) return;
+    const DirectShareResult& r = *m.results.get(analyses::kDirectShare);
     ImGui::SetNextItemWidth(260);
     ImGui::SliderFloat("sharing ratio alpha", &m_ratio, 0.01f, 0.9f, "%.2f");
     if (ImGui::IsItemDeactivatedAfterEdit()) {
       ctx.workspace.params().directShareRatio = m_ratio;
-      ctx.workspace.run("directshare");
+      ctx.workspace.run(analyses::kDirectShare);
     }
     ImGui::SameLine();
     ImGui::TextWrapped(  // wraps in a narrow window rather than running off its edge
@@ -58,8 +56,7 @@ class DirectSharePanel : public View {
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
     m_eval.draw();
-    const plot::Figure& f = ctx.figures.get(m.results.result("directshare"), "directshare",
-                                            [&] { return plot::directShareFigure(r); });
+    const plot::Figure& f = *registryFigure(ctx, m, "directshare", {.colormap = ctx.settings.colormap});
     drawExportButtons(ctx, f, "directshare", &m_similarity);
     const float height = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##ds", 2, ImGuiTableFlags_Resizable)) {
@@ -85,12 +82,10 @@ class DirectSharePanel : public View {
         }
         ImGui::EndTable();
       }
-      if (const auto* a = m.results.get<ActivationResults>("activations");
-          a && a->attentionSimilarity.rows > 0) {
-        plot::plotWidget(
-            "##attention",
-            plot::attentionSimilarityFigure(a->attentionSimilarity, a->headLabels, ctx.settings.colormap),
-            m_attention, ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
+      if (const auto* a = m.results.get(analyses::kActivations); a && a->attentionSimilarity.rows > 0) {
+        plot::plotWidget("##attention",
+                         *registryFigure(ctx, m, "attention-similarity", {.colormap = ctx.settings.colormap}),
+                         m_attention, ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
       } else {
         ImGui::TextWrapped(
             "Run the model over text (Layers tab) to compare heads by their attention maps too.");

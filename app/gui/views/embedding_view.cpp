@@ -18,13 +18,10 @@ class EmbeddingPanel : public View {
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const LoadedModel* m = ctx.workspace.current();
-    const EmbeddingStudy* e = m ? m->results.get<EmbeddingStudy>("embedding") : nullptr;
-    if (!e) return {};
-    std::vector<std::pair<std::string, plot::Figure>> out = {
-        {"embedding-spectrum", plot::embeddingSpectrumFigure(*e)},
-        {"embedding-factorization", plot::factorizationFigure(*e)}};
-    if (const EmbeddingStudy* l = m->results.get<EmbeddingStudy>("embedding-loss"))
-      out.emplace_back("embedding-loss", plot::embeddingLossFigure(*l));
+    if (!m) return {};
+    std::vector<std::pair<std::string, plot::Figure>> out;
+    for (const char* figure : {"embedding-spectrum", "factorization", "embedding-loss"})
+      if (const plot::Figure* f = registryFigure(ctx, *m, figure, {})) out.emplace_back(figure, *f);
     return out;
   }
 
@@ -32,8 +29,8 @@ class EmbeddingPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!drawAnalysisState(ctx, m, "embedding")) return;
-    const EmbeddingStudy& e = *m.results.get<EmbeddingStudy>("embedding");
+    if (!drawAnalysisState(ctx, m, analyses::kEmbedding)) return;
+    const EmbeddingStudy& e = *m.results.get(analyses::kEmbedding);
     ImGui::Text("E: %lld x %lld, %s;  rho = %.3f (%s of %s parameters are embeddings)",
                 static_cast<long long>(e.vocab), static_cast<long long>(e.hidden), e.tied ? "tied" : "untied",
                 e.rho, humanCount(static_cast<double>(e.embeddingParameters)).c_str(),
@@ -46,15 +43,16 @@ class EmbeddingPanel : public View {
                            "cosine from -1 to 1", 0.0f, FLT_MAX, ImVec2(-1, 60));
     }
     // Fig. 2c runs the model once per rank: computed on request, not when the model opens.
-    const EmbeddingStudy* loss = m.results.get<EmbeddingStudy>("embedding-loss");
+    const EmbeddingStudy* loss = m.results.get(analyses::kEmbeddingLoss);
     if (!loss) {
-      const AnalysisOutcome* o = m.results.find("embedding-loss");
+      const AnalysisOutcome* o = m.results.find(analyses::kEmbeddingLoss);
       if (o && o->state == AnalysisOutcome::State::Pending) {
         ImGui::TextDisabled("held-out loss per rank: computing...");
       } else {
         if (o && o->state == AnalysisOutcome::State::Failed)
           ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", o->error.c_str());
-        if (ImGui::SmallButton("Held-out loss per rank (Fig. 2c)")) ctx.workspace.run("embedding-loss");
+        if (ImGui::SmallButton("Held-out loss per rank (Fig. 2c)"))
+          ctx.workspace.run(analyses::kEmbeddingLoss);
         if (ImGui::IsItemHovered())
           ImGui::SetTooltip(
               "truncate the embedding to each rank of the curve and evaluate the model on held-out text");
@@ -65,15 +63,15 @@ class EmbeddingPanel : public View {
                 h = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##emb", panels)) {
       ImGui::TableNextColumn();
-      plot::plotWidget("##embspectrum", plot::embeddingSpectrumFigure(e), m_spectrum, ImVec2(w, h),
-                       ctx.textures, ctx.style);
+      plot::plotWidget("##embspectrum", *registryFigure(ctx, m, "embedding-spectrum", {}), m_spectrum,
+                       ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      plot::plotWidget("##factorization", plot::factorizationFigure(e), m_factorization, ImVec2(w, h),
-                       ctx.textures, ctx.style);
+      plot::plotWidget("##factorization", *registryFigure(ctx, m, "factorization", {}), m_factorization,
+                       ImVec2(w, h), ctx.textures, ctx.style);
       if (loss) {
         ImGui::TableNextColumn();
-        plot::plotWidget("##embloss", plot::embeddingLossFigure(*loss), m_loss, ImVec2(w, h), ctx.textures,
-                         ctx.style);
+        plot::plotWidget("##embloss", *registryFigure(ctx, m, "embedding-loss", {}), m_loss, ImVec2(w, h),
+                         ctx.textures, ctx.style);
       }
       ImGui::EndTable();
     }

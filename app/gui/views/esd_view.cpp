@@ -47,7 +47,7 @@ class EsdPanel : public View {
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     const LoadedModel* m = ctx.workspace.current();
-    const AnalysisResult result = m ? m->results.result("esd") : nullptr;
+    const AnalysisResult result = m ? m->results.result(analyses::kEsd) : nullptr;
     if (!result) return {};
     std::vector<std::pair<std::string, plot::Figure>> out = {
         {"esd-alpha", plot::figureKind("esd-alpha").build(result, {})}};
@@ -59,9 +59,10 @@ class EsdPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!drawAnalysisState(ctx, m, "esd")) return;
+    if (!drawAnalysisState(ctx, m, analyses::kEsd)) return;
     // Joined once per result, not per frame; the results are held so that their addresses stay theirs.
-    const AnalysisResult esd = m.results.result("esd"), spectra = m.results.result("spectra");
+    const AnalysisResult esd = m.results.result(analyses::kEsd),
+                         spectra = m.results.result(analyses::kSpectra);
     if (esd != m_table.esd || spectra != m_table.spectra) {
       m_table = {esd, spectra, {}, ImGui::CalcTextSize("matrix").x, false};
       m_table.rows = m_table.join();
@@ -163,7 +164,7 @@ class EsdPanel : public View {
   }
 
   void drawFigures(AppContext& ctx, const LoadedModel& m) {
-    const AnalysisResult result = m.results.result("esd");
+    const AnalysisResult result = m.results.result(analyses::kEsd);
     // The density takes the upper half, the alpha plot the rest, each below its own export buttons.
     const float half = (ImGui::GetContentRegionAvail().y - 2 * ImGui::GetFrameHeightWithSpacing()) * 0.5f;
     if (m_chosen) {

@@ -20,12 +20,12 @@ class HeadsPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
-    const HeadDiffResult* h = m ? m->results.get<HeadDiffResult>("heads") : nullptr;
+    const HeadDiffResult* h = m ? m->results.get(analyses::kHeads) : nullptr;
     if (!h || h->layers.empty()) return out;
-    const auto& layer = h->layers[static_cast<size_t>(
-        std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(h->layers.size()) - 1))];
-    out.emplace_back("heads-layer" + std::to_string(layer.layer) + stemSuffix(),
-                     plot::headDifferenceFigure(layer, h->threshold, ctx.settings.colormap, m_choice));
+    const int64_t index = std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(h->layers.size()) - 1);
+    out.emplace_back(
+        "heads-layer" + std::to_string(h->layers[static_cast<size_t>(index)].layer) + stemSuffix(),
+        *registryFigure(ctx, *m, "heads", params(ctx, index), choiceKey(index)));
     if (m_pair)
       out.emplace_back("head-pair-spectrum",
                        plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name));
@@ -36,9 +36,9 @@ class HeadsPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!drawAnalysisState(ctx, m, "heads")) return;
-    const HeadDiffResult& h = *m.results.get<HeadDiffResult>("heads");
-    forgetWhatBelongsToAnotherResult(m.results.result("heads").get());
+    if (!drawAnalysisState(ctx, m, analyses::kHeads)) return;
+    const HeadDiffResult& h = *m.results.get(analyses::kHeads);
+    forgetWhatBelongsToAnotherResult(m.results.result(analyses::kHeads).get());
     const int maxLayer = static_cast<int>(h.layers.size()) - 1;
     int layer = static_cast<int>(std::clamp<int64_t>(m_layer, 0, maxLayer));
     ImGui::SetNextItemWidth(240);
@@ -46,12 +46,7 @@ class HeadsPanel : public View {
     m_layer = layer;
     const HeadDiffLayer& shown = h.layers[static_cast<size_t>(layer)];
     drawChoice(shown);
-    const plot::Figure& figure = ctx.figures.get(
-        m.results.result("heads"),
-        "heads/" + std::to_string(layer) + "/" + std::to_string(static_cast<int>(ctx.settings.colormap)) +
-            "/" + (m_choice.proj ? std::string(projName(*m_choice.proj)) : "all") +
-            (m_choice.fitRange ? "/fit" : ""),
-        [&] { return plot::headDifferenceFigure(shown, h.threshold, ctx.settings.colormap, m_choice); });
+    const plot::Figure& figure = *registryFigure(ctx, m, "heads", params(ctx, layer), choiceKey(layer));
     drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer) + stemSuffix(), &m_plot);
     if (ImGui::BeginTable("##heads", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableNextColumn();
@@ -131,6 +126,19 @@ class HeadsPanel : public View {
           "the colour bar spans the shown ranks instead of 0..the largest: a trained model's "
           "ranks sit near the top and read as one colour otherwise");
   }
+  // The registry's head map (what `export --view heads` draws) of the result's layer `index`, with this
+  // view's projection and colour range.
+  plot::FigureParams params(const AppContext& ctx, int64_t index) const {
+    return {.layer = index,
+            .colormap = ctx.settings.colormap,
+            .headProj = m_choice.proj,
+            .fitRange = m_choice.fitRange};
+  }
+  std::string choiceKey(int64_t index) const {
+    return std::to_string(index) + "/" + (m_choice.proj ? std::string(projName(*m_choice.proj)) : "all") +
+           (m_choice.fitRange ? "/fit" : "");
+  }
+
   std::string stemSuffix() const {
     return (m_choice.proj ? "-" + std::string(projName(*m_choice.proj)) : "") +
            (m_choice.fitRange ? "-fit" : "");

@@ -18,12 +18,11 @@ class LayersPanel : public View {
     std::vector<std::pair<std::string, plot::Figure>> out;
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
-    if (const LayerDiffMap* map = chosen(*m))
-      out.emplace_back("layers-" + std::string(projName(map->proj)),
-                       plot::layerDifferenceFigure(*map, m->threshold, ctx.settings.colormap));
-    if (const auto* a = m->results.get<ActivationResults>("activations"))
-      out.emplace_back("layer-outputs", plot::layerOutputDifferenceFigure(
-                                            a->layerOutputs, a->tokens, a->threshold, ctx.settings.colormap));
+    if (chosen(*m))
+      out.emplace_back("layers-" + std::string(projName(m_proj)),
+                       *registryFigure(ctx, *m, "layers", params(ctx), std::string(projName(m_proj))));
+    if (const plot::Figure* f = registryFigure(ctx, *m, "layer-outputs", params(ctx)))
+      out.emplace_back("layer-outputs", *f);
     return out;
   }
 
@@ -31,10 +30,10 @@ class LayersPanel : public View {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
     const LoadedModel& m = *ctx.workspace.current();
-    if (!drawAnalysisState(ctx, m, "layers")) return;
+    if (!drawAnalysisState(ctx, m, analyses::kLayers)) return;
     ImGui::SetNextItemWidth(140);
     if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
-      for (const LayerDiffMap& map : m.results.get<LayerDiffResult>("layers")->maps)
+      for (const LayerDiffMap& map : m.results.get(analyses::kLayers)->maps)
         if (ImGui::Selectable(std::string(projName(map.proj)).c_str(), map.proj == m_proj)) m_proj = map.proj;
       ImGui::EndCombo();
     }
@@ -49,38 +48,29 @@ class LayersPanel : public View {
     if (ImGui::Button("Run over text")) {
       ctx.workspace.params().activationTokens = m_tokens;
       ctx.workspace.params().corpus = corpus;
-      ctx.workspace.run("activations");
+      ctx.workspace.run(analyses::kActivations);
     }
     const float width = ImGui::GetContentRegionAvail().x / 2 - 8;
     const float side = std::min(width, ImGui::GetContentRegionAvail().y - 40);
     if (ImGui::BeginTable("##maps", 2)) {
       ImGui::TableNextColumn();
-      if (const LayerDiffMap* map = chosen(m)) {
-        const plot::Figure& f = ctx.figures.get(
-            m.results.result("layers"),
-            "layers/" + std::string(projName(map->proj)) + "/" +
-                std::to_string(static_cast<int>(ctx.settings.colormap)),
-            [&] { return plot::layerDifferenceFigure(*map, m.threshold, ctx.settings.colormap); });
+      if (chosen(m)) {
+        const plot::Figure& f = *registryFigure(ctx, m, "layers", params(ctx), std::string(projName(m_proj)));
         ImGui::TextUnformatted("weights");
-        drawExportButtons(ctx, f, "layers-" + std::string(projName(map->proj)), &m_weights);
+        drawExportButtons(ctx, f, "layers-" + std::string(projName(m_proj)), &m_weights);
         plot::plotWidget("##weights", f, m_weights, ImVec2(side, side), ctx.textures, ctx.style);
       } else {
         ImGui::TextDisabled("this model has no '%s' projection", std::string(projName(m_proj)).c_str());
       }
       ImGui::TableNextColumn();
       ImGui::TextUnformatted("layer outputs over text");
-      if (const auto* a = m.results.get<ActivationResults>("activations")) {
-        const plot::Figure& f =
-            ctx.figures.get(m.results.result("activations"),
-                            "layer-outputs/" + std::to_string(static_cast<int>(ctx.settings.colormap)), [&] {
-                              return plot::layerOutputDifferenceFigure(a->layerOutputs, a->tokens,
-                                                                       a->threshold, ctx.settings.colormap);
-                            });
+      if (const auto* a = m.results.get(analyses::kActivations)) {
+        const plot::Figure& f = *registryFigure(ctx, m, "layer-outputs", params(ctx));
         drawExportButtons(ctx, f, "layer-outputs", &m_outputs);
         plot::plotWidget("##outputs", f, m_outputs, ImVec2(side, side), ctx.textures, ctx.style);
         ImGui::TextDisabled("%s", a->tokenizer.c_str());
-      } else if (m.results.find("activations")) {
-        drawAnalysisState(ctx, m, "activations");
+      } else if (m.results.find(analyses::kActivations)) {
+        drawAnalysisState(ctx, m, analyses::kActivations);
       } else {
         ImGui::TextWrapped(
             "Press \"Run over text\" to run the model over %d tokens of %s with its own tokenizer.", m_tokens,
@@ -91,8 +81,12 @@ class LayersPanel : public View {
   }
 
  private:
+  // The registry's layer maps (what `export --view layers` and `layer-outputs` draw) for this projection.
+  plot::FigureParams params(const AppContext& ctx) const {
+    return {.proj = m_proj, .colormap = ctx.settings.colormap};
+  }
   const LayerDiffMap* chosen(const LoadedModel& m) const {
-    const auto* layers = m.results.get<LayerDiffResult>("layers");
+    const auto* layers = m.results.get(analyses::kLayers);
     if (!layers) return nullptr;
     for (const LayerDiffMap& map : layers->maps)
       if (map.proj == m_proj) return &map;

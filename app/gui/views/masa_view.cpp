@@ -31,18 +31,15 @@ class MasaPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out = m_compress.figures();
     const LoadedModel* m = ctx.workspace.current();
-    if (!m || !m->results.get<std::vector<MatrixPcaGroup>>("masa")) return out;
+    if (!m || !m->results.get(analyses::kMasa)) return out;
     const auto groups = ofProjection(*m);
-    if (!groups.empty()) {
-      out.emplace_back("masa-coefficients",
-                       plot::masaCoefficientFigure(*groups[std::min(m_group, groups.size() - 1)]));
-      out.emplace_back("masa-variance", plot::masaVarianceFigure(groups));
-    }
-    if (const LearnedDictionaryMap* t = trained(*m))
-      out.emplace_back("masa-atom-correlation",
-                       plot::atomCorrelationFigure(t->correlation, "(learned atoms)"));
-    if (const auto* a = m->results.get<ActivationResults>("activations"))
-      out.emplace_back("kl-drift", plot::klDriftFigure(*a));
+    if (!groups.empty())
+      for (const char* figure : {"masa-coefficients", "masa-variance"})
+        out.emplace_back(figure, *registryFigure(ctx, *m, figure, params(ctx), key()));
+    if (trained(*m))
+      out.emplace_back("masa-correlation", *registryFigure(ctx, *m, "masa-correlation", params(ctx), key()));
+    if (const plot::Figure* kl = registryFigure(ctx, *m, "kl-drift", params(ctx)))
+      out.emplace_back("kl-drift", *kl);
     return out;
   }
 
@@ -66,7 +63,7 @@ class MasaPanel : public View {
 
  private:
   void drawMatrixPca(AppContext& ctx, const LoadedModel& m) {
-    if (!drawAnalysisState(ctx, m, "masa")) return;
+    if (!drawAnalysisState(ctx, m, analyses::kMasa)) return;
     ImGui::SetNextItemWidth(100);
     if (ImGui::BeginCombo("projection", std::string(projName(m_proj)).c_str())) {
       for (Proj p : {Proj::Q, Proj::K, Proj::V, Proj::O})
@@ -80,18 +77,18 @@ class MasaPanel : public View {
     if (ImGui::Button("Recompute with groups")) {
       try {
         ctx.workspace.params().masaGroups = parseLayerGroups(m_groups, m.view->shape.layers);
-        ctx.workspace.run("masa");
+        ctx.workspace.run(analyses::kMasa);
       } catch (const Error& e) {
         ctx.reportError(e.what());
       }
     }
-    if (const auto* a = m.results.get<ActivationResults>("activations")) {
+    if (const auto* a = m.results.get(analyses::kActivations)) {
       ImGui::SameLine();
       if (ImGui::Button("Groups from KL drift")) {
         const std::string text = groupsText(a->groups);
         std::snprintf(m_groups, sizeof m_groups, "%s", text.c_str());
         ctx.workspace.params().masaGroups = a->groups;
-        ctx.workspace.run("masa");
+        ctx.workspace.run(analyses::kMasa);
       }
     }
     const auto groups = ofProjection(m);
@@ -109,14 +106,14 @@ class MasaPanel : public View {
     const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = (ImGui::GetContentRegionAvail().y - 50) / 2;
     if (ImGui::BeginTable("##masa", 2)) {
       ImGui::TableNextColumn();
-      const plot::Figure coefficients = plot::masaCoefficientFigure(group);
-      plot::plotWidget("##coefficients", coefficients, m_coefficients, ImVec2(w, h), ctx.textures, ctx.style);
+      plot::plotWidget("##coefficients", *registryFigure(ctx, m, "masa-coefficients", params(ctx), key()),
+                       m_coefficients, ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      plot::plotWidget("##variance", plot::masaVarianceFigure(groups), m_variance, ImVec2(w, h), ctx.textures,
-                       ctx.style);
+      plot::plotWidget("##variance", *registryFigure(ctx, m, "masa-variance", params(ctx), key()), m_variance,
+                       ImVec2(w, h), ctx.textures, ctx.style);
       ImGui::TableNextColumn();
-      if (const LearnedDictionaryMap* t = trained(m)) {
-        plot::plotWidget("##correlation", plot::atomCorrelationFigure(t->correlation, "(learned atoms)"),
+      if (trained(m)) {
+        plot::plotWidget("##correlation", *registryFigure(ctx, m, "masa-correlation", params(ctx), key()),
                          m_correlation, ImVec2(w, h), ctx.textures, ctx.style);
       } else {
         ImGui::TextWrapped(
@@ -128,8 +125,8 @@ class MasaPanel : public View {
                             100 * group.explainedVariance[s]);
       }
       ImGui::TableNextColumn();
-      if (const auto* a = m.results.get<ActivationResults>("activations"))
-        plot::plotWidget("##kl", plot::klDriftFigure(*a), m_kl, ImVec2(w, h), ctx.textures, ctx.style);
+      if (const plot::Figure* kl = registryFigure(ctx, m, "kl-drift", params(ctx)))
+        plot::plotWidget("##kl", *kl, m_kl, ImVec2(w, h), ctx.textures, ctx.style);
       else
         ImGui::TextWrapped(
             "Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups "
@@ -138,14 +135,20 @@ class MasaPanel : public View {
     }
   }
 
+  // The registry's MASA figures (what `export --view masa-...` draws) for this view's projection and group.
+  plot::FigureParams params(const AppContext& ctx) const {
+    return {.proj = m_proj, .group = m_group, .colormap = ctx.settings.colormap};
+  }
+  std::string key() const { return std::string(projName(m_proj)) + "/" + std::to_string(m_group); }
+
   std::vector<const MatrixPcaGroup*> ofProjection(const LoadedModel& m) const {
     std::vector<const MatrixPcaGroup*> out;
-    for (const MatrixPcaGroup& g : *m.results.get<std::vector<MatrixPcaGroup>>("masa"))
+    for (const MatrixPcaGroup& g : *m.results.get(analyses::kMasa))
       if (g.proj == m_proj) out.push_back(&g);
     return out;
   }
   const LearnedDictionaryMap* trained(const LoadedModel& m) const {
-    const auto* maps = m.results.get<std::vector<LearnedDictionaryMap>>("masa-trained");
+    const auto* maps = m.results.get(analyses::kMasaTrained);
     if (!maps) return nullptr;
     for (const LearnedDictionaryMap& t : *maps)
       if (t.proj == m_proj) return &t;

@@ -31,8 +31,8 @@ class SpectrumPanel : public View {
   void draw(AppContext& ctx) override {
     drawStepSlider(ctx);
     if (drawNoModelHint(ctx)) return;
-    if (!drawAnalysisState(ctx, *ctx.workspace.current(), "spectra")) return;
-    const auto* spectra = ctx.workspace.current()->results.get<std::vector<MatrixSpectrum>>("spectra");
+    if (!drawAnalysisState(ctx, *ctx.workspace.current(), analyses::kSpectra)) return;
+    const auto* spectra = ctx.workspace.current()->results.get(analyses::kSpectra);
     if (m_chosen.empty()) chooseDefaults(*spectra);
     ImGui::Checkbox("normalise by sigma_1", &m_normalised);
     sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "log y"));
@@ -41,7 +41,7 @@ class SpectrumPanel : public View {
     ImGui::SameLine();
     // The threshold the shown result was computed with (a new one applies once it is recomputed).
     ImGui::TextDisabled("(%zu matrices analysed; threshold %.1f%%)", spectra->size(),
-                        100 * ctx.workspace.current()->results.find("spectra")->params.threshold);
+                        100 * ctx.workspace.current()->results.find(analyses::kSpectra)->params.threshold);
     const auto chosen = selected(ctx);
     const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra", m_logY);
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
@@ -65,7 +65,7 @@ class SpectrumPanel : public View {
   std::vector<const MatrixSpectrum*> selected(AppContext& ctx) const {
     std::vector<const MatrixSpectrum*> out;
     const LoadedModel* m = ctx.workspace.current();
-    const auto* spectra = m ? m->results.get<std::vector<MatrixSpectrum>>("spectra") : nullptr;
+    const auto* spectra = m ? m->results.get(analyses::kSpectra) : nullptr;
     if (!spectra) return out;
     for (const MatrixSpectrum& s : *spectra)
       if (m_chosen.count(s.id.name)) out.push_back(&s);
