@@ -17,10 +17,23 @@ namespace {
 
 constexpr const char* kRecords[] = {"run.json", "eval.json", kFailedRunFile, "derived.json"};
 
+// eval.json as the archive keeps it: without its per-window sums (3,000 numbers per run; the report reads
+// the per-document ones), the arrays left empty so that it still reads as an evaluation, on one line.
+std::string archivedEvaluation(const std::string& text) {
+  Json j = Json::parse(text, nullptr, false);
+  if (!j.is_object()) return text;  // not ours to mend: kept as it is
+  for (const char* windows : {"window_nll", "window_tokens"})
+    if (j.contains(windows)) j[windows] = Json::array();
+  return j.dump() + "\n";
+}
+
 // Copies one run directory's records (and its thinned metrics) from `from` into `to`, which exists.
 void copyRunRecords(const fs::path& from, const fs::path& to) {
   for (const char* name : kRecords)
-    if (fs::exists(from / name)) writeFileAtomically(to / name, readTextFile(from / name));
+    if (fs::exists(from / name)) {
+      const std::string text = readTextFile(from / name);
+      writeFileAtomically(to / name, std::string(name) == "eval.json" ? archivedEvaluation(text) : text);
+    }
   if (fs::exists(from / "metrics.jsonl"))
     writeFileAtomically(to / "metrics.jsonl", thinnedMetrics(readTextFile(from / "metrics.jsonl")));
 }

@@ -5,7 +5,9 @@
 //
 //   ARCHIVE/experiment.json             the experiment as the runner resolved it (the same identity check)
 //   ARCHIVE/<arm>/seed-<s>/run.json     the run's record (topology, hyper-parameters, fingerprints)
-//                         eval.json     or failed.json: what makes the run finished
+//                         eval.json     or failed.json: what makes the run finished (eval.json on one
+//                                       line, its per-window sums left empty: the report reads the
+//                                       per-document ones)
 //                         derived.json  a derived arm's method and unique parameters
 //                         metrics.jsonl its validation points and its last line only (tokens, elapsed)
 //                         <post-training runs of a derived arm, two levels down: run.json, metrics.jsonl>

@@ -658,6 +658,11 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
     EXPECT_NE(entry.path().filename(), "checkpoints") << entry.path();
     EXPECT_NE(entry.path().filename(), "tokenizer.model") << entry.path();
     archived += entry.path().filename() == "eval.json" || entry.path().filename() == kFailedRunFile;
+    if (entry.path().filename() == "eval.json") {  // its per-document sums kept, its per-window ones not
+      const Json ev = readJsonFile(entry.path());
+      EXPECT_FALSE(ev["document_nll"].empty()) << entry.path();
+      EXPECT_TRUE(ev["window_nll"].empty()) << entry.path();
+    }
   }
   EXPECT_EQ(archived, 2 * 3 * 2 + 2 * 2 * 3) << "the sweep's 2 arms x 3 rates x 2 seeds, 2 pilots x 2 x 3";
   r = runProcess(command + shellQuote((dir / "fresh").string()));
