@@ -331,6 +331,8 @@ Json toJson(const ActivationResults& r) {
   return {
       {"tokens", r.tokens},
       {"layers", r.layers},
+      {"hidden", r.hidden},
+      {"heads", r.heads},
       {"corpus", r.corpus},
       {"tokenizer", r.tokenizer},
       {"token_ids", r.tokenIds},
@@ -359,6 +361,8 @@ ActivationResults activationResultsFromJson(const Json& j) {
   ActivationResults r;
   r.tokens = field(j, "tokens").get<int64_t>();
   r.layers = j.value("layers", int64_t{0});
+  r.hidden = j.value("hidden", int64_t{0});  // 0: a report written before these were kept
+  r.heads = j.value("heads", int64_t{0});
   r.corpus = field(j, "corpus").get<std::string>();
   r.tokenizer = field(j, "tokenizer").get<std::string>();
   r.tokenIds = field(j, "token_ids").get<std::vector<int>>();
@@ -387,6 +391,8 @@ ActivationResults activationResultsFromJson(const Json& j) {
   }
   r.peakResidentBytes = j.value("peak_resident_bytes", int64_t{0});
   if (r.layers == 0) r.layers = r.layerOutputs.n;
+  if (r.heads == 0 && r.layers > 0)  // an older report: its attention map has a row per layer and head
+    r.heads = static_cast<int64_t>(r.headLabels.size()) / r.layers;
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "analysis/activations.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
 #include "analysis/matrix_pca.hpp"
@@ -46,6 +47,53 @@ std::vector<float> orthonormalAtomsCombination(const std::vector<Eigen::MatrixXd
   for (int64_t i = 0; i < w.rows(); ++i)
     for (int64_t j = 0; j < w.cols(); ++j) out.push_back(static_cast<float>(w(i, j)));
   return out;
+}
+
+// A report's activation section read back (`export --input report.json`, through the registry's entry) holds
+// what the pass measured, the model's width and head count too (issue 41: they were dropped), and a report
+// written before they were kept still reads, its head count from the attention map's labels.
+TEST(Activations, AReportReadBackKeepsTheMeasurementAndTheModelsShape) {
+  ActivationResults r;
+  r.corpus = "brown";
+  r.tokenizer = "sentencepiece";
+  r.tokenIds = {5, 9, 2};
+  r.tokens = 3;
+  r.layers = 2;
+  r.hidden = 64;
+  r.heads = 4;
+  r.klDrift = {0.25};
+  r.logitLensTokens = 3;
+  r.attentionSimilarity = FloatMatrix(8, 8);
+  r.attentionSimilarity(1, 2) = 0.5f;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h) r.headLabels.push_back("L" + std::to_string(l) + ".h" + std::to_string(h));
+  r.attentionTokens = 3;
+  r.layerOutputs = {.n = 2, .rank = {0, 7, 7, 0}, .relativeDifference = {0, 0.5f, 0.5f, 0}};
+  r.groups = {{0, 1}};
+  r.threshold = 0.9;
+  const AnalysisKind& kind = analysis(analyses::kActivations);
+  const Json written = kind.toJson(makeResult(r));
+  const AnalysisResult read = kind.fromJson(written);
+  const ActivationResults* back = resultAs<ActivationResults>(read);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->hidden, 64);
+  EXPECT_EQ(back->heads, 4);
+  EXPECT_EQ(back->layers, 2);
+  EXPECT_EQ(back->tokenIds, r.tokenIds);
+  EXPECT_EQ(back->klDrift, r.klDrift);
+  EXPECT_EQ(back->headLabels, r.headLabels);
+  EXPECT_EQ(back->attentionSimilarity.data, r.attentionSimilarity.data);
+  EXPECT_EQ(back->layerOutputs.rank, r.layerOutputs.rank);
+  EXPECT_EQ(back->groups, r.groups);
+  EXPECT_EQ(back->threshold, 0.9);
+  EXPECT_EQ(kind.toJson(kind.fromJson(written)), written) << "read and written again, the same report";
+  Json older = written;
+  older.erase("hidden");
+  older.erase("heads");
+  const AnalysisResult readOld = kind.fromJson(older);
+  const ActivationResults* old = resultAs<ActivationResults>(readOld);
+  EXPECT_EQ(old->heads, 4) << "8 labels over 2 layers";
+  EXPECT_EQ(old->hidden, 0) << "not known: not made up";
 }
 
 TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
