@@ -71,12 +71,8 @@ Topology topologyOfCheckpoint(const Checkpoint& ckpt, const ModelView& view, int
              .hint = "post-train a model without rope_scaling, or evaluate this one without training"});
       // A window the forward pass applies (Mistral's) but ShareLens's trainer does not: post-training would
       // train full causal attention, and the evaluation of the result would mask it.
-      const ForwardTraits& traits = forwardTraits(view.family);
-      const auto window = c.optionalNumber("sliding_window");
-      if (traits.slidingWindowAllLayers &&
-          (traits.slidingWindowModelType.empty() || view.modelType == traits.slidingWindowModelType) &&
-          window && c.optionalBool("use_sliding_window").value_or(true) &&
-          *window < static_cast<double>(std::min(t.model.context, maxContext)))
+      const auto window = everyLayerSlidingWindow(view, c.raw(), ckpt.configPath()->string());
+      if (window && *window < std::min(t.model.context, maxContext))
         throw Error({.what = "sliding-window attention is not supported for post-training",
                      .where = ckpt.configPath()->string() + " field 'sliding_window'",
                      .expected = "no window, or one at least the training context (" +

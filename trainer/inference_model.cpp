@@ -314,17 +314,9 @@ ArchitectureParams architectureParams(const Checkpoint& ckpt, const ModelView& v
   }
   if (t.queryPreAttnScalar)
     p.attentionScale = 1.0 / std::sqrt(number(c, "query_pre_attn_scalar", 256.0, where));
-  if (t.slidingWindowAllLayers &&
-      (t.slidingWindowModelType.empty() || view.modelType == t.slidingWindowModelType)) {
-    // transformers' Mistral and Phi-3 mask every layer when sliding_window is set; SmolLM3-style configs
-    // also say use_sliding_window: false.
-    const auto it = c.find("sliding_window");
-    const auto use = c.find("use_sliding_window");
-    const bool off = use != c.end() && use->is_boolean() && !use->get<bool>();
-    if (it != c.end() && !it->is_null() && !off) {
-      p.slidingWindow = static_cast<int64_t>(number(c, "sliding_window", 0, where));
-      p.slidingLayers.assign(view.layers.size(), true);
-    }
+  if (const auto window = everyLayerSlidingWindow(view, c, where)) {
+    p.slidingWindow = *window;
+    p.slidingLayers.assign(view.layers.size(), true);
   }
   if (t.slidingWindowLayers) {
     p.ropeLocalTheta = number(c, "rope_local_base_freq", 10000.0, where);

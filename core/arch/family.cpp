@@ -56,6 +56,26 @@ const ForwardTraits& forwardTraits(Family family) {
                .where = "family " + std::to_string(static_cast<int>(family))});
 }
 
+std::optional<int64_t> everyLayerSlidingWindow(const ModelView& view, const Json& config,
+                                               const std::string& where) {
+  const ForwardTraits& t = forwardTraits(view.family);
+  if (!t.slidingWindowAllLayers) return std::nullopt;
+  // transformers' Mistral and Phi-3 mask every layer when sliding_window is set (its Llama ignores one);
+  // SmolLM3-style configs also say use_sliding_window: false.
+  if (!t.slidingWindowModelType.empty() && view.modelType != t.slidingWindowModelType) return std::nullopt;
+  const auto window = config.find("sliding_window");
+  if (window == config.end() || window->is_null()) return std::nullopt;
+  const auto use = config.find("use_sliding_window");
+  if (use != config.end() && use->is_boolean() && !use->get<bool>()) return std::nullopt;
+  if (!window->is_number() || window->get<double>() < 1)
+    throw Error({.what = "sliding_window is not a window",
+                 .where = where + " field 'sliding_window'",
+                 .expected = "a positive number of tokens, or null for none",
+                 .found = window->dump(),
+                 .hint = "fix config.json"});
+  return window->get<int64_t>();
+}
+
 const FamilyAdapter* detectFamily(const Checkpoint& checkpoint) {
   const FamilyAdapter* best = nullptr;
   int bestScore = 0;

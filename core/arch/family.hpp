@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -62,6 +64,14 @@ const FamilyAdapter* detectFamily(const Checkpoint& checkpoint);
 
 // The forward traits of a family (from its adapter).
 const ForwardTraits& forwardTraits(Family family);
+
+// The window every layer attends within (ForwardTraits::slidingWindowAllLayers: Mistral, Phi-3):
+// config.json's sliding_window when the family applies it to this model_type, it is set and not null, and
+// use_sliding_window is not false; nullopt otherwise. `config` is the (text) config; a window that is not a
+// positive number of tokens is a named Error at `where`. The forward pass applies it and post-training
+// refuses it, from here.
+std::optional<int64_t> everyLayerSlidingWindow(const ModelView& view, const Json& config,
+                                               const std::string& where);
 
 // Detects the family and builds the view. Throws a named Error when no family fits.
 ModelView openModelView(const Checkpoint& checkpoint);

@@ -205,6 +205,35 @@ TEST(ModelView, Phi3FusedTensorThatDoesNotSplitIsANamedError) {
   fs::remove_all(dir);
 }
 
+// The window of every layer (core/arch/family.hpp), which the forward pass applies and post-training
+// refuses: as transformers reads config.json -- its Mistral and Phi-3 mask every layer when sliding_window is
+// set and not null, unless use_sliding_window is false; its Llama ignores the field; Gemma 3's windows are
+// per layer, not this.
+TEST(ModelView, TheWindowOfEveryLayerIsReadAsTransformersReadsIt) {
+  auto view = [](Family family, std::string modelType) {
+    ModelView v;
+    v.family = family;
+    v.modelType = std::move(modelType);
+    return v;
+  };
+  const Json window = {{"sliding_window", 16}};
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Llama, "mistral"), window, "c.json"), 16);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Phi3, "phi3"), window, "c.json"), 16);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Llama, "llama"), window, "c.json"), std::nullopt);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Gemma3, "gemma3_text"), window, "c.json"), std::nullopt);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Phi3, "phi3"), {{"sliding_window", nullptr}}, "c.json"),
+            std::nullopt);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Llama, "mistral"),
+                                    {{"sliding_window", 16}, {"use_sliding_window", false}}, "c.json"),
+            std::nullopt);
+  EXPECT_EQ(everyLayerSlidingWindow(view(Family::Llama, "mistral"), Json::object(), "c.json"), std::nullopt);
+  const std::string bad = testing::errorOf([&] {
+    everyLayerSlidingWindow(view(Family::Llama, "mistral"), {{"sliding_window", "4k"}}, "c.json");
+  });
+  EXPECT_NE(bad.find("c.json field 'sliding_window'"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("\"4k\""), std::string::npos) << bad;
+}
+
 TEST(ModelView, WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3) {
   for (Family family : {Family::Qwen3, Family::Gemma3}) {
     auto spec = testing::defaultSpec(family);
