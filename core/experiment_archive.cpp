@@ -1,5 +1,7 @@
 #include "core/experiment_archive.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -24,6 +26,7 @@ std::string archivedEvaluation(const std::string& text) {
   if (!j.is_object()) return text;  // not ours to mend: kept as it is
   for (const char* windows : {"window_nll", "window_tokens"})
     if (j.contains(windows)) j[windows] = Json::array();
+  if (j.contains("windows")) j["windows"] = 0;  // as many as the arrays hold
   return j.dump() + "\n";
 }
 
@@ -49,7 +52,9 @@ void copyRun(const fs::path& from, const fs::path& to) {
   }
 }
 
-// Replaces `target` by a copy of the finished run `from`, whole or not at all.
+// Replaces `target` by a copy of the finished run `from`, whole or not at all: the copy is made beside it
+// (.NAME.tmp-PID), the old one renamed aside (.NAME.old-PID), the copy renamed into place, the old removed. A
+// kill leaves the old copy or the new one in place, and at most hidden leftovers (.gitignore'd) beside it.
 void replaceWithRun(const fs::path& from, const fs::path& target) {
   if (!isFinishedExperimentRun(from))
     throw Error({.what = "not a finished run of an experiment",
@@ -57,15 +62,26 @@ void replaceWithRun(const fs::path& from, const fs::path& target) {
                  .expected = std::string("eval.json or ") + kFailedRunFile,
                  .found = "neither",
                  .hint = "only finished runs are archived; an unfinished one resumes from its checkpoint"});
-  fs::create_directories(target.parent_path());
+  const fs::path parent = target.parent_path();
+  const std::string name = target.filename().string(), pid = std::to_string(::getpid());
+  const fs::path staging = parent / ("." + name + ".tmp-" + pid), old = parent / ("." + name + ".old-" + pid);
   std::error_code ec;
-  fs::remove_all(target, ec);
-  if (ec)
-    throw Error(
-        {.what = "cannot remove the run it replaces", .where = target.string(), .found = ec.message()});
-  StagedDirectory staged(target);
-  copyRun(from, staged.path());
-  staged.commit();
+  fs::create_directories(parent);
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging);
+  try {
+    copyRun(from, staging);
+    if (fs::exists(target)) fs::rename(target, old);
+    fs::rename(staging, target);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ec);
+    throw Error({.what = "cannot copy the run", .where = target.string(), .found = e.what()});
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  fsyncDirectory(parent);
+  fs::remove_all(old, ec);
 }
 
 }  // namespace

@@ -220,9 +220,9 @@ Json ExperimentPlan::toJson() const {
 }
 
 std::string ExperimentPlan::toMarkdown() const {
-  std::string md =
-      "## Plan for " + planned.name + "\n\nLearning rate (" + format("%g", spec.lrBudget) +
-      " of the budget, 2 seeds; mean held-out NLL per peak learning rate, the lowest chosen):\n\n";
+  std::string md = "## Plan for " + planned.name + "\n\nLearning rate (" + format("%g", spec.lrBudget) +
+                   " of the budget, 2 seeds; mean held-out NLL per peak learning rate, the lowest chosen; " +
+                   format("%.0f", sweepSeconds) + " s of training, all runs):\n\n";
   for (const LrChoice& c : lr) {
     md += "- " + c.arm + ":";
     for (size_t i = 0; i < c.factors.size(); ++i) {

@@ -56,8 +56,8 @@ struct ExperimentPlan {
   bool tokensPerParameterMet = false;
   int64_t tokens = 0;
   int seeds = 0;
-  double sweepSeconds = 0;
-  Experiment planned;  // the experiment to run: tokens, seeds and learning rates as chosen
+  double sweepSeconds = 0;  // the sweep's finished runs' own training time, summed (not wall time)
+  Experiment planned;       // the experiment to run: tokens, seeds and learning rates as chosen
   Json toJson() const;
   std::string toMarkdown() const;
 };

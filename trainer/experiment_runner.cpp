@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/atomic_file.hpp"
@@ -128,6 +129,11 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   fs::create_directories(outDir);
   const DirectoryLock lock(outDir, "experiment");  // one runner per directory; released when it ends
   claimDirectory(outDir, "directory", "choose another --out, or run it with the options it was started with");
+  std::optional<DirectoryLock> archiveLock;  // one runner per archive too: two would race on a run's copy
+  if (o.archive) {
+    fs::create_directories(*o.archive);
+    archiveLock.emplace(*o.archive, "experiment's results archive");
+  }
   if (o.archive)
     claimDirectory(*o.archive, "results archive",
                    "choose another --archive, or remove the archive's runs to train this experiment afresh");
@@ -169,6 +175,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   // Each run leases its threads on the one process-wide BLAS pool; runs side by side keep to one thread each
   // (core/blas_threads.hpp).
   std::mutex mutex;
+  std::set<std::pair<std::string, uint64_t>>
+      trainedHere;  // arm and seed trained by this call (under `mutex`)
   std::atomic<size_t> done{0};
   std::exception_ptr failure;
   auto say = [&](const std::string& line) {
@@ -211,6 +219,10 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
                                                     "\n");
       return evaluate(m.model, dir, own);
     }
+    {
+      std::lock_guard guard(mutex);
+      trainedHere.insert({job.arm->name, job.seed});
+    }
     RunRequest r;
     r.topology = job.arm->topology;
     r.config = experimentTrainConfig(e, *job.arm, job.seed);
@@ -238,8 +250,14 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     return evaluate(dir, dir, own);
   };
   // A trained run that a derived arm's unfinished run of the same seed starts from needs its checkpoint,
-  // which the archive does not hold: it is trained again rather than taken from the archive.
+  // which the archive does not hold: it is trained again rather than taken from the archive -- and then every
+  // derived run of that seed is derived again from it, not taken from the archive, so that each derived run
+  // descends from the source run the report pairs it with.
   auto restorable = [&](const Job& job) {
+    if (job.arm->derive) {
+      std::lock_guard guard(mutex);
+      return !trainedHere.count({job.arm->derive->from, job.seed});
+    }
     for (const ExperimentArm& d : e.arms)
       if (d.derive && d.derive->from == job.arm->name &&
           !isFinishedExperimentRun(experimentRunDirectory(*o.archive, d.name, job.seed)))

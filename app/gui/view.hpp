@@ -94,7 +94,8 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
 // The figure `id` of the figure registry (app/plot/figure_registry.hpp), drawn from the model's result of the
 // analysis it names with the view's choices, and cached with that result under `id` and `key` (the choices
 // that make it): what a view shows and exports is what `sharelens export --view id` renders. nullptr while
-// the analysis has no result. Throws the registry's named Error for choices the result cannot give.
+// the analysis has no result. Choices the result cannot give draw an empty figure that says why (the
+// registry's named Error), never an exception out of a draw().
 const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, std::string_view id,
                                    const plot::FigureParams& params, const std::string& key = "");
 

@@ -59,7 +59,7 @@ MD
       local done=0 runs=""
       # The runner's record in the archive holds every arm (the A/A arms it added too) and seed.
       if [ -f "$RESULTS/$name/experiment.json" ]; then
-        done=$(find "$RESULTS/$name" -name eval.json | wc -l)
+        done=$(find "$RESULTS/$name" -name '.*' -prune -o -name eval.json -print | wc -l)
         runs=$(python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print(len(e['arms']) * len(e['seeds']))" \
           "$RESULTS/$name/experiment.json")
       fi
@@ -109,13 +109,15 @@ section() {
 
 for name in "${order[@]}"; do
   echo "== $name" >&2
-  plan="$RESULTS/$name-plan"
-  if [ -f "$plan/planned.json" ]; then  # planned on an earlier machine: its decision stands
+  plan="$RESULTS/$name-plan" asset="$ROOT/assets/experiments/$name.json"
+  if [ -f "$plan/planned.json" ] && cmp -s "$asset" "$plan/asset.json"; then
+    # planned on an earlier machine from this very file: its decision stands
     mkdir -p "$OUT/$name-plan"
     cp "$plan/planned.json" "$plan/plan.md" "$OUT/$name-plan/"
-  else
-    "$SL" experiment plan "$ROOT/assets/experiments/$name.json" --out "$OUT/$name-plan" --archive "$plan" --threads 2
+  else  # planned again when the file changed (its finished sweep and pilot runs are taken from the archive)
+    "$SL" experiment plan "$asset" --out "$OUT/$name-plan" --archive "$plan" --threads 2
     cp "$OUT/$name-plan/planned.json" "$OUT/$name-plan/plan.md" "$OUT/$name-plan/plan.json" "$plan/"
+    cp "$asset" "$plan/asset.json"
   fi
   "$SL" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --archive "$RESULTS/$name" --threads 2
   section "$name"

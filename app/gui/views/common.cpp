@@ -102,7 +102,16 @@ const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, st
   if (!result) return nullptr;
   const std::string choice =
       std::string(id) + "/" + std::to_string(static_cast<int>(params.colormap)) + "/" + key;
-  return &ctx.figures.get(result, choice, [&] { return kind.build(result, params); });
+  return &ctx.figures.get(result, choice, [&] {
+    try {
+      return kind.build(result, params);
+    } catch (const Error& e) {  // a choice the result cannot give: said on the plot, not thrown out of draw()
+      plot::Figure f;
+      f.title = std::string(id) + ": nothing to draw";
+      f.subtitle = e.what();
+      return f;
+    }
+  });
 }
 
 std::string drawCorpusCombo(const char* label, int& index) {
