@@ -90,6 +90,8 @@ int runExport(Args& args) {
   const std::optional<std::string> projGiven = args.option("proj");
   const std::string projText = projGiven.value_or("q");
   const bool fitRange = args.flag("fit-range");
+  figure.logY = !args.flag("linear-y");
+  figure.normalised = !args.flag("absolute");
   const std::string metricText = args.option("metric", "loss");
   const std::string colormapText = args.option("colormap", "viridis");
   const std::string matrices = args.option("matrices", "");

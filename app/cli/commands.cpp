@@ -162,6 +162,7 @@ const std::vector<Command>& commands() {
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
+       "[--linear-y] [--absolute (spectrum: sigma_i, not sigma_i / sigma_1)] "
        "[--group G] "
        "[--colormap C] [--metric M] [--matrices A,B] [--quantity " +
            joined(plot::kRankQuantityNames, "|") +

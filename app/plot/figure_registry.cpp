@@ -65,7 +65,7 @@ std::vector<FigureKind> makeKinds() {
           const bool byDefault = p.matrices.empty() && s.id.proj == p.proj && s.id.head < 0 && atLayer;
           if (named || byDefault) chosen.push_back(&s);
         }
-        return spectrumFigure(chosen, p.normalised, "Singular-value spectra");
+        return spectrumFigure(chosen, p.normalised, "Singular-value spectra", p.logY);
       }));
   k.push_back(figure("heads", analyses::kHeads, "effective rank of W_a - W_b for the heads of one layer",
                      [](const HeadDiffResult& h, const FigureParams& p) {

@@ -23,6 +23,7 @@ struct FigureParams {
   Proj proj = Proj::Q;           // layer maps, spectra, MASA figures
   size_t group = 0;              // MASA coefficient map: which layer group of the projection
   bool normalised = true;        // spectra divided by sigma_1
+  bool logY = true;              // spectra: a log y axis (singular values span decades)
   Colormap colormap = Colormap::Viridis;
   std::vector<std::string> matrices;  // spectra of these matrices (MatrixId names); empty: the projection at
                                       // the first, middle and last layer

@@ -435,8 +435,9 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
 // a view exports and what `sharelens export --view` renders of the same model are one figure -- before, the
 // two were built by separate code and already differed in names and subtitles. Byte for byte, per view.
 TEST_F(GuiInput, AViewsExportIsTheHeadlessExportOfTheSameFigure) {
-  for (const auto& [view, figure, button] :
-       {std::tuple{"Heads", "heads", "heads-layer0"}, {"Layers", "layers", "layers-q"}}) {
+  for (const auto& [view, figure, button] : {std::tuple{"Heads", "heads", "heads-layer0"},
+                                             {"Layers", "layers", "layers-q"},
+                                             {"Spectrum", "spectrum", "spectrum"}}) {
     const fs::path data = s_dir / ("xdg-same-" + std::string(figure));
     const auto s = session(
         "same-" + std::string(figure),

@@ -19,10 +19,9 @@ class SpectrumPanel : public View {
 
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
-    const auto chosen = selected(ctx);
-    if (!chosen.empty())
-      out.push_back(
-          {"spectrum", plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra", m_logY)});
+    if (const LoadedModel* m = ctx.workspace.current(); m && !selected(ctx).empty())
+      if (const plot::Figure* f = registryFigure(ctx, *m, "spectrum", params(), key()))
+        out.push_back({"spectrum", *f});
     if (const auto& d = ctx.workspace.dynamics(); d.result)
       out.push_back({"rank-vs-step", plot::rankDynamicsFigure(*d.result, m_quantity)});
     return out;
@@ -43,7 +42,7 @@ class SpectrumPanel : public View {
     ImGui::TextDisabled("(%zu matrices analysed; threshold %.1f%%)", spectra->size(),
                         100 * ctx.workspace.current()->results.find(analyses::kSpectra)->params.threshold);
     const auto chosen = selected(ctx);
-    const plot::Figure figure = plot::spectrumFigure(chosen, m_normalised, "Singular-value spectra", m_logY);
+    const plot::Figure& figure = *registryFigure(ctx, *ctx.workspace.current(), "spectrum", params(), key());
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
     if (ImGui::BeginTable("##spectrum", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableSetupColumn("matrices", ImGuiTableColumnFlags_WidthFixed, 260);
@@ -62,6 +61,19 @@ class SpectrumPanel : public View {
   }
 
  private:
+  // The registry's spectrum figure (what `export --view spectrum --matrices ... [--linear-y] [--absolute]`
+  // draws) of the picked matrices.
+  plot::FigureParams params() const {
+    plot::FigureParams p{.normalised = m_normalised, .logY = m_logY};
+    p.matrices.assign(m_chosen.begin(), m_chosen.end());
+    return p;
+  }
+  std::string key() const {
+    std::string k = std::string(m_normalised ? "n" : "a") + (m_logY ? "/log" : "/lin");
+    for (const std::string& name : m_chosen) k += "/" + name;
+    return k;
+  }
+
   std::vector<const MatrixSpectrum*> selected(AppContext& ctx) const {
     std::vector<const MatrixSpectrum*> out;
     const LoadedModel* m = ctx.workspace.current();
