@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/json_util.hpp"
@@ -26,10 +27,13 @@ torch::Tensor tensorOf(FloatMatrix&& m, torch::Device device) {
 }
 
 // A weight for the forward pass: read (checked finite), converted, and its mapped pages dropped from the
-// resident set -- the float copy is what the model keeps.
-torch::Tensor weightOf(const Checkpoint& ckpt, const MatrixExpr& expr, torch::Device device) {
+// resident set -- the float copy is what the model keeps. `keepPages`: a fused tensor (Phi-3's qkv_proj,
+// gate_up_proj) is read once per projection it holds, so its pages are dropped by the caller after the last.
+torch::Tensor weightOf(const Checkpoint& ckpt, const MatrixExpr& expr, torch::Device device,
+                       bool keepPages = false) {
   torch::Tensor t = tensorOf(materializeFinite(ckpt, expr), device);
-  for (const std::string& name : expr.tensorNames()) ckpt.releasePages(name);
+  if (!keepPages)
+    for (const std::string& name : expr.tensorNames()) ckpt.releasePages(name);
   return t;
 }
 
@@ -401,7 +405,12 @@ InferenceModel::InferenceModel(const Checkpoint& ckpt, const ModelView& view, to
 }
 
 void InferenceModel::loadWeights(Layer& layer, const LayerView& lv) const {
-  auto weight = [&](Proj p) { return lv.has(p) ? weightOf(m_ckpt, lv.at(p), m_device) : torch::Tensor(); };
+  std::set<std::string> read;  // the tensors read, released once every projection is loaded
+  auto weight = [&](Proj p) {
+    if (!lv.has(p)) return torch::Tensor();
+    for (const std::string& name : lv.at(p).tensorNames()) read.insert(name);
+    return weightOf(m_ckpt, lv.at(p), m_device, /*keepPages=*/true);
+  };
   auto bias = [&](Proj p) {
     const auto& b = lv.bias[static_cast<int>(p)];
     return b ? vectorOf(materialize(m_ckpt, *b), m_device) : torch::Tensor();
@@ -410,6 +419,7 @@ void InferenceModel::loadWeights(Layer& layer, const LayerView& lv) const {
   layer.gate = weight(Proj::Gate), layer.up = weight(Proj::Up), layer.down = weight(Proj::Down);
   layer.bq = bias(Proj::Q), layer.bk = bias(Proj::K), layer.bv = bias(Proj::V), layer.bo = bias(Proj::O);
   layer.bup = bias(Proj::Up), layer.bdown = bias(Proj::Down);
+  for (const std::string& name : read) m_ckpt.releasePages(name);
 }
 
 void InferenceModel::loadLayer(int64_t l) {
