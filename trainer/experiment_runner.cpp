@@ -133,10 +133,9 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   if (o.archive) {
     fs::create_directories(*o.archive);
     archiveLock.emplace(*o.archive, "experiment's results archive");
-  }
-  if (o.archive)
     claimDirectory(*o.archive, "results archive",
                    "choose another --archive, or remove the archive's runs to train this experiment afresh");
+  }
 
   if (std::any_of(e.arms.begin(), e.arms.end(),
                   [](const ExperimentArm& a) { return a.derive.has_value(); }) &&
