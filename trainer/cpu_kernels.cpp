@@ -91,16 +91,16 @@ SHARELENS_SIMD_CLONES void rmsNormBackwardRows(const float* x, const float* w, c
   }
 }
 
-SHARELENS_SIMD_CLONES void ropeRows(const float* in, const float* cos, const float* sin, float* out,
-                                    int64_t rowBegin, int64_t rowEnd, int64_t time, int64_t heads, int64_t hd,
-                                    float direction) {
+SHARELENS_SIMD_CLONES void ropeRows(const float* in, int64_t inStride, const float* cos, const float* sin,
+                                    float* out, int64_t outStride, int64_t rowBegin, int64_t rowEnd,
+                                    int64_t time, int64_t heads, int64_t hd, float direction) {
   const int64_t half = hd / 2;
   for (int64_t bt = rowBegin; bt < rowEnd; ++bt) {
     const int64_t t = bt % time;
     const float *c = cos + t * hd, *s = sin + t * hd;
     for (int64_t h = 0; h < heads; ++h) {
-      const float* x = in + (bt * heads + h) * hd;
-      float* y = out + (bt * heads + h) * hd;
+      const float* x = in + bt * inStride + h * hd;
+      float* y = out + bt * outStride + h * hd;
       for (int64_t i = 0; i < half; ++i) {
         const float a = x[i], b = x[i + half], si = direction * s[i];
         y[i] = a * c[i] - b * si;

@@ -29,8 +29,11 @@ void rmsNormBackwardRows(const float* x, const float* w, const float* inv, const
 // Rotate-half RoPE of the (batch x time) token rows [rowBegin, rowEnd) of in [B, T, heads, hd] into out, by
 // direction x the angle (+1 forward, -1 the backward's inverse rotation): per pair (i, i + hd/2) with
 // c = cos[t][i], s = direction sin[t][i]: y_i = x_i c - x_{i+h} s, y_{i+h} = x_{i+h} c + x_i s.
-void ropeRows(const float* in, const float* cos, const float* sin, float* out, int64_t rowBegin,
-              int64_t rowEnd, int64_t time, int64_t heads, int64_t hd, float direction);
+// Token row r of in starts at in + r inStride and of out at out + r outStride (heads x hd when packed; more
+// when the heads are a slice of a wider row, as Q and K are of the stacked QKV projection's).
+void ropeRows(const float* in, int64_t inStride, const float* cos, const float* sin, float* out,
+              int64_t outStride, int64_t rowBegin, int64_t rowEnd, int64_t time, int64_t heads, int64_t hd,
+              float direction);
 
 // SwiGLU's product y = u silu(g) = u g sigmoid(g) over n elements, and its backward: with s = sigmoid(g),
 // gu = gy g s, gg = gy u s (1 + g (1 - s)).

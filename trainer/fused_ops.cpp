@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/blas_threads.hpp"
@@ -81,7 +82,7 @@ void rotate(const torch::Tensor& in, const torch::Tensor& cos, const torch::Tens
   const float *ip = in.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
   float* op = out.data_ptr<float>();
   splitOverThreads(currentBlasThreads(), batch * time, kMinRowsPerThread, [&](int64_t begin, int64_t end) {
-    kernels::ropeRows(ip, cp, sp, op, begin, end, time, heads, hd, direction);
+    kernels::ropeRows(ip, heads * hd, cp, sp, op, heads * hd, begin, end, time, heads, hd, direction);
   });
 }
 
@@ -99,6 +100,60 @@ struct RopeFunction : public torch::autograd::Function<RopeFunction> {
     torch::Tensor gx = at::empty_like(gy);
     rotate(gy, saved[0], saved[1], gx, -1.0f);
     return {gx, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// ---- Q, K and V out of the stacked projection, Q and K rotated
+// --------------------------------------------- qkv [B, T, (H + 2 Hkv) hd] holds each token's Q heads, then
+// K's, then V's (one GEMM over the three weights stacked). Forward: q = RoPE(Q part), k = RoPE(K part), v =
+// the V part, each packed [B, T, heads, hd]. Backward: the Q and K parts get the inverse rotation of gq and
+// gk, the V part gv, written straight into one gradient of qkv's shape.
+
+struct QkvRopeFunction : public torch::autograd::Function<QkvRopeFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
+                               const torch::Tensor& sin, int64_t heads, int64_t kvHeads) {
+    const int64_t batch = qkv.size(0), time = qkv.size(1), width = qkv.size(2);
+    const int64_t hd = width / (heads + 2 * kvHeads), qWidth = heads * hd, kvWidth = kvHeads * hd;
+    torch::Tensor q = at::empty({batch, time, heads, hd}, qkv.options());
+    torch::Tensor k = at::empty({batch, time, kvHeads, hd}, qkv.options());
+    torch::Tensor v = at::empty({batch, time, kvHeads, hd}, qkv.options());
+    const float *in = qkv.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
+    float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+    splitOverThreads(currentBlasThreads(), batch * time, kMinRowsPerThread, [&](int64_t begin, int64_t end) {
+      kernels::ropeRows(in, width, cp, sp, qp, qWidth, begin, end, time, heads, hd, 1.0f);
+      kernels::ropeRows(in + qWidth, width, cp, sp, kp, kvWidth, begin, end, time, kvHeads, hd, 1.0f);
+      for (int64_t r = begin; r < end; ++r)
+        std::copy_n(in + r * width + qWidth + kvWidth, kvWidth, vp + r * kvWidth);
+    });
+    ctx->save_for_backward({cos, sin});
+    for (const auto& [key, value] :
+         {std::pair{"batch", batch}, {"time", time}, {"hd", hd}, {"heads", heads}, {"kvHeads", kvHeads}})
+      ctx->saved_data[key] = value;
+    return {q, k, v};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    auto dim = [&](const char* key) { return ctx->saved_data[key].toInt(); };
+    const int64_t batch = dim("batch"), time = dim("time"), hd = dim("hd"), heads = dim("heads"),
+                  kvHeads = dim("kvHeads");
+    // An output that reached no loss has no gradient: it contributes zeros.
+    auto packed = [&](const torch::Tensor& g, int64_t count) {
+      return g.defined() ? g.contiguous() : at::zeros({batch, time, count, hd}, saved[0].options());
+    };
+    const torch::Tensor gq = packed(grads[0], heads), gk = packed(grads[1], kvHeads),
+                        gv = packed(grads[2], kvHeads);
+    const int64_t qWidth = heads * hd, kvWidth = kvHeads * hd, width = qWidth + 2 * kvWidth;
+    torch::Tensor gqkv = at::empty({batch, time, width}, gq.options());
+    const float *cp = saved[0].data_ptr<float>(), *sp = saved[1].data_ptr<float>();
+    const float *gqp = gq.data_ptr<float>(), *gkp = gk.data_ptr<float>(), *gvp = gv.data_ptr<float>();
+    float* out = gqkv.data_ptr<float>();
+    splitOverThreads(currentBlasThreads(), batch * time, kMinRowsPerThread, [&](int64_t begin, int64_t end) {
+      kernels::ropeRows(gqp, qWidth, cp, sp, out, width, begin, end, time, heads, hd, -1.0f);
+      kernels::ropeRows(gkp, kvWidth, cp, sp, out + qWidth, width, begin, end, time, kvHeads, hd, -1.0f);
+      for (int64_t r = begin; r < end; ++r)
+        std::copy_n(gvp + r * kvWidth, kvWidth, out + r * width + qWidth + kvWidth);
+    });
+    return {gqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -129,6 +184,40 @@ struct SwiGluFunction : public torch::autograd::Function<SwiGluFunction> {
           kernels::swigluBackward(gp + begin, upp + begin, dy + begin, ggp + begin, gup + begin, end - begin);
         });
     return {gg, gu};
+  }
+};
+
+// The same product over the stacked gate and up projection gu [..., 2F] (gate in [0, F), up in [F, 2F)): its
+// rows go through the kernels a row at a time, and the backward writes gate's and up's gradients into one
+// tensor of gu's shape.
+struct StackedSwiGluFunction : public torch::autograd::Function<StackedSwiGluFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& gateUp) {
+    const int64_t width = gateUp.size(-1), f = width / 2, rows = gateUp.numel() / width;
+    std::vector<int64_t> shape = gateUp.sizes().vec();
+    shape.back() = f;
+    torch::Tensor y = at::empty(shape, gateUp.options());
+    const float* in = gateUp.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    splitOverThreads(currentBlasThreads(), rows, kMinRowsPerThread, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        kernels::swigluForward(in + r * width, in + r * width + f, yp + r * f, f);
+    });
+    ctx->save_for_backward({gateUp});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor gateUp = ctx->get_saved_variables()[0];
+    const torch::Tensor gy = grads[0].contiguous();
+    const int64_t width = gateUp.size(-1), f = width / 2, rows = gateUp.numel() / width;
+    torch::Tensor g = at::empty_like(gateUp);
+    const float *in = gateUp.data_ptr<float>(), *dy = gy.data_ptr<float>();
+    float* out = g.data_ptr<float>();
+    splitOverThreads(currentBlasThreads(), rows, kMinRowsPerThread, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        kernels::swigluBackward(in + r * width, in + r * width + f, dy + r * f, out + r * width,
+                                out + r * width + f, f);
+    });
+    return {g};
   }
 };
 
@@ -219,6 +308,39 @@ torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up
 torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
   if (fusable(gate) && fusable(up) && gate.sizes() == up.sizes()) return SwiGluFunction::apply(gate, up);
   return swigluReference(gate, up);
+}
+
+QkvHeads splitQkvWithRopeReference(const torch::Tensor& qkv, const torch::Tensor& cos,
+                                   const torch::Tensor& sin, int64_t heads, int64_t kvHeads) {
+  const int64_t batch = qkv.size(0), time = qkv.size(1), hd = qkv.size(2) / (heads + 2 * kvHeads);
+  const auto parts = at::split_with_sizes(qkv, {heads * hd, kvHeads * hd, kvHeads * hd}, -1);
+  return {applyRopeReference(parts[0].reshape({batch, time, heads, hd}), cos, sin),
+          applyRopeReference(parts[1].reshape({batch, time, kvHeads, hd}), cos, sin),
+          parts[2].reshape({batch, time, kvHeads, hd})};
+}
+
+QkvHeads splitQkvWithRope(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                          int64_t heads, int64_t kvHeads) {
+  TORCH_CHECK(qkv.dim() == 3 && heads > 0 && kvHeads > 0 && qkv.size(2) % (heads + 2 * kvHeads) == 0,
+              "stacked QKV of shape ", qkv.sizes(), " does not split into ", heads, " + 2 x ", kvHeads,
+              " heads");
+  if (fusable(qkv) && fusable(cos) && fusable(sin) && !cos.requires_grad() && !sin.requires_grad()) {
+    const variable_list out = QkvRopeFunction::apply(qkv, cos, sin, heads, kvHeads);
+    return {out[0], out[1], out[2]};
+  }
+  return splitQkvWithRopeReference(qkv, cos, sin, heads, kvHeads);
+}
+
+torch::Tensor stackedSwigluReference(const torch::Tensor& gateUp) {
+  const int64_t f = gateUp.size(-1) / 2;
+  return swigluReference(gateUp.narrow(-1, 0, f), gateUp.narrow(-1, f, f));
+}
+
+torch::Tensor stackedSwiglu(const torch::Tensor& gateUp) {
+  TORCH_CHECK(gateUp.dim() >= 1 && gateUp.size(-1) % 2 == 0, "stacked gate and up of shape ", gateUp.sizes(),
+              " has an odd last dimension");
+  if (fusable(gateUp)) return StackedSwiGluFunction::apply(gateUp);
+  return stackedSwigluReference(gateUp);
 }
 
 torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Tensor& targets) {

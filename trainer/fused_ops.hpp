@@ -22,6 +22,20 @@ torch::Tensor applyRopeReference(const torch::Tensor& x, const torch::Tensor& co
 torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up);
 torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up);
 
+// Q, K and V of the stacked projection qkv [B, T, (H + 2 Hkv) hd] (each token's Q heads, then K's, then
+// V's), as packed [B, T, heads, hd] tensors with RoPE applied to q and k (cos, sin as for applyRope).
+struct QkvHeads {
+  torch::Tensor q, k, v;
+};
+QkvHeads splitQkvWithRope(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                          int64_t heads, int64_t kvHeads);
+QkvHeads splitQkvWithRopeReference(const torch::Tensor& qkv, const torch::Tensor& cos,
+                                   const torch::Tensor& sin, int64_t heads, int64_t kvHeads);
+
+// swiglu of the stacked gate and up projection gateUp [..., 2F] (gate first): [..., F].
+torch::Tensor stackedSwiglu(const torch::Tensor& gateUp);
+torch::Tensor stackedSwigluReference(const torch::Tensor& gateUp);
+
 // Mean over rows of -log softmax(logits)[target]: logits [N, V], targets [N] (int64). The gradient is
 // (softmax - onehot) / N, recomputed from the logits and each row's log-sum-exp.
 torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets);

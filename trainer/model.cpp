@@ -236,13 +236,14 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
     if (t.masaCovers(p)) masa[p] = masaCoefficients(p);
   for (int64_t l = 0; l < m.layers; ++l) {
     torch::Tensor h = rmsNorm(x, parameter(n::attnNorm(l)), m.normEps);
-    auto heads = [&](Proj p, int64_t count) {  // [B, T, count, hd]
-      return at::linear(h, attentionWeight(l, p, masa)).view({batch, time, count, hd});
-    };
-    // RoPE on [B, T, H, hd], where each (token, head) row is contiguous.
-    const torch::Tensor q = applyRope(heads(Proj::Q, m.heads), m_cos, m_sin);
-    const torch::Tensor k = applyRope(heads(Proj::K, m.kvHeads), m_cos, m_sin);
-    const torch::Tensor v = heads(Proj::V, m.kvHeads);
+    // Q, K and V read the same input: one GEMM over their stacked weights [(H + 2 Hkv) hd, d] packs it once,
+    // and the backward takes one input-gradient GEMM instead of three and their sum. Each weight stays its
+    // own parameter (shared, factored or adapted as the topology says); only the product is taken at once.
+    const torch::Tensor qkvWeight =
+        at::cat({attentionWeight(l, Proj::Q, masa), attentionWeight(l, Proj::K, masa),
+                 attentionWeight(l, Proj::V, masa)});
+    // q, k, v: [B, T, H or Hkv, hd], each (token, head) row contiguous, RoPE applied to q and k.
+    const auto [q, k, v] = splitQkvWithRope(at::linear(h, qkvWeight), m_cos, m_sin, m.heads, m.kvHeads);
     // [B, T, H, hd]: on the CPU in that layout directly; elsewhere with heads moved before time and back.
     const torch::Tensor attn =
         tokenMajorAttentionApplies(q, k, v)
@@ -250,9 +251,10 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
             : causalAttention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2);
     x = x + at::linear(attn.reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);
-    x = x + at::linear(swiglu(at::linear(h, feedForwardWeight(l, Proj::Gate)),
-                              at::linear(h, feedForwardWeight(l, Proj::Up))),
-                       feedForwardWeight(l, Proj::Down));
+    // Gate and up, likewise one GEMM: [B, T, 2F], gate first.
+    const torch::Tensor gateUp =
+        at::linear(h, at::cat({feedForwardWeight(l, Proj::Gate), feedForwardWeight(l, Proj::Up)}));
+    x = x + at::linear(stackedSwiglu(gateUp), feedForwardWeight(l, Proj::Down));
   }
   x = rmsNorm(x, parameter(n::kFinalNorm), m.normEps);
   if (t.embedding.factorRank >

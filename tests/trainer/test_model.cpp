@@ -384,6 +384,70 @@ TEST(FusedOps, SwiGluMatchesTheCompositeInValueAndGradient) {
   }
 }
 
+// The stacked QKV projection split into heads, q and k rotated, against slicing it and the composite RoPE
+// in float64; grouped (GQA) and one-to-one heads; an unused output (no gradient) contributes zeros.
+TEST(FusedOps, StackedQkvSplitWithRopeMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(12);
+  const int64_t context = 10, hd = 8;
+  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
+  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
+  const torch::Tensor cos = at::cat({angles, angles}, -1).cos(), sin = at::cat({angles, angles}, -1).sin();
+  const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
+  for (const auto& [heads, kvHeads] : {std::pair<int64_t, int64_t>{4, 2}, {3, 3}}) {
+    const int64_t time = 7, width = (heads + 2 * kvHeads) * hd;
+    const torch::Tensor qkv = at::randn({2, time, width}, gen);
+    const torch::Tensor pq = at::randn({2, time, heads, hd}, gen),
+                        pk = at::randn({2, time, kvHeads, hd}, gen),
+                        pv = at::randn({2, time, kvHeads, hd}, gen);
+    for (const bool useV : {true, false}) {
+      // One functional of all three outputs (or of q and k alone), so each part's gradient is checked.
+      auto functional = [&](const QkvHeads& o) {
+        torch::Tensor f = (o.q * pq.to(o.q.dtype())).sum() + (o.k * pk.to(o.k.dtype())).sum();
+        return useV ? f + (o.v * pv.to(o.v.dtype())).sum() : f;
+      };
+      const torch::Tensor one = at::ones({});
+      const auto fused = evaluate(
+          [&](const auto& in) { return functional(splitQkvWithRope(in[0], c32, s32, heads, kvHeads)); },
+          {qkv}, one);
+      const auto reference = evaluate(
+          [&](const auto& in) {
+            return functional(splitQkvWithRopeReference(in[0], cos, sin, heads, kvHeads));
+          },
+          {qkv.to(at::kDouble)}, one);
+      expectClose(fused, reference, 1e-6);
+    }
+    // The values themselves: q is RoPE of the first H heads, v the last Hkv, untouched.
+    const QkvHeads split = splitQkvWithRope(qkv, c32, s32, heads, kvHeads);
+    EXPECT_TRUE(split.q.is_contiguous() && split.k.is_contiguous() && split.v.is_contiguous());
+    EXPECT_TRUE(at::allclose(
+        split.q, applyRopeReference(qkv.narrow(-1, 0, heads * hd).reshape({2, time, heads, hd}), c32, s32),
+        1e-6, 1e-6));
+    EXPECT_TRUE(at::equal(
+        split.v, qkv.narrow(-1, width - kvHeads * hd, kvHeads * hd).reshape({2, time, kvHeads, hd})));
+  }
+  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 30}), c32, s32, 2, 1), c10::Error);  // 30 is not 4 x hd
+}
+
+// swiglu of the stacked [gate | up] projection against silu(gate) * up of its two halves, in float64.
+TEST(FusedOps, StackedSwiGluMatchesTheCompositeInValueAndGradient) {
+  at::Generator gen = at::detail::createCPUGenerator(13);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 80}, {600, 6}, {1, 1, 2}}) {
+    const torch::Tensor gateUp = at::randn(shape, gen) * 4.0;
+    std::vector<int64_t> half = shape;
+    half.back() /= 2;
+    const torch::Tensor probe = at::randn(half, gen);
+    const auto fused = evaluate([](const auto& in) { return stackedSwiglu(in[0]); }, {gateUp}, probe);
+    const auto reference = evaluate(
+        [](const auto& in) {
+          const int64_t f = in[0].size(-1) / 2;
+          return at::silu(in[0].narrow(-1, 0, f)) * in[0].narrow(-1, f, f);
+        },
+        {gateUp.to(at::kDouble)}, probe);
+    expectClose(fused, reference, 1e-6);
+  }
+  EXPECT_THROW(stackedSwiglu(at::zeros({2, 3})), c10::Error);
+}
+
 TEST(FusedOps, CrossEntropyMatchesTheCompositeInValueAndGradient) {
   at::Generator gen = at::detail::createCPUGenerator(11);
   for (const auto& [rows, vocab] : {std::pair<int64_t, int64_t>{7, 11}, {300, 1024}, {1, 2}}) {
