@@ -111,11 +111,35 @@ MemoryEstimate estimateTrainingMemory(const Topology& t, int64_t batch) {
   MemoryEstimate e;
   const ModelDims& m = t.model;
   e.parameterBytes = 16.0 * static_cast<double>(countParameters(t).total);
-  const double s = static_cast<double>(m.context), h = static_cast<double>(m.dModel),
-               a = static_cast<double>(m.heads);
-  const double perLayer = s * static_cast<double>(batch) * h * (34.0 + 5.0 * a * s / h);  // fp16 bytes
-  e.activationBytes = 2.0 * perLayer * static_cast<double>(m.layers) +                    // fp32
-                      3.0 * 4.0 * s * static_cast<double>(batch) * static_cast<double>(m.vocab);  // logits
+  // The tensors the training step keeps for the backward (trainer/model.cpp), counted in floats for the
+  // n = batch x context tokens of a full batch. Per layer:
+  //   attention RMSNorm: its input x [n, d] and 1/rms [n]; the stacked QKV GEMM: its input h [n, d];
+  //   attention: q, k, v [n, (H + 2 Hkv) hd] and the causal probabilities [batch, H, T, T]; the output
+  //   projection: its input [n, H hd]; FFN RMSNorm: x [n, d] and 1/rms [n]; the stacked gate | up GEMM: its
+  //   input [n, d]; SwiGLU: gate | up [n, 2F]; the down projection: its input [n, F].
+  const double n = static_cast<double>(batch) * static_cast<double>(m.context);
+  const double d = static_cast<double>(m.dModel), hd = static_cast<double>(m.headDim),
+               heads = static_cast<double>(m.heads), kvHeads = static_cast<double>(m.kvHeads),
+               f = static_cast<double>(m.ffn), vocab = static_cast<double>(m.vocab),
+               time = static_cast<double>(m.context);
+  const double perLayer = n * (4.0 * d + 2.0 + (heads + 2.0 * kvHeads) * hd + heads * hd + 3.0 * f) +
+                          static_cast<double>(batch) * heads * time * time;
+  // Each layer's effective weights that the GEMMs keep: the stacked QKV and gate | up always (a new tensor
+  // each step), the output and down projections when they are computed (LoRA on a shared block, MASA).
+  const double stacked = (heads + 2.0 * kvHeads) * hd * d + 2.0 * f * d;
+  double computed = 0;
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const auto shared = [&](const BlockSharing& b) {
+      return b.loraRank > 0 && b.usersOf(b.assign[static_cast<size_t>(l)]) > 1;
+    };
+    if (shared(t.attention) || t.masaCovers(Proj::O)) computed += d * heads * hd;
+    if (shared(t.ffn)) computed += d * f;
+  }
+  // After the layers: the final RMSNorm's input and output [n, d] (and [n, r] through a factorised
+  // output), the logits [n, V] the loss keeps, and the logits' gradient [n, V] at the backward's start.
+  const double head = n * (2.0 * d + 2.0 * vocab + static_cast<double>(t.embedding.factorRank));
+  e.activationBytes = 4.0 * (perLayer * static_cast<double>(m.layers) +
+                             stacked * static_cast<double>(m.layers) + computed + head);
   return e;
 }
 

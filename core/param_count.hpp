@@ -41,8 +41,9 @@ struct ParamBudget {
 ParamBudget countParameters(const Topology& topology);
 
 // Training memory in bytes for fp32 AdamW: weights, gradients and two moments (16 B per parameter), plus
-// activations for `batch` sequences of the full context (Korthikanti et al.'s per-layer estimate, in fp32)
-// and the logits.
+// what the CPU training step keeps for the backward for `batch` sequences of the full context: each layer's
+// saved activations and effective weights, and the logits with their gradient (the tensors are listed in
+// the definition). CUDA's composite attention also keeps the scores, one more [batch, H, T, T] per layer.
 struct MemoryEstimate {
   double parameterBytes = 0;
   double activationBytes = 0;

@@ -18,6 +18,7 @@
 #include "trainer/fused_ops.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
+#include "trainer/tensor_memory.hpp"
 #include "trainer/torch_compat.hpp"
 #include "trainer/torch_io.hpp"
 
@@ -123,6 +124,34 @@ TEST_P(EveryFamily, CountsBuildsRunsAndLearns) {
     opt.zeroGrad();
   }
   EXPECT_LT(last, first - 0.5) << GetParam().first << ": " << first << " -> " << last;
+}
+
+// Issue 37 goal 5: the training memory `params` predicts (core/param_count.hpp: weights, gradients, AdamW's
+// moments and what the step keeps for the backward) is what a CPU training step holds at its peak, as the
+// allocator counts it (trainer/tensor_memory), for every family: within 5% (the issue asks for 20%; the old
+// per-layer formula of Korthikanti et al. was 21–33% above). Two steps, so that the moments exist at the
+// second one's peak.
+TEST_P(EveryFamily, TheMemoryEstimateIsWhatATrainingStepHoldsAtItsPeak) {
+  const Topology& t = GetParam().second;
+  const ComputeThreads computeThreads(1);
+  const auto account = newTensorMemoryAccount();
+  if (!account) GTEST_SKIP() << "the counting allocator is not in use in this build";
+  const int64_t batch = 6;
+  const torch::Tensor tokens = randomTokens(t, batch, t.model.context + 1, 3);
+  const ChargeTensorMemoryTo charge(account);
+  SharedTransformer model(t, torch::kCPU, 5);
+  AdamW opt(model.parameters(), 0.9, 0.95, 1e-8, 0.0);
+  for (int step = 0; step < 2; ++step) {
+    torch::Tensor loss = model.loss(tokens);
+    if (t.postShare.gamma > 0) loss = loss + model.postSharePenalty();
+    loss.backward();
+    opt.step(1e-3);
+    opt.zeroGrad();
+  }
+  const double predicted = estimateTrainingMemory(t, batch).total();
+  EXPECT_NEAR(static_cast<double>(account->peakBytes()) / predicted, 1.0, 0.05)
+      << GetParam().first << ": " << account->peakBytes() << " bytes at the peak, " << predicted
+      << " predicted";
 }
 
 TEST_P(EveryFamily, CheckpointReadsBackAsTheSameEffectiveWeights) {
