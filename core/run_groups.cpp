@@ -82,6 +82,22 @@ std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<c
   return out;
 }
 
+std::string runLabel(const Json& record, const std::filesystem::path& dir) {
+  const JsonObject run(record, (dir / "run.json").string());
+  std::string name = dir.filename().string();
+  if (auto topology = run.optionalObject("topology"))
+    if (auto n = topology->optionalString("name")) name = *n;
+  // An experiment's run, ARM/seed-K under the experiment's directory: its arm names it (arms derived from one
+  // topology, MASA's or an A/A arm's, keep that topology's name).
+  const std::string seedDir = dir.filename().string();
+  const bool seedK =
+      seedDir.size() > 5 && seedDir.starts_with("seed-") &&
+      std::all_of(seedDir.begin() + 5, seedDir.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (seedK && std::filesystem::is_regular_file(dir.parent_path().parent_path() / "experiment.json"))
+    name = dir.parent_path().filename().string();
+  return name + (run.optionalString("role").value_or("") == "baseline" ? " (baseline)" : "");
+}
+
 std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs) {
   std::map<std::string, std::vector<size_t>> byLabel;
   for (size_t i = 0; i < runs.size(); ++i) byLabel[runs[i].label].push_back(i);

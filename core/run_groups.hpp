@@ -2,6 +2,7 @@
 // group, so that a monitor can show the group's mean curve with a confidence band instead of n curves.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ namespace sharelens {
 // bookkeeping (created, versions, sibling, checkpoint and evaluation cadence kept) removed, as canonical
 // JSON. Two records with equal keys train the same model on the same data by the same recipe.
 std::string seedGroupKey(const Json& runRecord);
+
+// A run's name in a monitor: its run.json's "topology name", or "topology name (baseline)" for the
+// parameter-matched baseline of a comparison; an experiment's run (EXPERIMENT/ARM/seed-K, experiment.json in
+// EXPERIMENT) its arm's name. A run.json from another version or edited by hand may lack the topology's name:
+// the directory's name stands in.
+std::string runLabel(const Json& record, const std::filesystem::path& dir);
 
 struct SeedGroup {
   std::string label;            // the members' label

@@ -78,6 +78,73 @@ plot::Figure rankVsStepFigure(const std::string& input, const std::vector<std::s
                                   static_cast<plot::RankQuantity>(it - quantities.begin()));
 }
 
+// Position of `text` among `ids`, or a named error listing them.
+template <size_t N>
+size_t idIndex(const std::array<std::string_view, N>& ids, const std::string& text, const std::string& flag) {
+  const auto it = std::find(ids.begin(), ids.end(), text);
+  if (it != ids.end()) return static_cast<size_t>(it - ids.begin());
+  std::string names;
+  for (const std::string_view id : ids) names += (names.empty() ? "" : ", ") + std::string(id);
+  throw Error({.what = "unknown value", .where = flag, .expected = names, .found = text});
+}
+
+// The runs `export --view training` draws, as the Training view shows them once attached: each input is a
+// run directory or one holding runs (`train --compare`'s pair, an experiment's ARM/seed-K), labelled and
+// grouped by seed as the monitor does (core/run_groups.hpp).
+struct MonitoredRuns {
+  explicit MonitoredRuns(const std::string& inputs) {
+    std::vector<std::filesystem::path> dirs;
+    for (const std::string_view input : splitList(inputs, ',')) {
+      const std::filesystem::path path(input);
+      if (isRunDirectory(path)) {
+        dirs.push_back(path);
+        continue;
+      }
+      const auto below = runDirectoriesBelow(path, 2);
+      if (below.empty())
+        throw Error({.what = "not a run directory",
+                     .where = path.string(),
+                     .expected = "a directory with run.json, or one holding such directories",
+                     .hint = "pass the --out of `sharelens train` or `sharelens experiment run`"});
+      dirs.insert(dirs.end(), below.begin(), below.end());
+    }
+    std::vector<LabelledRun> shown;
+    std::vector<std::pair<std::string, const Json*>> byLabel;
+    for (const std::filesystem::path& dir : dirs) records.push_back(readJsonFile(dir / "run.json"));
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      MetricsReader& reader =
+          *readers.emplace_back(std::make_unique<MetricsReader>(dirs[i] / "metrics.jsonl"));
+      reader.poll();
+      if (reader.malformedLines() > 0)  // lenient as a live reader must be, but never silent about it
+        std::cerr << "note: " << reader.malformedLines() << " line(s) of "
+                  << (dirs[i] / "metrics.jsonl").string()
+                  << " skipped (not JSON objects, or steps that are negative or implausibly large)\n";
+      const std::string label = runLabel(records[i], dirs[i]);
+      shown.push_back({label, &records[i], dirs[i].filename().string()});
+      byLabel.emplace_back(label, &records[i]);
+    }
+    const std::vector<std::string> labels = distinctRunLabels(shown);
+    for (size_t i = 0; i < dirs.size(); ++i) curves.push_back({labels[i], &readers[i]->points()});
+    groups = groupBySeed(byLabel);
+    std::vector<const Json*> recordPointers;
+    for (const Json& r : records) recordPointers.push_back(&r);
+    distinguishGroupLabels(groups, recordPointers);
+  }
+  std::vector<CurveGroup> curveGroups() const {
+    std::vector<CurveGroup> out;
+    for (const SeedGroup& g : groups) {
+      CurveGroup& c = out.emplace_back(CurveGroup{g.label, {}});
+      for (const size_t i : g.members) c.members.push_back(curves.at(i));
+    }
+    return out;
+  }
+
+  std::vector<Json> records;  // filled before any pointer into it is taken
+  std::vector<std::unique_ptr<MetricsReader>> readers;
+  std::vector<plot::RunCurve> curves;
+  std::vector<SeedGroup> groups;
+};
+
 }  // namespace
 
 int runExport(Args& args) {
@@ -97,6 +164,11 @@ int runExport(Args& args) {
   const std::string matrices = args.option("matrices", "");
   for (std::string_view name : splitList(matrices, ',')) figure.matrices.emplace_back(name);
   const std::string quantity = args.option("quantity", "effective-rank");
+  plot::TrainingFigureParams training;  // --view training: the Training view's choices
+  const std::string axisText = args.option("axis", "step");
+  training.smoothing = static_cast<float>(args.number("smoothing", 0, 0.999).value_or(training.smoothing));
+  training.logY = args.flag("log-y");
+  training.groupSeeds = args.flag("group-seeds");
   const AnalysisParams params = parseAnalysisParams(args);
   // A preset or WxH inches, then each of its parts overridden on its own (--width/--height in points).
   ExportOptions options;
@@ -137,40 +209,19 @@ int runExport(Args& args) {
                    [&](const plot::FigureKind& k) { return k.id == viewName; }))
     throw Error({.what = "unknown view", .where = "--view", .expected = exportViewIds(), .found = viewName});
   if (viewName == "training") {
-    if (!isRunDirectory(input))
-      throw Error(
-          {.what = "not a run directory", .where = input, .hint = "pass the --out of `sharelens train`"});
-    MetricsReader reader(std::filesystem::path(input) / "metrics.jsonl");
-    reader.poll();
-    if (reader.malformedLines() > 0)  // lenient as a live reader must be, but never silent about it
-      std::cerr
-          << "note: " << reader.malformedLines() << " line(s) of " << input
-          << "/metrics.jsonl skipped (not JSON objects, or steps that are negative or implausibly large)\n";
-    // Labelled by the topology's name, or by the directory when run.json does not say it.
-    const Json run = readJsonFile(std::filesystem::path(input) / "run.json");
-    std::string label = std::filesystem::path(input).filename().string();
-    if (run.is_object() && run.contains("topology") && run["topology"].is_object() &&
-        run["topology"].contains("name") && run["topology"]["name"].is_string())
-      label = run["topology"]["name"].get<std::string>();
-    const std::vector<plot::RunCurve> curves = {{label, &reader.points()}};
+    training.metric = static_cast<plot::RunMetric>(idIndex(plot::kRunMetricIds, metricText, "--metric"));
+    training.axis = static_cast<plot::RunAxis>(idIndex(plot::kRunAxisIds, axisText, "--axis"));
+    const MonitoredRuns runs(input);
     if (csv) {  // the curves as numbers, for pandas or a spreadsheet
-      writeMetricsCsv(curves, out);
+      if (training.groupSeeds)
+        writeSeedGroupsCsv(runs.curveGroups(), out);
+      else
+        writeMetricsCsv(runs.curves, out);
       std::cout << "wrote " << out << "\n";
       return 0;
     }
-    const std::vector<std::string> metrics = {"loss", "val_loss", "lr", "grad_norm", "tokens_per_s"};
-    const auto it = std::find(metrics.begin(), metrics.end(), metricText);
-    if (it == metrics.end())
-      throw Error({.what = "unknown metric",
-                   .where = "--metric",
-                   .expected = "loss val_loss lr grad_norm tokens_per_s",
-                   .found = metricText});
-    // The training view's two panels on one page: the chosen metric beside the validation loss.
-    const std::vector<plot::Figure> panels = {
-        plot::trainingFigure(curves, static_cast<plot::RunMetric>(it - metrics.begin()), plot::RunAxis::Step,
-                             0.6),
-        plot::trainingFigure(curves, plot::RunMetric::ValidationLoss, plot::RunAxis::Step, 0)};
-    exportPanels(panels, out, options);
+    // The Training view's two panels on one page: the chosen metric beside the validation loss.
+    exportPanels(plot::trainingPanels(runs.curves, training, runs.groups), out, options);
     std::cout << "wrote " << out << "\n";
     return 0;
   } else if (viewName == "rank-vs-step") {

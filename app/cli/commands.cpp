@@ -164,9 +164,11 @@ const std::vector<Command>& commands() {
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
        "[--linear-y] [--absolute (spectrum: sigma_i, not sigma_i / sigma_1)] "
        "[--group G] "
-       "[--colormap C] [--metric M] [--matrices A,B] [--quantity " +
+       "[--colormap C] [--matrices A,B] [--quantity " +
            joined(plot::kRankQuantityNames, "|") +
-           "] "
+           "] [training: --input RUN[,RUN...] (run or experiment directories) --metric " +
+           joined(plot::kRunMetricIds, "|") + " --axis " + joined(plot::kRunAxisIds, "|") +
+           " --smoothing S --log-y --group-seeds] "
            "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
            "[analysis parameters as for analyze]",
        "render a figure (" + exportViewIds() +

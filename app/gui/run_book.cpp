@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/param_count.hpp"
+#include "core/run_groups.hpp"
 
 namespace fs = std::filesystem;
 
@@ -13,16 +14,6 @@ namespace {
 // Runs trained inside the GUI yield the cores to its drawing (RunRequest::niceness). On this project's
 // 2-core machine, with a run training, the --bench-ui frame's p99 fell from 8.4-9.0 ms to 6.8-7.7 ms.
 constexpr int kEmbeddedRunNiceness = 10;
-
-// "topology name", or "topology name (baseline)" for the parameter-matched baseline of a comparison.
-// A run.json from another version or edited by hand may lack either: the directory's name stands in.
-std::string runLabel(const Json& record, const fs::path& dir) {
-  const JsonObject run(record, (dir / "run.json").string());
-  std::string name = dir.filename().string();
-  if (auto topology = run.optionalObject("topology"))
-    if (auto n = topology->optionalString("name")) name = *n;
-  return name + (run.optionalString("role").value_or("") == "baseline" ? " (baseline)" : "");
-}
 
 // The run's planned steps (config.steps), 0 when the record does not say.
 int64_t plannedSteps(const Json& record, const fs::path& dir) {

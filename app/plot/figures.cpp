@@ -615,6 +615,20 @@ Figure experimentCurvesFigure(const ExperimentReport& r, bool againstFlops) {
   return f;
 }
 
+std::array<Figure, 2> trainingPanels(const std::vector<RunCurve>& runs, const TrainingFigureParams& p,
+                                     const std::vector<SeedGroup>& groups) {
+  if (!p.groupSeeds)
+    return {trainingFigure(runs, p.metric, p.axis, p.smoothing, p.logY),
+            trainingFigure(runs, RunMetric::ValidationLoss, p.axis, 0, p.logY)};
+  std::vector<RunCurveGroup> curves;
+  for (const SeedGroup& g : groups) {
+    RunCurveGroup& c = curves.emplace_back(RunCurveGroup{g.label, {}});
+    for (const size_t i : g.members) c.members.push_back(runs.at(i));
+  }
+  return {seedGroupFigure(curves, p.metric, p.axis, p.smoothing, p.logY),
+          seedGroupFigure(curves, RunMetric::ValidationLoss, p.axis, 0, p.logY)};
+}
+
 std::string_view runMetricName(RunMetric m) {
   constexpr std::string_view names[] = {"loss", "validation loss", "learning rate", "gradient norm",
                                         "tokens / s"};

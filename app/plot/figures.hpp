@@ -20,6 +20,7 @@
 #include "core/experiment.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
+#include "core/run_groups.hpp"
 #include "core/topology.hpp"
 
 namespace sharelens::plot {
@@ -117,6 +118,27 @@ struct RunCurveGroup {
 };
 Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metric, RunAxis axis,
                        double smoothing, bool logY = false);
+
+// The Training view's choices, which `sharelens export --view training` takes as flags.
+struct TrainingFigureParams {
+  RunMetric metric = RunMetric::Loss;
+  RunAxis axis = RunAxis::Step;
+  float smoothing = 0.6f;   // the moving average's weight of the past (0: none)
+  bool logY = false;        // the loss panels on a log axis too
+  bool groupSeeds = false;  // runs that differ only in their seeds as one mean curve with a 95% band
+  bool operator==(const TrainingFigureParams&) const = default;
+};
+// The metric's and the validation loss's ids on the command line ("loss", "val_loss", "lr", "grad_norm",
+// "tokens_per_s"), in RunMetric's order.
+inline constexpr std::array<std::string_view, 5> kRunMetricIds = {"loss", "val_loss", "lr", "grad_norm",
+                                                                  "tokens_per_s"};
+inline constexpr std::array<std::string_view, 3> kRunAxisIds = {"step", "tokens", "seconds"};
+
+// The Training view's two panels, [the chosen metric, the validation loss], of `runs` (labelled as the
+// monitor labels them), or with p.groupSeeds of `groups` (core/run_groups.hpp: indices into runs) as one
+// curve each. The view and `export --view training` both draw these.
+std::array<Figure, 2> trainingPanels(const std::vector<RunCurve>& runs, const TrainingFigureParams& p,
+                                     const std::vector<SeedGroup>& groups);
 
 // A topology as a layers x {attention, FFN} map coloured by unique block.
 Figure topologyFigure(const Topology& topology);

@@ -433,11 +433,14 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
 
 // Issue 38: the views build their figures through the figure registry (app/plot/figure_registry.hpp), so what
 // a view exports and what `sharelens export --view` renders of the same model are one figure -- before, the
-// two were built by separate code and already differed in names and subtitles. Byte for byte, per view.
+// two were built by separate code and already differed in names and subtitles. Byte for byte, per view; the
+// Training view's panels and `export --view training` through plot::trainingPanels, with the runs labelled
+// by core/run_groups' runLabel (the command used to label and smooth them by its own code).
 TEST_F(GuiInput, AViewsExportIsTheHeadlessExportOfTheSameFigure) {
   for (const auto& [view, figure, button] : {std::tuple{"Heads", "heads", "heads-layer0"},
                                              {"Layers", "layers", "layers-q"},
-                                             {"Spectrum", "spectrum", "spectrum"}}) {
+                                             {"Spectrum", "spectrum", "spectrum"},
+                                             {"Training", "training", "training-loss"}}) {
     const fs::path data = s_dir / ("xdg-same-" + std::string(figure));
     const auto s = session(
         "same-" + std::string(figure),

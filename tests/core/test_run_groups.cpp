@@ -1,7 +1,10 @@
 // Runs that differ only in their seeds form one group (core/run_groups.hpp); anything else keeps them apart.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/run_groups.hpp"
+#include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens {
 namespace {
@@ -19,6 +22,24 @@ Json runRecord(int seed, double lr = 3e-3) {
                 {"threads", seed % 2 + 1},
                 {"lr", lr},
                 {"steps", 100}}}};
+}
+
+// The Training view's and `export --view training`'s name for a run.
+TEST(RunGroups, ARunIsNamedByItsTopologyItsRoleOrItsExperimentsArm) {
+  const std::filesystem::path dir = testing::makeTempDir("run-label");
+  EXPECT_EQ(runLabel(runRecord(1), dir / "some-run"), "cycle");
+  Json baseline = runRecord(1);
+  baseline["role"] = "baseline";
+  EXPECT_EQ(runLabel(baseline, dir / "compare" / "baseline"), "cycle (baseline)");
+  EXPECT_EQ(runLabel(Json{{"schema", "sharelens.run/1"}}, dir / "old-run"), "old-run");
+  // ARM/seed-K of an experiment: the arm, though its topology keeps the name of the one it was derived from.
+  std::filesystem::create_directories(dir / "exp" / "masa-qkv" / "seed-2");
+  std::ofstream(dir / "exp" / "experiment.json") << "{}";
+  EXPECT_EQ(runLabel(runRecord(2), dir / "exp" / "masa-qkv" / "seed-2"), "masa-qkv");
+  // Not an experiment's: a directory that happens to be called seed-2, or seed-x.
+  EXPECT_EQ(runLabel(runRecord(2), dir / "mine" / "seed-2"), "cycle");
+  EXPECT_EQ(runLabel(runRecord(2), dir / "exp" / "masa-qkv" / "seed-x"), "cycle");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunGroups, RunsThatDifferOnlyInTheirSeedsAreOneGroup) {

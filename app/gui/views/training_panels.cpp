@@ -17,13 +17,7 @@ std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::Ru
     for (const SeedGroup& g : groups) key.groups.push_back(g.members);
   if (key == m_key) return m_panels;
   if (o.groupSeeds) {  // a group's mean moves with each member's new step: built whole
-    std::vector<plot::RunCurveGroup> curves;
-    for (const SeedGroup& g : groups) {
-      plot::RunCurveGroup& c = curves.emplace_back(plot::RunCurveGroup{g.label, {}});
-      for (const size_t i : g.members) c.members.push_back(runs.at(i));
-    }
-    m_panels = {plot::seedGroupFigure(curves, o.metric, o.axis, o.smoothing, o.logY),
-                plot::seedGroupFigure(curves, plot::RunMetric::ValidationLoss, o.axis, 0, o.logY)};
+    m_panels = plot::trainingPanels(runs, o, groups);
     ++m_rebuilds;
     m_key = std::move(key);
     return m_panels;
@@ -43,8 +37,7 @@ std::span<const plot::Figure> TrainingPanels::figures(const std::vector<plot::Ru
       ++m_runUpdates;
     }
   } else {
-    m_panels = {plot::trainingFigure(runs, o.metric, o.axis, o.smoothing, o.logY),
-                plot::trainingFigure(runs, plot::RunMetric::ValidationLoss, o.axis, 0, o.logY)};
+    m_panels = plot::trainingPanels(runs, o, groups);
     ++m_rebuilds;
   }
   m_key = std::move(key);

@@ -5,6 +5,7 @@
 // benchmark (--bench-ui) draws the same panels.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,14 +19,7 @@
 
 namespace sharelens::gui {
 
-struct TrainingPanelOptions {
-  plot::RunMetric metric = plot::RunMetric::Loss;
-  plot::RunAxis axis = plot::RunAxis::Step;
-  float smoothing = 0.6f;
-  bool logY = false;
-  bool groupSeeds = false;  // runs that differ only in their seeds as one mean curve with a 95% band
-  bool operator==(const TrainingPanelOptions&) const = default;
-};
+using TrainingPanelOptions = plot::TrainingFigureParams;
 
 class TrainingPanels {
  public:
@@ -49,7 +43,7 @@ class TrainingPanels {
     bool operator==(const Key&) const = default;
   };
   std::optional<Key> m_key;
-  std::vector<plot::Figure> m_panels;
+  std::array<plot::Figure, 2> m_panels;
   plot::PlotState m_metric, m_validation;
   size_t m_rebuilds = 0, m_runUpdates = 0;
 };
