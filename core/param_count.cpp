@@ -135,9 +135,11 @@ MemoryEstimate estimateTrainingMemory(const Topology& t, int64_t batch) {
     if (shared(t.attention) || t.masaCovers(Proj::O)) computed += d * heads * hd;
     if (shared(t.ffn)) computed += d * f;
   }
-  // After the layers: the final RMSNorm's input and output [n, d] (and [n, r] through a factorised
-  // output), the logits [n, V] the loss keeps, and the logits' gradient [n, V] at the backward's start.
-  const double head = n * (2.0 * d + 2.0 * vocab + static_cast<double>(t.embedding.factorRank));
+  // Around the layers: a factorised embedding's [n, r] lookup before its projection; the final RMSNorm's
+  // input and output [n, d] (and [n, r] through a factorised output); the logits [n, V] the loss keeps, and
+  // the logits' gradient [n, V] at the backward's start. (PostShare's per-pair differences are not counted:
+  // a few rows of d each.)
+  const double head = n * (2.0 * d + 2.0 * vocab + 2.0 * static_cast<double>(t.embedding.factorRank));
   e.activationBytes = 4.0 * (perLayer * static_cast<double>(m.layers) +
                              stacked * static_cast<double>(m.layers) + computed + head);
   return e;

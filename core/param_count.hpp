@@ -43,7 +43,8 @@ ParamBudget countParameters(const Topology& topology);
 // Training memory in bytes for fp32 AdamW: weights, gradients and two moments (16 B per parameter), plus
 // what the CPU training step keeps for the backward for `batch` sequences of the full context: each layer's
 // saved activations and effective weights, and the logits with their gradient (the tensors are listed in
-// the definition). CUDA's composite attention also keeps the scores, one more [batch, H, T, T] per layer.
+// the definition). It is the CPU step's: on CUDA the composite RMSNorm, RoPE and SwiGLU keep more
+// intermediates, and LibTorch's fused attention no probabilities.
 struct MemoryEstimate {
   double parameterBytes = 0;
   double activationBytes = 0;

@@ -82,7 +82,10 @@ std::vector<std::vector<ConfigDifference>> configDifferences(const std::vector<c
   return out;
 }
 
-std::string runLabel(const Json& record, const std::filesystem::path& dir) {
+std::string runLabel(const Json& record, const std::filesystem::path& given) {
+  // "run/", "." and "arm/seed-1/.." name the directory they lead to.
+  std::filesystem::path dir = std::filesystem::absolute(given).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();
   const JsonObject run(record, (dir / "run.json").string());
   std::string name = dir.filename().string();
   if (auto topology = run.optionalObject("topology"))

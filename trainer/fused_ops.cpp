@@ -136,12 +136,8 @@ struct QkvRopeFunction : public torch::autograd::Function<QkvRopeFunction> {
     auto dim = [&](const char* key) { return ctx->saved_data[key].toInt(); };
     const int64_t batch = dim("batch"), time = dim("time"), hd = dim("hd"), heads = dim("heads"),
                   kvHeads = dim("kvHeads");
-    // An output that reached no loss has no gradient: it contributes zeros.
-    auto packed = [&](const torch::Tensor& g, int64_t count) {
-      return g.defined() ? g.contiguous() : at::zeros({batch, time, count, hd}, saved[0].options());
-    };
-    const torch::Tensor gq = packed(grads[0], heads), gk = packed(grads[1], kvHeads),
-                        gv = packed(grads[2], kvHeads);
+    // An output that reached no loss arrives as zeros (LibTorch materialises missing gradients).
+    const torch::Tensor gq = grads[0].contiguous(), gk = grads[1].contiguous(), gv = grads[2].contiguous();
     const int64_t qWidth = heads * hd, kvWidth = kvHeads * hd, width = qWidth + 2 * kvWidth;
     torch::Tensor gqkv = at::empty({batch, time, width}, gq.options());
     const float *cp = saved[0].data_ptr<float>(), *sp = saved[1].data_ptr<float>();
@@ -321,9 +317,15 @@ QkvHeads splitQkvWithRopeReference(const torch::Tensor& qkv, const torch::Tensor
 
 QkvHeads splitQkvWithRope(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
                           int64_t heads, int64_t kvHeads) {
-  TORCH_CHECK(qkv.dim() == 3 && heads > 0 && kvHeads > 0 && qkv.size(2) % (heads + 2 * kvHeads) == 0,
+  TORCH_CHECK(qkv.dim() == 3 && heads > 0 && kvHeads > 0 && qkv.size(2) > 0 &&
+                  qkv.size(2) % (heads + 2 * kvHeads) == 0,
               "stacked QKV of shape ", qkv.sizes(), " does not split into ", heads, " + 2 x ", kvHeads,
               " heads");
+  const int64_t hd = qkv.size(2) / (heads + 2 * kvHeads);
+  TORCH_CHECK(hd % 2 == 0 && cos.dim() == 2 && sin.sizes() == cos.sizes() && cos.size(1) == hd &&
+                  cos.size(0) >= qkv.size(1),
+              "RoPE tables of shape ", cos.sizes(), " do not cover ", qkv.size(1), " positions of head_dim ",
+              hd, " (even)");
   if (fusable(qkv) && fusable(cos) && fusable(sin) && !cos.requires_grad() && !sin.requires_grad()) {
     const variable_list out = QkvRopeFunction::apply(qkv, cos, sin, heads, kvHeads);
     return {out[0], out[1], out[2]};
@@ -337,8 +339,8 @@ torch::Tensor stackedSwigluReference(const torch::Tensor& gateUp) {
 }
 
 torch::Tensor stackedSwiglu(const torch::Tensor& gateUp) {
-  TORCH_CHECK(gateUp.dim() >= 1 && gateUp.size(-1) % 2 == 0, "stacked gate and up of shape ", gateUp.sizes(),
-              " has an odd last dimension");
+  TORCH_CHECK(gateUp.dim() >= 1 && gateUp.size(-1) > 0 && gateUp.size(-1) % 2 == 0,
+              "stacked gate and up of shape ", gateUp.sizes(), " has an odd or empty last dimension");
   if (fusable(gateUp)) return StackedSwiGluFunction::apply(gateUp);
   return stackedSwigluReference(gateUp);
 }

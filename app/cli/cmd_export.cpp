@@ -1,11 +1,13 @@
 // sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G]
-//                  [--colormap C] [--metric M] [--matrices A,B] [--quantity Q]
+//                  [--colormap C] [--matrices A,B] [--quantity Q]
 //                  [--size screen|single|double|WxH] [--dpi N] [--font-scale F] [--width PT] [--height PT]
 //                  [analysis parameters]
 // ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, `rank-vs-step` (a run's
 // chosen matrices at every checkpoint) or `topology`.
 // The figure a GUI view shows, without a window. PATH is a checkpoint or run directory (computed on the
-// spot), an analysis report from `sharelens analyze --json`, a run directory (training views) or a topology.
+// spot), an analysis report from `sharelens analyze --json`, a run directory or a topology. `training`
+// takes RUN[,RUN...] (runs, or directories holding them) and the Training view's --metric, --axis,
+// --smoothing, --log-y and --group-seeds.
 #include <iostream>
 
 #include "analysis/backend.hpp"
@@ -88,16 +90,27 @@ size_t idIndex(const std::array<std::string_view, N>& ids, const std::string& te
   throw Error({.what = "unknown value", .where = flag, .expected = names, .found = text});
 }
 
+// `dir` absolute, without "." or ".." parts or a trailing separator: its name is the run's (or seed-K's).
+std::filesystem::path normalRunPath(const std::filesystem::path& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p;
+}
+
 // The runs `export --view training` draws, as the Training view shows them once attached: each input is a
 // run directory or one holding runs (`train --compare`'s pair, an experiment's ARM/seed-K), labelled and
 // grouped by seed as the monitor does (core/run_groups.hpp).
 struct MonitoredRuns {
   explicit MonitoredRuns(const std::string& inputs) {
     std::vector<std::filesystem::path> dirs;
+    auto add = [&](const std::filesystem::path& dir) {  // once each, as the view attaches a run once
+      const std::filesystem::path normal = normalRunPath(dir);
+      if (std::find(dirs.begin(), dirs.end(), normal) == dirs.end()) dirs.push_back(normal);
+    };
     for (const std::string_view input : splitList(inputs, ',')) {
       const std::filesystem::path path(input);
       if (isRunDirectory(path)) {
-        dirs.push_back(path);
+        add(path);
         continue;
       }
       const auto below = runDirectoriesBelow(path, 2);
@@ -106,7 +119,7 @@ struct MonitoredRuns {
                      .where = path.string(),
                      .expected = "a directory with run.json, or one holding such directories",
                      .hint = "pass the --out of `sharelens train` or `sharelens experiment run`"});
-      dirs.insert(dirs.end(), below.begin(), below.end());
+      for (const std::filesystem::path& dir : below) add(dir);
     }
     std::vector<LabelledRun> shown;
     std::vector<std::pair<std::string, const Json*>> byLabel;

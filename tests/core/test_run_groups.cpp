@@ -36,6 +36,8 @@ TEST(RunGroups, ARunIsNamedByItsTopologyItsRoleOrItsExperimentsArm) {
   std::filesystem::create_directories(dir / "exp" / "masa-qkv" / "seed-2");
   std::ofstream(dir / "exp" / "experiment.json") << "{}";
   EXPECT_EQ(runLabel(runRecord(2), dir / "exp" / "masa-qkv" / "seed-2"), "masa-qkv");
+  EXPECT_EQ(runLabel(runRecord(2), (dir / "exp" / "masa-qkv" / "seed-2").string() + "/"), "masa-qkv");
+  EXPECT_EQ(runLabel(Json{{"schema", "sharelens.run/1"}}, (dir / "old-run").string() + "/"), "old-run");
   // Not an experiment's: a directory that happens to be called seed-2, or seed-x.
   EXPECT_EQ(runLabel(runRecord(2), dir / "mine" / "seed-2"), "cycle");
   EXPECT_EQ(runLabel(runRecord(2), dir / "exp" / "masa-qkv" / "seed-x"), "cycle");

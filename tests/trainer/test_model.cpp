@@ -414,7 +414,7 @@ TEST(FusedOps, SwiGluMatchesTheCompositeInValueAndGradient) {
 }
 
 // The stacked QKV projection split into heads, q and k rotated, against slicing it and the composite RoPE
-// in float64; grouped (GQA) and one-to-one heads; an unused output (no gradient) contributes zeros.
+// in float64; grouped (GQA) and one-to-one heads; v unused (its gradient arrives as zeros).
 TEST(FusedOps, StackedQkvSplitWithRopeMatchesTheCompositeInValueAndGradient) {
   at::Generator gen = at::detail::createCPUGenerator(12);
   const int64_t context = 10, hd = 8;
@@ -454,7 +454,9 @@ TEST(FusedOps, StackedQkvSplitWithRopeMatchesTheCompositeInValueAndGradient) {
     EXPECT_TRUE(at::equal(
         split.v, qkv.narrow(-1, width - kvHeads * hd, kvHeads * hd).reshape({2, time, kvHeads, hd})));
   }
-  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 30}), c32, s32, 2, 1), c10::Error);  // 30 is not 4 x hd
+  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 30}), c32, s32, 2, 1), c10::Error);   // 30 is not 4 x hd
+  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 64}), c32, s32, 2, 1), c10::Error);   // hd 16, tables of 8
+  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 11, 32}), c32, s32, 2, 1), c10::Error);  // 11 > 10 positions
 }
 
 // swiglu of the stacked [gate | up] projection against silu(gate) * up of its two halves, in float64.
@@ -475,6 +477,7 @@ TEST(FusedOps, StackedSwiGluMatchesTheCompositeInValueAndGradient) {
     expectClose(fused, reference, 1e-6);
   }
   EXPECT_THROW(stackedSwiglu(at::zeros({2, 3})), c10::Error);
+  EXPECT_THROW(stackedSwiglu(at::zeros({2, 0})), c10::Error);
 }
 
 TEST(FusedOps, CrossEntropyMatchesTheCompositeInValueAndGradient) {
