@@ -378,12 +378,18 @@ TEST(FusedOps, RmsNormMatchesTheCompositeInValueAndGradient) {
   }
 }
 
+// RoPE's tables in float64 for positions 0..context-1: angle t theta^(-2i/hd), both halves the same.
+std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, int64_t hd) {
+  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
+  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
+  const torch::Tensor both = at::cat({angles, angles}, -1);
+  return {both.cos(), both.sin()};
+}
+
 TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
   at::Generator gen = at::detail::createCPUGenerator(8);
   const int64_t context = 12, hd = 8;
-  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
-  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
-  const torch::Tensor cos = at::cat({angles, angles}, -1).cos(), sin = at::cat({angles, angles}, -1).sin();
+  const auto [cos, sin] = ropeTables(context, hd);
   for (int64_t time : {12, 5}) {  // the whole table, and a prefix of it
     const torch::Tensor x = at::randn({2, time, 3, hd}, gen), probe = at::randn({2, time, 3, hd}, gen);
     const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
@@ -417,10 +423,8 @@ TEST(FusedOps, SwiGluMatchesTheCompositeInValueAndGradient) {
 // in float64; grouped (GQA) and one-to-one heads; v unused (its gradient arrives as zeros).
 TEST(FusedOps, StackedQkvSplitWithRopeMatchesTheCompositeInValueAndGradient) {
   at::Generator gen = at::detail::createCPUGenerator(12);
-  const int64_t context = 10, hd = 8;
-  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
-  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
-  const torch::Tensor cos = at::cat({angles, angles}, -1).cos(), sin = at::cat({angles, angles}, -1).sin();
+  const int64_t hd = 8;
+  const auto [cos, sin] = ropeTables(10, hd);
   const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
   for (const auto& [heads, kvHeads] : {std::pair<int64_t, int64_t>{4, 2}, {3, 3}}) {
     const int64_t time = 7, width = (heads + 2 * kvHeads) * hd;
