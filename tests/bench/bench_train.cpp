@@ -12,6 +12,7 @@
 // train|forward]
 //                    [--topology FILE | --cycle U --lora-rank R]
 // [--json OUT] [--profile TRACE.json]
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -157,18 +158,26 @@ int main(int argc, char** argv) {
   };
   std::vector<std::unique_ptr<Run>> runs;
   for (int64_t r = 0; r < parallelRuns; ++r) runs.push_back(std::make_unique<Run>(t, batch, 1 + r));
-  for (int i = 0; i < 3; ++i) runs.front()->step();  // warm-up
-  if (!profileOut.empty()) {  // one step under the autograd profiler, as a chrome://tracing file
-    torch::autograd::profiler::RecordProfile guard(profileOut);
-    runs.front()->step();
-  }
-  const auto start = clock_type::now();
+  // Each run warms up on its own thread, as the experiment runner's workers train, so that glibc's per-thread
+  // heap arenas hold what they would there (a warm-up on the main thread would leave a run's worth of freed
+  // buffers in the main arena and inflate the peak RSS that tests/bench/bench_memory.sh reads).
+  std::barrier warmedUp(static_cast<std::ptrdiff_t>(parallelRuns) + 1);
+  clock_type::time_point start;
   {
     std::vector<std::jthread> workers;
-    for (auto& run : runs)
-      workers.emplace_back([&run, steps, &mode] {
-        for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run->forward() : run->step();
+    for (size_t r = 0; r < runs.size(); ++r)
+      workers.emplace_back([&, r] {
+        Run& run = *runs[r];
+        for (int i = 0; i < 3; ++i) run.step();
+        if (r == 0 && !profileOut.empty()) {  // one step under the autograd profiler (chrome://tracing)
+          torch::autograd::profiler::RecordProfile guard(profileOut);
+          run.step();
+        }
+        warmedUp.arrive_and_wait();
+        for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run.forward() : run.step();
       });
+    warmedUp.arrive_and_wait();
+    start = clock_type::now();
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   const double tokensPerSecond =
