@@ -166,4 +166,16 @@ std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, cons
   return groups;
 }
 
+MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs) {
+  std::vector<std::pair<std::string, const Json*>> byLabel;
+  std::vector<const Json*> records;
+  for (const LabelledRun& run : runs) {
+    byLabel.emplace_back(run.label, run.record);
+    records.push_back(run.record);
+  }
+  MonitorLabels out{distinctRunLabels(runs), groupBySeed(byLabel)};
+  distinguishGroupLabels(out.groups, records);
+  return out;
+}
+
 }  // namespace sharelens

@@ -57,4 +57,14 @@ std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs)
 // or "#k" when their records say nothing apart (one run copied into two folders).
 void distinguishGroupLabels(std::vector<SeedGroup>& groups, const std::vector<const Json*>& records);
 
+// What a monitor draws of the runs it shows (the Training view, `export --view training`): per run a legend
+// label no other run reads (distinctRunLabels), and the runs' seed groups with labels told apart
+// (groupBySeed, distinguishGroupLabels), one pass so that the view and the export cannot name the same runs
+// differently.
+struct MonitorLabels {
+  std::vector<std::string> runs;  // one per run, in the runs' order
+  std::vector<SeedGroup> groups;  // their members index the runs
+};
+MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs);
+
 }  // namespace sharelens

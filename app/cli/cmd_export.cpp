@@ -122,7 +122,6 @@ struct MonitoredRuns {
       for (const std::filesystem::path& dir : below) add(dir);
     }
     std::vector<LabelledRun> shown;
-    std::vector<std::pair<std::string, const Json*>> byLabel;
     for (const std::filesystem::path& dir : dirs) records.push_back(readJsonFile(dir / "run.json"));
     for (size_t i = 0; i < dirs.size(); ++i) {
       MetricsReader& reader =
@@ -132,16 +131,11 @@ struct MonitoredRuns {
         std::cerr << "note: " << reader.malformedLines() << " line(s) of "
                   << (dirs[i] / "metrics.jsonl").string()
                   << " skipped (not JSON objects, or steps that are negative or implausibly large)\n";
-      const std::string label = runLabel(records[i], dirs[i]);
-      shown.push_back({label, &records[i], dirs[i].filename().string()});
-      byLabel.emplace_back(label, &records[i]);
+      shown.push_back({runLabel(records[i], dirs[i]), &records[i], dirs[i].filename().string()});
     }
-    const std::vector<std::string> labels = distinctRunLabels(shown);
-    for (size_t i = 0; i < dirs.size(); ++i) curves.push_back({labels[i], &readers[i]->points()});
-    groups = groupBySeed(byLabel);
-    std::vector<const Json*> recordPointers;
-    for (const Json& r : records) recordPointers.push_back(&r);
-    distinguishGroupLabels(groups, recordPointers);
+    MonitorLabels labels = monitorLabels(shown);
+    for (size_t i = 0; i < dirs.size(); ++i) curves.push_back({labels.runs[i], &readers[i]->points()});
+    groups = std::move(labels.groups);
   }
   std::vector<CurveGroup> curveGroups() const {
     std::vector<CurveGroup> out;

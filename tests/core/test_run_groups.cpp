@@ -107,6 +107,28 @@ TEST(RunGroups, SeedGroupsThatShareALabelAreToldApartBySeedlessDifferences) {
                                               "twice (#2)"}));
 }
 
+// The Training view and `export --view training` take both namings from this one call: each run told apart
+// by everything (seeds included), each group by its recipe (seeds left out), the groups' members indexing
+// the runs.
+TEST(RunGroups, AMonitorNamesEachRunAndEachSeedGroupInOnePass) {
+  const Json a1 = runRecord(1), b1 = runRecord(1, 1e-3), a2 = runRecord(2), b2 = runRecord(2, 1e-3);
+  const MonitorLabels labels = monitorLabels({{"cycle", &a1, "a1"},
+                                              {"cycle", &b1, "b1"},
+                                              {"cycle", &a2, "a2"},
+                                              {"cycle", &b2, "b2"},
+                                              {"x", nullptr, "x"}});
+  EXPECT_EQ(labels.runs,
+            (std::vector<std::string>{"cycle (lr 0.003, seed 1)", "cycle (lr 0.001, seed 1)",
+                                      "cycle (lr 0.003, seed 2)", "cycle (lr 0.001, seed 2)", "x"}));
+  ASSERT_EQ(labels.groups.size(), 3u);
+  EXPECT_EQ(labels.groups[0].label, "cycle (lr 0.003)");
+  EXPECT_EQ(labels.groups[0].members, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(labels.groups[1].label, "cycle (lr 0.001)");
+  EXPECT_EQ(labels.groups[1].members, (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(labels.groups[2].label, "x");
+  EXPECT_EQ(labels.groups[2].members, (std::vector<size_t>{4}));
+}
+
 // The run table's "differs" line: only the options that are not the same in every run, by name; threads and
 // device are where a run ran, not what it trained.
 TEST(RunGroups, ConfigDifferencesNameOnlyWhatSetsTheRunsApart) {

@@ -132,33 +132,28 @@ class TrainingPanel : public View {
                     });
   }
 
-  // The shown runs (in visible()'s order) grouped by what they share but their seeds (core/run_groups.hpp);
-  // none unless grouping is on.
-  std::vector<SeedGroup> seedGroups(AppContext& ctx) const {
-    if (!m_options.groupSeeds) return {};
-    std::vector<std::pair<std::string, const Json*>> shown;
-    std::vector<const Json*> records;
-    for (const auto& r : ctx.runs.runs())
-      if (r->visible) {
-        shown.emplace_back(r->label, r->record ? &*r->record : nullptr);
-        records.push_back(shown.back().second);
-      }
-    std::vector<SeedGroup> groups = groupBySeed(shown);
-    distinguishGroupLabels(groups, records);  // one name per curve in the legend and the CSV
-    return groups;
-  }
-
-  // The shown runs' curves, labelled so that no two read the same (an arm's seeds were three "baseline"
-  // entries in the legend and the CSV): core/run_groups' distinctRunLabels.
-  std::vector<plot::RunCurve> visible(AppContext& ctx) {
+  // The shown runs' legend labels and seed groups, as `export --view training` names them
+  // (core/run_groups' monitorLabels: an arm's seeds are not three "baseline" entries in the legend and CSV).
+  static MonitorLabels shownLabels(AppContext& ctx, std::vector<RunEntry*>* entries = nullptr) {
     std::vector<LabelledRun> shown;
-    std::vector<RunEntry*> entries;
     for (auto& r : ctx.runs.runs())
       if (r->visible) {
         shown.push_back({r->label, r->record ? &*r->record : nullptr, r->dir.filename().string()});
-        entries.push_back(r.get());
+        if (entries) entries->push_back(r.get());
       }
-    const std::vector<std::string> labels = distinctRunLabels(shown);
+    return monitorLabels(shown);
+  }
+
+  // The shown runs (in visible()'s order) grouped by what they share but their seeds; none unless grouping
+  // is on.
+  std::vector<SeedGroup> seedGroups(AppContext& ctx) const {
+    return m_options.groupSeeds ? shownLabels(ctx).groups : std::vector<SeedGroup>{};
+  }
+
+  // The shown runs' curves, each under its legend label.
+  std::vector<plot::RunCurve> visible(AppContext& ctx) {
+    std::vector<RunEntry*> entries;
+    const std::vector<std::string> labels = shownLabels(ctx, &entries).runs;
     std::vector<plot::RunCurve> out;
     for (size_t i = 0; i < entries.size(); ++i)
       out.push_back({labels[i], &entries[i]->metrics.points(), entries[i]->metrics.revision()});
