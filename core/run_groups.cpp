@@ -166,7 +166,8 @@ std::vector<SeedGroup> groupBySeed(const std::vector<std::pair<std::string, cons
   return groups;
 }
 
-MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs) {
+MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs, bool groups) {
+  if (!groups) return {distinctRunLabels(runs), {}};
   std::vector<std::pair<std::string, const Json*>> byLabel;
   std::vector<const Json*> records;
   for (const LabelledRun& run : runs) {

@@ -60,11 +60,12 @@ void distinguishGroupLabels(std::vector<SeedGroup>& groups, const std::vector<co
 // What a monitor draws of the runs it shows (the Training view, `export --view training`): per run a legend
 // label no other run reads (distinctRunLabels), and the runs' seed groups with labels told apart
 // (groupBySeed, distinguishGroupLabels), one pass so that the view and the export cannot name the same runs
-// differently.
+// differently. Without `groups` (a monitor drawing every run, every frame) the groups are left empty:
+// grouping reads every record again.
 struct MonitorLabels {
   std::vector<std::string> runs;  // one per run, in the runs' order
   std::vector<SeedGroup> groups;  // their members index the runs
 };
-MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs);
+MonitorLabels monitorLabels(const std::vector<LabelledRun>& runs, bool groups = true);
 
 }  // namespace sharelens

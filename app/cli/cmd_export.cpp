@@ -1,11 +1,13 @@
 // sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G]
 //                  [--colormap C] [--matrices A,B] [--quantity Q]
 //                  [--size screen|single|double|WxH] [--dpi N] [--font-scale F] [--width PT] [--height PT]
-//                  [analysis parameters]
-// ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, `rank-vs-step` (a run's
-// chosen matrices at every checkpoint) or `topology`.
+//                  [--no-title] [analysis parameters]
+// ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, or a figure of a file
+// (fileFigures below: `rank-vs-step`, a run's chosen matrices at every checkpoint; `topology`,
+// `topology-graph`; `experiment-forest|bars|curves` of an experiment's --out; `compression-sweep`).
 // The figure a GUI view shows, without a window. PATH is a checkpoint or run directory (computed on the
-// spot), an analysis report from `sharelens analyze --json`, a run directory or a topology. `training`
+// spot), an analysis report from `sharelens analyze --json`, a run directory, a topology, an experiment's or
+// a sweep's output directory. `experiment-curves` takes --axis tokens|flops. `training`
 // takes RUN[,RUN...] (runs, or directories holding them) and the Training view's --metric, --axis,
 // --smoothing, --log-y and --group-seeds.
 #include <iostream>
@@ -18,9 +20,11 @@
 #include "app/export/figure_export.hpp"
 #include "app/plot/figure_registry.hpp"
 #include "app/plot/figures.hpp"
+#include "app/workflows/compress.hpp"
 #include "app/workflows/model_runner.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
+#include "core/experiment.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
@@ -30,8 +34,58 @@
 namespace sharelens::cli {
 namespace {
 
-// The figures `export` draws from runs and topology files rather than from an analysis result.
-constexpr std::string_view kFiguresOfRuns[] = {"training", "rank-vs-step", "topology", "topology-graph"};
+// What the figures of files below may read from the command line besides --input.
+struct FileFigureChoices {
+  std::vector<std::string> matrices;  // rank-vs-step: --matrices
+  std::string quantity;               // rank-vs-step: --quantity
+  double threshold = 0;               // rank-vs-step: the energy threshold of the analysis parameters
+  std::optional<std::string> axis;    // experiment-curves: --axis tokens|flops
+};
+
+plot::Figure rankVsStepFigure(const std::string& input, const FileFigureChoices& c, const TaskContext& ctx);
+
+// "tokens" (the default) or "flops": the x axis of an experiment's mean curves, as the Experiments view's
+// toggle sets it.
+bool curvesAgainstFlops(const std::optional<std::string>& axis) {
+  if (!axis || *axis == "tokens") return false;
+  if (*axis == "flops") return true;
+  throw Error({.what = "unknown value", .where = "--axis", .expected = "tokens or flops", .found = *axis});
+}
+
+// The figures `export` draws from files other than an analysis's input: a run's checkpoints, a topology, an
+// experiment's output directory, a compression sweep. Each builds its figure with the function that draws it
+// elsewhere (the Designer, Experiments, Compress and Spectrum views; `experiment report --figures`, `compress
+// --sweep`), so the two cannot draw different figures of the same file.
+// `training` (below, two panels or a CSV) is the one figure of runs that is not in this table.
+struct FileFigure {
+  std::string_view id;
+  std::function<plot::Figure(const std::string& input, const FileFigureChoices&, const TaskContext&)> build;
+};
+const std::vector<FileFigure>& fileFigures() {
+  static const std::vector<FileFigure> figures = {
+      {"rank-vs-step", rankVsStepFigure},
+      {"topology",
+       [](const std::string& in, auto&, auto&) { return plot::topologyFigure(readTopologyFile(in)); }},
+      {"topology-graph",
+       [](const std::string& in, auto&, auto&) { return plot::topologyGraphFigure(readTopologyFile(in)); }},
+      {"experiment-forest", [](const std::string& in, auto&,
+                               auto&) { return plot::experimentForestFigure(reportExperiment(in)); }},
+      {"experiment-bars",
+       [](const std::string& in, auto&, auto&) { return plot::experimentBarsFigure(reportExperiment(in)); }},
+      {"experiment-curves",
+       [](const std::string& in, const FileFigureChoices& c, auto&) {
+         return plot::experimentCurvesFigure(reportExperiment(in), curvesAgainstFlops(c.axis));
+       }},
+      {"compression-sweep",
+       [](const std::string& in, auto&, auto&) { return plot::compressionSweepFigure(readSweepReport(in)); }},
+  };
+  return figures;
+}
+const FileFigure* fileFigure(std::string_view id) {
+  for (const FileFigure& f : fileFigures())
+    if (f.id == id) return &f;
+  return nullptr;
+}
 
 // The result a figure draws: from a report `sharelens analyze` wrote, or computed on a checkpoint now.
 AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, const AnalysisParams& params,
@@ -58,25 +112,24 @@ AnalysisResult resultFor(const AnalysisKind& kind, const std::string& input, con
   return kind.run(in, params, ctx);
 }
 
-plot::Figure rankVsStepFigure(const std::string& input, const std::vector<std::string>& matrices,
-                              const std::string& quantity, double threshold, const TaskContext& ctx) {
+plot::Figure rankVsStepFigure(const std::string& input, const FileFigureChoices& c, const TaskContext& ctx) {
   const auto& quantities = plot::kRankQuantityNames;
-  const auto it = std::find(quantities.begin(), quantities.end(), quantity);
+  const auto it = std::find(quantities.begin(), quantities.end(), c.quantity);
   if (it == quantities.end()) {
     std::string names;
     for (const std::string_view n : quantities) names += (names.empty() ? "" : ", ") + std::string(n);
-    throw Error({.what = "unknown quantity", .where = "--quantity", .expected = names, .found = quantity});
+    throw Error({.what = "unknown quantity", .where = "--quantity", .expected = names, .found = c.quantity});
   }
   if (!isRunDirectory(input))
     throw Error({.what = "not a run directory",
                  .where = input,
                  .hint = "rank-vs-step follows a run's checkpoints: pass the --out of `sharelens train`"});
-  if (matrices.empty())
+  if (c.matrices.empty())
     throw Error({.what = "no matrices to follow",
                  .where = "--matrices",
                  .expected = "names as the spectra give them, like layers.0.q,layers.3.q.head.1,embedding"});
   const auto backend = makeCpuBackend();
-  return plot::rankDynamicsFigure(computeRankDynamics(input, matrices, *backend, threshold, ctx),
+  return plot::rankDynamicsFigure(computeRankDynamics(input, c.matrices, *backend, c.threshold, ctx),
                                   static_cast<plot::RankQuantity>(it - quantities.begin()));
 }
 
@@ -164,6 +217,12 @@ int runExport(Args& args) {
   const std::optional<std::string> projGiven = args.option("proj");
   const std::string projText = projGiven.value_or("q");
   const bool fitRange = args.flag("fit-range");
+  // A paper's figure has its caption instead: the title and subtitle give their room to the plot.
+  const bool noTitle = args.flag("no-title");
+  auto titled = [noTitle](plot::Figure f) {
+    if (noTitle) f.title.clear(), f.subtitle.clear();
+    return f;
+  };
   figure.logY = !args.flag("linear-y");
   figure.normalised = !args.flag("absolute");
   const std::string metricText = args.option("metric", "loss");
@@ -172,7 +231,7 @@ int runExport(Args& args) {
   for (std::string_view name : splitList(matrices, ',')) figure.matrices.emplace_back(name);
   const std::string quantity = args.option("quantity", "effective-rank");
   plot::TrainingFigureParams training;  // --view training: the Training view's choices
-  const std::string axisText = args.option("axis", "step");
+  const std::optional<std::string> axisGiven = args.option("axis");
   training.smoothing = static_cast<float>(args.number("smoothing", 0, 0.999).value_or(training.smoothing));
   training.logY = args.flag("log-y");
   training.groupSeeds = args.flag("group-seeds");
@@ -211,13 +270,14 @@ int runExport(Args& args) {
 
   plot::Figure result;
   const TaskContext ctx;
-  if (std::find(std::begin(kFiguresOfRuns), std::end(kFiguresOfRuns), viewName) == std::end(kFiguresOfRuns) &&
+  if (viewName != "training" && !fileFigure(viewName) &&
       std::none_of(plot::figureKinds().begin(), plot::figureKinds().end(),
                    [&](const plot::FigureKind& k) { return k.id == viewName; }))
     throw Error({.what = "unknown view", .where = "--view", .expected = exportViewIds(), .found = viewName});
   if (viewName == "training") {
     training.metric = static_cast<plot::RunMetric>(idIndex(plot::kRunMetricIds, metricText, "--metric"));
-    training.axis = static_cast<plot::RunAxis>(idIndex(plot::kRunAxisIds, axisText, "--axis"));
+    training.axis =
+        static_cast<plot::RunAxis>(idIndex(plot::kRunAxisIds, axisGiven.value_or("step"), "--axis"));
     const MonitoredRuns runs(input);
     if (csv) {  // the curves as numbers, for pandas or a spreadsheet
       if (training.groupSeeds)
@@ -228,27 +288,26 @@ int runExport(Args& args) {
       return 0;
     }
     // The Training view's two panels on one page: the chosen metric beside the validation loss.
-    exportPanels(plot::trainingPanels(runs.curves, training, runs.groups), out, options);
+    std::array<plot::Figure, 2> panels = plot::trainingPanels(runs.curves, training, runs.groups);
+    for (plot::Figure& panel : panels) panel = titled(std::move(panel));
+    exportPanels(panels, out, options);
     std::cout << "wrote " << out << "\n";
     return 0;
-  } else if (viewName == "rank-vs-step") {
-    result = rankVsStepFigure(input, figure.matrices, quantity, params.threshold, ctx);
-  } else if (viewName == "topology") {
-    result = plot::topologyFigure(readTopologyFile(input));
-  } else if (viewName == "topology-graph") {
-    result = plot::topologyGraphFigure(readTopologyFile(input));
+  } else if (const FileFigure* file = fileFigure(viewName)) {
+    result = file->build(input, {figure.matrices, quantity, params.threshold, axisGiven}, ctx);
   } else {
     const plot::FigureKind& kind = plot::figureKind(viewName);
     result = kind.build(resultFor(analysis(kind.analysis), input, params, ctx), figure);
   }
-  exportFigure(result, out, options);
+  exportFigure(titled(std::move(result)), out, options);
   std::cout << "wrote " << out << "\n";
   return 0;
 }
 
 std::string exportViewIds() {
   std::string ids = plot::figureIds();
-  for (std::string_view id : kFiguresOfRuns) ids += ", " + std::string(id);
+  ids += ", training";
+  for (const FileFigure& f : fileFigures()) ids += ", " + std::string(f.id);
   return ids;
 }
 

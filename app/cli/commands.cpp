@@ -168,11 +168,13 @@ const std::vector<Command>& commands() {
            joined(plot::kRankQuantityNames, "|") +
            "] [training: --input RUN[,RUN...] (run or experiment directories) --metric " +
            joined(plot::kRunMetricIds, "|") + " --axis " + joined(plot::kRunAxisIds, "|") +
-           " --smoothing S --log-y --group-seeds] "
+           " --smoothing S --log-y --group-seeds] [experiment-curves: --axis tokens|flops] "
            "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
+           "[--no-title (a paper's caption carries it)] "
            "[analysis parameters as for analyze]",
        "render a figure (" + exportViewIds() +
-           ") without a window; PATH is a checkpoint, a report from analyze, a run directory or a topology",
+           ") without a window; PATH is a checkpoint, a report from analyze, a run directory, a topology, an "
+           "experiment's --out (experiment-*) or a sweep's (compression-sweep)",
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
        "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},

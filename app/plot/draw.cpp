@@ -251,7 +251,9 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   l.y = {f.heatmap ? Scale::Linear : f.yScale, fittedY};
   const float text = canvas.textSize("0", style.fontSize).y;
   float top = kPad, bottom = kPad, left = kPad, right = kPad;
-  if (!f.title.empty()) top += canvas.textSize(f.title, style.titleSize).y + 4;
+  // A title or subtitle wider than the figure (an experiment's, in the one-column size) wraps.
+  const float titleLine = canvas.textSize("0", style.titleSize).y + 4;
+  top += static_cast<float>(wrapText(canvas, f.title, style.titleSize, size.x - 2 * kPad).size()) * titleLine;
   top +=
       static_cast<float>(wrapText(canvas, f.subtitle, style.fontSize, size.x - 2 * kPad).size()) * (text + 2);
   bottom += text + kTickLength + 4;  // x tick labels
@@ -264,7 +266,11 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
                                 : niceTicks(l.y, yTickTarget(plotHeightGuess, text));
   for (const Tick& t : yTicks) widest = std::max(widest, canvas.textSize(t.label, style.fontSize).x);
   left += widest + kTickLength + 4;
-  if (!f.yLabel.empty()) left += text + 6;
+  // The y label, turned, wraps at the plot's height: one more line of text to the left for each. Never at
+  // under half its length: a plot squeezed to nothing would otherwise stack it a word per line.
+  l.yLabelLines = wrapText(canvas, f.yLabel, style.fontSize,
+                           std::max(plotHeightGuess, 0.5f * canvas.textSize(f.yLabel, style.fontSize).x));
+  if (!l.yLabelLines.empty()) left += static_cast<float>(l.yLabelLines.size()) * (text + 2) + 4;
   if (f.heatmap && !f.heatmap->categories.empty()) {  // a legend of swatches: swatch, gap, widest name
     float widestName = canvas.textSize(f.heatmap->colorbarLabel, style.fontSize).x;
     for (const std::string& c : f.heatmap->categories)
@@ -332,9 +338,9 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
     const float cx = std::clamp((l.plotMin.x + l.plotMax.x) / 2, std::min(lo, hi), std::max(lo, hi));
     c.text({cx, y}, line, color, size, Align::Center, Align::Start);
   };
-  if (!f.title.empty()) {
-    centredLine(f.title, style.foreground, style.titleSize);
-    y += c.textSize(f.title, style.titleSize).y + 4;
+  for (const std::string& line : wrapText(c, f.title, style.titleSize, l.size.x - 2 * kPad)) {
+    centredLine(line, style.foreground, style.titleSize);
+    y += c.textSize("0", style.titleSize).y + 4;
   }
   for (const std::string& line : wrapText(c, f.subtitle, style.fontSize, l.size.x - 2 * kPad)) {
     centredLine(line, style.frame, style.fontSize);
@@ -446,9 +452,16 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   if (!f.xLabel.empty())
     c.text({(l.plotMin.x + l.plotMax.x) / 2, l.plotMax.y + kTickLength + text + 6}, f.xLabel,
            style.foreground, style.fontSize, Align::Center, Align::Start);
-  if (!f.yLabel.empty())
-    c.text({l.origin.x + kPad, (l.plotMin.y + l.plotMax.y) / 2}, f.yLabel, style.foreground, style.fontSize,
-           Align::Center, Align::Start, /*vertical=*/true);
+  // Turned, its first line leftmost, centred on the plot's height (alignments are along the page's axes, as
+  // for every text) but kept inside the figure: it was wrapped to the plot's height before a legend below
+  // took some of it.
+  for (size_t k = 0; k < l.yLabelLines.size(); ++k) {
+    const float half = c.textSize(l.yLabelLines[k], style.fontSize).x / 2;
+    const float lo = l.origin.y + kPad + half, hi = l.origin.y + l.size.y - kPad - half;
+    const float cy = std::clamp((l.plotMin.y + l.plotMax.y) / 2, std::min(lo, hi), std::max(lo, hi));
+    c.text({l.origin.x + kPad + static_cast<float>(k) * (text + 2), cy}, l.yLabelLines[k], style.foreground,
+           style.fontSize, Align::Start, Align::Center, /*vertical=*/true);
+  }
 
   if (f.heatmap && l.colorbarMin && !f.heatmap->categories.empty()) {  // categorical: one swatch per name
     const Heatmap& h = *f.heatmap;

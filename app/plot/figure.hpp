@@ -122,8 +122,9 @@ struct Style {
   float fontSize = 13.0f, titleSize = 15.0f;
   bool squareHeatmapCells = false;  // exports: the data area shrinks so that a heatmap's cells are square
   // Exports: a legend that would cover data (or a marker) in every corner goes below the plot instead, in as
-  // many columns as fit, and the data area gives up the room. On screen it stays in a corner, where it can
-  // be clicked to hide a series and does not move the axes while a run adds points.
+  // many columns as fit or packed into lines where that takes fewer, and the data area gives up the room. On
+  // screen it stays in a corner, where it can be clicked to hide a series and does not move the axes while a
+  // run adds points.
   bool legendBelowRatherThanOverData = false;
   static Style light();
   static Style dark();
@@ -143,6 +144,7 @@ struct FigureLayout {
     Point min, max;
   };
   std::vector<LegendRow> legend;  // clickable legend rows (series index and box), in the emptiest corner
+  std::vector<std::string> yLabelLines;  // the y label wrapped to the plot's height (drawn turned)
   Point toPixel(double xv, double yv) const;
   double xAt(float px) const;
   double yAt(float py) const;

@@ -165,29 +165,52 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
   return counts.counts();
 }
 
-// The legend's rows below the x axis label, in as many columns as the figure's width holds, with the data
-// area shrunk to make room; false (and nothing changed) when that would leave the plot under half its
-// height.
-bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, FigureLayout& l) {
+// The legend's entries below the x axis label, with the data area shrunk to make room: in columns of the
+// widest entry's width when as many columns as the figure's width holds take no more lines than packing them
+// (entries that line up read as a table), else each entry as wide as its own label, packed into lines like
+// words (a forest plot's five reference lines, one of them long, take three lines of a one-column figure
+// instead of five). Centred under the data area, inside the figure: the columns as one block, packed lines
+// each on its own. False (and nothing changed)
+// when an entry is wider than the figure or the legend would leave the plot under half its height.
+bool placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& widths, FigureLayout& l) {
   const float usable = l.size.x - 2 * kPad;
-  if (!(boxW > 0) || boxW > usable) return false;
-  const size_t columns = std::clamp<size_t>(static_cast<size_t>(usable / boxW), 1, rows);
-  const size_t perColumn = (rows + columns - 1) / columns;
-  const float height = rowH * static_cast<float>(perColumn) + 6;
+  const float widest = widths.empty() ? 0 : *std::max_element(widths.begin(), widths.end());
+  if (!(widest > 0) || widest > usable) return false;
+  auto linesOf = [&](auto&& widthOf) {  // entries packed into lines no wider than `usable`: index ranges
+    std::vector<std::pair<size_t, size_t>> lines;
+    float used = 0;
+    for (size_t k = 0; k < widths.size(); ++k) {
+      if (lines.empty() || used + widthOf(k) > usable) lines.push_back({k, k}), used = 0;
+      lines.back().second = k + 1;
+      used += widthOf(k);
+    }
+    return lines;
+  };
+  const auto columns = linesOf([&](size_t) { return widest; });
+  const auto packed = linesOf([&](size_t k) { return widths[k]; });
+  const bool aligned = columns.size() <= packed.size();
+  const auto& lines = aligned ? columns : packed;
+  const float height = rowH * static_cast<float>(lines.size()) + 6;
   const float plotHeight = l.plotMax.y - l.plotMin.y;
   if (height + 4 > plotHeight / 2) return false;
   l.plotMax.y -= height + 4;
-  const float width = boxW * static_cast<float>(columns);
-  const float left = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
-                                l.origin.x + l.size.x - kPad - width);
   const float top = l.origin.y + l.size.y - kPad - height + 3;
-  size_t k = 0;
-  for (size_t i = 0; i < f.series.size(); ++i) {
-    if (!listedInLegend(f.series[i])) continue;
-    const Point min{left + boxW * static_cast<float>(k / perColumn),
-                    top + rowH * static_cast<float>(k % perColumn)};
-    l.legend.push_back({i, min, {min.x + boxW, min.y + rowH}});
-    ++k;
+  std::vector<size_t> listed;  // series index of each entry
+  for (size_t i = 0; i < f.series.size(); ++i)
+    if (listedInLegend(f.series[i])) listed.push_back(i);
+  for (size_t line = 0; line < lines.size(); ++line) {
+    const auto [begin, end] = lines[line];
+    auto widthOf = [&](size_t k) { return aligned ? widest : widths[k]; };
+    float width = 0;  // of this line, or of the first (the widest) for columns, whose lines start together
+    for (size_t k = aligned ? lines[0].first : begin; k < (aligned ? lines[0].second : end); ++k)
+      width += widthOf(k);
+    float x = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
+                         l.origin.x + l.size.x - kPad - width);
+    const float y = top + rowH * static_cast<float>(line);
+    for (size_t k = begin; k < end; ++k) {
+      l.legend.push_back({listed[k], {x, y}, {x + widthOf(k), y + rowH}});
+      x += widthOf(k);
+    }
   }
   return true;
 }
@@ -200,13 +223,13 @@ bool placeLegendBelow(const Figure& f, float rowH, float boxW, size_t rows, Figu
 // every corner covers some (Style::legendBelowRatherThanOverData).
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
                  FigureLayout& l, FigureMemo* memo) {
-  float widest = 0;
-  size_t rows = 0;
+  std::vector<float> widths;  // each entry's: its swatch, gap and label
   for (const Series& s : f.series)
-    if (listedInLegend(s)) widest = std::max(widest, canvas.textSize(s.label, style.fontSize).x), ++rows;
-  if (rows == 0) return;
-  const float rowH = canvas.textSize("0", style.fontSize).y + 4, boxW = widest + 34,
-              boxH = rowH * static_cast<float>(rows);
+    if (listedInLegend(s)) widths.push_back(canvas.textSize(s.label, style.fontSize).x + 34);
+  if (widths.empty()) return;
+  const size_t rows = widths.size();
+  const float rowH = canvas.textSize("0", style.fontSize).y + 4,
+              boxW = *std::max_element(widths.begin(), widths.end()), boxH = rowH * static_cast<float>(rows);
   const float inset = 8;
   const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset},
                            {l.plotMin.x + inset, l.plotMin.y + inset},
@@ -231,8 +254,11 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
   const size_t choice = memo ? memo->legendCorner(f, l, {boxW, boxH}, style.legendBelowRatherThanOverData,
                                                   hidden, emptiestCorner)
                              : emptiestCorner();
-  if (choice >= std::size(corners) && placeLegendBelow(f, rowH, boxW, rows, l)) return;
-  const Point best = corners[choice % std::size(corners)];
+  if (choice >= std::size(corners) && placeLegendBelow(f, rowH, widths, l)) return;
+  // A legend wider or taller than the plot (a long label in a small export) still stays inside the figure.
+  Point best = corners[choice % std::size(corners)];
+  best.x = std::max(l.origin.x + kPad, std::min(best.x, l.origin.x + l.size.x - kPad - boxW));
+  best.y = std::max(l.origin.y + kPad, std::min(best.y, l.origin.y + l.size.y - kPad - boxH));
   float y = best.y;
   for (size_t i = 0; i < f.series.size(); ++i) {
     if (!listedInLegend(f.series[i])) continue;

@@ -580,6 +580,64 @@ Json SweepReport::toJson() const {
           {"points", points}};
 }
 
+SweepReport readSweepReport(const std::filesystem::path& path) {
+  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "sweep.json" : path;
+  const Json j = readJsonFile(file);
+  constexpr std::string_view kSchema = "sharelens.compress-sweep/1";
+  const std::string hint =
+      "pass the --out of `sharelens compress PATH --sweep ...`, or its sweep.json; a sweep "
+      "run again into a new --out writes it anew";
+  const bool isObject = j.is_object();
+  const std::string schema = isObject && j.contains("schema") && j["schema"].is_string() ? j["schema"] : "";
+  if (schema != kSchema)
+    throw Error({.what = "not a compression sweep",
+                 .where = file.string(),
+                 .expected = "schema " + std::string(kSchema),
+                 .found = !isObject ? "not a JSON object" : "schema '" + schema + "'",
+                 .hint = hint});
+  // An evaluation that cannot be read names the point it belongs to; deleting the file (evaluate's hint for
+  // its own eval.json) would lose the sweep.
+  auto evaluation = [&](const JsonObject& e, const std::string& what) {
+    try {
+      return evalResultFromJson(e.raw(), e.where());
+    } catch (const Error& error) {  // its parts, with the sweep's hint in place of the evaluation's
+      ErrorDetails d = error.details();
+      d.what = "the evaluation of " + what + ": " + d.what;
+      d.hint = hint;
+      throw Error(d);
+    }
+  };
+  const JsonObject root(j, file.string());
+  SweepReport r;
+  r.source = root.requireString("source");
+  for (const Json& group : root.requireArray("groups")) {
+    auto& members = r.groups.emplace_back();
+    if (!group.is_array())
+      root.fail("groups", "a group is not a list of layers", "arrays of integers", jsonTypeName(group));
+    for (const Json& layer : group) {
+      if (!layer.is_number_integer())
+        root.fail("groups", "a layer is not an integer", "arrays of integers", jsonTypeName(layer));
+      members.push_back(layer.get<int64_t>());
+    }
+  }
+  r.resumedPoints = static_cast<int>(root.requireInt("resumed_points", 0));
+  r.original = evaluation(root.requireObject("original"), "the original model");
+  const Json& points = root.requireArray("points");
+  for (size_t k = 0; k < points.size(); ++k) {
+    const JsonObject p(points[k], file.string() + ": points[" + std::to_string(k) + "]");
+    SweepPoint& point = r.points.emplace_back();
+    point.method = p.requireString("method");
+    point.ratio = p.requireNumber("ratio");
+    point.achievedRatio = p.requireNumber("achieved_ratio");
+    point.parameters = p.requireInt("parameters", 0);
+    point.dir = p.requireString("dir");
+    char name[96];
+    std::snprintf(name, sizeof name, "point %zu (%s at ratio %.2f)", k, point.method.c_str(), point.ratio);
+    point.eval = evaluation(p.requireObject("eval"), name);
+  }
+  return r;
+}
+
 std::string SweepReport::toMarkdown() const {
   std::string md = "# Compression sweep of " + source +
                    "\n\nHeld-out perplexity against the share of attention parameters kept ("

@@ -73,6 +73,11 @@ struct SweepReport {
   std::string toMarkdown() const;  // the table: perplexity against ratio per method
 };
 
+// A sweep as its OUT/sweep.json holds it (`path`: that file or OUT), for drawing it again without rerunning
+// (`sharelens export --view compression-sweep`). A file of another schema or missing a field is a named
+// Error.
+SweepReport readSweepReport(const std::filesystem::path& path);
+
 // OUT/<method>-<ratio>/ for every ratio and method (default masa, masa-noref, svd), then OUT/sweep.json and
 // OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same held-out tokens (each
 // point's evaluation in its eval.json). OUT is written whole: `beforeCommit` (figures) writes into the staged

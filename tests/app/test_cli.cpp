@@ -206,7 +206,9 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
     }
     return parts;
   };
-  std::set<std::string> figures = {"training", "rank-vs-step", "topology", "topology-graph"};
+  std::set<std::string> figures = {"training",          "rank-vs-step",      "topology",
+                                   "topology-graph",    "experiment-forest", "experiment-bars",
+                                   "experiment-curves", "compression-sweep"};
   for (const plot::FigureKind& k : plot::figureKinds()) figures.emplace(k.id);
   EXPECT_EQ(split(between("render a figure (", ") without a window"), ", "), figures);
   std::set<std::string> quantities(plot::kRankQuantityNames.begin(), plot::kRankQuantityNames.end());
@@ -217,7 +219,7 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
   std::set<std::string> patterns;
   for (SharingPattern p : kAllPatterns) patterns.emplace(patternName(p));
   EXPECT_EQ(split(between("topology --preset ", " --layers"), "|"), patterns);
-  for (const char* view : {"esd", "esd-alpha", "embedding-loss", "rank-vs-step"}) {
+  for (const char* view : {"esd", "esd-alpha", "embedding-loss", "rank-vs-step", "experiment-bars"}) {
     const auto e = runProcess(kBinary + " export --view " + view + " --input /nonexistent --out /tmp/x.png");
     EXPECT_EQ(e.err.find("unknown view"), std::string::npos) << view << ": " << e.err;
   }

@@ -1621,6 +1621,76 @@ TEST(Figures, AnExportsLegendGoesBelowThePlotRatherThanOverItsData) {
     }
 }
 
+// Issue 41 item 6: an experiment's forest plot exported at the one-column size (252 x 187 pt) had its title
+// and turned y label cut off at the figure's edges (the title never wrapped; the y label was placed with its
+// top, not its middle, at the plot's middle) and, without its title (`export --no-title`), its five-entry
+// legend over the data (one entry per line below would leave under half the plot). Every text's box now lies
+// inside the figure, and the untitled figure's legend goes below, packed into fewer lines than it has
+// entries. (With a title and three lines of subtitle no legend fits below a one-column plot.)
+TEST(Figures, AOneColumnExportKeepsEveryTextInsideTheFigureAndItsLegendOffTheData) {
+  class TextBoxes : public MeasuringCanvas {
+   public:
+    void text(Point at, std::string_view t, Rgb, float size, Align h, Align v, bool vertical) override {
+      const Point s = textSize(t, size);
+      const Point o = alignedTextOrigin(at, s, h, v, vertical);  // the contract Cairo and SVG draw by
+      boxes.push_back({std::string(t), o, {o.x + (vertical ? s.y : s.x), o.y + (vertical ? s.x : s.y)}});
+    }
+    struct Box {
+      std::string text;
+      Point min, max;
+    };
+    std::vector<Box> boxes;
+  };
+  Figure f;
+  f.title = "qkv-sharing: each arm minus baseline, paired by seed (95% intervals; below 0 is better)";
+  f.subtitle = "Leveraging Low-Rank Structure for Effective Weight-Sharing in Language Models, Table 1";
+  f.yLabel = "held-out NLL difference (nats / token)";
+  f.xCategories = {"qkv-shared", "baseline-aa (A/A)"};
+  for (const char* label : {"no difference", "no-worse margin", "over held-out documents (bootstrap)",
+                            "over seeds (t)", "the paper's difference"}) {
+    Series s;  // each reference line crosses the whole plot, so every corner holds data
+    s.label = label;
+    s.x = {-0.5, 0, 0.5, 1, 1.5};
+    s.y = {0.02 * std::sin(static_cast<double>(f.series.size())), -0.02, 0.02, -0.02, 0.0};
+    f.series.push_back(s);
+  }
+  Style exportStyle = Style::light();  // as figure_export draws the one-column preset: 8 pt text
+  exportStyle.legendBelowRatherThanOverData = true;
+  exportStyle.fontSize *= 8.0f / 13.0f, exportStyle.titleSize *= 8.0f / 13.0f;
+  const Point size{252, 187};
+  TextBoxes c;
+  const FigureLayout l = layoutFigure(f, c, exportStyle, {0, 0}, size);
+  drawFigure(c, f, l, exportStyle);
+  ASSERT_FALSE(c.boxes.empty());
+  for (const TextBoxes::Box& b : c.boxes) {
+    EXPECT_GE(b.min.x, -0.01f) << b.text;
+    EXPECT_GE(b.min.y, -0.01f) << b.text;
+    EXPECT_LE(b.max.x, size.x + 0.01f) << b.text;
+    EXPECT_LE(b.max.y, size.y + 0.01f) << b.text;
+  }
+  // The y label left of the plot, each line centred on the plot's height where the figure allows it.
+  ASSERT_FALSE(l.yLabelLines.empty());
+  for (const std::string& line : l.yLabelLines) {
+    const auto box =
+        std::find_if(c.boxes.begin(), c.boxes.end(), [&](const TextBoxes::Box& b) { return b.text == line; });
+    ASSERT_NE(box, c.boxes.end()) << line;
+    EXPECT_LT(box->max.x, l.plotMin.x) << "left of the plot";
+    const float middle = (l.plotMin.y + l.plotMax.y) / 2, half = (box->max.y - box->min.y) / 2;
+    if (middle - half >= 8 && middle + half <= size.y - 8)  // the figure's padding allows it: centred
+      EXPECT_NEAR((box->min.y + box->max.y) / 2, middle, 0.01) << line;
+  }
+  f.title.clear(), f.subtitle.clear();
+  const FigureLayout untitled = layoutFigure(f, c, exportStyle, {0, 0}, size);
+  ASSERT_EQ(untitled.legend.size(), 5u);
+  std::set<float> lines;
+  for (const auto& row : untitled.legend) {
+    EXPECT_GT(row.min.y, untitled.plotMax.y) << "below the plot, not over its data";
+    EXPECT_LE(row.max.y, size.y);
+    lines.insert(row.min.y);
+  }
+  EXPECT_LT(lines.size(), 5u) << "packed, not one entry per line";
+}
+
 // Issue 41 item 1: the Designer shows the layer -> block assignment as a graph. Read back from the figure
 // alone (which block node each layer's edges reach, by height), the shipped Cycle-Rev and Hierarchy
 // topologies give their files' assignments; every layer has one attention edge and one FFN edge.

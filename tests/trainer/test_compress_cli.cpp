@@ -5,6 +5,7 @@
 // anything is written.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <iostream>
 
 #include "core/atomic_file.hpp"
@@ -63,6 +64,30 @@ void Compress::sweepAndRoundTrip() {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   for (const char* f : {"sweep.json", "sweep.md", "sweep.svg", "sweep.png", "sweep.pdf"})
     EXPECT_TRUE(fs::exists(sweep / f)) << f;
+  // Drawn again from sweep.json alone (`export --view compression-sweep`, as for another size): the same
+  // figure, so the file holds everything the figure shows.
+  r = runProcess(kBinary + " export --view compression-sweep --input " + q(sweep) + " --out " +
+                 q(s_dir / "again.svg"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readTextFile(s_dir / "again.svg"), readTextFile(sweep / "sweep.svg"));
+  // A damaged sweep.json names the point and the field; the evaluation's own advice (delete the file, it is
+  // computed again) would lose the sweep here and is not given.
+  for (const auto& [damage, expected] :
+       std::vector<std::pair<std::function<void(Json&)>, std::vector<std::string>>>{
+           {[](Json& j) { j["points"][1]["ratio"] = "x"; }, {"points[1]", "ratio"}},
+           {[](Json& j) { j["points"][0]["eval"].erase("nll"); }, {"points[0].eval", "point 0 (", "nll"}},
+           {[](Json& j) { j["schema"] = 3; }, {"not a compression sweep"}}}) {
+    Json j = readJsonFile(sweep / "sweep.json");
+    damage(j);
+    writeFileAtomically(s_dir / "damaged.json", j.dump());
+    r = runProcess(kBinary + " export --view compression-sweep --input " + q(s_dir / "damaged.json") +
+                   " --out " + q(s_dir / "damaged.svg"));
+    EXPECT_NE(r.exitCode, 0);
+    for (const std::string& part : expected)
+      EXPECT_NE(r.err.find(part), std::string::npos) << part << ": " << r.err;
+    EXPECT_EQ(r.err.find("remove the file"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(s_dir / "damaged.svg"));
+  }
   const Json report = readJsonFile(sweep / "sweep.json");
   std::map<std::pair<std::string, double>, Json> points;
   for (const Json& p : report["points"])

@@ -98,9 +98,29 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   EXPECT_LT(cycle.documentDifference.lo, cycle.documentDifference.estimate);
   EXPECT_GT(cycle.documentDifference.hi, cycle.documentDifference.estimate);
   r = runProcess(kBinary + " experiment report " + shellQuote((dir / "out").string()) + " --json " +
-                 shellQuote((dir / "r.json").string()) + " --md " + shellQuote((dir / "r.md").string()));
+                 shellQuote((dir / "r.json").string()) + " --md " + shellQuote((dir / "r.md").string()) +
+                 " --figures " + shellQuote((dir / "figures").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(readTextFile(dir / "r.md").find("| cycle |"), std::string::npos);
+  // `export --view experiment-*` (what the Experiments view draws, at any size) draws the report's figures.
+  for (const auto& [view, stem] :
+       {std::pair{"experiment-forest", "forest"}, {"experiment-curves --axis flops", "curves-flops"}}) {
+    const fs::path svg = dir / (std::string(stem) + ".svg");
+    r = runProcess(kBinary + " export --view " + view + " --input " + shellQuote((dir / "out").string()) +
+                   " --out " + shellQuote(svg.string()));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(readTextFile(svg),
+              readTextFile(dir / "figures" / (report.experiment.name + "-" + stem + ".svg")))
+        << view;
+  }
+  // For a paper, whose caption carries them: no title, no subtitle.
+  const size_t titleAt = readTextFile(dir / "forest.svg").find(" minus ");  // "NAME: each arm minus REF, ..."
+  ASSERT_NE(titleAt, std::string::npos);
+  r = runProcess(kBinary + " export --view experiment-forest --no-title --input " +
+                 shellQuote((dir / "out").string()) + " --out " +
+                 shellQuote((dir / "untitled.svg").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readTextFile(dir / "untitled.svg").find(" minus "), std::string::npos);
   // The A/A arm (issue 35): the reference again, other initialisation seeds, the same data order (the run's
   // seed); paired with the reference like every arm, and its check in the report.
   const ArmSummary& aa = report.arms[2];

@@ -134,26 +134,26 @@ class TrainingPanel : public View {
 
   // The shown runs' legend labels and seed groups, as `export --view training` names them
   // (core/run_groups' monitorLabels: an arm's seeds are not three "baseline" entries in the legend and CSV).
-  static MonitorLabels shownLabels(AppContext& ctx, std::vector<RunEntry*>* entries = nullptr) {
+  static MonitorLabels shownLabels(AppContext& ctx, bool groups, std::vector<RunEntry*>* entries = nullptr) {
     std::vector<LabelledRun> shown;
     for (auto& r : ctx.runs.runs())
       if (r->visible) {
         shown.push_back({r->label, r->record ? &*r->record : nullptr, r->dir.filename().string()});
         if (entries) entries->push_back(r.get());
       }
-    return monitorLabels(shown);
+    return monitorLabels(shown, groups);
   }
 
   // The shown runs (in visible()'s order) grouped by what they share but their seeds; none unless grouping
   // is on.
   std::vector<SeedGroup> seedGroups(AppContext& ctx) const {
-    return m_options.groupSeeds ? shownLabels(ctx).groups : std::vector<SeedGroup>{};
+    return m_options.groupSeeds ? shownLabels(ctx, true).groups : std::vector<SeedGroup>{};
   }
 
   // The shown runs' curves, each under its legend label.
   std::vector<plot::RunCurve> visible(AppContext& ctx) {
     std::vector<RunEntry*> entries;
-    const std::vector<std::string> labels = shownLabels(ctx, &entries).runs;
+    const std::vector<std::string> labels = shownLabels(ctx, false, &entries).runs;
     std::vector<plot::RunCurve> out;
     for (size_t i = 0; i < entries.size(); ++i)
       out.push_back({labels[i], &entries[i]->metrics.points(), entries[i]->metrics.revision()});
