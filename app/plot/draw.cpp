@@ -54,18 +54,23 @@ std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, 
   return ticks;
 }
 
-// Ticks at category positions labelled by name; every k-th only, when their labels would overlap.
+// Ticks at category positions labelled by name, left to right, each kept when its label (centred on it)
+// clears the last kept one by half a font size: labels of different lengths are measured as they are (a
+// topology graph's short "layers" between two long names stays, where a stride set by the widest name
+// dropped it), and none overlap.
 std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Range& view, float pixels,
                                 Canvas& canvas, float fontSize) {
-  float widest = 0;
-  for (const std::string& n : names) widest = std::max(widest, canvas.textSize(n, fontSize).x);
   const double perCategory = pixels / std::max(1e-9, view.span());
-  const int64_t every = std::max<int64_t>(
-      1, static_cast<int64_t>(std::ceil((widest + fontSize) / std::max(1e-9, perCategory))));
   std::vector<Tick> ticks;
-  for (int64_t i = 0; i < static_cast<int64_t>(names.size()); i += every)
-    if (i >= view.min - 0.5 && i <= view.max + 0.5)
-      ticks.push_back({static_cast<double>(i), names[static_cast<size_t>(i)], true});
+  double lastRight = -HUGE_VAL;  // pixels from the view's left edge
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double at = static_cast<double>(i);
+    if (at < view.min - 0.5 || at > view.max + 0.5) continue;
+    const double centre = (at - view.min) * perCategory, half = canvas.textSize(names[i], fontSize).x / 2.0;
+    if (centre - half < lastRight + fontSize / 2.0) continue;
+    ticks.push_back({at, names[i], true});
+    lastRight = centre + half;
+  }
   return ticks;
 }
 
@@ -109,13 +114,17 @@ void drawBand(Canvas& c, const FigureLayout& l, const Series& s) {
 
 }  // namespace
 
+Rgb categoryColor(int64_t index, int64_t count, Colormap spread) {
+  if (index < 0 || index >= count) return colormapColor(spread, NAN);
+  return count <= kSeriesColors
+             ? seriesColor(static_cast<int>(index))
+             : colormapColor(spread, static_cast<double>(index) / static_cast<double>(count - 1));
+}
+
 Rgb heatmapCellColor(const Heatmap& h, float value) {
   if (std::isnan(value)) return colormapColor(h.colormap, NAN);
-  if (!h.categories.empty()) {  // the palette while it has a colour per category, else spread over the map
-    const int index = static_cast<int>(std::lround(value)), n = static_cast<int>(h.categories.size());
-    if (index < 0 || index >= n) return colormapColor(h.colormap, NAN);
-    return n <= kSeriesColors ? seriesColor(index) : colormapColor(h.colormap, index / (n - 1.0));
-  }
+  if (!h.categories.empty())
+    return categoryColor(std::lround(value), static_cast<int64_t>(h.categories.size()), h.colormap);
   const double span = h.vmax > h.vmin ? h.vmax - h.vmin : 1.0;
   return colormapColor(h.colormap, (value - h.vmin) / span);
 }
@@ -285,7 +294,7 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   l.plotMax = {origin.x + std::max(left + 20, size.x - right),
                origin.y + std::max(top + 20, size.y - bottom)};
   l.yDown = f.heatmap.has_value() || f.yDown;
-  if (f.heatmap && style.squareHeatmapCells) keepCellsSquare(l);
+  if (f.heatmap && style.squareHeatmapCells && f.heatmap->squareCells) keepCellsSquare(l);
   if (f.heatmap) {
     l.colorbarMin = Point{l.plotMax.x + 10, l.plotMin.y};
     l.colorbarMax = Point{l.plotMax.x + 10 + kColorbarWidth, l.plotMax.y};

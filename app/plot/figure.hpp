@@ -63,6 +63,9 @@ struct Heatmap {
   // Categorical: values are indices into these names (a topology's blocks), each cell coloured by the
   // distinct run palette and explained by a legend of swatches instead of a colour bar.
   std::vector<std::string> categories;
+  // Exports keep cells square (Style::squareHeatmapCells) where rows and columns measure the same thing (a
+  // head-by-head map); a map whose columns are kinds (a topology's attention and FFN) fills the width.
+  bool squareCells = true;
   float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
   // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept:
   // texture caches key on it, so two different maps never share a texture and an unchanged one is uploaded
@@ -73,6 +76,9 @@ struct Heatmap {
 
 // A cell's colour: the colormap over [vmin, vmax], or a category's palette colour; NaN is grey.
 Rgb heatmapCellColor(const Heatmap& h, float value);
+// Category `index` of `count` (a topology's blocks): the distinct series palette while it has a colour per
+// category, else spread over `spread`; out of range is grey. The topology map and graph colour blocks alike.
+Rgb categoryColor(int64_t index, int64_t count, Colormap spread = Colormap::Viridis);
 
 struct Figure {
   std::string title, subtitle;

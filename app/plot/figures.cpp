@@ -818,6 +818,7 @@ Figure topologyFigure(const Topology& t) {
   for (int64_t b = 0; b < blocks; ++b) h.categories.push_back("block " + std::to_string(b));
   h.colLabels = {"attention", "FFN"};
   h.rowLabels = numbered("layer ", t.model.layers);
+  h.squareCells = false;  // two columns of kinds beside L layers: square cells would leave a thin strip
   f.heatmap = std::move(h);
   return f;
 }
@@ -839,10 +840,9 @@ Figure topologyGraphFigure(const Topology& t) {
   f.yDown = true;  // layer 0 at the top, as the Designer's column lists them
   f.hoverNearestOnly = true;
   f.legend = false;
-  const int64_t blocks = std::max<int64_t>(2, std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks()));
-  auto colorOf = [&](int64_t b) {
-    return colormapColor(Colormap::Viridis, static_cast<double>(b) / static_cast<double>(blocks - 1));
-  };
+  // Block b in the colour the topology map gives it (topologyFigure's categories).
+  const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
+  auto colorOf = [&](int64_t b) { return categoryColor(b, blocks); };
   for (int side = 0; side < 2; ++side) {
     const BlockSharing& s = side == 0 ? t.attention : t.ffn;
     const int64_t unique = s.uniqueBlocks();

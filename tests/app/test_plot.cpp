@@ -1691,6 +1691,60 @@ TEST(Figures, AOneColumnExportKeepsEveryTextInsideTheFigureAndItsLegendOffTheDat
   EXPECT_LT(lines.size(), 5u) << "packed, not one entry per line";
 }
 
+// Issue 41 item 6, a topology in the one-column size: the graph's x labels were thinned at a stride set by
+// the widest ("attention blocks"), which dropped the middle one ("layers"); the map of blocks kept square
+// cells, a strip a sixth of the figure wide with its "FFN" column unnamed. Every label that fits is kept now,
+// none overlapping, and the map fills the width.
+TEST(Figures, AOneColumnTopologyNamesEveryColumnAndFillsTheWidth) {
+  const Topology t = readTopologyFile(assetsDirectory() / "topologies" / "cycle-rev.json");
+  Style exportStyle = Style::light();  // as figure_export draws the one-column preset
+  exportStyle.squareHeatmapCells = exportStyle.legendBelowRatherThanOverData = true;
+  exportStyle.fontSize *= 8.0f / 13.0f, exportStyle.titleSize *= 8.0f / 13.0f;
+  const Point size{252, 187};
+  class Labels : public MeasuringCanvas {  // each text with its box, as the canvases align it
+   public:
+    void text(Point at, std::string_view t, Rgb, float s, Align h, Align v, bool vertical) override {
+      const Point box = textSize(t, s), o = alignedTextOrigin(at, box, h, v, vertical);
+      placed.push_back({std::string(t), o.x, o.x + (vertical ? box.y : box.x)});
+    }
+    struct Placed {
+      std::string text;
+      float left, right;
+    };
+    std::vector<Placed> placed;
+  };
+  Labels c;
+  const Figure graph = topologyGraphFigure(t);
+  drawFigure(c, graph, layoutFigure(graph, c, exportStyle, {0, 0}, size), exportStyle);
+  std::vector<Labels::Placed> categories;
+  for (const Labels::Placed& p : c.placed)
+    if (std::find(graph.xCategories.begin(), graph.xCategories.end(), p.text) != graph.xCategories.end())
+      categories.push_back(p);
+  ASSERT_EQ(categories.size(), 3u) << "attention blocks, layers, FFN blocks";
+  for (size_t i = 1; i < categories.size(); ++i)
+    EXPECT_LT(categories[i - 1].right, categories[i].left) << categories[i].text;
+
+  const Figure map = topologyFigure(t);
+  Labels m;
+  const FigureLayout l = layoutFigure(map, m, exportStyle, {0, 0}, size);
+  EXPECT_GT(l.plotMax.x - l.plotMin.x, size.x / 3) << "the map fills the width";
+  drawFigure(m, map, l, exportStyle);
+  for (const char* column : {"attention", "FFN"})
+    EXPECT_TRUE(std::any_of(m.placed.begin(), m.placed.end(), [&](const auto& p) {
+      return p.text == column;
+    })) << column;
+  // The graph's block nodes wear the map's block colours (they were viridis beside the map's palette).
+  std::set<std::tuple<int, int, int>> mapColours, nodeColours;
+  for (float b = 0; b < static_cast<float>(map.heatmap->categories.size()); ++b) {
+    const Rgb c = heatmapCellColor(*map.heatmap, b);
+    mapColours.insert({c.r, c.g, c.b});
+  }
+  for (const Series& node : graph.series)
+    if (node.style == SeriesStyle::Markers && node.x.size() == 1 && node.x[0] != 1.0)  // not a layer node
+      nodeColours.insert({node.color.r, node.color.g, node.color.b});
+  EXPECT_EQ(nodeColours, mapColours);
+}
+
 // Issue 41 item 1: the Designer shows the layer -> block assignment as a graph. Read back from the figure
 // alone (which block node each layer's edges reach, by height), the shipped Cycle-Rev and Hierarchy
 // topologies give their files' assignments; every layer has one attention edge and one FFN edge.
