@@ -156,6 +156,17 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
     for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
   }
+  for (size_t i = 0; i < f.series.size();
+       ++i) {  // error bars (a forest's intervals, a bar's), down their length
+    if (isHidden(hidden, i)) continue;
+    const Series& s = f.series[i];
+    for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()}); ++k) {
+      if (!std::isfinite(s.error[k]) || s.error[k] <= 0 || !std::isfinite(s.y[k])) continue;
+      const Point lo = l.toPixel(s.x[k], s.y[k] - s.error[k]), hi = l.toPixel(s.x[k], s.y[k] + s.error[k]);
+      counts.addPoint(lo, 1), counts.addPoint(hi, 1);  // the caps
+      if (const auto v = visibleSegment(lo, hi)) sampleSegment(*v, kSpacing, counts);
+    }
+  }
   for (const Marker& m : f.markers) {  // a marker's dashed line, as points every kSpacing pixels down it
     const float px = l.toPixel(m.x, l.y.range.min).x;
     if (px >= l.plotMin.x && px <= l.plotMax.x)

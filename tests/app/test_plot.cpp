@@ -771,6 +771,25 @@ TEST(Figures, TheLegendAvoidsTheLinesBetweenSparsePoints) {
   expectLegendClearOfLines(f, layoutFigure(f, c, Style::light(), {0, 0}, {520, 500}));
 }
 
+// Error bars count as what they cover: a bar figure's legend sat on the error bars above its bars (one
+// column, issue 41 item 6), since only the points were counted. A marker at mid-height on the right whose
+// interval spans nearly the whole height takes both right corners; the legend goes left.
+TEST(Figures, TheLegendAvoidsErrorBars) {
+  Figure f;
+  f.xRange = Range{0, 10}, f.yRange = Range{0, 10};
+  Series tall, low;
+  tall.label = "wide", tall.style = SeriesStyle::Markers;
+  tall.x = {9}, tall.y = {5}, tall.error = {4.6};
+  low.label = "low", low.style = SeriesStyle::Markers;
+  low.x = {1}, low.y = {0.5};
+  f.series = {tall, low};
+  MeasuringCanvas c;
+  const FigureLayout l = layoutFigure(f, c, Style::light(), {0, 0}, {520, 400});
+  ASSERT_EQ(l.legend.size(), 2u);
+  EXPECT_LT(l.legend[0].max.x, (l.plotMin.x + l.plotMax.x) / 2) << "left, clear of the interval";
+  EXPECT_LT(l.legend[0].max.y, (l.plotMin.y + l.plotMax.y) / 2) << "top, clear of the low point";
+}
+
 // A zigzag of 120 points in the lower half, ending in a climb out through the top-right corner to a point
 // above the view: the segment samples are spread over the whole line, not spent on its first segments (no
 // point lies in that corner); a point with no x is left out, not sampled.
