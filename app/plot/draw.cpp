@@ -54,19 +54,22 @@ std::vector<Tick> indexTicks(int64_t n, const std::vector<std::string>& labels, 
   return ticks;
 }
 
-// Ticks at category positions labelled by name, left to right, each kept when its label (centred on it)
-// clears the last kept one by half a font size: labels of different lengths are measured as they are (a
-// topology graph's short "layers" between two long names stays, where a stride set by the widest name
-// dropped it), and none overlap.
+// Ticks at the category positions inside the view, labelled by name, left to right, each kept when its
+// label clears the last kept one by half a font size: labels of different lengths are measured as they are
+// (a topology graph's short "layers" between two long names stays, where a stride set by the widest name
+// dropped it), and none overlap. Positions are pixels from the plot's left edge; a label is placed as the
+// drawing places it, pulled inside the figure [figureLeft, figureRight] at its edges.
 std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Range& view, float pixels,
-                                Canvas& canvas, float fontSize) {
+                                Canvas& canvas, float fontSize, float figureLeft, float figureRight) {
   const double perCategory = pixels / std::max(1e-9, view.span());
   std::vector<Tick> ticks;
-  double lastRight = -HUGE_VAL;  // pixels from the view's left edge
+  double lastRight = -HUGE_VAL;
   for (size_t i = 0; i < names.size(); ++i) {
     const double at = static_cast<double>(i);
-    if (at < view.min - 0.5 || at > view.max + 0.5) continue;
-    const double centre = (at - view.min) * perCategory, half = canvas.textSize(names[i], fontSize).x / 2.0;
+    if (at < view.min || at > view.max) continue;
+    const double half = canvas.textSize(names[i], fontSize).x / 2.0;
+    const double centre = std::clamp((at - view.min) * perCategory, figureLeft + half,
+                                     std::max(figureLeft + half, figureRight - half));
     if (centre - half < lastRight + fontSize / 2.0) continue;
     ticks.push_back({at, names[i], true});
     lastRight = centre + half;
@@ -364,7 +367,8 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   const auto xTicks = f.heatmap ? indexTicks(f.heatmap->cols, f.heatmap->colLabels, l.x.range, plotW,
                                              style.fontSize, widestColumnLabel)
                       : !f.xCategories.empty()
-                          ? categoryTicks(f.xCategories, l.x.range, plotW, c, style.fontSize)
+                          ? categoryTicks(f.xCategories, l.x.range, plotW, c, style.fontSize,
+                                          l.origin.x - l.plotMin.x, l.origin.x + l.size.x - l.plotMin.x)
                           : niceTicks(l.x, xTickTarget(plotW, text), f.xIntegers ? 1.0 : 0.0);
   const auto yTicks = f.heatmap ? indexTicks(f.heatmap->rows, f.heatmap->rowLabels, l.y.range, plotH,
                                              style.fontSize, style.fontSize)

@@ -63,8 +63,8 @@ struct Heatmap {
   // Categorical: values are indices into these names (a topology's blocks), each cell coloured by the
   // distinct run palette and explained by a legend of swatches instead of a colour bar.
   std::vector<std::string> categories;
-  // Exports keep cells square (Style::squareHeatmapCells) where rows and columns measure the same thing (a
-  // head-by-head map); a map whose columns are kinds (a topology's attention and FFN) fills the width.
+  // Exports keep cells square (Style::squareHeatmapCells), as a matrix is read; a map whose few columns are
+  // kinds beside many rows (a topology's attention and FFN) fills the width instead.
   bool squareCells = true;
   float at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * cols + c)]; }
   // The identity of the map's content (FNV-1a of its size and values), computed on first use and kept:

@@ -842,7 +842,7 @@ Figure topologyGraphFigure(const Topology& t) {
   f.legend = false;
   // Block b in the colour the topology map gives it (topologyFigure's categories).
   const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
-  auto colorOf = [&](int64_t b) { return categoryColor(b, blocks); };
+  auto colorOf = [&](int64_t b) { return categoryColor(b, blocks, Colormap::Viridis); };  // topologyFigure's
   for (int side = 0; side < 2; ++side) {
     const BlockSharing& s = side == 0 ? t.attention : t.ffn;
     const int64_t unique = s.uniqueBlocks();

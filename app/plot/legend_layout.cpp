@@ -156,15 +156,28 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
     const float spacing = std::max(kSpacing, length / kSegmentSamples);
     for (const VisibleSegment& v : segments) sampleSegment(v, spacing, counts);
   }
-  for (size_t i = 0; i < f.series.size();
-       ++i) {  // error bars (a forest's intervals, a bar's), down their length
+  // What the traces leave out: error bars (a forest's intervals, a bar's: the caps and down their length)
+  // and a bar's body (its edges and middle, from its top down to the axis), as the drawing draws them. At
+  // most about kSegmentSamples samples a series, as for its line.
+  const float plotHeight = l.plotMax.y - l.plotMin.y;
+  for (size_t i = 0; i < f.series.size(); ++i) {
     if (isHidden(hidden, i)) continue;
     const Series& s = f.series[i];
-    for (size_t k = 0; k < std::min({s.error.size(), s.x.size(), s.y.size()}); ++k) {
-      if (!std::isfinite(s.error[k]) || s.error[k] <= 0 || !std::isfinite(s.y[k])) continue;
-      const Point lo = l.toPixel(s.x[k], s.y[k] - s.error[k]), hi = l.toPixel(s.x[k], s.y[k] + s.error[k]);
-      counts.addPoint(lo, 1), counts.addPoint(hi, 1);  // the caps
-      if (const auto v = visibleSegment(lo, hi)) sampleSegment(*v, kSpacing, counts);
+    const size_t n = std::min(s.x.size(), s.y.size());
+    const float spacing = std::max(kSpacing, plotHeight * 3 * static_cast<float>(n) / kSegmentSamples);
+    auto sampleDown = [&](Point a, Point b) {
+      if (const auto v = visibleSegment(a, b)) sampleSegment(*v, spacing, counts);
+    };
+    for (size_t k = 0; k < n; ++k) {
+      if (!std::isfinite(s.y[k])) continue;
+      if (k < s.error.size() && std::isfinite(s.error[k]) && s.error[k] > 0) {
+        const Point lo = l.toPixel(s.x[k], s.y[k] - s.error[k]), hi = l.toPixel(s.x[k], s.y[k] + s.error[k]);
+        counts.addPoint(lo, 1), counts.addPoint(hi, 1);
+        sampleDown(lo, hi);
+      }
+      if (s.style == SeriesStyle::Bars)
+        for (const double dx : {-s.barWidth / 2, 0.0, s.barWidth / 2})
+          sampleDown(l.toPixel(s.x[k] + dx, s.y[k]), l.toPixel(s.x[k] + dx, l.y.range.min));
     }
   }
   for (const Marker& m : f.markers) {  // a marker's dashed line, as points every kSpacing pixels down it

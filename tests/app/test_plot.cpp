@@ -788,6 +788,21 @@ TEST(Figures, TheLegendAvoidsErrorBars) {
   ASSERT_EQ(l.legend.size(), 2u);
   EXPECT_LT(l.legend[0].max.x, (l.plotMin.x + l.plotMax.x) / 2) << "left, clear of the interval";
   EXPECT_LT(l.legend[0].max.y, (l.plotMin.y + l.plotMax.y) / 2) << "top, clear of the low point";
+
+  // Bars count by their bodies, not their tops: short bars on the right leave no top in the lower corners but
+  // fill them; a tall bar fills the top left, one point sits in the top right. The legend goes top right.
+  Figure bars;
+  bars.xRange = Range{-0.5, 3.5}, bars.yRange = Range{0, 10};
+  Series body, point;
+  body.label = "bars", body.style = SeriesStyle::Bars;
+  body.x = {0, 1, 2, 3}, body.y = {9.5, 3, 3, 3};
+  point.label = "a point", point.style = SeriesStyle::Markers;
+  point.x = {3}, point.y = {9.5};
+  bars.series = {body, point};
+  const FigureLayout b = layoutFigure(bars, c, Style::light(), {0, 0}, {520, 400});
+  ASSERT_EQ(b.legend.size(), 2u);
+  EXPECT_LT(b.legend[0].max.y, (b.plotMin.y + b.plotMax.y) / 2) << "not over the bars' bodies below";
+  EXPECT_GT(b.legend[0].min.x, (b.plotMin.x + b.plotMax.x) / 2) << "right, clear of the tall bar";
 }
 
 // A zigzag of 120 points in the lower half, ending in a climb out through the top-right corner to a point
@@ -1752,16 +1767,20 @@ TEST(Figures, AOneColumnTopologyNamesEveryColumnAndFillsTheWidth) {
     EXPECT_TRUE(std::any_of(m.placed.begin(), m.placed.end(), [&](const auto& p) {
       return p.text == column;
     })) << column;
-  // The graph's block nodes wear the map's block colours (they were viridis beside the map's palette).
-  std::set<std::tuple<int, int, int>> mapColours, nodeColours;
-  for (float b = 0; b < static_cast<float>(map.heatmap->categories.size()); ++b) {
-    const Rgb c = heatmapCellColor(*map.heatmap, b);
-    mapColours.insert({c.r, c.g, c.b});
+  // The graph's block nodes wear the map's block colours (they were viridis beside the map's palette): block
+  // b is the b-th node from the top on each side (TheTopologyGraphConnectsEachLayerToItsBlocks reads it so).
+  for (const double side : {0.0, 2.0}) {
+    std::vector<std::pair<double, Rgb>> nodes;  // height, colour
+    for (const Series& node : graph.series)
+      if (node.style == SeriesStyle::Markers && node.x.size() == 1 && node.x[0] == side)
+        nodes.emplace_back(node.y[0], node.color);
+    std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    ASSERT_EQ(nodes.size(), map.heatmap->categories.size());
+    for (size_t b = 0; b < nodes.size(); ++b) {
+      const Rgb want = heatmapCellColor(*map.heatmap, static_cast<float>(b)), got = nodes[b].second;
+      EXPECT_TRUE(got.r == want.r && got.g == want.g && got.b == want.b) << "side " << side << " block " << b;
+    }
   }
-  for (const Series& node : graph.series)
-    if (node.style == SeriesStyle::Markers && node.x.size() == 1 && node.x[0] != 1.0)  // not a layer node
-      nodeColours.insert({node.color.r, node.color.g, node.color.b});
-  EXPECT_EQ(nodeColours, mapColours);
 }
 
 // Issue 41 item 1: the Designer shows the layer -> block assignment as a graph. Read back from the figure

@@ -264,7 +264,7 @@ class DesignerPanel : public DesignerApi {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     dl->AddText({origin.x + 60, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
     dl->AddText({origin.x + 60 + colW + 8, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
-    const int64_t blocks = std::max<int64_t>(2, std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks()));
+    const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
     for (int64_t l = 0; l < t.model.layers; ++l) {
       const float y = origin.y + 18 + rowH * static_cast<float>(l);
       const std::string label = std::to_string(l);
@@ -276,8 +276,7 @@ class DesignerPanel : public DesignerApi {
         const int64_t b = s.assign[static_cast<size_t>(l)];
         const float x = origin.x + 60 + (colW + 8) * static_cast<float>(c);
         const ImVec2 min{x, y + 1}, max{x + colW, y + rowH - 1};
-        const plot::Rgb color = plot::colormapColor(plot::Colormap::Viridis,
-                                                    static_cast<double>(b) / static_cast<double>(blocks - 1));
+        const plot::Rgb color = plot::categoryColor(b, blocks);  // as the graph beside and the exported map
         dl->AddRectFilled(min, max, plot::toImColor(color));
         if (rowH >= 12) {
           char text[16];
