@@ -131,11 +131,14 @@ struct Lane {
 
   // Gram of the smaller side of the row-major m x n double matrix in `wide` into `gram` (column-major,
   // lower triangle). Row-major A is column-major A^T (n x m).
-  int64_t gramOfWide(int64_t m, int64_t n) {
-    const int64_t k = std::min(m, n);
+  // The Gram of the m x n row-major matrix in `wide`: the smaller of A A^T and A^T A, or A A^T (m x m)
+  // whatever the shape when `rowGram` (the stacked heads' cross-Gram, whose blocks are rows).
+  int64_t gramOfWide(int64_t m, int64_t n, bool rowGram = false) {
+    const bool rows = rowGram || m <= n;
+    const int64_t k = rows ? m : n;
     gram.resize(static_cast<size_t>(k * k));
     const double one = 1.0, zero = 0.0;
-    if (m <= n)  // A A^T = (A^T)^T (A^T): op = T on the n x m column-major operand
+    if (rows)  // A A^T = (A^T)^T (A^T): op = T on the n x m column-major operand
       check(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, static_cast<int>(m), static_cast<int>(n),
                         &one, wide.get(), static_cast<int>(n), &zero, gram.get(), static_cast<int>(m)),
             "cublasDsyrk");
@@ -239,8 +242,9 @@ class CudaBackend : public LinalgBackend {
     lane.wide.resize(stacked.data.size());
     widen<<<gridFor(stacked.data.size()), 256, 0, lane.stream>>>(lane.a.get(), lane.wide.get(),
                                                                  stacked.data.size());
-    const int64_t n = lane.gramOfWide(stacked.rows, stacked.cols);  // rows <= cols: S S^T, N*r square
-    if (n != stacked.rows) fail("cross-Gram of stacked heads has the wrong side", std::to_string(n));
+    // S S^T, N r x N r, however the stacked rows compare with the columns (GPT-2's 36 heads of 64 rows are
+    // 2304 rows of 768)
+    const int64_t n = lane.gramOfWide(stacked.rows, stacked.cols, /*rowGram=*/true);
     std::vector<int2> hostPairs;
     for (const auto& [a, b] : pairs) hostPairs.push_back(make_int2(static_cast<int>(a), static_cast<int>(b)));
     DeviceBuffer<int2> devicePairs(hostPairs.size());

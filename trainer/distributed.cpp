@@ -1,13 +1,27 @@
-#define USE_C10D_GLOO \
-  1  // the ProcessGroupGloo header is compiled only under it; Debian's LibTorch is built with Gloo
+// Gloo's process group where Gloo's headers are on the include path (Debian's libgloo-dev; a pip wheel of
+// PyTorch defines USE_C10D_GLOO but ships only some of them); NCCL's where LibTorch is a CUDA build
+// (trainer/CMakeLists.txt defines USE_C10D_NCCL) and NCCL's header is found (a pip wheel's is in the
+// nvidia-nccl package: tests/tools/device_check.sh adds it).
+#if __has_include(<gloo/algorithm.h>) && __has_include(<gloo/common/error.h>) && __has_include(<gloo/context.h>) && \
+    __has_include(<gloo/rendezvous/store.h>) && __has_include(<gloo/transport/device.h>)
+#define SHARELENS_HAVE_GLOO 1
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1  // ProcessGroupGloo.hpp is compiled only under it
+#endif
+#endif
+#if defined(USE_C10D_NCCL) && !__has_include(<nccl.h>)
+#undef USE_C10D_NCCL
+#endif
 #include "trainer/distributed.hpp"
 
 #include <pthread.h>
 #include <signal.h>
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef USE_C10D_NCCL  // defined by trainer/CMakeLists.txt for a CUDA LibTorch (which is built with NCCL)
+#ifdef SHARELENS_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -128,6 +142,12 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
     }
 #endif
     (void)cuda;  // without NCCL, Gloo reduces CUDA tensors through host memory
+#ifndef SHARELENS_HAVE_GLOO
+    throw Error({.what = "distributed training is not available in this build",
+                 .where = where,
+                 .found = "LibTorch's headers without Gloo's" + std::string(cuda ? " or NCCL's" : ""),
+                 .hint = "build against a LibTorch that ships them (Debian's libtorch-dev does)"});
+#else
     auto options = c10d::ProcessGroupGloo::Options::create(millis(config.timeoutSeconds));
     const bool loopback = config.masterAddr == "127.0.0.1" || config.masterAddr == "localhost";
     options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
@@ -135,6 +155,7 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
     options->threads = 2;
     m_group = c10::make_intrusive<c10d::ProcessGroupGloo>(m_store, config.rank, config.worldSize, options);
     m_backendName = "gloo";
+#endif
   } catch (const c10::Error& e) {
     throw Error({.what = "could not join the distributed run",
                  .where = where,

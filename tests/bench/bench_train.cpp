@@ -8,8 +8,12 @@
 // --mode forward times the training model's forward pass and loss alone, without autograd (the reference
 // for held-out evaluation's speed, issue 37 item 3: tests/bench/bench_eval.sh); MFU then counts 2N + 4LHQT
 // FLOPs per token, a third of training's.
-// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m] [--runs N] [--mode
-// train|forward]
+// --device cuda trains on the GPU as `sharelens train --device cuda` does (forward under bf16 autocast, fp32
+// weights and optimizer); MFU is then against the card's measured bf16 matmul peak. --size gpu is the
+// experiments' GPU profile (assets/experiments/*.json "profiles.gpu": 12 x 512, 8 heads, 4 KV, FFN 1376,
+// context 512, vocabulary 1024; ~35M non-embedding parameters).
+// usage: bench_train [--threads N] [--steps N] [--batch N] [--size 10m|0.3m|1m|3m|gpu] [--runs N] [--mode
+// train|forward] [--device cpu|cuda]
 //                    [--topology FILE | --cycle U --lora-rank R]
 // [--json OUT] [--profile TRACE.json]
 #include <barrier>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
 
 #include "core/atomic_file.hpp"
 #include "core/heap.hpp"
@@ -76,28 +81,43 @@ Topology benchTopology(const std::string& size) {
                         .headDim = 32,
                         .ffn = 512,
                         .context = 128};
+  else if (size == "gpu")
+    t.model = ModelDims{.vocab = 1024,
+                        .dModel = 512,
+                        .layers = 12,
+                        .heads = 8,
+                        .kvHeads = 4,
+                        .headDim = 64,
+                        .ffn = 1376,
+                        .context = 512};
   else
-    throw std::invalid_argument("--size " + size + ": expected 10m, 0.3m, 1m or 3m");
+    throw std::invalid_argument("--size " + size + ": expected 10m, 0.3m, 1m, 3m or gpu");
   for (int64_t l = 0; l < t.model.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
   return t;
 }
 
-double sgemmPeak() {
-  const auto a = at::randn({2048, 2048}), b = at::randn({2048, 2048});
+// The matmul rate the MFU is against: fp32 on the CPU (2048^3), bf16 on a GPU (8192^3, the precision
+// autocast gives the model's matmuls there).
+double matmulPeak(torch::Device device) {
+  const bool gpu = device.is_cuda();
+  const int64_t n = gpu ? 8192 : 2048;
+  const auto options = at::TensorOptions().device(device).dtype(gpu ? at::kBFloat16 : at::kFloat);
+  const auto a = at::randn({n, n}, options), b = at::randn({n, n}, options);
   for (int i = 0; i < 2; ++i) at::matmul(a, b);
   const auto start = clock_type::now();
-  const int reps = 6;
+  const int reps = gpu ? 20 : 6;
   for (int i = 0; i < reps; ++i) at::matmul(a, b);
+  if (gpu) torch::cuda::synchronize();
   const double s = std::chrono::duration<double>(clock_type::now() - start).count();
-  return 2.0 * 2048.0 * 2048.0 * 2048.0 * reps / s;
+  return 2.0 * static_cast<double>(n * n * n) * reps / s;
 }
 
 int main(int argc, char** argv) {
   int threads = 2;
   int64_t steps = 10, batch = 16;
   int64_t cycle = 0, loraRank = 0, parallelRuns = 1;
-  std::string topologyPath, jsonOut, profileOut, size = "10m", mode = "train";
+  std::string topologyPath, jsonOut, profileOut, size = "10m", mode = "train", deviceName = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads")
@@ -120,9 +140,16 @@ int main(int argc, char** argv) {
       size = v;
     else if (a == "--mode")
       mode = v;
+    else if (a == "--device")
+      deviceName = v;
     else if (a == "--runs")
       parallelRuns = std::max<int64_t>(1, std::stoll(v));
   }
+  if (deviceName != "cpu" && deviceName != "cuda")
+    throw std::invalid_argument("--device " + deviceName + ": expected cpu or cuda");
+  if (deviceName == "cuda" && !torch::cuda::is_available())
+    throw std::runtime_error("--device cuda: this LibTorch sees no CUDA device");
+  const torch::Device device(deviceName == "cuda" ? torch::kCUDA : torch::kCPU);
   keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
   // N runs side by side share the threads, as the experiment runner's --parallel N does.
   std::optional<ComputeThreads> computeThreads;
@@ -139,17 +166,21 @@ int main(int argc, char** argv) {
     SharedTransformer model;
     AdamW opt;
     torch::Tensor tokens;
-    Run(const Topology& t, int64_t batch, uint64_t seed)
-        : model(t, torch::kCPU, seed), opt(model.parameters(), 0.9, 0.95, 1e-8, 0.1) {
+    Run(const Topology& t, int64_t batch, uint64_t seed, torch::Device device)
+        : model(t, device, seed), opt(model.parameters(), 0.9, 0.95, 1e-8, 0.1) {
       at::Generator gen = at::detail::createCPUGenerator(3 + seed);
-      tokens = at::randint(0, t.model.vocab, {batch, t.model.context + 1}, gen, at::kLong);
+      tokens = at::randint(0, t.model.vocab, {batch, t.model.context + 1}, gen, at::kLong).to(device);
+    }
+    torch::Tensor loss() {
+      const ScopedCudaAutocast autocast(tokens.is_cuda());  // as TrainingRun's forward
+      return model.loss(tokens);
     }
     void forward() {
       const torch::NoGradGuard noGrad;
-      (void)model.loss(tokens);
+      (void)loss();
     }
     void step() {
-      const auto loss = model.loss(tokens);
+      const auto loss = this->loss();
       loss.backward();
       clipGradientNorm(model.parameters(), 1.0);
       opt.step(1e-3);
@@ -157,7 +188,7 @@ int main(int argc, char** argv) {
     }
   };
   std::vector<std::unique_ptr<Run>> runs;
-  for (int64_t r = 0; r < parallelRuns; ++r) runs.push_back(std::make_unique<Run>(t, batch, 1 + r));
+  for (int64_t r = 0; r < parallelRuns; ++r) runs.push_back(std::make_unique<Run>(t, batch, 1 + r, device));
   // Each run warms up on its own thread, as the experiment runner's workers train, so that glibc's per-thread
   // heap arenas hold what they would there (a warm-up on the main thread would leave a run's worth of freed
   // buffers in the main arena and inflate the peak RSS that tests/bench/bench_memory.sh reads).
@@ -175,6 +206,7 @@ int main(int argc, char** argv) {
         }
         warmedUp.arrive_and_wait();
         for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run.forward() : run.step();
+        if (device.is_cuda()) torch::cuda::synchronize();
       });
     warmedUp.arrive_and_wait();
     start = clock_type::now();
@@ -185,23 +217,26 @@ int main(int argc, char** argv) {
   const ParamBudget budget = countParameters(t);
   computeThreads.reset();  // the machine's peak at all its threads, however they were split
   computeThreads.emplace(threads);
-  const double peak = sgemmPeak();
+  const double peak = matmulPeak(device);
   const double flopsPerToken = mode == "forward" ? budget.trainFlopsPerToken / 3 : budget.trainFlopsPerToken;
   const double mfu = tokensPerSecond * flopsPerToken / peak;
   std::printf(
       "sharelens (LibTorch %s C++): %s, %lld parameters, batch %lld x %lld, %d threads (LibTorch intra-op "
-      "%d), %lld run(s) side by side, %s\n",
+      "%d), %lld run(s) side by side, %s, on %s\n",
       TORCH_VERSION, t.name.c_str(), static_cast<long long>(budget.total), static_cast<long long>(batch),
       static_cast<long long>(t.model.context), threads, at::get_num_threads(),
-      static_cast<long long>(parallelRuns), mode == "forward" ? "forward and loss only" : "training steps");
-  std::printf("  %.0f tokens/s, %.2f GFLOP/s (%s per token), sgemm peak %.1f GFLOP/s, MFU %.1f%%\n",
+      static_cast<long long>(parallelRuns), mode == "forward" ? "forward and loss only" : "training steps",
+      device.is_cuda() ? "CUDA (bf16 autocast)" : "the CPU");
+  std::printf("  %.0f tokens/s, %.2f GFLOP/s (%s per token), %s peak %.1f GFLOP/s, MFU %.1f%%\n",
               tokensPerSecond, tokensPerSecond * flopsPerToken / 1e9,
-              mode == "forward" ? "2N + 4LHQT" : "6N + 12LHQT", peak / 1e9, 100.0 * mfu);
+              mode == "forward" ? "2N + 4LHQT" : "6N + 12LHQT", device.is_cuda() ? "bf16 matmul" : "sgemm",
+              peak / 1e9, 100.0 * mfu);
   if (!jsonOut.empty())
     writeFileAtomically(jsonOut, Json{{"tokens_per_s", tokensPerSecond},
                                       {"mode", mode},
+                                      {"device", deviceName},
                                       {"mfu", mfu},
-                                      {"sgemm_peak_flops", peak},
+                                      {"matmul_peak_flops", peak},
                                       {"parameters", budget.total},
                                       {"train_flops_per_token", budget.trainFlopsPerToken}}
                                      .dump());

@@ -5,11 +5,14 @@ threads -- on the same checkpoint. Prints its timings, and compares its effectiv
 report (identical except where the cumulative energy lies within 1e-9 of the threshold).
 
 usage: torch_analysis_peer.py CHECKPOINT_DIR OURS.json [--threads 2] [--dtype float64|float32] [--json OUT]
-                              [--max-layer-pairs K]
+                              [--max-layer-pairs K] [--device cpu|cuda]
 
 --max-layer-pairs K runs only the first K layer pairs of each projection and scales the measured time to
 all L(L-1)/2 pairs (every pair of a projection is the same shape, so each costs the same); the report says
 so. On a 2-core machine PyTorch needs over half an hour for Llama-3.2-1B's 840 layer-difference SVDs.
+
+--device cuda runs torch.linalg.svdvals on the GPU (the weights are moved there before the clock starts; each
+timing ends with torch.cuda.synchronize()), the peer of bench_analysis_backend --device cuda (cuSOLVER).
 """
 import argparse
 import json
@@ -55,7 +58,13 @@ def main():
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--json")
     ap.add_argument("--max-layer-pairs", type=int, default=0)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    if args.device == "cuda":  # the context and cuSOLVER's handle are made before any clock starts
+        torch.linalg.svdvals(torch.randn(2, 64, 64, device=device, dtype=getattr(torch, args.dtype)))
+        sync()
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
     with open(os.path.join(args.checkpoint, "config.json")) as f:
@@ -63,7 +72,7 @@ def main():
     with open(args.ours) as f:
         ours = json.load(f)
     raw = read_checkpoint(args.checkpoint)
-    view = {k: torch.from_numpy(np.ascontiguousarray(v))
+    view = {k: torch.from_numpy(np.ascontiguousarray(v)).to(device)
             for k, v in expected_view("gpt2" if cfg["model_type"] == "gpt2" else "decoder", raw, cfg).items()}
     del raw
     layers, heads, kv, hd = shape_of(cfg)
@@ -89,6 +98,7 @@ def main():
     for shape, keys in by_shape.items():
         for k, s in zip(keys, batched_svdvals([view[k] for k in keys], dtype)):
             spectra[k] = s
+    sync()
     timing["spectra_s"] = time.time() - t
     ours_spectra = {s["name"]: s for s in ours.get("spectra", [])}
     for k, s in spectra.items():
@@ -103,6 +113,7 @@ def main():
         mats = [view[f"layers.{l}.{p}.head.{h}"] for p, h in labels]
         pairs = [(a, b) for a in range(len(mats)) for b in range(a + 1, len(mats))]
         head_sigmas.append((pairs, batched_svdvals([mats[a].to(dtype) - mats[b].to(dtype) for a, b in pairs], dtype)))
+    sync()
     timing["heads_s"] = time.time() - t
     if "head_differences" in ours:
         for l, (pairs, sig) in enumerate(head_sigmas):
@@ -124,6 +135,7 @@ def main():
         for a, b in pairs:  # one difference at a time bounds memory; svdvals batches within the chunk
             sig.append(batched_svdvals([mats[a].to(dtype) - mats[b].to(dtype)], dtype)[0])
         layer_sigmas[p] = (pairs, sig)
+        sync()
         timing["layers_s"] += (time.time() - t) * len(all_pairs) / len(pairs)
     if "layer_differences" in ours:
         by_proj = {m["proj"]: m for m in ours["layer_differences"]["maps"]}
@@ -131,7 +143,7 @@ def main():
             for (a, b), s in zip(pairs, sig):
                 compare(by_proj[p]["effective_rank"][a][b], s, f"layers {p} {a}-{b}")
 
-    result = {"torch": torch.__version__, "dtype": args.dtype, "threads": args.threads, "timing": timing,
+    result = {"torch": torch.__version__, "dtype": args.dtype, "device": args.device, "threads": args.threads, "timing": timing,
               "layer_differences_extrapolated_from_pairs": args.max_layer_pairs or None,
               "ranks_compared": compared, "ranks_near_threshold_skipped": skipped, "rank_mismatches": len(mismatches),
               "first_mismatches": mismatches[:10]}

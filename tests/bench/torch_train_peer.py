@@ -1,8 +1,13 @@
 #!/usr/bin/python3
 """Eager PyTorch peer of bench_train: the same Llama-style model (RMSNorm, SwiGLU, rotate-half RoPE, GQA,
-causal attention as torch 1.13 computes it), the same shapes, batch, threads and fp32, trained with
-torch.optim.AdamW and clip_grad_norm_. Prints tokens/s and MFU against the sgemm peak measured here."""
+causal attention as ShareLens's LibTorch computes it: F.scaled_dot_product_attention where the torch has it,
+the explicit masked softmax on torch 1.13), the same shapes, batch, threads and fp32, trained with
+torch.optim.AdamW and clip_grad_norm_. Prints tokens/s and MFU against the sgemm peak measured here.
+--device cuda trains on the GPU as bench_train --device cuda does: the forward and loss under bf16 autocast,
+fp32 weights and optimizer (torch.optim.AdamW's default implementation there), MFU against the card's bf16
+matmul peak."""
 import argparse
+import contextlib
 import json
 import math
 import time
@@ -63,7 +68,11 @@ class Layer(nn.Module):
         v = F.linear(h, self.w("v")).view(b, t, self.kv, self.hd).transpose(1, 2)
         q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
         k, v = k.repeat_interleave(self.heads // self.kv, 1), v.repeat_interleave(self.heads // self.kv, 1)
-        att = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(self.hd)).masked_fill(mask, float("-inf")), -1) @ v
+        if hasattr(F, "scaled_dot_product_attention"):
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(self.hd)).masked_fill(mask, float("-inf")),
+                                -1) @ v
         x = x + F.linear(att.transpose(1, 2).reshape(b, t, -1), self.w("o"))
         h = self.ffn_norm(x)
         return x + F.linear(F.silu(F.linear(h, self.w("gate"))) * F.linear(h, self.w("up")), self.w("down"))
@@ -106,7 +115,8 @@ class Model(nn.Module):
 
 # (vocab, d, layers, heads, kv heads, FFN, context), as bench_train's benchTopology().
 SIZES = {"10m": (8192, 320, 8, 8, 4, 864, 256), "0.3m": (1024, 80, 4, 4, 2, 216, 128),
-         "1m": (1024, 128, 6, 4, 4, 344, 128), "3m": (1024, 192, 7, 6, 3, 512, 128)}
+         "1m": (1024, 128, 6, 4, 4, 344, 128), "3m": (1024, 192, 7, 6, 3, 512, 128),
+         "gpu": (1024, 512, 12, 8, 4, 1376, 512)}
 
 
 def main():
@@ -120,23 +130,30 @@ def main():
     ap.add_argument("--cycle", type=int, default=0, help="unique blocks U of a Cycle (layer l uses l mod U)")
     ap.add_argument("--lora-rank", type=int, default=0, help="per-layer LoRA rank on the shared blocks")
     ap.add_argument("--size", default="10m", choices=sorted(SIZES), help="the model (bench_train --size)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--json")
     args = ap.parse_args()
+    device = torch.device(args.device)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this torch sees no CUDA device")
     intra = args.intra_op_threads or args.threads
     torch.set_num_threads(intra)
     torch.manual_seed(1)
     vocab, d, layers, heads, kv, ffn, context = SIZES[args.size]
-    model = Model(vocab, d, layers, heads, kv, ffn, context, args.cycle, args.lora_rank)
+    model = Model(vocab, d, layers, heads, kv, ffn, context, args.cycle, args.lora_rank).to(device)
     params = sum(p.numel() for n, p in model.named_parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-    tokens = torch.randint(0, vocab, (args.batch, context + 1), generator=torch.Generator().manual_seed(3))
+    tokens = torch.randint(0, vocab, (args.batch, context + 1), generator=torch.Generator().manual_seed(3)).to(device)
+    gpu = args.device == "cuda"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
 
     def step():
-        logits = model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+        with torch.autocast("cuda", dtype=torch.bfloat16) if gpu else contextlib.nullcontext():
+            logits = model(tokens[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -144,26 +161,31 @@ def main():
 
     for _ in range(3):
         step()
+    sync()
     start = time.time()
     for _ in range(args.steps):
         step()
+    sync()
     seconds = time.time() - start
     tps = args.steps * args.batch * context / seconds
     applied = layers * (2 * d * d + 2 * d * kv * (d // heads) + 3 * d * ffn) + vocab * d
     flops = 6 * applied + 12 * layers * heads * (d // heads) * context
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    n, reps = (8192, 20) if gpu else (2048, 6)
+    a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16 if gpu else torch.float32) for _ in range(2))
     for _ in range(2):
         a @ b
+    sync()
     t = time.time()
-    for _ in range(6):
+    for _ in range(reps):
         a @ b
-    peak = 2 * 2048 ** 3 * 6 / (time.time() - t)
+    sync()
+    peak = 2 * n ** 3 * reps / (time.time() - t)
     print(f"PyTorch {torch.__version__} eager: {params} parameters, batch {args.batch} x {context}, {args.threads} threads "
-          f"(torch.set_num_threads({intra}))")
-    print(f"  {tps:.0f} tokens/s, {tps * flops / 1e9:.2f} GFLOP/s, sgemm peak {peak / 1e9:.1f} GFLOP/s, "
+          f"(torch.set_num_threads({intra})), on {'CUDA (bf16 autocast)' if gpu else 'the CPU'}")
+    print(f"  {tps:.0f} tokens/s, {tps * flops / 1e9:.2f} GFLOP/s, {'bf16 matmul' if gpu else 'sgemm'} peak {peak / 1e9:.1f} GFLOP/s, "
           f"MFU {100 * tps * flops / peak:.1f}%")
     if args.json:
-        json.dump({"tokens_per_s": tps, "mfu": tps * flops / peak, "sgemm_peak_flops": peak, "parameters": params},
+        json.dump({"tokens_per_s": tps, "mfu": tps * flops / peak, "matmul_peak_flops": peak, "device": args.device, "parameters": params},
                   open(args.json, "w"))
 
 

@@ -1,5 +1,6 @@
 #include "tests/support/malformed.hpp"
 
+#include <cstdint>
 #include <cstring>
 
 namespace sharelens::testing {
