@@ -11,7 +11,9 @@
 //   SHARELENS_TEST_VALIDATION_OOM_STEPS "10": training steps whose validation runs out of memory
 //                                      (trainer/training_run.cpp; Training.AnErrorInAStep*)
 //   SHARELENS_TEST_UPDATE_FAIL_STEPS   "4": optimizer updates that run out of memory after writing the first
-//                                      parameter (trainer/optimizer.cpp; Training.AnErrorInAStep*)
+//                                      parameter, or before writing any where that parameter takes the
+//                                      multi-tensor path (a GPU's) (trainer/optimizer.cpp;
+//                                      Training.AnErrorInAStep*)
 //   SHARELENS_TEST_KILL_IN_CHECKPOINT  model | optim | state | marker | rename: SIGKILL at that point of
 //                                      the second checkpoint write (trainer/checkpoint_io.cpp;
 //                                      Training.KilledCheckpointWrites*, tests/tools/probe_kill_resume.py)

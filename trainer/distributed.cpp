@@ -123,6 +123,18 @@ class StopSignalsHeld {
 
 DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) : m_config(config) {
   const std::string where = "rank " + std::to_string(config.rank) + " of " + std::to_string(config.worldSize);
+#ifdef USE_C10D_NCCL
+  const bool nccl = cuda;
+#else
+  const bool nccl = false;
+#endif
+#ifndef SHARELENS_HAVE_GLOO
+  if (!nccl)  // refused before the rendezvous, which would otherwise wait for the other ranks first
+    throw Error({.what = "distributed training is not available in this build",
+                 .where = where,
+                 .found = "LibTorch's headers without Gloo's" + std::string(cuda ? " or NCCL's" : ""),
+                 .hint = "build against a LibTorch that ships them (Debian's libtorch-dev does)"});
+#endif
   const StopSignalsHeld held;
   try {
     c10d::TCPStoreOptions store;
@@ -133,7 +145,7 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
     store.timeout = millis(config.timeoutSeconds);
     m_store = c10::make_intrusive<c10d::TCPStore>(config.masterAddr, store);
 #ifdef USE_C10D_NCCL
-    if (cuda) {
+    if (nccl) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = millis(config.timeoutSeconds);
       m_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(m_store, config.rank, config.worldSize, options);
@@ -141,13 +153,8 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
       return;
     }
 #endif
-    (void)cuda;  // without NCCL, Gloo reduces CUDA tensors through host memory
-#ifndef SHARELENS_HAVE_GLOO
-    throw Error({.what = "distributed training is not available in this build",
-                 .where = where,
-                 .found = "LibTorch's headers without Gloo's" + std::string(cuda ? " or NCCL's" : ""),
-                 .hint = "build against a LibTorch that ships them (Debian's libtorch-dev does)"});
-#else
+    (void)nccl;  // without NCCL, Gloo reduces CUDA tensors through host memory
+#ifdef SHARELENS_HAVE_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(millis(config.timeoutSeconds));
     const bool loopback = config.masterAddr == "127.0.0.1" || config.masterAddr == "localhost";
     options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")

@@ -64,7 +64,9 @@ void AdamW::step(double lr) {
     }
     if (i == 0 && fault::updateFailsAt(m_steps)) throw std::bad_alloc();
   }
-  for (Group& g : groups) {  // the same arithmetic as the kernel, tensor by tensor
+  // The kernel's arithmetic, but for the first moment's update: m b1 + (1 - b1) g here, m + (1 - b1)(g - m)
+  // there (LibTorch 1.13 has no multi-tensor lerp), the same up to rounding.
+  for (Group& g : groups) {
     if (g.params.empty()) continue;
     if (g.decay != 1.0) at::_foreach_mul_(g.params, g.decay);
     at::_foreach_mul_(g.expAvg, m_beta1);

@@ -105,6 +105,7 @@ double matmulPeak(torch::Device device) {
   const auto options = at::TensorOptions().device(device).dtype(gpu ? at::kBFloat16 : at::kFloat);
   const auto a = at::randn({n, n}, options), b = at::randn({n, n}, options);
   for (int i = 0; i < 2; ++i) at::matmul(a, b);
+  if (gpu) torch::cuda::synchronize();  // the warm-ups finish outside the clock
   const auto start = clock_type::now();
   const int reps = gpu ? 20 : 6;
   for (int i = 0; i < reps; ++i) at::matmul(a, b);
@@ -204,6 +205,7 @@ int main(int argc, char** argv) {
           torch::autograd::profiler::RecordProfile guard(profileOut);
           run.step();
         }
+        if (device.is_cuda()) torch::cuda::synchronize();
         warmedUp.arrive_and_wait();
         for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run.forward() : run.step();
         if (device.is_cuda()) torch::cuda::synchronize();

@@ -44,6 +44,10 @@ cmake --version | head -1
 nvcc --version | tail -1
 
 step "unpacking ${#PACKAGES[@]} Debian packages into a prefix"
+if ! compgen -G "$DEVICE_DIR/debs/*.deb" >/dev/null; then
+  echo "no packages in $DEVICE_DIR/debs: run tests/tools/device_check.sh --fetch where apt works, and carry .device"
+  exit 1
+fi
 ROOT="$DEVICE_DIR/root"
 LIB="$ROOT/usr/lib/x86_64-linux-gnu"
 for deb in "$DEVICE_DIR"/debs/*.deb; do dpkg -x "$deb" "$ROOT" || exit 1; done
@@ -73,14 +77,15 @@ tail -25 "$OUT_DIR/configure.log"
 
 step "building"
 TARGETS=(test_cuda_backend test_model bench_analysis_backend bench_train make_fixtures)
-ninja -C "$BUILD" -t targets all | grep -q '^sharelens_cuda:' && TARGETS+=(sharelens_cuda)  # nvcc and cuSOLVER found
+ninja -C "$BUILD" -t query sharelens_cuda >/dev/null 2>&1 && TARGETS+=(sharelens_cuda)  # nvcc and cuSOLVER found
 timeout 330 ninja -C "$BUILD" -k 0 "${TARGETS[@]}" >"$OUT_DIR/build.log" 2>&1
 built=$?
 grep -E "error|FAILED" "$OUT_DIR/build.log" | head -60
 tail -3 "$OUT_DIR/build.log"
 echo "build status $built"
 
-run() {  # run NAME SECONDS COMMAND...: the command's output in OUT_DIR/NAME.log, its status echoed
+failures=0
+run() {  # run NAME SECONDS COMMAND...: the command's output in OUT_DIR/NAME.log, its status echoed and counted
   step "$1"
   local name="$1" seconds="$2"
   shift 2
@@ -88,6 +93,7 @@ run() {  # run NAME SECONDS COMMAND...: the command's output in OUT_DIR/NAME.log
   local rc=$?
   tail -30 "$OUT_DIR/$name.log"
   echo "$name: status $rc"
+  [ $rc -eq 0 ] || failures=$((failures + 1))
 }
 
 [ -x "$BUILD/tests/test_cuda_backend" ] && run cuda_backend_tests 60 "$BUILD/tests/test_cuda_backend"
@@ -105,7 +111,7 @@ fi
 if [ -z "${SKIP_ANALYSIS:-}" ] && [ -x "$BUILD/tests/bench_analysis_backend" ] && [ -x "$BUILD/tests/make_fixtures" ]; then
   step "analysis: cuSOLVER beside torch.linalg on GPT-2 124M's shapes"
   FIX=/tmp/gpt2-124m
-  "$BUILD/tests/make_fixtures" --bench-shape gpt2-124m "$FIX" >/dev/null
+  run gpt2_fixture 120 "$BUILD/tests/make_fixtures" --bench-shape gpt2-124m "$FIX"
   export SHARELENS_CUDA_PLUGIN="$BUILD/libsharelens_cuda.so"
   run analysis_cuda 60 "$BUILD/tests/bench_analysis_backend" "$FIX" --device cuda --repeat 3 \
     --json "$OUT_DIR/analysis_cuda.json"
@@ -118,4 +124,8 @@ if [ -z "${SKIP_ANALYSIS:-}" ] && [ -x "$BUILD/tests/bench_analysis_backend" ] &
   done
 fi
 
-step "done"
+step "done: $failures step(s) failed, build status $built"
+exec >&- 2>&-  # close the pipe into tee, wait for it, and pack its last lines too
+wait
+tar -C "$OUT_DIR" -czf "$RESULTS/results.tgz" .
+[ $failures -eq 0 ] && [ $built -eq 0 ]

@@ -204,7 +204,9 @@ TEST_P(EveryFamily, OnAGpuTrainsAsOnTheCpu) {
   const Topology& t = GetParam().second;
   const ComputeThreads computeThreads(1);
   SharedTransformer cpu(t, torch::kCPU, 13), gpu(t, torch::kCUDA, 13);
-  AdamW cpuOpt(cpu.parameters(), 0.9, 0.95, 1e-8, 0.1), gpuOpt(gpu.parameters(), 0.9, 0.95, 1e-8, 0.1);
+  // Weight decay 1: three steps shrink a decayed weight by ~0.9% (a factor 1 - lr each), nine times the
+  // tolerance below, so a decay missing or misapplied on either side shows.
+  AdamW cpuOpt(cpu.parameters(), 0.9, 0.95, 1e-8, 1.0), gpuOpt(gpu.parameters(), 0.9, 0.95, 1e-8, 1.0);
   const torch::Tensor tokens = randomTokens(t, 4, 33, 9);
   const auto lossOf = [&](const SharedTransformer& m, const torch::Tensor& x) {
     torch::Tensor loss = m.loss(x);
