@@ -1,7 +1,8 @@
 // Experiments (schema "sharelens.experiment/1"): a claim of a paper as arms x seeds of training runs at one
 // token budget, compared with intervals over seeds. This file holds the format, its validation and resolution
-// (arms to topologies, matched baselines solved), the layout of an experiment's directory, and the report
-// computed from the runs it holds. trainer/experiment_runner.hpp trains the runs.
+// (arms to topologies, matched baselines solved) and the layout of an experiment's directory;
+// core/experiment_report.hpp computes the report from the runs it holds, trainer/experiment_runner.hpp trains
+// them.
 //
 // clang-format off
 //   {"schema": "sharelens.experiment/1", "name": "...", "claim": {"paper", "section", "statement", "number"},
@@ -140,72 +141,7 @@ Json experimentRecord(Json recorded);
 std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir, const std::string& arm,
                                              uint64_t seed);
 
-// ---- the report
-// ----------------------------------------------------------------------------------------------
-
 // A run the runner gave up on under ExperimentRunOptions::tolerateFailedRuns (its directory holds this file).
 inline constexpr const char* kFailedRunFile = "failed.json";
-
-struct RunSummary {
-  std::string arm;
-  uint64_t seed = 0;
-  bool finished = false;  // trained to the end and evaluated
-  bool failed = false;    // kFailedRunFile: diverged or not finite (unfinished, and not retried)
-  double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
-  // Its per-document sums (eval.json's document_ids, document_nll, document_tokens; empty in evaluations
-  // written before they were kept).
-  std::vector<std::string> documentIds;
-  std::vector<double> documentNll;
-  std::vector<int64_t> documentTokens;
-  double tokens = 0, seconds = 0;
-  std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
-};
-
-// Whether the paper's claim about an arm holds at this scale, from the 95% interval of the paired difference
-// (arm - reference): "better" holds when the whole interval is below zero, "worse" when above; "no-worse" is
-// a non-inferiority claim, holding when the whole interval is at or below the margin and failing when the
-// whole interval is above it. Without an interval (fewer than 2 paired seeds) every claim is inconclusive.
-enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
-std::string_view claimOutcomeName(ClaimOutcome c);
-ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
-
-struct ArmSummary {
-  std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;
-  std::optional<double> paperEffect;  // ExperimentArm::paperEffect
-  std::string paperSource;
-  double margin = 0;  // of a no-worse claim
-  ClaimOutcome claim = ClaimOutcome::NotStated;
-  int64_t parameters = 0, nonEmbedding = 0;
-  double flopsPerToken = 0, tokens = 0, seconds = 0;
-  MeanInterval nll;         // final held-out NLL over seeds
-  MeanInterval difference;  // paired (arm - reference) over the seeds both finished
-  // The same paired difference (mean over those seeds of arm - reference NLL) with a percentile bootstrap
-  // over held-out documents: how much the comparison could move on other text of the same kind, beside the
-  // seed interval's training noise. NaN bounds when the runs' evaluations kept no per-document sums or were
-  // not on the same documents.
-  BootstrapInterval documentDifference;
-  std::vector<double> differences;  // per seed
-  Verdict verdict = Verdict::Inconclusive;
-  std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
-  int finishedSeeds = 0;
-  double lossAtFlops(
-      double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
-};
-
-struct ExperimentReport {
-  Experiment experiment;
-  std::vector<RunSummary> runs;
-  std::vector<ArmSummary> arms;
-  bool complete = false;  // every arm x seed finished
-  // Equal training FLOPs: the smallest final training FLOPs any trained arm's mean curve reached (NaN when
-  // none has a curve), and an arm's validation loss there minus the reference's, paired by seed, each run's
-  // own curve interpolated (issue 35: the equal-FLOPs comparison with an interval).
-  double commonFlops() const;
-  MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
-  Json toJson() const;
-  std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
-};
-
-ExperimentReport reportExperiment(const std::filesystem::path& outDir);
 
 }  // namespace sharelens

@@ -1,6 +1,7 @@
 #include "core/text.hpp"
 
 #include <charconv>
+#include <cstdio>
 
 namespace sharelens {
 
@@ -51,6 +52,12 @@ bool isValidUtf8(std::string_view text) {
     i += length;
   }
   return true;
+}
+
+std::string formatNumber(double value, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
 }
 
 }  // namespace sharelens

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,5 +17,8 @@ bool isValidUtf8(std::string_view text);
 
 // "a, b,,c" -> {"a", "b", "c"}: split at `separator`, spaces and tabs trimmed, empty pieces dropped.
 std::vector<std::string_view> splitList(std::string_view text, char separator);
+
+// One number as the printf conversion `format` ("%.4f", "%+.3f", "%g") writes it, for messages and reports.
+std::string formatNumber(double value, const char* format);
 
 }  // namespace sharelens

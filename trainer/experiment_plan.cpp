@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/experiment_report.hpp"
 #include "core/param_count.hpp"
 #include "core/statistics.hpp"
 

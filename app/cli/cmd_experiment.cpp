@@ -6,8 +6,8 @@
 // sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
-//   its report (core/experiment.hpp): per arm the final held-out NLL with a 95% interval over seeds, the
-//   paired difference to the reference arm and the verdict.
+//   its report (core/experiment_report.hpp): per arm the final held-out NLL with a 95% interval over seeds,
+//   the paired difference to the reference arm and the verdict.
 #include <cstdio>
 #include <iostream>
 
@@ -18,7 +18,7 @@
 #include "app/workflows/experiment_derive.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
-#include "core/experiment.hpp"
+#include "core/experiment_report.hpp"
 #include "trainer/experiment_plan.hpp"
 #include "trainer/experiment_runner.hpp"
 

@@ -24,7 +24,7 @@
 #include "app/workflows/model_runner.hpp"
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
-#include "core/experiment.hpp"
+#include "core/experiment_report.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
@@ -290,8 +290,8 @@ int runExport(Args& args) {
     // The Training view's two panels on one page: the chosen metric beside the validation loss.
     std::array<plot::Figure, 2> panels = plot::trainingPanels(runs.curves, training, runs.groups);
     for (plot::Figure& panel : panels) panel = titled(std::move(panel));
-    exportPanels(panels, out, options);
-    std::cout << "wrote " << out << "\n";
+    std::cout << "wrote " << exportedFileDescription(out, options.size, exportPanels(panels, out, options))
+              << "\n";
     return 0;
   } else if (const FileFigure* file = fileFigure(viewName)) {
     result = file->build(input, {figure.matrices, quantity, params.threshold, axisGiven}, ctx);
@@ -299,8 +299,8 @@ int runExport(Args& args) {
     const plot::FigureKind& kind = plot::figureKind(viewName);
     result = kind.build(resultFor(analysis(kind.analysis), input, params, ctx), figure);
   }
-  exportFigure(titled(std::move(result)), out, options);
-  std::cout << "wrote " << out << "\n";
+  const FigureSize written = exportFigure(titled(std::move(result)), out, options);
+  std::cout << "wrote " << exportedFileDescription(out, options.size, written) << "\n";
   return 0;
 }
 

@@ -37,8 +37,10 @@ constexpr FigureSizePreset kPresets[] = {
      {7 * kPointsPerInch, 3.5 * kPointsPerInch, 300, 9.0 / 13.0}},
 };
 
-// Lays the panels out in points on `canvas` (already scaled to its device), side by side, and draws them.
-void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o) {
+// Lays the panels out in points on `canvas` (already scaled to its device), side by side, and hands each
+// panel's layout to `use` (with its style, hidden series and memo).
+template <class Use>
+void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o, Use&& use) {
   Style style = o.style;
   style.squareHeatmapCells = true;
   style.legendBelowRatherThanOverData = true;
@@ -55,8 +57,26 @@ void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOp
     const FigureLayout layout =
         layoutFigure(panels[i], canvas, style, {width * static_cast<float>(i), 0}, size, o.xView,
                      first ? o.yView : std::nullopt, first ? o.hidden : none, &memo);
-    drawFigure(canvas, panels[i], layout, style, first ? o.hidden : none, &memo);
+    use(panels[i], layout, style, first ? o.hidden : none, memo);
   }
+}
+
+void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o) {
+  layOutInPoints(
+      canvas, panels, o,
+      [&](const Figure& f, const FigureLayout& l, const Style& style, const std::vector<bool>& hidden,
+          FigureMemo& memo) { drawFigure(canvas, f, l, style, hidden, &memo); });
+}
+
+// The page's height: the one asked for, grown by what the tallest need among the panels' legends is for it to
+// go below the data rather than over it (FigureLayout::heightWanted). Laid out in points, as every format is.
+double grownHeight(std::span<const Figure> panels, const ExportOptions& o) {
+  SvgCanvas measure(o.size.widthPt, o.size.heightPt);
+  float wanted = 0;
+  layOutInPoints(measure, panels, o,
+                 [&](const Figure&, const FigureLayout& l, const Style&, const std::vector<bool>&,
+                     FigureMemo&) { wanted = std::max(wanted, l.heightWanted); });
+  return o.size.heightPt + std::ceil(wanted);
 }
 
 void drawOnCairo(cairo_surface_t* surface, std::span<const Figure> panels, const ExportOptions& o,
@@ -139,18 +159,35 @@ void validateFigureSize(const FigureSize& size, const std::string& where, bool p
          std::to_string(size.pixelWidth()) + " x " + std::to_string(size.pixelHeight()) + " pixels");
 }
 
-void exportFigure(const Figure& figure, const std::filesystem::path& path, const ExportOptions& options) {
-  exportPanels(std::span<const Figure>(&figure, 1), path, options);
+FigureSize exportFigure(const Figure& figure, const std::filesystem::path& path,
+                        const ExportOptions& options) {
+  return exportPanels(std::span<const Figure>(&figure, 1), path, options);
 }
 
 void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem::path& stem) {
   for (const char* ext : {".svg", ".png", ".pdf"}) exportFigure(figure, stem.string() + ext, ExportOptions{});
 }
 
-void exportPanels(std::span<const Figure> panels, const std::filesystem::path& path,
-                  const ExportOptions& options) {
+std::string exportedFileDescription(const std::filesystem::path& path, const FigureSize& asked,
+                                    const FigureSize& written) {
+  if (written.heightPt == asked.heightPt) return path.string();
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                " (%.2f x %.2f in: taller than the %.2f in asked, so that its legend sits below the data)",
+                written.widthPt / kPointsPerInch, written.heightPt / kPointsPerInch,
+                asked.heightPt / kPointsPerInch);
+  return path.string() + buf;
+}
+
+FigureSize exportPanels(std::span<const Figure> panels, const std::filesystem::path& path,
+                        const ExportOptions& asked) {
   const ExportFormat format = exportFormatFor(path);
-  validateFigureSize(options.size, path.string(), format == ExportFormat::Png);
+  validateFigureSize(asked.size, path.string(), format == ExportFormat::Png);
+  ExportOptions options = asked;
+  options.size.heightPt = grownHeight(panels, asked);
+  if (options.size.heightPt != asked.size.heightPt)
+    validateFigureSize(options.size, path.string() + " (grown to hold its legend below the data)",
+                       format == ExportFormat::Png);
   AtomicFile file(path);
   if (format == ExportFormat::Svg) {
     SvgCanvas canvas(options.size.widthPt, options.size.heightPt);
@@ -158,7 +195,7 @@ void exportPanels(std::span<const Figure> panels, const std::filesystem::path& p
     const std::string doc = canvas.document();
     file.write(doc.data(), doc.size());
     file.commit();
-    return;
+    return options.size;
   }
   cairo_surface_t* surface = format == ExportFormat::Png
                                  ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, options.size.pixelWidth(),
@@ -177,6 +214,7 @@ void exportPanels(std::span<const Figure> panels, const std::filesystem::path& p
     throw Error(
         {.what = "figure export failed", .where = path.string(), .found = cairo_status_to_string(status)});
   file.commit();
+  return options.size;
 }
 
 std::filesystem::path defaultExportPath(const std::filesystem::path& dir, const std::string& model,

@@ -53,16 +53,22 @@ struct ExportOptions {
   std::string subject;
 };
 
-void exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
-                  const ExportOptions& options = {});
+// Returns the size written: the one asked for, taller where a legend that would cover the data in every
+// corner needs room below it (plot::Style::legendBelowRatherThanOverData).
+FigureSize exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
+                        const ExportOptions& options = {});
 // STEM.svg, STEM.png and STEM.pdf at the default options (a workflow's figures beside its report).
 void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem::path& stem);
 
 // Several figures side by side on one page, each in an equal share of its width (the training view's loss
 // and validation panels). The options' x range applies to every panel; its y range and hidden series to the
 // first, the one whose zoom they were taken from.
-void exportPanels(std::span<const plot::Figure> panels, const std::filesystem::path& path,
-                  const ExportOptions& options = {});
+FigureSize exportPanels(std::span<const plot::Figure> panels, const std::filesystem::path& path,
+                        const ExportOptions& options = {});
+// What the messages after an export say of the file: "PATH", or "PATH (3.5 x 3.5 in: taller than the 2.6 in
+// asked, so that its legend sits below the data)".
+std::string exportedFileDescription(const std::filesystem::path& path, const FigureSize& asked,
+                                    const FigureSize& written);
 
 // The name Save As offers: DIR/<model>-step<N>-<view>.<ext> ("-stepN" left out for a model that is not a
 // run's checkpoint, said once when the model's label already ends in it), the model label reduced to

@@ -541,12 +541,13 @@ class App {
         if (missingFolder) fs::create_directories(path.parent_path());
         if (table) {
           m_export->writeTable(path);
+          notify("wrote " + path.string());
         } else {
           ExportOptions options = m_export->options;
           options.size = m_exportSize.size;
-          exportPanels(m_export->panels, path, options);
+          notify("exported " +
+                 exportedFileDescription(path, options.size, exportPanels(m_export->panels, path, options)));
         }
-        notify((table ? "wrote " : "exported ") + path.string());
       } catch (const Error& e) {
         error(e.what());
       } catch (const fs::filesystem_error& e) {

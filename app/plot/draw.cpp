@@ -25,6 +25,13 @@ int xTickTarget(float pixels, float text) {
   return std::clamp(static_cast<int>(pixels / (text * 7)), 2, 12);
 }
 
+// Where a text reaching `half` either side of its centre is centred: at `centre`, moved inside [lo, hi] (the
+// figure's edges, or its margins) where it would cross one; one wider than [lo, hi] starts at lo.
+template <class T>
+T centredWithin(T centre, T half, T lo, T hi) {
+  return std::clamp(centre, lo + half, std::max(lo + half, hi - half));
+}
+
 Range heatmapRange(int64_t n) {
   return {-0.5, static_cast<double>(n) - 0.5};
 }
@@ -68,8 +75,7 @@ std::vector<Tick> categoryTicks(const std::vector<std::string>& names, const Ran
     const double at = static_cast<double>(i);
     if (at < view.min || at > view.max) continue;
     const double half = canvas.textSize(names[i], fontSize).x / 2.0;
-    const double centre = std::clamp((at - view.min) * perCategory, figureLeft + half,
-                                     std::max(figureLeft + half, figureRight - half));
+    const double centre = centredWithin<double>((at - view.min) * perCategory, half, figureLeft, figureRight);
     if (centre - half < lastRight + fontSize / 2.0) continue;
     ticks.push_back({at, names[i], true});
     lastRight = centre + half;
@@ -249,9 +255,14 @@ void keepCellsSquare(FigureLayout& l) {
 
 }  // namespace
 
-FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
-                          const std::optional<Range>& xView, const std::optional<Range>& yView,
-                          const std::vector<bool>& hidden, FigureMemo* memo) {
+namespace {
+
+// One pass of layoutFigure; the y label wraps at `yLabelHeight`, or at the plot's height before a legend
+// below takes some of it.
+FigureLayout layoutPass(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
+                        const std::optional<Range>& xView, const std::optional<Range>& yView,
+                        const std::vector<bool>& hidden, FigureMemo* memo,
+                        std::optional<float> yLabelHeight) {
   FigureLayout l;
   l.origin = origin;
   l.size = size;
@@ -265,9 +276,10 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   float top = kPad, bottom = kPad, left = kPad, right = kPad;
   // A title or subtitle wider than the figure (an experiment's, in the one-column size) wraps.
   const float titleLine = canvas.textSize("0", style.titleSize).y + 4;
-  top += static_cast<float>(wrapText(canvas, f.title, style.titleSize, size.x - 2 * kPad).size()) * titleLine;
-  top +=
-      static_cast<float>(wrapText(canvas, f.subtitle, style.fontSize, size.x - 2 * kPad).size()) * (text + 2);
+  l.titleLines = wrapText(canvas, f.title, style.titleSize, size.x - 2 * kPad);
+  l.subtitleLines = wrapText(canvas, f.subtitle, style.fontSize, size.x - 2 * kPad);
+  top += static_cast<float>(l.titleLines.size()) * titleLine;
+  top += static_cast<float>(l.subtitleLines.size()) * (text + 2);
   bottom += text + kTickLength + 4;  // x tick labels
   if (!f.xLabel.empty()) bottom += text + 4;
   // y tick labels: measure the widest label for this range.
@@ -280,8 +292,9 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   left += widest + kTickLength + 4;
   // The y label, turned, wraps at the plot's height: one more line of text to the left for each. Never at
   // under half its length: a plot squeezed to nothing would otherwise stack it a word per line.
-  l.yLabelLines = wrapText(canvas, f.yLabel, style.fontSize,
-                           std::max(plotHeightGuess, 0.5f * canvas.textSize(f.yLabel, style.fontSize).x));
+  l.yLabelLines = wrapText(
+      canvas, f.yLabel, style.fontSize,
+      std::max(yLabelHeight.value_or(plotHeightGuess), 0.5f * canvas.textSize(f.yLabel, style.fontSize).x));
   if (!l.yLabelLines.empty()) left += static_cast<float>(l.yLabelLines.size()) * (text + 2) + 4;
   if (f.heatmap && !f.heatmap->categories.empty()) {  // a legend of swatches: swatch, gap, widest name
     float widestName = canvas.textSize(f.heatmap->colorbarLabel, style.fontSize).x;
@@ -303,6 +316,21 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
     l.colorbarMax = Point{l.plotMax.x + 10 + kColorbarWidth, l.plotMax.y};
   }
   if (f.legend && !f.heatmap) placeLegend(f, canvas, style, hidden, l, memo);
+  return l;
+}
+
+}  // namespace
+
+FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, Point origin, Point size,
+                          const std::optional<Range>& xView, const std::optional<Range>& yView,
+                          const std::vector<bool>& hidden, FigureMemo* memo) {
+  FigureLayout l = layoutPass(f, canvas, style, origin, size, xView, yView, hidden, memo, std::nullopt);
+  // A legend placed below the data took height from the plot after the y label was wrapped: wrapped again
+  // to what is left, the label stays beside the plot instead of running into the title.
+  const float plotHeight = l.plotMax.y - l.plotMin.y;
+  for (const std::string& line : l.yLabelLines)
+    if (canvas.textSize(line, style.fontSize).x > plotHeight + 0.5f)
+      return layoutPass(f, canvas, style, origin, size, xView, yView, hidden, memo, plotHeight);
   return l;
 }
 
@@ -343,19 +371,23 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   c.fillRect(l.origin, {l.origin.x + l.size.x, l.origin.y + l.size.y}, style.background);
   const float text = c.textSize("0", style.fontSize).y;
   float y = l.origin.y + kPad;
-  // Centred over the data area, but never past the figure's edges.
-  auto centredLine = [&](const std::string& line, Rgb color, float size) {
-    const float half = c.textSize(line, size).x / 2;
-    const float lo = l.origin.x + kPad + half, hi = l.origin.x + l.size.x - kPad - half;
-    const float cx = std::clamp((l.plotMin.x + l.plotMax.x) / 2, std::min(lo, hi), std::max(lo, hi));
-    c.text({cx, y}, line, color, size, Align::Center, Align::Start);
-  };
-  for (const std::string& line : wrapText(c, f.title, style.titleSize, l.size.x - 2 * kPad)) {
-    centredLine(line, style.foreground, style.titleSize);
+  // Title and subtitle lines on one centre: the data area's, where every line fits around it inside the
+  // figure, else the figure's (lines wrapped to its width; a block pushed against one edge reads ragged).
+  float widestHalf = 0;
+  for (const std::string& line : l.titleLines)
+    widestHalf = std::max(widestHalf, c.textSize(line, style.titleSize).x / 2);
+  for (const std::string& line : l.subtitleLines)
+    widestHalf = std::max(widestHalf, c.textSize(line, style.fontSize).x / 2);
+  const float lo = l.origin.x + kPad, hi = l.origin.x + l.size.x - kPad,
+              plotCentre = (l.plotMin.x + l.plotMax.x) / 2;
+  const float cx =
+      plotCentre - widestHalf >= lo && plotCentre + widestHalf <= hi ? plotCentre : (lo + hi) / 2;
+  for (const std::string& line : l.titleLines) {
+    c.text({cx, y}, line, style.foreground, style.titleSize, Align::Center, Align::Start);
     y += c.textSize("0", style.titleSize).y + 4;
   }
-  for (const std::string& line : wrapText(c, f.subtitle, style.fontSize, l.size.x - 2 * kPad)) {
-    centredLine(line, style.frame, style.fontSize);
+  for (const std::string& line : l.subtitleLines) {
+    c.text({cx, y}, line, style.frame, style.fontSize, Align::Center, Align::Start);
     y += text + 2;
   }
 
@@ -448,9 +480,8 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
            1.0f);
     if (t.label.empty()) continue;
     // A label at the plot's edge is centred on its tick when it fits, else pulled inside the figure.
-    const float half = c.textSize(t.label, style.fontSize).x / 2;
     const float cx =
-        std::clamp(px, l.origin.x + half, std::max(l.origin.x + half, l.origin.x + l.size.x - half));
+        centredWithin(px, c.textSize(t.label, style.fontSize).x / 2, l.origin.x, l.origin.x + l.size.x);
     c.text({cx, l.plotMax.y + kTickLength + 2}, t.label, style.foreground, style.fontSize, Align::Center,
            Align::Start);
   }
@@ -469,9 +500,9 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
   // for every text) but kept inside the figure: it was wrapped to the plot's height before a legend below
   // took some of it.
   for (size_t k = 0; k < l.yLabelLines.size(); ++k) {
-    const float half = c.textSize(l.yLabelLines[k], style.fontSize).x / 2;
-    const float lo = l.origin.y + kPad + half, hi = l.origin.y + l.size.y - kPad - half;
-    const float cy = std::clamp((l.plotMin.y + l.plotMax.y) / 2, std::min(lo, hi), std::max(lo, hi));
+    const float cy =
+        centredWithin((l.plotMin.y + l.plotMax.y) / 2, c.textSize(l.yLabelLines[k], style.fontSize).x / 2,
+                      l.origin.y + kPad, l.origin.y + l.size.y - kPad);
     c.text({l.origin.x + kPad + static_cast<float>(k) * (text + 2), cy}, l.yLabelLines[k], style.foreground,
            style.fontSize, Align::Start, Align::Center, /*vertical=*/true);
   }

@@ -128,9 +128,10 @@ struct Style {
   float fontSize = 13.0f, titleSize = 15.0f;
   bool squareHeatmapCells = false;  // exports: the data area shrinks so that a heatmap's cells are square
   // Exports: a legend that would cover data (or a marker) in every corner goes below the plot instead, in as
-  // many columns as fit or packed into lines where that takes fewer, and the data area gives up the room. On
-  // screen it stays in a corner, where it can be clicked to hide a series and does not move the axes while a
-  // run adds points.
+  // many columns as fit or packed into lines where that takes fewer, and the data area gives up the room;
+  // where that would leave the data area under half its height, the export grows taller instead
+  // (FigureLayout::heightWanted). On screen it stays in a corner, where it can be clicked to hide a series
+  // and does not move the axes while a run adds points.
   bool legendBelowRatherThanOverData = false;
   static Style light();
   static Style dark();
@@ -150,6 +151,11 @@ struct FigureLayout {
     Point min, max;
   };
   std::vector<LegendRow> legend;  // clickable legend rows (series index and box), in the emptiest corner
+  std::vector<std::string> titleLines, subtitleLines;  // wrapped to the figure's width
+  // Exports: how much taller the figure would have to be for its legend to go below the data instead of
+  // over it (Style::legendBelowRatherThanOverData) with the data area as tall as it is; 0 when it went below
+  // or nothing covers.
+  float heightWanted = 0;
   std::vector<std::string> yLabelLines;  // the y label wrapped to the plot's height (drawn turned)
   Point toPixel(double xv, double yv) const;
   double xAt(float px) const;

@@ -17,7 +17,7 @@
 #include "analysis/spectra.hpp"
 #include "app/plot/figure.hpp"
 #include "app/workflows/compress.hpp"
-#include "core/experiment.hpp"
+#include "core/experiment_report.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 #include "core/run_groups.hpp"
@@ -38,6 +38,8 @@ Figure rankDynamicsFigure(const RankDynamics& dynamics, RankQuantity quantity);
 // Singular values of the chosen matrices (log y); normalised divides by sigma_1. Effective-rank markers.
 // A fraction as a percent for labels: 0.95 -> "95%", 0.904 -> "90.4%" (never rounded to another threshold).
 std::string percentText(double fraction);
+// "PREFIX0", "PREFIX1", ..., "PREFIX<n-1>": a heatmap's row or column labels.
+std::vector<std::string> numberedLabels(const std::string& prefix, int64_t n);
 
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
                       const std::string& title, bool logY = true);
@@ -79,9 +81,9 @@ Figure embeddingLossFigure(const EmbeddingStudy& study);
 // kept, one curve per method (MASA with refinement, without it, the SVD baseline), the original as a dashed
 // line.
 Figure compressionSweepFigure(const SweepReport& sweep);
-// An experiment (core/experiment.hpp): each arm's final held-out NLL as a bar with its 95% interval over
-// seeds, a matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's Figure
-// 4).
+// An experiment (core/experiment_report.hpp): each arm's final held-out NLL as a bar with its 95% interval
+// over seeds, a matched baseline hatched in the colour of the arm it matches (the low-rank sharing paper's
+// Figure 4).
 Figure experimentBarsFigure(const ExperimentReport& report);
 // The comparison itself (issue 35), a forest plot: for every arm but the reference, its paired difference
 // from the reference (arm - reference, nats/token) with the 95% interval over seeds; beside it the 95%

@@ -194,12 +194,13 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
 // (entries that line up read as a table), else each entry as wide as its own label, packed into lines like
 // words (a forest plot's five reference lines, one of them long, take three lines of a one-column figure
 // instead of five). Centred under the data area, inside the figure: the columns as one block, packed lines
-// each on its own. False (and nothing changed)
-// when an entry is wider than the figure or the legend would leave the plot under half its height.
-bool placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& widths, FigureLayout& l) {
+// each on its own. Returns 0 when placed; else, with nothing changed, the height the figure would need to
+// grow by for the legend to go below with the data area keeping the height it has (the legend would leave
+// the plot under half its height), or a negative number when an entry is wider than the figure.
+float placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& widths, FigureLayout& l) {
   const float usable = l.size.x - 2 * kPad;
   const float widest = widths.empty() ? 0 : *std::max_element(widths.begin(), widths.end());
-  if (!(widest > 0) || widest > usable) return false;
+  if (!(widest > 0) || widest > usable) return -1;
   auto linesOf = [&](auto&& widthOf) {  // entries packed into lines no wider than `usable`: index ranges
     std::vector<std::pair<size_t, size_t>> lines;
     float used = 0;
@@ -216,7 +217,7 @@ bool placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& wid
   const auto& lines = aligned ? columns : packed;
   const float height = rowH * static_cast<float>(lines.size()) + 6;
   const float plotHeight = l.plotMax.y - l.plotMin.y;
-  if (height + 4 > plotHeight / 2) return false;
+  if (height + 4 > plotHeight / 2) return height + 4;
   l.plotMax.y -= height + 4;
   const float top = l.origin.y + l.size.y - kPad - height + 3;
   std::vector<size_t> listed;  // series index of each entry
@@ -236,7 +237,7 @@ bool placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& wid
       x += widthOf(k);
     }
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -278,7 +279,11 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
   const size_t choice = memo ? memo->legendCorner(f, l, {boxW, boxH}, style.legendBelowRatherThanOverData,
                                                   hidden, emptiestCorner)
                              : emptiestCorner();
-  if (choice >= std::size(corners) && placeLegendBelow(f, rowH, widths, l)) return;
+  if (choice >= std::size(corners)) {
+    const float grow = placeLegendBelow(f, rowH, widths, l);
+    if (grow == 0) return;
+    l.heightWanted = std::max(grow, 0.0f);  // an export grows by it and lays out again (figure_export.cpp)
+  }
   // A legend wider or taller than the plot (a long label in a small export) still stays inside the figure.
   Point best = corners[choice % std::size(corners)];
   best.x = std::max(l.origin.x + kPad, std::min(best.x, l.origin.x + l.size.x - kPad - boxW));

@@ -155,6 +155,22 @@ class MeasuringCanvas : public Canvas {
   std::vector<Point> textAt;
 };
 
+// Every text's box as drawn (its alignment resolved as Cairo and SVG resolve it), with MeasuringCanvas's
+// monospace metrics.
+class TextBoxes : public MeasuringCanvas {
+ public:
+  void text(Point at, std::string_view t, Rgb, float size, Align h, Align v, bool vertical) override {
+    const Point s = textSize(t, size);
+    const Point o = alignedTextOrigin(at, s, h, v, vertical);  // the contract Cairo and SVG draw by
+    boxes.push_back({std::string(t), o, {o.x + (vertical ? s.y : s.x), o.y + (vertical ? s.x : s.y)}});
+  }
+  struct Box {
+    std::string text;
+    Point min, max;
+  };
+  std::vector<Box> boxes;
+};
+
 // DirectShare's 96 head labels ("L10h7") on a 600-pixel map: thinned to every k-th, never overlapping, still
 // names (not numbers), and the first column always labelled.
 TEST(Figures, HeatmapColumnLabelsAreThinnedSoTheyNeverOverlap) {
@@ -1397,6 +1413,80 @@ TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
   fs::remove_all(dir);
 }
 
+// A forest plot at the one-column size, under a two-line title and a three-line subtitle, leaves a data
+// area too short to give half of it to a five-entry legend, and every corner covers data: the export grows
+// taller rather than lay the legend over the data, the data area keeps its height, the legend sits below the
+// x axis, the y label is wrapped to the plot it stands beside, and every text stays inside the page. The
+// page's height is the size exportFigure returns (PNG pixels, PDF and SVG points).
+TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
+  ExperimentReport r;
+  r.experiment.name = "head-sharing";
+  r.experiment.reference = "baseline";
+  for (const char* name : {"shared", "baseline", "baseline-aa"}) {
+    ArmSummary a;
+    a.name = name;
+    r.arms.push_back(a);
+  }
+  r.arms[0].difference = meanInterval(std::vector<double>{0.01, -0.02, 0.0, 0.015});
+  r.arms[0].documentDifference = {
+      .estimate = 0.001, .lo = -0.001, .hi = 0.003, .clusters = 40, .resamples = 2000};
+  r.arms[0].expect = "no-worse";
+  r.arms[0].margin = 0.02;
+  r.arms[0].paperEffect = -0.022;
+  r.arms[2].aaOf = "baseline";
+  r.arms[2].difference = meanInterval(std::vector<double>{-0.01, 0.0, -0.02, 0.002});
+  r.arms[2].documentDifference = {
+      .estimate = -0.008, .lo = -0.009, .hi = -0.007, .clusters = 40, .resamples = 2000};
+  Figure f = experimentForestFigure(r);
+  f.title = "head-sharing: each arm minus baseline, paired by seed (95% intervals; below 0 is better)";
+  f.subtitle =
+      "Leveraging Low-Rank Structure for Effective Weight-Sharing in Language Models (the low-rank "
+      "sharing paper), Sec. 4.2 (Eq. 1, Fig. 4a), App. A, Table 1";
+  Style exportStyle = Style::light();  // as figure_export draws the one-column preset
+  exportStyle.legendBelowRatherThanOverData = exportStyle.squareHeatmapCells = true;
+  exportStyle.fontSize *= 8.0f / 13.0f, exportStyle.titleSize *= 8.0f / 13.0f;
+  const FigureSize single = parseFigureSize("single", "--size");
+  TextBoxes c;
+  const Point asked{static_cast<float>(single.widthPt), static_cast<float>(single.heightPt)};
+  const FigureLayout cramped = layoutFigure(f, c, exportStyle, {0, 0}, asked);
+  ASSERT_GT(cramped.heightWanted, 0) << "at 2.6 in the legend has no room below";
+  const Point grown{asked.x, asked.y + std::ceil(cramped.heightWanted)};
+  const FigureLayout l = layoutFigure(f, c, exportStyle, {0, 0}, grown);
+  EXPECT_EQ(l.heightWanted, 0);
+  ASSERT_FALSE(l.legend.empty());
+  for (const auto& row : l.legend) EXPECT_GT(row.min.y, l.plotMax.y) << "below the data";
+  EXPECT_NEAR(l.plotMax.y - l.plotMin.y, cramped.plotMax.y - cramped.plotMin.y, 1.0)
+      << "the data area keeps the height it had";
+  drawFigure(c, f, l, exportStyle);
+  for (const TextBoxes::Box& b : c.boxes) {
+    EXPECT_GE(b.min.x, -0.01f) << b.text;
+    EXPECT_GE(b.min.y, -0.01f) << b.text;
+    EXPECT_LE(b.max.x, grown.x + 0.01f) << b.text;
+    EXPECT_LE(b.max.y, grown.y + 0.01f) << b.text;
+  }
+  // (never at under half its length, the rule that keeps a squeezed plot's label from a word per line)
+  const float wrapAt = std::max(l.plotMax.y - l.plotMin.y, c.textSize(f.yLabel, exportStyle.fontSize).x / 2);
+  for (const std::string& line : l.yLabelLines)
+    EXPECT_LE(c.textSize(line, exportStyle.fontSize).x, wrapAt + 0.5f) << line;
+
+  const fs::path dir = testing::makeTempDir("export-grown");
+  ExportOptions options;
+  options.size = single;
+  const FigureSize written = exportFigure(f, dir / "forest.png", options);  // laid out in Cairo's metrics
+  EXPECT_EQ(written.widthPt, single.widthPt);
+  EXPECT_GT(written.heightPt, single.heightPt);
+  cairo_surface_t* png = cairo_image_surface_create_from_png((dir / "forest.png").c_str());
+  EXPECT_EQ(cairo_image_surface_get_height(png), written.pixelHeight());
+  cairo_surface_destroy(png);
+  exportFigure(f, dir / "forest.pdf", options);
+  EXPECT_NEAR(pdfPageSize(slurp(dir / "forest.pdf")).second, written.heightPt, 0.01);
+  EXPECT_NE(
+      exportedFileDescription(dir / "forest.png", single, written).find("taller than the 2.60 in asked"),
+      std::string::npos);
+  EXPECT_EQ(exportedFileDescription(dir / "forest.png", single, single), (dir / "forest.png").string());
+  fs::remove_all(dir);
+}
+
 // Panels share a page side by side: each title is centred in its own half (the training export's loss and
 // validation loss).
 TEST(Export, PanelsShareThePageSideBySide) {
@@ -1660,21 +1750,9 @@ TEST(Figures, AnExportsLegendGoesBelowThePlotRatherThanOverItsData) {
 // top, not its middle, at the plot's middle) and, without its title (`export --no-title`), its five-entry
 // legend over the data (one entry per line below would leave under half the plot). Every text's box now lies
 // inside the figure, and the untitled figure's legend goes below, packed into fewer lines than it has
-// entries. (With a title and three lines of subtitle no legend fits below a one-column plot.)
+// entries. (With a title and three lines of subtitle no legend fits below a 2.6 in one-column plot: the
+// export grows taller, Export.AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData.)
 TEST(Figures, AOneColumnExportKeepsEveryTextInsideTheFigureAndItsLegendOffTheData) {
-  class TextBoxes : public MeasuringCanvas {
-   public:
-    void text(Point at, std::string_view t, Rgb, float size, Align h, Align v, bool vertical) override {
-      const Point s = textSize(t, size);
-      const Point o = alignedTextOrigin(at, s, h, v, vertical);  // the contract Cairo and SVG draw by
-      boxes.push_back({std::string(t), o, {o.x + (vertical ? s.y : s.x), o.y + (vertical ? s.x : s.y)}});
-    }
-    struct Box {
-      std::string text;
-      Point min, max;
-    };
-    std::vector<Box> boxes;
-  };
   Figure f;
   f.title = "qkv-sharing: each arm minus baseline, paired by seed (95% intervals; below 0 is better)";
   f.subtitle = "Leveraging Low-Rank Structure for Effective Weight-Sharing in Language Models, Table 1";
@@ -1710,8 +1788,9 @@ TEST(Figures, AOneColumnExportKeepsEveryTextInsideTheFigureAndItsLegendOffTheDat
     ASSERT_NE(box, c.boxes.end()) << line;
     EXPECT_LT(box->max.x, l.plotMin.x) << "left of the plot";
     const float middle = (l.plotMin.y + l.plotMax.y) / 2, half = (box->max.y - box->min.y) / 2;
-    if (middle - half >= 8 && middle + half <= size.y - 8)  // the figure's padding allows it: centred
+    if (middle - half >= 8 && middle + half <= size.y - 8) {  // the figure's padding allows it: centred
       EXPECT_NEAR((box->min.y + box->max.y) / 2, middle, 0.01) << line;
+    }
   }
   f.title.clear(), f.subtitle.clear();
   const FigureLayout untitled = layoutFigure(f, c, exportStyle, {0, 0}, size);

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/atomic_file.hpp"
-#include "core/experiment.hpp"
+#include "core/experiment_report.hpp"
 #include "core/fault_injection.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
@@ -314,8 +314,9 @@ TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
   fs::remove_all(dir);
 }
 
-// The claim against the whole 95% interval of the paired difference (core/experiment.hpp claimOutcome):
-// intervals worked by hand, mean +- t(0.975, n - 1) s / sqrt(n) with t(0.975, 2) = 4.302653 (the tables).
+// The claim against the whole 95% interval of the paired difference (core/experiment_report.hpp
+// claimOutcome): intervals worked by hand, mean +- t(0.975, n - 1) s / sqrt(n) with t(0.975, 2) = 4.302653
+// (the tables).
 TEST(Experiment, ClaimsAreJudgedOnTheWholeIntervalAndNoWorseIsNonInferiority) {
   const auto meanInterval = [](std::vector<double> sample) { return sharelens::meanInterval(sample); };
   const MeanInterval spread = meanInterval({0.1, 0.2, 0.3});  // 0.2 +- 4.302653 * 0.1 / sqrt(3)

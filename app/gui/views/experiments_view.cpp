@@ -15,6 +15,7 @@
 #include "app/workflows/experiment_derive.hpp"
 #include "core/assets.hpp"
 #include "core/error.hpp"
+#include "core/experiment_report.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
 

@@ -1,0 +1,464 @@
+#include "core/experiment_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/param_count.hpp"
+#include "core/run_dir.hpp"
+#include "core/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sharelens {
+
+namespace {
+
+// ArmSummary::documentDifference: over the seeds where both runs were evaluated on the same documents, the
+// statistic of a resample (document weights w) is mean over seeds of
+//   sum_d w_d nll(arm, s, d) / sum_d w_d tokens(arm, s, d) - the same for the reference,
+// the paired difference of token-weighted held-out NLLs.
+BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const std::string& arm,
+                                    const std::string& reference) {
+  std::vector<std::pair<const RunSummary*, const RunSummary*>> pairs;
+  for (const RunSummary& a : runs) {
+    if (a.arm != arm || !a.finished || a.documentIds.empty()) continue;
+    for (const RunSummary& b : runs)
+      if (b.arm == reference && b.seed == a.seed && b.finished && b.documentIds == a.documentIds)
+        pairs.emplace_back(&a, &b);
+  }
+  if (pairs.empty()) return {};
+  // Resampling picks documents by index: every pair must have scored the same documents (a run evaluated
+  // again on fewer tokens has not), or there is no document interval.
+  for (const auto& pair : pairs)
+    if (pair.first->documentIds != pairs.front().first->documentIds) return {};
+  return clusterBootstrap(pairs.front().first->documentIds.size(), [&](std::span<const double> w) {
+    auto nll = [&](const RunSummary& run) {
+      double sum = 0, tokens = 0;
+      for (size_t d = 0; d < w.size(); ++d)
+        sum += w[d] * run.documentNll[d], tokens += w[d] * static_cast<double>(run.documentTokens[d]);
+      return sum / tokens;
+    };
+    double total = 0;
+    for (const auto& [a, b] : pairs) total += nll(*a) - nll(*b);
+    return total / static_cast<double>(pairs.size());
+  });
+}
+
+}  // namespace
+
+ExperimentReport reportExperiment(const fs::path& outDir) {
+  const fs::path file = outDir / "experiment.json";
+  if (!fs::exists(file))
+    throw Error({.what = "not an experiment directory",
+                 .where = outDir.string(),
+                 .expected = "experiment.json",
+                 .hint = "pass the --out of `sharelens experiment run`"});
+  ExperimentReport r;
+  r.experiment = experimentFromJson(experimentRecord(readJsonFile(file)), file.string(), outDir);
+  const Experiment& e = r.experiment;
+  r.complete = true;
+  std::map<std::string, std::map<uint64_t, double>> nll;  // arm -> seed -> final NLL
+  for (const ExperimentArm& arm : e.arms) {
+    ArmSummary a;
+    a.name = arm.name;
+    a.matchedBaselineOf = arm.matchedBaselineOf;
+    a.derivedFrom = arm.derive ? arm.derive->from + " (" + arm.derive->method + ")" : "";
+    a.expect = arm.expect;
+    a.margin = arm.margin;
+    a.aaOf = arm.aaOf;
+    a.paperEffect = arm.paperEffect;
+    a.paperSource = arm.paperSource;
+    const ParamBudget budget = countParameters(arm.topology);
+    a.parameters = budget.total;
+    a.nonEmbedding = budget.nonEmbedding;
+    a.flopsPerToken = budget.trainFlopsPerToken;
+    if (arm.derive)  // a shared model holds fewer unique parameters than its source: the runner records how
+                     // many
+      for (uint64_t seed : e.seeds)
+        if (const fs::path f = experimentRunDirectory(outDir, arm.name, seed) / "derived.json";
+            fs::exists(f)) {
+          const Json d = readJsonFile(f);
+          a.parameters = d.value("parameters", a.parameters);
+          a.nonEmbedding = a.parameters - (budget.total - budget.nonEmbedding);
+          break;
+        }
+    // A derived model has seen its source's training tokens plus those of its own post-training (PostShare),
+    // whose runs are the run directories under its directory (two levels at most); its wall time is the
+    // post-training's.
+    auto lastPoint = [](const fs::path& runDir) -> std::optional<MetricPoint> {
+      MetricsReader metrics(runDir / "metrics.jsonl");
+      metrics.poll();
+      if (metrics.points().empty()) return std::nullopt;
+      return metrics.points().back();
+    };
+    auto derivedTraining = [&](const fs::path& dir, uint64_t seed) {
+      std::pair<double, double> tokensAndSeconds{0, 0};
+      if (auto source = lastPoint(experimentRunDirectory(outDir, arm.derive->from, seed)))
+        tokensAndSeconds.first += source->tokens;
+      std::error_code ec;
+      for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it.depth() >= 1) it.disable_recursion_pending();
+        if (!isRunDirectory(it->path())) continue;
+        if (auto p = lastPoint(it->path())) {
+          tokensAndSeconds.first += p->tokens;
+          tokensAndSeconds.second += p->elapsed;
+        }
+      }
+      return tokensAndSeconds;
+    };
+    std::vector<double> finals;
+    std::map<double, std::vector<double>> curve;  // tokens -> validation losses of the seeds
+    for (uint64_t seed : e.seeds) {
+      RunSummary run{arm.name, seed};
+      const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
+      if (fs::exists(dir / "metrics.jsonl")) {
+        MetricsReader metrics(dir / "metrics.jsonl");
+        metrics.poll();
+        for (const MetricPoint& p : metrics.points()) {
+          run.tokens = p.tokens;
+          run.seconds = p.elapsed;
+          if (std::isfinite(p.valLoss)) {
+            run.curveTokens.push_back(p.tokens);
+            run.curveValLoss.push_back(p.valLoss);
+            curve[p.tokens].push_back(p.valLoss);
+          }
+        }
+      }
+      if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
+      run.failed = fs::exists(dir / kFailedRunFile);
+      if (run.failed) {
+        r.complete = false;
+      } else if (fs::exists(dir / "eval.json")) {
+        const Json ev = readJsonFile(dir / "eval.json");
+        const auto found = ev.is_object() ? ev.find("nll") : ev.end();
+        if (found == ev.end() || !found->is_number())
+          throw Error({.what = "a run's evaluation holds no held-out loss",
+                       .where = (dir / "eval.json").string() + ": \"nll\"",
+                       .expected = "a number (nats/token)",
+                       .found = found == ev.end() ? "no such field" : found->dump(),
+                       .hint = "null is a loss that was not finite; evaluate the run again with "
+                               "`sharelens eval`, or remove eval.json to train and evaluate it anew"});
+        run.finalNll = found->get<double>();
+        run.finished = true;
+        if (ev.contains("document_nll") && ev.contains("document_tokens") && ev.contains("document_ids")) {
+          try {
+            run.documentIds = ev["document_ids"].get<std::vector<std::string>>();
+            run.documentNll = ev["document_nll"].get<std::vector<double>>();
+            run.documentTokens = ev["document_tokens"].get<std::vector<int64_t>>();
+          } catch (const Json::exception& error) {
+            throw Error(
+                {.what = "a run's per-document sums are malformed",
+                 .where = (dir / "eval.json").string(),
+                 .expected = "document_ids (strings), document_nll (numbers), document_tokens (integers)",
+                 .found = error.what(),
+                 .hint = "remove eval.json to evaluate the run again"});
+          }
+          if (run.documentNll.size() != run.documentIds.size() ||
+              run.documentTokens.size() != run.documentIds.size())
+            throw Error({.what = "a run's per-document sums differ in length",
+                         .where = (dir / "eval.json").string(),
+                         .expected = std::to_string(run.documentIds.size()) + " of each",
+                         .found = std::to_string(run.documentNll.size()) + " sums, " +
+                                  std::to_string(run.documentTokens.size()) + " counts",
+                         .hint = "remove eval.json to evaluate the run again"});
+        }
+        finals.push_back(run.finalNll);
+        nll[arm.name][seed] = run.finalNll;
+        a.tokens = std::max(a.tokens, run.tokens);
+        a.seconds += run.seconds;
+      } else {
+        r.complete = false;
+      }
+      r.runs.push_back(std::move(run));
+    }
+    a.finishedSeeds = static_cast<int>(finals.size());
+    a.nll = meanInterval(finals);
+    for (const auto& [tokens, losses] : curve) {
+      if (losses.size() != e.seeds.size()) continue;  // a point every seed has reached
+      const MeanInterval m = meanInterval(losses);
+      a.curveTokens.push_back(tokens);
+      a.curveMean.push_back(m.mean);
+      a.curveSd.push_back(m.sd);
+    }
+    r.arms.push_back(std::move(a));
+  }
+  for (ArmSummary& a : r.arms) {  // paired over the seeds both arms finished
+    if (a.name == e.reference) continue;
+    for (uint64_t seed : e.seeds)
+      if (nll[a.name].count(seed) && nll[e.reference].count(seed))
+        a.differences.push_back(nll[a.name][seed] - nll[e.reference][seed]);
+    a.difference = meanInterval(a.differences);
+    a.documentDifference = documentBootstrap(r.runs, a.name, e.reference);
+    a.verdict = verdictOf(a.difference);
+    a.claim = claimOutcome(a.expect, a.difference, a.margin);
+  }
+  return r;
+}
+
+std::string_view claimOutcomeName(ClaimOutcome c) {
+  constexpr std::string_view names[] = {"not stated", "holds", "does not hold", "inconclusive"};
+  return names[static_cast<int>(c)];
+}
+
+ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin) {
+  if (expect.empty()) return ClaimOutcome::NotStated;
+  if (!std::isfinite(difference.halfWidth)) return ClaimOutcome::Inconclusive;  // fewer than 2 paired seeds
+  if (expect == "no-worse") {  // non-inferiority: the whole interval at or below the margin
+    if (difference.hi() <= margin) return ClaimOutcome::Holds;
+    return difference.lo() > margin ? ClaimOutcome::DoesNotHold : ClaimOutcome::Inconclusive;
+  }
+  const Verdict v = verdictOf(difference);
+  if (v == Verdict::Inconclusive) return ClaimOutcome::Inconclusive;
+  return (expect == "better") == (v == Verdict::Better) ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
+}
+
+namespace {
+
+// A validation curve (loss at tokens) read at a training-FLOPs budget, linearly between its points; NaN
+// before the first point (not measured) and beyond the last.
+double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>& loss, double flopsPerToken,
+                    double flops) {
+  for (size_t i = 0; i < tokens.size() && i < loss.size(); ++i) {
+    const double f = tokens[i] * flopsPerToken;
+    if (f < flops) continue;
+    if (i == 0) return flops == f ? loss[0] : NAN;
+    const double f0 = tokens[i - 1] * flopsPerToken, t = (flops - f0) / (f - f0);
+    return loss[i - 1] + t * (loss[i] - loss[i - 1]);
+  }
+  return NAN;
+}
+
+}  // namespace
+
+double ArmSummary::lossAtFlops(double flops) const {
+  return curveAtFlops(curveTokens, curveMean, flopsPerToken, flops);
+}
+
+double ExperimentReport::commonFlops() const {
+  double common = INFINITY;
+  for (const ArmSummary& a : arms)
+    if (!a.curveTokens.empty() && a.derivedFrom.empty())
+      common = std::min(common, a.curveTokens.back() * a.flopsPerToken);
+  return std::isfinite(common) ? common : NAN;
+}
+
+MeanInterval ExperimentReport::equalFlopsDifference(const ArmSummary& arm, double flops) const {
+  const ArmSummary* reference = nullptr;
+  for (const ArmSummary& a : arms)
+    if (a.name == experiment.reference) reference = &a;
+  std::vector<double> differences;
+  if (!reference || !std::isfinite(flops)) return meanInterval(differences);
+  for (const RunSummary& a : runs) {
+    if (a.arm != arm.name) continue;
+    for (const RunSummary& b : runs)
+      if (b.arm == reference->name && b.seed == a.seed) {
+        const double d = curveAtFlops(a.curveTokens, a.curveValLoss, arm.flopsPerToken, flops) -
+                         curveAtFlops(b.curveTokens, b.curveValLoss, reference->flopsPerToken, flops);
+        if (std::isfinite(d)) differences.push_back(d);
+      }
+  }
+  return meanInterval(differences);
+}
+
+Json ExperimentReport::toJson() const {
+  auto number = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+  auto interval = [&](const MeanInterval& m) {
+    return Json{{"n", m.n},
+                {"mean", number(m.mean)},
+                {"sd", number(m.sd)},
+                {"ci95", {number(m.lo()), number(m.hi())}}};
+  };
+  Json arms = Json::array();
+  for (const ArmSummary& a : this->arms) {
+    std::vector<double> flops;
+    for (double t : a.curveTokens) flops.push_back(t * a.flopsPerToken);
+    Json j = {
+        {"name", a.name},
+        {"parameters", a.parameters},
+        {"non_embedding_parameters", a.nonEmbedding},
+        {"train_flops_per_token", a.flopsPerToken},
+        {"tokens", a.tokens},
+        {"train_flops", a.tokens * a.flopsPerToken},
+        {"wall_seconds", a.seconds},
+        {"seeds_finished", a.finishedSeeds},
+        {"expect", a.expect},
+        {"margin", a.margin},
+        {"claim", std::string(claimOutcomeName(a.claim))},
+        {"final_nll", interval(a.nll)},
+        {"curve",
+         {{"tokens", a.curveTokens}, {"flops", flops}, {"mean_val_loss", a.curveMean}, {"sd", a.curveSd}}}};
+    if (!a.matchedBaselineOf.empty()) j["matched_baseline_of"] = a.matchedBaselineOf;
+    if (!a.derivedFrom.empty()) j["derived_from"] = a.derivedFrom;
+    if (!a.aaOf.empty()) j["aa_of"] = a.aaOf;
+    if (a.paperEffect) j["paper_effect"] = {{"difference", *a.paperEffect}, {"source", a.paperSource}};
+    if (a.aaOf == experiment.reference)
+      j["aa_check"] = !std::isfinite(a.difference.halfWidth)             ? "no interval"
+                      : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? "contains 0"
+                                                                         : "excludes 0";
+    if (a.name != experiment.reference && a.derivedFrom.empty() && std::isfinite(commonFlops()))
+      j["equal_flops"] = {{"flops", commonFlops()},
+                          {"validation_loss", number(a.lossAtFlops(commonFlops()))},
+                          {"difference", interval(equalFlopsDifference(a, commonFlops()))}};
+    if (a.name != experiment.reference)
+      j["vs_reference"] = {{"paired_differences", a.differences},
+                           {"difference", interval(a.difference)},
+                           {"difference_document_bootstrap",
+                            {{"estimate", number(a.documentDifference.estimate)},
+                             {"ci95", {number(a.documentDifference.lo), number(a.documentDifference.hi)}},
+                             {"documents", a.documentDifference.clusters},
+                             {"resamples", a.documentDifference.resamples}}},
+                           {"verdict", std::string(verdictName(a.verdict))}};
+    arms.push_back(j);
+  }
+  Json runs = Json::array();
+  for (const RunSummary& s : this->runs)
+    runs.push_back({{"arm", s.arm},
+                    {"seed", s.seed},
+                    {"finished", s.finished},
+                    {"final_nll", number(s.finalNll)},
+                    {"failed", s.failed},
+                    {"tokens", s.tokens},
+                    {"seconds", s.seconds}});
+  return {{"schema", "sharelens.experiment-report/1"},
+          {"experiment", experiment.name},
+          {"claim",
+           {{"paper", experiment.claim.paper},
+            {"section", experiment.claim.section},
+            {"statement", experiment.claim.statement},
+            {"number", experiment.claim.number}}},
+          {"reference", experiment.reference},
+          {"corpus", experiment.corpus},
+          {"seeds", experiment.seeds},
+          {"complete", complete},
+          {"arms", arms},
+          {"runs", runs}};
+}
+
+std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
+  const Experiment& e = experiment;
+  std::string md = "## " + e.name + "\n\n";
+  if (!e.claim.paper.empty())
+    md += "**Claim** (" + e.claim.paper + (e.claim.section.empty() ? "" : ", " + e.claim.section) +
+          "): " + e.claim.statement +
+          (e.claim.number.empty() ? "" : " The paper reports: " + e.claim.number) + "\n\n";
+  if (!e.description.empty()) md += e.description + "\n\n";
+  md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
+        std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
+        "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +
+        e.corpus +
+        ". Beside each paired difference, \"documents [lo, hi]\" is its 95% percentile bootstrap over the "
+        "held-out documents (2,000 resamples): how far other text of the same kind could move it.\n\n";
+  md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference +
+        " (per seed) | verdict | claim | wall time |\n";
+  md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const ArmSummary& a : arms) {
+    const std::string nllText = a.nll.n == 0 ? "not run"
+                                             : formatNumber(a.nll.mean, "%.4f") + " ± " +
+                                                   formatNumber(a.nll.halfWidth, "%.4f") + " (" +
+                                                   std::to_string(a.nll.n) + " seeds)";
+    std::string diff = "reference", verdict = "";
+    if (a.name != e.reference) {
+      diff = a.difference.n == 0 ? "n/a"
+                                 : formatNumber(a.difference.mean, "%+.4f") + " ± " +
+                                       formatNumber(a.difference.halfWidth, "%.4f");
+      std::string seeds;
+      for (double d : a.differences) seeds += (seeds.empty() ? "" : ", ") + formatNumber(d, "%+.3f");
+      if (!seeds.empty()) diff += " (" + seeds + ")";
+      if (std::isfinite(a.documentDifference.lo))
+        diff += "; documents [" + formatNumber(a.documentDifference.lo, "%+.4f") + ", " +
+                formatNumber(a.documentDifference.hi, "%+.4f") + "]";
+      verdict = std::string(verdictName(a.verdict));
+    }
+    const std::string label =
+        a.name + (a.matchedBaselineOf.empty() ? "" : " (matched to " + a.matchedBaselineOf + ")") +
+        (a.derivedFrom.empty() ? "" : " (from " + a.derivedFrom + ")") +
+        (a.aaOf.empty() ? "" : " (A/A: " + a.aaOf + " re-initialised)");
+    md += "| " + label + " | " + formatNumber(static_cast<double>(a.parameters) / 1e6, "%.3f") + "M (" +
+          formatNumber(static_cast<double>(a.nonEmbedding) / 1e6, "%.3f") + "M) | " +
+          formatNumber(a.flopsPerToken / 1e6, "%.1f") + "M | " + formatNumber(a.tokens / 1e6, "%.2f") +
+          "M | " + nllText + " | " + diff + " | " + verdict + " | " +
+          (a.expect.empty()
+               ? ""
+               : "expected " + a.expect +
+                     (a.expect == "no-worse" ? " (margin " + formatNumber(a.margin, "%g") + ")" : "") + ": " +
+                     std::string(claimOutcomeName(a.claim))) +
+          " | " + formatNumber(a.seconds / 60.0, "%.1f") + " min (all seeds) |\n";
+  }
+  // What the numbers say about the claim, plainly.
+  md += "\n";
+  for (const ArmSummary& a : arms) {
+    if (a.name == e.reference || !a.aaOf.empty()) continue;  // A/A arms: below
+    md += "- **" + a.name + "** vs **" + e.reference + "**: ";
+    const bool interval = std::isfinite(a.difference.halfWidth);
+    if (!interval)
+      md += "no interval: " + std::to_string(a.differences.size()) +
+            " paired seed(s), and an interval needs 2 or more.";
+    else if (a.verdict == Verdict::Better)
+      md += "lower loss, with the whole 95% interval of the paired difference below zero.";
+    else if (a.verdict == Verdict::Worse)
+      md += "higher loss, with the whole 95% interval of the paired difference above zero.";
+    else
+      md += "inconclusive at 95%: the interval of the paired difference contains zero at this scale.";
+    const std::string margin = a.expect == "no-worse"
+                                   ? " (non-inferiority with a margin of " + formatNumber(a.margin, "%g") +
+                                         " nats/token: the whole interval at or below it)"
+                                   : "";
+    if (a.claim == ClaimOutcome::Holds)
+      md += " The paper's claim (" + a.expect + ") **holds** here" + margin + ".";
+    if (a.claim == ClaimOutcome::DoesNotHold)
+      md += " The paper's claim (" + a.expect + ") **does not hold** at this scale" + margin + ".";
+    if (a.claim == ClaimOutcome::Inconclusive)
+      md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale" +
+            margin + ".";
+    if (a.paperEffect)
+      md += " The paper's own difference: " + formatNumber(*a.paperEffect, "%+.4f") + " nats" +
+            (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
+    md += "\n";
+  }
+  for (const ArmSummary& a : arms) {
+    if (a.aaOf != e.reference) continue;
+    md += "- **A/A check** (" + a.name + ": " + e.reference +
+          " again with other initialisation seeds, the same data order): ";
+    if (!std::isfinite(a.difference.halfWidth))
+      md += "no interval (fewer than 2 paired seeds).";
+    else if (a.difference.lo() <= 0 && a.difference.hi() >= 0)
+      md +=
+          "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
+          formatNumber(a.difference.halfWidth, "%.4f") +
+          ", contains 0, as it must when nothing differs; its half-width is the smallest effect these seeds "
+          "resolve.";
+    else
+      md += "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
+            formatNumber(a.difference.halfWidth, "%.4f") +
+            ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
+            "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
+    md += "\n";
+  }
+  // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
+  // its difference from the reference there, paired by seed.
+  const double common = commonFlops();
+  if (std::isfinite(common) && arms.size() > 1) {
+    md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") +
+          ", the smallest budget any arm reached), mean validation loss";
+    md += " (and minus " + e.reference + ", paired by seed, 95%):";
+    for (const ArmSummary& a : arms) {
+      if (!a.derivedFrom.empty()) continue;
+      md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f");
+      const MeanInterval d = equalFlopsDifference(a, common);
+      if (a.name != e.reference && std::isfinite(d.halfWidth))
+        md += " (" + formatNumber(d.mean, "%+.4f") + " ± " + formatNumber(d.halfWidth, "%.4f") + ")";
+      md += ";";
+    }
+    md += "\n";
+  }
+  if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";
+  md += "\nReproduce: `" + reproduce + "`\n\n";
+  return md;
+}
+
+}  // namespace sharelens

@@ -1,0 +1,80 @@
+// An experiment's report (core/experiment.hpp): each run's summary read from its directory, each arm's mean
+// held-out NLL and its paired difference from the reference with intervals over seeds and over documents,
+// the paper's claim judged from them, and the same at equal training FLOPs; as JSON and as the Markdown of a
+// docs/CLAIMS.md section.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/experiment.hpp"
+#include "core/json_util.hpp"
+#include "core/statistics.hpp"
+
+namespace sharelens {
+
+struct RunSummary {
+  std::string arm;
+  uint64_t seed = 0;
+  bool finished = false;  // trained to the end and evaluated
+  bool failed = false;    // kFailedRunFile: diverged or not finite (unfinished, and not retried)
+  double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
+  // Its per-document sums (eval.json's document_ids, document_nll, document_tokens; empty in evaluations
+  // written before they were kept).
+  std::vector<std::string> documentIds;
+  std::vector<double> documentNll;
+  std::vector<int64_t> documentTokens;
+  double tokens = 0, seconds = 0;
+  std::vector<double> curveTokens, curveValLoss;  // the validation losses logged during training
+};
+
+// Whether the paper's claim about an arm holds at this scale, from the 95% interval of the paired difference
+// (arm - reference): "better" holds when the whole interval is below zero, "worse" when above; "no-worse" is
+// a non-inferiority claim, holding when the whole interval is at or below the margin and failing when the
+// whole interval is above it. Without an interval (fewer than 2 paired seeds) every claim is inconclusive.
+enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
+std::string_view claimOutcomeName(ClaimOutcome c);
+ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
+
+struct ArmSummary {
+  std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;
+  std::optional<double> paperEffect;  // ExperimentArm::paperEffect
+  std::string paperSource;
+  double margin = 0;  // of a no-worse claim
+  ClaimOutcome claim = ClaimOutcome::NotStated;
+  int64_t parameters = 0, nonEmbedding = 0;
+  double flopsPerToken = 0, tokens = 0, seconds = 0;
+  MeanInterval nll;         // final held-out NLL over seeds
+  MeanInterval difference;  // paired (arm - reference) over the seeds both finished
+  // The same paired difference (mean over those seeds of arm - reference NLL) with a percentile bootstrap
+  // over held-out documents: how much the comparison could move on other text of the same kind, beside the
+  // seed interval's training noise. NaN bounds when the runs' evaluations kept no per-document sums or were
+  // not on the same documents.
+  BootstrapInterval documentDifference;
+  std::vector<double> differences;  // per seed
+  Verdict verdict = Verdict::Inconclusive;
+  std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
+  int finishedSeeds = 0;
+  double lossAtFlops(
+      double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
+};
+
+struct ExperimentReport {
+  Experiment experiment;
+  std::vector<RunSummary> runs;
+  std::vector<ArmSummary> arms;
+  bool complete = false;  // every arm x seed finished
+  // Equal training FLOPs: the smallest final training FLOPs any trained arm's mean curve reached (NaN when
+  // none has a curve), and an arm's validation loss there minus the reference's, paired by seed, each run's
+  // own curve interpolated (issue 35: the equal-FLOPs comparison with an interval).
+  double commonFlops() const;
+  MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
+  Json toJson() const;
+  std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
+};
+
+ExperimentReport reportExperiment(const std::filesystem::path& outDir);
+
+}  // namespace sharelens
