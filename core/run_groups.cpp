@@ -98,7 +98,9 @@ std::string runLabel(const Json& record, const std::filesystem::path& given) {
       std::all_of(seedDir.begin() + 5, seedDir.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (seedK && std::filesystem::is_regular_file(dir.parent_path().parent_path() / "experiment.json"))
     name = dir.parent_path().filename().string();
-  return name + (run.optionalString("role").value_or("") == "baseline" ? " (baseline)" : "");
+  // A baseline's role said once: an experiment's matched-baseline arm is already called "baseline".
+  const bool saysBaseline = name.find("baseline") != std::string::npos;
+  return name + (run.optionalString("role").value_or("") == "baseline" && !saysBaseline ? " (baseline)" : "");
 }
 
 std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/svg_canvas.hpp"
@@ -68,15 +69,21 @@ void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOp
           FigureMemo& memo) { drawFigure(canvas, f, l, style, hidden, &memo); });
 }
 
-// The page's height: the one asked for, grown by what the tallest need among the panels' legends is for it to
-// go below the data rather than over it (FigureLayout::heightWanted). Laid out in points, as every format is.
-double grownHeight(std::span<const Figure> panels, const ExportOptions& o) {
-  SvgCanvas measure(o.size.widthPt, o.size.heightPt);
-  float wanted = 0;
-  layOutInPoints(measure, panels, o,
-                 [&](const Figure&, const FigureLayout& l, const Style&, const std::vector<bool>&,
-                     FigureMemo&) { wanted = std::max(wanted, l.heightWanted); });
-  return o.size.heightPt + std::ceil(wanted);
+// The page's height: the one asked for, grown by what the panels' legends need to go below the data rather
+// than over it (FigureLayout::heightWanted, the largest among the panels), laid out again until none needs
+// more (a plot squeezed to its minimum height under-reports the need once; three passes at most). Laid out in
+// points, as every format is.
+double grownHeight(std::span<const Figure> panels, ExportOptions o) {
+  for (int pass = 0; pass < 3; ++pass) {
+    SvgCanvas measure(o.size.widthPt, o.size.heightPt);
+    float wanted = 0;
+    layOutInPoints(measure, panels, o,
+                   [&](const Figure&, const FigureLayout& l, const Style&, const std::vector<bool>&,
+                       FigureMemo&) { wanted = std::max(wanted, l.heightWanted); });
+    if (!(wanted > 0)) break;
+    o.size.heightPt += std::ceil(wanted);
+  }
+  return o.size.heightPt;
 }
 
 void drawOnCairo(cairo_surface_t* surface, std::span<const Figure> panels, const ExportOptions& o,
@@ -173,7 +180,7 @@ std::string exportedFileDescription(const std::filesystem::path& path, const Fig
   if (written.heightPt == asked.heightPt) return path.string();
   char buf[160];
   std::snprintf(buf, sizeof buf,
-                " (%.2f x %.2f in: taller than the %.2f in asked, so that its legend sits below the data)",
+                " (%.2f x %.2f in: taller than the %.2f in asked, to make room for its legend off the data)",
                 written.widthPt / kPointsPerInch, written.heightPt / kPointsPerInch,
                 asked.heightPt / kPointsPerInch);
   return path.string() + buf;
@@ -185,9 +192,11 @@ FigureSize exportPanels(std::span<const Figure> panels, const std::filesystem::p
   validateFigureSize(asked.size, path.string(), format == ExportFormat::Png);
   ExportOptions options = asked;
   options.size.heightPt = grownHeight(panels, asked);
-  if (options.size.heightPt != asked.size.heightPt)
-    validateFigureSize(options.size, path.string() + " (grown to hold its legend below the data)",
-                       format == ExportFormat::Png);
+  try {
+    validateFigureSize(options.size, path.string(), format == ExportFormat::Png);
+  } catch (const Error&) {
+    options.size = asked.size;  // past the size limits grown: the page asked for, its legend where it fits
+  }
   AtomicFile file(path);
   if (format == ExportFormat::Svg) {
     SvgCanvas canvas(options.size.widthPt, options.size.heightPt);

@@ -54,7 +54,8 @@ struct ExportOptions {
 };
 
 // Returns the size written: the one asked for, taller where a legend that would cover the data in every
-// corner needs room below it (plot::Style::legendBelowRatherThanOverData).
+// corner needs room below it (plot::Style::legendBelowRatherThanOverData), unless that would pass the size
+// limits (validateFigureSize).
 FigureSize exportFigure(const plot::Figure& figure, const std::filesystem::path& path,
                         const ExportOptions& options = {});
 // STEM.svg, STEM.png and STEM.pdf at the default options (a workflow's figures beside its report).
@@ -65,8 +66,8 @@ void exportFigureInEveryFormat(const plot::Figure& figure, const std::filesystem
 // first, the one whose zoom they were taken from.
 FigureSize exportPanels(std::span<const plot::Figure> panels, const std::filesystem::path& path,
                         const ExportOptions& options = {});
-// What the messages after an export say of the file: "PATH", or "PATH (3.5 x 3.5 in: taller than the 2.6 in
-// asked, so that its legend sits below the data)".
+// What the messages after an export say of the file: "PATH", or "PATH (3.50 x 3.29 in: taller than the 2.60
+// in asked, to make room for its legend off the data)".
 std::string exportedFileDescription(const std::filesystem::path& path, const FigureSize& asked,
                                     const FigureSize& written);
 

@@ -327,10 +327,12 @@ FigureLayout layoutFigure(const Figure& f, Canvas& canvas, const Style& style, P
   FigureLayout l = layoutPass(f, canvas, style, origin, size, xView, yView, hidden, memo, std::nullopt);
   // A legend placed below the data took height from the plot after the y label was wrapped: wrapped again
   // to what is left, the label stays beside the plot instead of running into the title.
+  const bool legendBelow = !l.legend.empty() && l.legend.front().min.y >= l.plotMax.y;
   const float plotHeight = l.plotMax.y - l.plotMin.y;
-  for (const std::string& line : l.yLabelLines)
-    if (canvas.textSize(line, style.fontSize).x > plotHeight + 0.5f)
-      return layoutPass(f, canvas, style, origin, size, xView, yView, hidden, memo, plotHeight);
+  if (legendBelow)
+    for (const std::string& line : l.yLabelLines)
+      if (canvas.textSize(line, style.fontSize).x > plotHeight + 0.5f)
+        return layoutPass(f, canvas, style, origin, size, xView, yView, hidden, memo, plotHeight);
   return l;
 }
 

@@ -195,8 +195,9 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
 // words (a forest plot's five reference lines, one of them long, take three lines of a one-column figure
 // instead of five). Centred under the data area, inside the figure: the columns as one block, packed lines
 // each on its own. Returns 0 when placed; else, with nothing changed, the height the figure would need to
-// grow by for the legend to go below with the data area keeping the height it has (the legend would leave
-// the plot under half its height), or a negative number when an entry is wider than the figure.
+// grow by for the legend to go below with the data area keeping the height it has, and at least half of
+// what is left to it (the legend would leave the plot under half its height), or a negative number when an
+// entry is wider than the figure.
 float placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& widths, FigureLayout& l) {
   const float usable = l.size.x - 2 * kPad;
   const float widest = widths.empty() ? 0 : *std::max_element(widths.begin(), widths.end());
@@ -217,7 +218,7 @@ float placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& wi
   const auto& lines = aligned ? columns : packed;
   const float height = rowH * static_cast<float>(lines.size()) + 6;
   const float plotHeight = l.plotMax.y - l.plotMin.y;
-  if (height + 4 > plotHeight / 2) return height + 4;
+  if (height + 4 > plotHeight / 2) return std::max(height + 4, 2 * (height + 4) - plotHeight);
   l.plotMax.y -= height + 4;
   const float top = l.origin.y + l.size.y - kPad - height + 3;
   std::vector<size_t> listed;  // series index of each entry

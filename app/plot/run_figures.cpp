@@ -1,7 +1,9 @@
 // The figures of training runs and experiments: the Training view's curves (each run, or seed groups with
 // their mean and band) and an experiment's forest, bars and validation curves.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 

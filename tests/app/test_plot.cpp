@@ -27,7 +27,9 @@
 #include "app/plot/plot_widget.hpp"
 #include "core/assets.hpp"
 #include "core/error.hpp"
+#include "core/experiment_report.hpp"
 #include "core/param_count.hpp"
+#include "core/statistics.hpp"
 #include "core/topology.hpp"
 #include "core/topology_edit.hpp"
 #include "tests/support/colour_distance.hpp"
@@ -1442,10 +1444,11 @@ TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
   f.subtitle =
       "Leveraging Low-Rank Structure for Effective Weight-Sharing in Language Models (the low-rank "
       "sharing paper), Sec. 4.2 (Eq. 1, Fig. 4a), App. A, Table 1";
+  const FigureSize single = parseFigureSize("single", "--size");
   Style exportStyle = Style::light();  // as figure_export draws the one-column preset
   exportStyle.legendBelowRatherThanOverData = exportStyle.squareHeatmapCells = true;
-  exportStyle.fontSize *= 8.0f / 13.0f, exportStyle.titleSize *= 8.0f / 13.0f;
-  const FigureSize single = parseFigureSize("single", "--size");
+  exportStyle.fontSize *= static_cast<float>(single.fontScale);
+  exportStyle.titleSize *= static_cast<float>(single.fontScale);
   TextBoxes c;
   const Point asked{static_cast<float>(single.widthPt), static_cast<float>(single.heightPt)};
   const FigureLayout cramped = layoutFigure(f, c, exportStyle, {0, 0}, asked);
@@ -1480,6 +1483,31 @@ TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
   cairo_surface_destroy(png);
   exportFigure(f, dir / "forest.pdf", options);
   EXPECT_NEAR(pdfPageSize(slurp(dir / "forest.pdf")).second, written.heightPt, 0.01);
+  // In Cairo's own metrics, as the export measured: at the height written the legend is below the data. So
+  // too for a legend taller than the data area it would stand beside (nine runs), which one growth by the
+  // legend's height alone would leave over the data.
+  Figure runs;
+  runs.title = f.title;
+  runs.subtitle = f.subtitle;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> anywhere(0, 1);
+  for (int r = 0; r < 9; ++r) {
+    Series s;
+    s.label = "run " + std::to_string(r + 1);
+    for (int i = 0; i < 200; ++i) s.x.push_back(i), s.y.push_back(anywhere(rng));
+    runs.series.push_back(s);
+  }
+  for (const Figure* figure : {&f, &runs}) {
+    const FigureSize page = exportFigure(*figure, dir / "page.svg", options);
+    SvgCanvas cairo(page.widthPt, page.heightPt);
+    const FigureLayout atPage =
+        layoutFigure(*figure, cairo, exportStyle, {0, 0},
+                     {static_cast<float>(page.widthPt), static_cast<float>(page.heightPt)});
+    ASSERT_FALSE(atPage.legend.empty());
+    for (const auto& row : atPage.legend)
+      EXPECT_GE(row.min.y, atPage.plotMax.y) << figure->series.size() << " series: below the data";
+    EXPECT_GT(page.heightPt, single.heightPt);
+  }
   EXPECT_NE(
       exportedFileDescription(dir / "forest.png", single, written).find("taller than the 2.60 in asked"),
       std::string::npos);

@@ -37,6 +37,9 @@ TEST(RunGroups, ARunIsNamedByItsTopologyItsRoleOrItsExperimentsArm) {
   std::ofstream(dir / "exp" / "experiment.json") << "{}";
   EXPECT_EQ(runLabel(runRecord(2), dir / "exp" / "masa-qkv" / "seed-2"), "masa-qkv");
   EXPECT_EQ(runLabel(runRecord(2), (dir / "exp" / "masa-qkv" / "seed-2").string() + "/"), "masa-qkv");
+  // A matched baseline arm is named "baseline" already: its role is not said twice ("baseline (baseline)").
+  std::filesystem::create_directories(dir / "exp" / "baseline" / "seed-1");
+  EXPECT_EQ(runLabel(baseline, dir / "exp" / "baseline" / "seed-1"), "baseline");
   EXPECT_EQ(runLabel(Json{{"schema", "sharelens.run/1"}}, (dir / "old-run").string() + "/"), "old-run");
   // Not an experiment's: a directory that happens to be called seed-2, or seed-x.
   EXPECT_EQ(runLabel(runRecord(2), dir / "mine" / "seed-2"), "cycle");
