@@ -1484,8 +1484,8 @@ TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
   exportFigure(f, dir / "forest.pdf", options);
   EXPECT_NEAR(pdfPageSize(slurp(dir / "forest.pdf")).second, written.heightPt, 0.01);
   // In Cairo's own metrics, as the export measured: at the height written the legend is below the data. So
-  // too for a legend taller than the data area it would stand beside (nine runs), which one growth by the
-  // legend's height alone would leave over the data.
+  // too for a legend taller than the data area it would stand beside (nine runs with long names, one to a
+  // line), which one growth by the legend's height alone would leave over the data.
   Figure runs;
   runs.title = f.title;
   runs.subtitle = f.subtitle;
@@ -1493,7 +1493,7 @@ TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
   std::uniform_real_distribution<double> anywhere(0, 1);
   for (int r = 0; r < 9; ++r) {
     Series s;
-    s.label = "run " + std::to_string(r + 1);
+    s.label = "cycle-rev L8 U4 r8 (seed " + std::to_string(r + 1) + ", lr 0.003)";
     for (int i = 0; i < 200; ++i) s.x.push_back(i), s.y.push_back(anywhere(rng));
     runs.series.push_back(s);
   }
