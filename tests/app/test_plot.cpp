@@ -1022,18 +1022,25 @@ TEST(Figures, ExperimentBarsSayHowManySeedsEachIntervalHas) {
   EXPECT_EQ(f.series[1].label, "baseline");
 }
 
-// The forest plot (issue 35) draws the comparison itself: per arm but the reference, the paired difference
-// with its seed interval, the document interval beside it (its own bounds), zero, a no-worse arm's margin
-// across its column only, and the paper's difference where given; the A/A arm is labelled as such.
-TEST(Figures, ExperimentForestDrawsPairedDifferencesAgainstZeroTheMarginAndThePaper) {
+// An experiment's report with the arms a forest plot shows: "shared", the reference "baseline" and its A/A
+// arm "baseline-aa", their numbers left for the test to fill.
+ExperimentReport forestReport(const std::string& name) {
   ExperimentReport r;
-  r.experiment.name = "tiny";
+  r.experiment.name = name;
   r.experiment.reference = "baseline";
   for (const char* name : {"shared", "baseline", "baseline-aa"}) {
     ArmSummary a;
     a.name = name;
     r.arms.push_back(a);
   }
+  return r;
+}
+
+// The forest plot (issue 35) draws the comparison itself: per arm but the reference, the paired difference
+// with its seed interval, the document interval beside it (its own bounds), zero, a no-worse arm's margin
+// across its column only, and the paper's difference where given; the A/A arm is labelled as such.
+TEST(Figures, ExperimentForestDrawsPairedDifferencesAgainstZeroTheMarginAndThePaper) {
+  ExperimentReport r = forestReport("tiny");
   r.arms[0].difference = meanInterval(std::vector<double>{0.01, 0.03, 0.02});  // 0.02 +- 0.0248
   r.arms[0].documentDifference = {
       .estimate = 0.02, .lo = 0.005, .hi = 0.045, .clusters = 40, .resamples = 2000};
@@ -1421,14 +1428,7 @@ TEST(Export, SizePresetsGiveThePageInPointsAndThePngAtItsDpi) {
 // x axis, the y label is wrapped to the plot it stands beside, and every text stays inside the page. The
 // page's height is the size exportFigure returns (PNG pixels, PDF and SVG points).
 TEST(Export, AOneColumnFigureGrowsTallerRatherThanLayItsLegendOverTheData) {
-  ExperimentReport r;
-  r.experiment.name = "head-sharing";
-  r.experiment.reference = "baseline";
-  for (const char* name : {"shared", "baseline", "baseline-aa"}) {
-    ArmSummary a;
-    a.name = name;
-    r.arms.push_back(a);
-  }
+  ExperimentReport r = forestReport("head-sharing");
   r.arms[0].difference = meanInterval(std::vector<double>{0.01, -0.02, 0.0, 0.015});
   r.arms[0].documentDifference = {
       .estimate = 0.001, .lo = -0.001, .hi = 0.003, .clusters = 40, .resamples = 2000};
