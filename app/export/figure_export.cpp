@@ -3,6 +3,7 @@
 #include <cairo-pdf.h>
 #include <cairo.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/svg_canvas.hpp"
 #include "app/plot/figure_memo.hpp"
+#include "app/plot/legend_layout.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
@@ -38,18 +40,92 @@ constexpr FigureSizePreset kPresets[] = {
      {7 * kPointsPerInch, 3.5 * kPointsPerInch, 300, 9.0 / 13.0}},
 };
 
-// Lays the panels out in points on `canvas` (already scaled to its device), side by side, and hands each
-// panel's layout to `use` (with its style, hidden series and memo).
-template <class Use>
-void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o, Use&& use) {
+Style exportStyle(const ExportOptions& o) {
   Style style = o.style;
   style.squareHeatmapCells = true;
   style.legendBelowRatherThanOverData = true;
   style.fontSize *= static_cast<float>(o.size.fontScale);
   style.titleSize *= static_cast<float>(o.size.fontScale);
+  return style;
+}
+
+// One legend for several panels (the Training view's loss beside its validation loss name the same runs in
+// the same colours), below them all across the page, instead of one per panel, whose share of the width long
+// run names outgrow: a figure of each named series with points once, in the order first met, and the first
+// panel's hidden series (the ones switched off on screen) greyed in it.
+struct SharedLegend {
+  Figure figure;
+  std::vector<bool> hidden;
+  LegendBlock block;                // laid out at the page's width, from y = 0
+  static constexpr float kGap = 4;  // between the panels and the legend's box
+};
+
+// Whether two series' legend rows look alike (drawLegend: a line, or a bar's swatch).
+bool sameSwatch(const Series& a, const Series& b) {
+  const bool bars = a.style == SeriesStyle::Bars;
+  return bars == (b.style == SeriesStyle::Bars) && a.color == b.color && a.dashed == b.dashed &&
+         (!bars || a.hatched == b.hatched);
+}
+
+// nullopt for one panel, for panels without legends, or when a name is drawn differently in two panels, or
+// an entry is wider than the page: each panel then keeps its own legend.
+std::optional<SharedLegend> sharedLegend(std::span<const Figure> panels, Canvas& canvas, const Style& style,
+                                         const ExportOptions& o) {
+  if (panels.size() < 2) return std::nullopt;
+  SharedLegend shared;
+  for (size_t p = 0; p < panels.size(); ++p) {
+    if (!panels[p].legend || panels[p].heatmap) return std::nullopt;
+    for (size_t i = 0; i < panels[p].series.size(); ++i) {
+      const Series& s = panels[p].series[i];
+      if (s.label.empty() || s.y.empty()) continue;
+      const auto same = std::find_if(shared.figure.series.begin(), shared.figure.series.end(),
+                                     [&](const Series& e) { return e.label == s.label; });
+      if (same == shared.figure.series.end()) {
+        shared.figure.series.push_back({.label = s.label,
+                                        .x = {0},
+                                        .y = {0},
+                                        .color = s.color,
+                                        .style = s.style,
+                                        .dashed = s.dashed,
+                                        .hatched = s.hatched});
+        shared.hidden.push_back(p == 0 && i < o.hidden.size() && o.hidden[i]);
+      } else if (!sameSwatch(*same, s)) {
+        return std::nullopt;
+      }
+    }
+  }
+  auto block = legendBlock(shared.figure, canvas, style, static_cast<float>(o.size.widthPt));
+  if (!block) return std::nullopt;
+  shared.block = std::move(*block);
+  return shared;
+}
+
+// The page's height for panels that share a legend: the one asked for, grown where the legend would leave
+// the panels under three quarters of it.
+double heightWithSharedLegend(double asked, const SharedLegend& legend) {
+  return std::max(asked, 0.75 * asked + legend.block.height + SharedLegend::kGap);
+}
+
+// Lays the panels out in points on `canvas` (already scaled to its device), side by side, above the legend
+// they share if they share one (taking the rest of the page's height, unless that would leave them under a
+// quarter of it: then each keeps its own), and hands each panel's layout to `use` (with its style, hidden
+// series and memo), then the shared legend with its rows moved below the panels.
+template <class Use, class UseLegend>
+void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o, Use&& use,
+                    UseLegend&& useLegend) {
+  const Style style = exportStyle(o);
+  const float pageHeight = static_cast<float>(o.size.heightPt);
+  auto legend = sharedLegend(panels, canvas, style, o);
+  if (legend && pageHeight - legend->block.height - SharedLegend::kGap < pageHeight / 4) legend.reset();
+  std::vector<Figure> withoutLegends;  // the panels, when their legend is drawn once below them
+  if (legend) {
+    withoutLegends.assign(panels.begin(), panels.end());
+    for (Figure& f : withoutLegends) f.legend = false;
+    panels = withoutLegends;
+  }
   const float width =
       static_cast<float>(o.size.widthPt) / static_cast<float>(std::max<size_t>(1, panels.size()));
-  const Point size{width, static_cast<float>(o.size.heightPt)};
+  const Point size{width, legend ? pageHeight - legend->block.height - SharedLegend::kGap : pageHeight};
   for (size_t i = 0; i < panels.size(); ++i) {
     const bool first = i == 0;
     const std::vector<bool> none;
@@ -60,26 +136,44 @@ void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const Export
                      first ? o.yView : std::nullopt, first ? o.hidden : none, &memo);
     use(panels[i], layout, style, first ? o.hidden : none, memo);
   }
+  if (!legend) return;
+  for (FigureLayout::LegendRow& row : legend->block.rows) {
+    row.min.y += size.y + SharedLegend::kGap;
+    row.max.y += size.y + SharedLegend::kGap;
+  }
+  useLegend(*legend, style);
 }
 
 void drawInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o) {
   layOutInPoints(
       canvas, panels, o,
       [&](const Figure& f, const FigureLayout& l, const Style& style, const std::vector<bool>& hidden,
-          FigureMemo& memo) { drawFigure(canvas, f, l, style, hidden, &memo); });
+          FigureMemo& memo) { drawFigure(canvas, f, l, style, hidden, &memo); },
+      [&](const SharedLegend& legend, const Style& style) {
+        drawLegend(canvas, legend.figure, legend.block.rows, style, legend.hidden);
+      });
 }
 
-// The page's height: the one asked for, grown by what the panels' legends need to go below the data rather
-// than over it (FigureLayout::heightWanted, the largest among the panels), laid out again until none needs
-// more (a plot squeezed to its minimum height under-reports the need once; three passes at most). Laid out in
+// The page's height: the one asked for, grown by what a legend shared by the panels needs
+// (heightWithSharedLegend), or else by what the panels' legends need to go below the data rather than over
+// it (FigureLayout::heightWanted, the largest among the panels), laid out again until none needs more (a
+// plot squeezed to its minimum height under-reports the need once; three passes at most). Laid out in
 // points, as every format is.
 double grownHeight(std::span<const Figure> panels, ExportOptions o) {
+  {
+    SvgCanvas measure(o.size.widthPt, o.size.heightPt);
+    if (const auto legend = sharedLegend(panels, measure, exportStyle(o), o))
+      return heightWithSharedLegend(o.size.heightPt, *legend);
+  }
   for (int pass = 0; pass < 3; ++pass) {
     SvgCanvas measure(o.size.widthPt, o.size.heightPt);
     float wanted = 0;
-    layOutInPoints(measure, panels, o,
-                   [&](const Figure&, const FigureLayout& l, const Style&, const std::vector<bool>&,
-                       FigureMemo&) { wanted = std::max(wanted, l.heightWanted); });
+    layOutInPoints(
+        measure, panels, o,
+        [&](const Figure&, const FigureLayout& l, const Style&, const std::vector<bool>&, FigureMemo&) {
+          wanted = std::max(wanted, l.heightWanted);
+        },
+        [](const SharedLegend&, const Style&) {});
     if (!(wanted > 0)) break;
     o.size.heightPt += std::ceil(wanted);
   }

@@ -15,6 +15,7 @@ namespace sharelens::plot {
 
 struct Rgb {
   uint8_t r, g, b;
+  friend bool operator==(const Rgb&, const Rgb&) = default;
 };
 
 enum class Colormap : uint8_t { Viridis, Magma, Diverging };

@@ -548,33 +548,7 @@ void drawFigure(Canvas& c, const Figure& f, const FigureLayout& l, const Style& 
              /*vertical=*/true);
   }
 
-  if (!l.legend.empty()) {
-    Point boxMin = l.legend.front().min,
-          boxMax = l.legend.front().max;  // around every row (one column or more)
-    for (const FigureLayout::LegendRow& row : l.legend) {
-      boxMin = {std::min(boxMin.x, row.min.x), std::min(boxMin.y, row.min.y)};
-      boxMax = {std::max(boxMax.x, row.max.x), std::max(boxMax.y, row.max.y)};
-    }
-    boxMin.y -= 3, boxMax.y += 3;
-    c.fillRect(boxMin, boxMax, style.background, 0.85f);
-    c.rect(boxMin, boxMax, style.grid, 1.0f);
-    for (const FigureLayout::LegendRow& row : l.legend) {
-      const Series& s = f.series[row.series];
-      const bool off = isHidden(hidden, row.series);
-      const float cy = (row.min.y + row.max.y) / 2;
-      if (s.style == SeriesStyle::Bars) {  // a swatch, hatched like its bars
-        const Point a{row.min.x + 8, cy - 5}, b{row.min.x + 22, cy + 5};
-        c.fillRect(a, b, off ? style.grid : s.color, s.hatched ? 0.18f : 0.9f);
-        if (s.hatched)
-          c.rect(a, b, off ? style.grid : s.color, 1.0f),
-              c.line({a.x, b.y}, {b.x, a.y}, off ? style.grid : s.color, 1.0f);
-      } else {
-        c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
-      }
-      c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize,
-             Align::Start, Align::Center);
-    }
-  }
+  drawLegend(c, f, l.legend, style, hidden);
 }
 
 }  // namespace sharelens::plot

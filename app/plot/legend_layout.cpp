@@ -189,55 +189,92 @@ std::vector<double> pointsInBoxes(const Figure& f, const std::vector<bool>& hidd
   return counts.counts();
 }
 
-// The legend's entries below the x axis label, with the data area shrunk to make room: in columns of the
-// widest entry's width when as many columns as the figure's width holds take no more lines than packing them
-// (entries that line up read as a table), else each entry as wide as its own label, packed into lines like
-// words (a forest plot's five reference lines, one of them long, take three lines of a one-column figure
-// instead of five). Centred under the data area, inside the figure: the columns as one block, packed lines
-// each on its own. Returns 0 when placed; else, with nothing changed, the height the figure would need to
-// grow by for the legend to go below with the data area keeping the height it has, and at least half of
-// what is left to it (the legend would leave the plot under half its height), or a negative number when an
-// entry is wider than the figure.
-float placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& widths, FigureLayout& l) {
-  const float usable = l.size.x - 2 * kPad;
-  const float widest = widths.empty() ? 0 : *std::max_element(widths.begin(), widths.end());
-  if (!(widest > 0) || widest > usable) return -1;
-  auto linesOf = [&](auto&& widthOf) {  // entries packed into lines no wider than `usable`: index ranges
+// Each legend entry's width (its swatch, gap and label) and the series it names, in order; and a row's
+// height.
+struct LegendEntries {
+  std::vector<float> widths;
+  std::vector<size_t> series;
+  float rowHeight = 0;
+};
+
+LegendEntries legendEntries(const Figure& f, Canvas& canvas, const Style& style) {
+  LegendEntries e;
+  for (size_t i = 0; i < f.series.size(); ++i)
+    if (listedInLegend(f.series[i])) {
+      e.widths.push_back(canvas.textSize(f.series[i].label, style.fontSize).x + 34);
+      e.series.push_back(i);
+    }
+  e.rowHeight = canvas.textSize("0", style.fontSize).y + 4;
+  return e;
+}
+
+// A legend's entries in lines no wider than `usable` (index ranges): in columns of the widest entry's width
+// when as many columns as fit take no more lines than packing them (entries that line up read as a table),
+// else each entry as wide as its own label, packed into lines like words (a forest plot's five reference
+// lines, one of them long, take three lines of a one-column figure instead of five). nullopt when an entry
+// is wider than `usable`.
+struct LegendLines {
+  std::vector<std::pair<size_t, size_t>> lines;
+  bool aligned = false;  // columns of the widest entry's width
+  float widest = 0;
+  float widthOf(const LegendEntries& e, size_t k) const { return aligned ? widest : e.widths[k]; }
+  float height(const LegendEntries& e) const { return e.rowHeight * static_cast<float>(lines.size()) + 6; }
+};
+
+std::optional<LegendLines> legendLines(const LegendEntries& e, float usable) {
+  LegendLines result;
+  result.widest = e.widths.empty() ? 0 : *std::max_element(e.widths.begin(), e.widths.end());
+  if (!(result.widest > 0) || result.widest > usable) return std::nullopt;
+  auto linesOf = [&](auto&& widthOf) {
     std::vector<std::pair<size_t, size_t>> lines;
     float used = 0;
-    for (size_t k = 0; k < widths.size(); ++k) {
+    for (size_t k = 0; k < e.widths.size(); ++k) {
       if (lines.empty() || used + widthOf(k) > usable) lines.push_back({k, k}), used = 0;
       lines.back().second = k + 1;
       used += widthOf(k);
     }
     return lines;
   };
-  const auto columns = linesOf([&](size_t) { return widest; });
-  const auto packed = linesOf([&](size_t k) { return widths[k]; });
-  const bool aligned = columns.size() <= packed.size();
-  const auto& lines = aligned ? columns : packed;
-  const float height = rowH * static_cast<float>(lines.size()) + 6;
+  auto columns = linesOf([&](size_t) { return result.widest; });
+  auto packed = linesOf([&](size_t k) { return e.widths[k]; });
+  result.aligned = columns.size() <= packed.size();
+  result.lines = std::move(result.aligned ? columns : packed);
+  return result;
+}
+
+// The rows of the lines from `top` (the box's top edge; rows start 3 below it), centred on `centre` and kept
+// within [left, right]: the columns as one block, packed lines each on its own.
+void appendLegendRows(const LegendEntries& e, const LegendLines& ll, float top, float centre, float left,
+                      float right, std::vector<FigureLayout::LegendRow>& rows) {
+  const auto& lines = ll.lines;
+  for (size_t line = 0; line < lines.size(); ++line) {
+    const auto [begin, end] = lines[line];
+    float width = 0;  // of this line, or of the first (the widest) for columns, whose lines start together
+    for (size_t k = ll.aligned ? lines[0].first : begin; k < (ll.aligned ? lines[0].second : end); ++k)
+      width += ll.widthOf(e, k);
+    float x = std::clamp(centre - width / 2, left, right - width);
+    const float y = top + 3 + e.rowHeight * static_cast<float>(line);
+    for (size_t k = begin; k < end; ++k) {
+      rows.push_back({e.series[k], {x, y}, {x + ll.widthOf(e, k), y + e.rowHeight}});
+      x += ll.widthOf(e, k);
+    }
+  }
+}
+
+// The legend's entries below the x axis label, with the data area shrunk to make room, in lines as
+// legendLines lays them, centred under the data area, inside the figure. Returns 0 when placed; else, with
+// nothing changed, the height the figure would need to grow by for the legend to go below with the data area
+// keeping the height it has, and at least half of what is left to it (the legend would leave the plot under
+// half its height), or a negative number when an entry is wider than the figure.
+float placeLegendBelow(const LegendEntries& e, FigureLayout& l) {
+  const auto lines = legendLines(e, l.size.x - 2 * kPad);
+  if (!lines) return -1;
+  const float height = lines->height(e);
   const float plotHeight = l.plotMax.y - l.plotMin.y;
   if (height + 4 > plotHeight / 2) return std::max(height + 4, 2 * (height + 4) - plotHeight);
   l.plotMax.y -= height + 4;
-  const float top = l.origin.y + l.size.y - kPad - height + 3;
-  std::vector<size_t> listed;  // series index of each entry
-  for (size_t i = 0; i < f.series.size(); ++i)
-    if (listedInLegend(f.series[i])) listed.push_back(i);
-  for (size_t line = 0; line < lines.size(); ++line) {
-    const auto [begin, end] = lines[line];
-    auto widthOf = [&](size_t k) { return aligned ? widest : widths[k]; };
-    float width = 0;  // of this line, or of the first (the widest) for columns, whose lines start together
-    for (size_t k = aligned ? lines[0].first : begin; k < (aligned ? lines[0].second : end); ++k)
-      width += widthOf(k);
-    float x = std::clamp((l.plotMin.x + l.plotMax.x - width) / 2, l.origin.x + kPad,
-                         l.origin.x + l.size.x - kPad - width);
-    const float y = top + rowH * static_cast<float>(line);
-    for (size_t k = begin; k < end; ++k) {
-      l.legend.push_back({listed[k], {x, y}, {x + widthOf(k), y + rowH}});
-      x += widthOf(k);
-    }
-  }
+  appendLegendRows(e, *lines, l.origin.y + l.size.y - kPad - height, (l.plotMin.x + l.plotMax.x) / 2,
+                   l.origin.x + kPad, l.origin.x + l.size.x - kPad, l.legend);
   return 0;
 }
 
@@ -249,13 +286,12 @@ float placeLegendBelow(const Figure& f, float rowH, const std::vector<float>& wi
 // every corner covers some (Style::legendBelowRatherThanOverData).
 void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std::vector<bool>& hidden,
                  FigureLayout& l, FigureMemo* memo) {
-  std::vector<float> widths;  // each entry's: its swatch, gap and label
-  for (const Series& s : f.series)
-    if (listedInLegend(s)) widths.push_back(canvas.textSize(s.label, style.fontSize).x + 34);
+  const LegendEntries entries = legendEntries(f, canvas, style);
+  const std::vector<float>& widths = entries.widths;
   if (widths.empty()) return;
   const size_t rows = widths.size();
-  const float rowH = canvas.textSize("0", style.fontSize).y + 4,
-              boxW = *std::max_element(widths.begin(), widths.end()), boxH = rowH * static_cast<float>(rows);
+  const float rowH = entries.rowHeight, boxW = *std::max_element(widths.begin(), widths.end()),
+              boxH = rowH * static_cast<float>(rows);
   const float inset = 8;
   const Point corners[] = {{l.plotMax.x - boxW - inset, l.plotMin.y + inset},
                            {l.plotMin.x + inset, l.plotMin.y + inset},
@@ -281,7 +317,7 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
                                                   hidden, emptiestCorner)
                              : emptiestCorner();
   if (choice >= std::size(corners)) {
-    const float grow = placeLegendBelow(f, rowH, widths, l);
+    const float grow = placeLegendBelow(entries, l);
     if (grow == 0) return;
     l.heightWanted = std::max(grow, 0.0f);  // an export grows by it and lays out again (figure_export.cpp)
   }
@@ -290,11 +326,53 @@ void placeLegend(const Figure& f, Canvas& canvas, const Style& style, const std:
   best.x = std::max(l.origin.x + kPad, std::min(best.x, l.origin.x + l.size.x - kPad - boxW));
   best.y = std::max(l.origin.y + kPad, std::min(best.y, l.origin.y + l.size.y - kPad - boxH));
   float y = best.y;
-  for (size_t i = 0; i < f.series.size(); ++i) {
-    if (!listedInLegend(f.series[i])) continue;
+  for (const size_t i : entries.series) {
     l.legend.push_back({i, {best.x, y}, {best.x + boxW, y + rowH}});
     y += rowH;
   }
 }
 
 }  // namespace sharelens::plot::detail
+
+namespace sharelens::plot {
+
+std::optional<LegendBlock> legendBlock(const Figure& f, Canvas& canvas, const Style& style, float width) {
+  const detail::LegendEntries entries = detail::legendEntries(f, canvas, style);
+  const auto lines = detail::legendLines(entries, width - 2 * detail::kPad);
+  if (!lines) return std::nullopt;
+  LegendBlock block;
+  block.height = lines->height(entries);
+  detail::appendLegendRows(entries, *lines, 0, width / 2, detail::kPad, width - detail::kPad, block.rows);
+  return block;
+}
+
+void drawLegend(Canvas& c, const Figure& f, std::span<const FigureLayout::LegendRow> rows, const Style& style,
+                const std::vector<bool>& hidden) {
+  if (rows.empty()) return;
+  Point boxMin = rows.front().min, boxMax = rows.front().max;  // around every row (one column or more)
+  for (const FigureLayout::LegendRow& row : rows) {
+    boxMin = {std::min(boxMin.x, row.min.x), std::min(boxMin.y, row.min.y)};
+    boxMax = {std::max(boxMax.x, row.max.x), std::max(boxMax.y, row.max.y)};
+  }
+  boxMin.y -= 3, boxMax.y += 3;
+  c.fillRect(boxMin, boxMax, style.background, 0.85f);
+  c.rect(boxMin, boxMax, style.grid, 1.0f);
+  for (const FigureLayout::LegendRow& row : rows) {
+    const Series& s = f.series[row.series];
+    const bool off = detail::isHidden(hidden, row.series);
+    const float cy = (row.min.y + row.max.y) / 2;
+    if (s.style == SeriesStyle::Bars) {  // a swatch, hatched like its bars
+      const Point a{row.min.x + 8, cy - 5}, b{row.min.x + 22, cy + 5};
+      c.fillRect(a, b, off ? style.grid : s.color, s.hatched ? 0.18f : 0.9f);
+      if (s.hatched)
+        c.rect(a, b, off ? style.grid : s.color, 1.0f),
+            c.line({a.x, b.y}, {b.x, a.y}, off ? style.grid : s.color, 1.0f);
+    } else {
+      c.line({row.min.x + 6, cy}, {row.min.x + 24, cy}, off ? style.grid : s.color, 2.5f, s.dashed);
+    }
+    c.text({row.min.x + 28, cy}, s.label, off ? style.frame : style.foreground, style.fontSize, Align::Start,
+           Align::Center);
+  }
+}
+
+}  // namespace sharelens::plot

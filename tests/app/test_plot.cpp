@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <span>
 #include <sstream>
@@ -1540,6 +1541,72 @@ TEST(Export, PanelsShareThePageSideBySide) {
   EXPECT_LT(l, 252);
   EXPECT_GT(r, 252) << "the second panel starts at half the page";
   EXPECT_LT(r, 504);
+  fs::remove_all(dir);
+}
+
+// Panels that name the same runs in the same colours (the training export's loss beside its validation loss)
+// share one legend below both, across the page: at one-column width each half is narrower than a long run
+// name, and eighteen runs' legend in either half lay over its data. Each name is written once, below both
+// panels' x labels and inside the page, which grows taller for it. Panels whose names disagree in colour keep
+// a legend each.
+TEST(Export, PanelsThatNameTheSameRunsShareOneLegendBelowThem) {
+  const fs::path dir = testing::makeTempDir("export-shared-legend");
+  Figure loss, validation;
+  loss.title = "Training: loss";
+  validation.title = "Training: validation loss";
+  loss.xLabel = validation.xLabel = "step";
+  for (int r = 0; r < 18; ++r) {
+    const std::string name = (r < 6    ? "baseline"
+                              : r < 12 ? "baseline-aa"
+                                       : "qkv-shared") +
+                             std::string(" (seed ") + std::to_string(r % 6 + 1) + ")";
+    Series s{.label = name, .color = seriesColor(r)};
+    for (int i = 0; i < 100; ++i) s.x.push_back(i), s.y.push_back(5.0 - 0.01 * i + 0.01 * r);
+    loss.series.push_back(s);
+    s.style = SeriesStyle::LineAndMarkers;  // drawn with markers, listed with the same swatch
+    validation.series.push_back(s);
+  }
+  ExportOptions options;
+  options.size = parseFigureSize("single", "--size");
+  const std::vector<Figure> panels = {loss, validation};
+  const FigureSize written = exportPanels(panels, dir / "p.svg", options);
+  EXPECT_GT(written.heightPt, options.size.heightPt) << "grown for the legend";
+  struct Text {
+    double x, y;
+    std::string text;
+  };
+  auto texts = [&](const fs::path& file) {
+    const std::string svg = slurp(file);
+    std::vector<Text> out;
+    const std::regex text(R"re(<text x="([-0-9.e]+)" y="([-0-9.e]+)"[^>]*>([^<]*)</text>)re");
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it)
+      out.push_back({std::stod((*it)[1]), std::stod((*it)[2]), (*it)[3]});
+    return out;
+  };
+  const std::vector<Text> page = texts(dir / "p.svg");
+  double xLabelsBottom = 0;
+  int xLabels = 0;
+  for (const Text& t : page)
+    if (t.text == "step") xLabelsBottom = std::max(xLabelsBottom, t.y), ++xLabels;
+  ASSERT_EQ(xLabels, 2);
+  for (const Series& s : loss.series) {
+    const auto named =
+        std::count_if(page.begin(), page.end(), [&](const Text& t) { return t.text == s.label; });
+    EXPECT_EQ(named, 1) << s.label << ": one legend for both panels";
+    for (const Text& t : page)
+      if (t.text == s.label) {
+        EXPECT_GT(t.y, xLabelsBottom) << s.label << ": below both panels";
+        EXPECT_LE(t.y, written.heightPt) << s.label;
+      }
+  }
+  validation.series[3].color = {1, 2, 3};  // one name in another colour: not one run's swatch
+  const std::vector<Figure> disagreeing = {loss, validation};
+  exportPanels(disagreeing, dir / "q.svg", options);
+  const std::vector<Text> apart = texts(dir / "q.svg");
+  EXPECT_EQ(std::count_if(apart.begin(), apart.end(),
+                          [&](const Text& t) { return t.text == loss.series[0].label; }),
+            2)
+      << "each panel keeps its own legend";
   fs::remove_all(dir);
 }
 
