@@ -51,6 +51,32 @@ BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const s
 
 }  // namespace
 
+std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t context) {
+  if (!fs::exists(runJson)) return std::nullopt;
+  try {
+    const Json run = readJsonFile(runJson);
+    const Json& c = run.at("config");
+    const Json& corpus = run.at("corpus");
+    RunProtocol p;
+    p.context = context;
+    p.batchSize = c.at("batch_size").get<int64_t>();
+    p.warmupSteps = c.at("warmup_steps").get<int64_t>();
+    p.steps = c.at("steps").get<int64_t>();
+    p.lr = c.at("lr").get<double>();
+    p.minLrRatio = c.at("min_lr_ratio").get<double>();
+    p.weightDecay = c.at("weight_decay").get<double>();
+    p.beta1 = c.at("beta1").get<double>();
+    p.beta2 = c.at("beta2").get<double>();
+    p.gradClip = c.at("grad_clip").get<double>();
+    p.corpusTrainTokens = corpus.at("train_tokens").get<int64_t>();
+    p.validationTokens = corpus.at("validation_tokens").get<int64_t>();
+    p.validationDocuments = corpus.at("validation_documents").get<int64_t>();
+    return p;
+  } catch (const Json::exception&) {
+    return std::nullopt;  // written by an older version, or cut short: the report states no protocol
+  }
+}
+
 ExperimentReport reportExperiment(const fs::path& outDir) {
   const fs::path file = outDir / "experiment.json";
   if (!fs::exists(file))
@@ -116,6 +142,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     for (uint64_t seed : e.seeds) {
       RunSummary run{arm.name, seed};
       const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
+      if (!arm.derive && !a.protocol)
+        a.protocol = readRunProtocol(dir / "run.json", arm.topology.model.context);
       if (fs::exists(dir / "metrics.jsonl")) {
         MetricsReader metrics(dir / "metrics.jsonl");
         metrics.poll();
@@ -339,6 +367,52 @@ Json ExperimentReport::toJson() const {
           {"runs", runs}};
 }
 
+std::string ExperimentReport::protocolText() const {
+  const Experiment& e = experiment;
+  const ArmSummary* first = nullptr;  // the reference's protocol, else the first arm's that has one
+  for (const ArmSummary& a : arms)
+    if (a.protocol && (!first || a.name == e.reference)) first = &a;
+  if (!first) return "";
+  const RunProtocol& p = *first->protocol;
+  const double passes = p.corpusTrainTokens > 0 ? static_cast<double>(p.steps * p.batchSize * p.context) /
+                                                      static_cast<double>(p.corpusTrainTokens)
+                                                : NAN;
+  std::string text = "**As run**: the " + e.corpus + " corpus (" +
+                     formatNumber(static_cast<double>(p.corpusTrainTokens) / 1e6, "%.2f") +
+                     "M training tokens), " + formatNumber(static_cast<double>(p.steps), "%.0f") +
+                     " steps of " + std::to_string(p.batchSize) + " x " + std::to_string(p.context) +
+                     " tokens per run (" + formatNumber(passes, "%.2f") + " passes over it); " +
+                     (e.evalTokens == kEveryHeldOutToken
+                          ? "every held-out document scored (" + std::to_string(p.validationDocuments) +
+                                " documents, " + std::to_string(p.validationTokens) + " tokens)"
+                          : std::to_string(e.evalTokens) + " held-out tokens scored") +
+                     "; AdamW (beta " + formatNumber(p.beta1, "%g") + ", " + formatNumber(p.beta2, "%g") +
+                     ", weight decay " + formatNumber(p.weightDecay, "%g") + "), gradients clipped at norm " +
+                     formatNumber(p.gradClip, "%g") + ", linear warmup over " +
+                     std::to_string(p.warmupSteps) + " steps, then cosine decay to " +
+                     formatNumber(p.minLrRatio, "%g") + " of the peak learning rate at the last step.";
+  // Each trained arm's peak learning rate (the one `experiment plan`'s sweep chose, where it chose), and any
+  // other difference of its runs' options from the first's.
+  std::string lrs, differing;
+  bool chosen = false;
+  std::set<double> distinct;
+  for (const ArmSummary& a : arms) {
+    if (!a.protocol) continue;
+    const RunProtocol& q = *a.protocol;
+    distinct.insert(q.lr);
+    lrs += (lrs.empty() ? "" : ", ") + a.name + " " + formatNumber(q.lr, "%g");
+    chosen = chosen || e.arm(a.name).lr.has_value();
+    if (q.steps != p.steps || q.batchSize != p.batchSize || q.warmupSteps != p.warmupSteps)
+      differing += (differing.empty() ? "" : "; ") + a.name + ": " + std::to_string(q.steps) + " steps of " +
+                   std::to_string(q.batchSize) + ", warmup " + std::to_string(q.warmupSteps);
+  }
+  text += " Peak learning rate: " +
+          (distinct.size() == 1 ? formatNumber(*distinct.begin(), "%g") + " for every arm" : lrs) +
+          (chosen ? " (each arm's chosen by `experiment plan`'s sweep)." : " (the file's, not swept).");
+  if (!differing.empty()) text += " Arms trained otherwise: " + differing + ".";
+  return text;
+}
+
 std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   const Experiment& e = experiment;
   std::string md = "## " + e.name + "\n\n";
@@ -347,6 +421,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
           "): " + e.claim.statement +
           (e.claim.number.empty() ? "" : " The paper reports: " + e.claim.number) + "\n\n";
   if (!e.description.empty()) md += e.description + "\n\n";
+  if (const std::string protocol = protocolText(); !protocol.empty()) md += protocol + "\n\n";
   md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
         std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
         "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +

@@ -4,6 +4,7 @@
 // docs/CLAIMS.md section.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -38,9 +39,21 @@ enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive 
 std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
 
+// How an arm's runs were trained, from the first of its run directories' run.json ("config", "corpus"): what
+// the report states as the protocol, so that it says what ran (the planned budget, each arm's chosen learning
+// rate) rather than what the experiment file asked before `experiment plan` resized it.
+struct RunProtocol {
+  int64_t batchSize = 0, context = 0, warmupSteps = 0, steps = 0;
+  double lr = NAN, minLrRatio = NAN, weightDecay = NAN, beta1 = NAN, beta2 = NAN, gradClip = NAN;
+  int64_t corpusTrainTokens = 0, validationTokens = 0, validationDocuments = 0;
+};
+// nullopt when the file is missing or lacks a field (a run that never started).
+std::optional<RunProtocol> readRunProtocol(const std::filesystem::path& runJson, int64_t context);
+
 struct ArmSummary {
   std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;
-  std::optional<double> paperEffect;  // ExperimentArm::paperEffect
+  std::optional<RunProtocol> protocol;  // trained arms with a run that started
+  std::optional<double> paperEffect;    // ExperimentArm::paperEffect
   std::string paperSource;
   double margin = 0;  // of a no-worse claim
   ClaimOutcome claim = ClaimOutcome::NotStated;
@@ -73,6 +86,9 @@ struct ExperimentReport {
   MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
   Json toJson() const;
   std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
+  // "As run: ..." (corpus and passes over it, held-out tokens, batch, optimizer, schedule, each arm's peak
+  // learning rate); "" before any run started.
+  std::string protocolText() const;
 };
 
 ExperimentReport reportExperiment(const std::filesystem::path& outDir);

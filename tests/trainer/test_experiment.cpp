@@ -102,6 +102,19 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
                  " --figures " + shellQuote((dir / "figures").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(readTextFile(dir / "r.md").find("| cycle |"), std::string::npos);
+  // The protocol as run, from the runs' own records: 10,240 tokens of batch 4 x context 64 are 40 steps;
+  // 12,000 held-out tokens; no sweep chose the learning rate. An arm whose rate a plan chose is named with
+  // it.
+  const std::string protocol = report.protocolText();
+  EXPECT_NE(protocol.find("40 steps of 4 x 64 tokens per run"), std::string::npos) << protocol;
+  EXPECT_NE(protocol.find("12000 held-out tokens scored"), std::string::npos) << protocol;
+  EXPECT_NE(protocol.find("for every arm (the file's, not swept)"), std::string::npos) << protocol;
+  EXPECT_NE(readTextFile(dir / "r.md").find(protocol), std::string::npos);
+  ExperimentReport swept = report;
+  swept.experiment.arms[0].lr = 0.01;
+  swept.arms[0].protocol->lr = 0.01;
+  EXPECT_NE(swept.protocolText().find("cycle 0.01, baseline "), std::string::npos) << swept.protocolText();
+  EXPECT_NE(swept.protocolText().find("chosen by `experiment plan`'s sweep"), std::string::npos);
   // `export --view experiment-*` (what the Experiments view draws, at any size) draws the report's figures.
   for (const auto& [view, stem] :
        {std::pair{"experiment-forest", "forest"}, {"experiment-curves --axis flops", "curves-flops"}}) {
