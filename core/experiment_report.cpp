@@ -377,7 +377,7 @@ std::string ExperimentReport::protocolText() const {
   const double passes = p.corpusTrainTokens > 0 ? static_cast<double>(p.steps * p.batchSize * p.context) /
                                                       static_cast<double>(p.corpusTrainTokens)
                                                 : NAN;
-  std::string text = "**As run**: the " + e.corpus + " corpus (" +
+  std::string text = "the " + e.corpus + " corpus (" +
                      formatNumber(static_cast<double>(p.corpusTrainTokens) / 1e6, "%.2f") +
                      "M training tokens), " + formatNumber(static_cast<double>(p.steps), "%.0f") +
                      " steps of " + std::to_string(p.batchSize) + " x " + std::to_string(p.context) +
@@ -421,7 +421,8 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
           "): " + e.claim.statement +
           (e.claim.number.empty() ? "" : " The paper reports: " + e.claim.number) + "\n\n";
   if (!e.description.empty()) md += e.description + "\n\n";
-  if (const std::string protocol = protocolText(); !protocol.empty()) md += protocol + "\n\n";
+  if (const std::string protocol = protocolText(); !protocol.empty())
+    md += "**As run**: " + protocol + "\n\n";
   md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
         std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
         "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +

@@ -86,8 +86,8 @@ struct ExperimentReport {
   MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
   Json toJson() const;
   std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
-  // "As run: ..." (corpus and passes over it, held-out tokens, batch, optimizer, schedule, each arm's peak
-  // learning rate); "" before any run started.
+  // The protocol as run: "the CORPUS corpus (...)" (corpus and passes over it, held-out tokens, batch,
+  // optimizer, schedule, each arm's peak learning rate); "" before any run started.
   std::string protocolText() const;
 };
 

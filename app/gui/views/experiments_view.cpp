@@ -164,6 +164,9 @@ class ExperimentsPanel : public View {
       ImGui::TextWrapped("Claim (%s, %s): %s", e.claim.paper.c_str(), e.claim.section.c_str(),
                          e.claim.statement.c_str());
     if (!e.description.empty()) ImGui::TextDisabled("%s", e.description.c_str());
+    if (m_report)  // the protocol the output's runs were trained with
+      if (const std::string protocol = m_report->protocolText(); !protocol.empty())
+        ImGui::TextDisabled("As run: %s", protocol.c_str());
     ImGui::PopTextWrapPos();
     ImGui::Text("%zu seeds, %.2fM tokens per run on %s, reference: %s", e.seeds.size(),
                 static_cast<double>(e.tokens) / 1e6, e.corpus.c_str(), e.reference.c_str());
@@ -304,22 +307,38 @@ class ExperimentsPanel : public View {
     ImGui::EndChild();
   }
 
+  // The report of the output directory, read again about once a second on an analysis worker (it reads
+  // every run's metrics and evaluation and bootstraps the documents: tenths of a second for a claims
+  // experiment, which the UI thread must not wait for); the last one stays shown meanwhile. One at a time:
+  // a directory changed while one is reading is read again after it.
   void refreshReport(AppContext& ctx) {
-    if (!m_reportThrottle.due()) return;
+    if (m_reportJob || !m_reportThrottle.due()) return;
     std::error_code ec;
     if (!fs::exists(fs::path(m_out) / "experiment.json", ec)) {  // not an experiment's output (yet): no scan
       m_report.reset();
       m_hasRuns = false;
       return;
     }
-    m_hasRuns = !runDirectoriesBelow(m_out, 2).empty();
-    try {
-      m_report = std::make_shared<const ExperimentReport>(reportExperiment(m_out));
-    } catch (const Error& e) {
-      m_report.reset();
-      m_problem = e.what();
-    }
-    (void)ctx;
+    const fs::path out = m_out;
+    m_reportJob = ctx.jobs.submit(
+        "experiment report",
+        [this, out](const TaskContext&) -> JobSystem::Completion {
+          const bool hasRuns = !runDirectoriesBelow(out, 2).empty();
+          std::shared_ptr<const ExperimentReport> report;
+          std::string problem;
+          try {
+            report = std::make_shared<const ExperimentReport>(reportExperiment(out));
+          } catch (const Error& e) {
+            problem = e.what();
+          }
+          return [this, out, hasRuns, report, problem] {  // on the UI thread: the view outlives its jobs
+            if (out != fs::path(m_out)) return;           // another directory was chosen meanwhile
+            m_hasRuns = hasRuns;
+            m_report = report;
+            if (!problem.empty()) m_problem = problem;
+          };
+        },
+        [this](JobSystem::Status, const std::string&) { m_reportJob = 0; });
   }
 
   void drawResults(AppContext& ctx) {
@@ -360,6 +379,7 @@ class ExperimentsPanel : public View {
   uint64_t m_job = 0;
   std::shared_ptr<RunLog> m_log;
   std::shared_ptr<const ExperimentReport> m_report;
+  uint64_t m_reportJob = 0;  // the report being read (refreshReport), 0 when none
   PollThrottle m_reportThrottle{std::chrono::milliseconds(1000)};
   bool m_flops = false;
   plot::PlotState m_barsState, m_curvesState;
