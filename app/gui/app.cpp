@@ -649,8 +649,8 @@ class App {
     }
     if (ImGui::Button("Clear")) m_errors.clear();
     // Escape closes the panel, as it closes the dialogs (when no text box has the keyboard).
-    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput &&
-        !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))  // a dialog's Escape is the dialog's
+    if (escapePressed() &&
+        !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))  // a dialog's Escape is its own
       m_showErrors = false;
     ImGui::End();
   }

@@ -105,6 +105,9 @@ void drawNote(const std::string& text);     // secondary text, dimmed, wrapped a
 // before the window's right edge, else it starts the next line -- a narrow window wraps a toolbar instead of
 // pushing its last controls out of sight (1024 x 700 and up, issue 41).
 void sameLineIfFits(float width, float spacing = -1.0f);
+// Escape pressed this frame while no text box holds the keyboard: what closes a dialog (or the error panel)
+// as its Cancel would.
+bool escapePressed();
 float buttonWidth(const char* label);                     // a button's width with its label (to "##")
 float labelledWidth(float itemWidth, const char* label);  // a widget of `itemWidth` and its label
 // A combo of the named corpora (core/corpus.hpp namedCorpora(), each with its description as a tooltip);

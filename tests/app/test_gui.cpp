@@ -351,17 +351,24 @@ TEST_F(GuiInput, TheEsdTableSortsByAlphaWhenItsHeaderIsClicked) {
 
 // Training view: Stop asks first; "Keep training" leaves the run training, "Stop" stops it with a checkpoint.
 TEST_F(GuiInput, StopAsksBeforeStoppingARun) {
-  const fs::path data = s_dir / "xdg", afterKeep = s_dir / "after-keep.json";
+  const fs::path data = s_dir / "xdg", afterKeep = s_dir / "after-keep.json",
+                 afterEscape = s_dir / "after-escape.json";
   const auto s = session(
       "train", dataHome(data) + kBinary + " --demo --exit-after 120",
       {"waitfor '\"state\":\"running\"'", "click 'run/demo-cycle-L6-U3/stop'", "click 'stop-dialog/keep'",
        "sleep 1", "flat > " + shellQuote(afterKeep.string()), "click 'run/demo-cycle-L6-U3/stop'",
+       "waitfor '\"stop-dialog/keep\"'", "frozen xdotool key Escape", "sleep 1",
+       "flat > " + shellQuote(afterEscape.string()), "click 'run/demo-cycle-L6-U3/stop'",
        "click 'stop-dialog/stop'", "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"stopped\"'"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
-  std::ifstream keep(afterKeep);
-  const std::string kept((std::istreambuf_iterator<char>(keep)), std::istreambuf_iterator<char>());
-  EXPECT_NE(kept.find("\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\""), std::string::npos)
-      << "Keep training stopped the run: " << kept;
+  for (const fs::path& after : {afterKeep, afterEscape}) {  // "Keep training", then Escape: still running
+    std::ifstream in(after);
+    const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(kept.find("\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\""), std::string::npos)
+        << after.filename() << " stopped the run: " << kept;
+    EXPECT_EQ(kept.find("\"stop-dialog/keep\""), std::string::npos)
+        << after.filename() << " left the dialog open";
+  }
   EXPECT_TRUE(latestCheckpoint(data / "sharelens" / "demo" / "model").has_value()) << "no checkpoint on stop";
 }
 

@@ -148,6 +148,10 @@ void drawNote(const std::string& text) {
   ImGui::PopStyleColor();
 }
 
+bool escapePressed() {
+  return ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput;
+}
+
 void sameLineIfFits(float width, float spacing) {
   // The right edge of what holds the item: a table cell's, or the window's (GetContentRegionMax is
   // cell-aware in 1.86; GetWindowContentRegionMax is not).

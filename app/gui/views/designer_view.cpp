@@ -420,7 +420,7 @@ class DesignerPanel : public DesignerApi {
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Cancel") || escapePressed()) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 

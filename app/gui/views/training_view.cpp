@@ -337,9 +337,7 @@ class TrainingPanel : public View {
       ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1),
                          "The notes are longer than this dialog holds (%zu bytes):", sizeof m_noteText - 1);
       ImGui::TextUnformatted("edit notes.json itself; nothing here changes them.");
-      if (ImGui::Button("Close") ||
-          (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput))
-        ImGui::CloseCurrentPopup();
+      if (ImGui::Button("Close") || escapePressed()) ImGui::CloseCurrentPopup();
       ImGui::EndPopup();
       return;
     }
@@ -363,9 +361,7 @@ class TrainingPanel : public View {
       }
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel") ||
-        (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false) && !ImGui::GetIO().WantTextInput))
-      ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Cancel") || escapePressed()) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 
@@ -548,7 +544,7 @@ class TrainingPanel : public View {
     }
     const bool keep = ImGui::Button(r ? "Keep training" : "Close");
     probe::item("stop-dialog/keep");
-    if (keep) ImGui::CloseCurrentPopup();
+    if (keep || escapePressed()) ImGui::CloseCurrentPopup();  // Escape keeps training, as the button does
     ImGui::EndPopup();
   }
 
