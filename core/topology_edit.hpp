@@ -4,6 +4,9 @@
 // and why.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "core/topology.hpp"
 #include "core/topology_presets.hpp"
 
@@ -15,15 +18,30 @@ enum class DesignColumn { Attention, Ffn };
 void paintBlock(Topology& topology, DesignColumn column, int64_t layer, int64_t block);
 // Renumbers blocks 0..U-1 in order of first use (what validateTopology requires: no gaps).
 void renumberBlocks(BlockSharing& sharing);
-// Replaces both assignments with a preset pattern for the current depth, keeping everything else. Tied head
+// Replaces both assignments with a preset pattern for the current depth, keeping everything else (interior
+// FFN tying too, rebuilt at its k where the depth allows), and names the design (describeDesign). Tied head
 // pairs need unshared attention, so they are dropped when the pattern shares it: the returned note says so
 // ("" when nothing was dropped).
 std::string applyPattern(Topology& topology, SharingPattern pattern, int64_t unique);
-// Changes the number of layers. A topology that is a pattern (provenance.pattern names one, attention and
-// FFN assigned alike) is built again from it at the new depth with the same unique blocks U (vanilla: every
-// layer its own; at most the new depth), and named for what it now is ("cycle-L8-U3"). Anything else (a
-// painted design, tied interior FFNs) has its assignments extended or cut: new layers get new blocks.
+// Changes the number of layers. A topology whose attention is a pattern (recognizePattern) is built again
+// from it at the new depth with the same unique blocks U (vanilla: every layer its own; at most the new
+// depth), its interior FFN tying kept at its k; anything else (a painted design) has its assignments extended
+// or cut: new layers get new blocks. Either way it is named for what it now is (describeDesign).
 void resizeLayers(Topology& topology, int64_t layers);
+// The pattern a column's assignment is (at its own U), if any: what a painted design that happens to be a
+// pattern is recognised as. Where several patterns assign alike (any at U = 1, vanilla and sequence at
+// U = L), `preferred` (the design's own, provenance.pattern) when it is one of them.
+std::optional<SharingPattern> recognizePattern(const BlockSharing& sharing, int64_t layers,
+                                               std::optional<SharingPattern> preferred = std::nullopt);
+// k when the FFN assignment is interior FFN tying (interiorTieAssignment(layers, k), two interior layers or
+// more) and not simply the attention's pattern.
+std::optional<int64_t> recognizeInteriorTie(const Topology& topology);
+// A name for what the design is, from its structure alone: "{pattern|custom}-L{L}-U{U}", then what else it
+// has: "-ffn-tied{k}" (interior FFN tying) or "-ffnU{U}" (another FFN assignment), "-lora{r}" ("-ffnlora{r}"
+// where the FFN's rank differs), "-heads-r{r}" / "-qkv-r{r}" (head / QKV sharing), "-masa{S}-{projections}",
+// "-ties{n}" (DirectShare ties), "-tied" (embeddings), "-emb{r}" (factorised embedding). The Designer names a
+// design by it after every edit until the user names it.
+std::string describeDesign(const Topology& topology);
 // Keeps head_dim = d_model / heads after an edit of d_model or heads (rounded to an even number).
 void syncHeadDim(ModelDims& dims);
 

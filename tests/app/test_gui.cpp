@@ -248,18 +248,24 @@ TEST_F(GuiInput, AFailedOpenKeepsTheCurrentModelAndStaysOutOfRecent) {
 // Issue 41 item 1: the Designer's U slider keeps what it is set to and rebuilds the current pattern with it
 // (it snapped back on every frame before, so a U could only come from a shipped preset); a pattern's
 // button then builds that pattern with the same U. A click 24 px into the slider sets it near its minimum.
+// The name follows the design (describeDesign: its pattern, L, U, then its LoRA and embeddings) until the
+// user types one, which then stays through edits.
 TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereItIsSet) {
-  const fs::path after = s_dir / "after-slider.json";
+  const fs::path after = s_dir / "after-slider.json", named = s_dir / "after-naming.json";
   const auto s =
       session("designer-u", dataHome(s_dir / "xdg-designer") + kBinary + " --view designer --exit-after 60",
               {"waitfor '\"designer/topology\"'", "click designer/unique", "sleep 0.5",
-               "waitfor '\"name\":\"cycle-L6-U1\"'", "click designer/pattern/sequence",
-               "waitfor '\"name\":\"sequence-L6-U1\"'", "sleep 0.5", "flat > " + shellQuote(after.string())});
+               "waitfor '\"name\":\"cycle-L6-U1-'", "click designer/pattern/sequence",
+               "waitfor '\"name\":\"sequence-L6-U1-'", "sleep 0.5", "flat > " + shellQuote(after.string()),
+               "click designer/name", "frozen xdotool key ctrl+a", "xdotool type --delay 5 mine",
+               "waitfor '\"name\":\"mine\"'", "click designer/pattern/cycle",
+               "waitfor '\"pattern\":\"cycle\"'", "sleep 0.5", "flat > " + shellQuote(named.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   const Json designed = readState(after)["state"]["designer/topology"];
   EXPECT_EQ(designed["slider_u"], 1) << "the slider snapped back";
   EXPECT_EQ(designed["unique"], 1);
   EXPECT_EQ(designed["pattern"], "sequence");
+  EXPECT_EQ(readState(named)["state"]["designer/topology"]["name"], "mine") << "the user's name stays";
 }
 
 // Issue 41 item 4: a folder of runs two levels deep (ARM/seed-K) opens on the Training view, its seeds

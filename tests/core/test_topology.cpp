@@ -511,7 +511,9 @@ TEST(TopologyEdit, PresetsNameThemselvesAndSayWhatTheyDrop) {
   const std::string note = applyPattern(t, SharingPattern::Cycle, 3);
   EXPECT_NE(note.find("1 tied head pair dropped"), std::string::npos) << note;
   EXPECT_TRUE(t.tiedHeads.empty());
-  EXPECT_EQ(t.name, "cycle-L6-U3");
+  EXPECT_EQ(t.name, describeDesign(t));
+  EXPECT_EQ(t.name.substr(0, 12), "cycle-L6-U3-") << t.name << ": no ties left to name";
+  EXPECT_EQ(t.name.find("-ties"), std::string::npos) << t.name;
 }
 
 // Issue 41 item 1: a pattern keeps being that pattern when layers are added or removed -- the same U, the
@@ -523,20 +525,59 @@ TEST(TopologyEdit, ResizingAPatternRebuildsItAtTheNewDepthWithItsUAndName) {
   resizeLayers(t, 8);
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1}));
   EXPECT_EQ(t.ffn.assign, t.attention.assign);
-  EXPECT_EQ(t.name, "cycle-L8-U3");
+  EXPECT_EQ(t.name.substr(0, 12), "cycle-L8-U3-") << t.name;  // then its LoRA and embeddings
   resizeLayers(t, 2);
   EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1})) << "U is at most the depth";
-  EXPECT_EQ(t.name, "cycle-L2-U2");
+  EXPECT_EQ(t.name.substr(0, 12), "cycle-L2-U2-") << t.name;
   applyPattern(t, SharingPattern::Vanilla, 2);
   resizeLayers(t, 5);
   EXPECT_EQ(t.attention.uniqueBlocks(), 5) << "vanilla: every layer its own";
-  EXPECT_EQ(t.name, "vanilla-L5-U5");
-  paintBlock(t, DesignColumn::Attention, 1, 0);  // custom now: 0 0 1 2 3
-  const std::string painted = t.name;
+  EXPECT_EQ(t.name.substr(0, 14), "vanilla-L5-U5-") << t.name;
+  paintBlock(t, DesignColumn::Attention, 3, 0);  // custom now: 0 1 2 0 3, no pattern
   resizeLayers(t, 6);
-  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 1, 2, 3, 4})) << "a new block for the new layer";
-  EXPECT_EQ(t.name, painted);
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 1, 2, 0, 3, 4})) << "a new block for the new layer";
+  EXPECT_EQ(t.name.substr(0, 19), "custom-L6-U5-ffnU6-") << t.name << ": named for what it now is";
   EXPECT_NO_THROW(validateTopology(t));
+}
+
+// Issue 41 item 1: the Designer's name says what the design is after any edit, from its structure alone
+// (describeDesign): a painted design that is a pattern is named that pattern; interior FFN tying survives a
+// change of pattern or depth (before, a pattern rebuilt the FFNs alike and dropped it, and added layers got
+// new blocks under the old name); each other choice adds its part.
+TEST(TopologyEdit, TheNameSaysWhatTheDesignIs) {
+  Topology t = demoTopology();
+  t.attention.loraRank = t.ffn.loraRank = 0;
+  t.embedding = {.tied = false, .factorRank = 0};
+  applyPattern(t, SharingPattern::Sequence, 6);
+  EXPECT_EQ(t.name, "sequence-L6-U6") << "at U = L sequence and vanilla assign alike: the one applied";
+  applyPattern(t, SharingPattern::Cycle, 3);
+  EXPECT_EQ(t.name, "cycle-L6-U3");
+  paintBlock(t, DesignColumn::Attention, 5, 0);  // 0 1 2 0 1 0: no pattern
+  EXPECT_EQ(describeDesign(t), "custom-L6-U3-ffnU3");
+  paintBlock(t, DesignColumn::Attention, 5, 2);  // 0 1 2 0 1 2: cycle again
+  paintBlock(t, DesignColumn::Ffn, 5, 2);
+  EXPECT_EQ(describeDesign(t), "cycle-L6-U3");
+  t.ffn.assign = interiorTieAssignment(6, 1);  // FFN: 0 1 1 1 1 2
+  EXPECT_EQ(recognizeInteriorTie(t), 1);
+  EXPECT_EQ(describeDesign(t), "cycle-L6-U3-ffn-tied1");
+  applyPattern(t, SharingPattern::Sequence, 2);
+  EXPECT_EQ(t.ffn.assign, interiorTieAssignment(6, 1)) << "a new attention pattern keeps the FFN tying";
+  EXPECT_EQ(t.name, "sequence-L6-U2-ffn-tied1");
+  resizeLayers(t, 8);
+  EXPECT_EQ(t.attention.assign, patternAssignment(SharingPattern::Sequence, 8, 2));
+  EXPECT_EQ(t.ffn.assign, interiorTieAssignment(8, 1)) << "rebuilt at the new depth, not appended";
+  EXPECT_EQ(t.name, "sequence-L8-U2-ffn-tied1");
+  EXPECT_NO_THROW(validateTopology(t));
+  t.attention.loraRank = 8;
+  t.ffn.loraRank = 4;
+  t.headSharing = {.mode = HeadSharingMode::QkvShared, .loraRank = 2};
+  t.embedding = {.tied = true, .factorRank = 16};
+  EXPECT_EQ(describeDesign(t), "sequence-L8-U2-ffn-tied1-lora8-ffnlora4-qkv-r2-tied-emb16");
+  t.headSharing.mode = HeadSharingMode::None;
+  t.masa.enabled = true;
+  t.masa.atoms = 3;
+  t.masa.projections = {Proj::V, Proj::Q};
+  EXPECT_EQ(describeDesign(t), "sequence-L8-U2-ffn-tied1-lora8-ffnlora4-masa3-qv-tied-emb16");
 }
 
 TEST(TopologyEdit, TiedHeadsMergeIntoACompatibleDesignOnly) {

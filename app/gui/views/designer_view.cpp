@@ -38,7 +38,7 @@ class DesignerPanel : public DesignerApi {
   void receive(const Topology& t) override {
     m_unique = 0;  // U follows the topology that arrives
     if (t.tiedHeads.empty()) {
-      m_topology = t;
+      replaceDesign(t);
       return;
     }
     m_pending = t;
@@ -77,6 +77,7 @@ class DesignerPanel : public DesignerApi {
       ImGui::EndChild();
       ImGui::TableNextColumn();
       drawLayers(ctx);
+      followName();
       ImGui::TableNextColumn();
       ImGui::BeginChild("##budget");
       drawBudget(ctx, problem);
@@ -91,11 +92,15 @@ class DesignerPanel : public DesignerApi {
     char name[128];
     std::snprintf(name, sizeof name, "%s", t.name.c_str());
     ImGui::SetNextItemWidth(240);
-    if (ImGui::InputText("name", name, sizeof name)) t.name = name;
+    if (ImGui::InputText("name", name, sizeof name)) {
+      t.name = name;
+      m_nameFollows = false;  // named by the user: kept through edits
+    }
+    probe::item("designer/name");
 
     drawSectionHeader("model");
     int64_t layers = t.model.layers;
-    if (inputInt64("layers", layers, 1, 256)) resizeLayers(t, layers);
+    if (inputInt64("layers", layers, 1, 256)) keepingUsersName([&] { resizeLayers(t, layers); });
     if (inputInt64("d_model", t.model.dModel, 8, 16384) | inputInt64("heads", t.model.heads, 1, 256) |
         inputInt64("KV heads", t.model.kvHeads, 1, 256))
       syncHeadDim(t.model);
@@ -115,9 +120,13 @@ class DesignerPanel : public DesignerApi {
     ImGui::SetNextItemWidth(200);
     const bool movedU = ImGui::SliderInt("unique blocks U", &m_unique, 1, static_cast<int>(t.model.layers));
     probe::item("designer/unique");
+    if (ImGui::IsItemHovered() && (!current || *current == SharingPattern::Vanilla))
+      ImGui::SetTooltip("%s", current
+                                  ? "vanilla has a block per layer: U is used by the pattern you choose next"
+                                  : "a painted design: U is used by the pattern you choose next");
     auto build = [&](SharingPattern p) {
       try {
-        m_note = applyPattern(t, p, m_unique);
+        keepingUsersName([&] { m_note = applyPattern(t, p, m_unique); });
       } catch (const Error& e) {
         m_note = e.what();
       }
@@ -415,7 +424,7 @@ class DesignerPanel : public DesignerApi {
       ImGui::PopTextWrapPos();
     }
     if (ImGui::Button("Replace the design")) {
-      m_topology = m_pending;
+      replaceDesign(m_pending);
       m_unique = 0;
       ImGui::CloseCurrentPopup();
     }
@@ -488,7 +497,37 @@ class DesignerPanel : public DesignerApi {
     }
   }
 
+  // A design that arrives (a preset, a file, DirectShare's ties) keeps its own name until it is edited.
+  void replaceDesign(const Topology& t) {
+    m_topology = t;
+    m_structure.clear();
+    m_nameFollows = true;
+  }
+
+  // An edit that names what it builds (applyPattern, resizeLayers), leaving a name the user typed as it was.
+  template <class Edit>
+  void keepingUsersName(Edit&& edit) {
+    const std::string name = m_topology.name;
+    edit();
+    if (!m_nameFollows) m_topology.name = name;
+  }
+
+  // After every edit (anything but the name and provenance changed since the last frame) the design is named
+  // for what it now is (describeDesign), unless the user has named it.
+  void followName() {
+    Topology unnamed = m_topology;
+    unnamed.name.clear();
+    unnamed.provenance = {};
+    std::string structure = topologyToJson(unnamed).dump();
+    if (structure == m_structure) return;
+    const bool edited = !m_structure.empty();
+    m_structure = std::move(structure);
+    if (edited && m_nameFollows) m_topology.name = describeDesign(m_topology);
+  }
+
   Topology m_topology;
+  std::string m_structure;        // the design as followName last saw it, less its name
+  bool m_nameFollows = true;      // the name follows the design until the user types one
   bool m_followLaunched = false;  // the analysis views follow a launched run (always when they are empty)
   Topology m_pending;             // a topology with tied heads waiting for merge-or-replace
   bool m_askPending = false;
