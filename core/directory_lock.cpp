@@ -2,10 +2,15 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -34,6 +39,28 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& directory, const std::
                  .found = std::strerror(err),
                  .hint = "use a local file system that supports flock"});
   }
+}
+
+std::optional<bool> directoryHasWriter(const std::filesystem::path& directory) {
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) != 0) return std::nullopt;
+  std::ifstream locks("/proc/locks");
+  if (!locks) return std::nullopt;
+  // "1: FLOCK  ADVISORY  WRITE 1524 fe:00:5350490 0 EOF": kind, mode, access, pid, major:minor:inode (hex
+  // device numbers, decimal inode), range. A lock another is blocked on ("1: -> FLOCK ...") is no holder.
+  char device[64];
+  std::snprintf(device, sizeof device, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string id, kind, mode, access, pid, file;
+    fields >> id >> kind;
+    if (kind == "->") continue;
+    fields >> mode >> access >> pid >> file;
+    if (kind == "FLOCK" && access == "WRITE" && file == device) return true;
+  }
+  return false;
 }
 
 DirectoryLock::~DirectoryLock() {

@@ -5,9 +5,15 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace sharelens {
+
+// Whether some process holds a DirectoryLock on `directory` now, read from /proc/locks without taking the
+// lock (probing with flock would, for a moment, refuse a writer starting then). nullopt when it cannot be
+// told (no /proc/locks, the directory gone): the caller must not assume the writer dead.
+std::optional<bool> directoryHasWriter(const std::filesystem::path& directory);
 
 class DirectoryLock {
  public:

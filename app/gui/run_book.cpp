@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/param_count.hpp"
 #include "core/run_groups.hpp"
@@ -139,6 +140,14 @@ void RunBook::poll() {
       }
     }
     if (const auto latest = latestCheckpoint(r->dir)) r->latestCheckpoint = latest->step;
+    // Attached, neither finished nor stopped, with a checkpoint and no live writer (its process was killed
+    // or crashed): "interrupted", and it continues from its last checkpoint as a stopped run does; "running"
+    // again once a writer holds it.
+    if (!r->controller && r->status != "finished" && r->status != "stopped" && r->latestCheckpoint >= 0) {
+      const std::optional<bool> writer = directoryHasWriter(r->dir);
+      if (writer == false) r->status = "interrupted";
+      if (writer == true && r->status == "interrupted") r->status = "running";
+    }
   }
 }
 

@@ -24,7 +24,8 @@ struct RunEntry {
   MetricsReader metrics;
   std::optional<Json> record;  // run.json once it exists
   bool visible = true;
-  std::string status;  // for attached runs: "running" / "finished" / "stopped" from the events
+  std::string status;  // for attached runs: "running" / "finished" / "stopped" from the events, or
+                       // "interrupted" (not finished or stopped, and no process writes it: killed, crashed)
   int64_t totalSteps = 0;
   int64_t latestCheckpoint = -1;
   RunNotes notes;            // the researcher's tags and note (RUN_DIR/notes.json)

@@ -14,6 +14,7 @@
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
+#include "core/directory_lock.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
 #include "core/run_notes.hpp"
@@ -414,6 +415,48 @@ TEST_F(GuiInput, QuittingWhileTrainingAsksAndTheStoppedRunContinuesInTheNextSess
                             {"click run/demo-cycle-L6-U3/continue",
                              "waitfor '\"label\":\"demo-cycle-L6-U3\",\"state\":\"running\"'", "sleep 1"});
   EXPECT_EQ(next.result.exitCode, 0) << "the reopened run did not continue: " << next.result.err;
+}
+
+// Issue 41 item 4: a run whose process was killed (no stop or finish logged, no process holding its
+// directory's lock) reads "interrupted" and continues from its last checkpoint; while another process holds
+// the lock it offers no "continue" (before, only a logged stop offered it, so a crashed run never could).
+TEST_F(GuiInput, AKilledRunReadsInterruptedAndContinuesFromItsLastCheckpoint) {
+  const fs::path killed = s_dir / "killed", held = s_dir / "while-held.json";
+  fs::copy(s_dir / "run", killed, fs::copy_options::recursive);
+  fs::remove_all(killed / "checkpoints" / "step-0000030");  // killed after step 20's checkpoint
+  ASSERT_EQ(latestCheckpoint(killed).value().step, 20);
+  {
+    std::ifstream in(killed / "metrics.jsonl");
+    std::string kept;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"event\":\"finish\"") == std::string::npos) kept += line + "\n";
+    in.close();
+    std::ofstream(killed / "metrics.jsonl") << kept;
+  }
+  const std::string app = binaryOn("killed") + " --view training --exit-after 60";
+  {
+    const DirectoryLock writer(killed, "training run");  // as a live `sharelens train` holds it
+    const auto s = session(
+        "killed-held", dataHome(s_dir / "xdg-killed-held") + app,
+        {"waitfor '\"label\":\"gui-test-cycle-masa\"'", "sleep 1.5", "flat > " + shellQuote(held.string())});
+    ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  }
+  std::ifstream in(held);
+  const std::string whileHeld((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(whileHeld.find("run/gui-test-cycle-masa/continue"), std::string::npos)
+      << "a run another process writes offered continue";
+  EXPECT_EQ(whileHeld.find("interrupted"), std::string::npos) << whileHeld;
+  const auto s = session(
+      "killed", dataHome(s_dir / "xdg-killed") + app,
+      {"waitfor '\"label\":\"gui-test-cycle-masa\",\"state\":\"interrupted\"'",
+       "click run/gui-test-cycle-masa/continue",
+       "for i in $(seq 150); do [ -d " + shellQuote((killed / "checkpoints" / "step-0000030").string()) +
+           " ] && break; sleep 0.2; done",
+       "sleep 1"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const auto latest = latestCheckpoint(killed);
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 30) << "continued from step 20 to the run's end";
 }
 
 // Issue 41 item 7: CSV goes through the Save As dialog; Ctrl+A selects the path box's text, so a new path

@@ -250,12 +250,18 @@ TEST(DirectoryLock, ASecondWriterIsRefusedUntilTheFirstDiesHoweverItDies) {
   const std::string error = refusal([&] { DirectoryLock second(dir, "training run"); });
   EXPECT_NE(error.find("another process is writing this training run"), std::string::npos) << error;
   EXPECT_NE(error.find(dir.string()), std::string::npos) << error;
+  // Told apart without taking the lock (the Training view's "interrupted": a run no process writes).
+  EXPECT_EQ(directoryHasWriter(dir), true) << "the live holder is seen in /proc/locks";
+  EXPECT_EQ(directoryHasWriter(dir.parent_path()), false) << "another directory has no writer";
   ::kill(holder, SIGKILL);
   ::waitpid(holder, nullptr, 0);
+  EXPECT_EQ(directoryHasWriter(dir), false) << "the killed holder's lock is gone";
+  EXPECT_EQ(directoryHasWriter(dir / "missing"), std::nullopt);
   EXPECT_EQ(refusal([&] { DirectoryLock after(dir, "training run"); }), "");
   {
     const DirectoryLock mine(dir, "run");  // within one process too: each lock is its own writer
     EXPECT_NE(refusal([&] { DirectoryLock again(dir, "run"); }), "");
+    EXPECT_EQ(directoryHasWriter(dir), true);
   }
   EXPECT_EQ(refusal([&] { DirectoryLock released(dir, "run"); }), "") << "released when it goes";
   ::close(ready[0]);

@@ -478,7 +478,8 @@ class TrainingPanel : public View {
     // later (stopped by another process, a quit, a crash). A run another process still writes refuses, by
     // its directory lock, with a named error.
     const bool stoppedHere = r.controller && s == RunState::Stopped;
-    const bool stoppedElsewhere = !r.controller && r.status == "stopped";  // not one still training elsewhere
+    const bool stoppedElsewhere =  // not one still training elsewhere
+        !r.controller && (r.status == "stopped" || r.status == "interrupted");
     if ((stoppedHere || stoppedElsewhere) && r.latestCheckpoint >= 0) {
       next();
       const bool clicked = ImGui::SmallButton("continue");
