@@ -258,7 +258,8 @@ class DesignerPanel : public DesignerApi {
     const float width = pane >= kColumn + kGraph ? kColumn : beside ? pane - kGraph : std::min(kColumn, pane);
     const float height = ImGui::GetContentRegionAvail().y * (beside ? 1.0f : 0.5f);
     const float rowH = std::clamp((height - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
-    const float colW = (width - 60) / 2;
+    constexpr float kLabels = 60, kGap = 8;           // the layer numbers' margin; between the two columns
+    const float colW = (width - kLabels - kGap) / 2;  // attention and FFN end at the button's right edge
     ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
     const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
     {  // the graph: in the rest of the pane as tall as the column, or below it in the rest of the height
@@ -271,8 +272,8 @@ class DesignerPanel : public DesignerApi {
       probe::item("designer/graph");
     }
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    dl->AddText({origin.x + 60, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
-    dl->AddText({origin.x + 60 + colW + 8, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
+    dl->AddText({origin.x + kLabels, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
+    dl->AddText({origin.x + kLabels + colW + kGap, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
     const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
     for (int64_t l = 0; l < t.model.layers; ++l) {
       const float y = origin.y + 18 + rowH * static_cast<float>(l);
@@ -283,7 +284,7 @@ class DesignerPanel : public DesignerApi {
       for (int c = 0; c < 2; ++c) {
         const BlockSharing& s = c == 0 ? t.attention : t.ffn;
         const int64_t b = s.assign[static_cast<size_t>(l)];
-        const float x = origin.x + 60 + (colW + 8) * static_cast<float>(c);
+        const float x = origin.x + kLabels + (colW + kGap) * static_cast<float>(c);
         const ImVec2 min{x, y + 1}, max{x + colW, y + rowH - 1};
         const plot::Rgb color = plot::categoryColor(b, blocks);  // as the graph beside and the exported map
         dl->AddRectFilled(min, max, plot::toImColor(color));

@@ -165,29 +165,39 @@ class TrainingPanel : public View {
   // checkpoint), the researcher's tags and note, and what can be done with it.
   void drawRunTable(AppContext& ctx) {
     const std::vector<std::string> differences = configDifferenceLines(ctx);
-    if (!ImGui::BeginTable(
-            "##runs", 10,
-            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
-                ImGuiTableFlags_Resizable,
-            ImVec2(0, std::min(220.0f, 34.0f + 60.0f * static_cast<float>(ctx.runs.runs().size())))))
-      return;
-    // Fixed columns fit their content (the controls must never be clipped); the rest share what is left.
+    // Fixed columns fit their content (the controls and the latest numbers must never be clipped); the run's
+    // name and its notes share what is left, in proportion to the least each needs. A row is three lines
+    // tall: the state goes above the progress bar, and the controls take two lines where needed ("pause
+    // checkpoint now" above "stop analyse"), so that every column fits 1024 px; a narrower window scrolls
+    // the table sideways instead of cutting columns off.
     const ImGuiStyle& style = ImGui::GetStyle();
-    const float controlsWidth = ImGui::CalcTextSize("resume checkpoint now stop analyse").x +
-                                8 * style.FramePadding.x + 3 * style.ItemSpacing.x;
+    auto widthOf = [&](const char* widest) { return ImGui::CalcTextSize(widest).x; };
+    const float controlsWidth =
+                    widthOf("resume checkpoint now") + 4 * style.FramePadding.x + style.ItemSpacing.x,
+                latestWidth = widthOf("tensors 144.0 MiB / 218.4 MiB"),
+                progressWidth = widthOf("10000 / 10000") + 2 * style.FramePadding.x,
+                runWidth = widthOf("baseline-aa/seed-1"), notesWidth = widthOf("ablation");
+    float least = controlsWidth + latestWidth + progressWidth + runWidth + notesWidth;
+    for (const char* w : {"show", "000.0M", "0.000", "FLOP/tok"}) least += widthOf(w);
+    least += 9 * 2 * style.CellPadding.x;
+    if (!ImGui::BeginTable(
+            "##runs", 9,
+            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
+                ImGuiTableFlags_ScrollX | ImGuiTableFlags_Resizable,
+            ImVec2(0, std::min(220.0f, 34.0f + 60.0f * static_cast<float>(ctx.runs.runs().size()))),
+            std::max(ImGui::GetContentRegionAvail().x - style.ScrollbarSize, least)))
+      return;
     auto fixed = [&](const char* name, const char* widest) {
-      ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed,
-                              ImGui::CalcTextSize(widest).x + 2 * style.CellPadding.x);
+      ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed, widthOf(widest));
     };
     fixed("show", "show");
-    ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 2.0f);
+    ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, runWidth);
     fixed("params", "000.0M");
     fixed("rho", "0.000");
-    fixed("FLOP/tok", "000.0M");
-    ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthStretch, 0.8f);
-    ImGui::TableSetupColumn("progress", ImGuiTableColumnFlags_WidthFixed, 160.0f);
-    ImGui::TableSetupColumn("latest", ImGuiTableColumnFlags_WidthStretch, 1.5f);
-    ImGui::TableSetupColumn("notes", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    fixed("FLOP/tok", "FLOP/tok");
+    ImGui::TableSetupColumn("state", ImGuiTableColumnFlags_WidthFixed, progressWidth);
+    ImGui::TableSetupColumn("latest", ImGuiTableColumnFlags_WidthFixed, latestWidth);
+    ImGui::TableSetupColumn("notes", ImGuiTableColumnFlags_WidthStretch, notesWidth);
     ImGui::TableSetupColumn("controls", ImGuiTableColumnFlags_WidthFixed, controlsWidth);
     ImGui::TableHeadersRow();
     const RunEntry* removed = nullptr;
@@ -203,13 +213,12 @@ class TrainingPanel : public View {
       drawBudgetCells(*r);
       ImGui::TableNextColumn();
       drawState(*r);
-      ImGui::TableNextColumn();
       const float fraction =
           r->totalSteps > 0 ? static_cast<float>(r->lastStep()) / static_cast<float>(r->totalSteps) : 0.0f;
       char overlay[64];
       std::snprintf(overlay, sizeof overlay, "%lld / %lld", static_cast<long long>(r->lastStep()),
                     static_cast<long long>(r->totalSteps));
-      ImGui::ProgressBar(fraction, ImVec2(160, 0), overlay);
+      ImGui::ProgressBar(fraction, ImVec2(-1, 0), overlay);
       ImGui::TableNextColumn();
       drawLatest(*r);
       ImGui::TableNextColumn();
@@ -413,11 +422,11 @@ class TrainingPanel : public View {
         if (const auto t = e->find("total_bytes"); t != e->end() && t->is_number())
           predicted = t->get<double>();
     ImGui::TextDisabled("tensors %s%s", humanBytes(last.tensorPeakBytes).c_str(),
-                        predicted ? (" of " + humanBytes(*predicted) + " predicted").c_str() : "");
+                        predicted ? (" / " + humanBytes(*predicted)).c_str() : "");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
-          "this run's CPU tensors at their peak (weights, gradients, AdamW moments, a step's activations);\n"
-          "predicted: `sharelens params` for its batch; the process's peak resident set: %s",
+          "this run's CPU tensors at their peak (weights, gradients, AdamW moments, a step's activations)\n"
+          "/ what `sharelens params` predicts for its batch; the process's peak resident set: %s",
           std::isnan(last.processPeakBytes) ? "-" : humanBytes(last.processPeakBytes).c_str());
   }
 
@@ -453,24 +462,24 @@ class TrainingPanel : public View {
   // Returns true when the user asked to take the run off the monitor.
   bool drawControls(AppContext& ctx, RunEntry& r) {
     bool drawn = false;  // SameLine before a cell's first item would follow the previous column
-    auto next = [&] {
-      if (drawn) ImGui::SameLine();
+    auto next = [&](const char* button) {  // beside the last button where it fits the cell, else below
+      if (drawn) sameLineIfFits(buttonWidth(button));
       drawn = true;
     };
     const RunState s = r.controller ? r.controller->state() : RunState::Finished;
     const bool live = r.controller && (s == RunState::Running || s == RunState::Paused);
-    if (r.controller && s == RunState::Running && (next(), ImGui::SmallButton("pause")))
+    if (r.controller && s == RunState::Running && (next("pause"), ImGui::SmallButton("pause")))
       r.controller->pause();
-    if (r.controller && s == RunState::Paused && (next(), ImGui::SmallButton("resume")))
+    if (r.controller && s == RunState::Paused && (next("resume"), ImGui::SmallButton("resume")))
       r.controller->resume();
     if (live) {
-      next();
+      next("checkpoint now");
       if (ImGui::SmallButton("checkpoint now")) {
         r.controller->checkpointNow();
         m_checkpointAsked[r.dir] = r.lastStep();
         ctx.notify("checkpoint of " + r.label + " asked for at step " + std::to_string(r.lastStep()));
       }
-      next();
+      next("stop");
       if (ImGui::SmallButton("stop")) m_confirmStop = r.dir;  // asked in a popup first
       probe::item("run/", r.label, "/stop");
     }
@@ -481,7 +490,7 @@ class TrainingPanel : public View {
     const bool stoppedElsewhere =  // not one still training elsewhere
         !r.controller && (r.status == "stopped" || r.status == "interrupted");
     if ((stoppedHere || stoppedElsewhere) && r.latestCheckpoint >= 0) {
-      next();
+      next("continue");
       const bool clicked = ImGui::SmallButton("continue");
       probe::item("run/", r.label, "/continue");
       if (clicked) {
@@ -494,7 +503,7 @@ class TrainingPanel : public View {
       }
     }
     if (r.latestCheckpoint >= 0) {
-      next();
+      next("analyse");
       const bool analyse = ImGui::SmallButton("analyse");
       probe::item("run/", r.label, "/analyse");
       if (analyse) {
@@ -503,7 +512,7 @@ class TrainingPanel : public View {
       }
     }
     if (!live && !(r.controller && s == RunState::Preparing)) {
-      next();
+      next("remove");
       const bool remove = ImGui::SmallButton("remove");
       probe::item("run/", r.label, "/remove");
       if (remove) return true;
