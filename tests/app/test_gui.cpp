@@ -14,6 +14,7 @@
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checkpoint.hpp"
+#include "core/checkpoint_diff.hpp"
 #include "core/directory_lock.hpp"
 #include "core/json_util.hpp"
 #include "core/run_dir.hpp"
@@ -207,6 +208,27 @@ TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
   EXPECT_EQ(details["ready"], true);
   EXPECT_EQ(details["numel"].get<uint64_t>(), ckpt->at(tensor).info->numel);
   EXPECT_GT(details["std"].get<double>(), 0.0);
+}
+
+// Issue 41 item 8: the Model view compares the shown checkpoint with another step of its run, tensor by
+// tensor (core/checkpoint_diff, as `sharelens diff`): the most changed first, as the library finds them.
+TEST_F(GuiInput, TheModelViewShowsEachTensorsDifferenceFromAnotherStep) {
+  const auto latest = Checkpoint::open(resolveModelPath(s_dir / "run"));
+  const auto early = Checkpoint::open(checkpointDirectory(s_dir / "run", 10));
+  const CheckpointDifference expected = diffCheckpoints(*latest, *early);
+  ASSERT_GE(expected.tensors.size(), 3u);
+  const auto s = session("model-diff", binaryOn("run") + " --view model --exit-after 60",
+                         {"click model/diff-with", "click 'model/diff-with/step 10'",
+                          "waitfor '\"model/diff\":{\"other\"' && waitfor '\"ready\":true'", "sleep 0.5"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json diff = readState(s.state)["state"]["model/diff"];
+  EXPECT_EQ(diff["other"], checkpointDirectory(s_dir / "run", 10).string());
+  ASSERT_EQ(diff["top"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(diff["top"][i][0], expected.tensors[i].name);
+    EXPECT_DOUBLE_EQ(diff["top"][i][1].get<double>(), expected.tensors[i].relative);
+  }
+  EXPECT_GT(expected.tensors[0].relative, 0) << "ten steps of training changed something";
 }
 
 // File > Open (Ctrl+O) lists the home folder with run directories marked; a double-click on one opens it.

@@ -1,5 +1,7 @@
 // Model: what the checkpoint is -- family, shape, parameters by role, every tensor, the per-layer view, and
-// the chosen tensor in detail (statistics over every element, histogram, first values; Netron's pane).
+// the chosen tensor in detail (statistics over every element, histogram, first values; Netron's pane); and,
+// against another checkpoint (another step of the run, or any file), how much each tensor differs
+// (core/checkpoint_diff, as `sharelens diff`).
 #include <imgui.h>
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/plot_widget.hpp"
+#include "core/checkpoint_diff.hpp"
+#include "core/error.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
 #include "core/safetensors.hpp"
@@ -34,6 +38,7 @@ class ModelPanel : public View {
       if (model != m_filteredModel) m_filter[0] = 0, dropDetails(ctx);
       m_filteredModel = model;
       if (m_details) summarize(ctx, m, m_details->name);  // the same tensor at the newly shown checkpoint
+      if (m_comparison) compare(ctx, m, m_comparison->other);  // the same other checkpoint, from this one
     }
     const Json& r = *m.report;
     ImGui::Text("%s", m.path.c_str());
@@ -129,12 +134,99 @@ class ModelPanel : public View {
     }
   }
 
+  // How this checkpoint differs from another, tensor by tensor: computed on a job into a state its
+  // completion shares (a view moving to another checkpoint meanwhile starts a new one and drops this).
+  struct Comparison {
+    std::filesystem::path other;
+    std::optional<CheckpointDifference> difference;
+    std::map<std::string, const TensorDifference*> byName;
+    std::string error;
+    uint64_t job = 0;
+  };
+
+  void compare(AppContext& ctx, const LoadedModel& m, std::filesystem::path other) {
+    if (m_comparison && !m_comparison->difference && m_comparison->error.empty())
+      ctx.jobs.cancel(m_comparison->job);
+    auto c = std::make_shared<Comparison>();
+    c->other = std::move(other);
+    m_comparison = c;
+    c->job = ctx.jobs.submit(
+        "difference from " + c->other.filename().string(),
+        [c, a = m.checkpoint](const TaskContext&) -> JobSystem::Completion {
+          const auto b = Checkpoint::open(resolveModelPath(c->other));
+          CheckpointDifference d = diffCheckpoints(*a, *b);
+          return [c, d = std::move(d)]() mutable {
+            c->difference = std::move(d);
+            for (const TensorDifference& t : c->difference->tensors) c->byName[t.name] = &t;
+          };
+        },
+        [c](JobSystem::Status status, const std::string& error) {
+          if (status == JobSystem::Status::Failed) c->error = error;
+          if (status == JobSystem::Status::Cancelled) c->error = "cancelled";
+        });
+  }
+
+  // "difference from": another checkpoint of the run (by step) or a path; then the tensor table gains each
+  // tensor's relative difference and cosine, the most changed first.
+  void drawComparisonChoice(AppContext& ctx, const LoadedModel& m) {
+    ImGui::TextUnformatted("difference from");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(140);
+    const std::optional<std::filesystem::path> run = runDirectoryOf(m.path);
+    const std::string preview = m_comparison ? m_comparison->other.filename().string() : "(none)";
+    if (ImGui::BeginCombo("##diff-with", preview.c_str())) {  // the run's steps, read while it is open
+      if (run)
+        for (const CheckpointEntry& c : listCheckpoints(*run)) {
+          if (c.dir == m.path) continue;
+          const std::string label = "step " + std::to_string(c.step);
+          if (ImGui::Selectable(label.c_str())) compare(ctx, m, c.dir);
+          probe::item("model/diff-with/", label);
+        }
+      ImGui::EndCombo();
+    }
+    probe::item("model/diff-with");
+    sameLineIfFits(260);
+    ImGui::SetNextItemWidth(200);
+    const bool entered = ImGui::InputTextWithHint("##diff-path", "or a checkpoint's path", m_comparePath,
+                                                  sizeof m_comparePath, ImGuiInputTextFlags_EnterReturnsTrue);
+    if (entered && m_comparePath[0] != 0) compare(ctx, m, m_comparePath);
+    if (m_comparison) {
+      ImGui::SameLine();
+      if (ImGui::SmallButton("clear")) m_comparison.reset();
+    }
+    if (!m_comparison) return;
+    const Comparison& c = *m_comparison;
+    probe::state("model/diff", [&] {
+      Json top = Json::array();
+      if (c.difference)
+        for (size_t i = 0; i < std::min<size_t>(3, c.difference->tensors.size()); ++i)
+          top.push_back({c.difference->tensors[i].name, c.difference->tensors[i].relative});
+      return Json{{"other", c.other.string()}, {"ready", c.difference.has_value()}, {"top", top}};
+    });
+    if (!c.error.empty())
+      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", c.error.c_str());
+    else if (!c.difference)
+      drawPending("comparing every tensor");
+    else
+      drawNote(
+          std::to_string(c.difference->tensors.size()) +
+          " tensors compared: ||A - B|| / ||A|| and cosine, the most changed first" +
+          (c.difference->onlyInA.size() + c.difference->onlyInB.size() + c.difference->shapeMismatch.size() >
+                   0
+               ? "; " + std::to_string(c.difference->onlyInA.size() + c.difference->onlyInB.size()) +
+                     " in one only, " + std::to_string(c.difference->shapeMismatch.size()) +
+                     " of another shape"
+               : ""));
+  }
+
   void drawTensors(AppContext& ctx, const LoadedModel& m, const Json& r) {
     drawSectionHeader("tensors (click one for its details)");
+    drawComparisonChoice(ctx, m);
     ImGui::SetNextItemWidth(-1);
     ImGui::InputTextWithHint("##filter", "filter tensors by name", m_filter, sizeof m_filter);
     const float height = m_details ? std::max(120.0f, ImGui::GetContentRegionAvail().y - 330.0f) : 0.0f;
-    if (ImGui::BeginTable("tensors", 4,
+    const Comparison* compared = m_comparison && m_comparison->difference ? m_comparison.get() : nullptr;
+    if (ImGui::BeginTable("tensors", compared ? 6 : 4,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable,
                           ImVec2(0, height))) {
       ImGui::TableSetupScrollFreeze(0, 1);
@@ -142,11 +234,24 @@ class ModelPanel : public View {
       ImGui::TableSetupColumn("dtype");
       ImGui::TableSetupColumn("shape");
       ImGui::TableSetupColumn("role");
+      if (compared) {
+        ImGui::TableSetupColumn("||A-B||/||A||");
+        ImGui::TableSetupColumn("cosine");
+      }
       ImGui::TableHeadersRow();
       std::vector<const Json*> rows;
       for (const Json& t : r["tensors"])
         if (m_filter[0] == 0 || t["name"].get<std::string>().find(m_filter) != std::string::npos)
           rows.push_back(&t);
+      auto differenceOf = [&](const Json* t) -> const TensorDifference* {
+        const auto found = compared->byName.find((*t)["name"].get<std::string>());
+        return found == compared->byName.end() ? nullptr : found->second;
+      };
+      if (compared)  // the most changed first; tensors not compared (in one checkpoint only) last
+        std::stable_sort(rows.begin(), rows.end(), [&](const Json* x, const Json* y) {
+          const TensorDifference *a = differenceOf(x), *b = differenceOf(y);
+          return a && (!b || a->relative > b->relative);
+        });
       ImGuiListClipper clipper;
       clipper.Begin(static_cast<int>(rows.size()));
       while (clipper.Step())
@@ -168,6 +273,13 @@ class ModelPanel : public View {
           ImGui::TextUnformatted(shapeToString(t["shape"].get<std::vector<int64_t>>()).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(t["role"].get<std::string>().c_str());
+          if (compared) {
+            const TensorDifference* d = differenceOf(&t);
+            ImGui::TableNextColumn();
+            if (d) ImGui::Text("%.4g", d->relative);
+            ImGui::TableNextColumn();
+            if (d) ImGui::Text("%.6f", d->cosine);
+          }
         }
       ImGui::EndTable();
     }
@@ -277,6 +389,8 @@ class ModelPanel : public View {
   std::filesystem::path m_shownPath, m_filteredModel;
   std::shared_ptr<Details> m_details;
   plot::PlotState m_histogramState;
+  std::shared_ptr<Comparison> m_comparison;
+  char m_comparePath[512] = "";
 };
 
 }  // namespace
