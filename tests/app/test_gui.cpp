@@ -210,6 +210,33 @@ TEST_F(GuiInput, ClickingATensorShowsItsDetails) {
   EXPECT_GT(details["std"].get<double>(), 0.0);
 }
 
+// Issue 41 item 7: before a run's first evaluation the validation panel says so in words instead of drawing
+// an empty 0-1 plot; with evaluations it plots them.
+TEST_F(GuiInput, TheValidationPanelSaysNoEvaluationYetBeforeTheFirst) {
+  const fs::path fresh = s_dir / "not-evaluated";
+  fs::create_directories(fresh);
+  fs::copy(s_dir / "run", fresh, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::ifstream in(fresh / "metrics.jsonl");
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"val_loss\"") == std::string::npos) {
+      kept += line + "\n";
+      continue;
+    }
+    Json point = Json::parse(line);
+    point.erase("val_loss");  // as logged before the first evaluation
+    kept += point.dump() + "\n";
+  }
+  in.close();
+  std::ofstream(fresh / "metrics.jsonl") << kept;
+  for (const auto& [input, expected] : {std::pair{"not-evaluated", "noevaluationyet"}, {"run", "plot"}}) {
+    const auto s =
+        session(std::string("validation-") + input, binaryOn(input) + " --view training --exit-after 60",
+                {"waitfor '\"training/validation\":\"" + std::string(expected) + "\"'"});
+    EXPECT_EQ(s.result.exitCode, 0) << input << ": " << s.result.err;
+  }
+}
+
 // Issue 41 item 8: the Model view compares the shown checkpoint with another step of its run, tensor by
 // tensor (core/checkpoint_diff, as `sharelens diff`): the most changed first, as the library finds them.
 TEST_F(GuiInput, TheModelViewShowsEachTensorsDifferenceFromAnotherStep) {

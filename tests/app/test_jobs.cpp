@@ -18,6 +18,7 @@
 #include "app/gui/frame_times.hpp"
 #include "app/gui/jobs.hpp"
 #include "app/gui/run_book.hpp"
+#include "app/gui/settings.hpp"
 #include "app/gui/views/training_panels.hpp"
 #include "app/gui/workspace.hpp"
 #include "core/blas_threads.hpp"
@@ -205,6 +206,34 @@ TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
 // The file browser's listing: folders first, by name ignoring case; hidden entries and other file types
 // left out; run directories, model directories, checkpoints and topologies marked; an unreadable folder is a
 // named error.
+// Issue 41 item 7: the energy threshold is the session's own (every session starts at the papers' 95%), while
+// the rest of the settings persist.
+TEST(Settings, TheThresholdIsNotSavedAndTheRestIs) {
+  const fs::path dir = sharelens::testing::makeTempDir("settings");
+  const char* before = std::getenv("XDG_CONFIG_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_CONFIG_HOME", dir.c_str(), 1);
+  gui::Settings s;
+  s.threshold = 0.904;
+  s.colormap = plot::Colormap::Magma;
+  s.addRecent("/a/model");
+  s.save();
+  std::string problem;
+  const gui::Settings loaded = gui::Settings::load(&problem);
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ(loaded.threshold, 0.95);
+  EXPECT_EQ(loaded.colormap, plot::Colormap::Magma);
+  EXPECT_EQ(loaded.recent, std::vector<std::string>{"/a/model"});
+  std::ifstream in(gui::Settings::file());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("0.904"), std::string::npos) << text;
+  if (before)
+    ::setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_CONFIG_HOME");
+  fs::remove_all(dir);
+}
+
 TEST(FileBrowser, ListsFoldersFirstMarksWhatOpensAndFiltersByExtension) {
   const fs::path dir = sharelens::testing::makeTempDir("browser");
   fs::create_directories(dir / "b-run");

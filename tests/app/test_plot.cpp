@@ -1074,6 +1074,42 @@ TEST(Figures, ExperimentForestDrawsPairedDifferencesAgainstZeroTheMarginAndThePa
   EXPECT_EQ(series("no difference").y, (std::vector<double>{0, 0}));
 }
 
+// Issue 41 items 6 and 7: the effective-rank markers of spectra whose ranks coincide (or nearly) carry their
+// "r95%" labels one above the other, never overlapping; the threshold reads as it is ("r90.4%" for 0.904,
+// never rounded to "r90%"); the spectrum is on a log axis unless asked linear (the view's "log y", export's
+// --linear-y).
+TEST(Figures, RankMarkersAtCoincidingRanksStackTheirUnroundedLabels) {
+  EXPECT_EQ(percentText(0.95), "95%");
+  EXPECT_EQ(percentText(0.904), "90.4%");
+  EXPECT_EQ(percentText(0.9996), "99.96%");
+  std::vector<MatrixSpectrum> spectra(3, MatrixSpectrum{{"layers.0.q"}, {}});
+  for (size_t i = 0; i < spectra.size(); ++i) {
+    spectra[i].id.name = "layers." + std::to_string(i) + ".q";
+    spectra[i].spectrum.sigma = {4, 2, 1, 0.5, 0.25};
+    spectra[i].spectrum.effectiveRank = i == 2 ? 3 : 2;  // two coincide, the third is one rank away
+    spectra[i].spectrum.threshold = 0.904;
+  }
+  const Figure f = spectrumFigure({&spectra[0], &spectra[1], &spectra[2]}, true, "S");
+  ASSERT_EQ(f.markers.size(), 3u);
+  for (const Marker& m : f.markers) EXPECT_EQ(m.label, "r90.4%");
+  EXPECT_EQ(f.yScale, Scale::Log10);
+  EXPECT_EQ(spectrumFigure({&spectra[0]}, true, "S", /*logY=*/false).yScale, Scale::Linear);
+  TextBoxes c;
+  const Style style = Style::light();
+  const FigureLayout l = layoutFigure(f, c, style, {0, 0}, {260, 200});  // ranks 2 and 3 a few pixels apart
+  drawFigure(c, f, l, style);
+  std::vector<TextBoxes::Box> labels;
+  for (const TextBoxes::Box& b : c.boxes)
+    if (b.text == "r90.4%") labels.push_back(b);
+  ASSERT_EQ(labels.size(), 3u);
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (size_t j = i + 1; j < labels.size(); ++j) {
+      const TextBoxes::Box &a = labels[i], &b = labels[j];
+      const bool overlap = a.min.x < b.max.x && b.min.x < a.max.x && a.min.y < b.max.y && b.min.y < a.max.y;
+      EXPECT_FALSE(overlap) << "labels " << i << " and " << j << " overlap";
+    }
+}
+
 TEST(Figures, BuildersCarryTitlesMarkersAndLabels) {
   MatrixSpectrum m{{"layers.0.q"}, {}};
   m.spectrum.sigma = {4, 2, 1};

@@ -39,8 +39,10 @@ class SpectrumPanel : public View {
     probe::item("spectrum/log-y");
     ImGui::SameLine();
     // The threshold the shown result was computed with (a new one applies once it is recomputed).
-    ImGui::TextDisabled("(%zu matrices analysed; threshold %.1f%%)", spectra->size(),
-                        100 * ctx.workspace.current()->results.find(analyses::kSpectra)->params.threshold);
+    ImGui::TextDisabled(
+        "(%zu matrices analysed; threshold %s)", spectra->size(),
+        plot::percentText(ctx.workspace.current()->results.find(analyses::kSpectra)->params.threshold)
+            .c_str());
     const auto chosen = selected(ctx);
     const plot::Figure& figure = *registryFigure(ctx, *ctx.workspace.current(), "spectrum", params(), key());
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
