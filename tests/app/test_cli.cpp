@@ -270,6 +270,46 @@ TEST(Cli, TheHeadlessExecutableLinksNoGlGlfwOrImGui) {
                  shellQuote((dir / "t.json").string()));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "t.json"));
+
+  // train, analyze and export, with no display and no GUI plugin, the loader reporting every library it
+  // loads and for whom (LD_DEBUG=files): nothing of the GUI (GLFW, ImGui, the plugin) is loaded, and a GL
+  // library only where Debian's LibTorch needs one (OpenCV's highgui, Qt5), never for ShareLens's own code.
+  const std::string headless =
+      "env -u DISPLAY -u WAYLAND_DISPLAY SHARELENS_GUI_PLUGIN=/etc/hostname "
+      "LD_DEBUG=files " +
+      kBinary;
+  const std::string run = shellQuote((dir / "run").string());
+  const std::vector<std::string> commands = {
+      headless + " train --topology " + shellQuote((dir / "t.json").string()) +
+          " --corpus brown --steps 2 --batch 2 --threads 1 --eval-every 2 --checkpoint-every 2 --out " + run,
+      headless + " analyze " + run + " --spectra --json " + shellQuote((dir / "a.json").string()),
+      headless + " export --view spectrum --input " + run + " --out " + shellQuote((dir / "s.pdf").string())};
+  for (const std::string& command : commands) {
+    r = runProcess(command);
+    ASSERT_EQ(r.exitCode, 0) << command << "\n"
+                             << r.err.substr(r.err.size() > 4000 ? r.err.size() - 4000 : 0);
+    std::istringstream loads(r.err);
+    int loaded = 0;
+    for (std::string line; std::getline(loads, line);) {
+      const size_t file = line.find("file="), by = line.find("needed by ");
+      if (file == std::string::npos || by == std::string::npos) continue;
+      ++loaded;
+      const std::string library = line.substr(file + 5, line.find_first_of(" [;", file + 5) - file - 5);
+      const std::string neededBy = line.substr(by + 10, line.find(" [", by + 10) - by - 10);
+      for (const char* gui : {"libglfw", "libimgui", "libsharelens_gui"})
+        EXPECT_EQ(library.find(gui), std::string::npos) << command << ": " << line;
+      const bool gl = library.rfind("libGL", 0) == 0 || library.rfind("libOpenGL", 0) == 0 ||
+                      library.rfind("libEGL", 0) == 0;
+      if (gl)
+        EXPECT_TRUE(
+            neededBy.find("opencv") != std::string::npos || neededBy.find("Qt5") != std::string::npos ||
+            neededBy.find("libGL") != std::string::npos || neededBy.find("libOpenGL") != std::string::npos ||
+            neededBy.find("libGLX") != std::string::npos || neededBy.find("libEGL") != std::string::npos)
+            << command << ": " << library << " loaded for " << neededBy << ", not through LibTorch's OpenCV";
+    }
+    EXPECT_GT(loaded, 10) << "LD_DEBUG reported no loads: the check saw nothing\n" << r.err.substr(0, 2000);
+  }
+  EXPECT_TRUE(fs::exists(dir / "s.pdf"));
   fs::remove_all(dir);
 }
 
