@@ -94,19 +94,11 @@ class App {
     std::error_code ec;
     fs::create_directories(Settings::file().parent_path(), ec);
     applyTheme();
-    m_views.push_back(makeModelView());
-    m_views.push_back(makeSpectrumView());
-    m_views.push_back(makeHeadsView());
-    m_views.push_back(makeLayersView());
-    m_views.push_back(makeMasaView());
-    m_views.push_back(makeDirectShareView());
-    m_views.push_back(makeEmbeddingView());
-    m_views.push_back(makeEsdView());
-    auto designer = makeDesignerView();
-    m_designer = designer.get();
-    m_views.push_back(std::move(designer));
-    m_views.push_back(makeTrainingView());
-    m_views.push_back(makeExperimentsView());
+#define SHARELENS_VIEW(id, label, factory) m_views.push_back(factory());
+#include "app/gui/view_list.def"
+#undef SHARELENS_VIEW
+    for (const auto& v : m_views)
+      if (v->id() == ViewId::Designer) m_designer = &dynamic_cast<DesignerApi&>(*v);
     if (options.benchUi) m_views.push_back(makeUiBenchView(options.benchLive));
     m_platform.onDrop([this](std::vector<std::string> files) {
       for (const std::string& f : files) open(f);
@@ -233,7 +225,9 @@ class App {
     if (m_errors.size() > 200) m_errors.pop_front();
     m_errorNoticeUntil = Clock::now() + kErrorNoticeSeconds;
   }
-  void notify(const std::string& message) { m_status = {message, clockTime()}; }
+  void notify(const std::string& message) {
+    m_status = {message, clockTime()};
+  }
 
   void applyTheme() {
     if (m_settings.darkTheme)

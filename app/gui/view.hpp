@@ -64,24 +64,17 @@ class View {
   virtual bool openPath(AppContext& ctx, const std::filesystem::path& path) { return false; }
 };
 
-std::unique_ptr<View> makeModelView();
-std::unique_ptr<View> makeSpectrumView();
-std::unique_ptr<View> makeHeadsView();
-std::unique_ptr<View> makeLayersView();
-std::unique_ptr<View> makeMasaView();
-std::unique_ptr<View> makeDirectShareView();
-std::unique_ptr<View> makeEmbeddingView();
-std::unique_ptr<View> makeEsdView();
-// The Designer as the app and the other views reach it: typed, so that nobody downcasts a View.
+// Every public view's factory (app/gui/view_list.def).
+#define SHARELENS_VIEW(id, label, factory) std::unique_ptr<View> factory();
+#include "app/gui/view_list.def"
+#undef SHARELENS_VIEW
+std::unique_ptr<View> makeUiBenchView(bool live);  // --bench-ui only; live: one run gains a step every 250 ms
+// The Designer as the app and the other views reach it (makeDesignerView's view is one).
 class DesignerApi : public View {
  public:
   virtual void receive(const Topology& topology) = 0;  // a topology to edit (merge or replace is asked)
   virtual Topology topology() const = 0;               // what it holds now
 };
-std::unique_ptr<DesignerApi> makeDesignerView();
-std::unique_ptr<View> makeTrainingView();
-std::unique_ptr<View> makeExperimentsView();
-std::unique_ptr<View> makeUiBenchView(bool live);  // --bench-ui only; live: one run gains a step every 250 ms
 
 // Shared widgets.
 void drawStepSlider(AppContext& ctx);   // scrub a followed run's checkpoints

@@ -14,17 +14,9 @@ struct Entry {
 };
 
 constexpr std::array kViews = {
-    Entry{ViewId::Model, "Model", true},
-    Entry{ViewId::Spectrum, "Spectrum", true},
-    Entry{ViewId::Heads, "Heads", true},
-    Entry{ViewId::Layers, "Layers", true},
-    Entry{ViewId::Masa, "MASA", true},
-    Entry{ViewId::DirectShare, "DirectShare", true},
-    Entry{ViewId::Embedding, "Embedding", true},
-    Entry{ViewId::Esd, "ESD", true},
-    Entry{ViewId::Designer, "Designer", true},
-    Entry{ViewId::Training, "Training", true},
-    Entry{ViewId::Experiments, "Experiments", true},
+#define SHARELENS_VIEW(id, label, factory) Entry{ViewId::id, label, true},
+#include "app/gui/view_list.def"
+#undef SHARELENS_VIEW
     Entry{ViewId::UiBench, "Benchmark", false},
 };
 

@@ -11,17 +11,9 @@
 namespace sharelens::gui {
 
 enum class ViewId : uint8_t {
-  Model,
-  Spectrum,
-  Heads,
-  Layers,
-  Masa,
-  DirectShare,
-  Embedding,
-  Esd,
-  Designer,
-  Training,
-  Experiments,
+#define SHARELENS_VIEW(id, label, factory) id,
+#include "app/gui/view_list.def"
+#undef SHARELENS_VIEW
   UiBench,  // --bench-ui only
 };
 

@@ -300,12 +300,13 @@ TEST(Cli, TheHeadlessExecutableLinksNoGlGlfwOrImGui) {
         EXPECT_EQ(library.find(gui), std::string::npos) << command << ": " << line;
       const bool gl = library.rfind("libGL", 0) == 0 || library.rfind("libOpenGL", 0) == 0 ||
                       library.rfind("libEGL", 0) == 0;
-      if (gl)
+      if (gl) {
         EXPECT_TRUE(
             neededBy.find("opencv") != std::string::npos || neededBy.find("Qt5") != std::string::npos ||
             neededBy.find("libGL") != std::string::npos || neededBy.find("libOpenGL") != std::string::npos ||
             neededBy.find("libGLX") != std::string::npos || neededBy.find("libEGL") != std::string::npos)
             << command << ": " << library << " loaded for " << neededBy << ", not through LibTorch's OpenCV";
+      }
     }
     EXPECT_GT(loaded, 10) << "LD_DEBUG reported no loads: the check saw nothing\n" << r.err.substr(0, 2000);
   }

@@ -674,7 +674,9 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
             << size << " " << view << ": " << item << " at " << r.dump() << " is outside the window";
       }
       EXPECT_GE(toolbar, 3) << size << " " << view << ": its toolbar was not drawn";
-      if (view == "Training") EXPECT_GE(runControls, 2) << size << ": the run's analyse and remove";
+      if (view == "Training") {
+        EXPECT_GE(runControls, 2) << size << ": the run's analyse and remove";
+      }
     }
   }
 }

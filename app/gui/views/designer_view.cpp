@@ -544,7 +544,7 @@ class DesignerPanel : public DesignerApi {
 
 }  // namespace
 
-std::unique_ptr<DesignerApi> makeDesignerView() {
+std::unique_ptr<View> makeDesignerView() {
   return std::make_unique<DesignerPanel>();
 }
 
