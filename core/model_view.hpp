@@ -33,8 +33,13 @@ std::string_view projName(Proj p);  // "q", "k", "v", "o", "gate", "up", "down"
 std::optional<Proj> parseProj(std::string_view name);
 bool isAttentionProj(Proj p);
 
-// The architecture families, each read by one adapter (core/arch/family_*.cpp, listed in family.cpp).
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Gemma3, Gpt2, Phi3, ShareLens };
+// The architecture families, each read by one adapter (core/arch/family_*.cpp, listed in
+// core/arch/family_list.def).
+enum class Family : uint8_t {
+#define SHARELENS_FAMILY(id, adapter) id,
+#include "core/arch/family_list.def"
+#undef SHARELENS_FAMILY
+};
 std::string_view familyName(Family f);  // its adapter's name: "llama", "phi3", ...
 
 enum class TensorRole : uint8_t { Embedding, Position, Attention, Ffn, Norm, OutputHead, Lora, Masa, Other };

@@ -8,14 +8,13 @@
 
 namespace sharelens {
 
-// Order matters only for ties, which the first listed wins: without a config.json, a Qwen3 checkpoint's
-// q_norm is evidence for Qwen3 and for Gemma 3 alike (20 each), so Qwen3 comes first; Gemma 3 wins its own
-// checkpoints with its second piece of evidence (pre_feedforward_layernorm, 30). Tested in
-// ModelView.WithoutConfigQkNormAloneSaysQwen3AndTheFfnSandwichSaysGemma3.
+// In family_list.def's order (which decides ties).
 const std::vector<const FamilyAdapter*>& familyAdapters() {
   static const std::vector<const FamilyAdapter*> adapters = {
-      &sharelensAdapter(), &llamaAdapter(), &qwen2Adapter(), &qwen3Adapter(),
-      &gemma3Adapter(),    &gpt2Adapter(),  &phi3Adapter()};
+#define SHARELENS_FAMILY(id, adapter) &adapter(),
+#include "core/arch/family_list.def"
+#undef SHARELENS_FAMILY
+  };
   return adapters;
 }
 

@@ -77,13 +77,9 @@ std::optional<int64_t> everyLayerSlidingWindow(const ModelView& view, const Json
 ModelView openModelView(const Checkpoint& checkpoint);
 
 // The families' adapters (defined one per file in core/arch/).
-const FamilyAdapter& llamaAdapter();
-const FamilyAdapter& qwen2Adapter();
-const FamilyAdapter& qwen3Adapter();
-const FamilyAdapter& gemma3Adapter();
-const FamilyAdapter& gpt2Adapter();
-const FamilyAdapter& phi3Adapter();
-const FamilyAdapter& sharelensAdapter();
+#define SHARELENS_FAMILY(id, adapter) const FamilyAdapter& adapter();
+#include "core/arch/family_list.def"
+#undef SHARELENS_FAMILY
 
 // config.json's model_type, looking inside text_config too; empty when absent.
 std::string configModelType(const Checkpoint& checkpoint);
