@@ -3,11 +3,9 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -48,9 +46,10 @@ std::optional<bool> directoryHasWriter(const std::filesystem::path& directory) {
   if (!locks) return std::nullopt;
   // "1: FLOCK  ADVISORY  WRITE 1524 fe:00:5350490 0 EOF": kind, mode, access, pid, major:minor:inode (hex
   // device numbers, decimal inode), range. A lock another is blocked on ("1: -> FLOCK ...") is no holder.
-  char device[64];
-  std::snprintf(device, sizeof device, "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
-                static_cast<unsigned long long>(st.st_ino));
+  // Matched by inode alone: on btrfs stat()'s device is the subvolume's, not the one /proc/locks prints, and
+  // a lock on another file with the same inode only hides "continue" (the safe way to be wrong). Any kind
+  // of write lock counts (NFS shows flock as POSIX).
+  const std::string inode = ":" + std::to_string(static_cast<unsigned long long>(st.st_ino));
   std::string line;
   while (std::getline(locks, line)) {
     std::istringstream fields(line);
@@ -58,7 +57,7 @@ std::optional<bool> directoryHasWriter(const std::filesystem::path& directory) {
     fields >> id >> kind;
     if (kind == "->") continue;
     fields >> mode >> access >> pid >> file;
-    if (kind == "FLOCK" && access == "WRITE" && file == device) return true;
+    if (access == "WRITE" && file.size() > inode.size() && file.ends_with(inode)) return true;
   }
   return false;
 }

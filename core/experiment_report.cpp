@@ -73,7 +73,9 @@ std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t cont
     p.validationDocuments = corpus.at("validation_documents").get<int64_t>();
     return p;
   } catch (const Json::exception&) {
-    return std::nullopt;  // written by an older version, or cut short: the report states no protocol
+    return std::nullopt;  // written by an older version: the report states no protocol
+  } catch (const Error&) {
+    return std::nullopt;  // not JSON (cut short): the same
   }
 }
 
@@ -377,20 +379,20 @@ std::string ExperimentReport::protocolText() const {
   const double passes = p.corpusTrainTokens > 0 ? static_cast<double>(p.steps * p.batchSize * p.context) /
                                                       static_cast<double>(p.corpusTrainTokens)
                                                 : NAN;
-  std::string text = "the " + e.corpus + " corpus (" +
-                     formatNumber(static_cast<double>(p.corpusTrainTokens) / 1e6, "%.2f") +
-                     "M training tokens), " + formatNumber(static_cast<double>(p.steps), "%.0f") +
-                     " steps of " + std::to_string(p.batchSize) + " x " + std::to_string(p.context) +
-                     " tokens per run (" + formatNumber(passes, "%.2f") + " passes over it); " +
-                     (e.evalTokens == kEveryHeldOutToken
-                          ? "every held-out document scored (" + std::to_string(p.validationDocuments) +
-                                " documents, " + std::to_string(p.validationTokens) + " tokens)"
-                          : std::to_string(e.evalTokens) + " held-out tokens scored") +
-                     "; AdamW (beta " + formatNumber(p.beta1, "%g") + ", " + formatNumber(p.beta2, "%g") +
-                     ", weight decay " + formatNumber(p.weightDecay, "%g") + "), gradients clipped at norm " +
-                     formatNumber(p.gradClip, "%g") + ", linear warmup over " +
-                     std::to_string(p.warmupSteps) + " steps, then cosine decay to " +
-                     formatNumber(p.minLrRatio, "%g") + " of the peak learning rate at the last step.";
+  std::string text =
+      "the " + e.corpus + " corpus (" + formatNumber(static_cast<double>(p.corpusTrainTokens) / 1e6, "%.2f") +
+      "M training tokens), " + std::to_string(p.steps) + " steps of " + std::to_string(p.batchSize) + " x " +
+      std::to_string(p.context) + " tokens per run" +
+      (std::isfinite(passes) ? " (" + formatNumber(passes, "%.2f") + " passes over it)" : "") + "; " +
+      (e.evalTokens == kEveryHeldOutToken
+           ? "every held-out document scored (" + std::to_string(p.validationDocuments) + " documents, " +
+                 std::to_string(p.validationTokens) + " tokens)"
+           : std::to_string(e.evalTokens) + " held-out tokens scored") +
+      "; AdamW (beta " + formatNumber(p.beta1, "%g") + ", " + formatNumber(p.beta2, "%g") +
+      ", weight decay " + formatNumber(p.weightDecay, "%g") + "), gradients clipped at norm " +
+      formatNumber(p.gradClip, "%g") + ", linear warmup over " + std::to_string(p.warmupSteps) +
+      " steps, then cosine decay to " + formatNumber(p.minLrRatio, "%g") +
+      " of the peak learning rate at the last step.";
   // Each trained arm's peak learning rate (the one `experiment plan`'s sweep chose, where it chose), and any
   // other difference of its runs' options from the first's.
   std::string lrs, differing;
@@ -402,13 +404,15 @@ std::string ExperimentReport::protocolText() const {
     distinct.insert(q.lr);
     lrs += (lrs.empty() ? "" : ", ") + a.name + " " + formatNumber(q.lr, "%g");
     chosen = chosen || e.arm(a.name).lr.has_value();
-    if (q.steps != p.steps || q.batchSize != p.batchSize || q.warmupSteps != p.warmupSteps)
+    if (q.steps != p.steps || q.batchSize != p.batchSize || q.warmupSteps != p.warmupSteps ||
+        q.context != p.context || q.minLrRatio != p.minLrRatio || q.weightDecay != p.weightDecay)
       differing += (differing.empty() ? "" : "; ") + a.name + ": " + std::to_string(q.steps) + " steps of " +
                    std::to_string(q.batchSize) + ", warmup " + std::to_string(q.warmupSteps);
   }
-  text += " Peak learning rate: " +
-          (distinct.size() == 1 ? formatNumber(*distinct.begin(), "%g") + " for every arm" : lrs) +
-          (chosen ? " (each arm's chosen by `experiment plan`'s sweep)." : " (the file's, not swept).");
+  text +=
+      " Peak learning rate: " +
+      (distinct.size() == 1 ? formatNumber(*distinct.begin(), "%g") + " for every arm" : lrs) +
+      (chosen ? " (set per arm, as `experiment plan`'s sweep chooses them)." : " (the file's, not swept).");
   if (!differing.empty()) text += " Arms trained otherwise: " + differing + ".";
   return text;
 }

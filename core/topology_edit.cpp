@@ -147,8 +147,12 @@ void resizeLayers(Topology& t, int64_t layers) {
                 [&](const HeadTie& h) { return h.targetLayer >= layers || h.sourceLayer >= layers; });
   t.masa.groups.clear();
   if (rebuild) {
-    if (interiorTie && 2 * *interiorTie < layers) t.ffn.assign = interiorTieAssignment(layers, *interiorTie);
-    applyPattern(t, pattern, pattern == SharingPattern::Vanilla ? layers : std::min(unique, layers));
+    if (interiorTie && layers - 2 * *interiorTie >= 2)
+      t.ffn.assign = interiorTieAssignment(layers, *interiorTie);
+    try {
+      applyPattern(t, pattern, pattern == SharingPattern::Vanilla ? layers : std::min(unique, layers));
+    } catch (const Error&) {  // not a depth the pattern has (Bulge under 3 blocks): extended or cut as is
+    }
   }
   t.name = describeDesign(t);
 }

@@ -25,8 +25,9 @@ void renumberBlocks(BlockSharing& sharing);
 std::string applyPattern(Topology& topology, SharingPattern pattern, int64_t unique);
 // Changes the number of layers. A topology whose attention is a pattern (recognizePattern) is built again
 // from it at the new depth with the same unique blocks U (vanilla: every layer its own; at most the new
-// depth), its interior FFN tying kept at its k; anything else (a painted design) has its assignments extended
-// or cut: new layers get new blocks. Either way it is named for what it now is (describeDesign).
+// depth), its interior FFN tying kept at its k; anything else (a painted design, or a pattern that has no
+// form at the new depth, as Bulge under 3 blocks) has its assignments extended or cut: new layers get new
+// blocks. Either way it is named for what it now is (describeDesign). Never throws.
 void resizeLayers(Topology& topology, int64_t layers);
 // The pattern a column's assignment is (at its own U), if any: what a painted design that happens to be a
 // pattern is recognised as. Where several patterns assign alike (any at U = 1, vanilla and sequence at

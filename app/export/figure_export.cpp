@@ -56,8 +56,9 @@ Style exportStyle(const ExportOptions& o) {
 struct SharedLegend {
   Figure figure;
   std::vector<bool> hidden;
-  LegendBlock block;                // laid out at the page's width, from y = 0
-  static constexpr float kGap = 4;  // between the panels and the legend's box
+  LegendBlock block;                         // laid out at the page's width, from y = 0
+  static constexpr float kGap = 4;           // between the panels and the legend's box
+  static constexpr float kLeastPanels = 36;  // points: the panels' least height (the smallest page's)
 };
 
 // Whether two series' legend rows look alike (drawLegend: a line, or a bar's swatch).
@@ -88,12 +89,18 @@ std::optional<SharedLegend> sharedLegend(std::span<const Figure> panels, Canvas&
                                         .style = s.style,
                                         .dashed = s.dashed,
                                         .hatched = s.hatched});
-        shared.hidden.push_back(p == 0 && i < o.hidden.size() && o.hidden[i]);
+        shared.hidden.push_back(false);  // set below, from the first panel's, by name
       } else if (!sameSwatch(*same, s)) {
         return std::nullopt;
       }
     }
   }
+  // A run switched off on screen (in the first panel, whose state the options carry) is off in every panel
+  // and greyed in the legend.
+  for (size_t i = 0; i < panels[0].series.size() && i < o.hidden.size(); ++i)
+    if (o.hidden[i])
+      for (size_t k = 0; k < shared.figure.series.size(); ++k)
+        if (shared.figure.series[k].label == panels[0].series[i].label) shared.hidden[k] = true;
   auto block = legendBlock(shared.figure, canvas, style, static_cast<float>(o.size.widthPt));
   if (!block) return std::nullopt;
   shared.block = std::move(*block);
@@ -101,22 +108,43 @@ std::optional<SharedLegend> sharedLegend(std::span<const Figure> panels, Canvas&
 }
 
 // The page's height for panels that share a legend: the one asked for, grown where the legend would leave
-// the panels under three quarters of it.
+// the panels under three quarters of it (or under kLeastPanels).
 double heightWithSharedLegend(double asked, const SharedLegend& legend) {
-  return std::max(asked, 0.75 * asked + legend.block.height + SharedLegend::kGap);
+  return std::max(asked, std::max(0.75 * asked, double{SharedLegend::kLeastPanels}) + legend.block.height +
+                             SharedLegend::kGap);
+}
+
+// Each panel's hidden series: with a shared legend, the series the first panel hides, by name, in every
+// panel; without, the options' for the first panel and none for the others.
+std::vector<std::vector<bool>> hiddenByPanel(std::span<const Figure> panels, const ExportOptions& o,
+                                             const SharedLegend* legend) {
+  std::vector<std::vector<bool>> hidden(panels.size());
+  if (!panels.empty()) hidden[0] = o.hidden;
+  if (!legend) return hidden;
+  for (size_t p = 0; p < panels.size(); ++p) {
+    hidden[p].assign(panels[p].series.size(), false);
+    for (size_t i = 0; i < panels[p].series.size(); ++i)
+      for (size_t k = 0; k < legend->figure.series.size(); ++k)
+        if (legend->hidden[k] && legend->figure.series[k].label == panels[p].series[i].label)
+          hidden[p][i] = true;
+  }
+  return hidden;
 }
 
 // Lays the panels out in points on `canvas` (already scaled to its device), side by side, above the legend
-// they share if they share one (taking the rest of the page's height, unless that would leave them under a
-// quarter of it: then each keeps its own), and hands each panel's layout to `use` (with its style, hidden
-// series and memo), then the shared legend with its rows moved below the panels.
+// they share if they share one (taking the rest of the page's height, unless that would leave them under
+// kLeastPanels, as on a page the size limits kept from growing: then each keeps its own), and hands each
+// panel's layout to `use` (with its style, hidden series and memo), then the shared legend with its rows
+// moved below the panels.
 template <class Use, class UseLegend>
 void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const ExportOptions& o, Use&& use,
                     UseLegend&& useLegend) {
   const Style style = exportStyle(o);
   const float pageHeight = static_cast<float>(o.size.heightPt);
   auto legend = sharedLegend(panels, canvas, style, o);
-  if (legend && pageHeight - legend->block.height - SharedLegend::kGap < pageHeight / 4) legend.reset();
+  if (legend && pageHeight - legend->block.height - SharedLegend::kGap < SharedLegend::kLeastPanels)
+    legend.reset();
+  const std::vector<std::vector<bool>> hidden = hiddenByPanel(panels, o, legend ? &*legend : nullptr);
   std::vector<Figure> withoutLegends;  // the panels, when their legend is drawn once below them
   if (legend) {
     withoutLegends.assign(panels.begin(), panels.end());
@@ -128,13 +156,11 @@ void layOutInPoints(Canvas& canvas, std::span<const Figure> panels, const Export
   const Point size{width, legend ? pageHeight - legend->block.height - SharedLegend::kGap : pageHeight};
   for (size_t i = 0; i < panels.size(); ++i) {
     const bool first = i == 0;
-    const std::vector<bool> none;
     FigureMemo memo;  // the traces the legend's corner is chosen from are the ones drawn
     memo.bind(panels[i]);
-    const FigureLayout layout =
-        layoutFigure(panels[i], canvas, style, {width * static_cast<float>(i), 0}, size, o.xView,
-                     first ? o.yView : std::nullopt, first ? o.hidden : none, &memo);
-    use(panels[i], layout, style, first ? o.hidden : none, memo);
+    const FigureLayout layout = layoutFigure(panels[i], canvas, style, {width * static_cast<float>(i), 0},
+                                             size, o.xView, first ? o.yView : std::nullopt, hidden[i], &memo);
+    use(panels[i], layout, style, hidden[i], memo);
   }
   if (!legend) return;
   for (FigureLayout::LegendRow& row : legend->block.rows) {

@@ -121,6 +121,11 @@ void RunBook::poll() {
   if (!m_pollThrottle.due()) return;
   for (auto& r : m_runs) {
     if (r->controller) r->controller->takeMetrics();  // the file is the one source; drop the in-memory copies
+    // Whether a process writes an attached run, asked before its events are read: a run that logs its
+    // finish and exits between the two is then read as finished, never for a moment as interrupted.
+    std::optional<bool> writer;
+    if (!r->controller) writer = directoryHasWriter(r->dir);
+    const bool noWriter = writer.has_value() && !*writer, liveWriter = writer.has_value() && *writer;
     r->metrics.poll();
     if (!r->record && fs::exists(r->dir / "run.json")) {
       try {
@@ -144,9 +149,8 @@ void RunBook::poll() {
     // or crashed): "interrupted", and it continues from its last checkpoint as a stopped run does; "running"
     // again once a writer holds it.
     if (!r->controller && r->status != "finished" && r->status != "stopped" && r->latestCheckpoint >= 0) {
-      const std::optional<bool> writer = directoryHasWriter(r->dir);
-      if (writer == false) r->status = "interrupted";
-      if (writer == true && r->status == "interrupted") r->status = "running";
+      if (noWriter) r->status = "interrupted";
+      if (liveWriter && r->status == "interrupted") r->status = "running";
     }
   }
 }

@@ -578,6 +578,15 @@ TEST(TopologyEdit, TheNameSaysWhatTheDesignIs) {
   t.masa.atoms = 3;
   t.masa.projections = {Proj::V, Proj::Q};
   EXPECT_EQ(describeDesign(t), "sequence-L8-U2-ffn-tied1-lora8-ffnlora4-masa3-qv-tied-emb16");
+  // A painted design recognised as a pattern that has no form at the new depth (Bulge needs 3 blocks) is cut
+  // as it is, never an error (the Designer called this on a key press).
+  Topology bulge = demoTopology();
+  applyPattern(bulge, SharingPattern::Bulge, 3);
+  for (int64_t layers : {4, 2, 1, 5}) {
+    EXPECT_NO_THROW(resizeLayers(bulge, layers)) << layers;
+    EXPECT_EQ(bulge.model.layers, layers);
+    EXPECT_NO_THROW(validateTopology(bulge)) << layers;
+  }
 }
 
 TEST(TopologyEdit, TiedHeadsMergeIntoACompatibleDesignOnly) {

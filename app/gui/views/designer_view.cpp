@@ -231,7 +231,7 @@ class DesignerPanel : public DesignerApi {
       Topology grown = makePreset(spec);
       grown.headSharing = m_topology.headSharing;
       grown.embedding = m_topology.embedding;
-      m_topology = grown;
+      keepingUsersName([&] { m_topology = grown; });
     } catch (const Error& e) {
       m_note = e.what();
     }

@@ -53,7 +53,7 @@ class ExperimentsPanel : public View {
     if (fs::is_directory(path) && fs::exists(path / "experiment.json")) {
       load(path / "experiment.json");
       std::snprintf(m_out, sizeof m_out, "%s", path.string().c_str());
-      m_reportThrottle.reset();
+      outputChanged();
       return true;
     }
     if (path.extension() == ".json" && fs::is_regular_file(path)) {
@@ -110,6 +110,14 @@ class ExperimentsPanel : public View {
     m_steps = 0;
     const std::string dir = (Settings::dataDirectory() / "experiments" / fileStem(name)).string();
     std::snprintf(m_out, sizeof m_out, "%s", dir.c_str());
+    outputChanged();
+  }
+
+  // Another output directory: the last one's report (its figures, its "As run") goes at once, and the new
+  // one is read on the next frame (a read of the old one still in flight is dropped: refreshReport).
+  void outputChanged() {
+    m_report.reset();
+    m_hasRuns = false;
     m_reportThrottle.reset();
   }
 
@@ -193,7 +201,7 @@ class ExperimentsPanel : public View {
     drawSectionHeader("run");
     ImGui::SetNextItemWidth(-1);
     ImGui::InputText("##out", m_out, sizeof m_out);
-    if (ImGui::IsItemDeactivatedAfterEdit()) m_reportThrottle.reset();
+    if (ImGui::IsItemDeactivatedAfterEdit()) outputChanged();
     ImGui::SetNextItemWidth(100);
     ImGui::SliderInt("runs at a time (0: one per core)", &m_parallel, 0, 4);
     drawRunSize();

@@ -139,7 +139,7 @@ class ModelPanel : public View {
   struct Comparison {
     std::filesystem::path other;
     std::optional<CheckpointDifference> difference;
-    std::map<std::string, const TensorDifference*> byName;
+    std::map<std::string, size_t> rankOf;  // a tensor's place in `difference` (the most changed first)
     std::string error;
     uint64_t job = 0;
   };
@@ -157,7 +157,8 @@ class ModelPanel : public View {
           CheckpointDifference d = diffCheckpoints(*a, *b);
           return [c, d = std::move(d)]() mutable {
             c->difference = std::move(d);
-            for (const TensorDifference& t : c->difference->tensors) c->byName[t.name] = &t;
+            for (size_t i = 0; i < c->difference->tensors.size(); ++i)
+              c->rankOf[c->difference->tensors[i].name] = i;
           };
         },
         [c](JobSystem::Status status, const std::string& error) {
@@ -243,15 +244,19 @@ class ModelPanel : public View {
       for (const Json& t : r["tensors"])
         if (m_filter[0] == 0 || t["name"].get<std::string>().find(m_filter) != std::string::npos)
           rows.push_back(&t);
-      auto differenceOf = [&](const Json* t) -> const TensorDifference* {
-        const auto found = compared->byName.find((*t)["name"].get<std::string>());
-        return found == compared->byName.end() ? nullptr : found->second;
+      // The tensor's place in the comparison's order (diffCheckpoints': the most changed first), past the
+      // end for one not compared (in one checkpoint only).
+      auto rankOf = [&](const Json* t) {
+        const auto found = compared->rankOf.find((*t)["name"].get<std::string>());
+        return found == compared->rankOf.end() ? compared->difference->tensors.size() : found->second;
       };
-      if (compared)  // the most changed first; tensors not compared (in one checkpoint only) last
-        std::stable_sort(rows.begin(), rows.end(), [&](const Json* x, const Json* y) {
-          const TensorDifference *a = differenceOf(x), *b = differenceOf(y);
-          return a && (!b || a->relative > b->relative);
-        });
+      auto differenceOf = [&](const Json* t) -> const TensorDifference* {
+        const size_t rank = rankOf(t);
+        return rank < compared->difference->tensors.size() ? &compared->difference->tensors[rank] : nullptr;
+      };
+      if (compared)
+        std::stable_sort(rows.begin(), rows.end(),
+                         [&](const Json* x, const Json* y) { return rankOf(x) < rankOf(y); });
       ImGuiListClipper clipper;
       clipper.Begin(static_cast<int>(rows.size()));
       while (clipper.Step())
