@@ -121,19 +121,21 @@ class StopSignalsHeld {
 
 }  // namespace
 
-DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) : m_config(config) {
+DistributedGroup::DistributedGroup(const DistributedConfig& config, torch::Device device)
+    : m_config(config), m_scalar(at::TensorOptions().dtype(at::kDouble)) {
   const std::string where = "rank " + std::to_string(config.rank) + " of " + std::to_string(config.worldSize);
 #ifdef USE_C10D_NCCL
-  const bool nccl = cuda;
+  const bool nccl = device.is_cuda();
 #else
   const bool nccl = false;
 #endif
 #ifndef SHARELENS_HAVE_GLOO
   if (!nccl)  // refused before the rendezvous, which would otherwise wait for the other ranks first
-    throw Error({.what = "distributed training is not available in this build",
-                 .where = where,
-                 .found = "LibTorch's headers without Gloo's" + std::string(cuda ? " or NCCL's" : ""),
-                 .hint = "build against a LibTorch that ships them (Debian's libtorch-dev does)"});
+    throw Error(
+        {.what = "distributed training is not available in this build",
+         .where = where,
+         .found = "LibTorch's headers without Gloo's" + std::string(device.is_cuda() ? " or NCCL's" : ""),
+         .hint = "build against a LibTorch that ships them (Debian's libtorch-dev does)"});
 #endif
   const StopSignalsHeld held;
   try {
@@ -150,6 +152,7 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
       options->timeout = millis(config.timeoutSeconds);
       m_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(m_store, config.rank, config.worldSize, options);
       m_backendName = "nccl";
+      m_scalar = m_scalar.device(device);
       return;
     }
 #endif
@@ -173,7 +176,16 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, bool cuda) :
   }
 }
 
-DistributedGroup::~DistributedGroup() = default;
+DistributedGroup::~DistributedGroup() {
+#if defined(USE_C10D_NCCL) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+  // NCCL's communicators are released before its watchdog would warn of a group never destroyed.
+  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(m_group.get())) try {
+      nccl->shutdown();
+    } catch (const std::exception&) {  // a failed group: its communicators are being aborted anyway
+    }
+#endif
+}
 
 void DistributedGroup::agree(const std::string& field, const std::string& value) {
   const std::string prefix = "agree/" + field + "/";
@@ -305,21 +317,21 @@ void DistributedGroup::broadcastFromZero(std::vector<NamedParameter>& params, Ad
     std::vector<torch::Tensor> one = {t};
     complete([&] { return m_group->broadcast(one); });
   }
-  std::vector<torch::Tensor> steps = {at::full({1}, static_cast<double>(optimizer.steps()), at::kDouble)};
+  std::vector<torch::Tensor> steps = {at::full({1}, static_cast<double>(optimizer.steps()), m_scalar)};
   complete([&] { return m_group->broadcast(steps); });
   optimizer.setSteps(static_cast<int64_t>(steps[0].item<double>()));
 }
 
 double DistributedGroup::broadcastFromZero(double value) {
-  std::vector<torch::Tensor> t = {at::full({1}, value, at::kDouble)};
+  std::vector<torch::Tensor> t = {at::full({1}, value, m_scalar)};
   complete([&] { return m_group->broadcast(t); });
   return t[0].item<double>();
 }
 
 std::vector<double> DistributedGroup::allGather(double value) {
-  std::vector<torch::Tensor> input = {at::full({1}, value, at::kDouble)};
+  std::vector<torch::Tensor> input = {at::full({1}, value, m_scalar)};
   std::vector<std::vector<torch::Tensor>> output(1);
-  for (int r = 0; r < worldSize(); ++r) output[0].push_back(at::zeros({1}, at::kDouble));
+  for (int r = 0; r < worldSize(); ++r) output[0].push_back(at::zeros({1}, m_scalar));
   complete([&] { return m_group->allgather(output, input); });
   std::vector<double> out;
   for (const torch::Tensor& t : output[0]) out.push_back(t.item<double>());
@@ -327,7 +339,7 @@ std::vector<double> DistributedGroup::allGather(double value) {
 }
 
 double DistributedGroup::sum(double value) {
-  std::vector<torch::Tensor> t = {at::full({1}, value, at::kDouble)};
+  std::vector<torch::Tensor> t = {at::full({1}, value, m_scalar)};
   complete([&] { return m_group->allreduce(t); });
   return t[0].item<double>();
 }

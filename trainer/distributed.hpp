@@ -2,8 +2,10 @@
 // rendezvous through a TCPStore that rank 0 serves, collectives through ProcessGroupGloo (CPU tensors) or,
 // for CUDA training on a LibTorch built with NCCL, ProcessGroupNCCL -- with a timeout on every operation so
 // that no rank waits forever for one that died. A rank's death or a timeout ends the others' runs with a
-// named Error naming the ranks that stopped (Gloo, tested). With NCCL, LibTorch's watchdog may abort the
-// process before wait() can raise (TORCH_NCCL_ASYNC_ERROR_HANDLING); untested here, for want of a GPU.
+// named Error naming the ranks that stopped (Gloo, tested). NCCL's one-rank group is tested on a GPU
+// (test_distributed_group, through tests/tools/device_check.sh); a rank's death under NCCL is not (one GPU
+// lent allows one rank), and there LibTorch's watchdog may abort the process before wait() can raise
+// (TORCH_NCCL_ASYNC_ERROR_HANDLING).
 //
 // Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
 // bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM)
@@ -44,8 +46,10 @@ using CollectiveBackend = c10d::ProcessGroup;
 
 class DistributedGroup {
  public:
-  // `cuda`: the gradients live on this rank's GPU; NCCL carries them where LibTorch has it, Gloo otherwise.
-  DistributedGroup(const DistributedConfig& config, bool cuda);
+  // `device`: where this rank's weights and gradients live. On a GPU NCCL carries them where LibTorch has
+  // it (and the scalar collectives' one-element tensors live there too: NCCL reduces only CUDA tensors),
+  // Gloo otherwise, through host memory.
+  DistributedGroup(const DistributedConfig& config, torch::Device device);
   std::string backendName() const { return m_backendName; }
   ~DistributedGroup();
   int rank() const { return m_config.rank; }
@@ -88,6 +92,7 @@ class DistributedGroup {
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<CollectiveBackend> m_group;
   std::string m_backendName;
+  at::TensorOptions m_scalar;  // a scalar collective's one-element float64 tensor: on the GPU for NCCL
   std::vector<NamedParameter>* m_params = nullptr;
   std::vector<std::unique_ptr<Bucket>> m_buckets;
   std::vector<std::pair<size_t, int64_t>> m_slot;  // parameter -> (bucket, offset)

@@ -231,9 +231,22 @@ void TrainingRun::prepareRun() {
     refuseCheckpointAsRunDirectory(r.runDir);
     validateTopology(r.topology, "topology");
   }
+  if (r.config.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw Error({.what = "CUDA training requested but unavailable",
+                   .where = "--device cuda",
+                   .found = "LibTorch " + torchVersion() +
+                            (torch::cuda::device_count() ? "" : " without a usable GPU"),
+                   .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use "
+                           "--device cpu"});
+    // One GPU per local rank (torchrun's convention); a single process takes the first.
+    m_device = torch::Device(
+        torch::kCUDA, static_cast<c10::DeviceIndex>(r.distributed.localRank % torch::cuda::device_count()));
+  }
+
   if (r.distributed.enabled()) {
     m_channel.setState(RunState::Preparing, "joining the distributed run");
-    m_group = std::make_unique<DistributedGroup>(r.distributed, r.config.device == "cuda");
+    m_group = std::make_unique<DistributedGroup>(r.distributed, m_device);
     if (r.config.batchSize < r.distributed.worldSize)
       throw Error({.what = "the global batch has fewer rows than there are ranks",
                    .where = "--batch",
@@ -250,19 +263,6 @@ void TrainingRun::prepareRun() {
   const TrainConfig& c = r.config;
   const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
   m_computeThreads.emplace(threads);  // held until the run object goes
-
-  if (c.device == "cuda") {
-    if (!torch::cuda::is_available())
-      throw Error({.what = "CUDA training requested but unavailable",
-                   .where = "--device cuda",
-                   .found = "LibTorch " + torchVersion() +
-                            (torch::cuda::device_count() ? "" : " without a usable GPU"),
-                   .hint = "build against a CUDA LibTorch (-DTorch_DIR=...) on a machine with a GPU, or use "
-                           "--device cpu"});
-    // One GPU per local rank (torchrun's convention); a single process takes the first.
-    m_device = torch::Device(
-        torch::kCUDA, static_cast<c10::DeviceIndex>(r.distributed.localRank % torch::cuda::device_count()));
-  }
 
   m_channel.setState(RunState::Preparing, "loading corpus '" + c.corpus + "'");
   const Corpus corpus = loadCorpus(c.corpus);

@@ -13,5 +13,7 @@ struct ProcessResult {
 
 ProcessResult runProcess(const std::string& command);
 std::string shellQuote(const std::string& s);
+// A TCP port on the loopback interface that nothing listens on now (for a test's c10d rendezvous).
+int freeLoopbackPort();
 
 }  // namespace sharelens::testing

@@ -5,7 +5,8 @@
 # cuSOLVER plugin, the tests and benchmarks below) against that LibTorch, then:
 #   1. test_cuda_backend: the cuSOLVER backend against the CPU one;
 #   2. test_model: every topology family, its GPU training against the CPU's (EveryFamily.OnAGpuTrainsAsOnTheCpu)
-#      and the rest of the model tests on LibTorch 2;
+#      and the rest of the model tests on LibTorch 2; test_distributed_group: a one-rank NCCL group's scalar
+#      collectives and bucketed gradient all-reduce (the one GPU lent allows no second rank);
 #   3. bench_analysis_backend (cuSOLVER) beside torch_analysis_peer.py --device cuda (torch.linalg.svdvals) on
 #      a checkpoint with GPT-2 124M's shapes;
 #   4. bench_train --device cuda --size gpu (the experiments' GPU profile) beside torch_train_peer.py, rounds
@@ -13,7 +14,7 @@
 # The Debian packages it builds against travel with it, unpacked into a prefix (never into /):
 #   tests/tools/device_check.sh --fetch      (here, where apt works: downloads them into .device/debs)
 # and on the GPU machine, from the repository's root, with .device carried:
-#   [ROUNDS=N] [SKIP_ANALYSIS=1] tests/tools/device_check.sh [OUT_DIR]    (OUT_DIR/results.tgz: the logs and JSON results, packed after each
+#   [ROUNDS=N (0: no training benchmark)] [SKIP_ANALYSIS=1] tests/tools/device_check.sh [OUT_DIR]    (OUT_DIR/results.tgz: the logs and JSON results, packed after each
 #                                             step, since the device tool returns at most 8 files; default $OUT)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -76,7 +77,7 @@ tail -25 "$OUT_DIR/configure.log"
 [ $configured -eq 0 ] || exit 1
 
 step "building"
-TARGETS=(test_cuda_backend test_model bench_analysis_backend bench_train make_fixtures)
+TARGETS=(test_cuda_backend test_model test_distributed_group bench_analysis_backend bench_train make_fixtures)
 ninja -C "$BUILD" -t query sharelens_cuda >/dev/null 2>&1 && TARGETS+=(sharelens_cuda)  # nvcc and cuSOLVER found
 timeout 330 ninja -C "$BUILD" -k 0 "${TARGETS[@]}" >"$OUT_DIR/build.log" 2>&1
 built=$?
@@ -99,6 +100,8 @@ run() {  # run NAME SECONDS COMMAND...: the command's output in OUT_DIR/NAME.log
 [ -x "$BUILD/tests/test_cuda_backend" ] && run cuda_backend_tests 60 "$BUILD/tests/test_cuda_backend"
 [ -x "$BUILD/tests/test_model" ] && run model_tests 120 env SHARELENS_CACHE=/tmp/sharelens-cache "$BUILD/tests/test_model" \
   --gtest_filter='*OnAGpu*:*CountsBuildsRunsAndLearns*:FusedOps.*:AdamW.*:WeightSharing.*'
+
+[ -x "$BUILD/tests/test_distributed_group" ] && run distributed_group_tests 120 "$BUILD/tests/test_distributed_group"
 
 if [ -x "$BUILD/tests/bench_train" ]; then
   for round in $(seq "${ROUNDS:-2}"); do

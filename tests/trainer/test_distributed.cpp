@@ -2,11 +2,7 @@
 // and weights for the same global batch; a rank killed without any launcher makes the other stop within the
 // timeout naming it, and the run resumes on another number of ranks; ranks that disagree on the topology
 // refuse to start.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -29,18 +25,6 @@ using testing::runProcess;
 using testing::shellQuote;
 
 const std::string kBinary = SHARELENS_BINARY;
-
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t n = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 std::map<int64_t, double> losses(const fs::path& run) {
   MetricsReader r(run / "metrics.jsonl");
@@ -94,7 +78,7 @@ TEST(Distributed, TwoRanksGiveTheOneRankCurveAndWeightsForTheSameGlobalBatch) {
 TEST(Distributed, AKilledRankStopsTheOtherWithinTheTimeoutAndTheRunResumesOnOneRank) {
   const fs::path dir = testing::makeTempDir("dist-kill");
   writeTopologyFile(debugTopology(), dir / "t.json");
-  const int port = freePort();
+  const int port = testing::freeLoopbackPort();
   const std::string args = " train --topology " + shellQuote((dir / "t.json").string()) +
                            " --corpus brown --steps 200 --batch 8 "
                            "--threads 1 --eval-every 1000 --checkpoint-every 5 --out " +
@@ -128,7 +112,7 @@ TEST(Distributed, AnErrorInOneRanksStepIsReportedAsItselfAndTheOtherRankNamesIt)
   if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
   const fs::path dir = testing::makeTempDir("dist-oom");
   writeTopologyFile(debugTopology(), dir / "t.json");
-  const int port = freePort();
+  const int port = testing::freeLoopbackPort();
   const std::string args = " train --topology " + shellQuote((dir / "t.json").string()) +
                            " --corpus brown --steps 20 --batch 8 --threads 1 --eval-every 1000 --out " +
                            shellQuote((dir / "run").string());
@@ -156,7 +140,7 @@ TEST(Distributed, AnErrorInOneRanksStepIsReportedAsItselfAndTheOtherRankNamesIt)
 TEST(Distributed, ASecondStopSignalEndsARankWaitingForItsPeers) {
   const fs::path dir = testing::makeTempDir("dist-second-signal");
   writeTopologyFile(debugTopology(), dir / "t.json");
-  const int port = freePort();
+  const int port = testing::freeLoopbackPort();
   const std::string err = shellQuote((dir / "rank0.err").string());
   std::string command = "(";  // appended to, not "(" + std::string: that trips GCC 12's -Wstringop-overflow
   command += rankEnv(0, 2, port, 120) + kBinary + " train --topology " +
@@ -274,7 +258,7 @@ TEST(Distributed, RanksThatDisagreeOnTheTopologyRefuseToStart) {
   Topology other = debugTopology();
   other.attention.loraRank = 2;
   writeTopologyFile(other, dir / "b.json");
-  const int port = freePort();
+  const int port = testing::freeLoopbackPort();
   auto args = [&](const char* topology) {
     return " train --topology " + shellQuote((dir / topology).string()) +
            " --corpus brown --steps 5 --batch 4 --threads 1 --out " + shellQuote((dir / "run").string());
