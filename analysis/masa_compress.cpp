@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/compressed_checkpoint.hpp"
+#include "core/compression_methods.hpp"
 #include "core/error.hpp"
 
 namespace sharelens {
@@ -181,8 +182,8 @@ CompressionPlan planCompression(const ModelShape& shape, const CompressionSpec& 
   if (!(spec.ratio > 0.0 && spec.ratio < 1.0))
     refuse("compression ratio out of range", "--ratio", "a fraction in (0, 1): the share of parameters kept",
            std::to_string(spec.ratio), "0.8 keeps 80% of the attention parameters");
-  if (spec.method != "masa" && spec.method != "masa-noref" && spec.method != "svd")
-    refuse("unknown compression method", "--method", "masa, masa-noref or svd", spec.method);
+  if (!isCompressionMethod(spec.method))
+    refuse("unknown compression method", "--method", compressionMethodList(), spec.method);
   if (spec.budget != "exact" && spec.budget != "eq13")
     refuse("unknown residual budget", "--budget", "exact or eq13", spec.budget);
   if (spec.allocation != "tail-energy" && spec.allocation != "by-shape")

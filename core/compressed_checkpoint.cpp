@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/atomic_file.hpp"
+#include "core/compression_methods.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
@@ -119,8 +120,7 @@ CompressionRecord compressionRecordFromJson(const Json& j, const std::string& wh
            "written by a newer ShareLens?");
   CompressionRecord r;
   r.method = o.requireString("method");
-  if (r.method != "masa" && r.method != "masa-noref" && r.method != "svd")
-    o.fail("method", "unknown method", "masa, masa-noref or svd", r.method);
+  if (!isCompressionMethod(r.method)) o.fail("method", "unknown method", compressionMethodList(), r.method);
   r.targetRatio = o.requireNumber("target_ratio");
   for (const Json& v : o.requireArray("projections")) r.projections.push_back(projOf(o, "projections", v));
   for (const Json& g : o.requireArray("groups")) {

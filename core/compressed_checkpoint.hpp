@@ -53,7 +53,7 @@ struct DroppedTensor {
 };
 
 struct CompressionRecord {
-  std::string method;      // "masa", "masa-noref" or "svd"
+  std::string method;      // a name of kCompressionMethods (core/compression_methods.hpp)
   double targetRatio = 0;  // retained fraction of the compressed projections' parameters
   std::vector<Proj> projections;
   std::vector<std::vector<int64_t>> groups;    // layer groups (MASA); empty for svd

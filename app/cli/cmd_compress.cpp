@@ -20,6 +20,7 @@
 #include "app/workflows/compress.hpp"
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
+#include "core/compression_methods.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "core/output_guard.hpp"
@@ -125,7 +126,7 @@ int runCompress(Args& args) {
   o.calibration.device = args.option("device", "cpu");
   o.calibration.threads = static_cast<int>(args.integer("threads", 1, 1024).value_or(0));
   const auto sweep = args.option("sweep");
-  const std::vector<std::string> methods = splitList(args.option("methods", "masa,masa-noref,svd"));
+  const std::vector<std::string> methods = splitList(args.option("methods", compressionMethodList(",")));
   const bool evaluate = args.flag("eval");
   EvalOptions eval;
   eval.tokens = args.integerOrWord("eval-tokens", 2, 1'000'000'000, "all", kEveryHeldOutToken).value_or(8192);
@@ -158,10 +159,10 @@ int runCompress(Args& args) {
   if (sweep) {
     const std::vector<double> ratios = parseRatios(*sweep);
     for (const std::string& m : methods)
-      if (m != "masa" && m != "masa-noref" && m != "svd")
+      if (!isCompressionMethod(m))
         throw Error({.what = "unknown compression method",
                      .where = "--methods",
-                     .expected = "masa, masa-noref, svd",
+                     .expected = compressionMethodList(),
                      .found = m});
     const SweepReport report =
         sweepCompression(path, o, ratios, methods, eval, task.context(),

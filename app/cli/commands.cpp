@@ -6,6 +6,7 @@
 
 #include "app/gui/view_id.hpp"
 #include "app/plot/figures.hpp"
+#include "core/compression_methods.hpp"
 #include "core/corpus.hpp"
 #include "core/error.hpp"
 #include "core/topology_presets.hpp"
@@ -140,13 +141,16 @@ const std::vector<Command>& commands() {
        "results (no checkpoints) in a directory to commit, and continues from them on a fresh clone",
        runExperimentCommand},
       {"compress",
-       "sharelens compress PATH [--method masa|masa-noref|svd] --ratio A [--groups kl:G|0-0,1-10,11-11] "
-       "[--atoms B] [--budget exact|eq13] [--allocation tail-energy|by-shape] "
-       "[--projections q,k,v,o] [--calibration CORPUS[:N] | --calibration-ids FILE] "
-       "[--logit-lens per-sample|mean-state] "
-       "[--eval [--eval-tokens N|all | --eval-ids FILE]] "
-       "[--sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd]] [--device cpu|cuda] [--threads N] --out "
-       "DIR [--json FILE]",
+       "sharelens compress PATH [--method " + compressionMethodList("|") +
+           "] --ratio A [--groups kl:G|0-0,1-10,11-11] "
+           "[--atoms B] [--budget exact|eq13] [--allocation tail-energy|by-shape] "
+           "[--projections q,k,v,o] [--calibration CORPUS[:N] | --calibration-ids FILE] "
+           "[--logit-lens per-sample|mean-state] "
+           "[--eval [--eval-tokens N|all | --eval-ids FILE]] "
+           "[--sweep 0.9,0.8,0.7,0.6 [--methods " +
+           compressionMethodList(",") +
+           "]] [--device cpu|cuda] [--threads N] --out "
+           "DIR [--json FILE]",
        "compress a pretrained model's attention without training: MASA (Matrix PCA atoms per layer group + "
        "whitened "
        "low-rank residuals, ranks moved within Q, K and O, V by the paper's Algorithm 1) or the SVD-LLM "

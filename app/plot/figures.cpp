@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "core/compression_methods.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
 #include "core/statistics.hpp"
@@ -445,20 +446,16 @@ Figure compressionSweepFigure(const SweepReport& sweep) {
   f.xLabel = "share of attention parameters kept (achieved)";
   f.yLabel = "held-out perplexity";
   f.yScale = Scale::Log10;
-  const std::vector<std::pair<std::string, std::string>> methods = {
-      {"masa", "MASA (atoms + refined residuals)"},
-      {"masa-noref", "MASA atoms only"},
-      {"svd", "SVD-LLM (whitened SVD)"}};
   double lo = 1, hi = 0;
   int color = 0;
-  for (const auto& [method, label] : methods) {
+  for (const CompressionMethod& method : kCompressionMethods) {
     Series s;
-    s.label = label;
+    s.label = std::string(method.label);
     s.style = SeriesStyle::LineAndMarkers;
     s.color = seriesColor(color++);
     std::vector<std::pair<double, double>> xy;
     for (const SweepPoint& p : sweep.points)
-      if (p.method == method && std::isfinite(p.eval.perplexity))
+      if (p.method == method.name && std::isfinite(p.eval.perplexity))
         xy.emplace_back(p.achievedRatio, p.eval.perplexity);
     std::sort(xy.begin(), xy.end());
     for (const auto& [x, y] : xy) {

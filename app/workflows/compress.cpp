@@ -11,6 +11,7 @@
 #include "analysis/matrix_pca.hpp"
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
+#include "core/compression_methods.hpp"
 #include "core/derived_checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
@@ -654,10 +655,10 @@ std::string SweepReport::toMarkdown() const {
                   p.eval.standardError(), p.eval.perplexity);
     md += row;
   }
-  md +=
-      "\nmasa: Matrix PCA atoms per layer group plus whitened low-rank residuals; masa-noref: atoms only; "
-      "svd: every matrix's "
-      "whitened truncated SVD (SVD-LLM). ± is the standard error of the NLL over evaluation windows.\n";
+  md += "\n";
+  for (const CompressionMethod& m : kCompressionMethods)
+    md += std::string(m.name) + ": " + std::string(m.summary) + "; ";
+  md += "± is the standard error of the NLL over evaluation windows.\n";
   return md;
 }
 

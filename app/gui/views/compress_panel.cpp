@@ -11,6 +11,7 @@
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "core/atomic_file.hpp"
+#include "core/compression_methods.hpp"
 #include "core/error.hpp"
 #include "core/hf_export.hpp"
 #include "core/naming.hpp"
@@ -19,10 +20,6 @@ namespace fs = std::filesystem;
 
 namespace sharelens::gui {
 namespace {
-
-constexpr const char* kMethods[] = {"masa", "masa-noref", "svd"};
-constexpr const char* kMethodLabels[] = {"MASA: atoms + refined residuals", "MASA: atoms only",
-                                         "SVD-LLM baseline (whitened SVD)"};
 
 std::vector<double> ratiosOf(const std::string& text) {
   std::vector<double> out;
@@ -106,7 +103,7 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
   CompressOptions o;
   std::vector<double> ratios;
   try {
-    o.spec.method = kMethods[m_method];
+    o.spec.method = std::string(kCompressionMethods[static_cast<size_t>(m_method)].name);
     o.spec.ratio = m_ratio;
     if (m_atoms > 0) o.spec.atoms = m_atoms;
     if (const auto kl = parseKlGrouping(m_groups)) {
@@ -138,7 +135,7 @@ void CompressPanel::start(AppContext& ctx, const LoadedModel& m, bool sweep) {
           EvalOptions eval;
           eval.tokens = kGuiEvalTokens;
           SweepReport r = sweepCompression(
-              source, o, ratios, {"masa", "masa-noref", "svd"}, eval, task,
+              source, o, ratios, compressionMethodNames(), eval, task,
               [](const std::filesystem::path& staged, const SweepReport& report) {
                 const plot::Figure figure = plot::compressionSweepFigure(report);
                 for (const char* ext : {"svg", "png", "pdf"})
@@ -217,7 +214,13 @@ void CompressPanel::draw(AppContext& ctx, const LoadedModel& m) {
       "with calibration-whitened low-rank residuals (MASA), atoms alone, or every matrix's whitened SVD "
       "(SVD-LLM). The compressed model is written as a checkpoint and scored beside the original.");
   ImGui::SetNextItemWidth(280);
-  ImGui::Combo("method", &m_method, kMethodLabels, 3);
+  ImGui::Combo(
+      "method", &m_method,
+      [](void*, int i, const char** label) {  // the labels are string literals: their data() ends in '\0'
+        *label = kCompressionMethods[static_cast<size_t>(i)].label.data();
+        return true;
+      },
+      nullptr, static_cast<int>(kCompressionMethods.size()));
   ImGui::SetNextItemWidth(200);
   ImGui::SliderFloat("ratio kept", &m_ratio, 0.05f, 0.95f, "%.2f");
   ImGui::SetNextItemWidth(200);

@@ -40,7 +40,7 @@ class CompressPanel {
   };
   std::shared_ptr<Outcome> m_outcome;
   DerivedModelEval m_eval;
-  int m_method = 0;  // masa, masa-noref, svd
+  int m_method = 0;  // an index into kCompressionMethods
   float m_ratio = 0.8f;
   int m_atoms = 0;   // 0: the default (half of what the ratio pays for)
   int m_tokens = 0;  // 0: defaultCalibrationTokens() of the model
