@@ -103,6 +103,19 @@ std::string runLabel(const Json& record, const std::filesystem::path& given) {
   return name + (run.optionalString("role").value_or("") == "baseline" && !saysBaseline ? " (baseline)" : "");
 }
 
+std::string runsSubject(const std::vector<std::string>& labels) {
+  if (labels.size() == 1) return labels[0];
+  std::vector<std::string> bases;
+  for (const std::string& l : labels) {
+    const std::string base = l.substr(0, l.find(" ("));
+    if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+  }
+  if (bases.empty()) return "runs";
+  if (bases.size() == 1) return bases[0] + "-" + std::to_string(labels.size()) + "-runs";
+  if (bases.size() == 2) return bases[0] + "-vs-" + bases[1];
+  return bases[0] + "-" + bases[1] + "-and-" + std::to_string(bases.size() - 2) + "-more";
+}
+
 std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs) {
   std::map<std::string, std::vector<size_t>> byLabel;
   for (size_t i = 0; i < runs.size(); ++i) byLabel[runs[i].label].push_back(i);

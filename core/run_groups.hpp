@@ -52,6 +52,11 @@ struct LabelledRun {
 };
 std::vector<std::string> distinctRunLabels(const std::vector<LabelledRun>& runs);
 
+// What a file holding several runs' curves is named after (an export's or a CSV's default name): their
+// labels' distinct bases (a label before its " (seed 2)"), in order. One: "baseline-3-runs"; two:
+// "baseline-vs-cycle"; more: "baseline-cycle-and-4-more"; a single run: its label.
+std::string runsSubject(const std::vector<std::string>& labels);
+
 // The same for seed groups (groupBySeed's, `records` its runs' in the same order): groups that share a label
 // (two learning rates of one arm) get what sets their recipes apart, seeds left out, "baseline (lr 0.001)",
 // or "#k" when their records say nothing apart (one run copied into two folders).

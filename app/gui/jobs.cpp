@@ -27,12 +27,13 @@ JobSystem::~JobSystem() {
   m_workers.clear();  // joins
 }
 
-uint64_t JobSystem::submit(std::string name, Work work, Finished finished, Lane lane) {
+uint64_t JobSystem::submit(std::string name, Work work, Finished finished, Lane lane, Shown shown) {
   auto job = std::make_shared<Job>();
   job->name = std::move(name);
   job->work = std::move(work);
   job->finished = std::move(finished);
   job->lane = lane;
+  job->shown = shown;
   {
     std::lock_guard lock(m_mutex);
     job->id = m_next++;
@@ -77,9 +78,11 @@ std::vector<JobSystem::Info> JobSystem::jobs() const {
   std::lock_guard lock(m_mutex);
   std::vector<Info> out;
   for (const auto& j : m_running)
-    out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
+    if (j->shown == Shown::InJobBar)
+      out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
   for (const auto& queue : m_queue)
-    for (const auto& j : queue) out.push_back({j->id, j->name, "queued", 0.0, false});
+    for (const auto& j : queue)
+      if (j->shown == Shown::InJobBar) out.push_back({j->id, j->name, "queued", 0.0, false});
   return out;
 }
 

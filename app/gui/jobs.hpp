@@ -32,6 +32,9 @@ class JobSystem {
   // jobs (experiments, compression sweeps: hours), so that a long job never holds the workers the views'
   // "computing ..." wait on. Long jobs queue behind each other on their one worker.
   enum class Lane { Analysis, Long };
+  // Quiet: a refresh the view repeats on its own (the Experiments view's report, about once a second),
+  // which the job bar does not list -- its line would come and go each second and move the views with it.
+  enum class Shown { InJobBar, Quiet };
   JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onError);  // workers: the analysis lane's
   ~JobSystem();                                                                // cancels everything and joins
   JobSystem(const JobSystem&) = delete;
@@ -39,7 +42,8 @@ class JobSystem {
 
   // `finished` (optional) runs on the UI thread once the job has ended, after its completion when it
   // succeeded.
-  uint64_t submit(std::string name, Work work, Finished finished = {}, Lane lane = Lane::Analysis);
+  uint64_t submit(std::string name, Work work, Finished finished = {}, Lane lane = Lane::Analysis,
+                  Shown shown = Shown::InJobBar);
   void cancel(uint64_t id);
   void cancelAll();
   void drainCompletions();  // UI thread, once per frame
@@ -50,7 +54,7 @@ class JobSystem {
     double fraction;
     bool started;
   };
-  std::vector<Info> jobs() const;  // queued and running
+  std::vector<Info> jobs() const;  // queued and running, but for the quiet ones: what the job bar lists
   bool idle() const;
   bool laneIdle(Lane lane) const;  // nothing of that lane queued or running
 
@@ -64,6 +68,7 @@ class JobSystem {
     TaskProgress progress;
     bool started = false;
     Lane lane = Lane::Analysis;
+    Shown shown = Shown::InJobBar;
   };
   static constexpr int kLongWorkers = 1;
   void workerLoop(std::stop_token stop, Lane lane);

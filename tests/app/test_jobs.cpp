@@ -140,6 +140,34 @@ TEST(JobSystem, CancellingARunningOrAQueuedJobEndsItCancelled) {
 // Issue 38 hazard 4: long jobs (an experiment, a compression sweep: hours) have their own lane. With both
 // analysis workers' worth of long jobs running -- and one more queued behind them -- an analysis still
 // starts and ends at once; the long lane runs one job at a time.
+// Issue 41: the Experiments view re-reads its report about once a second; listed in the job bar, that line
+// came and went each second and moved every view up and down with it.
+TEST(JobSystem, AQuietJobRunsAndEndsLikeAnyButTheJobBarDoesNotListIt) {
+  JobSystem jobs(
+      2, [] {}, [](const std::string&, const std::string&) {});
+  std::latch started(1), release(1);
+  Ended quiet, shown;
+  bool completed = false;
+  jobs.submit(
+      "refresh",
+      [&](const TaskContext&) -> JobSystem::Completion {
+        started.count_down();
+        release.wait();
+        return [&] { completed = true; };
+      },
+      record(quiet), JobSystem::Lane::Analysis, JobSystem::Shown::Quiet);
+  started.wait();
+  EXPECT_TRUE(jobs.jobs().empty()) << "a quiet job, running, is not listed";
+  EXPECT_FALSE(jobs.idle()) << "but it is running";
+  jobs.submit(
+      "analysis", [](const TaskContext&) -> JobSystem::Completion { return nullptr; }, record(shown));
+  release.count_down();
+  drainUntil(jobs, [&] { return quiet.status && shown.status; });
+  EXPECT_EQ(quiet.status, JobSystem::Status::Ok);
+  EXPECT_TRUE(completed) << "its completion reached the UI thread";
+  EXPECT_EQ(shown.status, JobSystem::Status::Ok);
+}
+
 TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
   JobSystem jobs(2, {}, {});
   std::atomic<int> longRunning{0}, longStarted{0};

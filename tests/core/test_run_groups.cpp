@@ -95,6 +95,15 @@ TEST(RunGroups, RunsThatShareALabelAreToldApartInTheLegend) {
 // Seed groups that share a label (one arm at two learning rates; one run copied into two folders) were two
 // "baseline" curves and two "baseline" groups in the CSV: they get what sets their recipes apart, seeds left
 // out.
+// Issue 41 item 6: a figure of several runs was saved as "runs-training-loss" whatever it showed.
+TEST(RunGroups, AFileOfSeveralRunsIsNamedAfterWhatTheyAre) {
+  EXPECT_EQ(runsSubject({"cycle-L6-U3"}), "cycle-L6-U3");
+  EXPECT_EQ(runsSubject({"baseline (seed 1)", "baseline (seed 2)", "baseline (seed 3)"}), "baseline-3-runs");
+  EXPECT_EQ(runsSubject({"baseline", "cycle (seed 1)", "cycle (seed 2)"}), "baseline-vs-cycle");
+  EXPECT_EQ(runsSubject({"baseline", "cycle", "bulge", "cycle (seed 2)", "sequence"}),
+            "baseline-cycle-and-2-more");
+}
+
 TEST(RunGroups, SeedGroupsThatShareALabelAreToldApartBySeedlessDifferences) {
   const Json a1 = runRecord(1), a2 = runRecord(2), b1 = runRecord(1, 1e-3), b2 = runRecord(2, 1e-3);
   const std::vector<std::pair<std::string, const Json*>> runs = {

@@ -346,7 +346,8 @@ class ExperimentsPanel : public View {
             if (!problem.empty()) m_problem = problem;
           };
         },
-        [this](JobSystem::Status, const std::string&) { m_reportJob = 0; });
+        [this](JobSystem::Status, const std::string&) { m_reportJob = 0; }, JobSystem::Lane::Analysis,
+        JobSystem::Shown::Quiet);
   }
 
   void drawResults(AppContext& ctx) {

@@ -32,9 +32,12 @@ class TrainingPanel : public View {
   }
 
   // Named after the runs shown, not the model the analysis views hold.
-  std::string figureSubject(AppContext& ctx) override {
-    const auto curves = visible(ctx);
-    return curves.size() == 1 ? curves[0].label : "runs";
+  std::string figureSubject(AppContext& ctx) override { return runsSubject(labelsOf(visible(ctx))); }
+
+  static std::vector<std::string> labelsOf(const std::vector<plot::RunCurve>& curves) {
+    std::vector<std::string> out;
+    for (const plot::RunCurve& c : curves) out.push_back(c.label);
+    return out;
   }
 
   void draw(AppContext& ctx) override {
@@ -111,10 +114,8 @@ class TrainingPanel : public View {
     std::vector<std::pair<std::string, std::vector<size_t>>> members;  // group label, indices into copy
     if (groups)
       for (const SeedGroup& g : *groups) members.emplace_back(g.label, g.members);
-    ctx.saveTableAs(curves.size() == 1 ? curves[0].label
-                    : groups           ? "seed-groups"
-                                       : "runs",
-                    -1, "training", "csv",
+    ctx.saveTableAs(runsSubject(labelsOf(curves)) + (groups && curves.size() > 1 ? "-seed-groups" : ""), -1,
+                    "training", "csv",
                     [copy = std::move(copy), members = std::move(members),
                      grouped = groups != nullptr](const std::filesystem::path& path) {
                       if (grouped) {
