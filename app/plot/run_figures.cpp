@@ -259,6 +259,8 @@ Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metri
                        double smoothing, bool logY) {
   Figure f = trainingFrame(metric, axis, logY);
   const bool smooth = smoothed(metric, smoothing);
+  std::string
+      partial;  // "cycle: 2 of its 3 seeds so far" for groups where some seed has not logged this metric
   for (size_t g = 0; g < groups.size(); ++g) {
     const RunCurveGroup& group = groups[g];
     // Each member's (smoothed) values by step, then the steps every member logged.
@@ -280,7 +282,14 @@ Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metri
     }
     Series s;
     const size_t n = byStep.size();
-    s.label = n > 1 ? group.label + " (" + std::to_string(n) + " seeds)" : group.label;
+    // Named by its seeds that have logged anything, in every panel alike (the loss and the validation panel
+    // share one legend in an export); a panel whose metric fewer of them have logged says so.
+    const size_t started = static_cast<size_t>(std::count_if(
+        group.members.begin(), group.members.end(), [](const RunCurve& r) { return !r.points->empty(); }));
+    s.label = started > 1 ? group.label + " (" + std::to_string(started) + " seeds)" : group.label;
+    if (n < started)
+      partial += (partial.empty() ? "" : "; ") + group.label + ": " + std::to_string(n) + " of its " +
+                 std::to_string(started) + " seeds so far";
     s.color = seriesColor(static_cast<int>(g));
     s.width = 2.0f;
     s.style = metric == RunMetric::ValidationLoss ? SeriesStyle::LineAndMarkers : SeriesStyle::Line;
@@ -306,6 +315,7 @@ Figure seedGroupFigure(const std::vector<RunCurveGroup>& groups, RunMetric metri
   char ema[48] = "";
   if (smooth) std::snprintf(ema, sizeof ema, "; each seed smoothed by EMA %.2f", smoothing);
   f.subtitle = std::string("mean over seeds, band: its 95% Student-t interval") + ema;
+  if (!partial.empty()) f.subtitle += "; " + partial;
   return f;
 }
 

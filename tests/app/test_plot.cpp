@@ -1234,6 +1234,14 @@ TEST(Figures, SeedGroupsAreOneMeanCurveWithTheStudentTIntervalOfTheirSeeds) {
   const Figure v = seedGroupFigure(groups, RunMetric::ValidationLoss, RunAxis::Tokens, 0.0);
   EXPECT_EQ(v.series[0].x, (std::vector<double>{200}));
   EXPECT_NEAR(v.series[0].y[0], 4.0 + m, 1e-12);
+  // A seed not yet evaluated: the validation panel keeps the loss panel's name (one shared legend in an
+  // export, where "(3 seeds)" and "(2 seeds)" in one colour were two entries) and says how many it averages.
+  for (MetricPoint& p : seeds[2]) p.valLoss = NAN;
+  const Figure partial = seedGroupFigure(groups, RunMetric::ValidationLoss, RunAxis::Tokens, 0.0);
+  EXPECT_EQ(partial.series[0].label, "cycle (3 seeds)");
+  EXPECT_NEAR(partial.series[0].y[0], 4.0 + (offsets[0] + offsets[1]) / 2, 1e-12);
+  EXPECT_NE(partial.subtitle.find("cycle: 2 of its 3 seeds so far"), std::string::npos) << partial.subtitle;
+  EXPECT_EQ(v.subtitle.find("so far"), std::string::npos) << "every seed evaluated: no note";
   // Smoothing is each seed's own, before the mean (the mean of EMAs is the EMA of the mean: both linear).
   const Figure smooth = seedGroupFigure(groups, RunMetric::Loss, RunAxis::Step, 0.5);
   std::vector<double> meanRaw;

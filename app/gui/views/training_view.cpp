@@ -407,10 +407,23 @@ class TrainingPanel : public View {
     }
     const RunState s = r.controller->state();
     ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
-    if ((s == RunState::Failed || s == RunState::Preparing) && ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s", r.controller->message().c_str());
-    if (s == RunState::Failed)
-      ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "%s", r.controller->message().substr(0, 60).c_str());
+    bool hovered = ImGui::IsItemHovered();
+    if (s == RunState::Failed) {
+      // Wrapped inside the column, at most about three lines of it (one line cut at the column's edge hid
+      // the cause); the whole message on hover.
+      const std::string& m = r.controller->message();
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.4f, 0.4f, 1));
+      ImGui::TextWrapped("%s", m.size() > 120 ? (m.substr(0, 117) + "...").c_str() : m.c_str());
+      ImGui::PopStyleColor();
+      hovered = hovered || ImGui::IsItemHovered();
+    }
+    if ((s == RunState::Failed || s == RunState::Preparing) && hovered) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+      ImGui::TextUnformatted(r.controller->message().c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
   }
 
   // The run's CPU tensors at their peak (trainer/tensor_memory.hpp) beside what `params` predicted for it
