@@ -29,7 +29,7 @@
 namespace sharelens {
 
 struct CompressionSpec {
-  std::string method = "masa";  // "masa" (Matrix PCA + refined residuals), "masa-noref" (atoms only), "svd"
+  std::string method = "masa";  // a name of kCompressionMethods (core/compression_methods.hpp)
   double ratio = 0.8;  // alpha: the fraction of the compressed projections' parameters kept, in (0, 1)
   std::vector<Proj> projections = {Proj::Q, Proj::K, Proj::V, Proj::O};
   std::vector<std::vector<int64_t>>

@@ -35,9 +35,13 @@ TensorDifference compare(std::string name, std::vector<int64_t> shape, const std
 
 }  // namespace
 
-CheckpointDifference diffCheckpoints(const Checkpoint& a, const Checkpoint& b) {
+CheckpointDifference diffCheckpoints(const Checkpoint& a, const Checkpoint& b, const TaskContext& task) {
   CheckpointDifference out;
-  for (const std::string& name : a.tensorNames()) {
+  const std::vector<std::string>& names = a.tensorNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    task.throwIfCancelled();
+    task.report(static_cast<double>(i) / static_cast<double>(names.size()), "comparing " + names[i]);
+    const std::string& name = names[i];
     const TensorRef* other = b.find(name);
     if (!other) {
       out.onlyInA.push_back(name);

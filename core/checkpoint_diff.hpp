@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/checkpoint.hpp"
+#include "core/task.hpp"
 
 namespace sharelens {
 
@@ -26,6 +27,7 @@ struct CheckpointDifference {
   std::vector<std::string> shapeMismatch;  // "name: [a] vs [b]"
 };
 
-CheckpointDifference diffCheckpoints(const Checkpoint& a, const Checkpoint& b);
+// Checks `task`'s stop between tensors (Cancelled) and reports the share of A's tensors done.
+CheckpointDifference diffCheckpoints(const Checkpoint& a, const Checkpoint& b, const TaskContext& task = {});
 
 }  // namespace sharelens

@@ -148,6 +148,11 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, torch::Devic
     m_store = c10::make_intrusive<c10d::TCPStore>(config.masterAddr, store);
 #ifdef USE_C10D_NCCL
     if (nccl) {
+      // Blocking wait: a collective's wait() waits on the CPU and raises at the timeout, so a stopped peer
+      // is fail()'s named Error rather than LibTorch's watchdog ending the process. (It costs the overlap of
+      // the next step's launches with the last bucket's all-reduce; finish() waits for the buckets anyway.)
+      // An explicit setting by the user is kept.
+      ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = millis(config.timeoutSeconds);
       m_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(m_store, config.rank, config.worldSize, options);
@@ -179,10 +184,14 @@ DistributedGroup::DistributedGroup(const DistributedConfig& config, torch::Devic
 DistributedGroup::~DistributedGroup() {
 #if defined(USE_C10D_NCCL) && \
     (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
-  // NCCL's communicators are released before its watchdog would warn of a group never destroyed.
+  // Shut down here (~ProcessGroupNCCL warns of a group never shut down, then does it itself); a failed
+  // group is aborted instead, since shutting down waits for work a stopped peer never completes.
   if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(m_group.get())) try {
-      nccl->shutdown();
-    } catch (const std::exception&) {  // a failed group: its communicators are being aborted anyway
+      if (m_failed)
+        nccl->abort();
+      else
+        nccl->shutdown();
+    } catch (const std::exception&) {  // being destroyed: nothing more to do for it
     }
 #endif
 }
@@ -385,16 +394,30 @@ std::string DistributedGroup::stoppedRanks() {
   } catch (const std::exception&) {
     return "0 (its store no longer answers)";
   }
-  return out.empty() ? "none (a timeout)" : out;
+  return out;
 }
 
 void DistributedGroup::fail(const std::exception& cause) {
+  m_failed = true;
   std::string what = cause.what();
   if (const auto* c = dynamic_cast<const c10::Error*>(&cause)) what = c->what_without_backtrace();
   if (what.size() > 300) what = what.substr(0, 300) + "...";
-  throw Error({.what = "a collective failed: another rank stopped or timed out",
-               .where = "rank " + std::to_string(rank()) + ", after step " + std::to_string(m_step),
-               .found = what + "; ranks that stopped: " + stoppedRanks(),
+  const std::string where = "rank " + std::to_string(rank()) + ", after step " + std::to_string(m_step);
+  // A collective the backend refused (a tensor it cannot carry, a wrong type) fails alike on every rank and
+  // on every resume: this build's error, not a stopped rank -- no use waiting for the others to check in.
+  if (dynamic_cast<const c10::ValueError*>(&cause) || dynamic_cast<const c10::TypeError*>(&cause) ||
+      dynamic_cast<const c10::NotImplementedError*>(&cause))
+    throw Error({.what = "the " + m_backendName + " backend refused a collective",
+                 .where = where,
+                 .found = what,
+                 .hint = "an error in this build, not a stopped rank: resuming fails the same way; report it "
+                         "with the command"});
+  const std::string stopped = stoppedRanks();
+  throw Error({.what = stopped.empty() ? "a collective failed while every rank still answers (a timeout, or "
+                                         "this rank's own error)"
+                                       : "a collective failed: another rank stopped",
+               .where = where,
+               .found = what + "; ranks that stopped: " + (stopped.empty() ? "none" : stopped),
                .hint = "`sharelens train --resume --out DIR` continues from the newest complete checkpoint "
                        "(from the start if none was written yet), with any number of ranks"});
 }

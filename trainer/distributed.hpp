@@ -4,8 +4,8 @@
 // that no rank waits forever for one that died. A rank's death or a timeout ends the others' runs with a
 // named Error naming the ranks that stopped (Gloo, tested). NCCL's one-rank group is tested on a GPU
 // (test_distributed_group, through tests/tools/device_check.sh); a rank's death under NCCL is not (one GPU
-// lent allows one rank), and there LibTorch's watchdog may abort the process before wait() can raise
-// (TORCH_NCCL_ASYNC_ERROR_HANDLING).
+// lent allows one rank): NCCL runs with TORCH_NCCL_BLOCKING_WAIT so that wait() raises at the timeout, as
+// Gloo's does, instead of LibTorch's watchdog ending the process.
 //
 // Gradients: each parameter's gradient is copied, scaled by the rank's share of the global batch, into a flat
 // bucket (about 25 MB) from an autograd hook the moment backward produces it, and a bucket's all-reduce (SUM)
@@ -76,7 +76,8 @@ class DistributedGroup {
   void atStep(int64_t step);
 
  private:
-  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped. Every
+  // A collective's failure (a rank died, a timeout) as a named Error saying which ranks stopped, or, when
+  // the backend refused the collective itself, saying that instead. Every
   // collective and store exchange of this group reports its own failure through it.
   [[noreturn]] void fail(const std::exception& cause);
   // The ranks that no longer answer after a collective failed.
@@ -88,6 +89,7 @@ class DistributedGroup {
   void complete(Start&& start);
   int64_t m_step = 0;                  // atStep's
   std::exception_ptr m_launchFailure;  // a gradient all-reduce that could not start in backward's hooks
+  bool m_failed = false;               // fail() was called: the destructor aborts instead of shutting down
   DistributedConfig m_config;
   c10::intrusive_ptr<c10d::Store> m_store;
   c10::intrusive_ptr<CollectiveBackend> m_group;

@@ -1,9 +1,10 @@
-// sharelens compress PATH --method masa|masa-noref|svd --ratio A [--groups kl:G | 0-0,1-10,11-11] [--atoms B]
+// sharelens compress PATH --method METHOD (core/compression_methods.hpp) --ratio A [--groups kl:G |
+// 0-0,1-10,11-11] [--atoms B]
 //                    [--budget exact|eq13] [--allocation tail-energy|by-shape] [--logit-lens
 //                    per-sample|mean-state]
 //                    [--projections q,k,v,o] [--calibration CORPUS:N | --calibration-ids FILE] --out DIR
 //                    [--json FILE]
-// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods masa,masa-noref,svd] [--eval-tokens N|all] ...
+// sharelens compress PATH --sweep 0.9,0.8,0.7,0.6 [--methods M1,M2,...] [--eval-tokens N|all] ...
 // --out DIR MASA on a pretrained model (Matrix PCA + whitened residual refinement) or the SVD-LLM baseline
 // (app/workflows/compress.hpp); the sweep writes every model, a table and a figure of perplexity against
 // ratio.

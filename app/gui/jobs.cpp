@@ -93,8 +93,9 @@ bool JobSystem::idle() const {
 
 bool JobSystem::laneIdle(Lane lane) const {
   std::lock_guard lock(m_mutex);
-  return m_queue[index(lane)].empty() &&
-         std::none_of(m_running.begin(), m_running.end(), [&](const auto& j) { return j->lane == lane; });
+  const auto shownOfLane = [&](const auto& j) { return j->lane == lane && j->shown == Shown::InJobBar; };
+  return std::none_of(m_queue[index(lane)].begin(), m_queue[index(lane)].end(), shownOfLane) &&
+         std::none_of(m_running.begin(), m_running.end(), shownOfLane);
 }
 
 void JobSystem::workerLoop(std::stop_token stop, Lane lane) {

@@ -56,7 +56,7 @@ class JobSystem {
   };
   std::vector<Info> jobs() const;  // queued and running, but for the quiet ones: what the job bar lists
   bool idle() const;
-  bool laneIdle(Lane lane) const;  // nothing of that lane queued or running
+  bool laneIdle(Lane lane) const;  // nothing of that lane queued or running but for quiet jobs
 
  private:
   struct Job {

@@ -656,8 +656,9 @@ std::string SweepReport::toMarkdown() const {
     md += row;
   }
   md += "\n";
-  for (const CompressionMethod& m : kCompressionMethods)
-    md += std::string(m.name) + ": " + std::string(m.summary) + "; ";
+  for (size_t i = 0; i < kCompressionMethods.size(); ++i)
+    md += std::string(kCompressionMethods[i].name) + ": " + std::string(kCompressionMethods[i].summary) +
+          (i + 1 < kCompressionMethods.size() ? "; " : ". ");
   md += "± is the standard error of the NLL over evaluation windows.\n";
   return md;
 }

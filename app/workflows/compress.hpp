@@ -78,12 +78,12 @@ struct SweepReport {
 // Error.
 SweepReport readSweepReport(const std::filesystem::path& path);
 
-// OUT/<method>-<ratio>/ for every ratio and method (default masa, masa-noref, svd), then OUT/sweep.json and
-// OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same held-out tokens (each
-// point's evaluation in its eval.json). OUT is written whole: `beforeCommit` (figures) writes into the staged
-// directory before it is renamed into place. The staging directory (.OUT.partial) outlives a kill or an
-// error, and the same sweep run again continues from the points it finished (resumed_points in sweep.json);
-// a sweep with other settings is refused there, naming the directory.
+// OUT/<method>-<ratio>/ for every ratio and method (the CLI's default: all of kCompressionMethods), then
+// OUT/sweep.json and OUT/sweep.md; every model (and the original) is evaluated with `eval` on the same
+// held-out tokens (each point's evaluation in its eval.json). OUT is written whole: `beforeCommit` (figures)
+// writes into the staged directory before it is renamed into place. The staging directory (.OUT.partial)
+// outlives a kill or an error, and the same sweep run again continues from the points it finished
+// (resumed_points in sweep.json); a sweep with other settings is refused there, naming the directory.
 SweepReport sweepCompression(
     const std::filesystem::path& checkpoint, const CompressOptions& base, const std::vector<double>& ratios,
     const std::vector<std::string>& methods, const EvalOptions& eval, const TaskContext& ctx,

@@ -60,5 +60,23 @@ TEST(CheckpointDiff, EachTensorsDifferenceFollowsItsClosedForm) {
   fs::remove_all(dir);
 }
 
+// Issue 41: the Model view's "difference from" went on reading both checkpoints after the user cancelled it.
+TEST(CheckpointDiff, AStopRequestedEndsTheComparisonAndProgressCountsTheTensors) {
+  const fs::path dir = testing::makeTempDir("diff-stop");
+  write(dir / "a.safetensors", {{"w1", {2}, {3, 4}}, {"w2", {2}, {1, 0}}});
+  const auto a = Checkpoint::open(dir / "a.safetensors");
+  TaskProgress progress;
+  TaskContext task;
+  task.progress = &progress;
+  (void)diffCheckpoints(*a, *a, task);
+  EXPECT_EQ(progress.stage(), "comparing w2") << "reported tensor by tensor";
+  EXPECT_DOUBLE_EQ(progress.fraction(), 0.5);
+  std::stop_source stop;
+  task.stop = stop.get_token();
+  stop.request_stop();
+  EXPECT_THROW(diffCheckpoints(*a, *a, task), Cancelled);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sharelens

@@ -92,9 +92,6 @@ TEST(RunGroups, RunsThatShareALabelAreToldApartInTheLegend) {
                                               "twice (second)", "aa (init_seed 7)", "aa (init_seed 99)"}));
 }
 
-// Seed groups that share a label (one arm at two learning rates; one run copied into two folders) were two
-// "baseline" curves and two "baseline" groups in the CSV: they get what sets their recipes apart, seeds left
-// out.
 // Issue 41 item 6: a figure of several runs was saved as "runs-training-loss" whatever it showed.
 TEST(RunGroups, AFileOfSeveralRunsIsNamedAfterWhatTheyAre) {
   EXPECT_EQ(runsSubject({"cycle-L6-U3"}), "cycle-L6-U3");
@@ -104,6 +101,9 @@ TEST(RunGroups, AFileOfSeveralRunsIsNamedAfterWhatTheyAre) {
             "baseline-cycle-and-2-more");
 }
 
+// Seed groups that share a label (one arm at two learning rates; one run copied into two folders) were two
+// "baseline" curves and two "baseline" groups in the CSV: they get what sets their recipes apart, seeds left
+// out.
 TEST(RunGroups, SeedGroupsThatShareALabelAreToldApartBySeedlessDifferences) {
   const Json a1 = runRecord(1), a2 = runRecord(2), b1 = runRecord(1, 1e-3), b2 = runRecord(2, 1e-3);
   const std::vector<std::pair<std::string, const Json*>> runs = {

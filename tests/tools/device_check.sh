@@ -62,7 +62,7 @@ done
 export CPATH="$ROOT/usr/include/x86_64-linux-gnu:$ROOT/usr/include"
 # NCCL's header, for the NCCL process group (trainer/distributed.cpp): a pip PyTorch has it in nvidia-nccl.
 NCCL_H="$(find "$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null)" -name nccl.h 2>/dev/null | head -1)"
-[ -n "$NCCL_H" ] && CPATH="$CPATH:$(dirname "$NCCL_H")" && echo "NCCL header: $NCCL_H"
+[ -n "$NCCL_H" ] && CPATH="$CPATH:$(dirname "$NCCL_H")" && echo "NCCL header: $NCCL_H" && export SHARELENS_EXPECT_NCCL=1
 export LD_LIBRARY_PATH="$LIB:$LIB/openblas-pthread:${LD_LIBRARY_PATH:-}"
 export LIBRARY_PATH="$LIB:$LIB/openblas-pthread"
 

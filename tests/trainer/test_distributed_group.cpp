@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "tests/support/process.hpp"
 #include "trainer/distributed.hpp"
@@ -19,25 +21,35 @@ class OneRankGroup : public ::testing::TestWithParam<std::string> {
  protected:
   torch::Device device() const { return GetParam() == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::kCPU; }
 
-  // Skips where the device or the build has no backend for it.
+  // nullptr (the test skips) where there is no GPU or the build has no backend for the device; any other
+  // failure to join fails the test. With SHARELENS_EXPECT_NCCL set (tests/tools/device_check.sh, where it
+  // found NCCL's header), the GPU's group must be NCCL's, not Gloo's through host memory.
   std::unique_ptr<DistributedGroup> join() {
     if (GetParam() == "cuda" && !torch::cuda::is_available()) return nullptr;
     DistributedConfig config;
     config.masterPort = testing::freeLoopbackPort();
     config.timeoutSeconds = 60;
+    std::unique_ptr<DistributedGroup> group;
     try {
-      return std::make_unique<DistributedGroup>(config, device());
+      group = std::make_unique<DistributedGroup>(config, device());
     } catch (const Error& e) {
+      if (std::string(e.what()).find("not available in this build") == std::string::npos) throw;
       m_skipReason = e.what();
       return nullptr;
     }
+    if (GetParam() == "cuda" && std::getenv("SHARELENS_EXPECT_NCCL")) {
+      EXPECT_EQ(group->backendName(), "nccl");
+    }
+    return group;
   }
   std::string m_skipReason = "no CUDA device";
 };
 
 TEST_P(OneRankGroup, CarriesEveryScalarCollectiveOnItsBackend) {
   const auto group = join();
-  if (!group) GTEST_SKIP() << m_skipReason;
+  if (!group) {
+    GTEST_SKIP() << m_skipReason;
+  }
   std::cout << "backend: " << group->backendName() << "\n";
   EXPECT_EQ(group->worldSize(), 1);
   EXPECT_DOUBLE_EQ(group->sum(2.5), 2.5);
@@ -47,7 +59,9 @@ TEST_P(OneRankGroup, CarriesEveryScalarCollectiveOnItsBackend) {
 
 TEST_P(OneRankGroup, GivesBackEachGradientScaledByTheRanksShareStepAfterStep) {
   const auto group = join();
-  if (!group) GTEST_SKIP() << m_skipReason;
+  if (!group) {
+    GTEST_SKIP() << m_skipReason;
+  }
   const auto options = torch::dtype(torch::kFloat).device(device());
   torch::manual_seed(5);
   const torch::Tensor x = torch::randn({2, 3}, options);

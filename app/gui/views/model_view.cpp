@@ -152,9 +152,9 @@ class ModelPanel : public View {
     m_comparison = c;
     c->job = ctx.jobs.submit(
         "difference from " + c->other.filename().string(),
-        [c, a = m.checkpoint](const TaskContext&) -> JobSystem::Completion {
+        [c, a = m.checkpoint](const TaskContext& task) -> JobSystem::Completion {
           const auto b = Checkpoint::open(resolveModelPath(c->other));
-          CheckpointDifference d = diffCheckpoints(*a, *b);
+          CheckpointDifference d = diffCheckpoints(*a, *b, task);
           return [c, d = std::move(d)]() mutable {
             c->difference = std::move(d);
             for (size_t i = 0; i < c->difference->tensors.size(); ++i)
