@@ -108,8 +108,13 @@ float labelledWidth(float itemWidth, const char* label);  // a widget of `itemWi
 std::string drawCorpusCombo(const char* label, int& index);
 void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::string& stem,
                        const plot::PlotState* state);
-// The same for panels side by side (the training view's two plots), the first panel's zoom kept.
+// The same for panels side by side (the training view's two plots), the first panel's zoom kept. The buttons
+// join the line before where they fit, unless `ownLine`.
 void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
-                       const plot::PlotState* state, const std::string& subject = "");
+                       const plot::PlotState* state, const std::string& subject = "", bool ownLine = false);
+// A figure with its Export png / svg / pdf buttons on a line above it, the two `width` x `height` together:
+// for views that show several figures at once, each exportable on its own.
+void plotWithExports(AppContext& ctx, const char* id, const plot::Figure& figure, plot::PlotState& state,
+                     float width, float height, const std::string& stem);
 
 }  // namespace sharelens::gui

@@ -634,16 +634,23 @@ TEST_F(Gui, AHuggingFacePyTorchGgufOrLlama2cCheckpointOpensInTheAnalysisViews) {
 // the probe gives each toolbar item's rectangle and the window's size.
 TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
   const std::vector<std::pair<std::string, std::string>> views = {
-      {"Spectrum", "export/spectrum/pdf"}, {"Heads", "export/heads-layer0/pdf"},
-      {"Layers", "export/layers-q/pdf"},   {"DirectShare", "export/directshare/pdf"},
-      {"ESD", "export/esd-alpha/pdf"},     {"Training", "training/log-y"},
-      {"Designer", "designer/graph"}};
+      {"Spectrum", "export/spectrum/pdf"},      {"Heads", "export/heads-layer0/pdf"},
+      {"Layers", "export/layers-q/pdf"},        {"DirectShare", "export/directshare/pdf"},
+      {"ESD", "export/esd-alpha/pdf"},          {"Training", "training/log-y"},
+      {"Designer", "designer/graph"},           {"Model", "model/diff-with"},
+      {"MASA", "export/masa-coefficients/pdf"}, {"Embedding", "export/embedding-spectrum/pdf"},
+      {"Experiments", "experiments/seeds"}};
+  // What each view's controls are named (the probe's keys): checked inside the window at every size.
+  const std::vector<std::string> controls = {"export/",         "training/",    "run/",
+                                             "model/diff-with", "experiments/", "masa/tab/"};
   for (const std::string size : {"1024x700", "1366x768", "1600x1000"}) {  // the last fills the Xvfb screen
     const fs::path state = s_dir / ("ui-layout-" + size + ".json");
     // The first click waits for the window to be mapped under the pointer (a click before that is lost).
     std::vector<std::string> steps = {"waitfor '\"tab/Spectrum\"'", "sleep 1"};
     for (const auto& [view, key] : views) {
       steps.push_back("click tab/" + view);
+      if (view == "Experiments")  // an experiment to show: the Designer's topology beside its baseline
+        steps.push_back("waitfor '\"experiments/from-designer\"' && click experiments/from-designer");
       steps.push_back("waitfor '\"view\":\"" + view + "\"' && waitfor '\"" + key + "\"' && sleep 0.5");
       steps.push_back("cp " + shellQuote(state.string()) + " " +
                       shellQuote((s_dir / ("layout-" + size + "-" + view + ".json")).string()));
@@ -667,13 +674,18 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
       for (const auto& [item, r] : probe["rects"].items()) {
         // the run table's buttons too: its columns fit 1024 px instead of scrolling or cutting them off
         runControls += item.rfind("run/", 0) == 0;
-        if (item.rfind("export/", 0) != 0 && item.rfind("training/", 0) != 0 && item.rfind("run/", 0) != 0)
+        if (std::none_of(controls.begin(), controls.end(),
+                         [&](const std::string& c) { return item.rfind(c, 0) == 0; }))
           continue;
         ++toolbar;
         EXPECT_TRUE(r[0] >= 0 && r[1] >= 0 && r[2] <= width && r[3] <= height)
             << size << " " << view << ": " << item << " at " << r.dump() << " is outside the window";
       }
-      EXPECT_GE(toolbar, 3) << size << " " << view << ": its toolbar was not drawn";
+      // Exports in png, svg and pdf; the Model view's comparison; the Experiments view's seeds and steps.
+      EXPECT_GE(toolbar, view == "Model"         ? 1
+                         : view == "Experiments" ? 2
+                                                 : 3)
+          << size << " " << view << ": its toolbar was not drawn";
       if (view == "Training") {
         EXPECT_GE(runControls, 2) << size << ": the run's analyse and remove";
       }

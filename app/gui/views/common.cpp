@@ -142,6 +142,13 @@ void drawExportButtons(AppContext& ctx, const plot::Figure& figure, const std::s
   drawExportButtons(ctx, std::span<const plot::Figure>(&figure, 1), stem, state);
 }
 
+void plotWithExports(AppContext& ctx, const char* id, const plot::Figure& figure, plot::PlotState& state,
+                     float width, float height, const std::string& stem) {
+  drawExportButtons(ctx, std::span<const plot::Figure>(&figure, 1), stem, &state, "", /*ownLine=*/true);
+  plot::plotWidget(id, figure, state, ImVec2(width, height - ImGui::GetFrameHeightWithSpacing()),
+                   ctx.textures, ctx.style);
+}
+
 void drawNote(const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextWrapped("%s", text.c_str());
@@ -171,10 +178,10 @@ float labelledWidth(float itemWidth, const char* label) {
 }
 
 void drawExportButtons(AppContext& ctx, std::span<const plot::Figure> panels, const std::string& stem,
-                       const plot::PlotState* state, const std::string& subject) {
+                       const plot::PlotState* state, const std::string& subject, bool ownLine) {
   for (const char* ext : {"png", "svg", "pdf"}) {
     const std::string label = std::string("Export ") + ext + "##" + stem;
-    sameLineIfFits(buttonWidth(label.c_str()));
+    if (!ownLine || ext != std::string_view("png")) sameLineIfFits(buttonWidth(label.c_str()));
     const bool clicked = ImGui::SmallButton(label.c_str());
     probe::item("export/", stem, "/", ext);
     if (clicked) {  // Save As, offering <model>-<step>-<view>.<ext>

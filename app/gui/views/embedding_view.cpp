@@ -63,15 +63,15 @@ class EmbeddingPanel : public View {
                 h = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##emb", panels)) {
       ImGui::TableNextColumn();
-      plot::plotWidget("##embspectrum", *registryFigure(ctx, m, "embedding-spectrum", {}), m_spectrum,
-                       ImVec2(w, h), ctx.textures, ctx.style);
+      plotWithExports(ctx, "##embspectrum", *registryFigure(ctx, m, "embedding-spectrum", {}), m_spectrum, w,
+                      h, "embedding-spectrum");
       ImGui::TableNextColumn();
-      plot::plotWidget("##factorization", *registryFigure(ctx, m, "factorization", {}), m_factorization,
-                       ImVec2(w, h), ctx.textures, ctx.style);
+      plotWithExports(ctx, "##factorization", *registryFigure(ctx, m, "factorization", {}), m_factorization,
+                      w, h, "factorization");
       if (loss) {
         ImGui::TableNextColumn();
-        plot::plotWidget("##embloss", *registryFigure(ctx, m, "embedding-loss", {}), m_loss, ImVec2(w, h),
-                         ctx.textures, ctx.style);
+        plotWithExports(ctx, "##embloss", *registryFigure(ctx, m, "embedding-loss", {}), m_loss, w, h,
+                        "embedding-loss");
       }
       ImGui::EndTable();
     }

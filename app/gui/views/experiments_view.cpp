@@ -157,7 +157,9 @@ class ExperimentsPanel : public View {
       ImGui::EndCombo();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Designer's topology")) fromDesigner(ctx);
+    const bool designer = ImGui::Button("Designer's topology");
+    probe::item("experiments/from-designer");
+    if (designer) fromDesigner(ctx);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("the topology in the Designer as an arm, beside its parameter-matched baseline");
     if (!m_problem.empty()) {

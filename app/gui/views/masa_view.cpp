@@ -106,15 +106,15 @@ class MasaPanel : public View {
     const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = (ImGui::GetContentRegionAvail().y - 50) / 2;
     if (ImGui::BeginTable("##masa", 2)) {
       ImGui::TableNextColumn();
-      plot::plotWidget("##coefficients", *registryFigure(ctx, m, "masa-coefficients", params(ctx), key()),
-                       m_coefficients, ImVec2(w, h), ctx.textures, ctx.style);
+      plotWithExports(ctx, "##coefficients", *registryFigure(ctx, m, "masa-coefficients", params(ctx), key()),
+                      m_coefficients, w, h, "masa-coefficients");
       ImGui::TableNextColumn();
-      plot::plotWidget("##variance", *registryFigure(ctx, m, "masa-variance", params(ctx), key()), m_variance,
-                       ImVec2(w, h), ctx.textures, ctx.style);
+      plotWithExports(ctx, "##variance", *registryFigure(ctx, m, "masa-variance", params(ctx), key()),
+                      m_variance, w, h, "masa-variance");
       ImGui::TableNextColumn();
       if (trained(m)) {
-        plot::plotWidget("##correlation", *registryFigure(ctx, m, "masa-correlation", params(ctx), key()),
-                         m_correlation, ImVec2(w, h), ctx.textures, ctx.style);
+        plotWithExports(ctx, "##correlation", *registryFigure(ctx, m, "masa-correlation", params(ctx), key()),
+                        m_correlation, w, h, "masa-correlation");
       } else {
         ImGui::TextWrapped(
             "Atom correlation: the atoms of Matrix PCA are orthonormal, so their correlation map is the "
@@ -126,7 +126,7 @@ class MasaPanel : public View {
       }
       ImGui::TableNextColumn();
       if (const plot::Figure* kl = registryFigure(ctx, m, "kl-drift", params(ctx)))
-        plot::plotWidget("##kl", *kl, m_kl, ImVec2(w, h), ctx.textures, ctx.style);
+        plotWithExports(ctx, "##kl", *kl, m_kl, w, h, "kl-drift");
       else
         ImGui::TextWrapped(
             "Run the model over text (Layers tab) to see the logit-lens KL drift and derive layer groups "
