@@ -718,6 +718,28 @@ TEST_F(GuiInput, ClickingALowestRankPairShowsItsSpectrum) {
   EXPECT_EQ(probe["state"]["heads/pair"], "layer" + layer + ":" + pair);
 }
 
+// Issue 41 item 5: the heads map shows one projection's heads when asked (the paper's Fig. 2a compares heads
+// within a projection; the map of all pairs mostly compares a query head with an output head), and its export
+// is named for it.
+TEST_F(GuiInput, TheHeadsMapShowsOneProjectionsHeadsWhenChosen) {
+  const fs::path state = s_dir / "ui-heads-q.json", before = s_dir / "heads-before.json";
+  const auto s = session("heads-q", binaryOn("qwen") + " --view heads --exit-after 60",
+                         {"waitfor '\"heads/rows\":[\"'", "sleep 0.5",
+                          "cp " + shellQuote(state.string()) + " " + shellQuote(before.string()),
+                          "click heads/choice", "waitfor '\"heads/choice/q\"' && click heads/choice/q",
+                          "waitfor '\"export/heads-layer0-q/pdf\"'", "sleep 0.5"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const auto rows = [](const Json& probe) {
+    return probe["state"]["heads/rows"].get<std::vector<std::string>>();
+  };
+  const std::vector<std::string> all = rows(readState(before)), q = rows(readState(state));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const std::string& r) { return r[0] == 'k'; }))
+      << "all pairs: q, k, v (and o) heads";
+  ASSERT_FALSE(q.empty());
+  EXPECT_LT(q.size(), all.size());
+  for (const std::string& r : q) EXPECT_EQ(r[0], 'q') << r;
+}
+
 // The Open dialog's browser lists llama2.c and PyTorch files, and a double click opens one.
 TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
   const fs::path home = s_dir / "llama2c-home";  // s_dir fills with other tests' files, below the list's fold

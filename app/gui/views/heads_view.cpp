@@ -4,6 +4,9 @@
 // computes that difference's spectrum.
 #include <imgui.h>
 
+#include <optional>
+#include <tuple>
+
 #include "analysis/backend.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
@@ -47,6 +50,8 @@ class HeadsPanel : public View {
     const HeadDiffLayer& shown = h.layers[static_cast<size_t>(layer)];
     drawChoice(shown);
     const plot::Figure& figure = *registryFigure(ctx, m, "heads", params(ctx, layer), choiceKey(layer));
+    probe::state("heads/rows",
+                 [&] { return figure.heatmap ? figure.heatmap->rowLabels : std::vector<std::string>{}; });
     drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer) + stemSuffix(), &m_plot);
     if (ImGui::BeginTable("##heads", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableNextColumn();
@@ -105,18 +110,31 @@ class HeadsPanel : public View {
   void drawChoice(const HeadDiffLayer& layer) {
     const bool hasO =
         std::any_of(layer.heads.begin(), layer.heads.end(), [](auto& h) { return h.proj == Proj::O; });
-    const char* items[] = {"all pairs (the paper's Fig. 2a)", "q heads", "k heads", "v heads", "o heads"};
-    const Proj projs[] = {Proj::Q, Proj::K, Proj::V, Proj::O};
-    int current = 0;
-    for (int i = 0; i < 4; ++i)
-      if (m_choice.proj == projs[i]) current = i + 1;
+    // (label, projection, its probe key); the last offered only when the map holds O heads
+    const std::tuple<const char*, std::optional<Proj>, const char*> choices[] = {
+        {"all pairs (the paper's Fig. 2a)", std::nullopt, "all"},
+        {"q heads", Proj::Q, "q"},
+        {"k heads", Proj::K, "k"},
+        {"v heads", Proj::V, "v"},
+        {"o heads", Proj::O, "o"}};
     sameLineIfFits(labelledWidth(230, "heads"));
     ImGui::SetNextItemWidth(230);
-    if (ImGui::Combo("heads", &current, items, hasO ? 5 : 4)) {
-      m_choice.proj = current == 0 ? std::nullopt : std::optional<Proj>(projs[current - 1]);
-      m_plot.reset();
-    }
+    const char* currentLabel = std::get<0>(choices[0]);
+    for (const auto& [label, proj, key] : choices)
+      if (proj == m_choice.proj) currentLabel = label;
+    const bool open = ImGui::BeginCombo("heads", currentLabel);
     probe::item("heads/choice");
+    if (open) {
+      for (const auto& [label, proj, key] : choices) {
+        if (proj == Proj::O && !hasO) continue;
+        if (ImGui::Selectable(label, proj == m_choice.proj) && proj != m_choice.proj) {
+          m_choice.proj = proj;
+          m_plot.reset();
+        }
+        probe::item("heads/choice/", key);
+      }
+      ImGui::EndCombo();
+    }
     if (m_choice.proj == Proj::O && !hasO) m_choice.proj.reset();
     sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "fit colours to the ranks"));
     ImGui::Checkbox("fit colours to the ranks", &m_choice.fitRange);
