@@ -250,12 +250,13 @@ class DesignerPanel : public DesignerApi {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float pane = ImGui::GetContentRegionAvail().x;
-    // The graph goes beside the column (up to 420 px) where the pane is wide enough, the column giving up
-    // width down to 200 px for it; in a narrower pane (a 1024-px window leaves about 340) it goes below the
-    // column, which then takes at most half the height.
+    // The graph goes beside the column where the pane is wide enough, the column taking 55% of it (from 200
+    // to 420 px) and the graph the rest; in a narrower pane (a 1024-px window leaves about 340) it goes below
+    // the column, which then takes at most half the height.
     constexpr float kColumn = 420, kNarrowColumn = 200, kGraph = 200;
     const bool beside = pane >= kNarrowColumn + kGraph;
-    const float width = pane >= kColumn + kGraph ? kColumn : beside ? pane - kGraph : std::min(kColumn, pane);
+    const float width = beside ? std::clamp(pane * 0.55f, kNarrowColumn, std::min(kColumn, pane - kGraph))
+                               : std::min(kColumn, pane);
     const float height = ImGui::GetContentRegionAvail().y * (beside ? 1.0f : 0.5f);
     const float rowH = std::clamp((height - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
     constexpr float kLabels = 60, kGap = 8;           // the layer numbers' margin; between the two columns
@@ -266,8 +267,13 @@ class DesignerPanel : public DesignerApi {
       if (beside) ImGui::SameLine();
       const plot::Figure& graph = ctx.figures.get(nullptr, "topology-graph:" + topologyToJson(t).dump(),
                                                   [&] { return plot::topologyGraphFigure(t); });
-      const float graphH = beside ? std::max(240.0f, rowH * static_cast<float>(t.model.layers) + 20)
-                                  : std::max(kGraph, ImGui::GetContentRegionAvail().y - 4);
+      // Beside a short column (few layers) the graph may run on into the empty height below it, up to 1.4
+      // times its width, rather than be squeezed to the column's height.
+      const float graphW = pane - width - ImGui::GetStyle().ItemSpacing.x;
+      const float graphH =
+          beside ? std::max(rowH * static_cast<float>(t.model.layers) + 20,
+                            std::min(ImGui::GetContentRegionAvail().y - 4, std::max(240.0f, 1.4f * graphW)))
+                 : std::max(kGraph, ImGui::GetContentRegionAvail().y - 4);
       plot::plotWidget("##topology-graph", graph, m_graphState, ImVec2(-1, graphH), ctx.textures, ctx.style);
       probe::item("designer/graph");
     }
