@@ -1,32 +1,22 @@
-// TrainingRun: one run from preparation (corpus, tokenizer, tokens, model, resume) through the training
-// loop, its checkpoints and metrics. RunController and runTraining drive it.
-#include <sys/resource.h>
+// TrainingRun (training_run.hpp): one run from preparation (corpus, tokenizer, tokens, model, resume)
+// through the training loop, its checkpoints and metrics. RunController and runTraining (run_controller.cpp)
+// drive it.
+#include "trainer/training_run.hpp"
 
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <ctime>
-#include <mutex>
 #include <new>
-#include <optional>
-#include <thread>
 
 #include "core/atomic_file.hpp"
-#include "core/directory_lock.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
-#include "trainer/distributed.hpp"
 #include "trainer/hf_tokenizer.hpp"
-#include "trainer/model.hpp"
-#include "trainer/run_controller.hpp"
-#include "trainer/tensor_memory.hpp"
-#include "trainer/token_data.hpp"
 #include "trainer/tokenizer.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -63,87 +53,6 @@ Json budgetJson(const Topology& t) {
 }
 
 }  // namespace
-
-// Commands and published state shared between the training thread and its owner.
-struct RunChannel {
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool paused = false;
-  bool checkpointRequested = false;
-  RunState state = RunState::Preparing;
-  std::string message;
-  std::vector<StepMetrics> metrics;
-  TaskProgress progress;
-
-  void setState(RunState s, std::string why = {}) {
-    std::lock_guard lock(mutex);
-    state = s;
-    if (!why.empty()) message = std::move(why);
-  }
-};
-
-class TrainingRun {
- public:
-  TrainingRun(RunRequest request, RunChannel& channel, const TaskContext& ctx)
-      : m_request(std::move(request)), m_channel(channel), m_ctx(ctx) {}
-
-  // Everything checked, the data loaded and the model built; throws a named Error and leaves the run
-  // directory as it was (one this call created is removed again).
-  void prepare();
-  RunState loop(const std::function<void(const StepMetrics&)>& onStep);
-  const RunRequest& request() const { return m_request; }
-
- private:
-  // Rank 0 (or the only rank) writes the run directory; other ranks train and write nothing.
-  bool writer() const { return !m_group || m_group->rank() == 0; }
-  void log(const Json& line) {
-    if (writer()) appendJsonLine(m_request.runDir / "metrics.jsonl", line);
-  }
-  double validationLoss();
-  void saveCheckpoint(int64_t step, double elapsedSeconds);
-  torch::Tensor toDevice(const TokenBatch& b) const;
-  void joinDistributed(const std::string& corpusFingerprint, const std::string& tokenizerFingerprint);
-  RunState step(int64_t step, double lr, StepMetrics& metrics, std::string& nonFinite);
-  RunState trainSteps(const std::function<void(const StepMetrics&)>& onStep);
-  void recordStep(StepMetrics& metrics);
-  void saveAfterFailure(const char* what) noexcept;
-  double elapsedSeconds() const;
-  void prepareRun();
-  void takeRunDirectory();
-
-  RunRequest m_request;
-  RunChannel& m_channel;
-  const TaskContext& m_ctx;
-  std::optional<ComputeThreads> m_computeThreads;  // from prepare() on
-  // The CPU tensors this run allocates (weights, gradients, moments, activations); null when not counted.
-  std::shared_ptr<TensorMemoryAccount> m_memory = newTensorMemoryAccount();
-  TokenData m_data;
-  std::unique_ptr<SharedTransformer> m_model;
-  std::unique_ptr<AdamW> m_optimizer;
-  std::unique_ptr<DistributedGroup> m_group;  // distributed runs only
-  std::unique_ptr<DirectoryLock> m_lock;      // rank 0: the run directory's one writer, until the run ends
-  bool m_createdRunDir = false;               // by this run: removed again if prepare() fails
-  torch::Device m_device = torch::kCPU;
-  int64_t m_step = 0;
-  double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
-  int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
-  double m_lastLoss = NAN, m_lastValLoss = NAN;
-  int64_t m_lastSaved = 0;  // the newest checkpoint's step
-  // What an error can keep (saveAfterFailure).
-  enum class StepState {
-    Logged,    // the weights, moments and counters are step m_step's, and its metrics line is logged
-    Unlogged,  // they are step m_step's; its line is not logged yet (validation, the throughput gather, the
-               // write): log it with what the error cut short left out, then save
-    Unsure,    // a step is changing them (the update, a skip's counters) or the ranks' copies are being
-               // compared: no step's whole, so nothing new is saved
-    Writing,   // its line is being written: a failed write may have left part of it, and a second one
-               // would follow that part, so nothing new is saved
-  };
-  StepState m_stepState = StepState::Logged;
-  StepMetrics m_stepMetrics;  // the step being trained, until its line is logged
-  bool m_saving = false;      // inside saveCheckpoint: an error there is not retried
-  std::chrono::steady_clock::time_point m_loopStarted;
-};
 
 namespace {
 
@@ -647,177 +556,6 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
   }
   m_optimizer->zeroGrad();
   return RunState::Running;
-}
-
-// ---- RunController ------------------------------------------------------------------------------------
-
-struct RunController::Shared {
-  explicit Shared(RunRequest r) : request(std::move(r)) {}
-  const RunRequest request;  // frozen before the thread starts: both threads read it, neither writes it
-  RunChannel channel;
-  std::optional<RunRequest>
-      resolved;  // guarded by channel.mutex: a resume's topology and config, once prepared
-  std::stop_source stop;
-  TaskContext ctx;
-  std::jthread thread;
-};
-
-RunController::RunController(RunRequest request) : m_shared(std::make_shared<Shared>(std::move(request))) {}
-
-std::unique_ptr<RunController> RunController::start(RunRequest request) {
-  std::unique_ptr<RunController> controller(new RunController(std::move(request)));
-  auto shared = controller->m_shared;
-  shared->ctx.stop = shared->stop.get_token();
-  shared->ctx.progress = &shared->channel.progress;
-  shared->ctx.threads = shared->request.config.threads;
-  shared->thread = std::jthread([shared] {
-    // For this thread only (and those it starts): PRIO_PROCESS with 0 names the calling thread on Linux.
-    // Best effort: a run at normal priority is still a correct run.
-    if (shared->request.niceness > 0) (void)::setpriority(PRIO_PROCESS, 0, shared->request.niceness);
-    try {
-      TrainingRun run(shared->request, shared->channel, shared->ctx);
-      run.prepare();
-      {
-        std::lock_guard lock(shared->channel.mutex);
-        shared->resolved = run.request();  // resume fills in topology and config
-      }
-      run.loop(nullptr);
-    } catch (const Cancelled&) {
-      shared->channel.setState(RunState::Stopped, "stopped while preparing");
-    } catch (const std::exception& e) {
-      shared->channel.setState(RunState::Failed, e.what());
-    }
-  });
-  return controller;
-}
-
-RunController::~RunController() {
-  requestStop();
-  wait();
-}
-
-void RunController::pause() {
-  std::lock_guard lock(m_shared->channel.mutex);
-  m_shared->channel.paused = true;
-}
-void RunController::resume() {
-  {
-    std::lock_guard lock(m_shared->channel.mutex);
-    m_shared->channel.paused = false;
-  }
-  m_shared->channel.wake.notify_all();
-}
-void RunController::requestStop() {
-  {
-    // Under the channel's mutex: a paused run that has just found it must wait holds it until it waits, so
-    // the stop is either seen by that check or its wake-up reaches the waiting run -- never lost between
-    // them, which would leave the run asleep and the destructor's join hanging.
-    std::lock_guard lock(m_shared->channel.mutex);
-    m_shared->stop.request_stop();
-  }
-  m_shared->channel.wake.notify_all();
-}
-void RunController::checkpointNow() {
-  std::lock_guard lock(m_shared->channel.mutex);
-  m_shared->channel.checkpointRequested = true;
-}
-void RunController::wait() {
-  if (m_shared->thread.joinable()) m_shared->thread.join();
-}
-RunState RunController::state() const {
-  std::lock_guard lock(m_shared->channel.mutex);
-  return m_shared->channel.state;
-}
-std::string RunController::message() const {
-  std::lock_guard lock(m_shared->channel.mutex);
-  return m_shared->channel.message;
-}
-const fs::path& RunController::runDirectory() const {
-  return m_shared->request.runDir;
-}
-Topology RunController::topology() const {
-  std::lock_guard lock(m_shared->channel.mutex);
-  return m_shared->resolved ? m_shared->resolved->topology : m_shared->request.topology;
-}
-int64_t RunController::totalSteps() const {
-  std::lock_guard lock(m_shared->channel.mutex);
-  return m_shared->resolved ? m_shared->resolved->config.steps : m_shared->request.config.steps;
-}
-TaskProgress& RunController::progress() {
-  return m_shared->channel.progress;
-}
-std::vector<StepMetrics> RunController::takeMetrics() {
-  std::lock_guard lock(m_shared->channel.mutex);
-  return std::exchange(m_shared->channel.metrics, {});
-}
-
-// ---- synchronous entry points ---------------------------------------------------------------------------
-
-RunState runTraining(const RunRequest& request, const TaskContext& ctx,
-                     const std::function<void(const StepMetrics&)>& onStep, std::string* message) {
-  RunChannel channel;
-  TrainingRun run(request, channel, ctx);
-  run.prepare();
-  const RunState state = run.loop(onStep);
-  if (message) {
-    std::lock_guard lock(channel.mutex);
-    *message = channel.message;
-  }
-  return state;
-}
-
-std::pair<RunState, RunState> runComparison(
-    const RunRequest& request, const TaskContext& ctx,
-    const std::function<void(const std::string&, const StepMetrics&)>& onStep) {
-  const Topology baseline = parameterMatchedBaseline(request.topology);
-  const int threads =
-      std::max(1, (request.config.threads > 0 ? request.config.threads : ctx.threadCount()) / 2);
-  RunRequest model = request, base = request;
-  model.runDir = request.runDir / "model";
-  model.sibling = "baseline";
-  model.config.threads = threads;
-  base.topology = baseline;
-  base.runDir = request.runDir / "baseline";
-  base.role = "baseline";
-  base.sibling = "model";
-  base.config.threads = threads;
-  // Both runs hold a lease on the OpenBLAS pool while they train: side by side, each computes on one thread
-  // (core/blas_threads.hpp), so they do not oversubscribe the cores.
-  std::mutex reportMutex;
-  RunState states[2] = {RunState::Failed, RunState::Failed};
-  std::exception_ptr failures[2];
-  auto train = [&](int i, const RunRequest& r) {
-    try {
-      TaskContext own = ctx;
-      own.threads = threads;
-      states[i] = runTraining(r, own, [&](const StepMetrics& m) {
-        std::lock_guard lock(reportMutex);
-        if (onStep) onStep(r.role, m);
-      });
-    } catch (...) {
-      failures[i] = std::current_exception();
-    }
-  };
-  {
-    std::jthread first(train, 0, std::cref(model));
-    std::jthread second(train, 1, std::cref(base));
-  }
-  for (auto& f : failures)
-    if (f) std::rethrow_exception(f);
-  return {states[0], states[1]};
-}
-
-std::string_view runStateName(RunState s) {
-  constexpr std::string_view names[] = {"preparing", "running", "paused", "finished", "stopped", "failed"};
-  return names[static_cast<int>(s)];
-}
-
-bool cudaTrainingAvailable() {
-  return torch::cuda::is_available();
-}
-
-std::string torchVersion() {
-  return TORCH_VERSION;
 }
 
 }  // namespace sharelens

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   config.localWorldSize = 2;
   config.masterPort = port;
   const ComputeThreads computeThreads(1);
-  DistributedGroup group(config, false);
+  DistributedGroup group(config, torch::kCPU);
   // Parameters shaped like a model's (matrices of ~0.3M floats) so that bucketing behaves as in training.
   std::vector<NamedParameter> params;
   for (int64_t left = floats; left > 0;) {
