@@ -6,7 +6,10 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <exception>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/param_count.hpp"

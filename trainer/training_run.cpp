@@ -4,7 +4,6 @@
 #include "trainer/training_run.hpp"
 
 #include <torch/cuda.h>
-#include <torch/version.h>
 
 #include <cmath>
 #include <ctime>

@@ -112,8 +112,9 @@ std::string_view runMetricName(RunMetric m);
 // Runs that differ only in their seeds (core/run_groups.hpp) drawn as one curve each: at every step all the
 // group's members logged, the mean over members of the metric (each member smoothed first, as
 // trainingFigure smooths it), with the 95% Student-t interval of that mean as a band (t_{0.975, n-1} sd /
-// sqrt(n); none for a group of one). Labels say how many seeds a curve averages: the members with a finite
-// value of the metric (a run that has logged nothing yet does not hold its group's curve back).
+// sqrt(n); none for a group of one). Labels say how many seeds the group has that have logged anything (a run
+// that has logged nothing yet does not hold its group's curve back), the same in every panel; a panel whose
+// metric fewer of them have logged says so in its subtitle ("cycle: 2 of its 3 seeds so far").
 struct RunCurveGroup {
   std::string label;
   std::vector<RunCurve> members;

@@ -639,7 +639,7 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
       {"ESD", "export/esd-alpha/pdf"},          {"Training", "training/log-y"},
       {"Designer", "designer/graph"},           {"Model", "model/diff-with"},
       {"MASA", "export/masa-coefficients/pdf"}, {"Embedding", "export/embedding-spectrum/pdf"},
-      {"Experiments", "experiments/seeds"}};
+      {"Experiments", "experiments/steps"}};
   // What each view's controls are named (the probe's keys): checked inside the window at every size.
   const std::vector<std::string> controls = {"export/",         "training/",    "run/",
                                              "model/diff-with", "experiments/", "masa/tab/"};

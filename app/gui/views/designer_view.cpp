@@ -250,13 +250,16 @@ class DesignerPanel : public DesignerApi {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float pane = ImGui::GetContentRegionAvail().x;
-    // The graph goes beside the column where the pane is wide enough, the column taking 55% of it (from 200
-    // to 420 px) and the graph the rest; in a narrower pane (a 1024-px window leaves about 340) it goes below
-    // the column, which then takes at most half the height.
-    constexpr float kColumn = 420, kNarrowColumn = 200, kGraph = 200;
-    const bool beside = pane >= kNarrowColumn + kGraph;
-    const float width = beside ? std::clamp(pane * 0.55f, kNarrowColumn, std::min(kColumn, pane - kGraph))
-                               : std::min(kColumn, pane);
+    // The graph goes beside the column where the pane holds both (the graph at least 240 px, wide enough for
+    // its two columns of blocks), the column taking 55% of it (from 200 to 420 px) and the graph the rest; in
+    // a narrower pane (a 1024-px window leaves about 340) it goes below the column, which then takes at most
+    // half the height.
+    constexpr float kColumn = 420, kNarrowColumn = 200, kGraph = 240;
+    const float spacing = ImGui::GetStyle().ItemSpacing.x;
+    const bool beside = pane >= kNarrowColumn + kGraph + spacing;
+    const float width =
+        beside ? std::clamp(pane * 0.55f, kNarrowColumn, std::min(kColumn, pane - kGraph - spacing))
+               : std::min(kColumn, pane);
     const float height = ImGui::GetContentRegionAvail().y * (beside ? 1.0f : 0.5f);
     const float rowH = std::clamp((height - 30) / static_cast<float>(t.model.layers), 6.0f, 28.0f);
     constexpr float kLabels = 60, kGap = 8;           // the layer numbers' margin; between the two columns
@@ -269,7 +272,7 @@ class DesignerPanel : public DesignerApi {
                                                   [&] { return plot::topologyGraphFigure(t); });
       // Beside a short column (few layers) the graph may run on into the empty height below it, up to 1.4
       // times its width, rather than be squeezed to the column's height.
-      const float graphW = pane - width - ImGui::GetStyle().ItemSpacing.x;
+      const float graphW = pane - width - spacing;
       const float graphH =
           beside ? std::max(rowH * static_cast<float>(t.model.layers) + 20,
                             std::min(ImGui::GetContentRegionAvail().y - 4, std::max(240.0f, 1.4f * graphW)))

@@ -122,9 +122,7 @@ class HeadsPanel : public View {
     const char* currentLabel = std::get<0>(choices[0]);
     for (const auto& [label, proj, key] : choices)
       if (proj == m_choice.proj) currentLabel = label;
-    const bool open = ImGui::BeginCombo("heads", currentLabel);
-    probe::item("heads/choice");
-    if (open) {
+    if (ImGui::BeginCombo("heads", currentLabel)) {
       for (const auto& [label, proj, key] : choices) {
         if (proj == Proj::O && !hasO) continue;
         if (ImGui::Selectable(label, proj == m_choice.proj) && proj != m_choice.proj) {
@@ -135,6 +133,7 @@ class HeadsPanel : public View {
       }
       ImGui::EndCombo();
     }
+    probe::item("heads/choice");  // after EndCombo: while open, the popup is the last item
     if (m_choice.proj == Proj::O && !hasO) m_choice.proj.reset();
     sameLineIfFits(labelledWidth(ImGui::GetFrameHeight(), "fit colours to the ranks"));
     ImGui::Checkbox("fit colours to the ranks", &m_choice.fitRange);

@@ -409,11 +409,11 @@ class TrainingPanel : public View {
     ImGui::TextUnformatted(std::string(runStateName(s)).c_str());
     bool hovered = ImGui::IsItemHovered();
     if (s == RunState::Failed) {
-      // Wrapped inside the column, at most about three lines of it (one line cut at the column's edge hid
-      // the cause); the whole message on hover.
+      // Wrapped inside the column (as wide as "10000 / 10000"), its first ~40 characters in about three
+      // lines of it (one line cut at the column's edge hid the cause); the whole message on hover.
       const std::string& m = r.controller->message();
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.4f, 0.4f, 1));
-      ImGui::TextWrapped("%s", m.size() > 120 ? (m.substr(0, 117) + "...").c_str() : m.c_str());
+      ImGui::TextWrapped("%s", m.size() > 42 ? (m.substr(0, 39) + "...").c_str() : m.c_str());
       ImGui::PopStyleColor();
       hovered = hovered || ImGui::IsItemHovered();
     }
