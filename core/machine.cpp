@@ -1,6 +1,12 @@
 #include "core/machine.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "core/naming.hpp"
@@ -20,6 +26,23 @@ void requireFitsInMemory(double bytes, const std::string& what, const std::strin
                .expected = "at most " + humanBytes(static_cast<double>(memory)),
                .found = humanBytes(bytes) + " needed",
                .hint = hint});
+}
+
+int freeLoopbackPort(const std::string& where) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw Error({.what = "no free loopback port for the ranks' rendezvous", .where = where, .found = reason});
+  }
+  const int port = ntohs(address.sin_port);
+  ::close(fd);
+  return port;
 }
 
 }  // namespace sharelens

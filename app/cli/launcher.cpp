@@ -1,10 +1,7 @@
 #include "app/cli/launcher.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/machine.hpp"
 
 namespace sharelens::cli {
 namespace {
@@ -25,25 +23,6 @@ namespace {
 std::atomic<int> g_interrupts{0};  // Ctrl-Cs and SIGTERMs received
 void onInterrupt(int) {
   ++g_interrupts;
-}
-
-// A port the kernel says is free on loopback (bound and released: rank 0 binds it again at once).
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw Error({.what = "no free loopback port for the ranks' rendezvous",
-                 .where = "sharelens train --nproc",
-                 .found = std::strerror(errno)});
-  }
-  const int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
 }
 
 std::string describe(int status) {
@@ -57,7 +36,7 @@ std::string describe(int status) {
 }  // namespace
 
 int launchLocalRanks(int ranks, const std::vector<std::string>& args, double graceSeconds) {
-  const std::string port = std::to_string(freeLoopbackPort());
+  const std::string port = std::to_string(freeLoopbackPort("sharelens train --nproc"));
   std::vector<pid_t> children(static_cast<size_t>(ranks), -1);
   const pid_t launcher = ::getpid();
   for (int r = 0; r < ranks; ++r) {

@@ -1,8 +1,5 @@
 #include "tests/support/process.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/machine.hpp"
 #include "tests/support/hf_fixtures.hpp"
 
 namespace sharelens::testing {
@@ -22,15 +20,7 @@ std::string shellQuote(const std::string& s) {
 }
 
 int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t n = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  return sharelens::freeLoopbackPort("a test's c10d rendezvous");
 }
 
 ProcessResult runProcess(const std::string& command) {

@@ -14,6 +14,6 @@ struct ProcessResult {
 ProcessResult runProcess(const std::string& command);
 std::string shellQuote(const std::string& s);
 // A TCP port on the loopback interface that nothing listens on now (for a test's c10d rendezvous).
-int freeLoopbackPort();
+int freeLoopbackPort();  // core's freeLoopbackPort, named for the tests
 
 }  // namespace sharelens::testing
