@@ -318,6 +318,41 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
   EXPECT_EQ(readState(named)["state"]["designer/topology"]["name"], "mine") << "the user's name stays";
 }
 
+// Issue 41 item 4: the Experiments view's seeds and steps are what its Run trains, as `experiment run --seeds
+// K
+// --steps N`: the Designer's topology against its matched baseline (a file of 3 seeds) run with 2 seeds of 3
+// steps leaves each arm exactly seeds 1 and 2, each trained 3 steps. A click near the left end of the seeds
+// slider (2 to 3) sets 2; the steps box is typed into.
+TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
+  const fs::path home = s_dir / "xdg-experiments";
+  fs::remove_all(home);
+  const auto s =
+      session("experiments-size", dataHome(home) + kBinary + " --view experiments --exit-after 240",
+              {"waitfor '\"experiments/from-designer\"'", "click experiments/from-designer",
+               "waitfor '\"experiments/run-size\":{\"seeds\":3,\"steps\":0}'", "click experiments/seeds",
+               // a click into a number box selects its text, which the typed digit replaces
+               "waitfor '\"experiments/run-size\":{\"seeds\":2,'", "click experiments/steps", "sleep 0.5",
+               "xdotool type --delay 50 3", "waitfor '\"experiments/run-size\":{\"seeds\":2,\"steps\":3}'",
+               "click experiments/run",
+               // training and evaluating four tiny runs: up to three times waitfor's minute
+               "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
+               "waitfor '\"experiments/outcome\"'",
+               "waitfor '\"experiments/outcome\":\"finished\"'"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  std::map<std::string, std::set<std::string>> seedsOfArm;
+  for (const fs::path& run : runDirectoriesBelow(home / "sharelens" / "experiments", 3)) {
+    SCOPED_TRACE(run.string());
+    seedsOfArm[run.parent_path().filename().string()].insert(run.filename().string());
+    MetricsReader metrics(run / "metrics.jsonl");
+    metrics.poll();
+    ASSERT_FALSE(metrics.points().empty());
+    EXPECT_EQ(metrics.points().back().step, 3);
+  }
+  const std::set<std::string> twoSeeds{"seed-1", "seed-2"};
+  ASSERT_EQ(seedsOfArm.size(), 3u) << "the Designer's arm, its matched baseline and the A/A arm";
+  for (const auto& [arm, seeds] : seedsOfArm) EXPECT_EQ(seeds, twoSeeds) << arm;
+}
+
 // Issue 41 item 4: a folder of runs two levels deep (ARM/seed-K) opens on the Training view, its seeds
 // named apart in the legend;
 // "group seeds" draws the two seeds of one arm as one curve and the other arm as its own; "analyse" on a run

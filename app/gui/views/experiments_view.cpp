@@ -210,6 +210,7 @@ class ExperimentsPanel : public View {
     const bool running = m_log && m_log->running;
     ImGui::BeginDisabled(running);
     if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
+    probe::item("experiments/run");
     ImGui::EndDisabled();
     if (running) {
       ImGui::SameLine();
@@ -253,6 +254,7 @@ class ExperimentsPanel : public View {
     if (ImGui::InputInt("steps per run (0: the file's token budget)", &m_steps, 100, 1000))
       m_steps = std::clamp(m_steps, 0, 10'000'000);
     probe::item("experiments/steps");
+    probe::state("experiments/run-size", [&] { return Json{{"seeds", m_seeds}, {"steps", m_steps}}; });
     if (m_seeds < fileSeeds || m_steps > 0)
       ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.3f, 1),
                          "a smaller run than the file plans: its intervals are not the planned ones");
@@ -310,7 +312,10 @@ class ExperimentsPanel : public View {
     }
     if (!m_log) return;
     std::lock_guard lock(m_log->mutex);
-    if (!m_log->running) ImGui::TextColored(ImVec4(0.6f, 0.9f, 0.6f, 1), "%s", m_log->outcome.c_str());
+    if (!m_log->running) {
+      ImGui::TextColored(ImVec4(0.6f, 0.9f, 0.6f, 1), "%s", m_log->outcome.c_str());
+      probe::state("experiments/outcome", [&] { return Json(m_log->outcome); });
+    }
     ImGui::BeginChild("##log", ImVec2(0, 140), true);
     for (const std::string& line : m_log->lines) ImGui::TextUnformatted(line.c_str());
     if (m_log->running) ImGui::SetScrollHereY(1.0f);
