@@ -50,6 +50,12 @@ void setItem(const std::string& key) {
   instance().rects[key] = {min.x, min.y, max.x, max.y};
 }
 
+void setArea(const std::string& key, float x0, float y0, float x1, float y1) {
+  if (ImGui::GetCurrentWindowRead()->Hidden) return;
+  instance().items[key] = {(x0 + x1) / 2, (y0 + y1) / 2};
+  instance().rects[key] = {x0, y0, x1, y1};
+}
+
 void setState(const std::string& key, Json value) {
   instance().facts[key] = std::move(value);
 }

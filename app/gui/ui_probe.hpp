@@ -30,6 +30,16 @@ void item(const Parts&... parts) {
   (key.append(std::string_view(parts)), ...);
   setItem(key);
 }
+// A region a view draws itself (a cell of a painted column), not an ImGui item: its rectangle in window
+// pixels, clicked at its middle.
+void setArea(const std::string& key, float x0, float y0, float x1, float y1);
+template <class... Parts>
+void area(float x0, float y0, float x1, float y1, const Parts&... parts) {
+  if (!enabled()) return;
+  std::string key;
+  (key.append(std::string_view(parts)), ...);
+  setArea(key, x0, y0, x1, y1);
+}
 void setState(const std::string& key, Json value);
 void clearState(const std::string& key);  // the fact no longer holds (nothing is shown, say)
 // A fact a view holds now ("model/details"): `make` builds it only when a test is listening.

@@ -318,6 +318,34 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
   EXPECT_EQ(readState(named)["state"]["designer/topology"]["name"], "mine") << "the user's name stays";
 }
 
+// Issue 41 item 1: dragging down the Designer's attention column with brush block 0 paints every layer the
+// pointer passed, also those a quick stroke crosses between two frames (here one jump from layer 1 to layer
+// 3: before, layer 2 kept its block), leaves the FFN column as it was and names the design after what it now
+// is.
+TEST_F(GuiInput, ADragDownTheDesignersColumnPaintsEveryLayerItPasses) {
+  const fs::path before = s_dir / "before-drag.json", after = s_dir / "after-drag.json";
+  const auto s = session(
+      "designer-drag", dataHome(s_dir / "xdg-drag") + kBinary + " --view designer --exit-after 60",
+      {"waitfor '\"designer/cell/attention/3\"'", "sleep 0.5", "flat > " + shellQuote(before.string()),
+       "hover designer/cell/attention/1", "xdotool mousedown 1", "sleep 0.4",
+       "xy=$(pos designer/cell/attention/3) && xdotool mousemove $xy", "sleep 0.4", "xdotool mouseup 1",
+       "waitfor '\"pattern\":\"custom\"'", "sleep 0.5", "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json was = readState(before)["state"]["designer/topology"];
+  const Json now = readState(after)["state"]["designer/topology"];
+  // Blocks numbered in order of first use, as the Designer keeps them.
+  std::vector<int64_t> expected = was["attention"].get<std::vector<int64_t>>();
+  ASSERT_GE(expected.size(), 4u);
+  for (size_t l = 1; l <= 3; ++l) expected[l] = 0;
+  std::map<int64_t, int64_t> renumbered;
+  for (int64_t& b : expected)
+    b = renumbered.emplace(b, static_cast<int64_t>(renumbered.size())).first->second;
+  EXPECT_EQ(now["attention"].get<std::vector<int64_t>>(), expected) << was.dump() << "\n" << now.dump();
+  EXPECT_EQ(now["ffn"], was["ffn"]);
+  EXPECT_EQ(now["name"].get<std::string>().rfind("custom-L" + std::to_string(expected.size()), 0), 0u)
+      << now["name"];
+}
+
 // Issue 41 item 4: the Experiments view's seeds and steps are what its Run trains, as `experiment run --seeds
 // K
 // --steps N`: the Designer's topology against its matched baseline (a file of 3 seeds) run with 2 seeds of 3

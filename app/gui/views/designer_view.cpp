@@ -144,6 +144,8 @@ class DesignerPanel : public DesignerApi {
                   {"pattern", t.provenance.pattern},
                   {"layers", t.model.layers},
                   {"unique", t.attention.uniqueBlocks()},
+                  {"attention", t.attention.assign},
+                  {"ffn", t.ffn.assign},
                   {"slider_u", m_unique}};
     });
     drawNote("bulge and hierarchy: our reading of the papers' figures");
@@ -281,6 +283,11 @@ class DesignerPanel : public DesignerApi {
       probe::item("designer/graph");
     }
     const ImVec2 mouse = ImGui::GetIO().MousePos;
+    // A drag paints every layer the pointer passed over since the last frame, not only the one it is on: a
+    // quick stroke down the column moves many rows a frame.
+    const float strokeFrom =
+        ImGui::IsMouseClicked(ImGuiMouseButton_Left) ? mouse.y : mouse.y - ImGui::GetIO().MouseDelta.y;
+    const float strokeTop = std::min(strokeFrom, mouse.y), strokeBottom = std::max(strokeFrom, mouse.y);
     dl->AddText({origin.x + kLabels, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
     dl->AddText({origin.x + kLabels + colW + kGap, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
     const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
@@ -297,6 +304,7 @@ class DesignerPanel : public DesignerApi {
         const ImVec2 min{x, y + 1}, max{x + colW, y + rowH - 1};
         const plot::Rgb color = plot::categoryColor(b, blocks);  // as the graph beside and the exported map
         dl->AddRectFilled(min, max, plot::toImColor(color));
+        probe::area(min.x, min.y, max.x, max.y, "designer/cell/", c == 0 ? "attention/" : "ffn/", label);
         if (rowH >= 12) {
           char text[16];
           std::snprintf(text, sizeof text, "%c%lld%s", c == 0 ? 'A' : 'F', static_cast<long long>(b),
@@ -311,7 +319,9 @@ class DesignerPanel : public DesignerApi {
           ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l),
                             c == 0 ? "attention" : "FFN", static_cast<long long>(b),
                             static_cast<long long>(s.usersOf(b)));
-        if (over && active) {
+        const bool stroked =
+            active && mouse.x >= min.x && mouse.x < max.x && strokeTop < max.y && strokeBottom >= min.y;
+        if (stroked) {
           paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
           m_unique = 0;  // U follows what was painted
         }
