@@ -25,6 +25,7 @@
 #include "core/arch/family.hpp"
 #include "core/error.hpp"
 #include "core/experiment_report.hpp"
+#include "core/json_util.hpp"
 #include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
@@ -43,6 +44,21 @@ struct FileFigureChoices {
 };
 
 plot::Figure rankVsStepFigure(const std::string& input, const FileFigureChoices& c, const TaskContext& ctx);
+
+// A topology file, or the topology a run directory's run.json records (what `topology` and `topology-graph`
+// draw: a run's design as the Designer showed it).
+Topology topologyOfInput(const std::string& input) {
+  if (!isRunDirectory(input)) return readTopologyFile(input);
+  const std::filesystem::path record = std::filesystem::path(input) / "run.json";
+  const Json run = readJsonFile(record);
+  if (!run.is_object() || !run.contains("topology"))
+    throw Error({.what = "a run record without its topology",
+                 .where = record.string(),
+                 .expected = "a \"topology\" object",
+                 .found = "none",
+                 .hint = "name the run's topology file instead"});
+  return topologyFromJson(run["topology"], record.string() + ": topology");
+}
 
 // "tokens" (the default) or "flops": the x axis of an experiment's mean curves, as the Experiments view's
 // toggle sets it.
@@ -65,9 +81,9 @@ const std::vector<FileFigure>& fileFigures() {
   static const std::vector<FileFigure> figures = {
       {"rank-vs-step", rankVsStepFigure},
       {"topology",
-       [](const std::string& in, auto&, auto&) { return plot::topologyFigure(readTopologyFile(in)); }},
+       [](const std::string& in, auto&, auto&) { return plot::topologyFigure(topologyOfInput(in)); }},
       {"topology-graph",
-       [](const std::string& in, auto&, auto&) { return plot::topologyGraphFigure(readTopologyFile(in)); }},
+       [](const std::string& in, auto&, auto&) { return plot::topologyGraphFigure(topologyOfInput(in)); }},
       {"experiment-forest", [](const std::string& in, auto&,
                                auto&) { return plot::experimentForestFigure(reportExperiment(in)); }},
       {"experiment-bars",

@@ -177,8 +177,10 @@ const std::vector<Command>& commands() {
            "[--no-title (a paper's caption carries it)] "
            "[analysis parameters as for analyze]",
        "render a figure (" + exportViewIds() +
-           ") without a window; PATH is a checkpoint, a report from analyze, a run directory, a topology, an "
-           "experiment's --out (experiment-*) or a sweep's (compression-sweep)",
+           ") without a window; PATH is a checkpoint, a report from analyze, a run directory, a topology "
+           "(topology, "
+           "topology-graph: or a run's), an experiment's --out (experiment-*) or a sweep's "
+           "(compression-sweep)",
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
        "the residual stream after every layer (and the logits) of a token sequence", runHiddenStates},

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "app/gui/view_id.hpp"
 #include "core/arch/family.hpp"
@@ -816,24 +817,43 @@ TEST_F(GuiInput, TheOpenDialogsBrowserOpensALlama2cFile) {
   EXPECT_EQ(readState(s.state)["state"]["workspace/model"], (home / "stories.bin").string());
 }
 
+// The figures `export` renders, as its usage lists them ("render a figure (a, b, ...)"), which it takes from
+// the figure registry and the file figures' table: a figure added there is exported here too.
+std::vector<std::string> exportFigureNames() {
+  const std::string usage = runProcess(kBinary + " --help").out;
+  const std::string opening = "render a figure (";
+  const size_t from = usage.find(opening);
+  if (from == std::string::npos) return {};
+  const size_t begin = from + opening.size(), end = usage.find(')', begin);
+  std::vector<std::string> names;
+  std::stringstream list(usage.substr(begin, end - begin));
+  for (std::string name; std::getline(list, name, ',');)
+    names.push_back(name.substr(name.find_first_not_of(' ')));
+  return names;
+}
+
 TEST_F(Gui, HeadlessExportOfEveryView) {
-  const std::vector<std::pair<std::string, std::string>> views = {
-      {"spectrum", "run"},      {"heads", "run"},
-      {"layers", "run"},        {"masa-coefficients", "run"},
-      {"masa-variance", "run"}, {"masa-correlation", "run"},
-      {"directshare", "run"},   {"embedding-spectrum", "run"},
-      {"factorization", "run"}, {"training", "run"},
-      {"topology", "t.json"},   {"layer-outputs", "run"},
-      {"kl-drift", "run"},      {"attention-similarity", "run"}};
-  for (const auto& [view, input] : views)
+  // Figures of another input, exported by the tests that make one: an experiment's output (test_experiment
+  // compares them with `experiment report --figures` byte for byte), a compression sweep's
+  // (test_compress_cli), and a run's matrices over its checkpoints (below, with --matrices).
+  const std::set<std::string> elsewhere = {"experiment-forest", "experiment-bars", "experiment-curves",
+                                           "compression-sweep", "rank-vs-step"};
+  const std::vector<std::string> views = exportFigureNames();
+  ASSERT_GE(views.size(), 20u) << "export's usage no longer lists its figures";
+  for (const std::string& view : views) {
+    if (elsewhere.count(view)) continue;
+    // `topology` from its file; every other figure (`topology-graph` too: its run's topology) from the run
+    const std::string input = view == "topology" ? "t.json" : "run";
     for (const char* ext : {"png", "svg", "pdf"}) {
       const fs::path out = s_dir / ("export-" + view + "." + ext);
-      const auto r = runProcess(kBinary + " export --view " + view + " --input " +
-                                shellQuote((s_dir / input).string()) + " --out " + shellQuote(out.string()) +
-                                " --tokens 512" + (view == "masa-correlation" ? " --proj q" : ""));
+      const auto r =
+          runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
+                     " --out " + shellQuote(out.string()) + " --tokens 512 --embedding-loss-tokens 1024" +
+                     (view == "masa-correlation" ? " --proj q" : ""));
       ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }
+  }
   // A run's matrices through its checkpoints (10, 20, 30).
   const fs::path ranks = s_dir / "export-rank-vs-step.pdf";
   auto r =
