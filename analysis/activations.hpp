@@ -3,6 +3,7 @@
 // attention-map similarity between heads. The raw residual contributions are not kept (they are large).
 #pragma once
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/difference_maps.hpp"
 #include "analysis/registry.hpp"
 
@@ -20,5 +21,10 @@ struct ActivationResults : ActivationSummary {
 
 ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend,
                                      const AnalysisParams& params, const TaskContext& ctx);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<ActivationResults> kActivations{"activations"};
+}  // namespace analyses
 
 }  // namespace sharelens

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
 #include "analysis/weights.hpp"
 
@@ -89,5 +90,11 @@ RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vect
 // or the layers' residual-stream contributions dh_l over the same tokens) as an n x n map.
 RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,
                               const TaskContext& ctx);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<HeadDiffResult> kHeads{"heads"};
+inline constexpr AnalysisId<LayerDiffResult> kLayers{"layers"};
+}  // namespace analyses
 
 }  // namespace sharelens

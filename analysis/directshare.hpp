@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/weights.hpp"
 #include "core/topology.hpp"
 
@@ -108,5 +109,10 @@ void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view);
 // "sharelens.directshare".
 void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
                                  const DirectShareResult& result, const std::filesystem::path& outDir);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<DirectShareResult> kDirectShare{"directshare"};
+}  // namespace analyses
 
 }  // namespace sharelens

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
 #include "core/model_view.hpp"
 
@@ -40,5 +41,11 @@ struct EmbeddingStudy {
 
 EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                      double threshold, const TaskContext& ctx);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<EmbeddingStudy> kEmbedding{"embedding"};
+inline constexpr AnalysisId<EmbeddingStudy> kEmbeddingLoss{"embedding-loss"};
+}  // namespace analyses
 
 }  // namespace sharelens

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
 #include "analysis/weights.hpp"
 #include "core/json_util.hpp"
@@ -42,5 +43,10 @@ std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view,
 
 Json toJson(const std::vector<MatrixEsd>& esd);
 std::vector<MatrixEsd> esdFromJson(const Json& j);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<std::vector<MatrixEsd>> kEsd{"esd"};
+}  // namespace analyses
 
 }  // namespace sharelens

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/weights.hpp"
 
 namespace sharelens {
@@ -80,5 +81,11 @@ std::vector<LearnedDictionaryMap> learnedDictionaryMaps(const Checkpoint& checkp
 // Atom correlation map Phi(D_i, D_j) = tr(D_i^T D_j) / (||D_i||_F ||D_j||_F), S x S. For PCA atoms it is the
 // identity; for trained MASA atoms it shows how much they overlap.
 FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<std::vector<MatrixPcaGroup>> kMasa{"masa"};
+inline constexpr AnalysisId<std::vector<LearnedDictionaryMap>> kMasaTrained{"masa-trained"};
+}  // namespace analyses
 
 }  // namespace sharelens

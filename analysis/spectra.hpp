@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
 #include "analysis/weights.hpp"
 
@@ -28,5 +29,10 @@ std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelVi
 // The spectrum of one matrix (the GUI's "open this cell's spectrum").
 Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold,
                          const TaskContext& ctx);
+
+// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+namespace analyses {
+inline constexpr AnalysisId<std::vector<MatrixSpectrum>> kSpectra{"spectra"};
+}  // namespace analyses
 
 }  // namespace sharelens

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "analysis/activations.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/matrix_pca.hpp"
 #include "analysis/registry.hpp"

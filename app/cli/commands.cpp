@@ -4,6 +4,7 @@
 #include <iostream>
 #include <span>
 
+#include "analysis/embedding_study.hpp"
 #include "app/gui/view_id.hpp"
 #include "app/plot/figures.hpp"
 #include "core/compression_methods.hpp"

@@ -18,6 +18,13 @@
 #include <sstream>
 #include <tuple>
 
+#include "analysis/activations.hpp"
+#include "analysis/difference_maps.hpp"
+#include "analysis/directshare.hpp"
+#include "analysis/embedding_study.hpp"
+#include "analysis/esd.hpp"
+#include "analysis/matrix_pca.hpp"
+#include "analysis/spectra.hpp"
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/figure_export.hpp"
 #include "app/export/svg_canvas.hpp"

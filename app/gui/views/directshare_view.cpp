@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
+#include "analysis/directshare.hpp"
 #include "app/gui/derived_model_eval.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"

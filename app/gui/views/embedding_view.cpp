@@ -4,6 +4,7 @@
 
 #include <cfloat>
 
+#include "analysis/embedding_study.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/esd.hpp"
 #include "analysis/matrix_metrics.hpp"
+#include "analysis/spectra.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figure_registry.hpp"

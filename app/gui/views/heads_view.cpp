@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "analysis/backend.hpp"
+#include "analysis/difference_maps.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"

@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
+#include "analysis/difference_maps.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"

@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include "analysis/activations.hpp"
+#include "analysis/matrix_pca.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/gui/views/compress_panel.hpp"

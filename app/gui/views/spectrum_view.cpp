@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "analysis/spectra.hpp"
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
 #include "app/plot/figures.hpp"
