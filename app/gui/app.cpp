@@ -606,7 +606,9 @@ class App {
       ImGui::PopID();
     }
     if (jobs.size() > 4) ImGui::TextDisabled("... and %zu more jobs", jobs.size() - 4);
-    if (plot::plotHoveredThisFrame())  // the gestures, where the pointer is on a plot
+    const bool onPlot = plot::plotHoveredThisFrame();
+    probe::state("status/plot-gestures", [&] { return Json(onPlot); });
+    if (onPlot)  // the gestures, where the pointer is on a plot
       ImGui::TextDisabled("%s", plot::kPlotGestures);
     else if (!m_status.text.empty())
       ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());

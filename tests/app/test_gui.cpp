@@ -347,6 +347,17 @@ TEST_F(GuiInput, ADragDownTheDesignersColumnPaintsEveryLayerItPasses) {
       << now["name"];
 }
 
+// Issue 41 item 7: the status line names a plot's gestures (zoom, pan, box, reset, legend) while the pointer
+// is on a plot, and says the usual otherwise.
+TEST_F(GuiInput, TheStatusLineNamesThePlotGesturesOnAPlot) {
+  const auto s = session(
+      "gestures", dataHome(s_dir / "xdg-gestures") + kBinary + " --view designer --exit-after 60",
+      {"waitfor '\"designer/graph\"'", "hover designer/name", "waitfor '\"status/plot-gestures\":false'",
+       "hover designer/graph", "waitfor '\"status/plot-gestures\":true'", "hover designer/name",
+       "waitfor '\"status/plot-gestures\":false'"});
+  EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
+}
+
 // Issue 41 item 4: the Experiments view's seeds and steps are what its Run trains, as `experiment run --seeds
 // K
 // --steps N`: the Designer's topology against its matched baseline (a file of 3 seeds) run with 2 seeds of 3
