@@ -7,7 +7,10 @@
 set -euo pipefail
 sharelens=${1:-build/sharelens}
 out=$(dirname "$0")/../../assets/topologies
-for pattern in vanilla sequence cycle cycle-rev bulge hierarchy universal; do
+# Every pattern `topology --preset` knows, as its usage lists them (core/topology_presets' kAllPatterns).
+patterns=$("$sharelens" --help | sed -n 's/.*topology --preset \([a-z|-]*\) .*/\1/p' | head -1 | tr '|' ' ')
+[ -n "$patterns" ] || { echo "make_topology_assets: no --preset list in '$sharelens --help'" >&2; exit 1; }
+for pattern in $patterns; do
   case $pattern in
     vanilla) unique=12 ;;
     universal) unique=1 ;;
