@@ -28,7 +28,8 @@ APT_PACKAGES=(
   python3 python3-torch python3-numpy
 )
 
-log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
+# Each line says when it came, in minutes and seconds since dev.sh started (where CI's time goes).
+log() { printf '\033[1m[dev.sh %d:%02d]\033[0m %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -76,6 +77,7 @@ build() {
   # Configured every time (a no-op when nothing changed) so that an older build directory gets the tests'
   # fault-injection switches too.
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSHARELENS_FAULT_INJECTION=ON >/dev/null
+  log "build (Release, $JOBS jobs)"
   cmake --build "$BUILD" -j"$JOBS"
 }
 
@@ -85,6 +87,7 @@ build_sanitized() {
     CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DSHARELENS_CORE_ONLY=ON -DSHARELENS_SANITIZE=ON -DSHARELENS_FUZZ=ON -DSHARELENS_BUILD_BENCHMARKS=OFF
   fi
+  log "build (core under ASan/UBSan, and the fuzzers)"
   cmake --build "$ROOT/build-asan" -j"$JOBS"
 }
 
