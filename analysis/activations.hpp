@@ -22,7 +22,8 @@ struct ActivationResults : ActivationSummary {
 ActivationResults analyseActivations(const ActivationData& data, LinalgBackend& backend,
                                      const AnalysisParams& params, const TaskContext& ctx);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<ActivationResults> kActivations{"activations"};
 }  // namespace analyses

@@ -91,7 +91,8 @@ RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vect
 RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,
                               const TaskContext& ctx);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<HeadDiffResult> kHeads{"heads"};
 inline constexpr AnalysisId<LayerDiffResult> kLayers{"layers"};

@@ -110,7 +110,8 @@ void checkDirectShareWritable(const Checkpoint& ckpt, const ModelView& view);
 void writeDirectSharedCheckpoint(const Checkpoint& ckpt, const ModelView& view,
                                  const DirectShareResult& result, const std::filesystem::path& outDir);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<DirectShareResult> kDirectShare{"directshare"};
 }  // namespace analyses

@@ -42,7 +42,8 @@ struct EmbeddingStudy {
 EmbeddingStudy computeEmbeddingStudy(const Checkpoint& ckpt, const ModelView& view, LinalgBackend& backend,
                                      double threshold, const TaskContext& ctx);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<EmbeddingStudy> kEmbedding{"embedding"};
 inline constexpr AnalysisId<EmbeddingStudy> kEmbeddingLoss{"embedding-loss"};

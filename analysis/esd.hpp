@@ -44,7 +44,8 @@ std::vector<MatrixEsd> computeEsd(const Checkpoint& ckpt, const ModelView& view,
 Json toJson(const std::vector<MatrixEsd>& esd);
 std::vector<MatrixEsd> esdFromJson(const Json& j);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<std::vector<MatrixEsd>> kEsd{"esd"};
 }  // namespace analyses

@@ -82,7 +82,8 @@ std::vector<LearnedDictionaryMap> learnedDictionaryMaps(const Checkpoint& checkp
 // identity; for trained MASA atoms it shows how much they overlap.
 FloatMatrix atomCorrelation(std::span<const FloatMatrix> atoms);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<std::vector<MatrixPcaGroup>> kMasa{"masa"};
 inline constexpr AnalysisId<std::vector<LearnedDictionaryMap>> kMasaTrained{"masa-trained"};

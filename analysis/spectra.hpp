@@ -30,7 +30,8 @@ std::vector<MatrixSpectrum> computeSpectra(const Checkpoint& ckpt, const ModelVi
 Spectrum computeSpectrum(const FloatMatrix& m, LinalgBackend& backend, double threshold,
                          const TaskContext& ctx);
 
-// Its id in the analysis registry (analysis_ids.hpp): `results.get(analyses::kX)` is the result typed.
+// Its typed id (AnalysisId<T>: analysis_ids.hpp), from which registry.cpp builds its entry and by which
+// views and the CLI ask for its result (`results.get(analyses::kX)` is the result typed).
 namespace analyses {
 inline constexpr AnalysisId<std::vector<MatrixSpectrum>> kSpectra{"spectra"};
 }  // namespace analyses

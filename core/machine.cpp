@@ -38,7 +38,13 @@ int freeLoopbackPort(const std::string& where) {
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);
-    throw Error({.what = "no free loopback port for the ranks' rendezvous", .where = where, .found = reason});
+    throw Error({.what = "no free TCP port on the loopback interface (127.0.0.1)",
+                 .where = where,
+                 .expected = "a port the kernel binds on 127.0.0.1",
+                 .found = reason,
+                 .hint =
+                     "check that the loopback interface is up (`ip link show lo`) and that the process may "
+                     "open another file (`ulimit -n`)"});
   }
   const int port = ntohs(address.sin_port);
   ::close(fd);

@@ -16,9 +16,9 @@ void renumberBlocks(BlockSharing& s) {
   }
 }
 
-void paintBlock(Topology& t, DesignColumn column, int64_t layer, int64_t block) {
+int64_t paintBlock(Topology& t, DesignColumn column, int64_t layer, int64_t block) {
   BlockSharing& s = column == DesignColumn::Attention ? t.attention : t.ffn;
-  if (layer < 0 || layer >= static_cast<int64_t>(s.assign.size())) return;
+  if (layer < 0 || layer >= static_cast<int64_t>(s.assign.size())) return block;
   s.assign[static_cast<size_t>(layer)] = std::clamp<int64_t>(block, 0, s.uniqueBlocks());
   renumberBlocks(s);
   const std::optional<SharingPattern> pattern =
@@ -26,6 +26,7 @@ void paintBlock(Topology& t, DesignColumn column, int64_t layer, int64_t block) 
   t.provenance.pattern =
       pattern && t.ffn.assign == t.attention.assign ? std::string(patternName(*pattern)) : "custom";
   t.provenance.note = "painted in the designer";
+  return s.assign[static_cast<size_t>(layer)];
 }
 
 std::optional<SharingPattern> recognizePattern(const BlockSharing& s, int64_t layers,

@@ -15,7 +15,9 @@ namespace sharelens {
 enum class DesignColumn { Attention, Ffn };
 
 // Assigns `block` to `layer` in a column (block == uniqueBlocks() starts a new block), then renumbers.
-void paintBlock(Topology& topology, DesignColumn column, int64_t layer, int64_t block);
+// Returns the number the painted block has after renumbering: a stroke over several layers paints each with
+// what the previous one returned, so that they all get the one block (renumbering may have renamed it).
+int64_t paintBlock(Topology& topology, DesignColumn column, int64_t layer, int64_t block);
 // Renumbers blocks 0..U-1 in order of first use (what validateTopology requires: no gaps).
 void renumberBlocks(BlockSharing& sharing);
 // Replaces both assignments with a preset pattern for the current depth, keeping everything else (interior

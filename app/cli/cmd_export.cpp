@@ -55,7 +55,7 @@ Topology topologyOfInput(const std::string& input) {
     throw Error({.what = "a run record without its topology",
                  .where = record.string(),
                  .expected = "a \"topology\" object",
-                 .found = "none",
+                 .found = run.is_object() ? "none" : jsonTypeName(run),
                  .hint = "name the run's topology file instead"});
   return topologyFromJson(run["topology"], record.string() + ": topology");
 }

@@ -606,14 +606,12 @@ class App {
       ImGui::PopID();
     }
     if (jobs.size() > 4) ImGui::TextDisabled("... and %zu more jobs", jobs.size() - 4);
-    const bool onPlot = plot::plotHoveredThisFrame();
-    probe::state("status/plot-gestures", [&] { return Json(onPlot); });
-    if (onPlot)  // the gestures, where the pointer is on a plot
-      ImGui::TextDisabled("%s", plot::kPlotGestures);
-    else if (!m_status.text.empty())
-      ImGui::TextDisabled("%s  %s", m_status.time.c_str(), m_status.text.c_str());
-    else
-      ImGui::TextDisabled("ready");
+    // The status line: the gestures where the pointer is on a plot, else the last message.
+    const std::string status = plot::plotHoveredThisFrame() ? std::string(plot::kPlotGestures)
+                               : m_status.text.empty()      ? std::string("ready")
+                                                            : m_status.time + "  " + m_status.text;
+    ImGui::TextDisabled("%s", status.c_str());
+    probe::state("status/line", [&] { return Json(status); });
     if (!m_errors.empty()) {
       ImGui::SameLine(ImGui::GetWindowWidth() - 160);
       if (ImGui::SmallButton(("errors (" + std::to_string(m_errors.size()) + ")").c_str()))

@@ -321,40 +321,62 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
 
 // Issue 41 item 1: dragging down the Designer's attention column with brush block 0 paints every layer the
 // pointer passed, also those a quick stroke crosses between two frames (here one jump from layer 1 to layer
-// 3: before, layer 2 kept its block), leaves the FFN column as it was and names the design after what it now
-// is.
+// 4: before, layers 2 and 3 kept their blocks), leaves the FFN column as it was and names the design after
+// what it now is. The Designer opens on the demo design (Cycle, 0 1 2 0 1 2), so every layer of the stroke
+// but layer 3 changes block. Then the brush dragged to its end (a new block) and a stroke over FFN layers 0
+// to 2 gives the three one new block: the brush follows its block through the renumbering (before, each layer
+// after the first got another block).
 TEST_F(GuiInput, ADragDownTheDesignersColumnPaintsEveryLayerItPasses) {
-  const fs::path before = s_dir / "before-drag.json", after = s_dir / "after-drag.json";
+  const Topology demo = demoTopology();
+  ASSERT_GE(demo.attention.assign.size(), 6u);
+  // Layers `from` to `to` painted one block, the blocks then numbered in order of first use, as the Designer
+  // keeps them (-1: a block no layer has yet).
+  auto painted = [](std::vector<int64_t> assign, size_t from, size_t to, int64_t block) {
+    for (size_t l = from; l <= to; ++l) assign[l] = block;
+    std::map<int64_t, int64_t> renumbered;
+    for (int64_t& b : assign)
+      b = renumbered.emplace(b, static_cast<int64_t>(renumbered.size())).first->second;
+    return assign;
+  };
+  const std::vector<int64_t> attention = painted(demo.attention.assign, 1, 4, 0);
+  const std::vector<int64_t> ffn = painted(demo.ffn.assign, 0, 2, -1);
+  const fs::path before = s_dir / "before-drag.json", after = s_dir / "after-drag.json",
+                 afterFfn = s_dir / "after-ffn-drag.json";
   const auto s = session(
       "designer-drag", dataHome(s_dir / "xdg-drag") + kBinary + " --view designer --exit-after 60",
-      {"waitfor '\"designer/cell/attention/3\"'", "sleep 0.5", "flat > " + shellQuote(before.string()),
+      {"waitfor '\"designer/cell/attention/4\"'", "sleep 0.5", "flat > " + shellQuote(before.string()),
        "hover designer/cell/attention/1", "xdotool mousedown 1", "sleep 0.4",
-       "xy=$(pos designer/cell/attention/3) && xdotool mousemove $xy", "sleep 0.4", "xdotool mouseup 1",
-       "waitfor '\"pattern\":\"custom\"'", "sleep 0.5", "flat > " + shellQuote(after.string())});
+       "xy=$(pos designer/cell/attention/4) && xdotool mousemove $xy", "sleep 0.4", "xdotool mouseup 1",
+       "waitfor '\"attention\":" + Json(attention).dump() + "'", "sleep 0.5",
+       "flat > " + shellQuote(after.string()),
+       // the brush slider dragged past its right end: the highest number, a new block
+       "hover designer/brush", "xdotool mousedown 1", "sleep 0.3", "xdotool mousemove_relative 400 0",
+       "sleep 0.3", "xdotool mouseup 1",
+       "waitfor '\"brush\":" + std::to_string(demo.ffn.uniqueBlocks()) + "'", "hover designer/cell/ffn/0",
+       "xdotool mousedown 1", "sleep 0.4", "xy=$(pos designer/cell/ffn/2) && xdotool mousemove $xy",
+       "sleep 0.4", "xdotool mouseup 1", "waitfor '\"ffn\":" + Json(ffn).dump() + "'", "sleep 0.5",
+       "flat > " + shellQuote(afterFfn.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   const Json was = readState(before)["state"]["designer/topology"];
   const Json now = readState(after)["state"]["designer/topology"];
-  // Blocks numbered in order of first use, as the Designer keeps them.
-  std::vector<int64_t> expected = was["attention"].get<std::vector<int64_t>>();
-  ASSERT_GE(expected.size(), 4u);
-  for (size_t l = 1; l <= 3; ++l) expected[l] = 0;
-  std::map<int64_t, int64_t> renumbered;
-  for (int64_t& b : expected)
-    b = renumbered.emplace(b, static_cast<int64_t>(renumbered.size())).first->second;
-  EXPECT_EQ(now["attention"].get<std::vector<int64_t>>(), expected) << was.dump() << "\n" << now.dump();
+  EXPECT_EQ(was["attention"].get<std::vector<int64_t>>(), demo.attention.assign);
+  EXPECT_EQ(now["attention"].get<std::vector<int64_t>>(), attention) << was.dump() << "\n" << now.dump();
   EXPECT_EQ(now["ffn"], was["ffn"]);
-  EXPECT_EQ(now["name"].get<std::string>().rfind("custom-L" + std::to_string(expected.size()), 0), 0u)
+  EXPECT_EQ(now["name"].get<std::string>().rfind("custom-L" + std::to_string(attention.size()), 0), 0u)
       << now["name"];
+  const Json last = readState(afterFfn)["state"]["designer/topology"];
+  EXPECT_EQ(last["ffn"].get<std::vector<int64_t>>(), ffn);
+  EXPECT_EQ(last["attention"], now["attention"]);
 }
 
 // Issue 41 item 7: the status line names a plot's gestures (zoom, pan, box, reset, legend) while the pointer
 // is on a plot, and says the usual otherwise.
 TEST_F(GuiInput, TheStatusLineNamesThePlotGesturesOnAPlot) {
-  const auto s = session(
-      "gestures", dataHome(s_dir / "xdg-gestures") + kBinary + " --view designer --exit-after 60",
-      {"waitfor '\"designer/graph\"'", "hover designer/name", "waitfor '\"status/plot-gestures\":false'",
-       "hover designer/graph", "waitfor '\"status/plot-gestures\":true'", "hover designer/name",
-       "waitfor '\"status/plot-gestures\":false'"});
+  const auto s =
+      session("gestures", dataHome(s_dir / "xdg-gestures") + kBinary + " --view designer --exit-after 60",
+              {"waitfor '\"designer/graph\"'", "hover designer/name", "waitfor '\"status/line\":\"ready\"'",
+               "hover designer/graph", "waitfor '\"status/line\":\"plot:wheelzoomsx'", "hover designer/name",
+               "waitfor '\"status/line\":\"ready\"'"});
   EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
 }
 
@@ -366,18 +388,18 @@ TEST_F(GuiInput, TheStatusLineNamesThePlotGesturesOnAPlot) {
 TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
   const fs::path home = s_dir / "xdg-experiments";
   fs::remove_all(home);
-  const auto s =
-      session("experiments-size", dataHome(home) + kBinary + " --view experiments --exit-after 240",
-              {"waitfor '\"experiments/from-designer\"'", "click experiments/from-designer",
-               "waitfor '\"experiments/run-size\":{\"seeds\":3,\"steps\":0}'", "click experiments/seeds",
-               // a click into a number box selects its text, which the typed digit replaces
-               "waitfor '\"experiments/run-size\":{\"seeds\":2,'", "click experiments/steps", "sleep 0.5",
-               "xdotool type --delay 50 3", "waitfor '\"experiments/run-size\":{\"seeds\":2,\"steps\":3}'",
-               "click experiments/run",
-               // training and evaluating four tiny runs: up to three times waitfor's minute
-               "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
-               "waitfor '\"experiments/outcome\"'",
-               "waitfor '\"experiments/outcome\":\"finished\"'"});
+  const auto s = session(
+      "experiments-size", dataHome(home) + kBinary + " --view experiments --exit-after 400",
+      {"waitfor '\"experiments/from-designer\"'", "click experiments/from-designer",
+       "waitfor '\"experiments/run-size\":{\"seeds\":3,\"steps\":0}'", "click experiments/seeds",
+       // a click into a number box selects its text, which the typed digit replaces
+       "waitfor '\"experiments/run-size\":{\"seeds\":2,'", "click experiments/steps", "sleep 0.5",
+       "xdotool type --delay 50 3", "waitfor '\"experiments/run-size\":{\"seeds\":2,\"steps\":3}'",
+       "click experiments/run",
+       // training and evaluating six tiny runs (three arms, two seeds): up to three times waitfor's minute
+       "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
+       "waitfor '\"experiments/outcome\"'",
+       "waitfor '\"experiments/outcome\":\"finished\"'"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   std::map<std::string, std::set<std::string>> seedsOfArm;
   for (const fs::path& run : runDirectoriesBelow(home / "sharelens" / "experiments", 3)) {
@@ -839,7 +861,8 @@ std::vector<std::string> exportFigureNames() {
   std::vector<std::string> names;
   std::stringstream list(usage.substr(begin, end - begin));
   for (std::string name; std::getline(list, name, ',');)
-    names.push_back(name.substr(name.find_first_not_of(' ')));
+    if (const size_t start = name.find_first_not_of(' '); start != std::string::npos)
+      names.push_back(name.substr(start));
   return names;
 }
 

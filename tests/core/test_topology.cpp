@@ -540,6 +540,28 @@ TEST(TopologyEdit, ResizingAPatternRebuildsItAtTheNewDepthWithItsUAndName) {
   EXPECT_NO_THROW(validateTopology(t));
 }
 
+// A stroke over several layers, as the Designer paints it (each layer with the block number the previous one
+// returned), gives them all one block even when renumbering renames it: over 0 1 2 3 with block 3, layer 0
+// becomes block 3, renumbered 0, so layers 1 and 2 must be painted 0 (painting 3 again, the brush's old
+// number, would start a new block each time: 0 1 2 0, not 0 0 0 0).
+TEST(TopologyEdit, AStrokeOverSeveralLayersPaintsThemOneBlock) {
+  Topology t = demoTopology();
+  t.model.layers = 4;
+  t.attention.assign = {0, 1, 2, 3};
+  t.ffn.assign = t.attention.assign;
+  int64_t brush = 3;
+  for (int64_t layer = 0; layer <= 2; ++layer) brush = paintBlock(t, DesignColumn::Attention, layer, brush);
+  EXPECT_EQ(t.attention.assign, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(brush, 0);
+  // A new block (the highest number) over two layers: one new block, not two.
+  t.ffn.assign = {0, 1, 1, 0};
+  brush = t.ffn.uniqueBlocks();
+  for (int64_t layer = 2; layer <= 3; ++layer) brush = paintBlock(t, DesignColumn::Ffn, layer, brush);
+  EXPECT_EQ(t.ffn.assign, (std::vector<int64_t>{0, 1, 2, 2}));
+  EXPECT_EQ(paintBlock(t, DesignColumn::Ffn, 9, 5), 5) << "a layer outside the column changes nothing";
+  EXPECT_EQ(t.ffn.assign, (std::vector<int64_t>{0, 1, 2, 2}));
+}
+
 // Issue 41 item 1: the Designer's name says what the design is after any edit, from its structure alone
 // (describeDesign): a painted design that is a pattern is named that pattern; interior FFN tying survives a
 // change of pattern or depth (before, a pattern rebuilt the FFNs alike and dropped it, and added layers got

@@ -28,6 +28,26 @@ bool inputInt64(const char* label, int64_t& value, int64_t lo, int64_t hi) {
   return changed;
 }
 
+// Whether the segment from `a` to `b` passes through the rectangle from `min` to `max` (Liang-Barsky: the
+// part of the segment inside each axis's slab, intersected).
+bool segmentCrosses(ImVec2 a, ImVec2 b, ImVec2 min, ImVec2 max) {
+  float enter = 0, leave = 1;
+  const float from[2] = {a.x, a.y}, step[2] = {b.x - a.x, b.y - a.y};
+  const float low[2] = {min.x, min.y}, high[2] = {max.x, max.y};
+  for (int axis = 0; axis < 2; ++axis) {
+    if (step[axis] == 0) {
+      if (from[axis] < low[axis] || from[axis] >= high[axis]) return false;
+      continue;
+    }
+    float t0 = (low[axis] - from[axis]) / step[axis], t1 = (high[axis] - from[axis]) / step[axis];
+    if (t0 > t1) std::swap(t0, t1);
+    enter = std::max(enter, t0);
+    leave = std::min(leave, t1);
+    if (enter > leave) return false;
+  }
+  return true;
+}
+
 class DesignerPanel : public DesignerApi {
  public:
   DesignerPanel() : m_topology(demoTopology()) {}
@@ -146,7 +166,8 @@ class DesignerPanel : public DesignerApi {
                   {"unique", t.attention.uniqueBlocks()},
                   {"attention", t.attention.assign},
                   {"ffn", t.ffn.assign},
-                  {"slider_u", m_unique}};
+                  {"slider_u", m_unique},
+                  {"brush", m_brush}};
     });
     drawNote("bulge and hierarchy: our reading of the papers' figures");
     ImGui::TextUnformatted("depth:");
@@ -246,6 +267,7 @@ class DesignerPanel : public DesignerApi {
     ImGui::SetNextItemWidth(120);
     ImGui::SliderInt("brush block", &m_brush, 0,
                      static_cast<int>(std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks())));
+    probe::item("designer/brush");
     const char* hint = "(the highest number starts a new block)";
     sameLineIfFits(ImGui::CalcTextSize(hint).x);
     drawNote(hint);
@@ -283,11 +305,11 @@ class DesignerPanel : public DesignerApi {
       probe::item("designer/graph");
     }
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    // A drag paints every layer the pointer passed over since the last frame, not only the one it is on: a
+    // A drag paints every cell the pointer passed over since the last frame, not only the one it is on: a
     // quick stroke down the column moves many rows a frame.
-    const float strokeFrom =
-        ImGui::IsMouseClicked(ImGuiMouseButton_Left) ? mouse.y : mouse.y - ImGui::GetIO().MouseDelta.y;
-    const float strokeTop = std::min(strokeFrom, mouse.y), strokeBottom = std::max(strokeFrom, mouse.y);
+    const ImVec2 moved = ImGui::GetIO().MouseDelta;
+    const ImVec2 strokeFrom =
+        ImGui::IsMouseClicked(ImGuiMouseButton_Left) ? mouse : ImVec2(mouse.x - moved.x, mouse.y - moved.y);
     dl->AddText({origin.x + kLabels, origin.y}, IM_COL32(200, 200, 200, 255), "attention");
     dl->AddText({origin.x + kLabels + colW + kGap, origin.y}, IM_COL32(200, 200, 200, 255), "FFN");
     const int64_t blocks = std::max(t.attention.uniqueBlocks(), t.ffn.uniqueBlocks());
@@ -319,10 +341,10 @@ class DesignerPanel : public DesignerApi {
           ImGui::SetTooltip("layer %lld %s: block %lld, shared by %lld layers", static_cast<long long>(l),
                             c == 0 ? "attention" : "FFN", static_cast<long long>(b),
                             static_cast<long long>(s.usersOf(b)));
-        const bool stroked =
-            active && mouse.x >= min.x && mouse.x < max.x && strokeTop < max.y && strokeBottom >= min.y;
-        if (stroked) {
-          paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush);
+        if (active && segmentCrosses(strokeFrom, mouse, min, max)) {
+          // The brush follows its block through the renumbering, so the stroke's layers share one block.
+          m_brush = static_cast<int>(
+              paintBlock(t, c == 0 ? DesignColumn::Attention : DesignColumn::Ffn, l, m_brush));
           m_unique = 0;  // U follows what was painted
         }
       }
