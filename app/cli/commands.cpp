@@ -179,8 +179,7 @@ const std::vector<Command>& commands() {
            "[analysis parameters as for analyze]",
        "render a figure (" + exportViewIds() +
            ") without a window; PATH is a checkpoint, a report from analyze, a run directory, a topology "
-           "(topology, "
-           "topology-graph: or a run's), an experiment's --out (experiment-*) or a sweep's "
+           "(topology, topology-graph: or a run's), an experiment's --out (experiment-*) or a sweep's "
            "(compression-sweep)",
        runExport},
       {"hidden-states", "sharelens hidden-states PATH --token-ids FILE --out OUT.safetensors",
