@@ -69,7 +69,8 @@ class App {
             m_jobs, [this](const std::string& message) { error(message); },
             [this](const fs::path& opened) {  // read: only now is it the workspace, and a recent file
               m_settings.addRecent(fs::absolute(opened).string());
-              if (!m_options.view) m_requestedView = ViewId::Model;
+              // a checkpoint shows in the Model view; a run stays in the Training view that open() chose
+              if (!m_options.view && !m_workspace.followed()) m_requestedView = ViewId::Model;
             }),
         m_context{m_workspace,
                   m_runs,
@@ -257,22 +258,22 @@ class App {
       if (path.extension() == ".json" && !fs::is_directory(path) &&
           path.filename() != "model.safetensors.index.json" && path.filename() != "config.json") {
         toDesigner(readTopologyFile(path));
+        m_settings.addRecent(fs::absolute(path).string());
       } else if (isRunDirectory(path)) {
+        // its curves show at once; the workspace and Recent take it once its latest checkpoint is read
         m_runs.attach(path);
-        m_workspace.follow(path, m_settings.threshold);
+        m_workspace.follow(path, m_settings.threshold, path);
         if (!m_options.view) m_requestedView = ViewId::Training;
       } else if (const auto runs = runDirectoriesBelow(path, 2); !runs.empty()) {
         // train --compare's pair, or a folder of runs (an experiment's ARM/seed-K)
         m_runs.attach(path);
         const auto model =
             std::find_if(runs.begin(), runs.end(), [](const fs::path& r) { return r.filename() == "model"; });
-        m_workspace.follow(model != runs.end() ? *model : runs.front(), m_settings.threshold);
+        m_workspace.follow(model != runs.end() ? *model : runs.front(), m_settings.threshold, path);
         if (!m_options.view) m_requestedView = ViewId::Training;
       } else {
         m_workspace.open(path, m_settings.threshold);  // Recent and the Model view once it has been read
-        return;
       }
-      m_settings.addRecent(fs::absolute(path).string());
     } catch (const Error& e) {
       error(e.what());
     }

@@ -146,15 +146,29 @@ void Workspace::open(const fs::path& path, double threshold, bool analyse) {
     return;
   }
   ++m_openRequest;  // the current model stays until this one has been read (load's completion)
-  load(path, -1, threshold, analyse, LoadPurpose::Open);
+  load(path, -1, threshold, analyse, LoadPurpose::Open, {.reportAs = path});
 }
 
-void Workspace::follow(const fs::path& runDir, double threshold) {
+void Workspace::follow(const fs::path& runDir, double threshold, std::optional<fs::path> reportAs) {
   ++m_openRequest;  // a checkpoint still being opened is not shown after all
-  startOver();
+  const std::vector<CheckpointEntry> onDisk = listCheckpoints(runDir);
+  if (onDisk.empty()) {  // a run that has just started: nothing to read yet, so nothing can fail
+    startOver();
+    startFollowing(runDir, -1);
+    if (reportAs && m_opened) m_opened(*reportAs);
+    return;
+  }
+  // The current model stays until the run's latest checkpoint has been read: a run whose checkpoint is
+  // unreadable leaves the workspace as it was (the job's error says why), as a file that fails to open does.
+  load(onDisk.back().dir, onDisk.back().step, threshold, true, LoadPurpose::StartFollowing,
+       {.follow = runDir, .reportAs = reportAs});
+}
+
+void Workspace::startFollowing(const fs::path& runDir, int64_t fromStep) {
   m_follow = runDir;
+  m_onDisk = listCheckpoints(runDir);
+  m_lastFollowedStep = fromStep;
   m_followThrottle.reset();
-  poll(threshold);
 }
 
 void Workspace::startOver() {
@@ -179,14 +193,14 @@ void Workspace::poll(double threshold) {
 }
 
 uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse,
-                         LoadPurpose purpose) {
+                         LoadPurpose purpose, Opening opening) {
   const std::string label =
       step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
                 : path.filename().string();
   const uint64_t generation = m_generation, openRequest = m_openRequest;
   return m_jobs.submit(
       "open " + label,
-      [this, path, step, label, threshold, analyse, purpose, generation,
+      [this, path, step, label, threshold, analyse, purpose, opening, generation,
        openRequest](const TaskContext& ctx) -> JobSystem::Completion {
         ctx.report(0.1, "reading the header");
         auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
@@ -194,19 +208,21 @@ uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, b
         std::shared_ptr<const ModelView> view;
         if (!(*report)["family"].is_null())
           view = std::make_shared<const ModelView>(openModelView(*checkpoint));
-        return [this, path, step, label, threshold, analyse, purpose, generation, openRequest, checkpoint,
-                report, view] {
-          if (purpose == LoadPurpose::Open) {
+        return [this, path, step, label, threshold, analyse, purpose, opening, generation, openRequest,
+                checkpoint, report, view] {
+          const bool opens = purpose == LoadPurpose::Open || purpose == LoadPurpose::StartFollowing;
+          if (opens) {
             if (openRequest != m_openRequest) return;  // another file or run was opened meanwhile
             startOver();                               // read: now it replaces what was shown
             m_follow.reset();
-            if (m_opened) m_opened(path);
+            if (opening.follow) startFollowing(*opening.follow, step);
+            if (opening.reportAs && m_opened) m_opened(*opening.reportAs);
           } else if (generation != m_generation) {
             return;  // another file or run was opened meanwhile
           }
           LoadedModel& m = m_models[step];
           m = LoadedModel{path, label, step, checkpoint, view, report, {}, threshold};
-          bool show = purpose == LoadPurpose::Open;
+          bool show = opens;
           if (purpose == LoadPurpose::Chosen && step == m_wanted) {  // chosen on the slider while it loaded
             show = true;
             m_wanted = -1;

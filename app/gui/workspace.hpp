@@ -72,8 +72,8 @@ class Workspace {
  public:
   static constexpr int64_t kNoSelection = INT64_MIN;  // -1 is a plain checkpoint's key
 
-  // reportError: a failed job's message; opened: a checkpoint given to open() was read and is now shown
-  // (what the app adds to Recent).
+  // reportError: a failed job's message; opened: a checkpoint given to open(), or a run given to follow() to
+  // be reported, was read and is now shown (what the app adds to Recent).
   Workspace(JobSystem& jobs, std::function<void(const std::string&)> reportError,
             std::function<void(const std::filesystem::path&)> opened = {},
             BackendSource backends = pooledBackends())
@@ -86,7 +86,11 @@ class Workspace {
   // shown only once it has been read: a file that fails to open leaves the current model, its analyses and
   // the followed run as they were (the job's error says why).
   void open(const std::filesystem::path& path, double threshold, bool analyse = true);
-  void follow(const std::filesystem::path& runDir, double threshold);  // reopen on each new checkpoint
+  // Follows a run: shows its latest checkpoint and each newer one. Like open(), the run replaces what is
+  // shown only once that checkpoint has been read (at once when it has none yet); then, if reportAs is given,
+  // the run is reported as opened under that name (a folder of runs is opened as the folder).
+  void follow(const std::filesystem::path& runDir, double threshold,
+              std::optional<std::filesystem::path> reportAs = std::nullopt);
   void poll(double threshold);  // UI thread: new checkpoints of a followed run
 
   const LoadedModel* current() const;
@@ -115,12 +119,19 @@ class Workspace {
   const DynamicsOutcome& dynamics() const { return m_dynamics; }
 
  private:
-  // Why a checkpoint is read, which decides whether it is shown when it arrives: an opened file always; a
-  // followed run's new checkpoint while the view is on the newest; a chosen one if it is still the choice.
-  enum class LoadPurpose { Open, Follow, Chosen };
+  // Why a checkpoint is read, which decides whether it is shown when it arrives: an opened file, or the first
+  // checkpoint of a run to follow, always (each replaces the workspace once read, if still the newest
+  // request); a followed run's new checkpoint while the view is on the newest; a chosen one if it is still
+  // the choice.
+  enum class LoadPurpose { Open, StartFollowing, Follow, Chosen };
+  struct Opening {  // Open and StartFollowing: what becomes of the workspace when the checkpoint is read
+    std::optional<std::filesystem::path> follow;    // the run to follow from then on
+    std::optional<std::filesystem::path> reportAs;  // given to `opened`
+  };
   uint64_t load(const std::filesystem::path& path, int64_t step, double threshold, bool analyse,
-                LoadPurpose purpose);  // the job's id
-  void startOver();                    // open() and follow(): drop the models and cancel their jobs
+                LoadPurpose purpose, Opening opening = {});  // the job's id
+  void startOver();  // when an open or a follow is read: drop the models and cancel their jobs
+  void startFollowing(const std::filesystem::path& runDir, int64_t fromStep);
   void analyse(int64_t key, std::string_view analysisId);
   LoadedModel* byKey(int64_t key);
 

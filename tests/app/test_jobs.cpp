@@ -583,11 +583,15 @@ TEST(Workspace, BackendsAreMadeOnJobThreadsNeverOnTheUiThread) {
 }
 
 // Issue 41 item 2: a file that cannot be read leaves the workspace as it was -- the followed run, its loaded
-// checkpoints and the shown step -- and is not reported as opened (what the app adds to Recent); a file that
+// checkpoints and the shown step -- and is not reported as opened (what the app adds to Recent); so does a
+// run whose latest checkpoint cannot be read (it used to drop the workspace before reading it). A file that
 // opens replaces it, and two opens in a row show the second.
 TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   const fs::path root = sharelens::testing::makeTempDir("workspace-failed-open");
   for (int64_t step : {10, 20}) writeCheckpoint(root / "run", step);
+  writeCheckpoint(root / "broken-run", 5);
+  for (const auto& entry : fs::directory_iterator(checkpointDirectory(root / "broken-run", 5)))
+    if (entry.path().extension() == ".safetensors") std::ofstream(entry.path()) << "truncated";
   const fs::path plain =
       sharelens::testing::writeHfFixture(root / "plain", sharelens::testing::defaultSpec(Family::Qwen2));
   const fs::path other =
@@ -612,6 +616,14 @@ TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   EXPECT_EQ(ws.steps(), (std::vector<int64_t>{10, 20}));
   EXPECT_TRUE(opened.empty()) << "reported as opened: " << opened.front();
 
+  ws.follow(root / "broken-run", 0.95, root / "broken-run");
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  ASSERT_EQ(errors.size(), 2u) << "the unreadable checkpoint is reported";
+  ASSERT_NE(ws.current(), nullptr) << "a run with an unreadable checkpoint dropped the model being worked on";
+  EXPECT_EQ(ws.current()->step, 20);
+  EXPECT_EQ(ws.followed(), root / "run");
+  EXPECT_TRUE(opened.empty()) << "reported as opened: " << opened.front();
+
   ws.open(plain, 0.95);
   ws.open(other, 0.95);  // the newer request wins, whichever load ends first
   drainUntil(jobs, [&] { return !ws.busy(); });
@@ -619,6 +631,12 @@ TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   EXPECT_EQ(ws.current()->path, other);
   EXPECT_FALSE(ws.followed().has_value());
   EXPECT_EQ(opened, std::vector<fs::path>{other});
+
+  ws.follow(root / "run", 0.95, root);  // a folder of runs is opened as the folder, once its run is read
+  drainUntil(jobs, [&] { return ws.followed() && !ws.busy(); });
+  ASSERT_NE(ws.current(), nullptr);
+  EXPECT_EQ(ws.current()->step, 20);
+  EXPECT_EQ(opened, (std::vector<fs::path>{other, root}));
   fs::remove_all(root);
 }
 
