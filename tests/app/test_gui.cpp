@@ -152,6 +152,24 @@ class GuiInput : public Gui {
     std::ifstream in(state);
     return Json::parse(in);
   }
+  // The matrices of the shared run with the smallest and the largest power-law alpha, from the report
+  // `sharelens analyze --esd` writes (empty names when it failed, which the caller asserts on).
+  static std::pair<std::string, std::string> alphaExtremes() {
+    const fs::path report = s_dir / "esd.json";
+    const auto analyzed = runProcess(kBinary + " analyze " + shellQuote((s_dir / "run").string()) +
+                                     " --esd --json " + shellQuote(report.string()));
+    EXPECT_EQ(analyzed.exitCode, 0) << analyzed.err;
+    if (analyzed.exitCode != 0) return {};
+    std::string smallest, largest;
+    double lo = INFINITY, hi = -INFINITY;
+    const Json esd = readState(report)["esd"];  // a copy: the loop must not walk into a destroyed temporary
+    for (const Json& e : esd)
+      if (e["alpha"].is_number()) {
+        if (e["alpha"].get<double>() < lo) lo = e["alpha"], smallest = e["name"];
+        if (e["alpha"].get<double>() > hi) hi = e["alpha"], largest = e["name"];
+      }
+    return {smallest, largest};
+  }
   // Runs `app` (environment, binary and arguments) visibly under Xvfb with --ui-state, then each step in
   // turn; the first step that fails ends the session with exit status 3 + its index. The app is closed at
   // the end either way.
@@ -482,18 +500,7 @@ TEST_F(GuiInput, ALaunchedRunIsFollowedOnlyWhenAsked) {
 // ESD tab: clicking the alpha header sorts the matrices by their power-law alpha, smallest first (checked
 // against the report `sharelens analyze --esd` writes); a second click sorts largest first.
 TEST_F(GuiInput, TheEsdTableSortsByAlphaWhenItsHeaderIsClicked) {
-  const fs::path report = s_dir / "esd.json";
-  const auto analyzed = runProcess(kBinary + " analyze " + shellQuote((s_dir / "run").string()) +
-                                   " --esd --json " + shellQuote(report.string()));
-  ASSERT_EQ(analyzed.exitCode, 0) << analyzed.err;
-  std::string smallest, largest;
-  double lo = INFINITY, hi = -INFINITY;
-  const Json esd = readState(report)["esd"];  // a copy: the loop must not walk into a destroyed temporary
-  for (const Json& e : esd)
-    if (e["alpha"].is_number()) {
-      if (e["alpha"].get<double>() < lo) lo = e["alpha"], smallest = e["name"];
-      if (e["alpha"].get<double>() > hi) hi = e["alpha"], largest = e["name"];
-    }
+  const auto [smallest, largest] = alphaExtremes();
   ASSERT_FALSE(smallest.empty());
   const auto s = session("esd", binaryOn("run") + " --view esd --exit-after 60",
                          {"click esd/header/alpha", "waitfor '\"esd/first\":\"" + smallest + "\"'",
@@ -725,18 +732,31 @@ TEST_F(Gui, AHuggingFacePyTorchGgufOrLlama2cCheckpointOpensInTheAnalysisViews) {
 }
 
 // Issue 41 items 1 and 3: at 1024 x 700 and up, the Designer shows its layer -> block graph (it was hidden
-// at 1024), and every view's toolbar -- its Export buttons, the Training view's log y -- lies inside the
-// window, wrapping onto another line rather than running off the right edge (at 1024 the Training view's log
-// y and Export buttons and the ESD view's were off-screen). One session per size clicks through the views;
-// the probe gives each toolbar item's rectangle and the window's size.
+// at 1024) and its FFN column (it was clipped), the ESD view its density (it was drawn below a screen of
+// blank space) and alpha plot (squashed) one above the other, each tall enough to read, and every view's
+// toolbar -- its Export buttons, the Training view's log y -- lies inside the window, wrapping onto another
+// line rather than running off the right edge (at 1024 the Training view's log y and Export buttons and the
+// ESD view's were off-screen). One session per size clicks through the views; the probe gives each toolbar
+// item's rectangle and the window's size.
 TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
+  // (view, the probe key that says it has been drawn); every view the app lists must be here
   const std::vector<std::pair<std::string, std::string>> views = {
-      {"Spectrum", "export/spectrum/pdf"},      {"Heads", "export/heads-layer0/pdf"},
-      {"Layers", "export/layers-q/pdf"},        {"DirectShare", "export/directshare/pdf"},
-      {"ESD", "export/esd-alpha/pdf"},          {"Training", "training/log-y"},
-      {"Designer", "designer/graph"},           {"Model", "model/diff-with"},
-      {"MASA", "export/masa-coefficients/pdf"}, {"Embedding", "export/embedding-spectrum/pdf"},
+      {"Spectrum", "export/spectrum/pdf"},
+      {"Heads", "export/heads-layer0/pdf"},
+      {"Layers", "export/layers-q/pdf"},
+      {"DirectShare", "export/directshare/pdf"},
+      {"ESD", "esd/plot/density"},
+      {"Training", "training/log-y"},
+      {"Designer", "designer/graph"},
+      {"Model", "model/diff-with"},
+      {"MASA", "export/masa-coefficients/pdf"},
+      {"Embedding", "export/embedding-spectrum/pdf"},
       {"Experiments", "experiments/steps"}};
+  for (const std::string& label : viewLabels())
+    ASSERT_TRUE(std::any_of(views.begin(), views.end(), [&](const auto& v) { return v.first == label; }))
+        << label << ": a view this test does not lay out (add it and the probe key it draws)";
+  const std::string matrix = alphaExtremes().second;  // an ESD row to click: its density is drawn
+  ASSERT_FALSE(matrix.empty());
   // What each view's controls are named (the probe's keys): checked inside the window at every size.
   const std::vector<std::string> controls = {"export/",         "training/",    "run/",
                                              "model/diff-with", "experiments/", "masa/tab/"};
@@ -748,6 +768,7 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
       steps.push_back("click tab/" + view);
       if (view == "Experiments")  // an experiment to show: the Designer's topology beside its baseline
         steps.push_back("waitfor '\"experiments/from-designer\"' && click experiments/from-designer");
+      if (view == "ESD") steps.push_back("waitfor '\"export/esd-alpha/pdf\"' && click esd/" + matrix);
       steps.push_back("waitfor '\"view\":\"" + view + "\"' && waitfor '\"" + key + "\"' && sleep 0.5");
       steps.push_back("cp " + shellQuote(state.string()) + " " +
                       shellQuote((s_dir / ("layout-" + size + "-" + view + ".json")).string()));
@@ -767,7 +788,28 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
         EXPECT_GE(r[3].get<int>() - r[1].get<int>(), 200) << size << ": graph at " << r.dump();
         // wide enough to show both columns of blocks (beside the column at 1366 it had 190 px)
         EXPECT_GE(r[2].get<int>() - r[0].get<int>(), 240) << size << ": graph at " << r.dump();
+        int ffnCells = 0;
+        for (const auto& [item, cell] : probe["rects"].items())
+          if (item.rfind("designer/cell/ffn/", 0) == 0) {
+            ++ffnCells;
+            EXPECT_TRUE(cell[0] >= 0 && cell[1] >= 0 && cell[2] <= width && cell[3] <= height)
+                << size << ": " << item << " at " << cell.dump() << " is outside the window";
+          }
+        EXPECT_GT(ffnCells, 0) << size << ": the Designer drew no FFN column";
         continue;
+      }
+      if (view == "ESD") {  // the density above the alpha plot, both inside the window and readable
+        const Json &density = probe["rects"]["esd/plot/density"], &alpha = probe["rects"]["esd/plot/alpha"];
+        ASSERT_TRUE(density.is_array() && alpha.is_array())
+            << size << ": the ESD view's plots were not drawn";
+        for (const Json* r : {&density, &alpha}) {
+          EXPECT_TRUE((*r)[0] >= 0 && (*r)[1] >= 0 && (*r)[2] <= width && (*r)[3] <= height)
+              << size << ": ESD plot at " << r->dump();
+          EXPECT_GE((*r)[3].get<int>() - (*r)[1].get<int>(), 150) << size << ": ESD plot at " << r->dump();
+          EXPECT_GE((*r)[2].get<int>() - (*r)[0].get<int>(), 250) << size << ": ESD plot at " << r->dump();
+        }
+        EXPECT_LT(density[1].get<int>(), height / 3) << size << ": the density starts below blank space";
+        EXPECT_LE(density[3].get<int>(), alpha[1].get<int>()) << size << ": the plots overlap";
       }
       int toolbar = 0, runControls = 0;
       for (const auto& [item, r] : probe["rects"].items()) {
@@ -817,9 +859,11 @@ TEST_F(GuiInput, ClickingALowestRankPairShowsItsSpectrum) {
   EXPECT_EQ(probe["state"]["heads/pair"], "layer" + layer + ":" + pair);
 }
 
-// Issue 41 item 5: the heads map shows one projection's heads when asked (the paper's Fig. 2a compares heads
-// within a projection; the map of all pairs mostly compares a query head with an output head), and its export
-// is named for it.
+// Issue 41 item 5: the heads map shows one projection's heads when asked, and its export is named for it. The
+// map of all pairs stays the default: it is the paper's own (LRS Sec. 3.1, "pairwise differences between all
+// attention weight matrices within each layer"; its Fig. 2a finds the lowest pairs among heads rather than
+// across Q, K and V), but most of its cells cross projections, and one projection's block is what chooses an
+// adapter rank for that projection.
 TEST_F(GuiInput, TheHeadsMapShowsOneProjectionsHeadsWhenChosen) {
   const fs::path state = s_dir / "ui-heads-q.json", before = s_dir / "heads-before.json";
   const auto s = session("heads-q", binaryOn("qwen") + " --view heads --exit-after 60",

@@ -177,6 +177,7 @@ class EsdPanel : public View {
             ctx.figures.get(result, choice, [&] { return plot::figureKind("esd").build(result, *m_chosen); });
         drawExportButtons(ctx, f, "esd", &m_esdState);
         plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, half), ctx.textures, ctx.style);
+        probe::item("esd/plot/density");
       } catch (const Error&) {  // the matrix is not in this checkpoint (another model): forget it
         m_chosen.reset();
       }
@@ -187,6 +188,7 @@ class EsdPanel : public View {
         ctx.figures.get(result, "esd-alpha", [&] { return plot::figureKind("esd-alpha").build(result, {}); });
     drawExportButtons(ctx, alpha, "esd-alpha", &m_alphaState);
     plot::plotWidget("##esd-alpha", alpha, m_alphaState, ImVec2(-1, -1), ctx.textures, ctx.style);
+    probe::item("esd/plot/alpha");
   }
 
   static void exportCsv(AppContext& ctx, const LoadedModel& m, const std::vector<MatrixMetrics>& rows) {
