@@ -103,6 +103,16 @@ TEST(Cli, RankAgainstStepFollowsARunsMatricesThroughEveryCheckpoint) {
   EXPECT_NE(text.find("<svg"),
             std::string::npos);  // the figure's numbers are checked in Figures.RankDynamics...
   EXPECT_NE(text.find(">layers.0.q</text>"), std::string::npos) << "the legend names the matrices as text";
+  // ESD alpha and the weights' percentile bands against step (issue 41 item 8), each its own figure
+  for (const auto& [quantity, title] : {std::pair{"esd-alpha", "ESD power-law alpha against training step"},
+                                        std::pair{"weights", "Weight distribution against training step"}}) {
+    r = runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
+                   " --matrices layers.0.q --quantity " + quantity + " --out " + shellQuote(svg));
+    ASSERT_EQ(r.exitCode, 0) << quantity << ": " << r.err;
+    std::ifstream shown(svg);
+    const std::string drawn((std::istreambuf_iterator<char>(shown)), std::istreambuf_iterator<char>());
+    EXPECT_NE(drawn.find(title), std::string::npos) << quantity;
+  }
   r = runProcess(kBinary + " export --view rank-vs-step --input " + shellQuote(run.string()) +
                  " --matrices layers.0.q --quantity entropy --out " + shellQuote(svg));
   EXPECT_EQ(r.exitCode, 2);

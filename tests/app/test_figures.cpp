@@ -24,6 +24,7 @@
 #include "analysis/embedding_study.hpp"
 #include "analysis/esd.hpp"
 #include "analysis/matrix_pca.hpp"
+#include "analysis/rank_dynamics.hpp"
 #include "analysis/spectra.hpp"
 #include "app/export/cairo_canvas.hpp"
 #include "app/export/figure_export.hpp"
@@ -606,6 +607,55 @@ TEST(Figures, RankDynamicsPlotsTheChosenQuantityOfEachMatrixAgainstStep) {
             (std::vector<double>{12.0, 11.0}));
   EXPECT_EQ(plot::rankDynamicsFigure(d, plot::RankQuantity::SpectralNorm).series[0].y,
             (std::vector<double>{2.0, 1.5}));
+}
+
+// Issue 41 item 8, ESD alpha and the weights against step (what WeightWatcher and TensorBoard's
+// distributions show): alpha is one line per matrix; the weights are, per matrix, the median with a band
+// between the percentiles a normal has 0.5 standard deviations either side of its mean (labelled, drawn over)
+// and one at 1.5 (unlabelled), read from RankPoint::weightPercentiles at kWeightPercentiles. Those
+// percentiles are checked against the normal's CDF, Phi(z) = erfc(-z / sqrt 2) / 2, to the two decimals
+// they are given with.
+TEST(Figures, RankDynamicsDrawsAlphaAsLinesAndTheWeightsAsPercentileBands) {
+  RankDynamics d;
+  for (const char* matrix : {"layers.0.q", "layers.1.down"}) {
+    RankTrajectory t{matrix, {}};
+    for (int64_t step : {100, 200, 300}) {
+      RankPoint p;
+      p.step = step;
+      p.esdAlpha = 2.0 + static_cast<double>(step) / 100 + (t.matrix == "layers.1.down");
+      for (size_t i = 0; i < p.weightPercentiles.size(); ++i)  // -0.4 .. 0.4, wider with each step
+        p.weightPercentiles[i] = (static_cast<double>(i) - 4) * 0.1 * static_cast<double>(step) / 100;
+      t.points.push_back(p);
+    }
+    d.trajectories.push_back(t);
+  }
+  const plot::Figure alpha = plot::rankDynamicsFigure(d, plot::RankQuantity::EsdAlpha);
+  ASSERT_EQ(alpha.series.size(), 2u);
+  EXPECT_EQ(alpha.series[0].y, (std::vector<double>{3, 4, 5}));
+  EXPECT_EQ(alpha.series[1].y, (std::vector<double>{4, 5, 6}));
+  EXPECT_EQ(alpha.series[1].label, "layers.1.down");
+  EXPECT_NE(alpha.subtitle.find("3 checkpoints"), std::string::npos) << alpha.subtitle;
+
+  const plot::Figure weights = plot::rankDynamicsFigure(d, plot::RankQuantity::Weights);
+  ASSERT_EQ(weights.series.size(), 4u) << "two bands per matrix";
+  const plot::Series &outer = weights.series[0], &inner = weights.series[1];
+  EXPECT_TRUE(outer.label.empty()) << "the outer band has no legend row of its own";
+  EXPECT_EQ(inner.label, "layers.0.q");
+  EXPECT_EQ(weights.series[3].label, "layers.1.down");
+  EXPECT_EQ(inner.x, (std::vector<double>{100, 200, 300}));
+  for (size_t k = 0; k < 3; ++k) {
+    const double scale = 0.1 * static_cast<double>(k + 1);
+    EXPECT_NEAR(inner.y[k], 0.0, 1e-12) << "the median";
+    EXPECT_NEAR(outer.y[k], 0.0, 1e-12);
+    EXPECT_NEAR(inner.bandLow[k], -1 * scale, 1e-12) << "percentile 30.85";
+    EXPECT_NEAR(inner.bandHigh[k], 1 * scale, 1e-12) << "percentile 69.15";
+    EXPECT_NEAR(outer.bandLow[k], -3 * scale, 1e-12) << "percentile 6.68";
+    EXPECT_NEAR(outer.bandHigh[k], 3 * scale, 1e-12) << "percentile 93.32";
+  }
+  const auto phi = [](double z) { return 100 * 0.5 * std::erfc(-z / std::sqrt(2.0)); };
+  const std::array<double, 9> z = {-INFINITY, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, INFINITY};
+  for (size_t i = 0; i < z.size(); ++i)
+    EXPECT_NEAR(kWeightPercentiles[i], phi(z[i]), 0.005) << "percentile " << i;
 }
 
 TEST(Designer, PaintingRenumbersAndResizingKeepsTheTopologyValid) {
