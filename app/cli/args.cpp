@@ -1,7 +1,10 @@
 #include "app/cli/args.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/text.hpp"
@@ -20,6 +23,7 @@ void Args::fail(const std::string& what, const std::string& found) const {
 
 std::optional<std::string> Args::option(std::string_view name) {
   const std::string flagName = "--" + std::string(name);
+  m_asked.insert(flagName);
   for (size_t i = 0; i < m_args.size(); ++i) {
     if (m_used[i]) continue;
     if (m_args[i] == flagName) {
@@ -93,6 +97,7 @@ std::optional<long long> Args::integerOrWord(std::string_view name, long long mi
 
 bool Args::flag(std::string_view name) {
   const std::string flagName = "--" + std::string(name);
+  m_asked.insert(flagName);
   for (size_t i = 0; i < m_args.size(); ++i)
     if (!m_used[i] && m_args[i] == flagName) {
       m_used[i] = true;
@@ -124,7 +129,28 @@ std::vector<std::string> Args::remaining() const {
   return out;
 }
 
+// Whether `usage` lists `flagName` whole ("--eval" is not listed by "--eval-every").
+static bool lists(const std::string& usage, const std::string& flagName) {
+  for (size_t at = usage.find(flagName); at != std::string::npos; at = usage.find(flagName, at + 1)) {
+    const size_t end = at + flagName.size();
+    if (end == usage.size() || !(std::isalnum(static_cast<unsigned char>(usage[end])) || usage[end] == '-'))
+      return true;
+  }
+  return false;
+}
+
 void Args::finish() {
+  const char* check = std::getenv("SHARELENS_CHECK_USAGE");
+  if (check && *check && std::string_view(check) != "0")
+    for (const std::string& flagName : m_asked)
+      if (!lists(m_usage, flagName))
+        throw Error(
+            {.what = "option " + flagName + " is read but its usage does not list it",
+             .where = m_command.empty() ? "sharelens" : "sharelens " + m_command,
+             .expected = "every option the command reads in its usage",
+             .found = "usage: " + m_usage,
+             .hint = "add " + flagName +
+                     " to the usage (a command's: app/cli/commands.cpp; the GUI's: app/gui/gui_main.cpp)"});
   for (size_t i = 0; i < m_args.size(); ++i) {
     if (m_used[i]) continue;
     const std::string name = m_args[i].substr(0, m_args[i].find('='));

@@ -25,7 +25,11 @@ class Args {
   bool flag(std::string_view name);               // consumes --name
   std::string positional(std::string_view what);  // next positional; error when absent
   std::optional<std::string> optionalPositional();
-  void finish();                               // error on anything not consumed
+  // Error on anything not consumed; and, where SHARELENS_CHECK_USAGE is set (the tests set it for every
+  // process they start), on any option or flag read here that the usage does not list: a command's usage is
+  // written by hand beside its code, and this keeps it from losing an option without failing a user's
+  // command over a word missing from its help.
+  void finish();
   std::vector<std::string> remaining() const;  // the arguments not consumed yet, in order
 
   const std::string& usage() const { return m_usage; }
@@ -39,6 +43,7 @@ class Args {
   std::vector<std::string> m_args;
   std::vector<bool> m_used;
   std::set<std::string> m_taken;  // the options and flags read so far ("--lr")
+  std::set<std::string> m_asked;  // every option and flag asked for, given or not
 };
 
 }  // namespace sharelens::cli

@@ -29,6 +29,12 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+std::string analysisParameterUsage() {
+  return "[--threshold 0.95] [--lowest-pairs 50] [--heads-qkv-only] [--ratio 0.25] [--tokens 25000] "
+         "[--corpus CORPUS|DIR] [--token-ids FILE] [--logit-lens per-sample|mean-state|per-token] "
+         "[--logit-lens-tokens N] [--attention-tokens N] [--embedding-loss-tokens N]";
+}
+
 AnalysisParams parseAnalysisParams(Args& args) {
   AnalysisParams p;
   p.threshold = args.number("threshold", 1e-6, 1.0).value_or(p.threshold);

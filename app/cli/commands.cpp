@@ -67,15 +67,9 @@ const std::vector<Command>& commands() {
       {"dump-view", "sharelens dump-view PATH OUT.safetensors",
        "write every canonical matrix (per layer, per head) as F32 safetensors", runDumpView},
       {"analyze",
-       "sharelens analyze PATH " + analysisFlags() +
-           " [--threshold 0.95] "
-           "[--lowest-pairs 50] "
-           "[--heads-qkv-only] [--ratio 0.25] [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out "
-           "DIR] "
-           "[--tokens 25000] [--corpus CORPUS|DIR] [--token-ids FILE] [--logit-lens "
-           "per-sample|mean-state|per-token] "
-           "[--logit-lens-tokens N] [--attention-tokens N] "
-           "[--device cpu|cuda] [--threads N] --json FILE",
+       "sharelens analyze PATH " + analysisFlags() + " " + analysisParameterUsage() +
+           " [--masa-groups 0-5,6-11|kl|kl:G|kl-peaks] [--directshare-out DIR] [--device cpu|cuda] "
+           "[--threads N] --json FILE",
        "the analyses of the registry as one JSON report (when no analysis is named, all but " +
            analysesOnlyWhenNamed() +
            ", which run the model over text): "
@@ -175,8 +169,8 @@ const std::vector<Command>& commands() {
            joined(plot::kRunMetricIds, "|") + " --axis " + joined(plot::kRunAxisIds, "|") +
            " --smoothing S --log-y --group-seeds] [experiment-curves: --axis tokens|flops] "
            "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
-           "[--no-title (a paper's caption carries it)] "
-           "[analysis parameters as for analyze]",
+           "[--no-title (a paper's caption carries it)] " +
+           analysisParameterUsage(),
        "render a figure (" + exportViewIds() +
            ") without a window; PATH is a checkpoint, a report from analyze, a run directory, a topology "
            "(topology, topology-graph: or a run's), an experiment's --out (experiment-*) or a sweep's "

@@ -48,10 +48,12 @@ std::vector<int> readTokenIds(const std::string& path);
 // --corpus, --tokens, --window, --validation-fraction, --token-ids, --device, --threads (shared by every
 // command that evaluates), and the result as `eval` prints it.
 EvalOptions parseEvalOptions(Args& args);
-// --threshold, --lowest-pairs, --heads-qkv-only, --ratio, --tokens, --corpus, --token-ids,
-// --logit-lens-tokens,
-// --attention-tokens: the registry's parameters (analysis/registry.hpp), shared by `analyze` and `export`.
+// --threshold, --lowest-pairs, --heads-qkv-only, --ratio, --tokens, --corpus, --token-ids, --logit-lens,
+// --logit-lens-tokens, --attention-tokens, --embedding-loss-tokens: the registry's parameters
+// (analysis/registry.hpp), shared by `analyze` and `export`; analysisParameterUsage() lists them for both
+// usages.
 AnalysisParams parseAnalysisParams(Args& args);
+std::string analysisParameterUsage();
 void printEval(const EvalResult& r);
 
 }  // namespace sharelens::cli

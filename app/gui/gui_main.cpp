@@ -16,8 +16,8 @@ int runGuiFromArgs(const std::vector<std::string>& argv) {
         "",
         "sharelens [PATH] [--demo] [--view NAME] [--screenshot FILE.png --frames N] "
         "[--frame-stats FILE.json] [--no-figure-cache] "
-        "[--bench-ui [--bench-live] --frames N] [--size WxH] [--ui-state FILE.json --exit-after SECONDS "
-        "[--screenshot FILE.png --screenshot-on-signal]]",
+        "[--bench-ui [--bench-live] --frames N] [--size WxH] [--max-wait SECONDS] "
+        "[--ui-state FILE.json --exit-after SECONDS [--screenshot FILE.png --screenshot-on-signal]]",
         argv);
     GuiOptions o;
     o.demo = args.flag("demo");

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analysis/registry.hpp"
+#include "app/cli/args.hpp"
 #include "app/gui/view_id.hpp"
 #include "app/plot/figure_registry.hpp"
 #include "app/plot/figures.hpp"
@@ -19,6 +20,7 @@
 #include "core/json_util.hpp"
 #include "core/safetensors.hpp"
 #include "core/topology_presets.hpp"
+#include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
 #include "tests/support/process.hpp"
@@ -180,6 +182,31 @@ TEST(Cli, ShardSymlinkLoopsAndConfigFieldsOfTheWrongTypeAreNamedErrors) {
       << r.err;
   EXPECT_FALSE(fs::exists(dir / "h.safetensors"));
   fs::remove_all(dir);
+}
+
+// Issue 38: a command's usage is written by hand beside its code; an option the command reads that its usage
+// does not list (whole: "--eval" is not "--eval-every") is a named error when the arguments are finished,
+// so every test that runs the command catches a usage that lost an option.
+TEST(Args, AnOptionReadButMissingFromTheUsageIsANamedError) {
+  ::setenv("SHARELENS_CHECK_USAGE", "1", 1);
+  cli::Args listed("train", "sharelens train [--eval-every N] [--resume]", {"--eval-every", "3"});
+  EXPECT_EQ(listed.integer("eval-every", 1, 100), 3);
+  EXPECT_FALSE(listed.flag("resume"));
+  EXPECT_NO_THROW(listed.finish());
+
+  cli::Args unlisted("train", "sharelens train [--eval-every N]", {"--eval-every", "3"});
+  EXPECT_EQ(unlisted.integer("eval-every", 1, 100), 3);
+  EXPECT_FALSE(unlisted.option("eval").has_value());  // asked for, not given: still a lost option
+  const std::string e = testing::errorOf([&] { unlisted.finish(); });
+  EXPECT_NE(e.find("option --eval is read but its usage does not list it"), std::string::npos) << e;
+  EXPECT_NE(e.find("sharelens train"), std::string::npos) << e;
+  EXPECT_NE(e.find("app/cli/commands.cpp"), std::string::npos) << e;
+
+  ::unsetenv("SHARELENS_CHECK_USAGE");  // a user's command: not failed over a word missing from its help
+  cli::Args users("train", "sharelens train [--eval-every N]", {});
+  EXPECT_FALSE(users.option("eval").has_value());
+  EXPECT_NO_THROW(users.finish());
+  ::setenv("SHARELENS_CHECK_USAGE", "1", 1);  // as for the other tests' commands
 }
 
 TEST(Cli, BadArgumentsExitTwoWithUsage) {

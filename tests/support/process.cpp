@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,8 @@ int freeLoopbackPort() {
 }
 
 ProcessResult runProcess(const std::string& command) {
+  // every command a test runs checks that its usage lists the options it reads (cli::Args::finish)
+  ::setenv("SHARELENS_CHECK_USAGE", "1", 0);
   const auto dir = makeTempDir("proc");
   const auto outPath = dir / "out", errPath = dir / "err";
   const std::string full = command + " >" + shellQuote(outPath) + " 2>" + shellQuote(errPath);
