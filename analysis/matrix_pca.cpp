@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "analysis/linalg_cpu.hpp"
 #include "core/error.hpp"
@@ -32,6 +33,13 @@ MatrixPcaGroup matrixPcaOfMatrices(Proj proj, const std::vector<int64_t>& layers
   const double total = gram.trace();
   std::vector<double> lambda, v;  // V: n x n, column s = right singular vector s
   eigenDecomposition(std::move(gram), lambda, v);
+  // An atom below the float32 resolution of the weights themselves (s_s <= eps_f32 ||X||_F: storing X in
+  // float32 moves it by up to eps_f32 / 2 ||X||_F) is rounding noise -- layers that share one block make
+  // such atoms -- and its direction, and the signs of its coefficients, change with the BLAS threads that
+  // solved the Gram. It is reported as exactly 0: its singular value, its coefficients and its atom.
+  const double noiseFloor = total * std::pow(static_cast<double>(std::numeric_limits<float>::epsilon()), 2);
+  for (double& l : lambda)
+    if (l <= noiseFloor) l = 0.0;
   // Fix each vector's sign (largest component positive) so results are deterministic.
   for (int64_t s = 0; s < n; ++s) {
     int64_t arg = 0;

@@ -139,6 +139,14 @@ TEST(MatrixPca, RecoversAKnownNumberOfAtomsAndTheirVariance) {
   EXPECT_NEAR(pca.explainedVariance[0], lambda(1) / (lambda(0) + lambda(1)), 1e-6);
   EXPECT_NEAR(pca.explainedVariance[1], 1.0, 1e-6);
   EXPECT_LT(pca.reconstructionError[1], 1e-3);
+  // Atoms 3..5 are the float32 rounding of the weights (s_s ~ 1e-7 ||X||, directions that change with the
+  // BLAS threads): exactly 0, not noise that a coefficient map would colour.
+  for (size_t s = 2; s < 5; ++s) {
+    EXPECT_EQ(pca.singularValues[s], 0.0) << "atom " << s + 1;
+    for (int64_t l = 0; l < 5; ++l) EXPECT_EQ(pca.coefficients(static_cast<int64_t>(s), l), 0.0f);
+    EXPECT_TRUE(
+        std::all_of(pca.atoms[s].data.begin(), pca.atoms[s].data.end(), [](float x) { return x == 0; }));
+  }
   for (int64_t l = 0; l < 5; ++l) EXPECT_LT(pca.layerError(1, l), 1e-3) << "two atoms rebuild layer " << l;
   // Atoms are orthonormal: their correlation map is the identity (up to the 2 real atoms).
   const FloatMatrix phi = atomCorrelation(std::span<const FloatMatrix>(pca.atoms.data(), 2));
