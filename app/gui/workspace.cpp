@@ -142,7 +142,7 @@ bool Workspace::large() const {
 
 void Workspace::open(const fs::path& path, double threshold, bool analyse) {
   if (isRunDirectory(path)) {
-    follow(path, threshold);
+    follow(path, threshold, path);
     return;
   }
   ++m_openRequest;  // the current model stays until this one has been read (load's completion)

@@ -32,14 +32,15 @@ LAYERS = {
     # the executable: main.cpp and the plugin loader
     "app": ["app/cli", "app/gui_loader.hpp", "app/workflows", *ENGINES, "core"],
 }
-SOURCES = ("*.cpp", "*.hpp", "*.cu", "*.def")
+SOURCES = ("*.cpp", "*.hpp", "*.h", "*.cu", "*.cuh", "*.inl", "*.def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def layer_of(path: str) -> str | None:
     for layer in sorted(LAYERS, key=len, reverse=True):
         if path.startswith(layer + "/"):
-            return layer
+            # "app" is the executable's own files, directly in app/: a new folder there is no layer yet
+            return layer if layer != "app" or "/" not in path[len("app/"):] else None
     return None
 
 
