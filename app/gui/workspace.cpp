@@ -160,6 +160,7 @@ void Workspace::follow(const fs::path& runDir, double threshold, std::optional<f
   }
   // The current model stays until the run's latest checkpoint has been read: a run whose checkpoint is
   // unreadable leaves the workspace as it was (the job's error says why), as a file that fails to open does.
+  m_startingToFollow = m_openRequest;
   load(onDisk.back().dir, onDisk.back().step, threshold, true, LoadPurpose::StartFollowing,
        {.follow = runDir, .reportAs = reportAs});
 }
@@ -185,7 +186,7 @@ void Workspace::startOver() {
 }
 
 void Workspace::poll(double threshold) {
-  if (!m_follow || !m_followThrottle.due()) return;
+  if (!m_follow || m_startingToFollow == m_openRequest || !m_followThrottle.due()) return;
   m_onDisk = listCheckpoints(*m_follow);
   if (m_onDisk.empty() || m_onDisk.back().step <= m_lastFollowedStep) return;
   m_lastFollowedStep = m_onDisk.back().step;
@@ -213,7 +214,8 @@ uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, b
           const bool opens = purpose == LoadPurpose::Open || purpose == LoadPurpose::StartFollowing;
           if (opens) {
             if (openRequest != m_openRequest) return;  // another file or run was opened meanwhile
-            startOver();                               // read: now it replaces what was shown
+            m_startingToFollow = 0;
+            startOver();  // read: now it replaces what was shown
             m_follow.reset();
             if (opening.follow) startFollowing(*opening.follow, step);
             if (opening.reportAs && m_opened) m_opened(*opening.reportAs);
@@ -243,7 +245,10 @@ uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, b
           }
         };
       },
-      [this, step, purpose, generation](JobSystem::Status status, const std::string&) {
+      [this, step, purpose, generation, openRequest](JobSystem::Status status, const std::string&) {
+        if (status != JobSystem::Status::Ok && purpose == LoadPurpose::StartFollowing &&
+            openRequest == m_startingToFollow)
+          m_startingToFollow = 0;  // not followed after all: the run followed before is polled again
         if (generation == m_generation && status != JobSystem::Status::Ok && purpose == LoadPurpose::Chosen &&
             step == m_wanted)
           m_wanted = -1;  // the job bar and the error panel say why

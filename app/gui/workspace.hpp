@@ -147,6 +147,9 @@ class Workspace {
   bool m_onNewest = true;      // the view moves to each new checkpoint (until an older step is chosen)
   uint64_t m_generation = 0;   // bumped by startOver(): completions of earlier loads are dropped
   uint64_t m_openRequest = 0;  // bumped by open() and follow(): only the newest pending open() is shown
+  // The request of a follow() whose first checkpoint is being read: while it is the newest request, the run
+  // followed before is not polled (its new checkpoints would be read and analysed for nothing).
+  uint64_t m_startingToFollow = 0;
   DynamicsOutcome m_dynamics;
   uint64_t m_dynamicsJob = 0;
   std::optional<std::filesystem::path> m_follow;

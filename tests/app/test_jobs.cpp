@@ -617,12 +617,20 @@ TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   EXPECT_TRUE(opened.empty()) << "reported as opened: " << opened.front();
 
   ws.follow(root / "broken-run", 0.95, root / "broken-run");
+  writeCheckpoint(root / "run", 30);  // the run followed so far goes on while the other is being read
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ws.poll(0.95);  // not read: it would be analysed for nothing if the other run opened
   drainUntil(jobs, [&] { return !ws.busy(); });
   ASSERT_EQ(errors.size(), 2u) << "the unreadable checkpoint is reported";
   ASSERT_NE(ws.current(), nullptr) << "a run with an unreadable checkpoint dropped the model being worked on";
   EXPECT_EQ(ws.current()->step, 20);
+  EXPECT_FALSE(ws.isLoaded(30)) << "the run followed before was read while another was being opened";
   EXPECT_EQ(ws.followed(), root / "run");
   EXPECT_TRUE(opened.empty()) << "reported as opened: " << opened.front();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ws.poll(0.95);  // the other failed: this one is followed again
+  drainUntil(jobs, [&] { return ws.isLoaded(30) && !ws.busy(); });
+  EXPECT_EQ(ws.current()->step, 30);
 
   ws.open(plain, 0.95);
   ws.open(other, 0.95);  // the newer request wins, whichever load ends first
@@ -635,7 +643,7 @@ TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   ws.follow(root / "run", 0.95, root);  // a folder of runs is opened as the folder, once its run is read
   drainUntil(jobs, [&] { return ws.followed() && !ws.busy(); });
   ASSERT_NE(ws.current(), nullptr);
-  EXPECT_EQ(ws.current()->step, 20);
+  EXPECT_EQ(ws.current()->step, 30);
   EXPECT_EQ(opened, (std::vector<fs::path>{other, root}));
   fs::remove_all(root);
 }
