@@ -18,6 +18,7 @@
 #include "core/checkpoint_diff.hpp"
 #include "core/directory_lock.hpp"
 #include "core/json_util.hpp"
+#include "core/naming.hpp"
 #include "core/run_dir.hpp"
 #include "core/run_notes.hpp"
 #include "core/topology_presets.hpp"
@@ -337,6 +338,36 @@ TEST_F(GuiInput, TheDesignersUniqueBlocksSliderRebuildsThePatternAndStaysWhereIt
   EXPECT_EQ(readState(named)["state"]["designer/topology"]["name"], "mine") << "the user's name stays";
 }
 
+// Issue 41 item 1: the Designer designs more than the layer pattern. Ticking MASA makes the attention matrix
+// atoms (and takes head sharing off: the two parameterisations exclude each other), unticking the tied
+// embeddings unties them, and a click near the start of the attention LoRA slider lowers its rank; the
+// topology holds each and the name says it (describeDesign: "-masa<S>-<projections>", "-tied" only when tied,
+// "-lora<r>" only with a rank).
+TEST_F(GuiInput, TheDesignersMasaEmbeddingAndLoraControlsChangeTheDesign) {
+  const fs::path before = s_dir / "designer-controls-before.json", after = s_dir / "designer-controls.json";
+  const auto s =
+      session("designer-controls",
+              dataHome(s_dir / "xdg-designer-controls") + kBinary + " --view designer --exit-after 60",
+              {"waitfor '\"designer/topology\"'", "sleep 0.5", "flat > " + shellQuote(before.string()),
+               "click designer/masa", "waitfor '\"masa\":true'", "click designer/tied",
+               "waitfor '\"tied_embeddings\":false'", "click designer/attention-lora", "sleep 0.5",
+               "flat > " + shellQuote(after.string())});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const Json was = readState(before)["state"]["designer/topology"],
+             is = readState(after)["state"]["designer/topology"];
+  EXPECT_EQ(was["masa"], false);
+  EXPECT_EQ(was["tied_embeddings"], true);
+  EXPECT_EQ(is["masa"], true);
+  EXPECT_EQ(is["head_sharing"], 0) << "no head sharing under MASA";
+  EXPECT_EQ(is["tied_embeddings"], false);
+  EXPECT_NE(is["attention_lora"], was["attention_lora"]) << "the slider did not set the rank";
+  EXPECT_LT(is["attention_lora"].get<int>(), 16) << "24 px into a 120 px slider of 0..64";
+  const std::string name = is["name"];
+  EXPECT_NE(name.find("-masa"), std::string::npos) << name;
+  EXPECT_EQ(name.find("-tied"), std::string::npos) << name;
+  EXPECT_EQ(name.find("-lora") != std::string::npos, is["attention_lora"].get<int>() > 0) << name;
+}
+
 // Issue 41 item 1: dragging down the Designer's attention column with brush block 0 paints every layer the
 // pointer passed, also those a quick stroke crosses between two frames (here one jump from layer 1 to layer
 // 4: before, layers 2 and 3 kept their blocks), leaves the FFN column as it was and names the design after
@@ -470,6 +501,26 @@ TEST_F(GuiInput, TheRunTableComparesConfigsAndKeepsTagsAndNotes) {
                "waitfor '\"tags\":[\"ablation\",\"lrhigh\"]'"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   EXPECT_EQ(readRunNotes(other).tags, (std::vector<std::string>{"ablation", "lr high"}));
+  // Each run's tokens/s and memory (issue 41 item 4): its last step's metrics.jsonl line (events such as
+  // "checkpoint" follow it), and the prediction run.json recorded beside the measured peak.
+  std::ifstream metrics(other / "metrics.jsonl");
+  std::string line, lastLine;
+  while (std::getline(metrics, line))
+    if (line.find("\"tokens_per_s\"") != std::string::npos) lastLine = line;
+  ASSERT_FALSE(lastLine.empty()) << "no step in " << other / "metrics.jsonl";
+  const Json last = Json::parse(lastLine), record = readState(other / "run.json");
+  const Json shown = readState(s.state)["state"]["training/runs"];
+  const auto row = std::find_if(shown.begin(), shown.end(), [](const Json& r) {
+    return r["label"].get<std::string>().find("other") != std::string::npos;
+  });
+  ASSERT_NE(row, shown.end()) << shown.dump();
+  ASSERT_TRUE(row->contains("throughput_memory")) << row->dump();
+  const std::string throughput = (*row)["throughput_memory"][0], memory = (*row)["throughput_memory"][1];
+  EXPECT_NE(throughput.find(humanCount(last["tokens_per_s"].get<double>()) + " tok/s"), std::string::npos)
+      << throughput << " against " << lastLine;
+  EXPECT_EQ(memory, "tensors " + humanBytes(last["tensor_peak_bytes"].get<double>()) + " / " +
+                        humanBytes(record["memory_estimate"]["total_bytes"].get<double>()))
+      << lastLine;
 }
 
 // Issue 41 item 6: Ctrl+S on the Training view offers a file named after the run it shows, not after the

@@ -167,7 +167,11 @@ class DesignerPanel : public DesignerApi {
                   {"attention", t.attention.assign},
                   {"ffn", t.ffn.assign},
                   {"slider_u", m_unique},
-                  {"brush", m_brush}};
+                  {"brush", m_brush},
+                  {"attention_lora", t.attention.loraRank},
+                  {"head_sharing", static_cast<int>(t.headSharing.mode)},
+                  {"masa", t.masa.enabled},
+                  {"tied_embeddings", t.embedding.tied}};
     });
     drawNote("bulge and hierarchy: our reading of the papers' figures");
     ImGui::TextUnformatted("depth:");
@@ -178,6 +182,7 @@ class DesignerPanel : public DesignerApi {
     ImGui::SetNextItemWidth(120);
     int attnRank = static_cast<int>(t.attention.loraRank), ffnRank = static_cast<int>(t.ffn.loraRank);
     if (ImGui::SliderInt("LoRA rank, attention", &attnRank, 0, 64)) t.attention.loraRank = attnRank;
+    probe::item("designer/attention-lora");
     ImGui::SetNextItemWidth(120);
     if (ImGui::SliderInt("LoRA rank, FFN", &ffnRank, 0, 64)) t.ffn.loraRank = ffnRank;
     ImGui::SetNextItemWidth(120);
@@ -216,6 +221,7 @@ class DesignerPanel : public DesignerApi {
 
     drawSectionHeader("MASA");
     ImGui::Checkbox("matrix atoms in attention", &t.masa.enabled);
+    probe::item("designer/masa");
     if (t.masa.enabled) {
       t.headSharing.mode = HeadSharingMode::None;  // said next to the (disabled) head-sharing control
       int atoms = static_cast<int>(t.masa.atoms);
@@ -235,6 +241,7 @@ class DesignerPanel : public DesignerApi {
 
     drawSectionHeader("embeddings");
     ImGui::Checkbox("tied input/output", &t.embedding.tied);
+    probe::item("designer/tied");
     int rank = static_cast<int>(t.embedding.factorRank);
     ImGui::SetNextItemWidth(160);
     if (ImGui::SliderInt("factor rank r_e (0: none)", &rank, 0, static_cast<int>(t.model.dModel) - 1))

@@ -3,6 +3,7 @@
 // overlays labelled by topology, and pause / resume / stop / checkpoint-now for embedded runs.
 #include <imgui.h>
 
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -233,10 +234,14 @@ class TrainingPanel : public View {
       Json runs = Json::array();
       for (size_t i = 0; i < ctx.runs.runs().size(); ++i) {
         const RunEntry& r = *ctx.runs.runs()[i];
-        runs.push_back({{"label", r.label},
-                        {"state", r.controller ? std::string(runStateName(r.controller->state())) : r.status},
-                        {"differs", differences[i]},
-                        {"tags", r.notes.tags}});
+        Json run = {{"label", r.label},
+                    {"state", r.controller ? std::string(runStateName(r.controller->state())) : r.status},
+                    {"differs", differences[i]},
+                    {"tags", r.notes.tags}};
+        // The latest column's texts, under a key sorted after "state" (tests match "label":..,"state":..).
+        if (const auto& points = r.metrics.points(); !points.empty())
+          run["throughput_memory"] = {throughputText(points.back()), memoryText(r, points.back())};
+        runs.push_back(std::move(run));
       }
       return runs;
     });
@@ -426,17 +431,30 @@ class TrainingPanel : public View {
     }
   }
 
+  // The run's latest loss and throughput, as the table shows them.
+  static std::string throughputText(const MetricPoint& last) {
+    char loss[48];
+    std::snprintf(loss, sizeof loss, "loss %.3f  ", last.loss);
+    return loss + humanCount(last.tokensPerSecond) + " tok/s";
+  }
+
   // The run's CPU tensors at their peak (trainer/tensor_memory.hpp) beside what `params` predicted for it
-  // (run.json's memory_estimate), and the process's peak resident set on hover.
-  static void drawMemory(const RunEntry& r, const MetricPoint& last) {
-    if (std::isnan(last.tensorPeakBytes)) return;
+  // (run.json's memory_estimate); empty when the run did not log them.
+  static std::string memoryText(const RunEntry& r, const MetricPoint& last) {
+    if (std::isnan(last.tensorPeakBytes)) return {};
     std::optional<double> predicted;
     if (r.record && r.record->is_object())
       if (const auto e = r.record->find("memory_estimate"); e != r.record->end() && e->is_object())
         if (const auto t = e->find("total_bytes"); t != e->end() && t->is_number())
           predicted = t->get<double>();
-    ImGui::TextDisabled("tensors %s%s", humanBytes(last.tensorPeakBytes).c_str(),
-                        predicted ? (" / " + humanBytes(*predicted)).c_str() : "");
+    return "tensors " + humanBytes(last.tensorPeakBytes) + (predicted ? " / " + humanBytes(*predicted) : "");
+  }
+
+  // memoryText, and the process's peak resident set on hover.
+  static void drawMemory(const RunEntry& r, const MetricPoint& last) {
+    const std::string text = memoryText(r, last);
+    if (text.empty()) return;
+    ImGui::TextDisabled("%s", text.c_str());
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "this run's CPU tensors at their peak (weights, gradients, AdamW moments, a step's activations)\n"
@@ -448,7 +466,7 @@ class TrainingPanel : public View {
     const auto& points = r.metrics.points();
     if (!points.empty()) {
       const MetricPoint& last = points.back();
-      ImGui::Text("loss %.3f  %s tok/s", last.loss, humanCount(last.tokensPerSecond).c_str());
+      ImGui::TextUnformatted(throughputText(last).c_str());
       drawMemory(r, last);
       if (last.worldSize > 1) {  // a distributed run: its world size, and each rank's throughput on hover
         ImGui::SameLine();
