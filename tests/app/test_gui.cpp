@@ -127,7 +127,9 @@ class GuiInput : public Gui {
     if (runProcess("command -v xdotool").exitCode != 0) GTEST_SKIP() << "xdotool is not installed";
   }
   // Shell functions for the script: `waitfor TEXT` until the state file (spaces removed) holds TEXT;
-  // `hover KEY` moves the pointer to the widget as the state file gives it; `click KEY` also clicks;
+  // `hover KEY` moves the pointer to the widget as the state file gives it, and waits until the app has seen
+  // it there (a move made before the window was mapped, or while the app was busy, reaches it only when the
+  // pointer moves again: the click would land where ImGui last saw it); `click KEY` also clicks;
   // `dblclick KEY`; `frozen COMMAND...` runs the command (xdotool's input) while the app is stopped, so
   // that all its events reach the app in one frame, as quick input does on a slow frame.
   static std::string helpers(const fs::path& state) {
@@ -143,7 +145,9 @@ class GuiInput : public Gui {
            " \"$1\" 2>/dev/null; }\n"
            "hover() { xy=; for i in $(seq 300); do xy=$(pos \"$1\") && break; sleep 0.2; done; "
            "[ -n \"$xy\" ] || { echo \"no widget $1 on screen\" >&2; flat >&2; return 1; }; "
-           "xdotool mousemove $xy; sleep 0.3; }\n"
+           "for i in $(seq 25); do xdotool mousemove $xy; sleep 0.2; "
+           "flat | grep -qF \"\\\"mouse\\\":[${xy/ /,}]\" && break; xdotool mousemove_relative 1 1; "
+           "[ $i = 25 ] && echo \"the app did not see the pointer at $1 ($xy)\" >&2; done; sleep 0.1; }\n"
            "click() { hover \"$1\" && xdotool click ${2:-} 1 && sleep 0.3; }\n"
            "dblclick() { click \"$1\" '--repeat 2 --delay 80'; }\n"
            "frozen() { kill -STOP $app || return 1; \"$@\"; rc=$?; sleep 0.2; kill -CONT $app; return $rc; "
