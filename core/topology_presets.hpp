@@ -8,8 +8,8 @@
 //   Hierarchy first layer unique; the other L-1 layers in U-1 contiguous groups whose sizes grow linearly
 //             with depth (U >= 2)
 // Bulge and Hierarchy are our readings of the papers' figure-only descriptions; the UI and each topology's
-// provenance note say so. Depth multipliers keep U fixed and grow L; "skinny" doubles L and narrows d_model
-// by 1/sqrt(2) (to a multiple of the head count) so the parameter count stays close.
+// provenance note say so. Depth multipliers keep U fixed and grow L; "skinny" triples L at 2/3 of the heads
+// (head_dim kept, so d_model narrows to 2/3), the FFN scaled with the width (makePreset).
 #pragma once
 
 #include <filesystem>
