@@ -680,6 +680,8 @@ class App {
       m_openDialog = false;
     }
     if (!ImGui::BeginPopupModal("Open", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+    const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    probe::area(at.x, at.y, at.x + size.x, at.y + size.y, "dialog/open");  // a test looks through it
     ImGui::TextUnformatted(
         "A checkpoint (.safetensors, PyTorch or llama2.c .bin), a model or run directory, or a topology "
         "(.json):");

@@ -44,6 +44,9 @@ void setItem(const std::string& key) {
   // then would click beside the dialog.
   if (ImGui::GetCurrentWindowRead()->Hidden) return;
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+  // Nor is one not yet laid out: on the app's first frame a tab bar's tabs are all an empty rectangle at
+  // (0, 0), and a test that clicked there (the state file can hold that frame for a while) hit no tab.
+  if (max.x <= min.x || max.y <= min.y) return;
   // Where a person clicks: the middle of a small widget, or near the start of a wide one (a table row),
   // on its label rather than on a column border that would resize the table.
   instance().items[key] = {min.x + std::min((max.x - min.x) / 2, 24.0f), (min.y + max.y) / 2};
@@ -51,7 +54,7 @@ void setItem(const std::string& key) {
 }
 
 void setArea(const std::string& key, float x0, float y0, float x1, float y1) {
-  if (ImGui::GetCurrentWindowRead()->Hidden) return;
+  if (ImGui::GetCurrentWindowRead()->Hidden || x1 <= x0 || y1 <= y0) return;
   instance().items[key] = {(x0 + x1) / 2, (y0 + y1) / 2};
   instance().rects[key] = {x0, y0, x1, y1};
 }
