@@ -195,22 +195,31 @@ void Workspace::poll(double threshold) {
 
 uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, bool analyse,
                          LoadPurpose purpose, Opening opening) {
-  const std::string label =
-      step >= 0 ? path.parent_path().parent_path().filename().string() + " @ step " + std::to_string(step)
-                : path.filename().string();
+  const auto labelOf = [](const fs::path& file, int64_t at) {  // "run @ step 30", or the file's name
+    return at >= 0 ? file.parent_path().parent_path().filename().string() + " @ step " + std::to_string(at)
+                   : file.filename().string();
+  };
+  const std::string label = labelOf(path, step);
   const uint64_t generation = m_generation, openRequest = m_openRequest;
   return m_jobs.submit(
       "open " + label,
-      [this, path, step, label, threshold, analyse, purpose, opening, generation,
+      [this, path, step, labelOf, threshold, analyse, purpose, opening, generation,
        openRequest](const TaskContext& ctx) -> JobSystem::Completion {
+        // A run to follow is read at its latest checkpoint when the job starts, not when it was asked for:
+        // meanwhile the run may have written newer ones and its retention deleted the one listed then.
+        fs::path readPath = path;
+        int64_t readStep = step;
+        if (purpose == LoadPurpose::StartFollowing && opening.follow)
+          if (const auto onDisk = listCheckpoints(*opening.follow); !onDisk.empty())
+            readPath = onDisk.back().dir, readStep = onDisk.back().step;
         ctx.report(0.1, "reading the header");
-        auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(path));
+        auto checkpoint = std::shared_ptr<const Checkpoint>(Checkpoint::open(readPath));
         auto report = std::make_shared<const Json>(inspectCheckpoint(*checkpoint));
         std::shared_ptr<const ModelView> view;
         if (!(*report)["family"].is_null())
           view = std::make_shared<const ModelView>(openModelView(*checkpoint));
-        return [this, path, step, label, threshold, analyse, purpose, opening, generation, openRequest,
-                checkpoint, report, view] {
+        return [this, path = readPath, step = readStep, label = labelOf(readPath, readStep), threshold,
+                analyse, purpose, opening, generation, openRequest, checkpoint, report, view] {
           const bool opens = purpose == LoadPurpose::Open || purpose == LoadPurpose::StartFollowing;
           if (opens) {
             if (openRequest != m_openRequest) return;  // another file or run was opened meanwhile

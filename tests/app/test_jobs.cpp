@@ -648,6 +648,34 @@ TEST(Workspace, AFileThatFailsToOpenLeavesTheWorkspaceAsItWas) {
   fs::remove_all(root);
 }
 
+// A run is opened at the checkpoint that is its latest when it is read, not when it was asked for: while the
+// job waits in the queue (here behind another on the one worker) the run writes step 30 and its retention
+// deletes step 20, the latest at the time of asking. Reading step 20 failed with "no such file" before.
+TEST(Workspace, ARunIsOpenedAtItsLatestCheckpointWhenTheReadStarts) {
+  const fs::path root = sharelens::testing::makeTempDir("workspace-follow-latest");
+  for (int64_t step : {10, 20}) writeCheckpoint(root / "run", step);
+  std::vector<std::string> errors;
+  JobSystem jobs(
+      1, [] {}, [&](const std::string&, const std::string& message) { errors.push_back(message); });
+  gui::Workspace ws(jobs, [](const std::string&) {}, {});
+  std::latch release(1);
+  jobs.submit("hold the worker", [&](const TaskContext&) -> JobSystem::Completion {
+    release.wait();
+    return [] {};
+  });
+  ws.follow(root / "run", 0.95);  // lists step 20 as the latest
+  writeCheckpoint(root / "run", 30);
+  fs::remove_all(checkpointDirectory(root / "run", 20));  // as the run's retention does
+  release.count_down();
+  drainUntil(jobs, [&] { return !ws.busy(); });
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  ASSERT_NE(ws.current(), nullptr);
+  EXPECT_EQ(ws.current()->step, 30);
+  EXPECT_EQ(ws.current()->label, "run @ step 30");
+  EXPECT_EQ(ws.followed(), root / "run");
+  fs::remove_all(root);
+}
+
 // Nearest rank: the p-th percentile of n values is the ceil(p n)-th smallest. Frames of 1..200 ms in
 // shuffled order after 10 warm-up frames of 1000 ms: p50 = 100, p99 = 198, max = 200. Each frame is a
 // quarter building, half submitting and a quarter rendering pictures, which comes after presenting (twice
