@@ -199,17 +199,19 @@ uint64_t Workspace::load(const fs::path& path, int64_t step, double threshold, b
     return at >= 0 ? file.parent_path().parent_path().filename().string() + " @ step " + std::to_string(at)
                    : file.filename().string();
   };
-  const std::string label = labelOf(path, step);
+  const bool latest = purpose == LoadPurpose::StartFollowing && opening.follow;  // the step is read later
+  const std::string label =
+      latest ? opening.follow->filename().string() + " at its latest step" : labelOf(path, step);
   const uint64_t generation = m_generation, openRequest = m_openRequest;
   return m_jobs.submit(
       "open " + label,
-      [this, path, step, labelOf, threshold, analyse, purpose, opening, generation,
+      [this, path, step, latest, labelOf, threshold, analyse, purpose, opening, generation,
        openRequest](const TaskContext& ctx) -> JobSystem::Completion {
         // A run to follow is read at its latest checkpoint when the job starts, not when it was asked for:
         // meanwhile the run may have written newer ones and its retention deleted the one listed then.
         fs::path readPath = path;
         int64_t readStep = step;
-        if (purpose == LoadPurpose::StartFollowing && opening.follow)
+        if (latest)
           if (const auto onDisk = listCheckpoints(*opening.follow); !onDisk.empty())
             readPath = onDisk.back().dir, readStep = onDisk.back().step;
         ctx.report(0.1, "reading the header");

@@ -138,8 +138,9 @@ class GuiInput : public Gui {
   }
   // Shell functions for the script: `waitfor TEXT` until the state file (spaces removed) holds TEXT;
   // `hover KEY` moves the pointer to the widget as the state file gives it, and waits until the app has seen
-  // it there (a move made before the window was mapped, or while the app was busy, reaches it only when the
-  // pointer moves again: the click would land where ImGui last saw it); `click KEY` also clicks;
+  // it there (GLFW reads the pointer only once the window has focus or the pointer has entered it: a move
+  // made before that is seen only when the pointer moves again, and a click would land where ImGui last saw
+  // the pointer; it fails, naming the widget, when the app never sees it); `click KEY` also clicks;
   // `dblclick KEY`; `frozen COMMAND...` runs the command (xdotool's input) while the app is stopped, so
   // that all its events reach the app in one frame, as quick input does on a slow frame.
   static std::string helpers(const fs::path& state) {
@@ -155,9 +156,9 @@ class GuiInput : public Gui {
            " \"$1\" 2>/dev/null; }\n"
            "hover() { xy=; for i in $(seq 300); do xy=$(pos \"$1\") && break; sleep 0.2; done; "
            "[ -n \"$xy\" ] || { echo \"no widget $1 on screen\" >&2; flat >&2; return 1; }; "
-           "for i in $(seq 25); do xdotool mousemove $xy; sleep 0.2; "
-           "flat | grep -qF \"\\\"mouse\\\":[${xy/ /,}]\" && break; xdotool mousemove_relative 1 1; "
-           "[ $i = 25 ] && echo \"the app did not see the pointer at $1 ($xy)\" >&2; done; sleep 0.1; }\n"
+           "for i in $(seq 25); do xdotool mousemove_relative 1 1 mousemove $xy; sleep 0.2; "
+           "flat | grep -qF \"\\\"mouse\\\":[${xy/ /,}]\" && { sleep 0.1; return 0; }; done; "
+           "echo \"the app did not see the pointer at $1 ($xy)\" >&2; flat >&2; return 1; }\n"
            "click() { hover \"$1\" && xdotool click ${2:-} 1 && sleep 0.3; }\n"
            "dblclick() { click \"$1\" '--repeat 2 --delay 80'; }\n"
            "frozen() { kill -STOP $app || return 1; \"$@\"; rc=$?; sleep 0.2; kill -CONT $app; return $rc; "
@@ -714,40 +715,49 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
 // differed. Screenshots are taken on SIGUSR1 with the dialog open; the probe gives its rectangle.
 TEST_F(GuiInput, TheOpenDialogIsOpaqueOverEveryView) {
   const fs::path shot = s_dir / "dialog-shot.png";
+  const auto saved = [&](const std::string& name) { return s_dir / ("dialog-" + name); };
   std::vector<std::string> steps = {"waitfor '\"tab/Spectrum\"'"};
+  int shots = 0;
+  // Each view twice: as drawn, then with the dialog open over it (the state file gives the dialog's place).
   for (const auto& [view, drawn] :
        {std::pair{"Heads", "export/heads-layer0/pdf"}, {"Spectrum", "export/spectrum/pdf"}}) {
-    const std::string copy = shellQuote((s_dir / ("dialog-over-" + std::string(view) + ".png")).string());
-    const std::string count = view == std::string("Heads") ? "1" : "2";
+    const std::string v = view;
+    const auto take = [&](const std::string& name) {
+      return "kill -USR1 $app && waitfor '\"screenshots\":" + std::to_string(++shots) + "' && cp " +
+             shellQuote(shot.string()) + " " + shellQuote(saved(name + ".png").string());
+    };
     steps.insert(
         steps.end(),
-        {"click tab/" + std::string(view),
-         "waitfor '\"view\":\"" + std::string(view) + "\"' && waitfor '\"" + drawn + "\"' && sleep 1",
-         "frozen xdotool key ctrl+o", "waitfor '\"dialog/open\"' && sleep 0.5", "kill -USR1 $app",
-         "waitfor '\"screenshots\":" + count + "'", "cp " + shellQuote(shot.string()) + " " + copy,
+        {"click tab/" + v, "waitfor '\"view\":\"" + v + "\"' && waitfor '\"" + drawn + "\"' && sleep 1",
+         take(v), "frozen xdotool key ctrl+o", "waitfor '\"dialog/open\"' && sleep 0.5", take(v + "-open"),
          "cp " + shellQuote((s_dir / "ui-dialog.json").string()) + " " +
-             shellQuote((s_dir / ("dialog-over-" + std::string(view) + ".json")).string()),
+             shellQuote(saved(v + "-open.json").string()),
          "frozen xdotool key Escape", "sleep 0.5"});
   }
-  const auto s = session("dialog",
-                         binaryOn("run") + " --exit-after 90 --screenshot " + shellQuote(shot.string()) +
-                             " --screenshot-on-signal",
-                         steps);
+  // HOME: the dialog lists the same folder both times, whoever runs the test
+  const auto s =
+      session("dialog",
+              "HOME=" + shellQuote(s_dir.string()) + " " + dataHome(s_dir / "xdg-dialog") + binaryOn("run") +
+                  " --exit-after 90 --screenshot " + shellQuote(shot.string()) + " --screenshot-on-signal",
+              steps);
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
-  std::map<std::string, Image> dialogs;
-  Json rect;
+  std::map<std::string, Image> behind, dialogs;
   for (const std::string view : {"Heads", "Spectrum"}) {
-    const Json probe = readState(s_dir / ("dialog-over-" + view + ".json"));
+    const Json probe = readState(saved(view + "-open.json"));
     ASSERT_TRUE(probe["rects"].contains("dialog/open")) << view;
-    rect = probe["rects"]["dialog/open"];  // centred: it may sit a pixel apart the second time
-    const Image full = Image::load(s_dir / ("dialog-over-" + view + ".png"));
-    ASSERT_GT(full.width, 0) << view;
-    // Both views draw something behind the dialog's place (not blank there)
-    const Image around = full.crop(0, rect[3].get<int>(), full.width, full.height);
-    EXPECT_GT(around.distinctColors(), 10u) << view;
-    dialogs[view] = full.crop(rect[0], rect[1], rect[2], rect[3]);
+    const Json rect = probe["rects"]["dialog/open"];  // centred: it may sit a pixel apart the second time
+    const Image open = Image::load(saved(view + "-open.png")), shown = Image::load(saved(view + ".png"));
+    ASSERT_GT(open.width, 0) << view;
+    ASSERT_GT(shown.width, 0) << view;
+    dialogs[view] = open.crop(rect[0], rect[1], rect[2], rect[3]);
+    behind[view] = shown.crop(rect[0], rect[1], rect[2], rect[3]);
   }
   ASSERT_GT(dialogs["Heads"].pixels.size(), 100000u) << "a dialog of 560 px and more";
+  ASSERT_EQ(dialogs["Heads"].width, dialogs["Spectrum"].width);
+  ASSERT_EQ(dialogs["Heads"].height, dialogs["Spectrum"].height);
+  // What the dialog covers differs between the two views over most of its place: a translucent dialog would
+  // show it.
+  EXPECT_GT(behind["Heads"].differenceFrom(behind["Spectrum"]), 0.3) << "the views look alike there";
   EXPECT_LT(dialogs["Heads"].differenceFrom(dialogs["Spectrum"]), 0.005)
       << "the views show through the Open dialog";
 }
