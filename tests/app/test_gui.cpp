@@ -920,12 +920,28 @@ TEST_F(GuiInput, EveryViewsToolbarStaysInsideTheWindowAtThreeSizes) {
         EXPECT_GE(r[3].get<int>() - r[1].get<int>(), 200) << size << ": graph at " << r.dump();
         // wide enough to show both columns of blocks (beside the column at 1366 it had 190 px)
         EXPECT_GE(r[2].get<int>() - r[0].get<int>(), 240) << size << ": graph at " << r.dump();
+        // Each FFN cell inside the window and inside the painted column (it was clipped at 1024), wide
+        // enough for its label ("F3 +LoRA"), right of its layer's attention cell and clear of the graph.
+        ASSERT_TRUE(probe["rects"].contains("designer/column")) << size;
+        const Json& column = probe["rects"]["designer/column"];
         int ffnCells = 0;
         for (const auto& [item, cell] : probe["rects"].items())
           if (item.rfind("designer/cell/ffn/", 0) == 0) {
             ++ffnCells;
             EXPECT_TRUE(cell[0] >= 0 && cell[1] >= 0 && cell[2] <= width && cell[3] <= height)
                 << size << ": " << item << " at " << cell.dump() << " is outside the window";
+            EXPECT_TRUE(cell[0] >= column[0] && cell[2] <= column[2] && cell[1] >= column[1] &&
+                        cell[3] <= column[3])
+                << size << ": " << item << " at " << cell.dump() << " is outside its column "
+                << column.dump();
+            EXPECT_GE(cell[2].get<int>() - cell[0].get<int>(), 60)
+                << size << ": " << item << " at " << cell.dump();
+            const std::string attention = "designer/cell/attention/" + item.substr(18);
+            ASSERT_TRUE(probe["rects"].contains(attention)) << size << ": " << attention;
+            EXPECT_LE(probe["rects"][attention][2].get<int>(), cell[0].get<int>())
+                << size << ": " << item << " overlaps " << attention;
+            EXPECT_TRUE(cell[2] <= r[0] || cell[0] >= r[2] || cell[3] <= r[1] || cell[1] >= r[3])
+                << size << ": " << item << " at " << cell.dump() << " overlaps the graph at " << r.dump();
           }
         EXPECT_GT(ffnCells, 0) << size << ": the Designer drew no FFN column";
         continue;

@@ -296,6 +296,7 @@ class DesignerPanel : public DesignerApi {
     constexpr float kLabels = 60, kGap = 8;           // the layer numbers' margin; between the two columns
     const float colW = (width - kLabels - kGap) / 2;  // attention and FFN end at the button's right edge
     ImGui::InvisibleButton("##layers", ImVec2(width, rowH * static_cast<float>(t.model.layers) + 20));
+    probe::item("designer/column");  // the painted cells lie inside it
     const bool active = ImGui::IsItemActive(), hovered = ImGui::IsItemHovered();
     {  // the graph: in the rest of the pane as tall as the column, or below it in the rest of the height
       if (beside) ImGui::SameLine();
