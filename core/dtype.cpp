@@ -253,6 +253,7 @@ void convertInTwoHalves(BulkConversion convert, size_t elementSize, const std::b
 }  // namespace
 
 void convertToFloat(DType dtype, const std::byte* src, size_t count, float* dst) {
+  if (count == 0) return;  // an empty tensor's buffers may be null, which memcpy must never be given
   if (dtype == DType::F32) {
     std::memcpy(dst, src, count * sizeof(float));  // glibc streams large copies itself
     return;
@@ -270,6 +271,7 @@ void convertToDouble(DType dtype, const std::byte* src, size_t count, double* ds
 }
 
 void convertFromFloat(DType dtype, std::span<const float> src, std::byte* dst) {
+  if (src.empty()) return;  // as convertToFloat: null buffers are allowed for no elements
   switch (dtype) {
     case DType::F32:
       std::memcpy(dst, src.data(), src.size_bytes());

@@ -101,6 +101,20 @@ TEST(DType, IntegerConversionFromUnalignedBytes) {
   EXPECT_EQ(out[2], 7.0f);
 }
 
+// A tensor with no elements (a zero in its shape) converts to nothing, whatever its buffers: an empty
+// vector's data() is null, which memcpy must not be given (found by fuzz_torch_zip; the ASan build's
+// UBSan stops this test without the check).
+TEST(DType, AnEmptyTensorConvertsWithNullBuffers) {
+  for (DType d : kAllDTypes) {
+    std::vector<float> out;
+    convertToFloat(d, nullptr, 0, out.data());
+    std::vector<double> wide;
+    convertToDouble(d, nullptr, 0, wide.data());
+    convertFromFloat(d, std::span<const float>(), nullptr);
+  }
+  SUCCEED();
+}
+
 // A conversion large enough to take the streaming, two-thread path (8 MiB of output and more) must give
 // every element's closed form: each of the 65,536 encodings appears, starting at unaligned source and
 // destination addresses, with a count that is neither a multiple of 8 nor even.
