@@ -100,6 +100,7 @@ section() {
   cp "$OUT/$name-figures/$stem-forest.png" "$CLAIMS/$stem.png"
   {
     cat "$OUT/$name-plan/plan.md"
+    echo
     cat "$OUT/$name.md"
     echo "![$stem: each arm minus the reference, paired by seed, 95% intervals over seeds and over documents, the paper's difference in red](claims/$stem.png)"
     echo
