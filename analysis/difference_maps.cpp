@@ -66,7 +66,7 @@ HeadDiffResult computeHeadDifferences(const Checkpoint& ckpt, const ModelView& v
       const FloatMatrix& m = w.at(p);
       const int64_t heads = (p == Proj::O ? m.cols : m.rows) / hd;
       for (int64_t h = 0; h < heads; ++h) {
-        out.labels.push_back(std::string(projName(p)) + std::to_string(h));
+        out.labels.push_back(headLabel({p, h}));
         out.heads.push_back({p, h});
         if (p == Proj::O) {
           for (int64_t c = 0; c < hd; ++c)
@@ -111,6 +111,40 @@ FloatMatrix comparableHeadMatrix(const Checkpoint& ckpt, const ModelView& view, 
   for (int64_t r = 0; r < m.rows; ++r)
     for (int64_t c = 0; c < m.cols; ++c) t(c, r) = m(r, c);
   return t;
+}
+
+std::string headLabel(HeadId head) {
+  return std::string(projName(head.proj)) + std::to_string(head.head);
+}
+
+HeadId parseHeadLabel(std::string_view label, const std::string& where) {
+  const auto proj = label.empty() ? std::nullopt : parseProj(label.substr(0, 1));
+  const std::string_view number = label.empty() ? label : label.substr(1);
+  const bool digits = !number.empty() && number.size() < 9 &&
+                      std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!proj || !isAttentionProj(*proj) || !digits)
+    throw Error(
+        {.what = "not a head label",
+         .where = where,
+         .expected = "q, k, v or o followed by the head's number, as the head maps label rows (q0, k3)",
+         .found = std::string(label)});
+  return {*proj, std::stoll(std::string(number))};
+}
+
+MatrixSpectrum headPairSpectrum(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId a,
+                                HeadId b, LinalgBackend& backend, double threshold, const TaskContext& ctx) {
+  FloatMatrix diff = comparableHeadMatrix(ckpt, view, layer, a);
+  const FloatMatrix other = comparableHeadMatrix(ckpt, view, layer, b);
+  if (diff.rows != other.rows || diff.cols != other.cols)  // cannot happen for heads of one layer
+    throw Error({.what = "heads of different shapes",
+                 .where = "layer " + std::to_string(layer) + ": " + headLabel(a) + " - " + headLabel(b),
+                 .expected = std::to_string(diff.rows) + " x " + std::to_string(diff.cols),
+                 .found = std::to_string(other.rows) + " x " + std::to_string(other.cols)});
+  for (size_t i = 0; i < diff.data.size(); ++i) diff.data[i] -= other.data[i];
+  MatrixSpectrum result;
+  result.id.name = "layer " + std::to_string(layer) + ": " + headLabel(a) + " - " + headLabel(b);
+  result.spectrum = computeSpectrum(diff, backend, threshold, ctx);
+  return result;
 }
 
 RankMap pairwiseDifferenceMap(std::span<const FloatMatrix> matrices, LinalgBackend& backend, double threshold,

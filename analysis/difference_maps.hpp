@@ -13,6 +13,7 @@
 
 #include "analysis/analysis_ids.hpp"
 #include "analysis/backend.hpp"
+#include "analysis/spectra.hpp"
 #include "analysis/weights.hpp"
 
 namespace sharelens {
@@ -81,6 +82,17 @@ LayerDiffResult computeLayerDifferences(const Checkpoint& ckpt, const ModelView&
 
 // A head's matrix as the head maps compare it: head_dim x hidden (an O head, hidden x head_dim, transposed).
 FloatMatrix comparableHeadMatrix(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId head);
+
+// A head as the maps label it: {K, 3} <-> "k3". parseHeadLabel throws a named Error (at `where`) for text
+// that is not a projection letter of q, k, v, o followed by a head number.
+std::string headLabel(HeadId head);
+HeadId parseHeadLabel(std::string_view label, const std::string& where);
+
+// The singular values of one cell of a head map: W_a - W_b of two heads of a layer, each as
+// comparableHeadMatrix gives it (what the Heads view shows for a clicked cell and `export --view
+// head-pair-spectrum` draws), named "layer L: a - b". Throws a named Error for a layer or head out of range.
+MatrixSpectrum headPairSpectrum(const Checkpoint& ckpt, const ModelView& view, int64_t layer, HeadId a,
+                                HeadId b, LinalgBackend& backend, double threshold, const TaskContext& ctx);
 
 // Fills a RankMap from all-pairs spectra (pair order of allPairs) and each item's ||.||_F^2.
 RankMap rankMapFromPairs(const std::vector<GramSpectrum>& pairs, const std::vector<double>& squaredNorms,

@@ -14,6 +14,8 @@
 namespace sharelens {
 
 struct TensorSummary {
+  static constexpr int kBins = 40;        // what the Model view and `export --view tensor-histogram` draw
+  static constexpr size_t kPreview = 16;  // values in `preview`
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
@@ -28,8 +30,9 @@ struct TensorSummary {
 
 // Reads the tensor in chunks (never all of it at once) and makes two passes: the mean, then the squared
 // deviations from it (so the std does not lose digits to cancellation) and the histogram.
-TensorSummary summarizeTensor(const Checkpoint& checkpoint, std::string_view name, int bins = 40,
-                              size_t previewCount = 16, const TaskContext& ctx = {});
+TensorSummary summarizeTensor(const Checkpoint& checkpoint, std::string_view name,
+                              int bins = TensorSummary::kBins, size_t previewCount = TensorSummary::kPreview,
+                              const TaskContext& ctx = {});
 
 std::string formatTensorSummary(const TensorSummary& s);  // the text `inspect --tensor` prints
 

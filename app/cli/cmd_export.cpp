@@ -3,7 +3,8 @@
 //                  [--size screen|single|double|WxH] [--dpi N] [--font-scale F] [--width PT] [--height PT]
 //                  [--no-title] [analysis parameters]
 // ID: a figure of the figure registry (app/plot/figure_registry.hpp), `training`, or a figure of a file
-// (fileFigures below: `rank-vs-step`, a run's chosen matrices at every checkpoint; `topology`,
+// (fileFigures below: `rank-vs-step`, a run's chosen matrices at every checkpoint; `tensor-histogram` of
+// --tensor NAME; `head-pair-spectrum` of --pair A,B (head labels, q0 k3) at --layer; `topology`,
 // `topology-graph`; `experiment-forest|bars|curves` of an experiment's --out; `compression-sweep`).
 // The figure a GUI view shows, without a window. PATH is a checkpoint or run directory (computed on the
 // spot), an analysis report from `sharelens analyze --json`, a run directory, a topology, an experiment's or
@@ -13,6 +14,7 @@
 #include <iostream>
 
 #include "analysis/backend.hpp"
+#include "analysis/difference_maps.hpp"
 #include "analysis/rank_dynamics.hpp"
 #include "analysis/registry.hpp"
 #include "analysis/report_json.hpp"
@@ -29,6 +31,7 @@
 #include "core/metrics_csv.hpp"
 #include "core/naming.hpp"
 #include "core/run_dir.hpp"
+#include "core/tensor_summary.hpp"
 #include "core/text.hpp"
 #include "core/topology.hpp"
 
@@ -41,9 +44,42 @@ struct FileFigureChoices {
   std::string quantity;               // rank-vs-step: --quantity
   double threshold = 0;               // rank-vs-step: the energy threshold of the analysis parameters
   std::optional<std::string> axis;    // experiment-curves: --axis tokens|flops
+  std::string tensor;                 // tensor-histogram: --tensor
+  std::string pair;                   // head-pair-spectrum: --pair A,B
+  int64_t layer = 0;                  // head-pair-spectrum: --layer
 };
 
 plot::Figure rankVsStepFigure(const std::string& input, const FileFigureChoices& c, const TaskContext& ctx);
+
+// The Model view's histogram of a clicked tensor.
+plot::Figure tensorHistogramFigure(const std::string& input, const FileFigureChoices& c,
+                                   const TaskContext& ctx) {
+  if (c.tensor.empty())
+    throw Error({.what = "no tensor named",
+                 .where = "--tensor",
+                 .expected = "a tensor of the checkpoint",
+                 .hint = "`sharelens inspect " + input + "` lists them"});
+  const auto ckpt = Checkpoint::open(resolveModelPath(input));
+  return plot::tensorHistogramFigure(
+      summarizeTensor(*ckpt, c.tensor, TensorSummary::kBins, TensorSummary::kPreview, ctx));
+}
+
+// The Heads view's spectrum of a clicked cell: two heads of one layer, by their labels in the map.
+plot::Figure headPairSpectrumFigure(const std::string& input, const FileFigureChoices& c,
+                                    const TaskContext& ctx) {
+  const std::vector<std::string_view> labels = splitList(c.pair, ',');
+  if (labels.size() != 2)
+    throw Error({.what = "not a pair of heads",
+                 .where = "--pair",
+                 .expected = "two head labels as the head map names its rows, like q0,k1",
+                 .found = c.pair.empty() ? "nothing" : c.pair});
+  const HeadId a = parseHeadLabel(labels[0], "--pair"), b = parseHeadLabel(labels[1], "--pair");
+  const auto ckpt = Checkpoint::open(resolveModelPath(input));
+  const ModelView view = openModelView(*ckpt);
+  const auto backend = makeCpuBackend();
+  return plot::headPairSpectrumFigure(
+      headPairSpectrum(*ckpt, view, c.layer, a, b, *backend, c.threshold, ctx));
+}
 
 // A topology file, or the topology a run directory's run.json records (what `topology` and `topology-graph`
 // draw: a run's design as the Designer showed it).
@@ -80,6 +116,8 @@ struct FileFigure {
 const std::vector<FileFigure>& fileFigures() {
   static const std::vector<FileFigure> figures = {
       {"rank-vs-step", rankVsStepFigure},
+      {"tensor-histogram", tensorHistogramFigure},
+      {"head-pair-spectrum", headPairSpectrumFigure},
       {"topology",
        [](const std::string& in, auto&, auto&) { return plot::topologyFigure(topologyOfInput(in)); }},
       {"topology-graph",
@@ -246,6 +284,8 @@ int runExport(Args& args) {
   const std::string matrices = args.option("matrices", "");
   for (std::string_view name : splitList(matrices, ',')) figure.matrices.emplace_back(name);
   const std::string quantity = args.option("quantity", "effective-rank");
+  const std::string tensor = args.option("tensor", "");
+  const std::string pair = args.option("pair", "");
   plot::TrainingFigureParams training;  // --view training: the Training view's choices
   const std::optional<std::string> axisGiven = args.option("axis");
   training.smoothing = static_cast<float>(args.number("smoothing", 0, 0.999).value_or(training.smoothing));
@@ -310,7 +350,10 @@ int runExport(Args& args) {
               << "\n";
     return 0;
   } else if (const FileFigure* file = fileFigure(viewName)) {
-    result = file->build(input, {figure.matrices, quantity, params.threshold, axisGiven}, ctx);
+    result = file->build(
+        input,
+        {figure.matrices, quantity, params.threshold, axisGiven, tensor, pair, figure.layer.value_or(0)},
+        ctx);
   } else {
     const plot::FigureKind& kind = plot::figureKind(viewName);
     result = kind.build(resultFor(analysis(kind.analysis), input, params, ctx), figure);

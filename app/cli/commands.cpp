@@ -168,6 +168,8 @@ const std::vector<Command>& commands() {
            "] [training: --input RUN[,RUN...] (run or experiment directories) --metric " +
            joined(plot::kRunMetricIds, "|") + " --axis " + joined(plot::kRunAxisIds, "|") +
            " --smoothing S --log-y --group-seeds] [experiment-curves: --axis tokens|flops] "
+           "[tensor-histogram: --tensor NAME] [head-pair-spectrum: --layer L --pair A,B (head labels: "
+           "q0,k1)] "
            "[--size screen|single|double|WxH (inches)] [--dpi N] [--font-scale F] [--width PT] [--height PT] "
            "[--no-title (a paper's caption carries it)] " +
            analysisParameterUsage(),

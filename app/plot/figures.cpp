@@ -85,6 +85,31 @@ Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool nor
   return f;
 }
 
+Figure headPairSpectrumFigure(const MatrixSpectrum& pair) {
+  return spectrumFigure({&pair}, true, "Spectrum of " + pair.id.name);
+}
+
+Figure tensorHistogramFigure(const TensorSummary& s) {
+  Figure f;
+  f.title = s.name;
+  f.xLabel = "value";
+  f.yLabel = "elements";
+  f.legend = false;
+  if (s.nan + s.infinite > 0)  // the bins span the finite values only
+    f.subtitle = "over its " + std::to_string(s.finite) + " finite values; " + std::to_string(s.nan) +
+                 " NaN and " + std::to_string(s.infinite) + " infinite left out";
+  Series bars;
+  bars.style = SeriesStyle::Bars;
+  const double width = (s.max - s.min) / static_cast<double>(std::max<size_t>(1, s.histogram.size()));
+  bars.barWidth = width > 0 ? width : 1.0;
+  for (size_t b = 0; b < s.histogram.size(); ++b) {
+    bars.x.push_back(s.min + (static_cast<double>(b) + 0.5) * width);
+    bars.y.push_back(static_cast<double>(s.histogram[b]));
+  }
+  f.series.push_back(std::move(bars));
+  return f;
+}
+
 namespace {
 
 // One matrix's weights against step: a band between the percentiles a normal distribution has 1.5 standard

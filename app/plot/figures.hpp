@@ -21,6 +21,7 @@
 #include "core/metrics_csv.hpp"
 #include "core/run_dir.hpp"
 #include "core/run_groups.hpp"
+#include "core/tensor_summary.hpp"
 #include "core/topology.hpp"
 
 namespace sharelens::plot {
@@ -43,6 +44,10 @@ std::vector<std::string> numberedLabels(const std::string& prefix, int64_t n);
 
 Figure spectrumFigure(const std::vector<const MatrixSpectrum*>& chosen, bool normalised,
                       const std::string& title, bool logY = true);
+// One cell of a head map, W_a - W_b (analysis/difference_maps.hpp headPairSpectrum): its normalised spectrum.
+Figure headPairSpectrumFigure(const MatrixSpectrum& pair);
+// A tensor's values (core/tensor_summary.hpp): its histogram's bins as bars, titled with its name.
+Figure tensorHistogramFigure(const TensorSummary& summary);
 
 // Every pair of the layer's attention matrices (the low-rank sharing paper's Sec. 3.1: "pairwise differences
 // between all attention weight matrices within each layer", Fig. 2a), or with `proj` only that projection's

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "analysis/activations.hpp"
+#include "analysis/difference_maps.hpp"
 #include "analysis/directshare.hpp"
 #include "analysis/embedding_study.hpp"
 #include "analysis/matrix_pca.hpp"
@@ -318,6 +319,81 @@ TEST(DirectShare, Table3RowsFromShapes) {
     EXPECT_NEAR(static_cast<double>(c.savedQkvo) / (row.layers * 4.0 * row.d * row.d), 0.3, 0.001)
         << "alpha is the share of the attention block removed";
   }
+}
+
+// The spectrum of one cell of a head map (the Heads view's clicked pair, `export --view head-pair-spectrum`):
+// the singular values of W_a - W_b of two heads as the map compares them (the low-rank sharing paper's Sec.
+// 3.1, "pairwise differences between all attention weight matrices within each layer"). Closed form: layer
+// 1's Q head 0 is K head 1 plus a matrix whose rows are s_i times distinct unit vectors, so the difference's
+// singular values are exactly the s_i; and an O head (hidden x head_dim) is compared transposed.
+TEST(HeadPairSpectrum, IsTheSingularValuesOfTheTwoHeadsDifference) {
+  const auto spec = testing::defaultSpec(Family::Llama);
+  const int64_t hd = spec.headDim, hidden = spec.hidden;
+  ASSERT_GE(hidden, hd);
+  const auto dir = testing::makeTempDir("head-pair");
+  testing::writeHfFixture(dir, spec);
+  const std::string prefix = "model.layers.1.self_attn.";
+  std::vector<float> q, k, o;
+  {
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    const auto read = [&](const std::string& name) {  // the tensor's values as floats
+      const TensorInfo& t = *std::find_if(file->tensors().begin(), file->tensors().end(),
+                                          [&](const TensorInfo& i) { return i.name == name; });
+      std::vector<float> values(static_cast<size_t>(t.numel));
+      convertToFloat(t.dtype, file->bytes(t).data(), values.size(), values.data());
+      return values;
+    };
+    q = read(prefix + "q_proj.weight"), k = read(prefix + "k_proj.weight"),
+    o = read(prefix + "o_proj.weight");
+  }
+  std::vector<double> s;  // 16, 15, ..., 1: the planted singular values
+  for (int64_t i = 0; i < hd; ++i) s.push_back(static_cast<double>(hd - i));
+  for (int64_t i = 0; i < hd; ++i)
+    for (int64_t j = 0; j < hidden; ++j) {
+      const size_t at = static_cast<size_t>(i * hidden + j);  // q head 0: rows 0..hd-1
+      const float kHead1 = k[static_cast<size_t>((hd + i) * hidden + j)];
+      q[at] = kHead1 + (j == (3 * i + 5) % hidden ? static_cast<float>(s[static_cast<size_t>(i)]) : 0.0f);
+    }
+  // O head 2 (columns 2hd..3hd-1 of the hidden x (heads hd) W_o), transposed, is Q head 0 minus 2 I's block:
+  // W_o[r, 2hd + c] = q0[c, r] - 2 [r == c], so q0 - o2^T = 2 [I 0] with hd singular values of 2.
+  const int64_t oCols = spec.heads * hd;
+  for (int64_t r = 0; r < hidden; ++r)
+    for (int64_t c = 0; c < hd; ++c)
+      o[static_cast<size_t>(r * oCols + 2 * hd + c)] =
+          q[static_cast<size_t>(c * hidden + r)] - (r == c ? 2.0f : 0.0f);
+  rewrite(dir, {{prefix + "q_proj.weight", q}, {prefix + "o_proj.weight", o}});
+
+  const auto ckpt = Checkpoint::open(dir);
+  const ModelView view = openModelView(*ckpt);
+  const auto backend = makeCpuBackend();
+  const MatrixSpectrum pair = headPairSpectrum(*ckpt, view, 1, parseHeadLabel("q0", "test"),
+                                               parseHeadLabel("k1", "test"), *backend, 0.95, {});
+  EXPECT_EQ(pair.id.name, "layer 1: q0 - k1");
+  ASSERT_GE(pair.spectrum.sigma.size(), s.size());
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(pair.spectrum.sigma[i], s[i], 1e-5 * s[0]) << i;
+  for (size_t i = s.size(); i < pair.spectrum.sigma.size(); ++i) EXPECT_NEAR(pair.spectrum.sigma[i], 0, 1e-4);
+  // The effective rank at 95%: the fewest leading s_i^2 holding 95% of their sum.
+  double total = 0, running = 0;
+  for (const double v : s) total += v * v;
+  int64_t rank = 0;
+  while (running < 0.95 * total)
+    running += s[static_cast<size_t>(rank)] * s[static_cast<size_t>(rank)], ++rank;
+  EXPECT_EQ(pair.spectrum.effectiveRank, rank);
+
+  const MatrixSpectrum withO =
+      headPairSpectrum(*ckpt, view, 1, {Proj::Q, 0}, {Proj::O, 2}, *backend, 0.95, {});
+  for (int64_t i = 0; i < hd; ++i) EXPECT_NEAR(withO.spectrum.sigma[static_cast<size_t>(i)], 2.0, 1e-5) << i;
+  EXPECT_EQ(withO.spectrum.effectiveRank, static_cast<int64_t>(std::ceil(0.95 * static_cast<double>(hd))));
+
+  // A head or layer the model does not have is a named error, and so is a label that is not a head's.
+  EXPECT_THROW(headPairSpectrum(*ckpt, view, 1, {Proj::K, spec.kvHeads}, {Proj::Q, 0}, *backend, 0.95, {}),
+               Error);
+  EXPECT_THROW(headPairSpectrum(*ckpt, view, spec.layers, {Proj::Q, 0}, {Proj::Q, 1}, *backend, 0.95, {}),
+               Error);
+  EXPECT_EQ(headLabel(parseHeadLabel("v12", "test").proj == Proj::V ? HeadId{Proj::V, 12} : HeadId{}), "v12");
+  for (const char* bad : {"", "q", "x1", "gate1", "q-1", "q1a", "01"})
+    EXPECT_THROW(parseHeadLabel(bad, "--pair"), Error) << bad;
+  fs::remove_all(dir);
 }
 
 TEST(EmbeddingStudy, FactorisationCurveRhoAndTyingGap) {

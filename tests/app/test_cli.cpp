@@ -243,9 +243,9 @@ TEST(Cli, BadArgumentsExitTwoWithUsage) {
     }
     return parts;
   };
-  std::set<std::string> figures = {"training",          "rank-vs-step",      "topology",
-                                   "topology-graph",    "experiment-forest", "experiment-bars",
-                                   "experiment-curves", "compression-sweep"};
+  std::set<std::string> figures = {
+      "training",        "rank-vs-step",      "topology",          "topology-graph",   "experiment-forest",
+      "experiment-bars", "experiment-curves", "compression-sweep", "tensor-histogram", "head-pair-spectrum"};
   for (const plot::FigureKind& k : plot::figureKinds()) figures.emplace(k.id);
   EXPECT_EQ(split(between("render a figure (", ") without a window"), ", "), figures);
   std::set<std::string> quantities(plot::kRankQuantityNames.begin(), plot::kRankQuantityNames.end());

@@ -768,33 +768,72 @@ TEST_F(GuiInput, TheOpenDialogIsOpaqueOverEveryView) {
 // Training view's panels and `export --view training` through plot::trainingPanels, with the runs labelled
 // by core/run_groups' runLabel (the command used to label and smooth them by its own code). Every analysis
 // view's first figure, with the analyses' default parameters on both sides.
+// The figures a view shows of what was clicked in it are exported the same way: the Model view's histogram of
+// a tensor (`--view tensor-histogram --tensor NAME`) and the Heads view's spectrum of a clicked pair
+// (`--view head-pair-spectrum --layer L --pair A,B`, read back from the view's probe).
 TEST_F(GuiInput, AViewsExportIsTheHeadlessExportOfTheSameFigure) {
-  for (const auto& [view, figure, button] : {std::tuple{"Heads", "heads", "heads-layer0"},
-                                             {"Layers", "layers", "layers-q"},
-                                             {"Spectrum", "spectrum", "spectrum"},
-                                             {"MASA", "masa-coefficients", "masa-coefficients"},
-                                             {"DirectShare", "directshare", "directshare"},
-                                             {"Embedding", "embedding-spectrum", "embedding-spectrum"},
-                                             {"ESD", "esd-alpha", "esd-alpha"},
-                                             {"Training", "training", "training-loss"}}) {
-    const fs::path data = s_dir / ("xdg-same-" + std::string(figure));
-    const auto s = session(
-        "same-" + std::string(figure),
-        dataHome(data) + binaryOn("run") + " --view " + view + " --exit-after 90",
-        {"waitfor '\"export/" + std::string(button) + "/svg\"'", "sleep 1",
-         "click export/" + std::string(button) + "/svg", "waitfor '\"export/path\"'", "click export/save",
-         "for i in $(seq 100); do ls " + shellQuote((data / "sharelens" / "exports").string()) +
-             "/*.svg >/dev/null 2>&1 && break; sleep 0.2; done; sleep 0.5"});
-    ASSERT_EQ(s.result.exitCode, 0) << view << ": " << s.result.err;
+  const std::string tensor = Checkpoint::open(resolveModelPath(s_dir / "run"))->tensorNames()[2];
+  // The first row of the Heads view's lowest-rank pairs (the heads/lowest/ item nearest the top).
+  const std::string firstPair =
+      "/usr/bin/python3 -c 'import json, sys; items = json.load(open(sys.argv[1]))[\"items\"]; "
+      "print(min((k for k in items if k.startswith(\"heads/lowest/\")), key=lambda k: items[k][1]))' " +
+      shellQuote((s_dir / "ui-same-head-pair-spectrum.json").string());
+  struct Case {
+    std::string view, figure, button;
+    std::vector<std::string> before;  // script steps that make the figure
+    std::string args;                 // of `export`, beyond --view, --input and --out
+  };
+  const std::vector<Case> cases = {
+      {"Heads", "heads", "heads-layer0"},
+      {"Layers", "layers", "layers-q"},
+      {"Spectrum", "spectrum", "spectrum"},
+      {"MASA", "masa-coefficients", "masa-coefficients"},
+      {"DirectShare", "directshare", "directshare"},
+      {"Embedding", "embedding-spectrum", "embedding-spectrum"},
+      {"ESD", "esd-alpha", "esd-alpha"},
+      {"Training", "training", "training-loss"},
+      {"Model",
+       "tensor-histogram",
+       "tensor-histogram-" + fileStem(tensor),
+       {"click tensor/" + tensor, "waitfor '\"ready\":true'"},
+       "--tensor " + tensor},
+      {"Heads",
+       "head-pair-spectrum",
+       "head-pair-spectrum",
+       {"waitfor '\"heads/lowest/'", "sleep 1", "key=$(" + firstPair + ") && click \"$key\""}},
+  };
+  for (const Case& c : cases) {
+    const fs::path data = s_dir / ("xdg-same-" + c.figure);
+    std::vector<std::string> script = c.before;
+    for (const std::string& step :
+         {"waitfor '\"export/" + c.button + "/svg\"'", std::string("sleep 1"),
+          "click export/" + c.button + "/svg", std::string("waitfor '\"export/path\"'"),
+          std::string("click export/save"),
+          "for i in $(seq 100); do ls " + shellQuote((data / "sharelens" / "exports").string()) +
+              "/*.svg >/dev/null 2>&1 && break; sleep 0.2; done; sleep 0.5"})
+      script.push_back(step);
+    const auto s =
+        session("same-" + c.figure,
+                dataHome(data) + binaryOn("run") + " --view " + c.view + " --exit-after 90", script);
+    ASSERT_EQ(s.result.exitCode, 0) << c.view << ": " << s.result.err;
     std::vector<fs::path> written;
     for (const auto& e : fs::directory_iterator(data / "sharelens" / "exports")) written.push_back(e.path());
-    ASSERT_EQ(written.size(), 1u) << view;
-    const fs::path headless = s_dir / ("same-" + std::string(figure) + ".svg");
-    const auto r =
-        runProcess(kBinary + " export --view " + figure + " --input " + shellQuote((s_dir / "run").string()) +
-                   " --out " + shellQuote(headless.string()));
+    ASSERT_EQ(written.size(), 1u) << c.view;
+    std::string args = c.args;
+    if (c.figure == "head-pair-spectrum") {  // the clicked pair, "layer L: A - B", as export names it
+      const std::string pair = readState(s.state)["state"]["heads/pair"].get<std::string>();
+      const size_t colon = pair.find(": "), dash = pair.find(" - ");
+      ASSERT_TRUE(pair.rfind("layer ", 0) == 0 && colon != std::string::npos && dash != std::string::npos)
+          << pair;
+      args = "--layer " + pair.substr(6, colon - 6) + " --pair " + pair.substr(colon + 2, dash - colon - 2) +
+             "," + pair.substr(dash + 3);
+    }
+    const fs::path headless = s_dir / ("same-" + c.figure + ".svg");
+    const auto r = runProcess(kBinary + " export --view " + c.figure + " --input " +
+                              shellQuote((s_dir / "run").string()) + " --out " +
+                              shellQuote(headless.string()) + " " + args);
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(readTextFile(written[0]), readTextFile(headless)) << view << ": " << written[0];
+    EXPECT_EQ(readTextFile(written[0]), readTextFile(headless)) << c.view << ": " << written[0];
   }
 }
 
@@ -1066,6 +1105,7 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
                                            "compression-sweep", "rank-vs-step"};
   const std::vector<std::string> views = exportFigureNames();
   ASSERT_GE(views.size(), 20u) << "export's usage no longer lists its figures";
+  const std::string tensor = Checkpoint::open(resolveModelPath(s_dir / "run"))->tensorNames().front();
   for (const std::string& view : views) {
     if (elsewhere.count(view)) continue;
     // `topology` from its file; every other figure (`topology-graph` too: its run's topology) from the run
@@ -1075,7 +1115,9 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
       const auto r =
           runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
                      " --out " + shellQuote(out.string()) + " --tokens 512 --embedding-loss-tokens 1024" +
-                     (view == "masa-correlation" ? " --proj q" : ""));
+                     (view == "masa-correlation" ? " --proj q" : "") +
+                     (view == "tensor-histogram" ? " --tensor " + tensor : "") +
+                     (view == "head-pair-spectrum" ? " --layer 1 --pair q0,o3" : ""));
       ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }

@@ -30,9 +30,7 @@ class HeadsPanel : public View {
     out.emplace_back(
         "heads-layer" + std::to_string(h->layers[static_cast<size_t>(index)].layer) + stemSuffix(),
         *registryFigure(ctx, *m, "heads", params(ctx, index), choiceKey(index)));
-    if (m_pair)
-      out.emplace_back("head-pair-spectrum",
-                       plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name));
+    if (m_pair) out.emplace_back("head-pair-spectrum", plot::headPairSpectrumFigure(*m_pair));
     return out;
   }
 
@@ -94,11 +92,9 @@ class HeadsPanel : public View {
       if (m_computing) drawPending("the pair's spectrum");
       probe::state("heads/pair", [&] { return m_pair ? m_pair->id.name : std::string(); });
       if (m_pair) {
-        const plot::Figure pairFigure =
-            plot::spectrumFigure({&*m_pair}, true, "Spectrum of " + m_pair->id.name);
-        plot::plotWidget("##pairspectrum", pairFigure, m_pairPlot,
-                         ImVec2(-1, std::max(200.0f, ImGui::GetContentRegionAvail().y)), ctx.textures,
-                         ctx.style);
+        const plot::Figure pairFigure = plot::headPairSpectrumFigure(*m_pair);
+        plotWithExports(ctx, "##pairspectrum", pairFigure, m_pairPlot, -1,
+                        std::max(200.0f, ImGui::GetContentRegionAvail().y), "head-pair-spectrum");
       } else if (!m_computing) {
         ImGui::TextDisabled("click a cell of the map");
       }
@@ -176,7 +172,7 @@ class HeadsPanel : public View {
     const HeadId ha = layer.heads[static_cast<size_t>(a)], hb = layer.heads[static_cast<size_t>(b)];
     const std::string name = "layer " + std::to_string(layer.layer) + ": " +
                              layer.labels[static_cast<size_t>(a)] + " - " +
-                             layer.labels[static_cast<size_t>(b)];
+                             layer.labels[static_cast<size_t>(b)];  // the job's name
     const auto ckpt = m.checkpoint;
     const auto view = m.view;
     const int64_t l = layer.layer;
@@ -186,13 +182,8 @@ class HeadsPanel : public View {
     ctx.jobs.submit(
         "spectrum of " + name,
         [=, this](const TaskContext& task) -> JobSystem::Completion {
-          FloatMatrix diff = comparableHeadMatrix(*ckpt, *view, l, ha);
-          const FloatMatrix other = comparableHeadMatrix(*ckpt, *view, l, hb);
-          for (size_t i = 0; i < diff.data.size(); ++i) diff.data[i] -= other.data[i];
-          auto backend = makeCpuBackend();
-          MatrixSpectrum result;
-          result.id.name = name;
-          result.spectrum = computeSpectrum(diff, *backend, threshold, task);
+          const auto backend = makeCpuBackend();
+          MatrixSpectrum result = headPairSpectrum(*ckpt, *view, l, ha, hb, *backend, threshold, task);
           return [this, result, forResult] {
             if (forResult != m_shownResult) return;  // the map changed while it computed
             m_pair = result;

@@ -11,6 +11,7 @@
 
 #include "app/gui/ui_probe.hpp"
 #include "app/gui/view.hpp"
+#include "app/plot/figures.hpp"
 #include "app/plot/plot_widget.hpp"
 #include "core/checkpoint_diff.hpp"
 #include "core/error.hpp"
@@ -25,6 +26,12 @@ namespace {
 class ModelPanel : public View {
  public:
   ViewId id() const override { return ViewId::Model; }
+
+  // The clicked tensor's histogram, as `export --view tensor-histogram --tensor NAME` draws it.
+  std::vector<std::pair<std::string, plot::Figure>> figures(AppContext&) override {
+    if (!m_details || !m_details->summary) return {};
+    return {{"tensor-histogram-" + fileStem(m_details->name), m_details->histogram}};
+  }
 
   void draw(AppContext& ctx) override {
     drawStepSlider(ctx);
@@ -313,9 +320,10 @@ class ModelPanel : public View {
     details->job = ctx.jobs.submit(
         "details of " + details->name,
         [details, ckpt = m.checkpoint](const TaskContext& task) -> JobSystem::Completion {
-          TensorSummary s = summarizeTensor(*ckpt, details->name, 40, 16, task);
+          TensorSummary s =
+              summarizeTensor(*ckpt, details->name, TensorSummary::kBins, TensorSummary::kPreview, task);
           return [details, s = std::move(s)]() mutable {
-            details->histogram = histogramFigure(s);
+            details->histogram = plot::tensorHistogramFigure(s);
             details->summary = std::move(s);
           };
         },
@@ -329,23 +337,6 @@ class ModelPanel : public View {
   void dropDetails(AppContext& ctx) {
     if (m_details && !m_details->summary && m_details->error.empty()) ctx.jobs.cancel(m_details->job);
     m_details.reset();
-  }
-
-  static plot::Figure histogramFigure(const TensorSummary& s) {
-    plot::Figure f;
-    f.xLabel = "value";
-    f.yLabel = "elements";
-    f.legend = false;
-    plot::Series bars;
-    bars.style = plot::SeriesStyle::Bars;
-    const double width = (s.max - s.min) / static_cast<double>(std::max<size_t>(1, s.histogram.size()));
-    bars.barWidth = width > 0 ? width : 1.0;
-    for (size_t b = 0; b < s.histogram.size(); ++b) {
-      bars.x.push_back(s.min + (static_cast<double>(b) + 0.5) * width);
-      bars.y.push_back(static_cast<double>(s.histogram[b]));
-    }
-    f.series.push_back(std::move(bars));
-    return f;
   }
 
   void drawDetails(AppContext& ctx) {
@@ -386,8 +377,8 @@ class ModelPanel : public View {
     }
     ImGui::TextWrapped("%s", preview.c_str());
     if (!s.histogram.empty())
-      plot::plotWidget("##tensor-histogram", d.histogram, m_histogramState, ImVec2(-1, 200), ctx.textures,
-                       ctx.style);
+      plotWithExports(ctx, "##tensor-histogram", d.histogram, m_histogramState, -1,
+                      200 + ImGui::GetFrameHeightWithSpacing(), "tensor-histogram-" + fileStem(d.name));
   }
 
   char m_filter[128] = "";
