@@ -13,6 +13,8 @@
 # Goal: 90 minutes per experiment on two cores.
 # Usage: tests/tools/run_claims.sh BUILD_DIR [OUT_DIR]
 #        tests/tools/run_claims.sh --assemble   (only CLAIMS.md, from the sections present)
+#        tests/tools/run_claims.sh --sections BUILD_DIR [OUT_DIR]   (rewrite the finished experiments'
+#                                               sections from OUT_DIR's runs, then CLAIMS.md; trains nothing)
 set -euo pipefail
 # Started with setsid (as a background job should be), the script is in an autogroup of its own, where its
 # own nice value does not yield to the rest of the machine: lower the group's share too (Linux autogroups).
@@ -86,12 +88,18 @@ if [ "${1:-}" = "--assemble" ]; then
   assemble
   exit 0
 fi
+only_sections=0
+if [ "${1:-}" = "--sections" ]; then
+  only_sections=1
+  shift
+fi
 BUILD="$(cd "${1:-build}" && pwd)"
 OUT="${2:-$ROOT/out/claims}"
 SL="$BUILD/sharelens"
 mkdir -p "$OUT" "$RESULTS"
 
-# section NAME: docs/claims/NAME.md, the plan, the report and the forest plot of a finished experiment.
+# section NAME: docs/claims/NAME.md of a finished experiment: its report and forest plot, then how it was
+# planned (the plan's own heading one level down, inside the claim's section).
 section() {
   local name="$1" stem
   stem=$(field "$name" "e['name']")
@@ -99,14 +107,25 @@ section() {
     --reproduce "sharelens experiment plan assets/experiments/$name.json --out runs/$name-plan && sharelens experiment run runs/$name-plan/planned.json --out runs/$name && sharelens experiment report runs/$name --md $name.md" >/dev/null
   cp "$OUT/$name-figures/$stem-forest.png" "$CLAIMS/$stem.png"
   {
-    cat "$OUT/$name-plan/plan.md"
-    echo
     cat "$OUT/$name.md"
     echo "![$stem: each arm minus the reference, paired by seed, 95% intervals over seeds and over documents, the paper's difference in red](claims/$stem.png)"
+    echo
+    sed 's/^## Plan for /### How it was planned: /' "$OUT/$name-plan/plan.md"
     echo
   } > "$CLAIMS/$name.md.tmp"
   mv "$CLAIMS/$name.md.tmp" "$CLAIMS/$name.md"
 }
+
+if [ "$only_sections" = 1 ]; then
+  for name in "${order[@]}"; do
+    if [ -f "$CLAIMS/$name.md" ] && [ -f "$OUT/$name/experiment.json" ] && [ -f "$OUT/$name-plan/plan.md" ]; then
+      echo "== $name: section rewritten" >&2
+      section "$name"
+    fi
+  done
+  assemble
+  exit 0
+fi
 
 for name in "${order[@]}"; do
   echo "== $name" >&2
