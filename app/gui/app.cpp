@@ -532,26 +532,7 @@ class App {
     probe::item("export/save");
     probe::state("export/missing-folder", [&] { return missingFolder; });
     if (save) {
-      try {
-        if (missingFolder) fs::create_directories(path.parent_path());
-        if (table) {
-          m_export->writeTable(path);
-          notify("wrote " + path.string());
-        } else {
-          ExportOptions options = m_export->options;
-          options.size = m_exportSize.size;
-          notify("exported " +
-                 exportedFileDescription(path, options.size, exportPanels(m_export->panels, path, options)));
-        }
-      } catch (const Error& e) {
-        error(e.what());
-      } catch (const fs::filesystem_error& e) {
-        error(Error({.what = "cannot create the folder",
-                     .where = path.parent_path().string(),
-                     .found = e.code().message(),
-                     .hint = "choose a folder you can write to"})
-                  .what());
-      }
+      saveInBackground(std::move(*m_export), path, missingFolder);
       m_export.reset();
       ImGui::CloseCurrentPopup();
     }
@@ -724,6 +705,38 @@ class App {
     std::function<void(const fs::path&)> writeTable;  // a table instead of figures (CSV)
     char path[1024];
   };
+
+  // Writes what the Save As dialog asked a path for, on the Files lane (Cairo renders a large PNG or PDF for
+  // seconds; the UI thread never waits on it): the status line says when it is written, the errors panel why
+  // not.
+  void saveInBackground(PendingExport what, const fs::path& path, bool makeFolder) {
+    ExportOptions options = what.options;
+    options.size = m_exportSize.size;
+    m_jobs.submit(
+        "save " + path.filename().string(),
+        [this, what = std::move(what), path, makeFolder,
+         options](const TaskContext&) -> JobSystem::Completion {
+          if (makeFolder) {
+            std::error_code ec;
+            fs::create_directories(path.parent_path(), ec);
+            if (ec)
+              throw Error({.what = "cannot create the folder",
+                           .where = path.parent_path().string(),
+                           .found = ec.message(),
+                           .hint = "choose a folder you can write to"});
+          }
+          if (what.writeTable) {
+            what.writeTable(path);
+            return [this, path] { notify("wrote " + path.string()); };
+          }
+          const FigureSize written = exportPanels(what.panels, path, options);
+          return [this, path, options, written] {
+            notify("exported " + exportedFileDescription(path, options.size, written));
+          };
+        },
+        {}, JobSystem::Lane::Files);
+  }
+
   std::optional<PendingExport> m_export;  // the figure the Save As dialog is asking a path for
   FigureSizeChoice m_exportSize;          // the page the last export used
   bool m_exportDialog = false;

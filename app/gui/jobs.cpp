@@ -12,6 +12,8 @@ JobSystem::JobSystem(int workers, std::function<void()> wakeUi, ErrorHandler onE
     m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop, Lane::Analysis); });
   for (int i = 0; i < kLongWorkers; ++i)
     m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop, Lane::Long); });
+  for (int i = 0; i < kFilesWorkers; ++i)
+    m_workers.emplace_back([this](std::stop_token stop) { workerLoop(stop, Lane::Files); });
 }
 
 namespace {
@@ -57,12 +59,14 @@ void JobSystem::cancel(uint64_t id) {
 
 void JobSystem::cancelAll() {
   std::lock_guard lock(m_mutex);
-  for (auto& queue : m_queue) {
+  for (const Lane lane : {Lane::Analysis, Lane::Long}) {  // never the saves: see the header
+    auto& queue = m_queue[index(lane)];
     for (auto& j : queue)
       if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
     queue.clear();
   }
-  for (auto& j : m_running) j->stop.request_stop();
+  for (auto& j : m_running)
+    if (j->lane != Lane::Files) j->stop.request_stop();
 }
 
 void JobSystem::drainCompletions() {
@@ -105,7 +109,8 @@ void JobSystem::workerLoop(std::stop_token stop, Lane lane) {
     {
       std::unique_lock lock(m_mutex);
       m_ready[index(lane)].wait(lock, stop, [&] { return !queue.empty(); });
-      if (stop.stop_requested()) return;
+      // Stopped (the app exits): a worker leaves, but the Files lane's only once every save is written.
+      if (stop.stop_requested() && (lane != Lane::Files || queue.empty())) return;
       job = queue.front();
       queue.pop_front();
       job->started = true;

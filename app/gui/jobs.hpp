@@ -28,10 +28,13 @@ class JobSystem {
   using Finished = std::function<void(Status, const std::string& error)>;
   using ErrorHandler = std::function<void(const std::string& job, const std::string& message)>;
 
-  // Two lanes, each with its own workers: analyses (seconds to minutes; what the views wait for) and long
+  // Three lanes, each with its own workers: analyses (seconds to minutes; what the views wait for), long
   // jobs (experiments, compression sweeps: hours), so that a long job never holds the workers the views'
-  // "computing ..." wait on. Long jobs queue behind each other on their one worker.
-  enum class Lane { Analysis, Long };
+  // "computing ..." wait on, and files (Save As: a figure rendered by Cairo, a CSV table), so that a save is
+  // written at once, off the UI thread, whatever is computing. Long jobs, and saves, queue behind each other
+  // on their lane's one worker.
+  enum class Lane { Analysis, Long, Files };
+  static constexpr size_t kLanes = 3;
   // Quiet: a refresh the view repeats on its own (the Experiments view's report, about once a second),
   // which the job bar does not list -- its line would come and go each second and move the views with it.
   enum class Shown { InJobBar, Quiet };
@@ -45,6 +48,8 @@ class JobSystem {
   uint64_t submit(std::string name, Work work, Finished finished = {}, Lane lane = Lane::Analysis,
                   Shown shown = Shown::InJobBar);
   void cancel(uint64_t id);
+  // Every job but the Files lane's: a save the user asked for is written, even when the app exits (the
+  // destructor cancels the rest, then joins the Files worker once it has written every queued save).
   void cancelAll();
   void drainCompletions();  // UI thread, once per frame
 
@@ -70,14 +75,14 @@ class JobSystem {
     Lane lane = Lane::Analysis;
     Shown shown = Shown::InJobBar;
   };
-  static constexpr int kLongWorkers = 1;
+  static constexpr int kLongWorkers = 1, kFilesWorkers = 1;
   void workerLoop(std::stop_token stop, Lane lane);
 
   std::function<void()> m_wake;
   ErrorHandler m_onError;
   mutable std::mutex m_mutex;
-  std::array<std::condition_variable_any, 2> m_ready;       // by Lane
-  std::array<std::deque<std::shared_ptr<Job>>, 2> m_queue;  // by Lane
+  std::array<std::condition_variable_any, kLanes> m_ready;       // by Lane
+  std::array<std::deque<std::shared_ptr<Job>>, kLanes> m_queue;  // by Lane
   std::vector<std::shared_ptr<Job>> m_running;
   std::vector<Completion> m_completions;
   uint64_t m_next = 1;

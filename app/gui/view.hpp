@@ -43,7 +43,7 @@ struct AppContext {
   std::function<void(std::vector<plot::Figure>, const std::string&, const std::string&, const ExportOptions&)>
       saveFigureAs;
   // Save As for a table: offered as <model>-<step>-<view>.<ext> in the exports folder; `write` writes the
-  // chosen path.
+  // chosen path on a worker thread (JobSystem's Files lane), so it must own copies of what it writes.
   std::function<void(const std::string& model, int64_t step, const std::string& view, const std::string& ext,
                      std::function<void(const std::filesystem::path&)> write)>
       saveTableAs;

@@ -177,6 +177,54 @@ TEST(JobSystem, AQuietJobRunsAndEndsLikeAnyButIsNeitherListedNorBusy) {
 // Issue 38 hazard 4: long jobs (an experiment, a compression sweep: hours) have their own lane. With both
 // analysis workers' worth of long jobs running -- and one more queued behind them -- an analysis still
 // starts and ends at once; the long lane runs one job at a time.
+// Save As writes on the Files lane (the UI thread never renders a PNG or PDF): a save is written while both
+// other lanes are busy, and saves still queued when the app exits are written before the destructor returns
+// (cancelAll and the destructor drop analyses, never a file the user asked for).
+TEST(JobSystem, SavesRunBesideBusyLanesAndAreWrittenEvenWhenTheAppExits) {
+  std::atomic<bool> release{false};
+  std::atomic<int> written{0};
+  {
+    JobSystem jobs(1, {}, {});
+    Ended analysis, experiment, first;
+    const auto hold = [&](const TaskContext& ctx) -> JobSystem::Completion {
+      while (!release && !ctx.stop.stop_requested())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return nullptr;
+    };
+    jobs.submit("spectra", hold, record(analysis));
+    jobs.submit("experiment", hold, record(experiment), JobSystem::Lane::Long);
+    jobs.submit(
+        "save a.pdf",
+        [&](const TaskContext&) -> JobSystem::Completion {
+          ++written;
+          return nullptr;
+        },
+        record(first), JobSystem::Lane::Files);
+    drainUntil(jobs, [&] { return first.status.has_value(); });
+    ASSERT_TRUE(first.status) << "a save waited behind an analysis or an experiment";
+    EXPECT_EQ(*first.status, JobSystem::Status::Ok);
+    // Saves queued behind a slow one, then the app exits: the analyses are cancelled, every save is written.
+    jobs.submit(
+        "save big.png",
+        [&](const TaskContext&) -> JobSystem::Completion {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          ++written;
+          return nullptr;
+        },
+        {}, JobSystem::Lane::Files);
+    for (int i = 0; i < 3; ++i)
+      jobs.submit(
+          "save table.csv",
+          [&](const TaskContext&) -> JobSystem::Completion {
+            ++written;
+            return nullptr;
+          },
+          {}, JobSystem::Lane::Files);
+    jobs.cancelAll();
+  }  // the destructor joins
+  EXPECT_EQ(written, 5) << "a save queued at exit was dropped";
+}
+
 TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
   JobSystem jobs(2, {}, {});
   std::atomic<int> longRunning{0}, longStarted{0};
