@@ -89,7 +89,7 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
 // that make it): what a view shows and exports is what `sharelens export --view id` renders. nullptr while
 // the analysis has no result. Choices the result cannot give draw an empty figure that says why (the
 // registry's named Error), never an exception out of a draw().
-const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, std::string_view id,
+const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, plot::FigureId id,
                                    const plot::FigureParams& params, const std::string& key = "");
 
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls

@@ -25,7 +25,8 @@ namespace {
 // result typed. A result of another kind (an entry bound to the wrong analysis) is a named error, not a
 // null dereference.
 template <class T, class Build>
-FigureKind figure(std::string_view id, AnalysisId<T> analysis, std::string_view summary, Build build) {
+FigureKind figure(FigureId figureId, AnalysisId<T> analysis, std::string_view summary, Build build) {
+  const std::string_view id = figureId.name;
   return {id, analysis.id, summary, [id, analysis, build](const AnalysisResult& r, const FigureParams& p) {
             const T* result = resultAs<T>(r);
             if (!result)
@@ -50,7 +51,7 @@ std::vector<const MatrixPcaGroup*> groupsOf(const std::vector<MatrixPcaGroup>& a
 std::vector<FigureKind> makeKinds() {
   std::vector<FigureKind> k;
   k.push_back(figure(
-      "spectrum", analyses::kSpectra, "singular values of chosen matrices (log y)",
+      figure_ids::kSpectrum, analyses::kSpectra, "singular values of chosen matrices (log y)",
       [](const std::vector<MatrixSpectrum>& spectra, const FigureParams& p) {
         int64_t layers = 0;
         for (const MatrixSpectrum& s : spectra) layers = std::max(layers, s.id.layer + 1);
@@ -67,16 +68,16 @@ std::vector<FigureKind> makeKinds() {
         }
         return spectrumFigure(chosen, p.normalised, "Singular-value spectra", p.logY);
       }));
-  k.push_back(figure("heads", analyses::kHeads, "effective rank of W_a - W_b for the heads of one layer",
-                     [](const HeadDiffResult& h, const FigureParams& p) {
-                       const int64_t layer = p.layer.value_or(0);
-                       if (layer < 0 || layer >= static_cast<int64_t>(h.layers.size()))
-                         noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1),
-                                std::to_string(layer));
-                       return headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold,
-                                                   p.colormap, {p.headProj, p.fitRange});
-                     }));
-  k.push_back(figure("layers", analyses::kLayers, "effective rank of W_l - W_m for one projection",
+  k.push_back(figure(
+      figure_ids::kHeads, analyses::kHeads, "effective rank of W_a - W_b for the heads of one layer",
+      [](const HeadDiffResult& h, const FigureParams& p) {
+        const int64_t layer = p.layer.value_or(0);
+        if (layer < 0 || layer >= static_cast<int64_t>(h.layers.size()))
+          noSuch("layer out of range", "0.." + std::to_string(h.layers.size() - 1), std::to_string(layer));
+        return headDifferenceFigure(h.layers[static_cast<size_t>(layer)], h.threshold, p.colormap,
+                                    {p.headProj, p.fitRange});
+      }));
+  k.push_back(figure(figure_ids::kLayers, analyses::kLayers, "effective rank of W_l - W_m for one projection",
                      [](const LayerDiffResult& l, const FigureParams& p) {
                        const auto it = std::find_if(l.maps.begin(), l.maps.end(),
                                                     [&](const LayerDiffMap& m) { return m.proj == p.proj; });
@@ -85,30 +86,32 @@ std::vector<FigureKind> makeKinds() {
                                 std::string(projName(p.proj)));
                        return layerDifferenceFigure(*it, l.threshold, p.colormap);
                      }));
-  k.push_back(figure("layer-outputs", analyses::kActivations, "effective rank of dh_l - dh_m over text",
+  k.push_back(figure(figure_ids::kLayerOutputs, analyses::kActivations,
+                     "effective rank of dh_l - dh_m over text",
                      [](const ActivationResults& a, const FigureParams& p) {
                        return layerOutputDifferenceFigure(a.layerOutputs, a.tokens, a.threshold, p.colormap);
                      }));
-  k.push_back(figure("kl-drift", analyses::kActivations,
+  k.push_back(figure(figure_ids::kKlDrift, analyses::kActivations,
                      "logit-lens KL drift between consecutive layers and its MASA groups",
                      [](const ActivationResults& a, const FigureParams&) { return klDriftFigure(a); }));
-  k.push_back(figure("attention-similarity", analyses::kActivations,
+  k.push_back(figure(figure_ids::kAttentionSimilarity, analyses::kActivations,
                      "cosine similarity of heads' attention maps over text",
                      [](const ActivationResults& a, const FigureParams& p) {
                        return attentionSimilarityFigure(a.attentionSimilarity, a.headLabels, p.colormap);
                      }));
-  k.push_back(figure("masa-coefficients", analyses::kMasa,
+  k.push_back(figure(figure_ids::kMasaCoefficients, analyses::kMasa,
                      "Matrix PCA coefficients of one projection's layer group",
                      [](const std::vector<MatrixPcaGroup>& r, const FigureParams& p) {
                        const auto groups = groupsOf(r, p.proj);
                        return masaCoefficientFigure(*groups[std::min(p.group, groups.size() - 1)]);
                      }));
-  k.push_back(figure("masa-variance", analyses::kMasa, "variance explained against the number of atoms",
+  k.push_back(figure(figure_ids::kMasaVariance, analyses::kMasa,
+                     "variance explained against the number of atoms",
                      [](const std::vector<MatrixPcaGroup>& r, const FigureParams& p) {
                        return masaVarianceFigure(groupsOf(r, p.proj));
                      }));
   k.push_back(figure(
-      "masa-correlation", analyses::kMasaTrained, "atom correlation of a learned MASA dictionary",
+      figure_ids::kMasaCorrelation, analyses::kMasaTrained, "atom correlation of a learned MASA dictionary",
       [](const std::vector<LearnedDictionaryMap>& maps, const FigureParams& p) {
         const auto it = std::find_if(maps.begin(), maps.end(),
                                      [&](const LearnedDictionaryMap& m) { return m.proj == p.proj; });
@@ -121,18 +124,19 @@ std::vector<FigureKind> makeKinds() {
         return atomCorrelationFigure(it->correlation,
                                      "(learned atoms, " + std::string(projName(p.proj)) + ")");
       }));
-  k.push_back(figure("directshare", analyses::kDirectShare, "cosine similarity of [W_q ; W_k] between units",
+  k.push_back(figure(figure_ids::kDirectShare, analyses::kDirectShare,
+                     "cosine similarity of [W_q ; W_k] between units",
                      [](const DirectShareResult& r, const FigureParams&) { return directShareFigure(r); }));
   k.push_back(
-      figure("embedding-spectrum", analyses::kEmbedding, "singular values of the token embedding",
+      figure(figure_ids::kEmbeddingSpectrum, analyses::kEmbedding, "singular values of the token embedding",
              [](const EmbeddingStudy& r, const FigureParams&) { return embeddingSpectrumFigure(r); }));
-  k.push_back(figure("embedding-loss", analyses::kEmbeddingLoss,
+  k.push_back(figure(figure_ids::kEmbeddingLoss, analyses::kEmbeddingLoss,
                      "held-out NLL with the embedding truncated to each rank (Fig. 2c)",
                      [](const EmbeddingStudy& r, const FigureParams&) { return embeddingLossFigure(r); }));
-  k.push_back(figure("factorization", analyses::kEmbedding, "factorisation error against the rank",
+  k.push_back(figure(figure_ids::kFactorization, analyses::kEmbedding, "factorisation error against the rank",
                      [](const EmbeddingStudy& r, const FigureParams&) { return factorizationFigure(r); }));
   k.push_back(figure(
-      "esd", analyses::kEsd, "eigenvalue density of one matrix with its power-law fit (log-log)",
+      figure_ids::kEsd, analyses::kEsd, "eigenvalue density of one matrix with its power-law fit (log-log)",
       [](const std::vector<MatrixEsd>& all, const FigureParams& p) {
         const auto it = std::find_if(all.begin(), all.end(), [&](const MatrixEsd& e) {
           return e.id.layer == p.layer.value_or(0) && e.id.proj == p.proj;
@@ -189,7 +193,7 @@ std::vector<FigureKind> makeKinds() {
         return f;
       }));
   k.push_back(figure(
-      "esd-alpha", analyses::kEsd, "power-law alpha of every projection against the layer",
+      figure_ids::kEsdAlpha, analyses::kEsd, "power-law alpha of every projection against the layer",
       [](const std::vector<MatrixEsd>& all, const FigureParams&) {
         Figure f;
         f.title = "Power-law alpha of the weight ESDs";
@@ -234,6 +238,10 @@ const FigureKind& figureKind(std::string_view id) {
                .where = "--view",
                .expected = figureIds(),
                .found = "'" + std::string(id) + "'"});
+}
+
+const FigureKind& figureKind(FigureId id) {
+  return figureKind(id.name);
 }
 
 }  // namespace sharelens::plot

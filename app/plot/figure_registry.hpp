@@ -31,6 +31,30 @@ struct FigureParams {
   bool fitRange = false;              // head maps: colours span the shown ranks, not 0..max
 };
 
+// A figure of the registry, named in code by one of the constants below, never by a string literal: the
+// registry's table and the views use the same constant (a user's text, `export --view NAME`, is looked up by
+// name).
+struct FigureId {
+  std::string_view name;
+};
+namespace figure_ids {
+inline constexpr FigureId kSpectrum{"spectrum"};
+inline constexpr FigureId kHeads{"heads"};
+inline constexpr FigureId kLayers{"layers"};
+inline constexpr FigureId kLayerOutputs{"layer-outputs"};
+inline constexpr FigureId kKlDrift{"kl-drift"};
+inline constexpr FigureId kAttentionSimilarity{"attention-similarity"};
+inline constexpr FigureId kMasaCoefficients{"masa-coefficients"};
+inline constexpr FigureId kMasaVariance{"masa-variance"};
+inline constexpr FigureId kMasaCorrelation{"masa-correlation"};
+inline constexpr FigureId kDirectShare{"directshare"};
+inline constexpr FigureId kEmbeddingSpectrum{"embedding-spectrum"};
+inline constexpr FigureId kEmbeddingLoss{"embedding-loss"};
+inline constexpr FigureId kFactorization{"factorization"};
+inline constexpr FigureId kEsd{"esd"};
+inline constexpr FigureId kEsdAlpha{"esd-alpha"};
+}  // namespace figure_ids
+
 struct FigureKind {
   std::string_view id;        // "heads": the --view name and the export file stem
   std::string_view analysis;  // the registry id of the result it draws
@@ -41,6 +65,7 @@ struct FigureKind {
 
 const std::vector<FigureKind>& figureKinds();
 const FigureKind& figureKind(std::string_view id);  // a named Error listing the ids for an unknown one
-std::string figureIds();                            // "spectrum, heads, ..." for usage and errors
+const FigureKind& figureKind(FigureId id);
+std::string figureIds();  // "spectrum, heads, ..." for usage and errors
 
 }  // namespace sharelens::plot

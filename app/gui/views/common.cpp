@@ -95,19 +95,19 @@ bool drawAnalysisState(AppContext& ctx, const LoadedModel& model, std::string_vi
   return false;
 }
 
-const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, std::string_view id,
+const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, plot::FigureId id,
                                    const plot::FigureParams& params, const std::string& key) {
   const plot::FigureKind& kind = plot::figureKind(id);
   const AnalysisResult result = model.results.result(kind.analysis);
   if (!result) return nullptr;
   const std::string choice =
-      std::string(id) + "/" + std::to_string(static_cast<int>(params.colormap)) + "/" + key;
+      std::string(id.name) + "/" + std::to_string(static_cast<int>(params.colormap)) + "/" + key;
   return &ctx.figures.get(result, choice, [&] {
     try {
       return kind.build(result, params);
     } catch (const Error& e) {  // a choice the result cannot give: said on the plot, not thrown out of draw()
       plot::Figure f;
-      f.title = std::string(id) + ": nothing to draw";
+      f.title = std::string(id.name) + ": nothing to draw";
       f.subtitle = e.what();
       return f;
     }

@@ -25,10 +25,11 @@ class DirectSharePanel : public View {
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
     const plot::FigureParams params{.colormap = ctx.settings.colormap};
-    if (const plot::Figure* f = registryFigure(ctx, *m, "directshare", params))
+    if (const plot::Figure* f = registryFigure(ctx, *m, plot::figure_ids::kDirectShare, params))
       out.emplace_back("directshare", *f);
     if (const auto* a = m->results.get(analyses::kActivations); a && a->attentionSimilarity.rows > 0)
-      out.emplace_back("attention-similarity", *registryFigure(ctx, *m, "attention-similarity", params));
+      out.emplace_back("attention-similarity",
+                       *registryFigure(ctx, *m, plot::figure_ids::kAttentionSimilarity, params));
     return out;
   }
 
@@ -57,7 +58,8 @@ class DirectSharePanel : public View {
     ImGui::SameLine();
     if (ImGui::Button("Send tied heads to the designer")) sendToDesigner(ctx, m, r);
     m_eval.draw();
-    const plot::Figure& f = *registryFigure(ctx, m, "directshare", {.colormap = ctx.settings.colormap});
+    const plot::Figure& f =
+        *registryFigure(ctx, m, plot::figure_ids::kDirectShare, {.colormap = ctx.settings.colormap});
     drawExportButtons(ctx, f, "directshare", &m_similarity);
     const float height = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##ds", 2, ImGuiTableFlags_Resizable)) {
@@ -85,7 +87,8 @@ class DirectSharePanel : public View {
       }
       if (const auto* a = m.results.get(analyses::kActivations); a && a->attentionSimilarity.rows > 0) {
         plot::plotWidget("##attention",
-                         *registryFigure(ctx, m, "attention-similarity", {.colormap = ctx.settings.colormap}),
+                         *registryFigure(ctx, m, plot::figure_ids::kAttentionSimilarity,
+                                         {.colormap = ctx.settings.colormap}),
                          m_attention, ImVec2(-1, side * 0.5f), ctx.textures, ctx.style);
       } else {
         ImGui::TextWrapped(

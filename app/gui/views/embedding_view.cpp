@@ -21,8 +21,9 @@ class EmbeddingPanel : public View {
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return {};
     std::vector<std::pair<std::string, plot::Figure>> out;
-    for (const char* figure : {"embedding-spectrum", "factorization", "embedding-loss"})
-      if (const plot::Figure* f = registryFigure(ctx, *m, figure, {})) out.emplace_back(figure, *f);
+    for (const plot::FigureId figure : {plot::figure_ids::kEmbeddingSpectrum,
+                                        plot::figure_ids::kFactorization, plot::figure_ids::kEmbeddingLoss})
+      if (const plot::Figure* f = registryFigure(ctx, *m, figure, {})) out.emplace_back(figure.name, *f);
     return out;
   }
 
@@ -64,15 +65,15 @@ class EmbeddingPanel : public View {
                 h = ImGui::GetContentRegionAvail().y - 10;
     if (ImGui::BeginTable("##emb", panels)) {
       ImGui::TableNextColumn();
-      plotWithExports(ctx, "##embspectrum", *registryFigure(ctx, m, "embedding-spectrum", {}), m_spectrum, w,
-                      h, "embedding-spectrum");
+      plotWithExports(ctx, "##embspectrum", *registryFigure(ctx, m, plot::figure_ids::kEmbeddingSpectrum, {}),
+                      m_spectrum, w, h, "embedding-spectrum");
       ImGui::TableNextColumn();
-      plotWithExports(ctx, "##factorization", *registryFigure(ctx, m, "factorization", {}), m_factorization,
-                      w, h, "factorization");
+      plotWithExports(ctx, "##factorization", *registryFigure(ctx, m, plot::figure_ids::kFactorization, {}),
+                      m_factorization, w, h, "factorization");
       if (loss) {
         ImGui::TableNextColumn();
-        plotWithExports(ctx, "##embloss", *registryFigure(ctx, m, "embedding-loss", {}), m_loss, w, h,
-                        "embedding-loss");
+        plotWithExports(ctx, "##embloss", *registryFigure(ctx, m, plot::figure_ids::kEmbeddingLoss, {}),
+                        m_loss, w, h, "embedding-loss");
       }
       ImGui::EndTable();
     }

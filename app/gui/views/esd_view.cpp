@@ -52,8 +52,8 @@ class EsdPanel : public View {
     const AnalysisResult result = m ? m->results.result(analyses::kEsd) : nullptr;
     if (!result) return {};
     std::vector<std::pair<std::string, plot::Figure>> out = {
-        {"esd-alpha", plot::figureKind("esd-alpha").build(result, {})}};
-    if (m_chosen) out.emplace_back("esd", plot::figureKind("esd").build(result, *m_chosen));
+        {"esd-alpha", plot::figureKind(plot::figure_ids::kEsdAlpha).build(result, {})}};
+    if (m_chosen) out.emplace_back("esd", plot::figureKind(plot::figure_ids::kEsd).build(result, *m_chosen));
     return out;
   }
 
@@ -173,8 +173,9 @@ class EsdPanel : public View {
       try {
         const std::string choice = "esd/" + std::to_string(m_chosen->layer.value_or(0)) + "/" +
                                    std::string(projName(m_chosen->proj));
-        const plot::Figure& f =
-            ctx.figures.get(result, choice, [&] { return plot::figureKind("esd").build(result, *m_chosen); });
+        const plot::Figure& f = ctx.figures.get(result, choice, [&] {
+          return plot::figureKind(plot::figure_ids::kEsd).build(result, *m_chosen);
+        });
         drawExportButtons(ctx, f, "esd", &m_esdState);
         plot::plotWidget("##esd", f, m_esdState, ImVec2(-1, half), ctx.textures, ctx.style);
         probe::item("esd/plot/density");
@@ -184,8 +185,8 @@ class EsdPanel : public View {
     } else {
       ImGui::TextDisabled("click a matrix in the table for its eigenvalue density and power-law fit");
     }
-    const plot::Figure& alpha =
-        ctx.figures.get(result, "esd-alpha", [&] { return plot::figureKind("esd-alpha").build(result, {}); });
+    const plot::Figure& alpha = ctx.figures.get(
+        result, "esd-alpha", [&] { return plot::figureKind(plot::figure_ids::kEsdAlpha).build(result, {}); });
     drawExportButtons(ctx, alpha, "esd-alpha", &m_alphaState);
     plot::plotWidget("##esd-alpha", alpha, m_alphaState, ImVec2(-1, -1), ctx.textures, ctx.style);
     probe::item("esd/plot/alpha");

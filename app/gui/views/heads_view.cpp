@@ -29,7 +29,7 @@ class HeadsPanel : public View {
     const int64_t index = std::clamp<int64_t>(m_layer, 0, static_cast<int64_t>(h->layers.size()) - 1);
     out.emplace_back(
         "heads-layer" + std::to_string(h->layers[static_cast<size_t>(index)].layer) + stemSuffix(),
-        *registryFigure(ctx, *m, "heads", params(ctx, index), choiceKey(index)));
+        *registryFigure(ctx, *m, plot::figure_ids::kHeads, params(ctx, index), choiceKey(index)));
     if (m_pair) out.emplace_back("head-pair-spectrum", plot::headPairSpectrumFigure(*m_pair));
     return out;
   }
@@ -48,7 +48,8 @@ class HeadsPanel : public View {
     m_layer = layer;
     const HeadDiffLayer& shown = h.layers[static_cast<size_t>(layer)];
     drawChoice(shown);
-    const plot::Figure& figure = *registryFigure(ctx, m, "heads", params(ctx, layer), choiceKey(layer));
+    const plot::Figure& figure =
+        *registryFigure(ctx, m, plot::figure_ids::kHeads, params(ctx, layer), choiceKey(layer));
     probe::state("heads/rows",
                  [&] { return figure.heatmap ? figure.heatmap->rowLabels : std::vector<std::string>{}; });
     drawExportButtons(ctx, figure, "heads-layer" + std::to_string(layer) + stemSuffix(), &m_plot);

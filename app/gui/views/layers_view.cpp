@@ -20,9 +20,10 @@ class LayersPanel : public View {
     const LoadedModel* m = ctx.workspace.current();
     if (!m) return out;
     if (chosen(*m))
-      out.emplace_back("layers-" + std::string(projName(m_proj)),
-                       *registryFigure(ctx, *m, "layers", params(ctx), std::string(projName(m_proj))));
-    if (const plot::Figure* f = registryFigure(ctx, *m, "layer-outputs", params(ctx)))
+      out.emplace_back(
+          "layers-" + std::string(projName(m_proj)),
+          *registryFigure(ctx, *m, plot::figure_ids::kLayers, params(ctx), std::string(projName(m_proj))));
+    if (const plot::Figure* f = registryFigure(ctx, *m, plot::figure_ids::kLayerOutputs, params(ctx)))
       out.emplace_back("layer-outputs", *f);
     return out;
   }
@@ -56,7 +57,8 @@ class LayersPanel : public View {
     if (ImGui::BeginTable("##maps", 2)) {
       ImGui::TableNextColumn();
       if (chosen(m)) {
-        const plot::Figure& f = *registryFigure(ctx, m, "layers", params(ctx), std::string(projName(m_proj)));
+        const plot::Figure& f =
+            *registryFigure(ctx, m, plot::figure_ids::kLayers, params(ctx), std::string(projName(m_proj)));
         ImGui::TextUnformatted("weights");
         drawExportButtons(ctx, f, "layers-" + std::string(projName(m_proj)), &m_weights);
         plot::plotWidget("##weights", f, m_weights, ImVec2(side, side), ctx.textures, ctx.style);
@@ -66,7 +68,7 @@ class LayersPanel : public View {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted("layer outputs over text");
       if (const auto* a = m.results.get(analyses::kActivations)) {
-        const plot::Figure& f = *registryFigure(ctx, m, "layer-outputs", params(ctx));
+        const plot::Figure& f = *registryFigure(ctx, m, plot::figure_ids::kLayerOutputs, params(ctx));
         drawExportButtons(ctx, f, "layer-outputs", &m_outputs);
         plot::plotWidget("##outputs", f, m_outputs, ImVec2(side, side), ctx.textures, ctx.style);
         ImGui::TextDisabled("%s", a->tokenizer.c_str());

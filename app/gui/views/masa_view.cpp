@@ -35,11 +35,13 @@ class MasaPanel : public View {
     if (!m || !m->results.get(analyses::kMasa)) return out;
     const auto groups = ofProjection(*m);
     if (!groups.empty())
-      for (const char* figure : {"masa-coefficients", "masa-variance"})
-        out.emplace_back(figure, *registryFigure(ctx, *m, figure, params(ctx), key()));
+      for (const plot::FigureId figure :
+           {plot::figure_ids::kMasaCoefficients, plot::figure_ids::kMasaVariance})
+        out.emplace_back(figure.name, *registryFigure(ctx, *m, figure, params(ctx), key()));
     if (trained(*m))
-      out.emplace_back("masa-correlation", *registryFigure(ctx, *m, "masa-correlation", params(ctx), key()));
-    if (const plot::Figure* kl = registryFigure(ctx, *m, "kl-drift", params(ctx)))
+      out.emplace_back("masa-correlation",
+                       *registryFigure(ctx, *m, plot::figure_ids::kMasaCorrelation, params(ctx), key()));
+    if (const plot::Figure* kl = registryFigure(ctx, *m, plot::figure_ids::kKlDrift, params(ctx)))
       out.emplace_back("kl-drift", *kl);
     return out;
   }
@@ -107,14 +109,17 @@ class MasaPanel : public View {
     const float w = ImGui::GetContentRegionAvail().x / 2 - 8, h = (ImGui::GetContentRegionAvail().y - 50) / 2;
     if (ImGui::BeginTable("##masa", 2)) {
       ImGui::TableNextColumn();
-      plotWithExports(ctx, "##coefficients", *registryFigure(ctx, m, "masa-coefficients", params(ctx), key()),
+      plotWithExports(ctx, "##coefficients",
+                      *registryFigure(ctx, m, plot::figure_ids::kMasaCoefficients, params(ctx), key()),
                       m_coefficients, w, h, "masa-coefficients");
       ImGui::TableNextColumn();
-      plotWithExports(ctx, "##variance", *registryFigure(ctx, m, "masa-variance", params(ctx), key()),
+      plotWithExports(ctx, "##variance",
+                      *registryFigure(ctx, m, plot::figure_ids::kMasaVariance, params(ctx), key()),
                       m_variance, w, h, "masa-variance");
       ImGui::TableNextColumn();
       if (trained(m)) {
-        plotWithExports(ctx, "##correlation", *registryFigure(ctx, m, "masa-correlation", params(ctx), key()),
+        plotWithExports(ctx, "##correlation",
+                        *registryFigure(ctx, m, plot::figure_ids::kMasaCorrelation, params(ctx), key()),
                         m_correlation, w, h, "masa-correlation");
       } else {
         ImGui::TextWrapped(
@@ -126,7 +131,7 @@ class MasaPanel : public View {
                             100 * group.explainedVariance[s]);
       }
       ImGui::TableNextColumn();
-      if (const plot::Figure* kl = registryFigure(ctx, m, "kl-drift", params(ctx)))
+      if (const plot::Figure* kl = registryFigure(ctx, m, plot::figure_ids::kKlDrift, params(ctx)))
         plotWithExports(ctx, "##kl", *kl, m_kl, w, h, "kl-drift");
       else
         ImGui::TextWrapped(

@@ -21,7 +21,7 @@ class SpectrumPanel : public View {
   std::vector<std::pair<std::string, plot::Figure>> figures(AppContext& ctx) override {
     std::vector<std::pair<std::string, plot::Figure>> out;
     if (const LoadedModel* m = ctx.workspace.current(); m && !selected(ctx).empty())
-      if (const plot::Figure* f = registryFigure(ctx, *m, "spectrum", params(), key()))
+      if (const plot::Figure* f = registryFigure(ctx, *m, plot::figure_ids::kSpectrum, params(), key()))
         out.push_back({"spectrum", *f});
     if (const auto& d = ctx.workspace.dynamics(); d.result)
       out.push_back({"rank-vs-step", plot::rankDynamicsFigure(*d.result, m_quantity)});
@@ -45,7 +45,8 @@ class SpectrumPanel : public View {
         plot::percentText(ctx.workspace.current()->results.find(analyses::kSpectra)->params.threshold)
             .c_str());
     const auto chosen = selected(ctx);
-    const plot::Figure& figure = *registryFigure(ctx, *ctx.workspace.current(), "spectrum", params(), key());
+    const plot::Figure& figure =
+        *registryFigure(ctx, *ctx.workspace.current(), plot::figure_ids::kSpectrum, params(), key());
     drawExportButtons(ctx, figure, "spectrum", &m_plot);
     if (ImGui::BeginTable("##spectrum", 2, ImGuiTableFlags_Resizable)) {
       ImGui::TableSetupColumn("matrices", ImGuiTableColumnFlags_WidthFixed, 260);
