@@ -9,6 +9,18 @@ namespace sharelens {
 
 int runGuiPlugin(const std::vector<std::string>& args) {
   using Entry = int (*)(int, const char* const*);
+  if (!SHARELENS_GUI_BUILT) {
+    std::cerr << "error: "
+              << Error({.what = "this sharelens has no GUI",
+                        .where = "sharelens",
+                        .expected = "a subcommand",
+                        .found = "none",
+                        .hint = "it was built with -DSHARELENS_BUILD_GUI=OFF; `sharelens --help` lists the "
+                                "subcommands, which all run without a window"})
+                     .what()
+              << "\n";
+    return 2;
+  }
   const PluginSpec spec{.fileName = "libsharelens_gui.so", .envOverride = "SHARELENS_GUI_PLUGIN"};
   std::string whyNot;
   const auto entry = reinterpret_cast<Entry>(loadPluginEntryPoint(spec, "sharelens_gui_main", &whyNot));
