@@ -120,7 +120,7 @@ std::string headLabel(HeadId head) {
 HeadId parseHeadLabel(std::string_view label, const std::string& where) {
   const auto proj = label.empty() ? std::nullopt : parseProj(label.substr(0, 1));
   const std::string_view number = label.empty() ? label : label.substr(1);
-  const bool digits = !number.empty() && number.size() < 9 &&
+  const bool digits = !number.empty() && number.size() < 9 && (number == "0" || number[0] != '0') &&
                       std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!proj || !isAttentionProj(*proj) || !digits)
     throw Error(

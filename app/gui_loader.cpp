@@ -14,7 +14,7 @@ int runGuiPlugin(const std::vector<std::string>& args) {
               << Error({.what = "this sharelens has no GUI",
                         .where = "sharelens",
                         .expected = "a subcommand",
-                        .found = "none",
+                        .found = args.empty() ? "no subcommand" : args.front(),
                         .hint = "it was built with -DSHARELENS_BUILD_GUI=OFF; `sharelens --help` lists the "
                                 "subcommands, which all run without a window"})
                      .what()

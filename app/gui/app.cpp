@@ -580,7 +580,9 @@ class App {
     for (size_t i = 0; i < jobs.size() && i < 4; ++i) {
       const auto& j = jobs[i];
       ImGui::PushID(static_cast<int>(j.id));
+      ImGui::BeginDisabled(!j.cancellable);  // a save being written finishes
       if (ImGui::SmallButton("x")) m_jobs.cancel(j.id);
+      ImGui::EndDisabled();
       ImGui::SameLine();
       ImGui::ProgressBar(static_cast<float>(j.fraction), ImVec2(180, 0), j.started ? nullptr : "queued");
       ImGui::SameLine();

@@ -53,8 +53,8 @@ void JobSystem::cancel(uint64_t id) {
       if (j->finished) m_completions.push_back([f = j->finished] { f(Status::Cancelled, {}); });
       return true;
     });
-  for (auto& j : m_running)
-    if (j->id == id) j->stop.request_stop();
+  for (auto& j : m_running)  // a save being written is not stopped (Info::cancellable)
+    if (j->id == id && j->lane != Lane::Files) j->stop.request_stop();
 }
 
 void JobSystem::cancelAll() {
@@ -83,16 +83,18 @@ std::vector<JobSystem::Info> JobSystem::jobs() const {
   std::vector<Info> out;
   for (const auto& j : m_running)
     if (j->shown == Shown::InJobBar)
-      out.push_back({j->id, j->name, j->progress.stage(), j->progress.fraction(), true});
+      out.push_back(
+          {j->id, j->name, j->progress.stage(), j->progress.fraction(), true, j->lane != Lane::Files});
   for (const auto& queue : m_queue)
     for (const auto& j : queue)
-      if (j->shown == Shown::InJobBar) out.push_back({j->id, j->name, "queued", 0.0, false});
+      if (j->shown == Shown::InJobBar) out.push_back({j->id, j->name, "queued", 0.0, false, true});
   return out;
 }
 
 bool JobSystem::idle() const {
   std::lock_guard lock(m_mutex);
-  return m_queue[0].empty() && m_queue[1].empty() && m_running.empty() && m_completions.empty();
+  return std::all_of(m_queue.begin(), m_queue.end(), [](const auto& q) { return q.empty(); }) &&
+         m_running.empty() && m_completions.empty();
 }
 
 bool JobSystem::laneIdle(Lane lane) const {

@@ -58,6 +58,7 @@ class JobSystem {
     std::string name, stage;
     double fraction;
     bool started;
+    bool cancellable;  // false for a save being written: Cairo cannot stop halfway, and the file is wanted
   };
   std::vector<Info> jobs() const;  // queued and running, but for the quiet ones: what the job bar lists
   bool idle() const;

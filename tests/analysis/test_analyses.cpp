@@ -390,8 +390,11 @@ TEST(HeadPairSpectrum, IsTheSingularValuesOfTheTwoHeadsDifference) {
                Error);
   EXPECT_THROW(headPairSpectrum(*ckpt, view, spec.layers, {Proj::Q, 0}, {Proj::Q, 1}, *backend, 0.95, {}),
                Error);
-  EXPECT_EQ(headLabel(parseHeadLabel("v12", "test").proj == Proj::V ? HeadId{Proj::V, 12} : HeadId{}), "v12");
-  for (const char* bad : {"", "q", "x1", "gate1", "q-1", "q1a", "01"})
+  const HeadId v12 = parseHeadLabel("v12", "test");
+  EXPECT_EQ(v12.proj, Proj::V);
+  EXPECT_EQ(v12.head, 12);
+  EXPECT_EQ(headLabel(v12), "v12");
+  for (const char* bad : {"", "q", "x1", "gate1", "q-1", "q1a", "01", "q01"})
     EXPECT_THROW(parseHeadLabel(bad, "--pair"), Error) << bad;
   fs::remove_all(dir);
 }

@@ -3,6 +3,7 @@
 // checkpoints, the BLAS thread arbiter, the Training view's panel cache and the frame-time statistics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -174,35 +175,43 @@ TEST(JobSystem, AQuietJobRunsAndEndsLikeAnyButIsNeitherListedNorBusy) {
   EXPECT_TRUE(completed) << "its completion reached the UI thread";
 }
 
-// Issue 38 hazard 4: long jobs (an experiment, a compression sweep: hours) have their own lane. With both
-// analysis workers' worth of long jobs running -- and one more queued behind them -- an analysis still
-// starts and ends at once; the long lane runs one job at a time.
 // Save As writes on the Files lane (the UI thread never renders a PNG or PDF): a save is written while both
-// other lanes are busy, and saves still queued when the app exits are written before the destructor returns
-// (cancelAll and the destructor drop analyses, never a file the user asked for).
+// other lanes are busy; the job system is not idle while a save waits; a save being written is not stopped
+// by its cancel button (Cairo cannot stop halfway: the file is written and its notice kept); and saves still
+// queued when the app exits are written before the destructor returns (cancelAll and the destructor drop
+// analyses, never a file the user asked for).
 TEST(JobSystem, SavesRunBesideBusyLanesAndAreWrittenEvenWhenTheAppExits) {
-  std::atomic<bool> release{false};
+  std::atomic<bool> writing{false}, finishWriting{false};
   std::atomic<int> written{0};
   {
     JobSystem jobs(1, {}, {});
     Ended analysis, experiment, first;
     const auto hold = [&](const TaskContext& ctx) -> JobSystem::Completion {
-      while (!release && !ctx.stop.stop_requested())
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       return nullptr;
     };
     jobs.submit("spectra", hold, record(analysis));
     jobs.submit("experiment", hold, record(experiment), JobSystem::Lane::Long);
-    jobs.submit(
+    const uint64_t save = jobs.submit(
         "save a.pdf",
         [&](const TaskContext&) -> JobSystem::Completion {
+          writing = true;
+          while (!finishWriting) std::this_thread::sleep_for(std::chrono::milliseconds(1));
           ++written;
           return nullptr;
         },
         record(first), JobSystem::Lane::Files);
+    drainUntil(jobs, [&] { return writing.load(); });
+    ASSERT_TRUE(writing) << "a save waited behind an analysis or an experiment";
+    const auto listed = jobs.jobs();
+    const auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& j) { return j.id == save; });
+    ASSERT_NE(it, listed.end());
+    EXPECT_FALSE(it->cancellable) << "the job bar offers to stop a save being written";
+    jobs.cancel(save);
+    finishWriting = true;
     drainUntil(jobs, [&] { return first.status.has_value(); });
-    ASSERT_TRUE(first.status) << "a save waited behind an analysis or an experiment";
-    EXPECT_EQ(*first.status, JobSystem::Status::Ok);
+    ASSERT_TRUE(first.status);
+    EXPECT_EQ(*first.status, JobSystem::Status::Ok) << "a written save reported as cancelled";
     // Saves queued behind a slow one, then the app exits: the analyses are cancelled, every save is written.
     jobs.submit(
         "save big.png",
@@ -221,10 +230,14 @@ TEST(JobSystem, SavesRunBesideBusyLanesAndAreWrittenEvenWhenTheAppExits) {
           },
           {}, JobSystem::Lane::Files);
     jobs.cancelAll();
+    EXPECT_FALSE(jobs.idle()) << "saves are still to be written";
   }  // the destructor joins
   EXPECT_EQ(written, 5) << "a save queued at exit was dropped";
 }
 
+// Issue 38 hazard 4: long jobs (an experiment, a compression sweep: hours) have their own lane. With both
+// analysis workers' worth of long jobs running -- and one more queued behind them -- an analysis still
+// starts and ends at once; the long lane runs one job at a time.
 TEST(JobSystem, LongJobsHaveTheirOwnLaneAndNeverHoldTheAnalysisWorkers) {
   JobSystem jobs(2, {}, {});
   std::atomic<int> longRunning{0}, longStarted{0};
