@@ -21,7 +21,7 @@ APT_PACKAGES=(
   g++ cmake make pkg-config git time
   libtorch-dev libgloo-dev libsentencepiece-dev libicu-dev
   libimgui-dev libglfw3-dev libgl-dev libcairo2-dev fonts-dejavu-core
-  libeigen3-dev liblapacke-dev libopenblas-dev nlohmann-json3-dev
+  libeigen3-dev liblapacke-dev libopenblas-dev libdnnl-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format-14
   xvfb xauth libgl1-mesa-dri mesa-utils xdotool

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/sharelens_names.hpp"
 #include "trainer/cpu_attention.hpp"
+#include "trainer/cpu_linear.hpp"
 #include "trainer/fused_ops.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -243,27 +244,27 @@ torch::Tensor SharedTransformer::forward(const torch::Tensor& tokens) const {
         at::cat({attentionWeight(l, Proj::Q, masa), attentionWeight(l, Proj::K, masa),
                  attentionWeight(l, Proj::V, masa)});
     // q, k, v: [B, T, H or Hkv, hd], each (token, head) row contiguous, RoPE applied to q and k.
-    const auto [q, k, v] = splitQkvWithRope(at::linear(h, qkvWeight), m_cos, m_sin, m.heads, m.kvHeads);
+    const auto [q, k, v] = splitQkvWithRope(projection(h, qkvWeight), m_cos, m_sin, m.heads, m.kvHeads);
     // [B, T, H, hd]: on the CPU in that layout directly; elsewhere with heads moved before time and back.
     const torch::Tensor attn =
         tokenMajorAttentionApplies(q, k, v)
             ? tokenMajorCausalAttention(q, k, v, 1.0 / std::sqrt(static_cast<double>(hd)))
             : causalAttention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2);
-    x = x + at::linear(attn.reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
+    x = x + projection(attn.reshape({batch, time, m.heads * hd}), attentionWeight(l, Proj::O, masa));
     h = rmsNorm(x, parameter(n::ffnNorm(l)), m.normEps);
     // Gate and up, likewise one GEMM: [B, T, 2F], gate first.
     const torch::Tensor gateUp =
-        at::linear(h, at::cat({feedForwardWeight(l, Proj::Gate), feedForwardWeight(l, Proj::Up)}));
-    x = x + at::linear(stackedSwiglu(gateUp), feedForwardWeight(l, Proj::Down));
+        projection(h, at::cat({feedForwardWeight(l, Proj::Gate), feedForwardWeight(l, Proj::Up)}));
+    x = x + projection(stackedSwiglu(gateUp), feedForwardWeight(l, Proj::Down));
   }
   x = rmsNorm(x, parameter(n::kFinalNorm), m.normEps);
   if (t.embedding.factorRank >
       0) {  // logits = x (E P)^T = (x P^T) E^T, with the output's own factors if untied
     const bool tied = t.embedding.tied;
-    return at::linear(at::linear(x, parameter(tied ? n::kEmbeddingP : n::kOutputP)),
+    return projection(projection(x, parameter(tied ? n::kEmbeddingP : n::kOutputP)),
                       parameter(tied ? n::kEmbeddingE : n::kOutputE));
   }
-  return at::linear(x, parameter(t.embedding.tied ? n::kEmbedding : n::kOutput));
+  return projection(x, parameter(t.embedding.tied ? n::kEmbedding : n::kOutput));
 }
 
 torch::Tensor SharedTransformer::loss(const torch::Tensor& tokens) const {

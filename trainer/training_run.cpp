@@ -5,6 +5,7 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <new>
@@ -16,6 +17,7 @@
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/hf_tokenizer.hpp"
+#include "trainer/step_shards.hpp"
 #include "trainer/tokenizer.hpp"
 #include "trainer/torch_compat.hpp"
 
@@ -171,6 +173,7 @@ void TrainingRun::prepareRun() {
   const TrainConfig& c = r.config;
   const int threads = c.threads > 0 ? c.threads : m_ctx.threadCount();
   m_computeThreads.emplace(threads);  // held until the run object goes
+  m_threads = threads;
 
   m_channel.setState(RunState::Preparing, "loading corpus '" + c.corpus + "'");
   const Corpus corpus = loadCorpus(c.corpus);
@@ -515,20 +518,38 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
   const torch::Tensor tokens =
       toDevice(trainingBatch(m_data, c.seed, step + c.dataOffset, c.batchSize, context, begin, end));
   if (fault::outOfMemoryAt(step)) throw std::bad_alloc();
+  const bool withPenalty = m_request.topology.postShare.gamma > 0;
+  // A CPU run of several threads splits the rows into as many parts, each part's forward and backward at
+  // once (trainer/step_shards.hpp); otherwise one forward here and its backward below. The parts run on the
+  // threads its lease has now: one where other computations share the BLAS budget (core/blas_threads.hpp),
+  // so that runs side by side start no more threads than there are cores; the parts, and so the numbers,
+  // stay the same.
+  const bool split = stepIsSplitOverThreads(m_device, m_threads, end - begin, m_group != nullptr);
   torch::Tensor loss, objective;  // the cross-entropy, and what is minimised: + gamma L_w under PostShare
-  {
-    ScopedCudaAutocast autocast(m_device.is_cuda());
-    loss = m_model->loss(tokens);
-    objective = loss;
-    if (m_request.topology.postShare.gamma > 0) {
-      const torch::Tensor penalty = m_model->postSharePenalty();
-      metrics.penalty = penalty.item<double>();
-      objective = loss + penalty;
+  double total = 0.0;
+  if (split) {
+    const SplitStepLosses losses =
+        lossAndGradientsSplitOverThreads(*m_model, m_model->parameters(), tokens, m_threads,
+                                         std::min(m_threads, currentBlasThreads()), withPenalty, m_memory);
+    metrics.loss = losses.loss;
+    if (withPenalty) metrics.penalty = losses.penalty;
+    total = losses.loss + losses.penalty;
+    if (fault::nonFiniteLossAt(step)) total = NAN;
+  } else {
+    {
+      ScopedCudaAutocast autocast(m_device.is_cuda());
+      loss = m_model->loss(tokens);
+      objective = loss;
+      if (withPenalty) {
+        const torch::Tensor penalty = m_model->postSharePenalty();
+        metrics.penalty = penalty.item<double>();
+        objective = loss + penalty;
+      }
     }
+    if (fault::nonFiniteLossAt(step)) objective = objective * NAN;
+    metrics.loss = loss.item<double>();
+    total = objective.item<double>();
   }
-  if (fault::nonFiniteLossAt(step)) objective = objective * NAN;
-  metrics.loss = loss.item<double>();
-  double total = objective.item<double>();
   if (m_group) {  // the global batch's mean: the rows' shares of every rank's mean
     metrics.loss = m_group->sum(share * metrics.loss);
     total = m_group->sum(share * total);
@@ -536,9 +557,11 @@ RunState TrainingRun::step(int64_t step, double lr, StepMetrics& metrics, std::s
   if (!std::isfinite(total)) {
     nonFinite = "loss " + std::to_string(total);
   } else {
-    if (m_group) m_group->begin(share);
-    objective.backward();
-    if (m_group) m_group->finish();
+    if (!split) {
+      if (m_group) m_group->begin(share);
+      objective.backward();
+      if (m_group) m_group->finish();
+    }
     metrics.gradNorm = clipGradientNorm(m_model->parameters(), c.gradClip);
     if (!std::isfinite(metrics.gradNorm)) nonFinite = "gradient norm " + std::to_string(metrics.gradNorm);
   }

@@ -77,6 +77,7 @@ class TrainingRun {
   RunChannel& m_channel;
   const TaskContext& m_ctx;
   std::optional<ComputeThreads> m_computeThreads;  // from prepare() on
+  int m_threads = 1;                               // its count
   // The CPU tensors this run allocates (weights, gradients, moments, activations); null when not counted.
   std::shared_ptr<TensorMemoryAccount> m_memory = newTensorMemoryAccount();
   TokenData m_data;

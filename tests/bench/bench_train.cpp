@@ -34,6 +34,7 @@
 #include "core/topology_presets.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
+#include "trainer/step_shards.hpp"
 #include "trainer/torch_compat.hpp"
 
 using namespace sharelens;
@@ -154,7 +155,8 @@ int main(int argc, char** argv) {
   keepLargeBuffersInHeap();  // as `sharelens train` runs (app/main.cpp)
   // N runs side by side share the threads, as the experiment runner's --parallel N does.
   std::optional<ComputeThreads> computeThreads;
-  computeThreads.emplace(std::max<int>(1, threads / static_cast<int>(parallelRuns)));
+  const int threadsPerRun = std::max<int>(1, threads / static_cast<int>(parallelRuns));
+  computeThreads.emplace(threadsPerRun);
   Topology t = topologyPath.empty() ? benchTopology(size) : readTopologyFile(topologyPath);
   if (cycle > 0) {
     t.name = "bench-cycle" + std::to_string(cycle) + "-lora" + std::to_string(loraRank);
@@ -180,9 +182,12 @@ int main(int argc, char** argv) {
       const torch::NoGradGuard noGrad;
       (void)loss();
     }
-    void step() {
-      const auto loss = this->loss();
-      loss.backward();
+    // As TrainingRun::step: a CPU run of several threads splits its rows over them (trainer/step_shards.hpp).
+    void step(int threads) {
+      if (stepIsSplitOverThreads(tokens.device(), threads, tokens.size(0), false))
+        lossAndGradientsSplitOverThreads(model, model.parameters(), tokens, threads, threads, false, nullptr);
+      else
+        loss().backward();
       clipGradientNorm(model.parameters(), 1.0);
       opt.step(1e-3);
       opt.zeroGrad();
@@ -200,14 +205,14 @@ int main(int argc, char** argv) {
     for (size_t r = 0; r < runs.size(); ++r)
       workers.emplace_back([&, r] {
         Run& run = *runs[r];
-        for (int i = 0; i < 3; ++i) run.step();
+        for (int i = 0; i < 3; ++i) run.step(threadsPerRun);
         if (r == 0 && !profileOut.empty()) {  // one step under the autograd profiler (chrome://tracing)
           torch::autograd::profiler::RecordProfile guard(profileOut);
-          run.step();
+          run.step(threadsPerRun);
         }
         if (device.is_cuda()) torch::cuda::synchronize();
         warmedUp.arrive_and_wait();
-        for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run.forward() : run.step();
+        for (int64_t i = 0; i < steps; ++i) mode == "forward" ? run.forward() : run.step(threadsPerRun);
         if (device.is_cuda()) torch::cuda::synchronize();
       });
     warmedUp.arrive_and_wait();

@@ -14,11 +14,9 @@
 #include "core/topology_presets.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "trainer/checkpoint_io.hpp"
-#include "trainer/cpu_attention.hpp"
-#include "trainer/cpu_kernels.hpp"
-#include "trainer/fused_ops.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
+#include "trainer/step_shards.hpp"
 #include "trainer/tensor_memory.hpp"
 #include "trainer/torch_compat.hpp"
 #include "trainer/torch_io.hpp"
@@ -251,6 +249,52 @@ TEST_P(EveryFamily, OnAGpuTrainsAsOnTheCpu) {
       << GetParam().first << ": the bf16 autocast loss";
 }
 
+// A CPU run of several threads splits each step's rows over them (trainer/step_shards.hpp): the parts'
+// losses, weighted by their rows, and their summed gradients (plus PostShare's penalty, once) must be the
+// whole batch's loss and gradient as one backward computes them, for every family, in 2 and 3 parts of 5 rows
+// (unequal parts: 2+3, 1+2+2), each part on a thread of its own or, with fewer threads, some after others.
+TEST_P(EveryFamily, SplittingTheBatchOverThreadsGivesTheWholeBatchsLossAndGradient) {
+  const Topology& t = GetParam().second;
+  const ComputeThreads computeThreads(1);
+  SharedTransformer model(t, torch::kCPU, 12);
+  const torch::Tensor tokens = randomTokens(t, 5, 17, 3);
+  const bool withPenalty = t.postShare.gamma > 0;
+  torch::Tensor objective = model.loss(tokens);
+  const double wholeLoss = objective.item<double>();
+  if (withPenalty) objective = objective + model.postSharePenalty();
+  objective.backward();
+  std::vector<torch::Tensor> whole;
+  for (NamedParameter& p : model.parameters()) {
+    whole.push_back(p.tensor.grad().defined() ? p.tensor.grad().clone() : at::zeros_like(p.tensor));
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad().zero_();
+  }
+  struct Split {
+    int parts, threads;
+  };
+  for (const Split& how : {Split{2, 2}, Split{3, 3}, Split{3, 2}, Split{2, 1}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << GetParam().first << ", " << how.parts << " parts on " << how.threads << " threads");
+    for (NamedParameter& p : model.parameters())  // whatever a call leaves unwritten shows
+      if (p.tensor.grad().defined()) p.tensor.mutable_grad().fill_(NAN);
+    const SplitStepLosses split = lossAndGradientsSplitOverThreads(
+        model, model.parameters(), tokens, how.parts, how.threads, withPenalty, nullptr);
+    EXPECT_NEAR(split.loss, wholeLoss, 1e-5);
+    if (withPenalty) {
+      EXPECT_NEAR(split.penalty, model.postSharePenalty().item<double>(), 1e-6);
+    }
+    for (size_t i = 0; i < whole.size(); ++i) {
+      const NamedParameter& p = model.parameters()[i];
+      const torch::Tensor got = p.tensor.grad().defined() ? p.tensor.grad() : at::zeros_like(p.tensor);
+      EXPECT_LE((got - whole[i]).norm().item<double>(), 1e-5 * whole[i].norm().item<double>() + 1e-7)
+          << "the gradient of " << p.name;
+    }
+  }
+  EXPECT_FALSE(stepIsSplitOverThreads(torch::kCPU, 1, 16, false));
+  EXPECT_FALSE(stepIsSplitOverThreads(torch::kCPU, 2, 16, true));
+  EXPECT_FALSE(stepIsSplitOverThreads(torch::kCPU, 4, 3, false));
+  EXPECT_EQ(stepIsSplitOverThreads(torch::kCPU, 2, 16, false), torchIntraOpThreads(2) == 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Topologies, EveryFamily, ::testing::ValuesIn(families()),
                          [](const auto& info) { return info.param.first; });
 
@@ -402,252 +446,6 @@ TEST(WeightSharing, PostSharePenaltyIsGammaTimesTheMeanOverPairsOfPerProjectionD
   EXPECT_NEAR(m.postSharePenalty().item<double>(), 0.5 * sum / 2.0, 1e-5);
 }
 
-// The fused CPU kernels against the composite ATen expressions evaluated in float64: values and the
-// gradients of a random linear functional of the output, with respect to every differentiable input.
-struct FusedCase {
-  torch::Tensor out, grads;  // grads: every input gradient, flattened and concatenated
-};
-
-FusedCase evaluate(const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
-                   const std::vector<torch::Tensor>& inputs, const torch::Tensor& probe) {
-  std::vector<torch::Tensor> leaves;
-  for (const torch::Tensor& x : inputs) leaves.push_back(x.detach().clone().set_requires_grad(true));
-  const torch::Tensor out = f(leaves);
-  (out * probe.to(out.dtype())).sum().backward();
-  std::vector<torch::Tensor> grads;
-  for (const torch::Tensor& x : leaves) grads.push_back(x.grad().reshape({-1}).to(at::kDouble));
-  return {out.detach().to(at::kDouble), at::cat(grads)};
-}
-
-void expectClose(const FusedCase& fused, const FusedCase& reference, double tolerance) {
-  EXPECT_LT((fused.out - reference.out).abs().max().item<double>(),
-            tolerance * reference.out.abs().max().item<double>());
-  EXPECT_LT((fused.grads - reference.grads).abs().max().item<double>(),
-            tolerance * reference.grads.abs().max().item<double>());
-}
-
-TEST(FusedOps, RmsNormMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(7);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 64}, {1000, 96}, {2, 1, 7}}) {
-    const torch::Tensor x = at::randn(shape, gen) * 3.0, w = at::randn({shape.back()}, gen);
-    const torch::Tensor probe = at::randn(shape, gen);
-    const auto fused = evaluate([](const auto& in) { return rmsNorm(in[0], in[1], 1e-5); }, {x, w}, probe);
-    const auto reference = evaluate([](const auto& in) { return rmsNormReference(in[0], in[1], 1e-5); },
-                                    {x.to(at::kDouble), w.to(at::kDouble)}, probe);
-    expectClose(fused, reference, 1e-5);
-  }
-}
-
-// RoPE's tables in float64 for positions 0..context-1: angle t theta^(-2i/hd), both halves the same.
-std::pair<torch::Tensor, torch::Tensor> ropeTables(int64_t context, int64_t hd) {
-  const auto inv = at::pow(10000.0, -at::arange(0, hd, 2, at::kDouble) / static_cast<double>(hd));
-  const auto angles = at::outer(at::arange(context, at::kDouble), inv);
-  const torch::Tensor both = at::cat({angles, angles}, -1);
-  return {both.cos(), both.sin()};
-}
-
-TEST(FusedOps, RopeMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(8);
-  const int64_t context = 12, hd = 8;
-  const auto [cos, sin] = ropeTables(context, hd);
-  for (int64_t time : {12, 5}) {  // the whole table, and a prefix of it
-    const torch::Tensor x = at::randn({2, time, 3, hd}, gen), probe = at::randn({2, time, 3, hd}, gen);
-    const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
-    const auto fused = evaluate([&](const auto& in) { return applyRope(in[0], c32, s32); }, {x}, probe);
-    const auto reference = evaluate([&](const auto& in) { return applyRopeReference(in[0], cos, sin); },
-                                    {x.to(at::kDouble)}, probe);
-    expectClose(fused, reference, 1e-6);
-  }
-  // A rotation: every (i, i + hd/2) pair keeps its length.
-  const torch::Tensor x = at::randn({1, context, 1, hd}, gen);
-  const torch::Tensor y = applyRope(x, cos.to(at::kFloat), sin.to(at::kFloat));
-  auto pairNorms = [&](const torch::Tensor& v) {
-    return v.narrow(-1, 0, hd / 2).pow(2) + v.narrow(-1, hd / 2, hd / 2).pow(2);
-  };
-  EXPECT_TRUE(at::allclose(pairNorms(y), pairNorms(x), 1e-5, 1e-6));
-}
-
-TEST(FusedOps, SwiGluMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(10);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 40}, {5000, 3}, {1, 1, 1}}) {
-    const torch::Tensor gate = at::randn(shape, gen) * 4.0, up = at::randn(shape, gen),
-                        probe = at::randn(shape, gen);
-    const auto fused = evaluate([](const auto& in) { return swiglu(in[0], in[1]); }, {gate, up}, probe);
-    const auto reference = evaluate([](const auto& in) { return swigluReference(in[0], in[1]); },
-                                    {gate.to(at::kDouble), up.to(at::kDouble)}, probe);
-    expectClose(fused, reference, 1e-6);
-  }
-}
-
-// The stacked QKV projection split into heads, q and k rotated, against slicing it and the composite RoPE
-// in float64; grouped (GQA) and one-to-one heads; v unused (its gradient arrives as zeros).
-TEST(FusedOps, StackedQkvSplitWithRopeMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(12);
-  const int64_t hd = 8;
-  const auto [cos, sin] = ropeTables(10, hd);
-  const torch::Tensor c32 = cos.to(at::kFloat), s32 = sin.to(at::kFloat);
-  for (const auto& [heads, kvHeads] : {std::pair<int64_t, int64_t>{4, 2}, {3, 3}}) {
-    const int64_t time = 7, width = (heads + 2 * kvHeads) * hd;
-    const torch::Tensor qkv = at::randn({2, time, width}, gen);
-    const torch::Tensor pq = at::randn({2, time, heads, hd}, gen),
-                        pk = at::randn({2, time, kvHeads, hd}, gen),
-                        pv = at::randn({2, time, kvHeads, hd}, gen);
-    for (const bool useV : {true, false}) {
-      // One functional of all three outputs (or of q and k alone), so each part's gradient is checked.
-      auto functional = [&](const QkvHeads& o) {
-        torch::Tensor f = (o.q * pq.to(o.q.dtype())).sum() + (o.k * pk.to(o.k.dtype())).sum();
-        return useV ? f + (o.v * pv.to(o.v.dtype())).sum() : f;
-      };
-      const torch::Tensor one = at::ones({});
-      const auto fused = evaluate(
-          [&](const auto& in) { return functional(splitQkvWithRope(in[0], c32, s32, heads, kvHeads)); },
-          {qkv}, one);
-      const auto reference = evaluate(
-          [&](const auto& in) {
-            return functional(splitQkvWithRopeReference(in[0], cos, sin, heads, kvHeads));
-          },
-          {qkv.to(at::kDouble)}, one);
-      expectClose(fused, reference, 1e-6);
-    }
-    // The values themselves: q is RoPE of the first H heads, v the last Hkv, untouched.
-    const QkvHeads split = splitQkvWithRope(qkv, c32, s32, heads, kvHeads);
-    EXPECT_TRUE(split.q.is_contiguous() && split.k.is_contiguous() && split.v.is_contiguous());
-    EXPECT_TRUE(at::allclose(
-        split.q, applyRopeReference(qkv.narrow(-1, 0, heads * hd).reshape({2, time, heads, hd}), c32, s32),
-        1e-6, 1e-6));
-    EXPECT_TRUE(at::equal(
-        split.v, qkv.narrow(-1, width - kvHeads * hd, kvHeads * hd).reshape({2, time, kvHeads, hd})));
-  }
-  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 30}), c32, s32, 2, 1), c10::Error);   // 30 is not 4 x hd
-  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 2, 64}), c32, s32, 2, 1), c10::Error);   // hd 16, tables of 8
-  EXPECT_THROW(splitQkvWithRope(at::zeros({1, 11, 32}), c32, s32, 2, 1), c10::Error);  // 11 > 10 positions
-}
-
-// swiglu of the stacked [gate | up] projection against silu(gate) * up of its two halves, in float64.
-TEST(FusedOps, StackedSwiGluMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(13);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 80}, {600, 6}, {1, 1, 2}}) {
-    const torch::Tensor gateUp = at::randn(shape, gen) * 4.0;
-    std::vector<int64_t> half = shape;
-    half.back() /= 2;
-    const torch::Tensor probe = at::randn(half, gen);
-    const auto fused = evaluate([](const auto& in) { return stackedSwiglu(in[0]); }, {gateUp}, probe);
-    const auto reference = evaluate(
-        [](const auto& in) {
-          const int64_t f = in[0].size(-1) / 2;
-          return at::silu(in[0].narrow(-1, 0, f)) * in[0].narrow(-1, f, f);
-        },
-        {gateUp.to(at::kDouble)}, probe);
-    expectClose(fused, reference, 1e-6);
-  }
-  EXPECT_THROW(stackedSwiglu(at::zeros({2, 3})), c10::Error);
-  EXPECT_THROW(stackedSwiglu(at::zeros({2, 0})), c10::Error);
-}
-
-TEST(FusedOps, CrossEntropyMatchesTheCompositeInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(11);
-  for (const auto& [rows, vocab] : {std::pair<int64_t, int64_t>{7, 11}, {300, 1024}, {1, 2}}) {
-    const torch::Tensor logits = at::randn({rows, vocab}, gen) * 5.0;
-    const torch::Tensor targets = at::randint(0, vocab, {rows}, gen, at::kLong);
-    const torch::Tensor probe = at::full({}, 1.7);
-    const auto fused =
-        evaluate([&](const auto& in) { return crossEntropy(in[0], targets); }, {logits}, probe);
-    const auto composite =
-        evaluate([&](const auto& in) { return crossEntropyReference(in[0], targets); }, {logits}, probe);
-    const auto reference = evaluate([&](const auto& in) { return crossEntropyReference(in[0], targets); },
-                                    {logits.to(at::kDouble)}, probe);
-    // A confident row's loss and its target's gradient are differences of numbers near 1, where float32
-    // itself errs: the kernel must be within 1e-6 of the double reference or no worse than 2x LibTorch's own
-    // float32 composite.
-    auto error = [&](const torch::Tensor& a, const torch::Tensor& b) {
-      return (a - b).abs().max().item<double>();
-    };
-    EXPECT_LE(error(fused.out, reference.out), std::max(1e-6 * reference.out.abs().max().item<double>(),
-                                                        2 * error(composite.out, reference.out)));
-    EXPECT_LE(error(fused.grads, reference.grads), std::max(1e-6 * reference.grads.abs().max().item<double>(),
-                                                            2 * error(composite.grads, reference.grads)));
-  }
-}
-
-// softmax(q k^T / sqrt(hd) + causal mask) v per head, in double, written from the definition in
-// token-major layout (query head h reads KV head h / (H / KV)); autograd gives its gradients.
-torch::Tensor attentionByDefinition(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  const int64_t t = q.size(1), h = q.size(2), group = h / k.size(2), hd = q.size(3);
-  std::vector<torch::Tensor> heads;
-  const torch::Tensor future = at::ones({t, t}, at::kBool).triu(1);
-  for (int64_t i = 0; i < h; ++i) {
-    const torch::Tensor qi = q.select(2, i), ki = k.select(2, i / group),
-                        vi = v.select(2, i / group);  // [B, T, hd]
-    const torch::Tensor scores = at::matmul(qi, ki.transpose(1, 2)) / std::sqrt(static_cast<double>(hd));
-    heads.push_back(at::matmul(at::softmax(scores.masked_fill(future, -INFINITY), -1), vi));
-  }
-  return at::stack(heads, 2);  // [B, T, H, hd]
-}
-
-// The CPU trainer's attention kernel (trainer/cpu_attention.hpp) against the definition in double: values
-// and the gradients of q, k and v, for MHA and grouped KV heads, a context of one token, and T not a
-// multiple of anything (33 and 70 cross the kernel's 32-row causal panels, the last one partial); and the
-// composite formula the model takes elsewhere agrees as well.
-TEST(FusedOps, TokenMajorAttentionMatchesTheDefinitionInValueAndGradient) {
-  at::Generator gen = at::detail::createCPUGenerator(9);
-  struct Shape {
-    int64_t b, t, h, kv, hd;
-  };
-  for (const Shape& s : {Shape{2, 7, 4, 4, 8}, Shape{3, 13, 6, 2, 16}, Shape{1, 1, 2, 1, 4},
-                         Shape{2, 33, 4, 1, 32}, Shape{1, 70, 2, 2, 8}}) {
-    const torch::Tensor q = at::randn({s.b, s.t, s.h, s.hd}, gen), k = at::randn({s.b, s.t, s.kv, s.hd}, gen),
-                        v = at::randn({s.b, s.t, s.kv, s.hd}, gen),
-                        probe = at::randn({s.b, s.t, s.h, s.hd}, gen);
-    ASSERT_TRUE(tokenMajorAttentionApplies(q, k, v));
-    const double scale = 1.0 / std::sqrt(static_cast<double>(s.hd));
-    const auto kernel =
-        evaluate([&](const auto& in) { return tokenMajorCausalAttention(in[0], in[1], in[2], scale); },
-                 {q, k, v}, probe);
-    const auto definition =
-        evaluate([](const auto& in) { return attentionByDefinition(in[0], in[1], in[2]); },
-                 {q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble)}, probe);
-    expectClose(kernel, definition, 1e-5);
-    const auto composite = evaluate(
-        [](const auto& in) {
-          return causalAttention(in[0].transpose(1, 2), in[1].transpose(1, 2), in[2].transpose(1, 2))
-              .transpose(1, 2);
-        },
-        {q, k, v}, probe);
-    expectClose(composite, definition, 1e-5);
-  }
-  // What the kernel does not take goes to the composite path.
-  const torch::Tensor q = at::randn({1, 4, 2, 8}), k = at::randn({1, 4, 2, 8});
-  EXPECT_FALSE(tokenMajorAttentionApplies(q.to(at::kDouble), k.to(at::kDouble), k.to(at::kDouble)));
-  EXPECT_FALSE(tokenMajorAttentionApplies(q.transpose(1, 2), k, k));
-  EXPECT_FALSE(tokenMajorAttentionApplies(q, at::randn({1, 4, 3, 8}), at::randn({1, 4, 3, 8})));
-}
-
-// The kernel's exp() against std::exp in double over the float range it meets (softmax arguments <= 0) and
-// beyond: relative error below 2e-7, 0 below -87 and at -inf.
-TEST(FusedOps, VectorisedExpIsAccurateOverTheFloatRange) {
-  std::vector<float> x;
-  for (double v = -87.0; v <= 88.0; v += 0.00731) x.push_back(static_cast<float>(v));
-  std::vector<float> y = x;
-  kernels::expInPlace(y.data(), static_cast<int64_t>(y.size()));
-  double worst = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double exact = std::exp(static_cast<double>(x[i]));
-    worst = std::max(worst, std::abs(static_cast<double>(y[i]) - exact) / exact);
-  }
-  EXPECT_LT(worst, 2e-7);
-  std::vector<float> tail = {-87.5f, -200.0f, -INFINITY, 0.0f, NAN};
-  kernels::expInPlace(tail.data(), 5);
-  EXPECT_EQ(tail[0], 0.0f);
-  EXPECT_EQ(tail[1], 0.0f);
-  EXPECT_EQ(tail[2], 0.0f);
-  EXPECT_EQ(tail[3], 1.0f);
-  EXPECT_TRUE(std::isnan(tail[4]));
-}
-
-// Two pools on the same cores fight: where LibTorch's matmuls go to OpenBLAS's own pthread pool (Debian's
-// LibTorch, no MKL), LibTorch's OpenMP pool is kept at one thread and OpenBLAS gets the run's count; a build
-// whose BLAS shares the OpenMP pool (MKL) gives both the count (trainer/torch_compat.hpp). This checks the
-// wiring (both pools set, and set back); the speed it is for is measured by tests/bench/bench_train.sh.
 TEST(ComputeThreads, LibTorchKeepsOneThreadBesideAnOpenBlasPoolOfItsOwn) {
   {
     const ComputeThreads two(2);

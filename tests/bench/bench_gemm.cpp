@@ -1,0 +1,142 @@
+// The training step's projection GEMMs on one thread, OpenBLAS's cblas_sgemm beside oneDNN's dnnl_sgemm on
+// the same inputs (the choice trainer/cpu_gemm.cpp makes for a run of one thread; docs/PERFORMANCE.md). For
+// each of the claims' model sizes, every projection's three GEMMs at batch 16 x context 128 = 2,048 rows:
+//   forward  y [M, N] = x [M, K] W^T    (W [N, K])
+//   dx       [M, K]   = dy [M, N] W
+//   dW       [N, K]   = dy^T x
+// for Q|K|V stacked, O, gate|up stacked, down and the output head. Best of --rounds timings of --reps calls,
+// the two libraries alternated per shape; GFLOP/s per shape and over the whole set (time-weighted).
+// usage: bench_gemm [--size 0.3m|1m|3m] [--reps N] [--rounds N]
+#include <cblas.h>
+#include <dnnl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" void omp_set_num_threads(int);
+
+namespace {
+
+struct Gemm {
+  const char* what;
+  char opA, opB;
+  int64_t m, n, k;
+};
+
+struct Dims {
+  int64_t d, heads, kvHeads, headDim, ffn, vocab;
+};
+
+Dims dimsOf(const std::string& size) {  // as bench_train --size
+  if (size == "0.3m") return {80, 4, 2, 20, 216, 1024};
+  if (size == "1m") return {128, 4, 4, 32, 344, 1024};
+  if (size == "3m") return {192, 6, 3, 32, 512, 1024};
+  throw std::invalid_argument("--size " + size + ": expected 0.3m, 1m or 3m");
+}
+
+std::vector<Gemm> stepGemms(const Dims& s, int64_t rows) {
+  struct Projection {
+    const char* name;
+    int64_t out, in;
+  };
+  const Projection projections[] = {{"qkv", (s.heads + 2 * s.kvHeads) * s.headDim, s.d},
+                                    {"o", s.d, s.heads * s.headDim},
+                                    {"gate|up", 2 * s.ffn, s.d},
+                                    {"down", s.d, s.ffn},
+                                    {"head", s.vocab, s.d}};
+  std::vector<Gemm> gemms;
+  for (const Projection& p : projections) {
+    gemms.push_back({p.name, 'N', 'T', rows, p.out, p.in});
+    gemms.push_back({p.name, 'N', 'N', rows, p.in, p.out});
+    gemms.push_back({p.name, 'T', 'N', p.out, p.in, rows});
+  }
+  return gemms;
+}
+
+template <class F>
+double bestSeconds(const F& call, int reps, int rounds) {
+  call();
+  double best = 1e30;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) call();
+    best =
+        std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string size = "1m";
+  int reps = 20, rounds = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--size")
+      size = argv[i + 1];
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (a == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  openblas_set_num_threads(1);
+  omp_set_num_threads(1);
+  std::mt19937 gen(1);
+  std::normal_distribution<float> normal;
+  double blasTotal = 0, dnnlTotal = 0, flopsTotal = 0, worstDiff = 0;
+  std::printf("%s, one thread; GFLOP/s\n%-8s %-3s %6s %6s %6s %9s %9s\n", size.c_str(), "matrix", "op", "M",
+              "N", "K", "OpenBLAS", "oneDNN");
+  for (const Gemm& g : stepGemms(dimsOf(size), 16 * 128)) {
+    std::vector<float> a(static_cast<size_t>(g.m * g.k)), b(static_cast<size_t>(g.k * g.n)),
+        cBlas(static_cast<size_t>(g.m * g.n)), cDnnl(cBlas.size());
+    for (float& x : a) x = normal(gen);
+    for (float& x : b) x = normal(gen);
+    const int64_t lda = g.opA == 'N' ? g.k : g.m, ldb = g.opB == 'N' ? g.n : g.k;
+    const auto blas = [&] {
+      cblas_sgemm(CblasRowMajor, g.opA == 'N' ? CblasNoTrans : CblasTrans,
+                  g.opB == 'N' ? CblasNoTrans : CblasTrans, static_cast<int>(g.m), static_cast<int>(g.n),
+                  static_cast<int>(g.k), 1.0f, a.data(), static_cast<int>(lda), b.data(),
+                  static_cast<int>(ldb), 0.0f, cBlas.data(), static_cast<int>(g.n));
+    };
+    const auto dnnl = [&] {
+      if (dnnl_sgemm(g.opA, g.opB, g.m, g.n, g.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, cDnnl.data(),
+                     g.n) != dnnl_success)
+        throw std::runtime_error("dnnl_sgemm failed");
+    };
+    double tBlas = 1e30, tDnnl = 1e30;
+    for (int pass = 0; pass < 2; ++pass) {  // alternated: each library measured twice
+      tBlas = std::min(tBlas, bestSeconds(blas, reps, rounds));
+      tDnnl = std::min(tDnnl, bestSeconds(dnnl, reps, rounds));
+    }
+    double scale = 0, diff = 0;  // this product's largest difference, relative to its largest entry
+    for (size_t i = 0; i < cBlas.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::abs(cBlas[i] - cDnnl[i])));
+      scale = std::max(scale, static_cast<double>(std::abs(cBlas[i])));
+    }
+    worstDiff = std::max(worstDiff, diff / std::max(scale, 1e-30));
+    const double flops = 2.0 * static_cast<double>(g.m * g.n * g.k);
+    blasTotal += tBlas;
+    dnnlTotal += tDnnl;
+    flopsTotal += flops;
+    std::printf("%-8s %c%c  %6lld %6lld %6lld %9.1f %9.1f\n", g.what, g.opA, g.opB,
+                static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                flops / tBlas * 1e-9, flops / tDnnl * 1e-9);
+  }
+  std::printf(
+      "all      %9.1f %9.1f GFLOP/s: oneDNN %.2fx OpenBLAS (largest difference %.1e of the output's scale)\n",
+      flopsTotal / blasTotal * 1e-9, flopsTotal / dnnlTotal * 1e-9, blasTotal / dnnlTotal, worstDiff);
+  return 0;
+}
