@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/export/cairo_canvas.hpp"  // alignedTextOrigin
 #include "app/plot/figure.hpp"
 #include "core/experiment_report.hpp"
 
