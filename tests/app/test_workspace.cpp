@@ -2,8 +2,8 @@
 // step is chosen), what a newer open drops, where backends are made, and a file that fails to open.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <latch>
 #include <thread>
