@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <thread>
 #include <utility>
 
 #include "core/blas_threads.hpp"
+#include "trainer/cpu_parallel.hpp"
 #include "trainer/torch_compat.hpp"
 
 namespace sharelens {
@@ -62,30 +61,21 @@ SplitStepLosses lossAndGradientsSplitOverThreads(const SharedTransformer& model,
   std::vector<torch::Tensor> leaves;
   for (const NamedParameter& p : params) leaves.push_back(p.tensor);
   std::vector<Part> results(static_cast<size_t>(parts));
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(parts));
-  const int workers = std::clamp(threads, 1, parts);
-  auto work = [&](int first) {  // parts first, first + workers, ... one after another
-    const ChargeTensorMemoryTo charge(memory);
-    at::set_num_threads(1);  // this thread's OpenMP team (oneDNN's and LibTorch's), as the run's own is
-    for (int i = first; i < parts; i += workers) {
-      try {
-        const auto [begin, end] = partRows(i);
+  {
+    const SingleThreadedBlas oneBlasThread;  // each part's GEMMs on its own thread, not on a shared pool
+    // The parts over min(threads, parts) threads (trainer/cpu_parallel.hpp: a failure in any is rethrown
+    // here).
+    splitOverThreads(std::clamp(threads, 1, parts), parts, 1, [&](int64_t first, int64_t last) {
+      const ChargeTensorMemoryTo charge(memory);
+      at::set_num_threads(1);  // this thread's OpenMP team (oneDNN's and LibTorch's), as the run's own is
+      for (int64_t i = first; i < last; ++i) {
+        const auto [begin, end] = partRows(static_cast<int>(i));
         results[static_cast<size_t>(i)] =
             runPart(model, leaves, tokens.narrow(0, begin, end - begin),
                     static_cast<double>(end - begin) / static_cast<double>(rows), withPenalty && i == 0);
-      } catch (...) {
-        failures[static_cast<size_t>(i)] = std::current_exception();
       }
-    }
-  };
-  {
-    const SingleThreadedBlas oneBlasThread;  // each part's GEMMs on its own thread, not on a shared pool
-    std::vector<std::jthread> helpers;
-    for (int w = 1; w < workers; ++w) helpers.emplace_back(work, w);
-    work(0);
+    });
   }
-  for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);
 
   torch::NoGradGuard noGrad;
   SplitStepLosses out;

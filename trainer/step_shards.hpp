@@ -29,7 +29,7 @@ struct SplitStepLosses {
 };
 
 // Forward and backward of tokens [rows, T + 1] in `parts` contiguous row ranges on min(threads, parts)
-// threads (the calling thread one of them; a thread takes parts w, w + threads, ... in turn). Sets each
+// threads (the calling thread one of them; each thread takes a contiguous run of parts in turn). Sets each
 // parameter's gradient to the sum over parts, in part order, of (its rows / rows) times the gradient of its
 // mean loss, plus, with `withPenalty`, the PostShare penalty's gradient (computed once, in the first part):
 // the gradient of loss + penalty over the whole batch. The parts, and so the numbers, depend on `parts`
