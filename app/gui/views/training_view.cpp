@@ -416,10 +416,15 @@ class TrainingPanel : public View {
     if (s == RunState::Failed) {
       // Wrapped inside the column (as wide as "10000 / 10000"), its first ~40 characters in about three
       // lines of it (one line cut at the column's edge hid the cause); the whole message on hover.
-      const std::string& m = r.controller->message();
+      const std::string m = r.controller->message();
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.4f, 0.4f, 1));
       ImGui::TextWrapped("%s", m.size() > 42 ? (m.substr(0, 39) + "...").c_str() : m.c_str());
       ImGui::PopStyleColor();
+      hovered = hovered || ImGui::IsItemHovered();
+    } else if (s == RunState::Preparing) {
+      // What the run is doing before its first step ("tokenising"; a resumed run shows its old curve
+      // meanwhile), on one line cut at the column's edge, so the row keeps its three lines; whole on hover.
+      ImGui::TextDisabled("%s", r.controller->message().c_str());
       hovered = hovered || ImGui::IsItemHovered();
     }
     if ((s == RunState::Failed || s == RunState::Preparing) && hovered) {
