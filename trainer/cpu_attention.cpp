@@ -13,6 +13,7 @@
 #include "core/blas_threads.hpp"
 #include "trainer/cpu_kernels.hpp"
 #include "trainer/cpu_parallel.hpp"
+#include "trainer/cpu_tensor.hpp"
 
 namespace sharelens {
 namespace {
@@ -151,8 +152,7 @@ struct TokenMajorAttention : public torch::autograd::Function<TokenMajorAttentio
 
 bool tokenMajorAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   for (const torch::Tensor* t : {&q, &k, &v})
-    if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous() || t->dim() != 4)
-      return false;
+    if (!isContiguousCpuFloat(*t) || t->dim() != 4) return false;
   return k.sizes() == v.sizes() && q.size(0) == k.size(0) && q.size(1) == k.size(1) &&
          q.size(3) == k.size(3) && k.size(2) > 0 && q.size(2) % k.size(2) == 0;
 }

@@ -3,16 +3,13 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "trainer/cpu_gemm.hpp"
+#include "trainer/cpu_tensor.hpp"
 
 namespace sharelens {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-bool fusable(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
-}
 
 // x [..., K] as rows [M, K]: M is the product of the leading dimensions (also when K is 0).
 int64_t rowsOf(const torch::Tensor& x) {
@@ -58,7 +55,8 @@ struct LinearFunction : public torch::autograd::Function<LinearFunction> {
 }  // namespace
 
 torch::Tensor projection(const torch::Tensor& x, const torch::Tensor& weight) {
-  if (fusable(x) && fusable(weight) && weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1))
+  if (isContiguousCpuFloat(x) && isContiguousCpuFloat(weight) && weight.dim() == 2 && x.dim() >= 1 &&
+      x.size(-1) == weight.size(1))
     return LinearFunction::apply(x, weight);
   return at::linear(x, weight);
 }

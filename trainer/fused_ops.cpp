@@ -11,6 +11,7 @@
 #include "core/blas_threads.hpp"
 #include "trainer/cpu_kernels.hpp"
 #include "trainer/cpu_parallel.hpp"
+#include "trainer/cpu_tensor.hpp"
 
 namespace sharelens {
 namespace {
@@ -20,10 +21,6 @@ using torch::autograd::variable_list;
 
 // Below these a loop stays on the calling thread (starting a thread costs tens of microseconds).
 constexpr int64_t kMinRowsPerThread = 256, kMinElementsPerThread = 65536;
-
-bool fusable(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
-}
 
 // ---- RMSNorm ----------------------------------------------------------------------------------------------
 // y = x r w with r = 1 / sqrt(mean(x^2) + eps) per row. Backward, with u = gy w:
@@ -281,7 +278,7 @@ torch::Tensor rmsNormReference(const torch::Tensor& x, const torch::Tensor& weig
 }
 
 torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-  if (fusable(x) && fusable(weight)) return RmsNormFunction::apply(x, weight, eps);
+  if (isContiguousCpuFloat(x) && isContiguousCpuFloat(weight)) return RmsNormFunction::apply(x, weight, eps);
   return rmsNormReference(x, weight, eps);
 }
 
@@ -292,7 +289,8 @@ torch::Tensor applyRopeReference(const torch::Tensor& x, const torch::Tensor& co
 }
 
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  if (fusable(x) && fusable(cos) && fusable(sin) && !cos.requires_grad() && !sin.requires_grad())
+  if (isContiguousCpuFloat(x) && isContiguousCpuFloat(cos) && isContiguousCpuFloat(sin) &&
+      !cos.requires_grad() && !sin.requires_grad())
     return RopeFunction::apply(x, cos, sin);
   return applyRopeReference(x, cos, sin);
 }
@@ -302,7 +300,8 @@ torch::Tensor swigluReference(const torch::Tensor& gate, const torch::Tensor& up
 }
 
 torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
-  if (fusable(gate) && fusable(up) && gate.sizes() == up.sizes()) return SwiGluFunction::apply(gate, up);
+  if (isContiguousCpuFloat(gate) && isContiguousCpuFloat(up) && gate.sizes() == up.sizes())
+    return SwiGluFunction::apply(gate, up);
   return swigluReference(gate, up);
 }
 
@@ -326,7 +325,8 @@ QkvHeads splitQkvWithRope(const torch::Tensor& qkv, const torch::Tensor& cos, co
                   cos.size(0) >= qkv.size(1),
               "RoPE tables of shape ", cos.sizes(), " do not cover ", qkv.size(1), " positions of head_dim ",
               hd, " (even)");
-  if (fusable(qkv) && fusable(cos) && fusable(sin) && !cos.requires_grad() && !sin.requires_grad()) {
+  if (isContiguousCpuFloat(qkv) && isContiguousCpuFloat(cos) && isContiguousCpuFloat(sin) &&
+      !cos.requires_grad() && !sin.requires_grad()) {
     const variable_list out = QkvRopeFunction::apply(qkv, cos, sin, heads, kvHeads);
     return {out[0], out[1], out[2]};
   }
@@ -341,7 +341,7 @@ torch::Tensor stackedSwigluReference(const torch::Tensor& gateUp) {
 torch::Tensor stackedSwiglu(const torch::Tensor& gateUp) {
   TORCH_CHECK(gateUp.dim() >= 1 && gateUp.size(-1) > 0 && gateUp.size(-1) % 2 == 0,
               "stacked gate and up of shape ", gateUp.sizes(), " has an odd or empty last dimension");
-  if (fusable(gateUp)) return StackedSwiGluFunction::apply(gateUp);
+  if (isContiguousCpuFloat(gateUp)) return StackedSwiGluFunction::apply(gateUp);
   return stackedSwigluReference(gateUp);
 }
 
@@ -350,9 +350,9 @@ torch::Tensor crossEntropyReference(const torch::Tensor& logits, const torch::Te
 }
 
 torch::Tensor crossEntropy(const torch::Tensor& logits, const torch::Tensor& targets) {
-  if (fusable(logits) && logits.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong &&
-      targets.device().is_cpu() && targets.is_contiguous() && targets.size(0) == logits.size(0) &&
-      logits.size(0) > 0 && logits.size(1) > 0)
+  if (isContiguousCpuFloat(logits) && logits.dim() == 2 && targets.dim() == 1 &&
+      targets.scalar_type() == at::kLong && targets.device().is_cpu() && targets.is_contiguous() &&
+      targets.size(0) == logits.size(0) && logits.size(0) > 0 && logits.size(1) > 0)
     return CrossEntropyFunction::apply(logits, targets);
   return crossEntropyReference(logits, targets);
 }
@@ -362,9 +362,9 @@ torch::Tensor tokenNllReference(const torch::Tensor& logits, const torch::Tensor
 }
 
 torch::Tensor tokenNll(const torch::Tensor& logits, const torch::Tensor& targets) {
-  if (!(fusable(logits) && logits.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong &&
-        targets.device().is_cpu() && targets.is_contiguous() && targets.size(0) == logits.size(0) &&
-        logits.size(1) > 0))
+  if (!(isContiguousCpuFloat(logits) && logits.dim() == 2 && targets.dim() == 1 &&
+        targets.scalar_type() == at::kLong && targets.device().is_cpu() && targets.is_contiguous() &&
+        targets.size(0) == logits.size(0) && logits.size(1) > 0))
     return -at::log_softmax(logits.to(at::kFloat), -1)
                 .gather(-1, targets.unsqueeze(-1))
                 .squeeze(-1)

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "trainer/cpu_kernels.hpp"
+#include "trainer/cpu_tensor.hpp"
 
 namespace sharelens {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 bool fusableUpdate(const torch::Tensor& p, const torch::Tensor& g, const torch::Tensor& m,
                    const torch::Tensor& v) {
   for (const torch::Tensor* t : {&p, &g, &m, &v})
-    if (!t->device().is_cpu() || t->scalar_type() != at::kFloat || !t->is_contiguous()) return false;
+    if (!isContiguousCpuFloat(*t)) return false;
   return true;
 }
 

@@ -1,12 +1,13 @@
 // The training step's projection GEMMs on one thread, OpenBLAS's cblas_sgemm beside oneDNN's dnnl_sgemm on
 // the same inputs (the choice trainer/cpu_gemm.cpp makes for a run of one thread; docs/PERFORMANCE.md). For
-// each of the claims' model sizes, every projection's three GEMMs at batch 16 x context 128 = 2,048 rows:
+// each of the benchmarks' model sizes (bench_models.hpp), every projection's three GEMMs at batch 16 x the
+// context (2,048 rows at the claims' sizes):
 //   forward  y [M, N] = x [M, K] W^T    (W [N, K])
 //   dx       [M, K]   = dy [M, N] W
 //   dW       [N, K]   = dy^T x
 // for Q|K|V stacked, O, gate|up stacked, down and the output head. Best of --rounds timings of --reps calls,
 // the two libraries alternated per shape; GFLOP/s per shape and over the whole set (time-weighted).
-// usage: bench_gemm [--size 0.3m|1m|3m] [--reps N] [--rounds N]
+// usage: bench_gemm [--size 0.3m|1m|3m|10m|gpu] [--reps N] [--rounds N]
 #include <cblas.h>
 #include <dnnl.h>
 
@@ -20,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_models.hpp"
+
 extern "C" void openblas_set_num_threads(int);
 extern "C" void omp_set_num_threads(int);
 
@@ -31,27 +34,16 @@ struct Gemm {
   int64_t m, n, k;
 };
 
-struct Dims {
-  int64_t d, heads, kvHeads, headDim, ffn, vocab;
-};
-
-Dims dimsOf(const std::string& size) {  // as bench_train --size
-  if (size == "0.3m") return {80, 4, 2, 20, 216, 1024};
-  if (size == "1m") return {128, 4, 4, 32, 344, 1024};
-  if (size == "3m") return {192, 6, 3, 32, 512, 1024};
-  throw std::invalid_argument("--size " + size + ": expected 0.3m, 1m or 3m");
-}
-
-std::vector<Gemm> stepGemms(const Dims& s, int64_t rows) {
+std::vector<Gemm> stepGemms(const sharelens::ModelDims& s, int64_t rows) {
   struct Projection {
     const char* name;
     int64_t out, in;
   };
-  const Projection projections[] = {{"qkv", (s.heads + 2 * s.kvHeads) * s.headDim, s.d},
-                                    {"o", s.d, s.heads * s.headDim},
-                                    {"gate|up", 2 * s.ffn, s.d},
-                                    {"down", s.d, s.ffn},
-                                    {"head", s.vocab, s.d}};
+  const Projection projections[] = {{"qkv", (s.heads + 2 * s.kvHeads) * s.headDim, s.dModel},
+                                    {"o", s.dModel, s.heads * s.headDim},
+                                    {"gate|up", 2 * s.ffn, s.dModel},
+                                    {"down", s.dModel, s.ffn},
+                                    {"head", s.vocab, s.dModel}};
   std::vector<Gemm> gemms;
   for (const Projection& p : projections) {
     gemms.push_back({p.name, 'N', 'T', rows, p.out, p.in});
@@ -99,7 +91,8 @@ int main(int argc, char** argv) {
   double blasTotal = 0, dnnlTotal = 0, flopsTotal = 0, worstDiff = 0;
   std::printf("%s, one thread; GFLOP/s\n%-8s %-3s %6s %6s %6s %9s %9s\n", size.c_str(), "matrix", "op", "M",
               "N", "K", "OpenBLAS", "oneDNN");
-  for (const Gemm& g : stepGemms(dimsOf(size), 16 * 128)) {
+  for (const Gemm& g :
+       stepGemms(sharelens::benchModelDims(size), 16 * sharelens::benchModelDims(size).context)) {
     std::vector<float> a(static_cast<size_t>(g.m * g.k)), b(static_cast<size_t>(g.k * g.n)),
         cBlas(static_cast<size_t>(g.m * g.n)), cDnnl(cBlas.size());
     for (float& x : a) x = normal(gen);

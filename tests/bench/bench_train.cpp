@@ -28,6 +28,7 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
 
+#include "bench_models.hpp"
 #include "core/atomic_file.hpp"
 #include "core/heap.hpp"
 #include "core/param_count.hpp"
@@ -40,59 +41,11 @@
 using namespace sharelens;
 using clock_type = std::chrono::steady_clock;
 
-// The benchmark's models: "10m" (the original ~10M-parameter model, context 256) and the claims
-// experiments' sizes (issue 37): about 0.3M, 1M and 3M non-embedding parameters, vocabulary 1024, context
-// 128. torch_train_peer.py --size builds the same shapes.
+// An unshared model of one of the benchmark sizes (bench_models.hpp).
 Topology benchTopology(const std::string& size) {
   Topology t;
   t.name = "bench-vanilla-" + size;
-  if (size == "10m")
-    t.model = ModelDims{.vocab = 8192,
-                        .dModel = 320,
-                        .layers = 8,
-                        .heads = 8,
-                        .kvHeads = 4,
-                        .headDim = 40,
-                        .ffn = 864,
-                        .context = 256};
-  else if (size == "0.3m")
-    t.model = ModelDims{.vocab = 1024,
-                        .dModel = 80,
-                        .layers = 4,
-                        .heads = 4,
-                        .kvHeads = 2,
-                        .headDim = 20,
-                        .ffn = 216,
-                        .context = 128};
-  else if (size == "1m")  // issue 37's example: 6 x d128, 4 heads, FFN 344
-    t.model = ModelDims{.vocab = 1024,
-                        .dModel = 128,
-                        .layers = 6,
-                        .heads = 4,
-                        .kvHeads = 4,
-                        .headDim = 32,
-                        .ffn = 344,
-                        .context = 128};
-  else if (size == "3m")
-    t.model = ModelDims{.vocab = 1024,
-                        .dModel = 192,
-                        .layers = 7,
-                        .heads = 6,
-                        .kvHeads = 3,
-                        .headDim = 32,
-                        .ffn = 512,
-                        .context = 128};
-  else if (size == "gpu")
-    t.model = ModelDims{.vocab = 1024,
-                        .dModel = 512,
-                        .layers = 12,
-                        .heads = 8,
-                        .kvHeads = 4,
-                        .headDim = 64,
-                        .ffn = 1376,
-                        .context = 512};
-  else
-    throw std::invalid_argument("--size " + size + ": expected 10m, 0.3m, 1m, 3m or gpu");
+  t.model = benchModelDims(size);
   for (int64_t l = 0; l < t.model.layers; ++l) t.attention.assign.push_back(l);
   t.ffn.assign = t.attention.assign;
   return t;
