@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/gui_loader.hpp"
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/heap.hpp"
 #include "trainer/tensor_memory.hpp"
@@ -22,6 +23,11 @@ int main(int argc, char** argv) {
     const std::string& first = args[0];
     if (first == "--help" || first == "-h" || first == "help") {
       sharelens::cli::printUsage();
+      return 0;
+    }
+    if (first == "--version") {  // what a bug report or a result's provenance needs
+      std::cout << "sharelens " << sharelens::sharelensVersion() << " (source " << sharelens::sourceRevision()
+                << ")\n";
       return 0;
     }
     if (const auto* command = sharelens::cli::findCommand(first)) {

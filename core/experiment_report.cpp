@@ -79,6 +79,24 @@ std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t cont
   }
 }
 
+namespace {
+
+// run.json's versions.source: nullopt when the run never started, "" when it predates the record.
+std::optional<std::string> readRunSource(const fs::path& runJson) {
+  if (!fs::exists(runJson)) return std::nullopt;
+  try {
+    const Json run = readJsonFile(runJson);
+    const auto versions = run.find("versions");
+    if (versions == run.end() || !versions->is_object()) return "";
+    const auto source = versions->find("source");
+    return source != versions->end() && source->is_string() ? source->get<std::string>() : "";
+  } catch (const Error&) {
+    return std::nullopt;  // not JSON (cut short)
+  }
+}
+
+}  // namespace
+
 ExperimentReport reportExperiment(const fs::path& outDir) {
   const fs::path file = outDir / "experiment.json";
   if (!fs::exists(file))
@@ -146,6 +164,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
       if (!arm.derive && !a.protocol)
         a.protocol = readRunProtocol(dir / "run.json", arm.topology.model.context);
+      if (!arm.derive)
+        if (const auto source = readRunSource(dir / "run.json")) ++r.runsBySource[*source];
       if (fs::exists(dir / "metrics.jsonl")) {
         MetricsReader metrics(dir / "metrics.jsonl");
         metrics.poll();
@@ -365,6 +385,7 @@ Json ExperimentReport::toJson() const {
           {"corpus", experiment.corpus},
           {"seeds", experiment.seeds},
           {"complete", complete},
+          {"runs_by_source", runsBySource},
           {"arms", arms},
           {"runs", runs}};
 }
@@ -414,7 +435,29 @@ std::string ExperimentReport::protocolText() const {
       (distinct.size() == 1 ? formatNumber(*distinct.begin(), "%g") + " for every arm" : lrs) +
       (chosen ? " (set per arm, as `experiment plan`'s sweep chooses them)." : " (the file's, not swept).");
   if (!differing.empty()) text += " Arms trained otherwise: " + differing + ".";
+  if (const std::string source = sourceText(); !source.empty()) text += " " + source;
   return text;
+}
+
+std::string ExperimentReport::sourceText() const {
+  int recorded = 0, total = 0;
+  for (const auto& [source, runs] : runsBySource) {
+    total += runs;
+    recorded += source.empty() ? 0 : runs;
+  }
+  if (recorded == 0) return "";
+  const auto runs = [](int n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); };
+  std::string list;
+  for (const auto& [source, count] : runsBySource)
+    if (!source.empty())
+      list += (list.empty() ? "" : ", ") + ("`" + source + "`") +
+              (runsBySource.size() > 1 ? " (" + runs(count) + ")" : "");
+  const int unrecorded = total - recorded;
+  return "Trained by ShareLens source " + list +
+         (unrecorded > 0
+              ? "; " + runs(unrecorded) + (unrecorded == 1 ? " predates" : " predate") + " the record of it"
+              : "") +
+         ".";
 }
 
 std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {

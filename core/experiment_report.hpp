@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,9 @@ struct ExperimentReport {
   std::vector<RunSummary> runs;
   std::vector<ArmSummary> arms;
   bool complete = false;  // every arm x seed finished
+  // How many of the trained runs each ShareLens source revision trained (run.json's versions.source,
+  // core/build_info.hpp); runs written before that record count under "".
+  std::map<std::string, int> runsBySource;
   // Equal training FLOPs: the smallest final training FLOPs any trained arm's mean curve reached (NaN when
   // none has a curve), and an arm's validation loss there minus the reference's, paired by seed, each run's
   // own curve interpolated (issue 35: the equal-FLOPs comparison with an interval).
@@ -89,6 +93,9 @@ struct ExperimentReport {
   // The protocol as run: "the CORPUS corpus (...)" (corpus and passes over it, held-out tokens, batch,
   // optimizer, schedule, each arm's peak learning rate); "" before any run started.
   std::string protocolText() const;
+  // "Trained by ShareLens source REV." (each revision's run count where several trained the runs); "" when
+  // no run recorded its source.
+  std::string sourceText() const;
 };
 
 ExperimentReport reportExperiment(const std::filesystem::path& outDir);

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/machine.hpp"
@@ -285,7 +286,11 @@ void TrainingRun::prepareRun() {
         {"init", r.initFrom ? Json(fs::absolute(*r.initFrom).string()) : Json(nullptr)},
         {"distributed",
          {{"world_size", r.distributed.worldSize}, {"backend", m_group ? m_group->backendName() : "none"}}},
-        {"versions", {{"sharelens", SHARELENS_VERSION}, {"torch", torchVersion()}, {"device", c.device}}}};
+        {"versions",
+         {{"sharelens", std::string(sharelensVersion())},
+          {"source", std::string(sourceRevision())},
+          {"torch", torchVersion()},
+          {"device", c.device}}}};
     writeRecord = true;
   }
   if (m_group) joinDistributed(corpus.fingerprint, tokenizer->fingerprint());

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "analysis/registry.hpp"
@@ -207,6 +208,21 @@ TEST(Args, AnOptionReadButMissingFromTheUsageIsANamedError) {
   EXPECT_FALSE(users.option("eval").has_value());
   EXPECT_NO_THROW(users.finish());
   ::setenv("SHARELENS_CHECK_USAGE", "1", 1);  // as for the other tests' commands
+}
+
+// `--version` names the commit the binary was built from, as git itself reports the checkout it was built in
+// (cmake/source_revision.cmake), so that a result can be traced to its code.
+TEST(Cli, VersionNamesTheSourceRevisionTheBinaryWasBuiltFrom) {
+  const auto r = runProcess(kBinary + " --version");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      r.out, m, std::regex(R"(sharelens \d+\.\d+\.\d+ \(source (unknown|([0-9a-f]{12})(-dirty)?)\)\n)")))
+      << r.out;
+  const auto head = runProcess("git -C " + shellQuote(SHARELENS_SOURCE_DIR) + " rev-parse HEAD");
+  if (head.exitCode != 0) GTEST_SKIP() << "the source tree is not a git checkout: " << head.err;
+  ASSERT_TRUE(m[2].matched) << "built in a git checkout, yet no revision: " << r.out;
+  EXPECT_EQ(head.out.substr(0, 12), m[2].str()) << "rebuild after committing";
 }
 
 TEST(Cli, BadArgumentsExitTwoWithUsage) {

@@ -11,8 +11,10 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 #include "core/experiment_report.hpp"
 #include "core/fault_injection.hpp"
 #include "core/param_count.hpp"
@@ -110,6 +112,23 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   EXPECT_NE(protocol.find("12000 held-out tokens scored"), std::string::npos) << protocol;
   EXPECT_NE(protocol.find("for every arm (the file's, not swept)"), std::string::npos) << protocol;
   EXPECT_NE(readTextFile(dir / "r.md").find(protocol), std::string::npos);
+  // Which code trained the runs, from their run.json: this build's, for all 9; where runs differ, each
+  // revision with its count, and runs without the record (older versions) counted apart.
+  EXPECT_NE(protocol.find("Trained by ShareLens source `" + std::string(sourceRevision()) + "`."),
+            std::string::npos)
+      << protocol;
+  for (const auto& [arm, seed, source] :
+       {std::tuple{"cycle", 1, Json("0123456789ab")}, std::tuple{"baseline", 2, Json()}}) {
+    const fs::path file = experimentRunDirectory(dir / "out", arm, seed) / "run.json";
+    Json record = readJsonFile(file);
+    source.is_null() ? (void)record.erase("versions") : (void)(record["versions"]["source"] = source);
+    writeFileAtomically(file, record.dump());
+  }
+  const std::string mixed = reportExperiment(dir / "out").protocolText();
+  EXPECT_NE(mixed.find("Trained by ShareLens source `0123456789ab` (1 run), `" +
+                       std::string(sourceRevision()) + "` (7 runs); 1 run predates the record of it."),
+            std::string::npos)
+      << mixed;
   ExperimentReport swept = report;
   swept.experiment.arms[0].lr = 0.01;
   ASSERT_TRUE(swept.arms[0].protocol.has_value());

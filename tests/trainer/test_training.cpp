@@ -13,6 +13,7 @@
 
 #include "core/arch/family.hpp"
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 #include "core/corpus.hpp"
 #include "core/fault_injection.hpp"
 #include "core/hash.hpp"
@@ -160,6 +161,7 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   EXPECT_EQ(run["corpus"]["spec"], "brown");
   EXPECT_EQ(run["tokenizer"]["vocab"], 512);
   EXPECT_EQ(run["parameters"]["total"], countParameters(debugTopology()).total);
+  EXPECT_EQ(run["versions"]["source"], std::string(sourceRevision())) << "which code trained it";
   EXPECT_TRUE(fs::exists(dir / "run" / "tokenizer.model"));
   const auto losses = lossesOf(dir / "run");
   ASSERT_EQ(losses.size(), 40u);
