@@ -52,6 +52,11 @@ script continues an unfinished experiment from them. The previous protocol's res
 seeds, 16k evaluation tokens), which this one replaces, are kept in
 [claims/previous-protocol.md](claims/previous-protocol.md).
 
+Each section's "As run" names the ShareLens source revision that trained its runs (their run.json records
+it). Sections without that line were trained before the record existed, by commit 37832f2; the revisions
+since change the CPU trainer's speed only (oneDNN for one thread's GEMMs, the batch split over a run's
+threads), which moves results by rounding alone.
+
 MD
     for name in "${order[@]}"; do
       if [ -f "$CLAIMS/$name.md" ]; then
