@@ -81,18 +81,29 @@ std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t cont
 
 namespace {
 
-// run.json's versions.source: nullopt when the run never started, "" when it predates the record.
-std::optional<std::string> readRunSource(const fs::path& runJson) {
+// The source revisions that trained a run (run.json's versions.source, then versions.resumed_by): nullopt
+// when the run never started, empty when it records none ("unknown": built outside a git checkout; or it
+// predates the record).
+std::optional<std::vector<std::string>> readRunSources(const fs::path& runJson) {
   if (!fs::exists(runJson)) return std::nullopt;
+  Json run;
   try {
-    const Json run = readJsonFile(runJson);
-    const auto versions = run.find("versions");
-    if (versions == run.end() || !versions->is_object()) return "";
-    const auto source = versions->find("source");
-    return source != versions->end() && source->is_string() ? source->get<std::string>() : "";
+    run = readJsonFile(runJson);
   } catch (const Error&) {
     return std::nullopt;  // not JSON (cut short)
   }
+  std::vector<std::string> sources;
+  const auto add = [&](const Json& revision) {
+    if (revision.is_string() && revision != "" && revision != "unknown" &&
+        std::find(sources.begin(), sources.end(), revision.get<std::string>()) == sources.end())
+      sources.push_back(revision.get<std::string>());
+  };
+  const auto versions = run.find("versions");
+  if (versions == run.end() || !versions->is_object()) return sources;
+  if (const auto source = versions->find("source"); source != versions->end()) add(*source);
+  if (const auto resumed = versions->find("resumed_by"); resumed != versions->end() && resumed->is_array())
+    for (const Json& revision : *resumed) add(revision);
+  return sources;
 }
 
 }  // namespace
@@ -165,7 +176,11 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       if (!arm.derive && !a.protocol)
         a.protocol = readRunProtocol(dir / "run.json", arm.topology.model.context);
       if (!arm.derive)
-        if (const auto source = readRunSource(dir / "run.json")) ++r.runsBySource[*source];
+        if (const auto sources = readRunSources(dir / "run.json")) {
+          for (const std::string& source : *sources) ++r.runsBySource[source];
+          r.runsWithoutSource += sources->empty() ? 1 : 0;
+          r.runsOfSeveralSources += sources->size() > 1 ? 1 : 0;
+        }
       if (fs::exists(dir / "metrics.jsonl")) {
         MetricsReader metrics(dir / "metrics.jsonl");
         metrics.poll();
@@ -386,6 +401,7 @@ Json ExperimentReport::toJson() const {
           {"seeds", experiment.seeds},
           {"complete", complete},
           {"runs_by_source", runsBySource},
+          {"runs_without_source", runsWithoutSource},
           {"arms", arms},
           {"runs", runs}};
 }
@@ -440,24 +456,19 @@ std::string ExperimentReport::protocolText() const {
 }
 
 std::string ExperimentReport::sourceText() const {
-  int recorded = 0, total = 0;
-  for (const auto& [source, runs] : runsBySource) {
-    total += runs;
-    recorded += source.empty() ? 0 : runs;
-  }
-  if (recorded == 0) return "";
+  if (runsBySource.empty()) return "";
   const auto runs = [](int n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); };
   std::string list;
   for (const auto& [source, count] : runsBySource)
-    if (!source.empty())
-      list += (list.empty() ? "" : ", ") + ("`" + source + "`") +
-              (runsBySource.size() > 1 ? " (" + runs(count) + ")" : "");
-  const int unrecorded = total - recorded;
-  return "Trained by ShareLens source " + list +
-         (unrecorded > 0
-              ? "; " + runs(unrecorded) + (unrecorded == 1 ? " predates" : " predate") + " the record of it"
-              : "") +
-         ".";
+    list += (list.empty() ? "" : ", ") + ("`" + source + "`") +
+            (runsBySource.size() > 1 ? " (" + runs(count) + ")" : "");
+  std::string notes;
+  if (runsOfSeveralSources > 0)
+    notes += "; " + runs(runsOfSeveralSources) + " resumed by another revision " +
+             (runsOfSeveralSources == 1 ? "counts" : "count") + " under each";
+  if (runsWithoutSource > 0)
+    notes += "; " + runs(runsWithoutSource) + (runsWithoutSource == 1 ? " does" : " do") + " not record it";
+  return "Trained by ShareLens source " + list + notes + ".";
 }
 
 std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {

@@ -80,9 +80,12 @@ struct ExperimentReport {
   std::vector<RunSummary> runs;
   std::vector<ArmSummary> arms;
   bool complete = false;  // every arm x seed finished
-  // How many of the trained runs each ShareLens source revision trained (run.json's versions.source,
-  // core/build_info.hpp); runs written before that record count under "".
+  // Which code trained the runs (run.json's versions.source and versions.resumed_by, core/build_info.hpp):
+  // each source revision's count of runs it trained (a run resumed by another revision counts under both),
+  // the runs that record none (written before the record, or by a build outside a git checkout), and the
+  // runs that several revisions trained.
   std::map<std::string, int> runsBySource;
+  int runsWithoutSource = 0, runsOfSeveralSources = 0;
   // Equal training FLOPs: the smallest final training FLOPs any trained arm's mean curve reached (NaN when
   // none has a curve), and an arm's validation loss there minus the reference's, paired by seed, each run's
   // own curve interpolated (issue 35: the equal-FLOPs comparison with an interval).
@@ -93,8 +96,8 @@ struct ExperimentReport {
   // The protocol as run: "the CORPUS corpus (...)" (corpus and passes over it, held-out tokens, batch,
   // optimizer, schedule, each arm's peak learning rate); "" before any run started.
   std::string protocolText() const;
-  // "Trained by ShareLens source REV." (each revision's run count where several trained the runs); "" when
-  // no run recorded its source.
+  // "Trained by ShareLens source REV." (each revision's run count where several trained the runs, and the
+  // runs that record none); "" when no run records its source.
   std::string sourceText() const;
 };
 

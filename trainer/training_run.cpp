@@ -100,6 +100,27 @@ void TrainingRun::prepare() {
   }
 }
 
+namespace {
+
+// A run resumed by a binary of another source revision than the one that started it lists that revision in
+// run.json's versions.resumed_by (once), so that a result names all the code that trained it. True when the
+// record changed.
+bool recordResumingSource(Json& record) {
+  const std::string current(sourceRevision());
+  Json& versions = record["versions"];
+  if (!versions.is_object()) versions = Json::object();
+  if (const auto source = versions.find("source"); source != versions.end() && *source == current)
+    return false;
+  Json& resumedBy = versions["resumed_by"];
+  if (!resumedBy.is_array()) resumedBy = Json::array();
+  for (const Json& revision : resumedBy)
+    if (revision == current) return false;
+  resumedBy.push_back(current);
+  return true;
+}
+
+}  // namespace
+
 void TrainingRun::prepareRun() {
   RunRequest& r = m_request;
   const fs::path runJson = r.runDir / "run.json";
@@ -134,6 +155,7 @@ void TrainingRun::prepareRun() {
       writeRecord = true;  // once everything else is checked
     }
     if (threadsOverride > 0) r.config.threads = threadsOverride;
+    if (recordResumingSource(record)) writeRecord = true;
   } else {
     if (fs::exists(runJson) && r.distributed.rank == 0)
       throw Error({.what = "the directory already holds a run",

@@ -201,7 +201,8 @@ const Command* findCommand(std::string_view name) {
 void printUsage() {
   std::cout
       << "usage: sharelens [PATH] [GUI OPTIONS]   open the GUI (on a checkpoint, run directory or topology)\n"
-         "       sharelens COMMAND [ARGS]\n\n"
+         "       sharelens COMMAND [ARGS]\n"
+         "       sharelens --version          the version and the source revision it was built from\n\n"
          "GUI options:\n"
          "  --demo                  train the demo topology and its baseline, and follow them\n"
          "  --view NAME             start on a view (any case): "

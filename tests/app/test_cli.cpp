@@ -217,12 +217,12 @@ TEST(Cli, VersionNamesTheSourceRevisionTheBinaryWasBuiltFrom) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_match(
-      r.out, m, std::regex(R"(sharelens \d+\.\d+\.\d+ \(source (unknown|([0-9a-f]{12})(-dirty)?)\)\n)")))
+      r.out, m, std::regex(R"(sharelens \d+\.\d+\.\d+ \(source (unknown|([0-9a-f]{12,40})(-dirty)?)\)\n)")))
       << r.out;
   const auto head = runProcess("git -C " + shellQuote(SHARELENS_SOURCE_DIR) + " rev-parse HEAD");
   if (head.exitCode != 0) GTEST_SKIP() << "the source tree is not a git checkout: " << head.err;
   ASSERT_TRUE(m[2].matched) << "built in a git checkout, yet no revision: " << r.out;
-  EXPECT_EQ(head.out.substr(0, 12), m[2].str()) << "rebuild after committing";
+  EXPECT_EQ(head.out.substr(0, static_cast<size_t>(m[2].length())), m[2].str()) << "rebuild after committing";
 }
 
 TEST(Cli, BadArgumentsExitTwoWithUsage) {

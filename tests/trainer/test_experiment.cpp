@@ -8,10 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
-#include <tuple>
 
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
@@ -117,17 +117,23 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   EXPECT_NE(protocol.find("Trained by ShareLens source `" + std::string(sourceRevision()) + "`."),
             std::string::npos)
       << protocol;
-  for (const auto& [arm, seed, source] :
-       {std::tuple{"cycle", 1, Json("0123456789ab")}, std::tuple{"baseline", 2, Json()}}) {
+  // (Cycle seed 1 started by other code, seed 3 resumed by it; baseline seed 2 without the record. The
+  // other code's revision sorts before any real one.)
+  const auto editRecord = [&](const char* arm, uint64_t seed, const std::function<void(Json&)>& edit) {
     const fs::path file = experimentRunDirectory(dir / "out", arm, seed) / "run.json";
     Json record = readJsonFile(file);
-    source.is_null() ? (void)record.erase("versions") : (void)(record["versions"]["source"] = source);
+    edit(record["versions"]);
     writeFileAtomically(file, record.dump());
-  }
+  };
+  editRecord("cycle", 1, [](Json& v) { v["source"] = "000000000000"; });
+  editRecord("cycle", 3, [](Json& v) { v["resumed_by"] = Json::array({"000000000000"}); });
+  editRecord("baseline", 2, [](Json& v) { v.erase("source"); });
   const std::string mixed = reportExperiment(dir / "out").protocolText();
-  EXPECT_NE(mixed.find("Trained by ShareLens source `0123456789ab` (1 run), `" +
-                       std::string(sourceRevision()) + "` (7 runs); 1 run predates the record of it."),
-            std::string::npos)
+  EXPECT_NE(
+      mixed.find("Trained by ShareLens source `000000000000` (2 runs), `" + std::string(sourceRevision()) +
+                 "` (7 runs); 1 run resumed by another revision counts under each; 1 run does not "
+                 "record it."),
+      std::string::npos)
       << mixed;
   ExperimentReport swept = report;
   swept.experiment.arms[0].lr = 0.01;

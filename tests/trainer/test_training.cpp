@@ -192,6 +192,33 @@ TEST(Training, WritesTheRunDirectoryAndLearnsFromRealText) {
   fs::remove_all(dir);
 }
 
+// A run continued by a binary of other code names that code too: run.json's versions.resumed_by lists each
+// other revision once, beside the source that started it (an experiment's report counts both).
+TEST(Training, AResumeByOtherCodeIsRecordedOnceBesideTheSourceThatStartedIt) {
+  const fs::path dir = testing::makeTempDir("resumed-by");
+  RunRequest r{debugTopology(), smallConfig(4), dir / "run"};
+  std::string message;
+  ASSERT_EQ(runTraining(r, {}, nullptr, &message), RunState::Finished) << message;
+  const fs::path runJson = dir / "run" / "run.json";
+  const auto versionsAfter = [&](int64_t steps) {
+    RunRequest more{debugTopology(), smallConfig(4), dir / "run"};
+    more.resume = true;
+    more.resumeToSteps = steps;
+    EXPECT_EQ(runTraining(more, {}, nullptr, &message), RunState::Finished) << message;
+    return readJsonFile(runJson)["versions"];
+  };
+  EXPECT_FALSE(versionsAfter(6).contains("resumed_by")) << "the same code resumed it";
+  Json record = readJsonFile(runJson);
+  record["versions"]["source"] = "000000000000";  // as if an older binary had started it
+  writeFileAtomically(runJson, record.dump(2));
+  for (int64_t steps : {8, 10}) {
+    const Json versions = versionsAfter(steps);
+    EXPECT_EQ(versions["source"], "000000000000");
+    EXPECT_EQ(versions["resumed_by"], Json::array({std::string(sourceRevision())})) << "after " << steps;
+  }
+  fs::remove_all(dir);
+}
+
 // SIGTERM (a scheduler's stop, `kill`) stops a run as Ctrl-C does: at a step boundary, with a checkpoint of
 // the step it reached, so nothing trained is lost.
 TEST(Training, SigtermSavesTheStepReached) {

@@ -421,7 +421,7 @@ class TrainingPanel : public View {
       ImGui::TextWrapped("%s", m.size() > 42 ? (m.substr(0, 39) + "...").c_str() : m.c_str());
       ImGui::PopStyleColor();
       hovered = hovered || ImGui::IsItemHovered();
-    } else if (s == RunState::Preparing) {
+    } else if (s == RunState::Preparing && !r.controller->message().empty()) {
       // What the run is doing before its first step ("tokenising"; a resumed run shows its old curve
       // meanwhile), on one line cut at the column's edge, so the row keeps its three lines; whole on hover.
       ImGui::TextDisabled("%s", r.controller->message().c_str());
