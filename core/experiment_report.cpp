@@ -460,8 +460,7 @@ std::string ExperimentReport::sourceText() const {
   const auto runs = [](int n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); };
   std::string list;
   for (const auto& [source, count] : runsBySource)
-    list += (list.empty() ? "" : ", ") + ("`" + source + "`") +
-            (runsBySource.size() > 1 ? " (" + runs(count) + ")" : "");
+    list += (list.empty() ? "" : ", ") + source + (runsBySource.size() > 1 ? " (" + runs(count) + ")" : "");
   std::string notes;
   if (runsOfSeveralSources > 0)
     notes += "; " + runs(runsOfSeveralSources) + " resumed by another revision " +

@@ -114,7 +114,7 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   EXPECT_NE(readTextFile(dir / "r.md").find(protocol), std::string::npos);
   // Which code trained the runs, from their run.json: this build's, for all 9; where runs differ, each
   // revision with its count, and runs without the record (older versions) counted apart.
-  EXPECT_NE(protocol.find("Trained by ShareLens source `" + std::string(sourceRevision()) + "`."),
+  EXPECT_NE(protocol.find("Trained by ShareLens source " + std::string(sourceRevision()) + "."),
             std::string::npos)
       << protocol;
   // (Cycle seed 1 started by other code, seed 3 resumed by it; baseline seed 2 without the record. The
@@ -129,11 +129,10 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
   editRecord("cycle", 3, [](Json& v) { v["resumed_by"] = Json::array({"000000000000"}); });
   editRecord("baseline", 2, [](Json& v) { v.erase("source"); });
   const std::string mixed = reportExperiment(dir / "out").protocolText();
-  EXPECT_NE(
-      mixed.find("Trained by ShareLens source `000000000000` (2 runs), `" + std::string(sourceRevision()) +
-                 "` (7 runs); 1 run resumed by another revision counts under each; 1 run does not "
-                 "record it."),
-      std::string::npos)
+  EXPECT_NE(mixed.find("Trained by ShareLens source 000000000000 (2 runs), " + std::string(sourceRevision()) +
+                       " (7 runs); 1 run resumed by another revision counts under each; 1 run does not "
+                       "record it."),
+            std::string::npos)
       << mixed;
   ExperimentReport swept = report;
   swept.experiment.arms[0].lr = 0.01;
