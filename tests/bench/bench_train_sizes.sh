@@ -41,14 +41,21 @@ tps = lambda path: json.load(open(path))["tokens_per_s"]
 print(f"| size | ShareLens, 1 run x {threads} threads | PyTorch best single run | ratio | "
       f"ShareLens, {threads} runs x 1 thread | PyTorch, {threads} processes x 1 thread | ratio |")
 print("|---|---|---|---|---|---|---|")
+rounds_of = []
+med = statistics.median
 for size in sizes:
     d = [f"{out}/{size}-{r}" for r in range(1, rounds + 1)]
     ours = [tps(f"{x}/ours.json") for x in d]
     best = [max(tps(f"{x}/torch.json"), tps(f"{x}/torch1.json")) for x in d]
     runs = [tps(f"{x}/ours-runs.json") for x in d]
     procs = [sum(tps(f"{x}/torch-proc{i}.json") for i in range(1, threads + 1)) for x in d]
-    med = statistics.median
     fmt = lambda v: " / ".join(f"{x:,.0f}" for x in v)
+    # The ratio of the medians, and below the table each round's own ratio (the pairs a round measured
+    # back to back, which this host's drift over minutes moves together).
     print(f"| {size} | {fmt(ours)} | {fmt(best)} | **{med(ours) / med(best):.2f}x** | {fmt(runs)} | {fmt(procs)} | "
           f"**{med(runs) / med(procs):.2f}x** |")
+    rounds_of.append((size, [o / b for o, b in zip(ours, best)], [r / p for r, p in zip(runs, procs)]))
+for size, single, side in rounds_of:
+    print(f"{size}: per round {', '.join(f'{x:.2f}' for x in single)} (median {med(single):.2f}) for one run; "
+          f"{', '.join(f'{x:.2f}' for x in side)} (median {med(side):.2f}) side by side")
 PY
