@@ -109,7 +109,7 @@ std::vector<double> positiveNumbers(const JsonObject& o, const char* key, std::v
 
 PlanSpec planSpecFromJson(const JsonObject& p) {
   p.allowOnly({"target_half_width", "pilot_seeds", "pilot_budgets", "lr_factors", "lr_budget", "max_seeds",
-               "min_tokens_per_parameter"});
+               "min_tokens_per_parameter", "pilot_every_budget"});
   PlanSpec s;
   s.targetHalfWidth = p.optionalNumber("target_half_width").value_or(s.targetHalfWidth);
   if (!(s.targetHalfWidth > 0 && s.targetHalfWidth < 10))
@@ -131,17 +131,20 @@ PlanSpec planSpecFromJson(const JsonObject& p) {
   if (!(s.minTokensPerParameter >= 0 && s.minTokensPerParameter < 1e6))
     p.fail("min_tokens_per_parameter", "out of range", "[0, 1e6)",
            formatNumber(s.minTokensPerParameter, "%g"));
+  s.pilotEveryBudget = p.optionalBool("pilot_every_budget").value_or(s.pilotEveryBudget);
   return s;
 }
 
 Json planSpecToJson(const PlanSpec& s) {
-  return {{"target_half_width", s.targetHalfWidth},
-          {"pilot_seeds", s.pilotSeeds},
-          {"pilot_budgets", s.pilotBudgets},
-          {"lr_factors", s.lrFactors},
-          {"lr_budget", s.lrBudget},
-          {"max_seeds", s.maxSeeds},
-          {"min_tokens_per_parameter", s.minTokensPerParameter}};
+  Json j = {{"target_half_width", s.targetHalfWidth},
+            {"pilot_seeds", s.pilotSeeds},
+            {"pilot_budgets", s.pilotBudgets},
+            {"lr_factors", s.lrFactors},
+            {"lr_budget", s.lrBudget},
+            {"max_seeds", s.maxSeeds},
+            {"min_tokens_per_parameter", s.minTokensPerParameter}};
+  if (s.pilotEveryBudget) j["pilot_every_budget"] = true;  // written only when set: older readers refuse it
+  return j;
 }
 
 // The A/A arm of `of` (issue 35): the same arm again, resolved, to be initialised from other seeds. Refused

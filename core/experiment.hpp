@@ -95,6 +95,10 @@ struct PlanSpec {
   double lrBudget = 0.25;                               // the sweep's fraction of "tokens" (two seeds)
   int maxSeeds = 20;
   double minTokensPerParameter = 10;  // issue 35: budgets below this are chosen only when none is above
+  // false: a pilot budget that cannot be chosen whatever it measures is not trained (its seeds x tokens at
+  // the fewest seeds a half-width allows, 2, already cost at least the cheapest budget that reached the
+  // target); the plan is the same either way. true trains every budget, for their numbers.
+  bool pilotEveryBudget = false;
 };
 
 struct Experiment {

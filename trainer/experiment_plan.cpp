@@ -124,10 +124,41 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     largest = std::max(largest, static_cast<double>(countParameters(arm.topology).total));
   std::vector<uint64_t> pilotSeeds;
   for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(static_cast<uint64_t>(i));
+  // Which budgets step 3 may choose is known before any is trained (tokens per parameter); what one costs,
+  // seeds x tokens, only once its pilot measured the seeds -- but never less than 2 x tokens
+  // (seedsForHalfWidth's fewest). A budget that even so cannot undercut the cheapest eligible one already
+  // measured to reach the target is not trained: the plan comes out the same.
+  auto tokensOf = [&](double fraction) {
+    return std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
+  };
+  plan.tokensPerParameterMet = std::any_of(s.pilotBudgets.begin(), s.pilotBudgets.end(), [&](double f) {
+    return static_cast<double>(tokensOf(f)) / largest >= s.minTokensPerParameter;
+  });
+  auto eligible = [&](const PilotBudget& b) {
+    return !plan.tokensPerParameterMet || b.tokensPerParameter >= s.minTokensPerParameter;
+  };
+  auto cost = [](const PilotBudget& b) { return static_cast<double>(b.seedsNeeded) * b.tokens; };
+  auto cheapestReachingTarget = [&]() -> std::optional<double> {
+    std::optional<double> cheapest;
+    for (const PilotBudget& b : plan.budgets)
+      if (b.trained && b.seedsNeeded > 0 && eligible(b))
+        cheapest = std::min(cheapest.value_or(INFINITY), cost(b));
+    return cheapest;
+  };
+  constexpr double kFewestSeeds = 2;
   for (double fraction : s.pilotBudgets) {
     PilotBudget b;
-    b.tokens = std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
+    b.tokens = tokensOf(fraction);
     b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
+    if (const auto cheapest = cheapestReachingTarget();
+        !s.pilotEveryBudget && cheapest &&
+        (!eligible(b) || kFewestSeeds * static_cast<double>(b.tokens) >= *cheapest)) {
+      b.trained = false;
+      b.sd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll = b.slopePerDoubling = NAN;
+      if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens not trained: it cannot be chosen");
+      plan.budgets.push_back(std::move(b));
+      continue;
+    }
     if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens");
     const fs::path dir = outDir / ("pilot-" + std::to_string(b.tokens));
     ExperimentRunOptions pilotOptions = o;
@@ -152,24 +183,16 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   }
 
   // 3. The cheapest budget that reaches the target, among those with enough tokens per parameter if any.
-  auto cost = [](const PilotBudget& b) { return static_cast<double>(b.seedsNeeded) * b.tokens; };
-  plan.tokensPerParameterMet =
-      std::any_of(plan.budgets.begin(), plan.budgets.end(),
-                  [&](const PilotBudget& b) { return b.tokensPerParameter >= s.minTokensPerParameter; });
   std::optional<size_t> best;
   for (size_t i = 0; i < plan.budgets.size(); ++i) {
     const PilotBudget& b = plan.budgets[i];
-    if (b.seedsNeeded == 0) continue;
-    if (plan.tokensPerParameterMet && b.tokensPerParameter < s.minTokensPerParameter) continue;
+    if (!b.trained || b.seedsNeeded == 0 || !eligible(b)) continue;
     if (!best || cost(b) < cost(plan.budgets[*best])) best = i;
   }
   plan.targetReached = best.has_value();
-  if (!best) {  // the target is out of reach: the largest budget at the most seeds, its MDE says how close
-    best = static_cast<size_t>(
-        std::max_element(plan.budgets.begin(), plan.budgets.end(),
-                         [](const PilotBudget& a, const PilotBudget& b) { return a.tokens < b.tokens; }) -
-        plan.budgets.begin());
-  }
+  if (!best)  // the target is out of reach: the largest budget at the most seeds, its MDE says how close
+    for (size_t i = 0; i < plan.budgets.size(); ++i)  // (every budget was trained: none reached the target)
+      if (!best || plan.budgets[i].tokens > plan.budgets[*best].tokens) best = i;
   plan.chosen = *best;
   const PilotBudget& chosen = plan.budgets[plan.chosen];
   plan.tokens = chosen.tokens;
@@ -207,7 +230,8 @@ Json ExperimentPlan::toJson() const {
                       {"minimum_detectable_effect", number(b.minimumDetectableEffect)},
                       {"reference_nll", number(b.referenceNll)},
                       {"slope_per_doubling", number(b.slopePerDoubling)},
-                      {"wall_seconds", b.wallSeconds}});
+                      {"wall_seconds", b.wallSeconds},
+                      {"trained", b.trained}});
   return {{"schema", "sharelens.experiment-plan/1"},
           {"experiment", planned.name},
           {"target_half_width", spec.targetHalfWidth},
@@ -249,8 +273,15 @@ std::string ExperimentPlan::toMarkdown() const {
       "per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | seeds | half-width | MDE | "
       "reference NLL | slope/doubling | pilot training time (all runs) "
       "|\n|---|---|---|---|---|---|---|---|---|\n";
+  bool skipped = false;
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
+    if (!b.trained) {
+      md += "| " + std::to_string(b.tokens) + " | " + format("%.1f", b.tokensPerParameter) +
+            " | not trained (could not be chosen) | | | | | | |\n";
+      skipped = true;
+      continue;
+    }
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +
           format("%.1f", b.tokensPerParameter) + " | " + format("%.4f", b.sd) + " | " +
           (b.seedsNeeded > 0 ? std::to_string(b.seedsNeeded) : "> " + std::to_string(spec.maxSeeds)) + " | " +
@@ -258,6 +289,13 @@ std::string ExperimentPlan::toMarkdown() const {
           format("%.4f", b.referenceNll) + " | " + format("%+.4f", b.slopePerDoubling) + " | " +
           format("%.0f s", b.wallSeconds) + " |\n";
   }
+  if (skipped)
+    md +=
+        "\nA budget not trained could not have been chosen whatever its pilot measured: at the fewest seeds "
+        "an interval allows (2), its seeds x tokens already cost at least the cheapest budget above that "
+        "reached the target" +
+        std::string(tokensPerParameterMet ? ", or it has too few tokens per parameter" : "") +
+        " (`\"pilot_every_budget\": true` in the file's plan trains it anyway).\n";
   const double sd = budgets[chosen].sd;
   md += "\n**Recommended**: " + std::to_string(tokens) + " tokens per run, " + std::to_string(seeds) +
         " seeds (`planned.json`): an expected half-width of " +

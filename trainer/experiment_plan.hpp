@@ -9,7 +9,8 @@
 //      reference's mean validation curve gives the loss slope at the end (per doubling of tokens).
 // The plan: per budget the seeds that bring the 95% half-width t sd / sqrt(n) under the target and the
 // minimum detectable effect there; the recommended budget is the cheapest (seeds x tokens) among those at or
-// above the file's tokens per parameter (the largest arm's; any budget when none is). Written as
+// above the file's tokens per parameter (the largest arm's; any budget when none is); a budget that cannot be
+// that whatever its pilot measured is not trained, unless the file asks for every one. Written as
 // DIR/plan.json, DIR/plan.md and DIR/planned.json -- the experiment with the chosen tokens, seeds and
 // learning rates, ready for `experiment run`. Torch-free interface.
 #pragma once
@@ -36,6 +37,8 @@ struct LrChoice {
 
 struct PilotBudget {
   int64_t tokens = 0;
+  bool trained = true;  // false: it could not be chosen whatever it measured (PlanSpec::pilotEveryBudget),
+                        // and the numbers below its tokens per parameter are NaN
   double tokensPerParameter = 0;       // of the largest trained arm
   std::vector<double> aaDifferences;   // A/A - reference, per seed
   double sd = 0;                       // their standard deviation (pilotSeeds - 1 degrees of freedom)
