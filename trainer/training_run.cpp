@@ -395,9 +395,12 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
   }
 }
 
+// Training time: this process's since its loop started, less the time it was paused, plus what earlier
+// processes trained. (A process stopped from outside, SIGSTOP, cannot tell and counts it.)
 double TrainingRun::elapsedSeconds() const {
   return m_elapsedAtResume +
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count();
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count() -
+         m_pausedSeconds;
 }
 
 // An error ended the loop -- out of memory or a dead peer in a step's forward, backward, all-reduce or
@@ -430,11 +433,13 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
       std::unique_lock lock(m_channel.mutex);
       if (m_channel.paused) {
         m_channel.state = RunState::Paused;
+        const auto pausedAt = clock::now();
         m_channel.wake.wait(lock, [&] {
           const bool go = !m_channel.paused || m_ctx.stop.stop_requested();
           if (!go) fault::delayBeforePauseWait();
           return go;
         });
+        m_pausedSeconds += std::chrono::duration<double>(clock::now() - pausedAt).count();
         m_channel.state = RunState::Running;
       }
       if (m_channel.checkpointRequested && m_step > m_lastSaved) {

@@ -89,6 +89,7 @@ class TrainingRun {
   torch::Device m_device = torch::kCPU;
   int64_t m_step = 0;
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
+  double m_pausedSeconds = 0;                  // this process's time paused (pause() until resume())
   int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
   double m_lastLoss = NAN, m_lastValLoss = NAN;
   int64_t m_lastSaved = 0;  // the newest checkpoint's step

@@ -443,12 +443,22 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
   EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), ours) << "this thread keeps its priority";
   run->pause();
   ASSERT_TRUE(waitFor([&] { return run->state() == RunState::Paused; }));
-  run->takeMetrics();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (const StepMetrics& m : run->takeMetrics()) metrics.push_back(m);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_TRUE(run->takeMetrics().empty()) << "no steps while paused";
   run->checkpointNow();
   run->resume();
   ASSERT_TRUE(waitFor([&] { return latestCheckpoint(dir / "run").has_value(); }));
+  // The time paused is not training time: the step after the pause is timed from the one before it, not
+  // 1.5 s later (a step takes milliseconds; the checkpoint saved on resuming, tens).
+  std::vector<StepMetrics> after;
+  ASSERT_TRUE(waitFor([&] {
+    auto m = run->takeMetrics();
+    after.insert(after.end(), m.begin(), m.end());
+    return !after.empty();
+  }));
+  EXPECT_EQ(after.front().step, metrics.back().step + 1);
+  EXPECT_LT(after.front().elapsed - metrics.back().elapsed, 1.0) << "the 1.5 s pause counted as training";
   run->requestStop();
   run->wait();
   EXPECT_EQ(run->state(), RunState::Stopped) << run->message();
