@@ -51,10 +51,8 @@ BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const s
 
 }  // namespace
 
-std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t context) {
-  if (!fs::exists(runJson)) return std::nullopt;
+std::optional<RunProtocol> runProtocolOf(const Json& run, int64_t context) {
   try {
-    const Json run = readJsonFile(runJson);
     const Json& c = run.at("config");
     const Json& corpus = run.at("corpus");
     RunProtocol p;
@@ -74,24 +72,24 @@ std::optional<RunProtocol> readRunProtocol(const fs::path& runJson, int64_t cont
     return p;
   } catch (const Json::exception&) {
     return std::nullopt;  // written by an older version: the report states no protocol
-  } catch (const Error&) {
-    return std::nullopt;  // not JSON (cut short): the same
   }
 }
 
 namespace {
 
-// The source revisions that trained a run (run.json's versions.source, then versions.resumed_by): nullopt
-// when the run never started, empty when it records none ("unknown": built outside a git checkout; or it
-// predates the record).
-std::optional<std::vector<std::string>> readRunSources(const fs::path& runJson) {
+// A run's run.json; nullopt when the run never started or the file is cut short.
+std::optional<Json> readRunRecord(const fs::path& runJson) {
   if (!fs::exists(runJson)) return std::nullopt;
-  Json run;
   try {
-    run = readJsonFile(runJson);
+    return readJsonFile(runJson);
   } catch (const Error&) {
-    return std::nullopt;  // not JSON (cut short)
+    return std::nullopt;
   }
+}
+
+// The source revisions that trained a run (its record's versions.source, then versions.resumed_by); empty
+// when it records none ("unknown": built outside a git checkout; or it predates the record).
+std::vector<std::string> runSourcesOf(const Json& run) {
   std::vector<std::string> sources;
   const auto add = [&](const Json& revision) {
     if (revision.is_string() && revision != "" && revision != "unknown" &&
@@ -173,14 +171,13 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     for (uint64_t seed : e.seeds) {
       RunSummary run{arm.name, seed};
       const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
-      if (!arm.derive && !a.protocol)
-        a.protocol = readRunProtocol(dir / "run.json", arm.topology.model.context);
-      if (!arm.derive)
-        if (const auto sources = readRunSources(dir / "run.json")) {
-          for (const std::string& source : *sources) ++r.runsBySource[source];
-          r.runsWithoutSource += sources->empty() ? 1 : 0;
-          r.runsOfSeveralSources += sources->size() > 1 ? 1 : 0;
-        }
+      if (const auto record = arm.derive ? std::nullopt : readRunRecord(dir / "run.json")) {
+        if (!a.protocol) a.protocol = runProtocolOf(*record, arm.topology.model.context);
+        const std::vector<std::string> sources = runSourcesOf(*record);
+        for (const std::string& source : sources) ++r.runsBySource[source];
+        r.runsWithoutSource += sources.empty() ? 1 : 0;
+        r.runsOfSeveralSources += sources.size() > 1 ? 1 : 0;
+      }
       if (fs::exists(dir / "metrics.jsonl")) {
         MetricsReader metrics(dir / "metrics.jsonl");
         metrics.poll();

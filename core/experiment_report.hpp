@@ -48,8 +48,8 @@ struct RunProtocol {
   double lr = NAN, minLrRatio = NAN, weightDecay = NAN, beta1 = NAN, beta2 = NAN, gradClip = NAN;
   int64_t corpusTrainTokens = 0, validationTokens = 0, validationDocuments = 0;
 };
-// nullopt when the file is missing or lacks a field (a run that never started).
-std::optional<RunProtocol> readRunProtocol(const std::filesystem::path& runJson, int64_t context);
+// nullopt when the record lacks a field (written by an older version).
+std::optional<RunProtocol> runProtocolOf(const Json& run, int64_t context);
 
 struct ArmSummary {
   std::string name, matchedBaselineOf, derivedFrom, expect, aaOf;

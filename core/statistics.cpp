@@ -61,7 +61,7 @@ double studentTQuantile(double p, double df) {
 
 int seedsForHalfWidth(double sd, double halfWidth, int maxSeeds, double level) {
   if (!std::isfinite(sd) || !(halfWidth > 0)) return 0;
-  for (int n = 2; n <= maxSeeds; ++n)
+  for (int n = kFewestSeedsForAnInterval; n <= maxSeeds; ++n)
     if (studentTQuantile(0.5 + level / 2, n - 1) * sd / std::sqrt(static_cast<double>(n)) <= halfWidth)
       return n;
   return 0;

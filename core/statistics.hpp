@@ -24,12 +24,15 @@ struct MeanInterval {
 };
 MeanInterval meanInterval(std::span<const double> values, double level = 0.95);
 
+// The fewest seeds that give an interval (one degree of freedom).
+constexpr int kFewestSeedsForAnInterval = 2;
+
 // Power of a paired comparison whose per-seed differences have standard deviation `sd`:
-//   the smallest n >= 2 seeds with t_{(1+level)/2, n-1} sd / sqrt(n) <= halfWidth (0 when none up to
-//   maxSeeds does, or sd is not finite);
-//   the minimum detectable effect at n seeds, (t_{(1+level)/2, n-1} + t_{power, n-1}) sd / sqrt(n): the true
-//   difference a two-sided test at that level detects with probability `power` (the normal-theory formula
-//   with t quantiles for the n - 1 degrees of freedom the interval has).
+//   the smallest n >= kFewestSeedsForAnInterval seeds with t_{(1+level)/2, n-1} sd / sqrt(n) <= halfWidth (0
+//   when none up to maxSeeds does, or sd is not finite); the minimum detectable effect at n seeds,
+//   (t_{(1+level)/2, n-1} + t_{power, n-1}) sd / sqrt(n): the true difference a two-sided test at that level
+//   detects with probability `power` (the normal-theory formula with t quantiles for the n - 1 degrees of
+//   freedom the interval has).
 int seedsForHalfWidth(double sd, double halfWidth, int maxSeeds = 1000, double level = 0.95);
 double minimumDetectableEffect(double sd, int seeds, double power = 0.8, double level = 0.95);
 

@@ -125,9 +125,9 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   std::vector<uint64_t> pilotSeeds;
   for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(static_cast<uint64_t>(i));
   // Which budgets step 3 may choose is known before any is trained (tokens per parameter); what one costs,
-  // seeds x tokens, only once its pilot measured the seeds -- but never less than 2 x tokens
-  // (seedsForHalfWidth's fewest). A budget that even so cannot undercut the cheapest eligible one already
-  // measured to reach the target is not trained: the plan comes out the same.
+  // seeds x tokens, only once its pilot measured the seeds -- but never less than kFewestSeedsForAnInterval
+  // x tokens. A budget that even so cannot undercut the cheapest eligible one already measured to reach the
+  // target is not trained: the plan comes out the same.
   auto tokensOf = [&](double fraction) {
     return std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
   };
@@ -138,21 +138,24 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     return !plan.tokensPerParameterMet || b.tokensPerParameter >= s.minTokensPerParameter;
   };
   auto cost = [](const PilotBudget& b) { return static_cast<double>(b.seedsNeeded) * b.tokens; };
-  auto cheapestReachingTarget = [&]() -> std::optional<double> {
-    std::optional<double> cheapest;
-    for (const PilotBudget& b : plan.budgets)
-      if (b.trained && b.seedsNeeded > 0 && eligible(b))
-        cheapest = std::min(cheapest.value_or(INFINITY), cost(b));
-    return cheapest;
+  // The cheapest eligible budget measured so far to reach the target (the first of equals): step 3's choice.
+  auto cheapestReachingTarget = [&]() -> std::optional<size_t> {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < plan.budgets.size(); ++i) {
+      const PilotBudget& b = plan.budgets[i];
+      if (!b.trained || b.seedsNeeded == 0 || !eligible(b)) continue;
+      if (!best || cost(b) < cost(plan.budgets[*best])) best = i;
+    }
+    return best;
   };
-  constexpr double kFewestSeeds = 2;
   for (double fraction : s.pilotBudgets) {
     PilotBudget b;
     b.tokens = tokensOf(fraction);
     b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
     if (const auto cheapest = cheapestReachingTarget();
         !s.pilotEveryBudget && cheapest &&
-        (!eligible(b) || kFewestSeeds * static_cast<double>(b.tokens) >= *cheapest)) {
+        (!eligible(b) ||
+         kFewestSeedsForAnInterval * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest]))) {
       b.trained = false;
       b.sd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll = b.slopePerDoubling = NAN;
       if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens not trained: it cannot be chosen");
@@ -183,12 +186,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   }
 
   // 3. The cheapest budget that reaches the target, among those with enough tokens per parameter if any.
-  std::optional<size_t> best;
-  for (size_t i = 0; i < plan.budgets.size(); ++i) {
-    const PilotBudget& b = plan.budgets[i];
-    if (!b.trained || b.seedsNeeded == 0 || !eligible(b)) continue;
-    if (!best || cost(b) < cost(plan.budgets[*best])) best = i;
-  }
+  std::optional<size_t> best = cheapestReachingTarget();
   plan.targetReached = best.has_value();
   if (!best)  // the target is out of reach: the largest budget at the most seeds, its MDE says how close
     for (size_t i = 0; i < plan.budgets.size(); ++i)  // (every budget was trained: none reached the target)
@@ -292,7 +290,9 @@ std::string ExperimentPlan::toMarkdown() const {
   if (skipped)
     md +=
         "\nA budget not trained could not have been chosen whatever its pilot measured: at the fewest seeds "
-        "an interval allows (2), its seeds x tokens already cost at least the cheapest budget above that "
+        "an interval allows (" +
+        std::to_string(kFewestSeedsForAnInterval) +
+        "), its seeds x tokens already cost at least the cheapest budget above that "
         "reached the target" +
         std::string(tokensPerParameterMet ? ", or it has too few tokens per parameter" : "") +
         " (`\"pilot_every_budget\": true` in the file's plan trains it anyway).\n";

@@ -21,19 +21,15 @@
 #include "core/json_util.hpp"
 #include "core/safetensors.hpp"
 #include "core/topology_presets.hpp"
+#include "tests/app/cli_test_support.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/malformed.hpp"
-#include "tests/support/process.hpp"
 
 namespace sharelens {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::runProcess;
-using testing::shellQuote;
-
-const std::string kBinary = SHARELENS_BINARY;
+using namespace cli_test;
 
 // `diff` (issue 41 item 8; the numbers are test_checkpoint_diff's): a sharded model against itself changes
 // nothing, every tensor listed in the JSON; a missing second path is a named error.

@@ -10,17 +10,13 @@
 #include "core/checkpoint.hpp"
 #include "core/json_util.hpp"
 #include "core/safetensors.hpp"
+#include "tests/app/cli_test_support.hpp"
 #include "tests/support/hf_fixtures.hpp"
-#include "tests/support/process.hpp"
 
 namespace sharelens {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::runProcess;
-using testing::shellQuote;
-
-const std::string kBinary = SHARELENS_BINARY;
+using namespace cli_test;
 
 TEST(CliAnalyze, WritesEverySectionOfTheReport) {
   const auto dir = testing::makeTempDir("cli-analyze");
