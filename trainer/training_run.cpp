@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/machine.hpp"
+#include "core/outside_stops.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/hf_tokenizer.hpp"
@@ -386,6 +387,7 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
 RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep) {
   const ChargeTensorMemoryTo charge(m_memory);
   m_loopStarted = std::chrono::steady_clock::now();
+  m_stoppedAtLoopStart = m_stoppedLogged = secondsStoppedFromOutside();
   m_lastSaved = m_step;
   try {
     return trainSteps(onStep);
@@ -395,12 +397,20 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
   }
 }
 
-// Training time: this process's since its loop started, less the time it was paused, plus what earlier
-// processes trained. (A process stopped from outside, SIGSTOP, cannot tell and counts it.)
+// Training time: this process's since its loop started, less the time it was paused or stopped from outside
+// (SIGSTOP, Ctrl-Z; core/outside_stops.hpp), plus what earlier processes trained.
 double TrainingRun::elapsedSeconds() const {
   return m_elapsedAtResume +
          std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count() -
-         m_pausedSeconds;
+         m_pausedSeconds - (secondsStoppedFromOutside() - m_stoppedAtLoopStart);
+}
+
+// Logs the stops from outside since the last such line ("suspended": not training time).
+void TrainingRun::logStopsFromOutside() {
+  const double stopped = secondsStoppedFromOutside();
+  if (stopped <= m_stoppedLogged) return;
+  log({{"event", "suspended"}, {"step", m_step}, {"seconds", stopped - m_stoppedLogged}});
+  m_stoppedLogged = stopped;
 }
 
 // An error ended the loop -- out of memory or a dead peer in a step's forward, backward, all-reduce or
@@ -434,12 +444,15 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
       if (m_channel.paused) {
         m_channel.state = RunState::Paused;
         const auto pausedAt = clock::now();
+        const double stoppedBefore = secondsStoppedFromOutside();
         m_channel.wake.wait(lock, [&] {
           const bool go = !m_channel.paused || m_ctx.stop.stop_requested();
           if (!go) fault::delayBeforePauseWait();
           return go;
         });
-        m_pausedSeconds += std::chrono::duration<double>(clock::now() - pausedAt).count();
+        // less a stop from outside while paused, which elapsedSeconds() takes off already
+        m_pausedSeconds += std::chrono::duration<double>(clock::now() - pausedAt).count() -
+                           (secondsStoppedFromOutside() - stoppedBefore);
         m_channel.state = RunState::Running;
       }
       if (m_channel.checkpointRequested && m_step > m_lastSaved) {
@@ -453,9 +466,11 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
       m_group->atStep(m_step);
       stop = m_group->sum(stop ? 1.0 : 0.0) > 0;
     }
+    logStopsFromOutside();
     if (stop) break;
     const int64_t step = m_step + 1;
     const auto stepStart = clock::now();
+    const double stoppedAtStepStart = secondsStoppedFromOutside();
     const double lr = c.learningRate(step);
     StepMetrics& metrics = m_stepMetrics = StepMetrics{};
     metrics.step = step;
@@ -467,7 +482,8 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     m_stepState = StepState::Unlogged;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
                  "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));
-    const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count();
+    const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count() -
+                           (secondsStoppedFromOutside() - stoppedAtStepStart);
     metrics.tokens = m_tokens;
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
     if (m_memory) metrics.tensorPeakBytes = static_cast<double>(m_memory->peakBytes());
@@ -504,6 +520,7 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
       saveCheckpoint(step, elapsedSeconds());
     }
   }
+  logStopsFromOutside();
   if (m_step < c.steps) {  // stopped: keep every completed step
     if (m_step > m_lastSaved) saveCheckpoint(m_step, elapsedSeconds());
     log({{"event", "stop"}, {"step", m_step}, {"reason", "stopped by request"}});

@@ -69,6 +69,7 @@ class TrainingRun {
   RunState trainSteps(const std::function<void(const StepMetrics&)>& onStep);
   void recordStep(StepMetrics& metrics);
   void saveAfterFailure(const char* what) noexcept;
+  void logStopsFromOutside();  // one "stopped from outside" line per stop measured since the last
   double elapsedSeconds() const;
   void prepareRun();
   void takeRunDirectory();
@@ -90,6 +91,8 @@ class TrainingRun {
   int64_t m_step = 0;
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
   double m_pausedSeconds = 0;                  // this process's time paused (pause() until resume())
+  double m_stoppedAtLoopStart = 0;             // secondsStoppedFromOutside() when the loop started
+  double m_stoppedLogged = 0;                  // ... when the last stop from outside was logged
   int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
   double m_lastLoss = NAN, m_lastValLoss = NAN;
   int64_t m_lastSaved = 0;  // the newest checkpoint's step

@@ -1,6 +1,8 @@
 #include "tests/support/process.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +45,28 @@ ProcessResult runProcess(const std::string& command) {
   r.err = slurp(errPath);
   std::filesystem::remove_all(dir);
   return r;
+}
+
+bool stopThisProcessFromOutside(int afterMs, int forMs) {
+  const pid_t self = ::getpid();
+  const pid_t helper = ::fork();
+  if (helper < 0) return false;
+  if (helper == 0) {  // only async-signal-safe calls in the child of a threaded process
+    auto sleepMs = [](int ms) {
+      timespec wait{ms / 1000, static_cast<long>(ms % 1000) * 1'000'000L};
+      while (::nanosleep(&wait, &wait) != 0) {
+      }
+    };
+    sleepMs(afterMs);
+    const bool stopped = ::kill(self, SIGSTOP) == 0;
+    sleepMs(forMs);
+    const bool continued = ::kill(self, SIGCONT) == 0;
+    ::_exit(stopped && continued ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(helper, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace sharelens::testing

@@ -16,4 +16,9 @@ std::string shellQuote(const std::string& s);
 // A TCP port on the loopback interface that nothing listens on now (for a test's c10d rendezvous).
 int freeLoopbackPort();  // core's freeLoopbackPort, named for the tests
 
+// Stops this whole process from outside, as `kill -STOP` would, after `afterMs`, for `forMs`, then continues
+// it (SIGCONT): a forked helper sends both signals, and this returns once the helper has exited, so the stop
+// is over. Returns whether the helper sent both.
+bool stopThisProcessFromOutside(int afterMs, int forMs);
+
 }  // namespace sharelens::testing

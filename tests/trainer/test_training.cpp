@@ -468,6 +468,45 @@ TEST(Training, ControllerPausesResumesSavesAndStops) {
   fs::remove_all(dir);
 }
 
+// A process stopped from outside (kill -STOP, Ctrl-Z) for 1.5 s mid-run: the stop is not training time
+// (core/outside_stops.hpp), and metrics.jsonl says how long the run was suspended. Before, the step the stop
+// fell into, or the one after it, carried the 1.5 s.
+TEST(Training, AStopFromOutsideIsNotTrainingTime) {
+  const fs::path dir = testing::makeTempDir("outside-stop");
+  TrainConfig c = smallConfig(100000);
+  c.checkpointEvery = 100000;
+  auto run = RunController::start(RunRequest{debugTopology(), c, dir / "run"});
+  auto collect = [&](std::vector<StepMetrics>& into, size_t atLeast) {
+    for (int i = 0; i < 600 && into.size() < atLeast; ++i) {
+      for (const StepMetrics& m : run->takeMetrics()) into.push_back(m);
+      if (into.size() < atLeast) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return into.size() >= atLeast;
+  };
+  std::vector<StepMetrics> metrics;
+  ASSERT_TRUE(collect(metrics, 3)) << run->message();
+  ASSERT_TRUE(testing::stopThisProcessFromOutside(50, 1500));
+  for (const StepMetrics& m : run->takeMetrics()) metrics.push_back(m);  // up to the step the stop fell in
+  const size_t before = metrics.size();
+  ASSERT_TRUE(collect(metrics, before + 5)) << run->message();
+  run->requestStop();
+  run->wait();
+  double longestStep = 0;
+  for (size_t i = 1; i < metrics.size(); ++i) {
+    ASSERT_EQ(metrics[i].step, metrics[i - 1].step + 1);
+    longestStep = std::max(longestStep, metrics[i].elapsed - metrics[i - 1].elapsed);
+    EXPECT_GT(metrics[i].tokensPerSecond, 0.0);
+  }
+  EXPECT_LT(longestStep, 1.0) << "the 1.5 s stop counted as training";
+  MetricsReader reader(dir / "run" / "metrics.jsonl");
+  reader.poll();
+  double suspended = 0;
+  for (const Json& e : reader.events())
+    if (e["event"] == "suspended") suspended += e["seconds"].get<double>();
+  EXPECT_NEAR(suspended, 1.5, 0.15) << std::ifstream(dir / "run" / "metrics.jsonl").rdbuf();
+  fs::remove_all(dir);
+}
+
 // Issue 38 hazard 2: a stop that arrives while a paused run is between finding it must wait and waiting
 // (held open here for 1.5 s by SHARELENS_TEST_PAUSE_WAIT_DELAY_MS; the stop comes 0.5 s after the pause,
 // while a step of this model takes milliseconds) must still wake it: the run stops with its checkpoint
