@@ -29,4 +29,23 @@ double secondsStoppedFromOutside();
 // SIGCONTs this process has handled since the first call of secondsStoppedFromOutside().
 uint64_t outsideContinuations();
 
+// Seconds since it was started (or restarted), less the time this process was stopped from outside meanwhile:
+// the time it could run.
+class RunningStopwatch {
+ public:
+  RunningStopwatch() { restart(); }
+  void restart() {
+    m_started = std::chrono::steady_clock::now();
+    m_stoppedAtStart = secondsStoppedFromOutside();
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count() -
+           (secondsStoppedFromOutside() - m_stoppedAtStart);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point m_started;
+  double m_stoppedAtStart = 0;
+};
+
 }  // namespace sharelens

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/blas_threads.hpp"
+#include "trainer/causal_panels.hpp"
 #include "trainer/cpu_kernels.hpp"
 #include "trainer/cpu_parallel.hpp"
 #include "trainer/cpu_tensor.hpp"
@@ -40,21 +41,8 @@ Dims dimsOf(const torch::Tensor& q, const torch::Tensor& k) {
   return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
 }
 
-// The causal mask makes query rows [r0, r0 + rows) read only keys [0, r0 + rows): every GEMM of a pair is
-// cut into row panels of kPanelRows queries, each over the keys its rows can see, so the masked upper
-// triangle is never computed (at T = 128, four panels do 10/16 of the square's work). The softmax kernels
-// write the zeros of the masked entries, so no entry a panel skips is ever read uninitialised.
-constexpr int64_t kPanelRows = 32;
-
-// Calls panel(firstRow, rows, seen) for each row panel of a T x T causal matrix; seen = firstRow + rows.
-// firstRow stays 64-bit: offsets such as firstRow * T pass 2^31 from T = 46,341.
-template <class Panel>
-void forEachCausalPanel(int64_t time, const Panel& panel) {
-  for (int64_t r0 = 0; r0 < time; r0 += kPanelRows) {
-    const int64_t rows = std::min(kPanelRows, time - r0);
-    panel(r0, static_cast<int>(rows), static_cast<int>(r0 + rows));
-  }
-}
+// Every GEMM of a pair runs by causal row panels (trainer/causal_panels.hpp). The softmax kernels write the
+// zeros of the masked entries, so no entry a panel skips is ever read uninitialised.
 
 // Runs work(pair) for every (batch, head) pair, split over the run's threads; BLAS is single-threaded
 // meanwhile (each GEMM here is small: 128 x 128 x 32 at the claims' sizes), so the threads do not wait on one

@@ -15,7 +15,6 @@
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/machine.hpp"
-#include "core/outside_stops.hpp"
 #include "core/param_count.hpp"
 #include "trainer/checkpoint_io.hpp"
 #include "trainer/hf_tokenizer.hpp"
@@ -386,8 +385,8 @@ void TrainingRun::saveCheckpoint(int64_t step, double elapsedSeconds) {
 
 RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep) {
   const ChargeTensorMemoryTo charge(m_memory);
-  m_loopStarted = std::chrono::steady_clock::now();
-  m_stoppedAtLoopStart = m_stoppedLogged = secondsStoppedFromOutside();
+  m_loopClock.restart();
+  m_stoppedLogged = secondsStoppedFromOutside();
   m_lastSaved = m_step;
   try {
     return trainSteps(onStep);
@@ -400,9 +399,7 @@ RunState TrainingRun::loop(const std::function<void(const StepMetrics&)>& onStep
 // Training time: this process's since its loop started, less the time it was paused or stopped from outside
 // (SIGSTOP, Ctrl-Z; core/outside_stops.hpp), plus what earlier processes trained.
 double TrainingRun::elapsedSeconds() const {
-  return m_elapsedAtResume +
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_loopStarted).count() -
-         m_pausedSeconds - (secondsStoppedFromOutside() - m_stoppedAtLoopStart);
+  return m_elapsedAtResume + m_loopClock.seconds() - m_pausedSeconds;
 }
 
 // Logs the stops from outside since the last such line ("suspended": not training time).
@@ -437,22 +434,18 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
   const TrainConfig& c = m_request.config;
   const int64_t context = m_request.topology.model.context;
   m_channel.setState(RunState::Running, "training");
-  using clock = std::chrono::steady_clock;
   while (m_step < c.steps) {
     {  // commands between steps
       std::unique_lock lock(m_channel.mutex);
       if (m_channel.paused) {
         m_channel.state = RunState::Paused;
-        const auto pausedAt = clock::now();
-        const double stoppedBefore = secondsStoppedFromOutside();
+        const RunningStopwatch paused;  // a stop from outside meanwhile is not counted twice
         m_channel.wake.wait(lock, [&] {
           const bool go = !m_channel.paused || m_ctx.stop.stop_requested();
           if (!go) fault::delayBeforePauseWait();
           return go;
         });
-        // less a stop from outside while paused, which elapsedSeconds() takes off already
-        m_pausedSeconds += std::chrono::duration<double>(clock::now() - pausedAt).count() -
-                           (secondsStoppedFromOutside() - stoppedBefore);
+        m_pausedSeconds += paused.seconds();
         m_channel.state = RunState::Running;
       }
       if (m_channel.checkpointRequested && m_step > m_lastSaved) {
@@ -469,8 +462,7 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     logStopsFromOutside();
     if (stop) break;
     const int64_t step = m_step + 1;
-    const auto stepStart = clock::now();
-    const double stoppedAtStepStart = secondsStoppedFromOutside();
+    const RunningStopwatch stepClock;
     const double lr = c.learningRate(step);
     StepMetrics& metrics = m_stepMetrics = StepMetrics{};
     metrics.step = step;
@@ -482,8 +474,7 @@ RunState TrainingRun::trainSteps(const std::function<void(const StepMetrics&)>& 
     m_stepState = StepState::Unlogged;
     m_ctx.report(static_cast<double>(step) / static_cast<double>(c.steps),
                  "training: step " + std::to_string(step) + " of " + std::to_string(c.steps));
-    const double seconds = std::chrono::duration<double>(clock::now() - stepStart).count() -
-                           (secondsStoppedFromOutside() - stoppedAtStepStart);
+    const double seconds = stepClock.seconds();
     metrics.tokens = m_tokens;
     metrics.tokensPerSecond = static_cast<double>(c.batchSize * context) / std::max(seconds, 1e-9);
     if (m_memory) metrics.tensorPeakBytes = static_cast<double>(m_memory->peakBytes());

@@ -16,6 +16,7 @@
 
 #include "core/directory_lock.hpp"
 #include "core/json_util.hpp"
+#include "core/outside_stops.hpp"
 #include "trainer/distributed.hpp"
 #include "trainer/model.hpp"
 #include "trainer/optimizer.hpp"
@@ -69,7 +70,7 @@ class TrainingRun {
   RunState trainSteps(const std::function<void(const StepMetrics&)>& onStep);
   void recordStep(StepMetrics& metrics);
   void saveAfterFailure(const char* what) noexcept;
-  void logStopsFromOutside();  // one "stopped from outside" line per stop measured since the last
+  void logStopsFromOutside();  // a "suspended" line for the stops from outside since the last one
   double elapsedSeconds() const;
   void prepareRun();
   void takeRunDirectory();
@@ -91,8 +92,7 @@ class TrainingRun {
   int64_t m_step = 0;
   double m_tokens = 0, m_elapsedAtResume = 0;  // seconds trained before this process
   double m_pausedSeconds = 0;                  // this process's time paused (pause() until resume())
-  double m_stoppedAtLoopStart = 0;             // secondsStoppedFromOutside() when the loop started
-  double m_stoppedLogged = 0;                  // ... when the last stop from outside was logged
+  double m_stoppedLogged = 0;  // secondsStoppedFromOutside() when the last "suspended" line was logged
   int64_t m_skipped = 0, m_consecutiveNonFinite = 0;
   double m_lastLoss = NAN, m_lastValLoss = NAN;
   int64_t m_lastSaved = 0;  // the newest checkpoint's step
@@ -107,9 +107,9 @@ class TrainingRun {
                // would follow that part, so nothing new is saved
   };
   StepState m_stepState = StepState::Logged;
-  StepMetrics m_stepMetrics;  // the step being trained, until its line is logged
-  bool m_saving = false;      // inside saveCheckpoint: an error there is not retried
-  std::chrono::steady_clock::time_point m_loopStarted;
+  StepMetrics m_stepMetrics;     // the step being trained, until its line is logged
+  bool m_saving = false;         // inside saveCheckpoint: an error there is not retried
+  RunningStopwatch m_loopClock;  // since the loop started, less stops from outside
 };
 
 }  // namespace sharelens

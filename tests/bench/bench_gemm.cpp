@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench_models.hpp"
+#include "trainer/causal_panels.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" void omp_set_num_threads(int);
@@ -61,18 +62,16 @@ std::vector<Gemm> stepGemms(const sharelens::ModelDims& s, int64_t rows) {
 // rows) of queries over the keys [0, seen) they see, q and the gradient of the output strided by H hd, k and
 // v by KV hd, probabilities by T.
 std::vector<Gemm> attentionGemms(const sharelens::ModelDims& s) {
-  constexpr int64_t kPanelRows = 32;
   const int64_t t = s.context, hd = s.headDim, qRow = s.heads * hd, kvRow = s.kvHeads * hd;
   std::vector<Gemm> gemms;
-  for (int64_t r0 = 0; r0 < t; r0 += kPanelRows) {
-    const int64_t rows = std::min(kPanelRows, t - r0), seen = r0 + rows;
+  sharelens::forEachCausalPanel(t, [&](int64_t, int64_t rows, int64_t seen) {
     gemms.push_back({"S=QK'", 'N', 'T', rows, seen, hd, qRow, kvRow, t});
     gemms.push_back({"O=PV", 'N', 'N', rows, hd, seen, t, kvRow, qRow});
     gemms.push_back({"dV+=P'dO", 'T', 'N', seen, hd, rows, t, qRow, kvRow, 1.0f});
     gemms.push_back({"dP=dOV'", 'N', 'T', rows, seen, hd, qRow, kvRow, t});
     gemms.push_back({"dQ=dSK", 'N', 'N', rows, hd, seen, t, kvRow, qRow});
     gemms.push_back({"dK+=dS'Q", 'T', 'N', seen, hd, rows, t, qRow, kvRow, 1.0f});
-  }
+  });
   return gemms;
 }
 
