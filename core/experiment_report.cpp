@@ -295,6 +295,24 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
   return NAN;
 }
 
+// The seeds a paired difference's own spread needs for the plan's target half-width (0 when more than
+// seedsForHalfWidth's default cap). The plan sizes seeds from the reference's A/A pilot; an arm that trains
+// less steadily than its reference (MASA at 4M tokens: sd 0.055 against the A/A's 0.004) needs more, and the
+// report says how many, at the same budget, from the spread the run measured.
+int seedsForTarget(const MeanInterval& difference, double target) {
+  return difference.n >= kFewestSeedsForAnInterval ? seedsForHalfWidth(difference.sd, target) : 0;
+}
+
+// " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
+std::string widerThanTargetText(const MeanInterval& difference, double target) {
+  if (!(difference.halfWidth > target)) return "";
+  const int seeds = seedsForTarget(difference, target);
+  return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
+         ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + "), that needs " +
+         (seeds > 0 ? std::to_string(seeds) : "more than 1000") + " seeds at this budget, against " +
+         std::to_string(difference.n) + " run.";
+}
+
 }  // namespace
 
 double ArmSummary::lossAtFlops(double flops) const {
@@ -375,6 +393,11 @@ Json ExperimentReport::toJson() const {
                              {"documents", a.documentDifference.clusters},
                              {"resamples", a.documentDifference.resamples}}},
                            {"verdict", std::string(verdictName(a.verdict))}};
+    if (a.name != experiment.reference && std::isfinite(a.difference.sd)) {
+      const int seeds = seedsForTarget(a.difference, experiment.plan.targetHalfWidth);
+      j["vs_reference"]["seeds_for_target"] = {{"half_width", experiment.plan.targetHalfWidth},
+                                               {"seeds", seeds > 0 ? Json(seeds) : Json(nullptr)}};
+    }
     arms.push_back(j);
   }
   Json runs = Json::array();
@@ -548,7 +571,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.paperEffect)
       md += " The paper's own difference: " + formatNumber(*a.paperEffect, "%+.4f") + " nats" +
             (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
-    md += "\n";
+    md += widerThanTargetText(a.difference, e.plan.targetHalfWidth) + "\n";
   }
   for (const ArmSummary& a : arms) {
     if (a.aaOf != e.reference) continue;
@@ -567,7 +590,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             formatNumber(a.difference.halfWidth, "%.4f") +
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
-    md += "\n";
+    md += widerThanTargetText(a.difference, e.plan.targetHalfWidth) + "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.

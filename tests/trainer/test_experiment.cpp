@@ -472,6 +472,37 @@ TEST(Experiment, AReportWithoutAnIntervalSaysSoAndABrokenEvaluationIsNamed) {
   fs::remove_all(dir);
 }
 
+// The plan sizes seeds from the reference's A/A pilot (issue 35); an arm whose paired differences spread more
+// than that is told how many seeds its own spread needs for the target half-width. Differences 0.05, 0.10,
+// 0.15 have sd 0.05; t tables give t_{0.975, 25} = 2.0595 and t_{0.975, 26} = 2.0555, so 2.0595 x 0.05 /
+// sqrt(26) = 0.0202 misses +-0.02 and 2.0555 x 0.05 / sqrt(27) = 0.0198 reaches it: 27 seeds.
+TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds) {
+  const fs::path dir = testing::makeTempDir("experiment-seeds-needed");
+  writeFileAtomically(dir / "experiment.json",
+                      experimentToJson(experimentFromJson(tinyExperiment(), "tiny.json", dir)).dump(2));
+  const double cycle[] = {5.05, 5.10, 5.15}, aa[] = {5.001, 4.999, 5.0};
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    for (const auto& [arm, nll] :
+         {std::pair{"cycle", cycle[seed - 1]}, {"baseline", 5.0}, {"baseline-aa", aa[seed - 1]}}) {
+      const fs::path run = experimentRunDirectory(dir, arm, seed);
+      fs::create_directories(run);
+      writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+    }
+  const ExperimentReport report = reportExperiment(dir);
+  ASSERT_EQ(report.experiment.plan.targetHalfWidth, 0.02);
+  const std::string md = report.toMarkdown("");
+  EXPECT_NE(md.find("Its interval is wider than the plan's target of ±0.02: at its seed spread (sd 0.0500), "
+                    "that needs 27 seeds at this budget, against 3 run."),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("that needs", md.find("**A/A check**")), std::string::npos)
+      << "the A/A arm's interval (sd 0.001) is within the target: " << md;
+  const Json arms = report.toJson()["arms"];
+  EXPECT_EQ(arms[0]["vs_reference"]["seeds_for_target"]["seeds"], 27);
+  EXPECT_EQ(arms[2]["vs_reference"]["seeds_for_target"]["seeds"], 2);
+  fs::remove_all(dir);
+}
+
 TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   auto errorFor = [](const std::function<void(Json&)>& edit) {
     Json j = tinyExperiment();
