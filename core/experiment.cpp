@@ -206,11 +206,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
   if (o.has("seeds")) {
     const Json& s = o.raw()["seeds"];
     e.seeds.clear();
-    constexpr int64_t kMostSeeds = 1000;
     if (const int64_t count = s.is_number_integer() ? s.get<int64_t>() : static_cast<int64_t>(s.size());
-        count > kMostSeeds)
-      o.fail("seeds", "too many seeds", "at most " + std::to_string(kMostSeeds), std::to_string(count),
-             "every seed is a training run of every arm");
+        count > kMostExperimentSeeds)
+      o.fail("seeds", "too many seeds", "at most " + std::to_string(kMostExperimentSeeds),
+             std::to_string(count), "every seed is a training run of every arm");
     if (s.is_number_integer()) {
       for (int64_t i = 1; i <= s.get<int64_t>(); ++i) e.seeds.push_back(static_cast<uint64_t>(i));
     } else if (s.is_array()) {

@@ -101,6 +101,8 @@ struct PlanSpec {
   bool pilotEveryBudget = false;
 };
 
+constexpr int kMostExperimentSeeds = 1000;  // every seed is a training run of every arm
+
 struct Experiment {
   std::string name, description;
   Claim claim;

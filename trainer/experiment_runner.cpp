@@ -18,6 +18,7 @@
 #include "core/machine.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
+#include "core/statistics.hpp"
 #include "trainer/evaluate.hpp"
 #include "trainer/run_controller.hpp"
 #include "trainer/torch_compat.hpp"
@@ -53,6 +54,21 @@ TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm,
 
 namespace {
 
+// An experiment's seeds cut or extended to k: the first k, or all of them followed by the next unused
+// integers above the largest (1, 2, 3 -> 1, 2, 3, 4, 5).
+std::vector<uint64_t> seedsResizedTo(std::vector<uint64_t> seeds, size_t k) {
+  uint64_t next = seeds.empty() ? 1 : *std::max_element(seeds.begin(), seeds.end()) + 1;
+  while (seeds.size() < k) seeds.push_back(next++);
+  seeds.resize(k);
+  return seeds;
+}
+
+// Whether the seed list `grown` is `recorded` followed by seeds of its own (or the same list).
+bool extendsSeeds(const Json& recorded, const Json& grown) {
+  if (!recorded.is_array() || !grown.is_array() || grown.size() < recorded.size()) return false;
+  return std::equal(recorded.begin(), recorded.end(), grown.begin());
+}
+
 // Whether any arm's run in OUT/<arm>/seed-N/ has started (a run record, a derived model or an evaluation).
 bool anyRunStarted(const fs::path& outDir) {
   std::error_code ec;
@@ -68,13 +84,14 @@ bool anyRunStarted(const fs::path& outDir) {
 void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOptions& o,
                    const TaskContext& ctx, const std::function<void(const std::string&)>& log) {
   if (o.seeds) {
-    if (*o.seeds < 2 || *o.seeds > static_cast<int>(e.seeds.size()))
+    if (*o.seeds < kFewestSeedsForAnInterval || *o.seeds > kMostExperimentSeeds)
       throw Error({.what = "seeds out of range",
                    .where = "--seeds",
-                   .expected = "2.." + std::to_string(e.seeds.size()),
+                   .expected = std::to_string(kFewestSeedsForAnInterval) + ".." +
+                               std::to_string(kMostExperimentSeeds),
                    .found = std::to_string(*o.seeds),
                    .hint = "an interval needs at least 2 seeds"});
-    e.seeds.resize(static_cast<size_t>(*o.seeds));
+    e.seeds = seedsResizedTo(e.seeds, static_cast<size_t>(*o.seeds));
   }
   if (o.steps) {
     const TrainConfig c = experimentTrainConfig(e, e.arms.front(), 0);
@@ -119,7 +136,19 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     }
     // Another experiment is refused once any of its runs has started; one that never trained a step (refused
     // by a check at training time) is only a plan, and its corrected file takes its place.
-    if (trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(dir))
+    // More seeds for an experiment that ran (its report says how many its spread needs): the same experiment
+    // with the recorded seeds first; the finished runs stand and only the new seeds train.
+    const auto withoutSeeds = [&](const Json& j) {
+      Json k = trainingIdentity(j);
+      k.erase("seeds");
+      return k;
+    };
+    const bool moreSeeds = withoutSeeds(recorded) == withoutSeeds(resolved) &&
+                           extendsSeeds(recorded.value("seeds", Json::array()), resolved["seeds"]);
+    if (moreSeeds && recorded["seeds"] != resolved["seeds"] && log)
+      log("adding seeds to the " + std::to_string(recorded["seeds"].size()) + " that " + dir.string() +
+          " holds: " + std::to_string(resolved["seeds"].size()) + " in all");
+    if (!moreSeeds && trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(dir))
       throw Error(
           {.what = "the " + what + " holds another experiment (or this one with other seeds, steps or arms)",
            .where = record.string(),

@@ -32,7 +32,7 @@ struct ExperimentRunOptions {
   int parallel = 0;              // runs at a time (0: one per thread); each gets threads / parallel threads
   int threads = 0;               // 0: all cores
   std::optional<int64_t> steps;  // overrides the token budget (steps of every arm)
-  std::optional<int> seeds;      // only the first K seeds
+  std::optional<int> seeds;      // the first K seeds, or more: the next unused integers after the file's
   DeriveArm deriveArm;           // needed when the experiment has derived arms
   // A run that fails (diverges, or ends with a non-finite held-out loss) is recorded as failed.json in its
   // directory and the others go on, instead of stopping the experiment; run again, it is not retried.

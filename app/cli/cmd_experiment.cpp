@@ -2,7 +2,8 @@
 //                               [--seeds K] [--threads N]
 //   an experiment's runs (trainer/experiment_runner.hpp; --parallel defaults to one run per thread;
 //   --profile: one of the file's "profiles", such as its GPU scale; --archive: a results archive to take
-//   finished runs from and copy them into, core/experiment_archive.hpp);
+//   finished runs from and copy them into, core/experiment_archive.hpp; --seeds K: the file's first K seeds,
+//   or more than it lists, the next integers after them, added to a directory that holds the rest);
 // sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]

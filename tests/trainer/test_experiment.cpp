@@ -195,6 +195,25 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
                  shellQuote((dir / "out").string()) + " --threads 1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("holds another experiment"), std::string::npos) << r.err;
+  // More seeds than the file's (what the report asks for when an interval is wider than the plan's target):
+  // the finished runs stand, only seed 4 of each arm trains, and the report pairs 4 seeds.
+  std::map<fs::path, fs::file_time_type> threeSeeds;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "out"))
+    if (e.path().filename() == "eval.json") threeSeeds[e.path()] = fs::last_write_time(e.path());
+  ASSERT_EQ(threeSeeds.size(), 9u);
+  r = runProcess(run + " --seeds 4");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("adding seeds to the 3 that"), std::string::npos) << r.err;
+  for (const auto& [path, time] : threeSeeds)
+    EXPECT_EQ(fs::last_write_time(path), time) << path << " was redone";
+  EXPECT_EQ(readJsonFile(dir / "out" / "experiment.json")["seeds"], Json::array({1, 2, 3, 4}));
+  const ExperimentReport fourSeeds = reportExperiment(dir / "out");
+  EXPECT_TRUE(fourSeeds.complete);
+  for (const ArmSummary& a : fourSeeds.arms) EXPECT_EQ(a.nll.n, 4) << a.name;
+  EXPECT_EQ(fourSeeds.arms[0].differences.size(), 4u);
+  r = runProcess(run);  // the file's 3 seeds again: fewer than the directory holds, another experiment
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("holds another experiment"), std::string::npos) << r.err;
 
   // The same seed reproduces a run bit for bit; another seed changes initialisation and data order.
   Json one = tinyExperiment();
