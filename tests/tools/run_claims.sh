@@ -144,7 +144,15 @@ for name in "${order[@]}"; do
     cp "$OUT/$name-plan/planned.json" "$OUT/$name-plan/plan.md" "$OUT/$name-plan/plan.json" "$plan/"
     cp "$asset" "$plan/asset.json"
   fi
-  "$SL" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --archive "$RESULTS/$name" --threads 2
+  # Seeds added after the plan (`run --seeds K`, where the report asked for more) are kept: the archive's
+  # record holds them, and a run with the plan's fewer seeds would be refused.
+  seeds=()
+  if [ -f "$RESULTS/$name/experiment.json" ]; then
+    recorded=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['seeds']))" "$RESULTS/$name/experiment.json")
+    planned=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['seeds']; print(s if isinstance(s, int) else len(s))" "$OUT/$name-plan/planned.json")
+    [ "$recorded" -gt "$planned" ] && seeds=(--seeds "$recorded")
+  fi
+  "$SL" experiment run "$OUT/$name-plan/planned.json" --out "$OUT/$name" --archive "$RESULTS/$name" --threads 2 "${seeds[@]}"
   section "$name"
   assemble
 done
