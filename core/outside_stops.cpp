@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cerrno>
 #include <thread>
 
 namespace sharelens {
@@ -17,6 +18,8 @@ constexpr int kPatienceTicks = 5;
 std::atomic<int64_t> g_heartbeatNanos{0};
 std::atomic<int64_t> g_stoppedNanos{0};
 std::atomic<uint64_t> g_continuations{0};
+static_assert(std::atomic<int64_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
+              "the SIGCONT handler may only touch lock-free atomics");
 struct sigaction g_previousContinue {};
 
 int64_t monotonicNanos() {
@@ -25,7 +28,12 @@ int64_t monotonicNanos() {
   return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
+bool heartbeatIsStale(int64_t now) {
+  return now - g_heartbeatNanos.load() > 2 * kTickNanos;
+}
+
 void onContinue(int signal, siginfo_t* info, void* context) {
+  const int savedErrno = errno;  // the interrupted code's, whatever the chained handler does
   const int64_t now = monotonicNanos();
   const int64_t sinceHeartbeat = now - g_heartbeatNanos.exchange(now);
   if (sinceHeartbeat > 2 * kTickNanos) g_stoppedNanos.fetch_add(sinceHeartbeat - kTickNanos);
@@ -35,6 +43,7 @@ void onContinue(int signal, siginfo_t* info, void* context) {
   } else if (g_previousContinue.sa_handler != SIG_DFL && g_previousContinue.sa_handler != SIG_IGN) {
     g_previousContinue.sa_handler(signal);
   }
+  errno = savedErrno;
 }
 
 [[noreturn]] void beat() {
@@ -42,10 +51,13 @@ void onContinue(int signal, siginfo_t* info, void* context) {
   for (;;) {
     std::this_thread::sleep_for(kOutsideStopTick);
     const int64_t now = monotonicNanos();
-    if (now - g_heartbeatNanos.load() > 2 * kTickNanos && ++heldTicks <= kPatienceTicks)
+    int64_t seen = g_heartbeatNanos.load();
+    if (now - seen > 2 * kTickNanos && ++heldTicks <= kPatienceTicks)
       continue;  // left for the SIGCONT handler, if this was a stop
     heldTicks = 0;
-    g_heartbeatNanos.store(now);
+    // Not over a newer time: a stop between the clock read and here ends in a handler that wrote one, and a
+    // later SIGCONT would count that stop again from this older beat.
+    g_heartbeatNanos.compare_exchange_strong(seen, now);
   }
 }
 
@@ -54,12 +66,19 @@ void onContinue(int signal, siginfo_t* info, void* context) {
 bool startOnce() {
   static const bool started = [] {
     g_heartbeatNanos.store(monotonicNanos());
+    // The thread first: if it cannot start (this throws), nothing is installed and the next call tries again.
+    std::thread(beat).detach();
+    // The previous handler read before ours is live (a SIGCONT then finds it whole), and never ours (which
+    // would call itself).
+    struct sigaction previous {};
+    sigaction(SIGCONT, nullptr, &previous);
+    if (!((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == onContinue))
+      g_previousContinue = previous;
     struct sigaction action {};
     action.sa_sigaction = onContinue;
     action.sa_flags = SA_SIGINFO | SA_RESTART;  // system calls it interrupts go on
     sigemptyset(&action.sa_mask);
-    sigaction(SIGCONT, &action, &g_previousContinue);
-    std::thread(beat).detach();
+    sigaction(SIGCONT, &action, nullptr);
     return true;
   }();
   return started;
@@ -69,6 +88,12 @@ bool startOnce() {
 
 double secondsStoppedFromOutside() {
   startOnce();
+  // A SIGCONT wakes every thread at once and its handler runs on one of them: a caller scheduled first would
+  // take the stop for running time. While the heartbeat is stale (a stop just ended, or the heartbeat thread
+  // is starved) wait up to a tick for the handler, or the heartbeat, to refresh it.
+  const int64_t deadline = monotonicNanos() + kTickNanos;
+  for (int64_t now = monotonicNanos(); heartbeatIsStale(now) && now < deadline; now = monotonicNanos())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return static_cast<double>(g_stoppedNanos.load()) * 1e-9;
 }
 

@@ -14,6 +14,7 @@
 // from ours.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -23,7 +24,8 @@ namespace sharelens {
 inline constexpr std::chrono::milliseconds kOutsideStopTick{100};
 
 // Seconds this process has been stopped from outside since the first call (0 on the first call; monotone;
-// thread-safe). A stop counts from the moment its SIGCONT is handled, as the process goes on.
+// thread-safe). A stop counts from the moment its SIGCONT is handled, as the process goes on; a call that
+// finds the heartbeat stale waits up to a tick for that handler, which may run on another thread.
 double secondsStoppedFromOutside();
 
 // SIGCONTs this process has handled since the first call of secondsStoppedFromOutside().
@@ -38,9 +40,10 @@ class RunningStopwatch {
     m_started = std::chrono::steady_clock::now();
     m_stoppedAtStart = secondsStoppedFromOutside();
   }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count() -
-           (secondsStoppedFromOutside() - m_stoppedAtStart);
+  double seconds() const {  // never below 0: a stop counted a tick long cannot make time run backwards
+    const double stopped = secondsStoppedFromOutside() - m_stoppedAtStart;
+    return std::max(
+        0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count() - stopped);
   }
 
  private:

@@ -26,9 +26,9 @@ TEST(OutsideStops, AStopOfOneAndAHalfSecondsIsMeasuredToWithinATick) {
   EXPECT_EQ(outsideContinuations(), continuationsBefore + 1);
   const double stopped = secondsStoppedFromOutside() - before;
   // At most a tick short (the time from the last heartbeat to the stop is not known), and never more than
-  // the stop plus the scheduling of the continued process.
+  // the stop plus the helper's late waking and the scheduling of the continued process (a loaded machine's).
   EXPECT_GE(stopped, 1.5 - kTick - 0.02);
-  EXPECT_LE(stopped, 1.5 + 0.1);
+  EXPECT_LE(stopped, 1.5 + 0.25);
 }
 
 TEST(OutsideStops, ASigcontThatEndedNoStopCountsNothing) {

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -64,8 +65,8 @@ bool stopThisProcessFromOutside(int afterMs, int forMs) {
     ::_exit(stopped && continued ? 0 : 1);
   }
   int status = 0;
-  while (::waitpid(helper, &status, 0) < 0) {
-  }
+  while (::waitpid(helper, &status, 0) < 0)
+    if (errno != EINTR) return false;  // no such child (SIGCHLD ignored): do not spin
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
