@@ -295,14 +295,6 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
   return NAN;
 }
 
-// The seeds a paired difference's own spread needs for the plan's target half-width (0 when more than
-// seedsForHalfWidth's default cap). The plan sizes seeds from the reference's A/A pilot; an arm that trains
-// less steadily than its reference (MASA at 4M tokens: sd 0.055 against the A/A's 0.004) needs more, and the
-// report says how many, at the same budget, from the spread the run measured.
-int seedsForTarget(const MeanInterval& difference, double target) {
-  return difference.n >= kFewestSeedsForAnInterval ? seedsForHalfWidth(difference.sd, target) : 0;
-}
-
 // " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
 std::string widerThanTargetText(const MeanInterval& difference, double target) {
   if (!(difference.halfWidth > target)) return "";
@@ -314,6 +306,10 @@ std::string widerThanTargetText(const MeanInterval& difference, double target) {
 }
 
 }  // namespace
+
+int seedsForTarget(const MeanInterval& difference, double targetHalfWidth) {
+  return difference.n >= kFewestSeedsForAnInterval ? seedsForHalfWidth(difference.sd, targetHalfWidth) : 0;
+}
 
 double ArmSummary::lossAtFlops(double flops) const {
   return curveAtFlops(curveTokens, curveMean, flopsPerToken, flops);

@@ -1,6 +1,8 @@
 // Scripted input on the real window (GuiInput, tests/app/gui_session.hpp): what clicking, dragging and typing
 // in the Model, Designer, Training and Experiments views does, checked through the state the app reports and
 // the files it writes.
+#include "core/assets.hpp"
+#include "core/experiment.hpp"
 #include "tests/app/gui_session.hpp"
 
 namespace sharelens::gui_test {
@@ -253,6 +255,32 @@ TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
   const std::set<std::string> twoSeeds{"seed-1", "seed-2"};
   ASSERT_EQ(seedsOfArm.size(), 3u) << "the Designer's arm, its matched baseline and the A/A arm";
   for (const auto& [arm, seeds] : seedsOfArm) EXPECT_EQ(seeds, twoSeeds) << arm;
+}
+
+// Issue 35: where an arm's interval came out wider than the plan's target, the Experiments view says how many
+// seeds its spread needs and its seeds slider goes that far (`experiment run --seeds K` adds them). The
+// shipped head-sharing experiment with 3 seeds evaluated: the shared arm's differences 0.05, 0.10, 0.15 have
+// sd 0.05, and by the t tables (2.0555 x 0.05 / sqrt(27) = 0.0198; 2.0595 x 0.05 / sqrt(26) = 0.0202)
+// +-0.02 needs 27 seeds.
+TEST_F(GuiInput, TheExperimentsSeedsGoAsFarAsTheWidestIntervalNeeds) {
+  const fs::path dir = s_dir / "wide-experiment";
+  Experiment e = readExperimentFile(assetsDirectory() / "experiments" / "head_sharing.json");
+  e.seeds = {1, 2, 3};
+  fs::create_directories(dir);
+  writeFileAtomically(dir / "experiment.json", experimentToJson(e).dump(2));
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    for (const ExperimentArm& arm : e.arms) {
+      const double nll = arm.name == e.reference ? 5.0
+                         : arm.aaOf.empty()      ? 5.0 + 0.05 * static_cast<double>(seed)
+                                                 : 5.0 + 0.001 * (static_cast<double>(seed) - 2.0);
+      const fs::path run = experimentRunDirectory(dir, arm.name, seed);
+      fs::create_directories(run);
+      writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+    }
+  const auto s =
+      session("experiments-wide", binaryOn("wide-experiment") + " --view experiments --exit-after 90",
+              {"waitfor '\"experiments/seeds-offered\":27'"});
+  EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
 }
 
 // Issue 41 item 4: a folder of runs two levels deep (ARM/seed-K) opens on the Training view, its seeds

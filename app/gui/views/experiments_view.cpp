@@ -241,14 +241,21 @@ class ExperimentsPanel : public View {
   // seeds or steps for a quick look, the file's for the comparison it was planned for.
   void drawRunSize() {
     const int fileSeeds = static_cast<int>(m_experiment->seeds.size());
+    const int mostSeeds = std::max(fileSeeds, seedsTheReportAsksFor());
     ImGui::SetNextItemWidth(100);
-    if (fileSeeds > 2)
-      ImGui::SliderInt("seeds", &m_seeds, 2, fileSeeds);
+    if (mostSeeds > 2)
+      ImGui::SliderInt("seeds", &m_seeds, 2, mostSeeds);
     else
       ImGui::TextDisabled("%d seeds", fileSeeds);
     probe::item("experiments/seeds");
+    probe::state("experiments/seeds-offered", [&] { return Json(mostSeeds); });
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("the first K of the file's %d seeds; fewer seeds, wider intervals", fileSeeds);
+      ImGui::SetTooltip(mostSeeds > fileSeeds
+                            ? "the first K of the file's %d seeds; fewer seeds, wider intervals; "
+                              "more, up to what the widest interval's spread needs, are added "
+                              "to the finished runs"
+                            : "the first K of the file's %d seeds; fewer seeds, wider intervals",
+                        fileSeeds);
     sameLineIfFits(labelledWidth(120, "steps per run (0: the file's token budget)"));
     ImGui::SetNextItemWidth(120);
     if (ImGui::InputInt("steps per run (0: the file's token budget)", &m_steps, 100, 1000))
@@ -258,6 +265,22 @@ class ExperimentsPanel : public View {
     if (m_seeds < fileSeeds || m_steps > 0)
       ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.3f, 1),
                          "a smaller run than the file plans: its intervals are not the planned ones");
+    else if (m_seeds > fileSeeds)
+      ImGui::TextDisabled("adds seeds %d to %d to the finished runs", fileSeeds + 1, m_seeds);
+  }
+
+  // The most seeds any arm's measured spread needs for the plan's target half-width (0 without a report);
+  // at most kMostSeedsOffered, a slider's worth.
+  int seedsTheReportAsksFor() const {
+    constexpr int kMostSeedsOffered = 64;
+    int most = 0;
+    if (m_report)
+      for (const ArmSummary& a : m_report->arms)
+        if (a.difference.halfWidth > m_report->experiment.plan.targetHalfWidth) {
+          const int seeds = seedsForTarget(a.difference, m_report->experiment.plan.targetHalfWidth);
+          most = std::max(most, seeds > 0 ? seeds : kMostSeedsOffered);
+        }
+    return std::min(most, kMostSeedsOffered);
   }
 
   void start(AppContext& ctx) {
@@ -267,7 +290,7 @@ class ExperimentsPanel : public View {
     const fs::path out = m_out;
     ExperimentRunOptions options;
     options.parallel = m_parallel;
-    if (m_seeds >= 2 && m_seeds < static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
+    if (m_seeds >= 2 && m_seeds != static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
     if (m_steps > 0) options.steps = m_steps;
     options.deriveArm = experimentDeriver();
     m_job = ctx.jobs.submit(
@@ -365,12 +388,27 @@ class ExperimentsPanel : public View {
       return;
     }
     const ExperimentReport& r = *m_report;
+    const double target = r.experiment.plan.targetHalfWidth;
     for (const ArmSummary& a : r.arms) {
       if (a.name == r.experiment.reference || a.difference.n == 0) continue;
       ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(),
                   a.difference.mean, a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(),
                   a.expect.empty() ? "" : "; the paper's claim: ",
                   a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
+      if (a.difference.halfWidth > target) {  // wider than planned: how many seeds its spread needs
+        const int seeds = seedsForTarget(a.difference, target);
+        ImGui::SameLine();
+        if (seeds > 0)
+          ImGui::TextDisabled("(+-%g needs %d seeds)", target, seeds);
+        else
+          ImGui::TextDisabled("(+-%g needs more than 1000 seeds)", target);
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip(
+              "wider than the plan's target: at this arm's seed spread (sd %.4f), +-%g needs %d seeds at "
+              "this "
+              "budget;\n`sharelens experiment run FILE --out DIR --seeds K` adds seeds to the finished ones",
+              a.difference.sd, target, seeds);
+      }
     }
     const plot::Figure forest = plot::experimentForestFigure(r);
     const plot::Figure curves = plot::experimentCurvesFigure(r, m_flops);
