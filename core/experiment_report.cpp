@@ -1,6 +1,7 @@
 #include "core/experiment_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -608,6 +609,59 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";
   md += "\nReproduce: `" + reproduce + "`\n\n";
   return md;
+}
+
+std::string ExperimentReport::summaryHeader() {
+  return "| experiment | tokens per run (per parameter) | seeds | paired half-width (goal ≤ target) | A/A | "
+         "compared arms: difference, verdict, claim | training time, all runs |\n"
+         "| --- | --- | --- | --- | --- | --- | --- |\n";
+}
+
+std::string ExperimentReport::summaryRow() const {
+  const Experiment& e = experiment;
+  std::string anchor;  // GitHub's: lower case, spaces to hyphens, other punctuation dropped
+  for (const char c : e.name)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')
+      anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (c == ' ')
+      anchor += '-';
+  int64_t largest = 0;
+  double seconds = 0;
+  for (const ArmSummary& a : arms) largest = std::max(largest, a.parameters), seconds += a.seconds;
+  double narrowest = INFINITY, widest = -INFINITY;
+  std::string compared, aa = "none";
+  for (const ArmSummary& a : arms) {
+    if (a.name == e.reference) continue;
+    const bool interval = std::isfinite(a.difference.halfWidth);
+    const std::string difference = interval ? formatNumber(a.difference.mean, "%+.4f") + " ± " +
+                                                  formatNumber(a.difference.halfWidth, "%.4f")
+                                            : "no interval";
+    if (a.aaOf == e.reference) {
+      aa = difference + (!interval                                          ? ""
+                         : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? " (contains 0)"
+                                                                            : " (**excludes 0**)");
+      continue;
+    }
+    if (!a.aaOf.empty()) continue;
+    if (interval) {
+      narrowest = std::min(narrowest, a.difference.halfWidth);
+      widest = std::max(widest, a.difference.halfWidth);
+    }
+    compared += (compared.empty() ? "" : "; ") + a.name + " " + difference + ", " +
+                std::string(verdictName(a.verdict)) +
+                (a.expect.empty() ? "" : ", " + a.expect + " " + std::string(claimOutcomeName(a.claim)));
+  }
+  const std::string widths = !std::isfinite(widest) ? "no interval"
+                             : narrowest == widest
+                                 ? formatNumber(widest, "%.4f")
+                                 : formatNumber(narrowest, "%.4f") + "–" + formatNumber(widest, "%.4f");
+  return "| [" + e.name + "](#" + anchor + ") | " +
+         formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M (" +
+         formatNumber(largest > 0 ? static_cast<double>(e.tokens) / static_cast<double>(largest) : NAN,
+                      "%.1f") +
+         ") | " + std::to_string(e.seeds.size()) + " | " + widths + " (" +
+         formatNumber(e.plan.targetHalfWidth, "%g") + ") | " + aa + " | " + compared + " | " +
+         formatNumber(seconds / 60.0, "%.0f") + " min" + (complete ? "" : " (incomplete)") + " |\n";
 }
 
 }  // namespace sharelens

@@ -99,6 +99,13 @@ struct ExperimentReport {
   MeanInterval equalFlopsDifference(const ArmSummary& arm, double flops) const;
   Json toJson() const;
   std::string toMarkdown(const std::string& reproduce) const;  // for docs/CLAIMS.md
+  // One row of docs/CLAIMS.md's summary (issue 35's "measure and report"): the experiment (linked to its
+  // section, toMarkdown's "## NAME", by GitHub's heading anchor), tokens per run and per parameter of its
+  // largest arm, seeds, the compared arms' paired half-widths (smallest to widest, against the plan's
+  // target), the A/A interval, each compared arm's difference with its verdict and claim, and the training
+  // time of all its runs. summaryHeader() is the table's head, in the same columns.
+  std::string summaryRow() const;
+  static std::string summaryHeader();
   // The protocol as run: "the CORPUS corpus (...)" (corpus and passes over it, held-out tokens, batch,
   // optimizer, schedule, each arm's peak learning rate); "" before any run started.
   std::string protocolText() const;

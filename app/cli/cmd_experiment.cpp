@@ -7,6 +7,8 @@
 // sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
+//                                 [--summary FILE]   (its one-row summary table, as docs/CLAIMS.md heads
+//                                 them)
 //   its report (core/experiment_report.hpp): per arm the final held-out NLL with a 95% interval over seeds,
 //   the paired difference to the reference arm and the verdict.
 #include <cstdio>
@@ -107,6 +109,7 @@ int runExperimentCommand(Args& args) {
     const auto mdOut = args.option("md");
     const auto reproduce = args.option("reproduce");
     const auto figures = args.option("figures");
+    const auto summary = args.option("summary");
     args.finish();
     const ExperimentReport r = reportExperiment(dir);
     printReport(r);
@@ -124,6 +127,7 @@ int runExperimentCommand(Args& args) {
       std::cerr << "wrote the figures to " << *figures << "\n";
     }
     if (jsonOut) writeFileAtomically(*jsonOut, r.toJson().dump(2) + "\n");
+    if (summary) writeFileAtomically(*summary, ExperimentReport::summaryHeader() + r.summaryRow());
     if (mdOut)
       writeFileAtomically(*mdOut,
                           r.toMarkdown(reproduce.value_or("sharelens experiment run ... --out " + dir)));

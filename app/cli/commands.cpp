@@ -128,12 +128,15 @@ const std::vector<Command>& commands() {
        "one run per thread)] [--steps N] [--seeds K] [--threads N] | "
        "sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] "
        "[--threads N] | "
-       "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]",
+       "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND] "
+       "[--summary FILE]",
        "run a paper's claim as arms x seeds (resuming what is unfinished); plan it first (a learning-rate "
        "sweep per arm, a pilot of the reference and its A/A arm: the tokens and seeds that reach the file's "
        "target interval, written as DIR/planned.json); or report it: held-out NLL with 95% intervals over "
        "seeds, paired differences to the reference arm, and a verdict; --archive keeps the finished runs' "
-       "results (no checkpoints) in a directory to commit, and continues from them on a fresh clone",
+       "results (no checkpoints) in a directory to commit, and continues from them on a fresh clone; "
+       "--seeds K above the file's adds seeds to the finished runs; --summary writes the one-row table "
+       "docs/CLAIMS.md's summary is made of",
        runExperimentCommand},
       {"compress",
        "sharelens compress PATH [--method " + compressionMethodList("|") +

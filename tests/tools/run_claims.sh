@@ -28,6 +28,29 @@ field() {  # field NAME EXPR: a field of assets/experiments/NAME.json, as Python
   python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print($2)" "$ROOT/assets/experiments/$1.json"
 }
 
+# The summary table: per experiment its tokens, seeds, paired half-widths, A/A interval, outcome and training
+# time (`experiment report --summary`: a header and one row), or that it is not yet re-run.
+summary() {
+  local header=0 name
+  echo "## Summary"
+  echo
+  for name in "${order[@]}"; do
+    [ -f "$CLAIMS/$name.md" ] && [ -f "$CLAIMS/$name.summary.md" ] || continue
+    [ "$header" = 1 ] || { head -n 2 "$CLAIMS/$name.summary.md"; header=1; }
+  done
+  [ "$header" = 1 ] || return 0
+  for name in "${order[@]}"; do
+    if [ -f "$CLAIMS/$name.md" ] && [ -f "$CLAIMS/$name.summary.md" ]; then
+      tail -n +3 "$CLAIMS/$name.summary.md"
+    else
+      echo "| $(field "$name" "e['name']") | not yet re-run under this protocol | | | | | |"
+    fi
+  done
+  echo
+  echo "Paired half-width: the 95% interval's half-width of each compared arm's difference from the reference (the plan's target in brackets); training time: all runs' own, two at a time on two cores."
+  echo
+}
+
 assemble() {
   {
     cat <<'MD'
@@ -58,6 +81,7 @@ since change the CPU trainer's speed only (oneDNN for one thread's GEMMs, the ba
 threads), which moves results by rounding alone.
 
 MD
+    summary
     for name in "${order[@]}"; do
       if [ -f "$CLAIMS/$name.md" ]; then
         cat "$CLAIMS/$name.md"
@@ -109,6 +133,7 @@ section() {
   local name="$1" stem
   stem=$(field "$name" "e['name']")
   "$SL" experiment report "$OUT/$name" --md "$OUT/$name.md" --figures "$OUT/$name-figures" \
+    --summary "$CLAIMS/$name.summary.md" \
     --reproduce "sharelens experiment plan assets/experiments/$name.json --out runs/$name-plan && sharelens experiment run runs/$name-plan/planned.json --out runs/$name && sharelens experiment report runs/$name --md $name.md" >/dev/null
   cp "$OUT/$name-figures/$stem-forest.png" "$CLAIMS/$stem.png"
   {

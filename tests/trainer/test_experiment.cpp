@@ -519,6 +519,18 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   const Json arms = report.toJson()["arms"];
   EXPECT_EQ(arms[0]["vs_reference"]["seeds_for_target"]["seeds"], 27);
   EXPECT_EQ(arms[2]["vs_reference"]["seeds_for_target"]["seeds"], 2);
+  // Its row of CLAIMS.md's summary: cycle's half-width t_{0.975, 2} x 0.05 / sqrt(3) = 4.3027 x 0.02887 =
+  // 0.1242 (t tables), the A/A's 4.3027 x 0.001 / sqrt(3) = 0.0025 around 0, 10,240 tokens per run; no run
+  // recorded a training time.
+  const std::string row = report.summaryRow();
+  EXPECT_EQ(row.rfind("| [tiny](#tiny) | 0.01M (", 0), 0u) << row;
+  EXPECT_NE(row.find(") | 3 | 0.1242 (0.02) | +0.0000 ± 0.0025 (contains 0) | cycle +0.1000 ± 0.1242, "
+                     "inconclusive | 0 min |"),
+            std::string::npos)
+      << row;
+  const std::string header = ExperimentReport::summaryHeader();  // two lines: the heads and the rule
+  EXPECT_EQ(std::count(row.begin(), row.end(), '|'), std::count(header.begin(), header.end(), '|') / 2)
+      << "as many columns as the header";
   fs::remove_all(dir);
 }
 
