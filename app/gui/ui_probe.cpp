@@ -89,6 +89,7 @@ void endFrame(GLFWwindow* window, int frame, const std::string& view) {
     const Json out = {{"frame", frame},
                       {"view", view},
                       {"mouse", {static_cast<int>(mouse.x) + x, static_cast<int>(mouse.y) + y}},
+                      {"mouse_down", ImGui::IsMouseDown(ImGuiMouseButton_Left)},  // as ImGui saw the button
                       {"items", items},
                       {"rects", rects},
                       {"window", {static_cast<int>(size.x), static_cast<int>(size.y)}},

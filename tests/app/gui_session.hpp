@@ -142,8 +142,10 @@ class GuiInput : public Gui {
   // it there (GLFW reads the pointer only once the window has focus or the pointer has entered it: a move
   // made before that is seen only when the pointer moves again, and a click would land where ImGui last saw
   // the pointer; it fails, naming the widget, when the app never sees it); `click KEY` also clicks;
-  // `dblclick KEY`; `frozen COMMAND...` runs the command (xdotool's input) while the app is stopped, so
-  // that all its events reach the app in one frame, as quick input does on a slow frame.
+  // `dblclick KEY`; `press` and `release` the left button and wait until the app has seen it (a drag whose
+  // move reaches a loaded app before its press would move nothing); `frozen COMMAND...` runs the command
+  // (xdotool's input) while the app is stopped, so that all its events reach the app in one frame, as quick
+  // input does on a slow frame.
   static std::string helpers(const fs::path& state) {
     const std::string s = shellQuote(state.string());
     return "flat() { tr -d ' \\n' < " + s +
@@ -161,6 +163,8 @@ class GuiInput : public Gui {
            "flat | grep -qF \"\\\"mouse\\\":[${xy/ /,}]\" && { sleep 0.1; return 0; }; done; "
            "echo \"the app did not see the pointer at $1 ($xy)\" >&2; flat >&2; return 1; }\n"
            "click() { hover \"$1\" && xdotool click ${2:-} 1 && sleep 0.3; }\n"
+           "press() { xdotool mousedown 1 && waitfor '\"mouse_down\":true'; }\n"
+           "release() { xdotool mouseup 1 && waitfor '\"mouse_down\":false'; }\n"
            "dblclick() { click \"$1\" '--repeat 2 --delay 80'; }\n"
            "frozen() { kill -STOP $app || return 1; \"$@\"; rc=$?; sleep 0.2; kill -CONT $app; return $rc; "
            "}\n";

@@ -187,17 +187,15 @@ TEST_F(GuiInput, ADragDownTheDesignersColumnPaintsEveryLayerItPasses) {
   const auto s = session(
       "designer-drag", dataHome(s_dir / "xdg-drag") + kBinary + " --view designer --exit-after 60",
       {"waitfor '\"designer/cell/attention/4\"'", "sleep 0.5", "flat > " + shellQuote(before.string()),
-       "hover designer/cell/attention/1", "xdotool mousedown 1", "sleep 0.4",
-       "xy=$(pos designer/cell/attention/4) && xdotool mousemove $xy", "sleep 0.4", "xdotool mouseup 1",
+       "hover designer/cell/attention/1", "press",
+       "xy=$(pos designer/cell/attention/4) && xdotool mousemove $xy", "sleep 0.4", "release",
        "waitfor '\"attention\":" + Json(attention).dump() + "'", "sleep 0.5",
        "flat > " + shellQuote(after.string()),
        // the brush slider dragged past its right end: the highest number, a new block
-       "hover designer/brush", "xdotool mousedown 1", "sleep 0.3", "xdotool mousemove_relative 400 0",
-       "sleep 0.3", "xdotool mouseup 1",
+       "hover designer/brush", "press", "xdotool mousemove_relative 400 0", "sleep 0.3", "release",
        "waitfor '\"brush\":" + std::to_string(demo.ffn.uniqueBlocks()) + "'", "hover designer/cell/ffn/0",
-       "xdotool mousedown 1", "sleep 0.4", "xy=$(pos designer/cell/ffn/2) && xdotool mousemove $xy",
-       "sleep 0.4", "xdotool mouseup 1", "waitfor '\"ffn\":" + Json(ffn).dump() + "'", "sleep 0.5",
-       "flat > " + shellQuote(afterFfn.string())});
+       "press", "xy=$(pos designer/cell/ffn/2) && xdotool mousemove $xy", "sleep 0.4", "release",
+       "waitfor '\"ffn\":" + Json(ffn).dump() + "'", "sleep 0.5", "flat > " + shellQuote(afterFfn.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   const Json was = readState(before)["state"]["designer/topology"];
   const Json now = readState(after)["state"]["designer/topology"];
