@@ -259,6 +259,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.documentDifference = documentBootstrap(r.runs, a.name, e.reference);
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcome(a.expect, a.difference, a.margin);
+    if (a.difference.n >= kFewestSeedsForAnInterval)
+      a.seedsForTarget = seedsForHalfWidth(a.difference.sd, e.plan.targetHalfWidth);
   }
   return r;
 }
@@ -297,9 +299,10 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
 }
 
 // " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
-std::string widerThanTargetText(const MeanInterval& difference, double target) {
+std::string widerThanTargetText(const ArmSummary& a, double target) {
+  const MeanInterval& difference = a.difference;
   if (!(difference.halfWidth > target)) return "";
-  const int seeds = seedsForTarget(difference, target);
+  const int seeds = a.seedsForTarget;
   return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
          ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + "), that needs " +
          (seeds > 0 ? std::to_string(seeds) : "more than 1000") + " seeds at this budget, against " +
@@ -307,10 +310,6 @@ std::string widerThanTargetText(const MeanInterval& difference, double target) {
 }
 
 }  // namespace
-
-int seedsForTarget(const MeanInterval& difference, double targetHalfWidth) {
-  return difference.n >= kFewestSeedsForAnInterval ? seedsForHalfWidth(difference.sd, targetHalfWidth) : 0;
-}
 
 double ArmSummary::lossAtFlops(double flops) const {
   return curveAtFlops(curveTokens, curveMean, flopsPerToken, flops);
@@ -390,11 +389,10 @@ Json ExperimentReport::toJson() const {
                              {"documents", a.documentDifference.clusters},
                              {"resamples", a.documentDifference.resamples}}},
                            {"verdict", std::string(verdictName(a.verdict))}};
-    if (a.name != experiment.reference && std::isfinite(a.difference.sd)) {
-      const int seeds = seedsForTarget(a.difference, experiment.plan.targetHalfWidth);
-      j["vs_reference"]["seeds_for_target"] = {{"half_width", experiment.plan.targetHalfWidth},
-                                               {"seeds", seeds > 0 ? Json(seeds) : Json(nullptr)}};
-    }
+    if (a.name != experiment.reference && std::isfinite(a.difference.sd))
+      j["vs_reference"]["seeds_for_target"] = {
+          {"half_width", experiment.plan.targetHalfWidth},
+          {"seeds", a.seedsForTarget > 0 ? Json(a.seedsForTarget) : Json(nullptr)}};
     arms.push_back(j);
   }
   Json runs = Json::array();
@@ -568,7 +566,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.paperEffect)
       md += " The paper's own difference: " + formatNumber(*a.paperEffect, "%+.4f") + " nats" +
             (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
-    md += widerThanTargetText(a.difference, e.plan.targetHalfWidth) + "\n";
+    md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
   }
   for (const ArmSummary& a : arms) {
     if (a.aaOf != e.reference) continue;
@@ -587,7 +585,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             formatNumber(a.difference.halfWidth, "%.4f") +
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
-    md += widerThanTargetText(a.difference, e.plan.targetHalfWidth) + "\n";
+    md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.

@@ -40,12 +40,6 @@ enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive 
 std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
 
-// The seeds a paired difference's own spread needs for a target half-width at the budget it ran (0 when more
-// than 1000, or it has no spread: fewer than 2 seeds). The plan sizes seeds from the reference's A/A pilot;
-// an arm that trains less steadily than its reference (the claims' MASA arms at 4M tokens: sd 0.055 against
-// the A/A's 0.004) needs more, which `experiment run --seeds K` adds.
-int seedsForTarget(const MeanInterval& difference, double targetHalfWidth);
-
 // How an arm's runs were trained, from the first of its run directories' run.json ("config", "corpus"): what
 // the report states as the protocol, so that it says what ran (the planned budget, each arm's chosen learning
 // rate) rather than what the experiment file asked before `experiment plan` resized it.
@@ -75,6 +69,11 @@ struct ArmSummary {
   BootstrapInterval documentDifference;
   std::vector<double> differences;  // per seed
   Verdict verdict = Verdict::Inconclusive;
+  // The seeds this arm's paired spread needs for the plan's target half-width at the budget it ran (the same
+  // t formula as the plan; 0 when more than 1000, or fewer than 2 paired seeds). The plan sizes seeds from
+  // the reference's A/A pilot; an arm that trains less steadily (the claims' MASA arms at 4M tokens: sd 0.055
+  // against the A/A's 0.004) needs more, which `experiment run --seeds K` adds.
+  int seedsForTarget = 0;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
   double lossAtFlops(

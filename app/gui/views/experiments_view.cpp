@@ -277,8 +277,7 @@ class ExperimentsPanel : public View {
     if (m_report)
       for (const ArmSummary& a : m_report->arms)
         if (a.difference.halfWidth > m_report->experiment.plan.targetHalfWidth) {
-          const int seeds = seedsForTarget(a.difference, m_report->experiment.plan.targetHalfWidth);
-          most = std::max(most, seeds > 0 ? seeds : kMostSeedsOffered);
+          most = std::max(most, a.seedsForTarget > 0 ? a.seedsForTarget : kMostSeedsOffered);
         }
     return std::min(most, kMostSeedsOffered);
   }
@@ -396,7 +395,7 @@ class ExperimentsPanel : public View {
                   a.expect.empty() ? "" : "; the paper's claim: ",
                   a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
       if (a.difference.halfWidth > target) {  // wider than planned: how many seeds its spread needs
-        const int seeds = seedsForTarget(a.difference, target);
+        const int seeds = a.seedsForTarget;
         ImGui::SameLine();
         if (seeds > 0)
           ImGui::TextDisabled("(+-%g needs %d seeds)", target, seeds);
