@@ -130,6 +130,7 @@ class App {
     if (m_options.benchUi) startBenchUi();
     if (m_options.path) open(*m_options.path);
     const auto started = Clock::now();
+    auto lastEvent = started;  // the window's first frames settle too
     for (int frame = 0;; ++frame) {
       if (m_platform.shouldClose() && !m_quitConfirmed) {
         // Closing the window stops embedded runs (each saves a checkpoint first): asked, not done silently.
@@ -141,10 +142,13 @@ class App {
       // saved its checkpoint and let its directory go.
       if (m_quitConfirmed && !m_runs.anyHoldingItsDirectory()) break;
       const bool animating = !m_jobs.idle() || m_runs.anyTraining() || m_workspace.busy();
+      // For a moment after an event the frames come quickly: ImGui draws what a click or a key did (a popup
+      // opened, a row selected) a frame later, and no further event may come to draw it. Idle, two a second.
+      const bool settling = Clock::now() - lastEvent < kSettleAfterEvent;
       if ((m_options.screenshot && !m_options.screenshotOnSignal) || m_options.benchUi)
         m_platform.pollEvents();
-      else  // a scripted test's clicks are seen at once, not on the next idle wake-up
-        m_platform.waitEvents(animating || m_options.uiState ? 0.05 : 0.5);
+      else if (m_platform.waitEvents(animating || settling ? 0.05 : 0.5))
+        lastEvent = Clock::now();
       const auto frameStart = Clock::now();
       m_jobs.drainCompletions();
       m_workspace.poll(m_settings.threshold);
@@ -751,6 +755,7 @@ class App {
   bool m_quitDialog = false, m_quitConfirmed = false;  // the window was closed while runs train
   std::optional<Clock::time_point> m_screenshotAsked;  // when the pending SIGUSR1 screenshot was asked for
   static constexpr std::chrono::seconds kErrorNoticeSeconds{8};
+  static constexpr std::chrono::milliseconds kSettleAfterEvent{400};  // quick frames after input (run())
   Clock::time_point m_errorNoticeUntil{};  // the newest error shows as a notice until then
   char m_openPath[1024] = "";
   FileBrowser m_openBrowser{{".safetensors", ".json", ".bin", ".pt", ".pth", ".gguf"}, /*saving=*/false};

@@ -8,6 +8,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -196,8 +197,11 @@ void Platform::requestClose() {
 void Platform::cancelClose() {
   glfwSetWindowShouldClose(m_window, GLFW_FALSE);
 }
-void Platform::waitEvents(double timeoutSeconds) {
+bool Platform::waitEvents(double timeoutSeconds) {
+  const auto start = std::chrono::steady_clock::now();
   glfwWaitEventsTimeout(timeoutSeconds);
+  // GLFW does not say why it returned: a return well before the timeout was an event.
+  return std::chrono::steady_clock::now() - start < std::chrono::duration<double>(0.9 * timeoutSeconds);
 }
 void Platform::pollEvents() {
   glfwPollEvents();

@@ -1,6 +1,6 @@
 // The window: GLFW + OpenGL 3 + Dear ImGui (Debian's 1.86, backends inside libimgui.a). Owns the GL
 // context, so it lives on the UI thread only. Idle throttling: waitEvents() sleeps until input, a timeout,
-// or a worker's wake() (glfwPostEmptyEvent).
+// or a worker's wake() (glfwPostEmptyEvent), and says which.
 #pragma once
 
 #include <imgui.h>
@@ -41,7 +41,8 @@ class Platform {
   bool shouldClose() const;
   void requestClose();
   void cancelClose();  // the window stays open after all (a close the user is asked to confirm)
-  void waitEvents(double timeoutSeconds);
+  // True when something (input, a wake()) ended the wait before the timeout.
+  bool waitEvents(double timeoutSeconds);
   void pollEvents();
   static void wake();  // thread-safe: makes waitEvents return
 
