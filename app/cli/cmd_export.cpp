@@ -1,4 +1,5 @@
-// sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--layer L] [--proj P] [--group G]
+// sharelens export --view ID --input PATH --out FILE.{png,svg,pdf} [--formats png,svg,pdf] [--layer L]
+//                  [--proj P] [--group G]
 //                  [--colormap C] [--matrices A,B] [--quantity Q]
 //                  [--size screen|single|double|WxH] [--dpi N] [--font-scale F] [--width PT] [--height PT]
 //                  [--no-title] [analysis parameters]
@@ -10,7 +11,10 @@
 // spot), an analysis report from `sharelens analyze --json`, a run directory, a topology, an experiment's or
 // a sweep's output directory. `experiment-curves` takes --axis tokens|flops. `training`
 // takes RUN[,RUN...] (runs, or directories holding them) and the Training view's --metric, --axis,
-// --smoothing, --log-y and --group-seeds.
+// --smoothing, --log-y and --group-seeds. --formats writes the one figure in each format, named as --out with
+// each extension (computed once: a paper wants the PDF and the PNG of one figure).
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "analysis/backend.hpp"
@@ -259,12 +263,39 @@ struct MonitoredRuns {
   std::vector<SeedGroup> groups;
 };
 
+// The files `export` writes: --out alone, or with --formats F1,F2 --out's name with each extension in turn
+// (a known extension of --out replaced, else appended): "fig.png" with "svg,pdf" -> fig.svg, fig.pdf.
+std::vector<std::string> exportedFiles(const std::string& out, const std::string& formats, bool training) {
+  if (formats.empty()) return {out};
+  std::filesystem::path stem(out);
+  for (const char* ext : {".png", ".svg", ".pdf", ".csv"})
+    if (stem.extension() == ext) stem.replace_extension();
+  std::vector<std::string> files;
+  for (std::string_view format : splitList(formats, ',')) {
+    const bool known = format == "png" || format == "svg" || format == "pdf" || (training && format == "csv");
+    if (!known)
+      throw Error({.what = "unknown export format",
+                   .where = "--formats",
+                   .expected = training ? "png, svg, pdf or csv, comma-separated"
+                                        : "png, svg or pdf, comma-separated",
+                   .found = std::string(format),
+                   .hint = training ? "" : "csv is for --view training only"});
+    const std::string file = stem.string() + "." + std::string(format);
+    if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+  }
+  if (files.empty())
+    throw Error(
+        {.what = "no export format", .where = "--formats", .expected = "png, svg or pdf", .found = formats});
+  return files;
+}
+
 }  // namespace
 
 int runExport(Args& args) {
   const std::string viewName = args.option("view", "");
   const std::string input = args.option("input", "");
   const std::string out = args.option("out", "");
+  const std::string formats = args.option("formats", "");
   plot::FigureParams figure;
   figure.layer = args.integer("layer", 0, 1 << 20);
   figure.group = static_cast<size_t>(args.integer("group", 0, 1 << 20).value_or(0));
@@ -304,9 +335,13 @@ int runExport(Args& args) {
     throw Error({.what = "missing --view, --input or --out",
                  .where = "sharelens export",
                  .hint = "usage: " + args.usage()});
-  const bool csv = viewName == "training" && endsWith(out, ".csv");
-  if (!csv) exportFormatFor(out);  // fail on a bad extension before computing anything
-  validateFigureSize(options.size, "--size, --dpi", !csv && exportFormatFor(out) == ExportFormat::Png);
+  const std::vector<std::string> files = exportedFiles(out, formats, viewName == "training");
+  auto isCsv = [&](const std::string& file) { return viewName == "training" && endsWith(file, ".csv"); };
+  for (const std::string& file : files) {
+    if (!isCsv(file)) exportFormatFor(file);  // fail on a bad extension before computing anything
+    validateFigureSize(options.size, "--size, --dpi",
+                       !isCsv(file) && exportFormatFor(file) == ExportFormat::Png);
+  }
   const auto proj = parseProj(projText);
   if (!proj)
     throw Error({.what = "unknown projection",
@@ -335,19 +370,21 @@ int runExport(Args& args) {
     training.axis =
         static_cast<plot::RunAxis>(idIndex(plot::kRunAxisIds, axisGiven.value_or("step"), "--axis"));
     const MonitoredRuns runs(input);
-    if (csv) {  // the curves as numbers, for pandas or a spreadsheet
-      if (training.groupSeeds)
-        writeSeedGroupsCsv(runs.curveGroups(), out);
-      else
-        writeMetricsCsv(runs.curves, out);
-      std::cout << "wrote " << out << "\n";
-      return 0;
-    }
     // The Training view's two panels on one page: the chosen metric beside the validation loss.
     std::array<plot::Figure, 2> panels = plot::trainingPanels(runs.curves, training, runs.groups);
     for (plot::Figure& panel : panels) panel = titled(std::move(panel));
-    std::cout << "wrote " << exportedFileDescription(out, options.size, exportPanels(panels, out, options))
-              << "\n";
+    for (const std::string& file : files) {
+      if (isCsv(file)) {  // the curves as numbers, for pandas or a spreadsheet
+        if (training.groupSeeds)
+          writeSeedGroupsCsv(runs.curveGroups(), file);
+        else
+          writeMetricsCsv(runs.curves, file);
+        std::cout << "wrote " << file << "\n";
+      } else {
+        std::cout << "wrote "
+                  << exportedFileDescription(file, options.size, exportPanels(panels, file, options)) << "\n";
+      }
+    }
     return 0;
   } else if (const FileFigure* file = fileFigure(viewName)) {
     result = file->build(
@@ -358,8 +395,10 @@ int runExport(Args& args) {
     const plot::FigureKind& kind = plot::figureKind(viewName);
     result = kind.build(resultFor(analysis(kind.analysis), input, params, ctx), figure);
   }
-  const FigureSize written = exportFigure(titled(std::move(result)), out, options);
-  std::cout << "wrote " << exportedFileDescription(out, options.size, written) << "\n";
+  result = titled(std::move(result));
+  for (const std::string& file : files)
+    std::cout << "wrote " << exportedFileDescription(file, options.size, exportFigure(result, file, options))
+              << "\n";
   return 0;
 }
 

@@ -2,7 +2,7 @@
 // sharelens params TOPOLOGY [--match-baseline OUT.json] [--batch N] [--json FILE]
 // sharelens train --topology FILE --corpus CORPUS|DIR --out RUN_DIR [--steps N] [--resume] [--threads N]
 //                 [--compare] [--batch N] [--lr X] [--seed S] [--device cpu|cuda] [--checkpoint-every N]
-//                 [--eval-every N]
+//                 [--eval-every N] [--eval-batches N]   (validation: every N steps, on N fixed batches)
 // sharelens export-hf PATH OUT_DIR     materialised per-layer weights in Hugging Face Llama layout
 #include <array>
 #include <cstdio>
@@ -262,6 +262,8 @@ int runTrain(Args& args) {
           .value_or(request.config.checkpointEvery);
   request.config.evalEvery = given(args.integer("eval-every", 1, 1 << 30), "eval-every", "eval_every")
                                  .value_or(request.config.evalEvery);
+  request.config.evalBatches = given(args.integer("eval-batches", 1, 1 << 20), "eval-batches", "eval_batches")
+                                   .value_or(request.config.evalBatches);
   if (auto keep = args.option("keep-checkpoints")) {
     request.config.keepCheckpoints = parseCheckpointRetention(*keep, "--keep-checkpoints");
     given(std::optional(checkpointRetentionToJson(request.config.keepCheckpoints)), "keep-checkpoints",

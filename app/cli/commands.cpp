@@ -109,7 +109,7 @@ const std::vector<Command>& commands() {
        "--corpus CORPUS|DIR --out RUN_DIR [--steps N] [--resume] [--threads N] [--compare] [--batch N] "
        "[--lr X] "
        "[--warmup N] [--seed S] [--device cpu|cuda] [--checkpoint-every N] [--keep-checkpoints log|all|N] "
-       "[--eval-every N] [--eval-tokens N|all] "
+       "[--eval-every N] [--eval-batches N] [--eval-tokens N|all] "
        "[--nproc N] [--dist-timeout S] [--check-weights-every K]",
        "pretrain a topology (with --compare beside its parameter-matched baseline), or post-train a "
        "checkpoint "
@@ -162,7 +162,9 @@ const std::vector<Command>& commands() {
        "its own family's layout)",
        runExportHf},
       {"export",
-       "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--layer L] [--proj "
+       "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--formats "
+       "png,svg,pdf "
+       "(the figure in each: --out's name with each extension)] [--layer L] [--proj "
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
        "[--linear-y] [--absolute (spectrum: sigma_i, not sigma_i / sigma_1)] "
        "[--group G] "

@@ -408,18 +408,33 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
     if (elsewhere.count(view)) continue;
     // `topology` from its file; every other figure (`topology-graph` too: its run's topology) from the run
     const std::string input = view == "topology" ? "t.json" : "run";
+    // The three formats of one figure from one command (--formats: one analysis), named after --out.
+    const auto r =
+        runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
+                   " --out " + shellQuote((s_dir / ("export-" + view + ".png")).string()) +
+                   " --formats png,svg,pdf --tokens 512 --embedding-loss-tokens 1024" +
+                   (view == "masa-correlation" ? " --proj q" : "") +
+                   (view == "tensor-histogram" ? " --tensor " + tensor : "") +
+                   (view == "head-pair-spectrum" ? " --layer 1 --pair q0,o3" : ""));
+    ASSERT_EQ(r.exitCode, 0) << view << ": " << r.err;
     for (const char* ext : {"png", "svg", "pdf"}) {
       const fs::path out = s_dir / ("export-" + view + "." + ext);
-      const auto r =
-          runProcess(kBinary + " export --view " + view + " --input " + shellQuote((s_dir / input).string()) +
-                     " --out " + shellQuote(out.string()) + " --tokens 512 --embedding-loss-tokens 1024" +
-                     (view == "masa-correlation" ? " --proj q" : "") +
-                     (view == "tensor-histogram" ? " --tensor " + tensor : "") +
-                     (view == "head-pair-spectrum" ? " --layer 1 --pair q0,o3" : ""));
-      ASSERT_EQ(r.exitCode, 0) << view << "." << ext << ": " << r.err;
+      ASSERT_TRUE(fs::exists(out)) << out << " " << r.out;
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }
   }
+  // A format of --formats is the file that format's own --out writes, byte for byte (SVG: PNG and PDF carry
+  // no timestamps either, but the SVG is text a diff can show).
+  const fs::path alone = s_dir / "alone-spectrum.svg";
+  auto single = runProcess(kBinary + " export --view spectrum --input " +
+                           shellQuote((s_dir / "run").string()) + " --out " + shellQuote(alone.string()));
+  ASSERT_EQ(single.exitCode, 0) << single.err;
+  EXPECT_EQ(readTextFile(alone), readTextFile(s_dir / "export-spectrum.svg"));
+  single = runProcess(kBinary + " export --view spectrum --input " + shellQuote((s_dir / "run").string()) +
+                      " --out " + shellQuote(alone.string()) + " --formats svg,csv");
+  EXPECT_EQ(single.exitCode, 2);
+  EXPECT_NE(single.err.find("unknown export format"), std::string::npos) << single.err;
+  EXPECT_NE(single.err.find("found csv"), std::string::npos) << single.err;
   // A run's matrices through its checkpoints (10, 20, 30).
   const fs::path ranks = s_dir / "export-rank-vs-step.pdf";
   auto r =
@@ -427,11 +442,13 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
                  shellQuote((s_dir / "run").string()) + " --out " + shellQuote(ranks.string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_GT(fs::file_size(ranks), 1000u);
-  // The training curves as CSV: a header and one row per step the run logged.
+  // The training curves as CSV: a header and one row per step the run logged (and, from the same command,
+  // the view's panels as a PDF).
   const fs::path csv = s_dir / "training.csv";
   r = runProcess(kBinary + " export --view training --input " + shellQuote((s_dir / "run").string()) +
-                 " --out " + shellQuote(csv.string()));
+                 " --out " + shellQuote((s_dir / "training").string()) + " --formats csv,pdf");
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_GT(fs::file_size(s_dir / "training.pdf"), 1000u);
   std::ifstream in(csv);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);

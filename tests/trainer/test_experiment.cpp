@@ -832,9 +832,10 @@ namespace {
 
 // Issue 35 item 6: every shipped file's GPU profile is exercised on the CPU through the real CLI: its first
 // trained arm (resolved at the GPU scale: 10-50M non-embedding parameters, its vocabulary and context) trains
-// a step of one sequence on the profile's corpus, validates, checkpoints and is evaluated. One arm per file
-// keeps this to about a minute; the profile's every arm is resolved and sized in ShippedExperimentsAreValid-
-// AndSized. When a GPU is lent, the same profile runs for real with `experiment run FILE --profile gpu`.
+// a step of one sequence on the profile's corpus, validates on one batch, checkpoints and is evaluated. One
+// arm per file keeps this to about a minute; the profile's every arm is resolved and sized in
+// ShippedExperimentsAreValid- AndSized. When a GPU is lent, the same profile runs for real with `experiment
+// run FILE --profile gpu`.
 TEST(Experiment, EveryGpuProfileTrainsAStepOnTheCpu) {
   const fs::path dir = testing::makeTempDir("experiment-gpu-profiles");
   for (const auto& entry :
@@ -851,8 +852,10 @@ TEST(Experiment, EveryGpuProfileTrainsAStepOnTheCpu) {
     auto r =
         runProcess(kBinary + " train --topology " + shellQuote((dir / (stem + ".topology.json")).string()) +
                    " --corpus " + e.corpus + " --out " + shellQuote(run.string()) +
-                   " --steps 1 --batch 1 --threads 2 --eval-every 1 --checkpoint-every 1");
+                   " --steps 1 --batch 1 --threads 2 --eval-every 1 --eval-batches 1 --checkpoint-every 1");
     ASSERT_EQ(r.exitCode, 0) << stem << " " << arm->name << ": " << r.err;
+    // validated on one batch (--eval-batches), as its run record says: eight at 35M cost more than the step
+    EXPECT_EQ(readJsonFile(run / "run.json")["config"]["eval_batches"], 1) << stem;
     r = runProcess(kBinary + " eval " + shellQuote(run.string()) + " --tokens 256 --threads 2 --json " +
                    shellQuote((dir / (stem + ".eval.json")).string()));
     ASSERT_EQ(r.exitCode, 0) << stem << ": " << r.err;
