@@ -14,6 +14,7 @@
 // --smoothing, --log-y and --group-seeds. --formats writes the one figure in each format, named as --out with
 // each extension (computed once: a paper wants the PDF and the PNG of one figure).
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 
@@ -264,28 +265,45 @@ struct MonitoredRuns {
 };
 
 // The files `export` writes: --out alone, or with --formats F1,F2 --out's name with each extension in turn
-// (a known extension of --out replaced, else appended): "fig.png" with "svg,pdf" -> fig.svg, fig.pdf.
-std::vector<std::string> exportedFiles(const std::string& out, const std::string& formats, bool training) {
-  if (formats.empty()) return {out};
+// (a known extension of --out, in any case, replaced, else appended): "fig.png" with "svg,pdf" -> fig.svg,
+// fig.pdf. Formats are read in any case and written in lower case.
+std::vector<std::string> exportedFiles(const std::string& out, const std::optional<std::string>& formats,
+                                       bool training) {
+  if (!formats) return {out};
+  const std::string known = training ? "png, svg, pdf or csv" : "png, svg or pdf";
+  const std::string example = "e.g. --formats png,svg,pdf";
   std::filesystem::path stem(out);
-  for (const char* ext : {".png", ".svg", ".pdf", ".csv"})
-    if (stem.extension() == ext) stem.replace_extension();
+  if (stem.filename().empty() || stem.filename() == "." || stem.filename() == "..")
+    throw Error({.what = "--formats names its files after --out, which names no file",
+                 .where = "--out",
+                 .expected = "a file name, such as figures/spectrum",
+                 .found = out,
+                 .hint = "--out figures/spectrum --formats png,pdf writes figures/spectrum.png and .pdf"});
+  const auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  const std::string outExtension = lower(stem.extension().string());
+  if (outExtension == ".png" || outExtension == ".svg" || outExtension == ".pdf" || outExtension == ".csv")
+    stem.replace_extension();
   std::vector<std::string> files;
-  for (std::string_view format : splitList(formats, ',')) {
-    const bool known = format == "png" || format == "svg" || format == "pdf" || (training && format == "csv");
-    if (!known)
+  for (std::string_view given : splitList(*formats, ',')) {
+    const std::string format = lower(std::string(given));
+    if (format != "png" && format != "svg" && format != "pdf" && !(training && format == "csv"))
       throw Error({.what = "unknown export format",
                    .where = "--formats",
-                   .expected = training ? "png, svg, pdf or csv, comma-separated"
-                                        : "png, svg or pdf, comma-separated",
-                   .found = std::string(format),
-                   .hint = training ? "" : "csv is for --view training only"});
-    const std::string file = stem.string() + "." + std::string(format);
+                   .expected = known + ", comma-separated",
+                   .found = std::string(given),
+                   .hint = format == "csv" ? "csv is the curves of --view training only" : example});
+    const std::string file = stem.string() + "." + format;
     if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
   }
   if (files.empty())
-    throw Error(
-        {.what = "no export format", .where = "--formats", .expected = "png, svg or pdf", .found = formats});
+    throw Error({.what = "no export format",
+                 .where = "--formats",
+                 .expected = known + ", comma-separated",
+                 .found = "\"" + *formats + "\"",
+                 .hint = example + ", or leave --formats out to write --out alone"});
   return files;
 }
 
@@ -295,7 +313,7 @@ int runExport(Args& args) {
   const std::string viewName = args.option("view", "");
   const std::string input = args.option("input", "");
   const std::string out = args.option("out", "");
-  const std::string formats = args.option("formats", "");
+  const std::optional<std::string> formats = args.option("formats");
   plot::FigureParams figure;
   figure.layer = args.integer("layer", 0, 1 << 20);
   figure.group = static_cast<size_t>(args.integer("group", 0, 1 << 20).value_or(0));
@@ -370,9 +388,13 @@ int runExport(Args& args) {
     training.axis =
         static_cast<plot::RunAxis>(idIndex(plot::kRunAxisIds, axisGiven.value_or("step"), "--axis"));
     const MonitoredRuns runs(input);
-    // The Training view's two panels on one page: the chosen metric beside the validation loss.
-    std::array<plot::Figure, 2> panels = plot::trainingPanels(runs.curves, training, runs.groups);
-    for (plot::Figure& panel : panels) panel = titled(std::move(panel));
+    // The Training view's two panels on one page: the chosen metric beside the validation loss (made only
+    // for a picture: curves as CSV alone need none).
+    std::array<plot::Figure, 2> panels;
+    if (!std::all_of(files.begin(), files.end(), isCsv)) {
+      panels = plot::trainingPanels(runs.curves, training, runs.groups);
+      for (plot::Figure& panel : panels) panel = titled(std::move(panel));
+    }
     for (const std::string& file : files) {
       if (isCsv(file)) {  // the curves as numbers, for pandas or a spreadsheet
         if (training.groupSeeds)

@@ -164,7 +164,7 @@ const std::vector<Command>& commands() {
       {"export",
        "sharelens export --view ID --input PATH --out FILE.{png,svg,pdf,csv (training)} [--formats "
        "png,svg,pdf "
-       "(the figure in each: --out's name with each extension)] [--layer L] [--proj "
+       "(the figure in each: --out's name with each extension; training: csv too)] [--layer L] [--proj "
        "P (heads: that projection's heads only)] [--fit-range (heads: colours span the shown ranks)] "
        "[--linear-y] [--absolute (spectrum: sigma_i, not sigma_i / sigma_1)] "
        "[--group G] "

@@ -8,7 +8,7 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <chrono>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +73,7 @@ Platform::Platform(const PlatformOptions& options) : m_iniPath(options.iniPath) 
 
   glfwSetDropCallback(m_window, [](GLFWwindow* w, int count, const char** paths) {
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
+    if (self) self->countInputEvent();
     if (self && self->m_dropHandler) self->m_dropHandler(std::vector<std::string>(paths, paths + count));
   });
 }
@@ -97,20 +98,36 @@ std::optional<plot::SharedGlContext> Platform::pictureContext() {
                                .release = [] { glfwMakeContextCurrent(nullptr); }};
 }
 
+namespace {
+std::atomic<uint64_t> g_wakes{0};  // wake() calls, from any thread
+void countEvent(GLFWwindow* w) {
+  if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w))) self->countInputEvent();
+}
+}  // namespace
+
 void Platform::installInputLatches() {
   glfwSetKeyCallback(m_window, [](GLFWwindow* w, int key, int /*scancode*/, int action, int mods) {
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
+    if (self) self->countInputEvent();
     if (self && action == GLFW_PRESS) self->m_pendingPresses.push_back({key, mods});
   });
   glfwSetMouseButtonCallback(m_window, [](GLFWwindow* w, int button, int action, int /*mods*/) {
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
+    if (self) self->countInputEvent();
     if (self && action == GLFW_PRESS) self->notePress(button);
   });
   glfwGetCursorPos(m_window, &m_cursorX, &m_cursorY);
   glfwSetCursorPosCallback(m_window, [](GLFWwindow* w, double x, double y) {  // ImGui 1.86 installs none
     if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w)))
-      self->m_cursorX = x, self->m_cursorY = y;
+      self->m_cursorX = x, self->m_cursorY = y, self->countInputEvent();
   });
+  // The rest only counted (waitEvents): ImGui's backend keeps the first four and calls them before its own.
+  glfwSetScrollCallback(m_window, [](GLFWwindow* w, double, double) { countEvent(w); });
+  glfwSetCharCallback(m_window, [](GLFWwindow* w, unsigned int) { countEvent(w); });
+  glfwSetWindowFocusCallback(m_window, [](GLFWwindow* w, int) { countEvent(w); });
+  glfwSetCursorEnterCallback(m_window, [](GLFWwindow* w, int) { countEvent(w); });
+  glfwSetFramebufferSizeCallback(m_window, [](GLFWwindow* w, int, int) { countEvent(w); });
+  glfwSetWindowRefreshCallback(m_window, countEvent);
 }
 
 // ImGui 1.86 reads the keys' state at each frame, not their events: a key pressed and released between two
@@ -198,15 +215,15 @@ void Platform::cancelClose() {
   glfwSetWindowShouldClose(m_window, GLFW_FALSE);
 }
 bool Platform::waitEvents(double timeoutSeconds) {
-  const auto start = std::chrono::steady_clock::now();
-  glfwWaitEventsTimeout(timeoutSeconds);
-  // GLFW does not say why it returned: a return well before the timeout was an event.
-  return std::chrono::steady_clock::now() - start < std::chrono::duration<double>(0.9 * timeoutSeconds);
+  const uint64_t before = m_inputEvents + g_wakes.load(std::memory_order_relaxed);
+  glfwWaitEventsTimeout(timeoutSeconds);  // the callbacks above run inside it, on this thread
+  return m_inputEvents + g_wakes.load(std::memory_order_relaxed) != before;
 }
 void Platform::pollEvents() {
   glfwPollEvents();
 }
 void Platform::wake() {
+  g_wakes.fetch_add(1, std::memory_order_relaxed);
   glfwPostEmptyEvent();
 }
 void Platform::onDrop(std::function<void(std::vector<std::string>)> handler) {

@@ -41,8 +41,10 @@ class Platform {
   bool shouldClose() const;
   void requestClose();
   void cancelClose();  // the window stays open after all (a close the user is asked to confirm)
-  // True when something (input, a wake()) ended the wait before the timeout.
+  // True when input or a wake() came during the wait (counted by the window's callbacks, not guessed from
+  // the time it took: a process stopped and continued, as the GUI tests' `frozen` does, still counts).
   bool waitEvents(double timeoutSeconds);
+  void countInputEvent() { ++m_inputEvents; }  // the window's GLFW callbacks, on the UI thread
   void pollEvents();
   static void wake();  // thread-safe: makes waitEvents return
 
@@ -74,6 +76,7 @@ class Platform {
   void installInputLatches();
   void holdQuickTaps();  // before ImGui's backend, which keeps these callbacks and calls them first
   void notePress(int button);
+  uint64_t m_inputEvents = 0;  // input and window events so far (waitEvents)
   GLFWwindow* m_window = nullptr;
   GLFWwindow* m_pictureWindow = nullptr;  // its context is the picture worker's (pictureContext)
   float m_scale = 1.0f;

@@ -423,8 +423,8 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
       EXPECT_GT(fs::file_size(out), 1000u) << view << "." << ext;
     }
   }
-  // A format of --formats is the file that format's own --out writes, byte for byte (SVG: PNG and PDF carry
-  // no timestamps either, but the SVG is text a diff can show).
+  // A format of --formats is the file that format's own --out writes, byte for byte (the SVG: cairo's PDF
+  // carries its creation date).
   const fs::path alone = s_dir / "alone-spectrum.svg";
   auto single = runProcess(kBinary + " export --view spectrum --input " +
                            shellQuote((s_dir / "run").string()) + " --out " + shellQuote(alone.string()));
@@ -435,6 +435,10 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
   EXPECT_EQ(single.exitCode, 2);
   EXPECT_NE(single.err.find("unknown export format"), std::string::npos) << single.err;
   EXPECT_NE(single.err.find("found csv"), std::string::npos) << single.err;
+  single = runProcess(kBinary + " export --view spectrum --input " + shellQuote((s_dir / "run").string()) +
+                      " --out " + shellQuote((s_dir / "").string()) + " --formats svg");
+  EXPECT_EQ(single.exitCode, 2);
+  EXPECT_NE(single.err.find("names no file"), std::string::npos) << single.err;
   // A run's matrices through its checkpoints (10, 20, 30).
   const fs::path ranks = s_dir / "export-rank-vs-step.pdf";
   auto r =
@@ -442,13 +446,17 @@ TEST_F(Gui, HeadlessExportOfEveryView) {
                  shellQuote((s_dir / "run").string()) + " --out " + shellQuote(ranks.string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_GT(fs::file_size(ranks), 1000u);
-  // The training curves as CSV: a header and one row per step the run logged (and, from the same command,
-  // the view's panels as a PDF).
+  // The training curves as CSV: a header and one row per step the run logged; the same bytes, and the view's
+  // panels as a PDF, from --formats (any case).
   const fs::path csv = s_dir / "training.csv";
   r = runProcess(kBinary + " export --view training --input " + shellQuote((s_dir / "run").string()) +
-                 " --out " + shellQuote((s_dir / "training").string()) + " --formats csv,pdf");
+                 " --out " + shellQuote(csv.string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_GT(fs::file_size(s_dir / "training.pdf"), 1000u);
+  r = runProcess(kBinary + " export --view training --input " + shellQuote((s_dir / "run").string()) +
+                 " --out " + shellQuote((s_dir / "both.CSV").string()) + " --formats CSV,pdf");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readTextFile(s_dir / "both.csv"), readTextFile(csv));
+  EXPECT_GT(fs::file_size(s_dir / "both.pdf"), 1000u);
   std::ifstream in(csv);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
