@@ -28,7 +28,7 @@ constexpr uint32_t kMaxDims = 4;                 // GGML_MAX_DIMS
 constexpr uint64_t kMaxDim = uint64_t{1} << 40;  // far above any tensor, far below overflow of a product
 constexpr int kMaxArrayDepth = 8;                // arrays of arrays are allowed; their nesting is bounded
 constexpr uint64_t kKeptArrayLength = 4096;      // numeric arrays up to this long are kept (per-layer counts)
-constexpr const char* kHint = "the file is corrupt, truncated, or not a GGUF file";
+constexpr const char* kGgufHint = "the file is corrupt, truncated, or not a GGUF file";
 constexpr const char* kReadTypes = "F32, F16, BF16, F64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K";
 constexpr uint64_t kMaxKeptElements = 65'536;  // numeric array elements kept as JSON, the whole file
 constexpr uint64_t kMaxPermutedRows = uint64_t{1} << 22;  // an attention matrix's rows, far above any model
@@ -140,7 +140,7 @@ class Cursor {
                    .where = m_label + ": " + what,
                    .expected = "at most " + std::to_string(maxBytes) + " bytes",
                    .found = std::to_string(length) + " bytes",
-                   .hint = kHint});
+                   .hint = kGgufHint});
     need(length, what);
     const std::string_view s(reinterpret_cast<const char*>(m_bytes.data() + m_at), length);
     m_at += length;
@@ -155,7 +155,7 @@ class Cursor {
                    .where = m_label + ": " + what,
                    .expected = "UTF-8 text",
                    .found = std::to_string(s.size()) + " bytes that are not",
-                   .hint = kHint});
+                   .hint = kGgufHint});
     return s;
   }
   // Whether `n` more numeric array elements may be kept as JSON (a hostile file of many short arrays
@@ -180,7 +180,7 @@ class Cursor {
                    .where = m_label + ": " + what + " at byte " + std::to_string(m_at),
                    .expected = std::to_string(bytes) + " more bytes",
                    .found = std::to_string(remaining()),
-                   .hint = kHint});
+                   .hint = kGgufHint});
   }
   std::span<const std::byte> m_bytes;
   std::string m_label;
@@ -231,7 +231,7 @@ Json readScalar(Cursor& in, uint32_t type, const std::string& what) {
                      .where = in.label() + ": " + what,
                      .expected = "0 or 1",
                      .found = std::to_string(b),
-                     .hint = kHint});
+                     .hint = kGgufHint});
       return b == 1;
     }
     case kString:
@@ -241,7 +241,7 @@ Json readScalar(Cursor& in, uint32_t type, const std::string& what) {
                .where = in.label() + ": " + what,
                .expected = "0..12 (u8 ... f64)",
                .found = std::to_string(type),
-               .hint = kHint});
+               .hint = kGgufHint});
 }
 
 MetaValue readValue(Cursor& in, uint32_t type, const std::string& what, int depth);
@@ -254,7 +254,7 @@ MetaValue readArray(Cursor& in, const std::string& what, int depth) {
                  .where = in.label() + ": " + what,
                  .expected = "at most " + std::to_string(kMaxArrayDepth) + " levels",
                  .found = "more",
-                 .hint = kHint});
+                 .hint = kGgufHint});
   MetaValue v;
   v.type = kArray;
   v.elementType = in.read<uint32_t>(what + " element type");
@@ -265,7 +265,7 @@ MetaValue readArray(Cursor& in, const std::string& what, int depth) {
                    .where = in.label() + ": " + what,
                    .expected = "at most " + std::to_string(in.remaining() / size) + " elements",
                    .found = std::to_string(v.arrayLength),
-                   .hint = kHint});
+                   .hint = kGgufHint});
     if (v.arrayLength <= kKeptArrayLength && in.keep(v.arrayLength)) {
       v.value = Json::array();
       for (uint64_t i = 0; i < v.arrayLength; ++i) v.value.push_back(readScalar(in, v.elementType, what));
@@ -281,7 +281,7 @@ MetaValue readArray(Cursor& in, const std::string& what, int depth) {
                  .where = in.label() + ": " + what,
                  .expected = "at most " + std::to_string(in.remaining() / 8) + " elements",
                  .found = std::to_string(v.arrayLength),
-                 .hint = kHint});
+                 .hint = kGgufHint});
   for (uint64_t i = 0; i < v.arrayLength; ++i) {
     if (v.elementType == kString)
       in.string(what + "[" + std::to_string(i) + "]", in.remaining());
@@ -316,7 +316,7 @@ struct Parsed {
 };
 
 [[noreturn]] void bad(const std::string& where, const std::string& what, std::string expected,
-                      std::string found, const std::string& hint = kHint) {
+                      std::string found, const std::string& hint = kGgufHint) {
   throw Error({.what = what,
                .where = where,
                .expected = std::move(expected),
@@ -371,7 +371,7 @@ Parsed parse(std::span<const std::byte> file, const std::string& label) {
   if (p.version != 2 && p.version != 3)
     bad(label + ": header field version", "unsupported GGUF version", "2 or 3", std::to_string(p.version),
         p.version == 1 ? "GGUF version 1 (2023) is not read: convert the model again with a current llama.cpp"
-                       : kHint);
+                       : kGgufHint);
   const auto tensorCount = in.read<uint64_t>("tensor count");
   const auto kvCount = in.read<uint64_t>("metadata count");
   if (tensorCount > kMaxTensors)
@@ -517,7 +517,7 @@ class Metadata {
       bad(m_label + ": metadata '" + full + "'", "GGUF metadata value not read", "one number for every layer",
           "per-layer values that differ", "models whose layers differ in shape are not read");
     bad(m_label + ": metadata '" + full + "'", "GGUF metadata value of the wrong type", "a number",
-        "a value of GGUF type " + std::to_string(it->second.type), kHint);
+        "a value of GGUF type " + std::to_string(it->second.type), kGgufHint);
   }
   // A real number that must be finite and above zero (norm epsilon, RoPE base, scaling factor).
   std::optional<double> positiveReal(const std::string& key) const {
@@ -529,7 +529,7 @@ class Metadata {
   }
   int64_t positive(const std::string& key) const {
     const std::optional<double> v = number(key);
-    if (!v) bad(m_label, "GGUF metadata key missing", "'" + m_arch + "." + key + "'", "absent", kHint);
+    if (!v) bad(m_label, "GGUF metadata key missing", "'" + m_arch + "." + key + "'", "absent", kGgufHint);
     if (!(*v >= 1 && *v <= static_cast<double>(kMaxDim)) ||
         *v != static_cast<double>(static_cast<int64_t>(*v)))
       bad(m_label + ": metadata '" + m_arch + "." + key + "'", "GGUF metadata value out of range",
@@ -656,7 +656,7 @@ GgufCheckpoint openGguf(const fs::path& path) {
   const auto ropeRows = [&](int64_t headCount, int64_t rows, const std::string& where) {
     if (rows > static_cast<int64_t>(kMaxPermutedRows))
       bad(where, "attention matrix with more rows than any model has",
-          "at most " + std::to_string(kMaxPermutedRows), std::to_string(rows), kHint);
+          "at most " + std::to_string(kMaxPermutedRows), std::to_string(rows), kGgufHint);
     if (rows % headCount != 0 || (rows / headCount) % 2 != 0)
       bad(where, "attention rows do not split into heads of even size",
           "a multiple of 2 x " + std::to_string(headCount) + " heads", std::to_string(rows) + " rows",

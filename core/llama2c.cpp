@@ -18,7 +18,7 @@ constexpr uint64_t kLegacyHeaderBytes = 7 * sizeof(int32_t);
 constexpr uint64_t kVersionedHeaderBytes = 256;
 constexpr int64_t kMaxDimension = int64_t{1} << 20;  // far above any llama2.c model, far below overflow
 constexpr int64_t kMaxLayers = 4096;
-constexpr const char* kHint = "the file is corrupt, truncated, or not a llama2.c checkpoint";
+constexpr const char* kLlama2cHint = "the file is corrupt, truncated, or not a llama2.c checkpoint";
 
 int32_t int32At(std::span<const std::byte> bytes, size_t offset) {
   int32_t value;
@@ -220,7 +220,7 @@ Header legacyHeader(std::span<const std::byte> file) {
                .where = label + ": header field " + p.field,
                .expected = p.expected,
                .found = p.found,
-               .hint = kHint});
+               .hint = kLlama2cHint});
 }
 
 void requireHeaderBytes(std::span<const std::byte> file, uint64_t bytes, const std::string& label) {
@@ -229,7 +229,7 @@ void requireHeaderBytes(std::span<const std::byte> file, uint64_t bytes, const s
                  .where = label,
                  .expected = std::to_string(bytes) + " bytes of llama2.c header",
                  .found = std::to_string(file.size()) + " bytes",
-                 .hint = kHint});
+                 .hint = kLlama2cHint});
 }
 
 Header versionedHeader(std::span<const std::byte> file, const std::string& label) {
@@ -294,7 +294,7 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
                              ", hidden_dim " + std::to_string(h.hidden) + ", " + std::to_string(h.layers) +
                              " layers, vocab " + std::to_string(h.vocab) + (h.shared ? ", tied" : ", untied"),
                  .found = std::to_string(bytes.size()) + " bytes",
-                 .hint = kHint});
+                 .hint = kLlama2cHint});
   Layout layout = layOut(h);
   if (layout.fileBytes() != bytes.size())  // the arithmetic and the layout disagree: a bug here, not the file
     throw Error({.what = "internal error: llama2.c layout does not cover the file",

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-constexpr const char* kHint = "the file is corrupt or truncated; re-save it with torch.save";
+constexpr const char* kTorchZipHint = "the file is corrupt or truncated; re-save it with torch.save";
 
 template <class T>
 T readLE(std::span<const std::byte> bytes, uint64_t offset) {
@@ -64,7 +64,7 @@ class ZipDirectory {
       throw Error({.what = "malformed zip archive",
                    .where = m_label + " at byte " + std::to_string(at),
                    .expected = what,
-                   .hint = kHint});
+                   .hint = kTorchZipHint});
   }
   uint64_t findEndOfDirectory() const {
     const uint64_t size = m_file.size();
@@ -520,14 +520,14 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
                    .where = label + ": " + archive + "data.pkl",
                    .expected = "UTF-8 text",
                    .found = std::to_string(name.size()) + " bytes that are not",
-                   .hint = kHint});
+                   .hint = kTorchZipHint});
     const std::string where = label + ": tensor '" + name + "'";
     const ZipEntry* storage = zip.find(archive + "data/" + t.storage->key);
     if (!storage)
       throw Error({.what = "tensor storage missing from the archive",
                    .where = where,
                    .expected = "the entry " + archive + "data/" + t.storage->key,
-                   .hint = kHint});
+                   .hint = kTorchZipHint});
     TensorInfo info;
     info.name = name;
     info.dtype = t.storage->dtype;
@@ -546,7 +546,7 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
                      .where = where,
                      .expected = "at most " + std::to_string(t.storage->numel) + " elements",
                      .found = "shape " + shapeToString(t.shape),
-                     .hint = kHint});
+                     .hint = kTorchZipHint});
       expected *= t.shape[i];  // no overflow: bounded by the storage's size just checked
       info.numel *= static_cast<uint64_t>(t.shape[i]);
     }
@@ -558,7 +558,7 @@ std::unique_ptr<SafetensorsFile> openTorchZip(const fs::path& path) {
            .where = where,
            .expected = "elements within its storage of " + std::to_string(storage->size / element),
            .found = "offset " + std::to_string(t.offset) + " + " + std::to_string(info.numel) + " elements",
-           .hint = kHint});
+           .hint = kTorchZipHint});
     info.dataBegin = storage->dataOffset + t.offset * element;
     info.dataEnd = info.dataBegin + info.numel * element;
     header.tensors.push_back(std::move(info));
