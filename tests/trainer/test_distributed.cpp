@@ -175,13 +175,16 @@ TEST(Distributed, ASecondStopSignalEndsARankWaitingForItsPeers) {
 TEST(Distributed, KillingTheLauncherEndsItsRanksAndNoResumeRunsBesideThem) {
   const fs::path dir = testing::makeTempDir("dist-launcher");
   writeTopologyFile(debugTopology(), dir / "t.json");
+  // Enough steps that the launcher is killed while they run: the debug model trains 60 of them in the second
+  // the refused --resume takes to start (CI, 2026-11-29), and then nothing was left to kill.
+  constexpr int64_t kSteps = 400;
   const std::string run = shellQuote((dir / "run").string());
   const std::string metrics = shellQuote((dir / "run" / "metrics.jsonl").string());
   std::string command = "(";  // appended to, not "(" + std::string: that trips GCC 12's -Wstringop-overflow
-  command +=
-      kBinary + " train --nproc 2 --topology " + shellQuote((dir / "t.json").string()) +
-      " --corpus brown --steps 60 --batch 8 --threads 1 --eval-every 1000 --checkpoint-every 5 --out " + run +
-      " 2>/dev/null & p=$!; ";
+  command += kBinary + " train --nproc 2 --topology " + shellQuote((dir / "t.json").string()) +
+             " --corpus brown --steps " + std::to_string(kSteps) +
+             " --batch 8 --threads 1 --eval-every 1000 --checkpoint-every 5 --out " + run +
+             " 2>/dev/null & p=$!; ";
   command += "n=0; until grep -q '\"step\":5,' " + metrics +
              " 2>/dev/null || [ $n -gt 1200 ]; do n=$((n+1)); sleep 0.05; done; ";
   command += kBinary + " train --resume --out " + run + " --threads 1 2>" +
@@ -201,10 +204,10 @@ TEST(Distributed, KillingTheLauncherEndsItsRanksAndNoResumeRunsBesideThem) {
   EXPECT_EQ(r.out.find("alive="), std::string::npos) << "every rank ended with its launcher: " << r.out;
   const auto saved = latestCheckpoint(dir / "run");
   ASSERT_TRUE(saved.has_value());
-  EXPECT_LT(saved->step, 60);
+  EXPECT_LT(saved->step, kSteps) << "the launcher was killed after the run had finished";
   r = runProcess(kBinary + " train --resume --out " + run + " --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(latestCheckpoint(dir / "run")->step, 60);
+  EXPECT_EQ(latestCheckpoint(dir / "run")->step, kSteps);
   std::istringstream lines(readTextFile(dir / "run" / "metrics.jsonl"));
   int64_t previous = 0, logged = 0;
   for (std::string line; std::getline(lines, line);) {
@@ -214,7 +217,7 @@ TEST(Distributed, KillingTheLauncherEndsItsRanksAndNoResumeRunsBesideThem) {
     previous = j["step"].get<int64_t>();
     ++logged;
   }
-  EXPECT_EQ(logged, 60);
+  EXPECT_EQ(logged, kSteps);
   fs::remove_all(dir);
 }
 
