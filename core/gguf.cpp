@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr uint64_t kMaxTensors = 200'000;
 constexpr uint64_t kMaxKeyValues = 1'000'000;
 constexpr uint64_t kMaxNameBytes = 65'535;
@@ -365,7 +365,7 @@ RawTensor readTensorInfo(Cursor& in, uint64_t index) {
 Parsed parse(std::span<const std::byte> file, const std::string& label) {
   Cursor in(file, label);
   Parsed p;
-  if (in.read<uint32_t>("magic") != kMagic)
+  if (in.read<uint32_t>("magic") != kGgufMagic)
     bad(label, "not a GGUF file", "the magic \"GGUF\"", "other bytes");
   p.version = in.read<uint32_t>("version");
   if (p.version != 2 && p.version != 3)
@@ -618,7 +618,7 @@ bool looksLikeGguf(std::span<const std::byte> head) {
   uint32_t magic = 0;
   if (head.size() < sizeof magic) return false;
   std::memcpy(&magic, head.data(), sizeof magic);
-  return magic == kMagic;
+  return magic == kGgufMagic;
 }
 
 GgufCheckpoint openGguf(const fs::path& path) {

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-constexpr uint32_t kMagic = 0x616b3432;  // "ak42"
+constexpr uint32_t kLlama2cMagic = 0x616b3432;  // "ak42"
 constexpr uint64_t kLegacyHeaderBytes = 7 * sizeof(int32_t);
 constexpr uint64_t kVersionedHeaderBytes = 256;
 constexpr int64_t kMaxDimension = int64_t{1} << 20;  // far above any llama2.c model, far below overflow
@@ -262,7 +262,7 @@ bool looksLikeLlama2c(std::span<const std::byte> head, uint64_t fileSize) {
   if (head.size() >= sizeof(uint32_t)) {
     uint32_t magic;
     std::memcpy(&magic, head.data(), sizeof magic);
-    if (magic == kMagic) return true;
+    if (magic == kLlama2cMagic) return true;
   }
   if (head.size() < kLegacyHeaderBytes) return false;
   const Header h = legacyHeader(head);
@@ -276,7 +276,7 @@ Llama2cCheckpoint openLlama2c(const fs::path& path) {
   uint32_t magic = 0;
   if (bytes.size() >= sizeof magic) std::memcpy(&magic, bytes.data(), sizeof magic);
   Header h;
-  if (magic == kMagic) {
+  if (magic == kLlama2cMagic) {
     h = versionedHeader(bytes, label);
   } else {
     requireHeaderBytes(bytes, kLegacyHeaderBytes, label);
