@@ -12,6 +12,13 @@ std::optional<int64_t> parseWholeInt(std::string_view text) {
   return value;
 }
 
+std::string asciiLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 std::vector<std::string_view> splitList(std::string_view text, char separator) {
   std::vector<std::string_view> out;
   for (size_t start = 0; start <= text.size();) {

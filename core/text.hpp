@@ -18,6 +18,9 @@ bool isValidUtf8(std::string_view text);
 // "a, b,,c" -> {"a", "b", "c"}: split at `separator`, spaces and tabs trimmed, empty pieces dropped.
 std::vector<std::string_view> splitList(std::string_view text, char separator);
 
+// `text` with ASCII letters in lower case (file extensions, format names; other bytes unchanged).
+std::string asciiLower(std::string_view text);
+
 // One number as the printf conversion `format` ("%.4f", "%+.3f", "%g") writes it, for messages and reports.
 std::string formatNumber(double value, const char* format);
 

@@ -14,7 +14,6 @@
 // --smoothing, --log-y and --group-seeds. --formats writes the one figure in each format, named as --out with
 // each extension (computed once: a paper wants the PDF and the PNG of one figure).
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <iostream>
 
@@ -279,16 +278,12 @@ std::vector<std::string> exportedFiles(const std::string& out, const std::option
                  .expected = "a file name, such as figures/spectrum",
                  .found = out,
                  .hint = "--out figures/spectrum --formats png,pdf writes figures/spectrum.png and .pdf"});
-  const auto lower = [](std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-  };
-  const std::string outExtension = lower(stem.extension().string());
+  const std::string outExtension = asciiLower(stem.extension().string());
   if (outExtension == ".png" || outExtension == ".svg" || outExtension == ".pdf" || outExtension == ".csv")
     stem.replace_extension();
   std::vector<std::string> files;
   for (std::string_view given : splitList(*formats, ',')) {
-    const std::string format = lower(std::string(given));
+    const std::string format = asciiLower(given);
     if (format != "png" && format != "svg" && format != "pdf" && !(training && format == "csv"))
       throw Error({.what = "unknown export format",
                    .where = "--formats",

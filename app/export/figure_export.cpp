@@ -15,6 +15,7 @@
 #include "app/plot/legend_layout.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace sharelens {
 namespace {
@@ -226,8 +227,7 @@ std::optional<double> parsePositive(std::string_view text) {
 }  // namespace
 
 ExportFormat exportFormatFor(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string ext = asciiLower(path.extension().string());
   if (ext == ".png") return ExportFormat::Png;
   if (ext == ".svg") return ExportFormat::Svg;
   if (ext == ".pdf") return ExportFormat::Pdf;

@@ -3,7 +3,6 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -11,15 +10,11 @@
 #include "app/gui/ui_probe.hpp"
 #include "core/error.hpp"
 #include "core/naming.hpp"
+#include "core/text.hpp"
 
 namespace sharelens::gui {
 namespace fs = std::filesystem;
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string kindOf(const fs::directory_entry& e) {
   std::error_code ec;
@@ -30,7 +25,7 @@ std::string kindOf(const fs::directory_entry& e) {
       return "model";
     return "";
   }
-  const std::string ext = lower(e.path().extension().string());
+  const std::string ext = asciiLower(e.path().extension().string());
   if (ext == ".safetensors") return "checkpoint";
   if (ext == ".json" && e.path().filename() != "config.json") return "topology";
   return "";
@@ -61,9 +56,9 @@ std::vector<BrowserEntry> listFolder(const fs::path& dir, std::span<const std::s
     if (name.empty() || name[0] == '.') continue;
     BrowserEntry entry{name, e.is_directory(ec), kindOf(e), 0};
     if (!entry.folder) {
-      const std::string ext = lower(e.path().extension().string());
+      const std::string ext = asciiLower(e.path().extension().string());
       if (!extensions.empty() && std::none_of(extensions.begin(), extensions.end(),
-                                              [&](const std::string& x) { return lower(x) == ext; }))
+                                              [&](const std::string& x) { return asciiLower(x) == ext; }))
         continue;
       entry.bytes = e.file_size(ec);
     }
@@ -71,7 +66,7 @@ std::vector<BrowserEntry> listFolder(const fs::path& dir, std::span<const std::s
   }
   std::sort(out.begin(), out.end(), [](const BrowserEntry& a, const BrowserEntry& b) {
     if (a.folder != b.folder) return a.folder;
-    const std::string x = lower(a.name), y = lower(b.name);
+    const std::string x = asciiLower(a.name), y = asciiLower(b.name);
     return x != y ? x < y : a.name < b.name;
   });
   return out;

@@ -29,6 +29,10 @@ const char* kFontCandidates[] = {
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 };
 
+std::atomic<uint64_t> g_wakes{0};  // wake() calls, from any thread
+void countEvent(GLFWwindow* w) {
+  if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w))) self->countInputEvent();
+}
 }  // namespace
 
 Platform::Platform(const PlatformOptions& options) : m_iniPath(options.iniPath) {
@@ -72,8 +76,8 @@ Platform::Platform(const PlatformOptions& options) : m_iniPath(options.iniPath) 
   ImGui_ImplOpenGL3_Init("#version 130");
 
   glfwSetDropCallback(m_window, [](GLFWwindow* w, int count, const char** paths) {
+    countEvent(w);
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
-    if (self) self->countInputEvent();
     if (self && self->m_dropHandler) self->m_dropHandler(std::vector<std::string>(paths, paths + count));
   });
 }
@@ -98,28 +102,22 @@ std::optional<plot::SharedGlContext> Platform::pictureContext() {
                                .release = [] { glfwMakeContextCurrent(nullptr); }};
 }
 
-namespace {
-std::atomic<uint64_t> g_wakes{0};  // wake() calls, from any thread
-void countEvent(GLFWwindow* w) {
-  if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w))) self->countInputEvent();
-}
-}  // namespace
-
 void Platform::installInputLatches() {
   glfwSetKeyCallback(m_window, [](GLFWwindow* w, int key, int /*scancode*/, int action, int mods) {
+    countEvent(w);
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
-    if (self) self->countInputEvent();
     if (self && action == GLFW_PRESS) self->m_pendingPresses.push_back({key, mods});
   });
   glfwSetMouseButtonCallback(m_window, [](GLFWwindow* w, int button, int action, int /*mods*/) {
+    countEvent(w);
     auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w));
-    if (self) self->countInputEvent();
     if (self && action == GLFW_PRESS) self->notePress(button);
   });
   glfwGetCursorPos(m_window, &m_cursorX, &m_cursorY);
   glfwSetCursorPosCallback(m_window, [](GLFWwindow* w, double x, double y) {  // ImGui 1.86 installs none
+    countEvent(w);
     if (auto* self = static_cast<Platform*>(glfwGetWindowUserPointer(w)))
-      self->m_cursorX = x, self->m_cursorY = y, self->countInputEvent();
+      self->m_cursorX = x, self->m_cursorY = y;
   });
   // The rest only counted (waitEvents): ImGui's backend keeps the first four and calls them before its own.
   glfwSetScrollCallback(m_window, [](GLFWwindow* w, double, double) { countEvent(w); });
