@@ -568,6 +568,18 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
     md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
   }
+  // What the A/A interval's width says. Arms derived from the reference's own source models are paired with
+  // it through those sources, so the spread between sources cancels from their differences; the A/A arm of a
+  // derived reference derives from other sources and carries that spread, so its width is not their
+  // resolution.
+  const auto aaResolutionText = [&](const ArmSummary& aa) -> std::string {
+    if (aa.derivedFrom.empty()) return "its half-width is the smallest effect these seeds resolve";
+    return "it derives from other source models (" + aa.derivedFrom +
+           "), so its interval carries the spread between source models, which the arms derived from the "
+           "reference's own sources cancel: it checks the derivation for bias, and each of those arms "
+           "resolves "
+           "effects down to its own half-width";
+  };
   for (const ArmSummary& a : arms) {
     if (a.aaOf != e.reference) continue;
     md += "- **A/A check** (" + a.name + ": " + e.reference +
@@ -575,17 +587,16 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (!std::isfinite(a.difference.halfWidth))
       md += "no interval (fewer than 2 paired seeds).";
     else if (a.difference.lo() <= 0 && a.difference.hi() >= 0)
-      md +=
-          "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
-          formatNumber(a.difference.halfWidth, "%.4f") +
-          ", contains 0, as it must when nothing differs; its half-width is the smallest effect these seeds "
-          "resolve.";
+      md += "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
+            formatNumber(a.difference.halfWidth, "%.4f") + ", contains 0, as it must when nothing differs; " +
+            aaResolutionText(a) + ".";
     else
       md += "the 95% interval of the paired difference, " + formatNumber(a.difference.mean, "%+.4f") + " ± " +
             formatNumber(a.difference.halfWidth, "%.4f") +
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
-    md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
+    // A derived A/A arm is wide by construction (above); seeds to narrow it are not what the plan sized.
+    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan.targetHalfWidth) : "") + "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.

@@ -534,6 +534,52 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   fs::remove_all(dir);
 }
 
+// A derived reference's A/A arm derives from other source models (the re-initialised source), so its paired
+// differences carry the spread between sources, while an arm derived from the reference's own sources is
+// paired through them and does not: the report must not read the A/A half-width as those arms' resolution,
+// nor ask for the seeds that would narrow it (the postshare claim: A/A sd 0.137 against DirectShare's 0.006).
+TEST(Experiment, ADerivedReferencesAaCheckSaysItCarriesTheSpreadBetweenSourceModels) {
+  const fs::path dir = testing::makeTempDir("experiment-derived-aa");
+  const Json derived = Json::parse(
+      R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 3, "tokens": 5120,
+    "eval_tokens": 12000, "train": {"batch_size": 4}, "reference": "posttrain",
+    "arms": [{"name": "pretrained", "topology": {"preset": "vanilla", "layers": 4, "unique": 4, "d_model": 64,
+              "heads": 4, "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
+             {"name": "directshare", "derive": {"from": "pretrained", "method": "directshare", "ratio": 0.25}},
+             {"name": "posttrain", "derive": {"from": "pretrained", "method": "postshare", "ratio": 0.25,
+              "gamma": 0, "steps": 4}}]})");
+  writeFileAtomically(dir / "experiment.json",
+                      experimentToJson(experimentFromJson(derived, "derived.json", dir)).dump(2));
+  // Sources 0.2 apart from seed to seed; DirectShare 0.02 above its own source's control.
+  const double source[] = {5.0, 5.2, 4.8}, aaSource[] = {5.2, 4.8, 5.0};
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    for (const auto& [arm, nll] : {std::pair{"pretrained", source[seed - 1]},
+                                   {"posttrain", source[seed - 1] + 0.1},
+                                   {"directshare", source[seed - 1] + 0.12},
+                                   {"pretrained-aa", aaSource[seed - 1]},
+                                   {"posttrain-aa", aaSource[seed - 1] + 0.1}}) {
+      const fs::path run = experimentRunDirectory(dir, arm, seed);
+      fs::create_directories(run);
+      writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+    }
+  const ExperimentReport report = reportExperiment(dir);
+  const std::string md = report.toMarkdown("");
+  const size_t aa = md.find("**A/A check** (posttrain-aa");
+  ASSERT_NE(aa, std::string::npos) << md;
+  const std::string line = md.substr(aa, md.find('\n', aa) - aa);
+  EXPECT_NE(line.find("it derives from other source models (pretrained-aa (postshare))"), std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("smallest effect these seeds resolve"), std::string::npos) << line;
+  EXPECT_EQ(line.find("that needs"), std::string::npos) << line;
+  // DirectShare, paired through its sources: +0.02 at every seed, an interval of width 0 (up to rounding).
+  const auto ds = std::find_if(report.arms.begin(), report.arms.end(),
+                               [](const ArmSummary& a) { return a.name == "directshare"; });
+  ASSERT_NE(ds, report.arms.end());
+  EXPECT_NEAR(ds->difference.mean, 0.02, 1e-9);
+  EXPECT_LT(ds->difference.halfWidth, 1e-9);
+  fs::remove_all(dir);
+}
+
 TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   auto errorFor = [](const std::function<void(Json&)>& edit) {
     Json j = tinyExperiment();
