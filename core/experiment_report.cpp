@@ -19,18 +19,23 @@ namespace sharelens {
 
 namespace {
 
-// ArmSummary::documentDifference: over the seeds where both runs were evaluated on the same documents, the
-// statistic of a resample (document weights w) is mean over seeds of
+// ArmSummary::documentDifference: over the seeds the seed interval pairs (both runs finished), the statistic
+// of a resample (document weights w) is mean over seeds of
 //   sum_d w_d nll(arm, s, d) / sum_d w_d tokens(arm, s, d) - the same for the reference,
-// the paired difference of token-weighted held-out NLLs.
+// the paired difference of token-weighted held-out NLLs. A paired seed whose two runs did not keep sums over
+// the same documents leaves no document interval at all, rather than one over fewer seeds than the seed
+// interval beside it.
 BootstrapInterval documentBootstrap(const std::vector<RunSummary>& runs, const std::string& arm,
                                     const std::string& reference) {
   std::vector<std::pair<const RunSummary*, const RunSummary*>> pairs;
   for (const RunSummary& a : runs) {
-    if (a.arm != arm || !a.finished || a.documentIds.empty()) continue;
-    for (const RunSummary& b : runs)
-      if (b.arm == reference && b.seed == a.seed && b.finished && b.documentIds == a.documentIds)
-        pairs.emplace_back(&a, &b);
+    if (a.arm != arm || !a.finished) continue;
+    const auto b = std::find_if(runs.begin(), runs.end(), [&](const RunSummary& b) {
+      return b.arm == reference && b.seed == a.seed && b.finished;
+    });
+    if (b == runs.end()) continue;  // not a paired seed
+    if (a.documentIds.empty() || a.documentIds != b->documentIds) return {};
+    pairs.emplace_back(&a, &*b);
   }
   if (pairs.empty()) return {};
   // Resampling picks documents by index: every pair must have scored the same documents (a run evaluated
@@ -168,7 +173,9 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       return tokensAndSeconds;
     };
     std::vector<double> finals;
-    std::map<double, std::vector<double>> curve;  // tokens -> validation losses of the seeds
+    // tokens -> validation losses of the finished seeds: a run that failed or is still training would pull
+    // the mean curve, and the equal-FLOPs budget read from it, short of the finished runs' schedule
+    std::map<double, std::vector<double>> curve;
     for (uint64_t seed : e.seeds) {
       RunSummary run{arm.name, seed};
       const fs::path dir = experimentRunDirectory(outDir, arm.name, seed);
@@ -188,7 +195,6 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
           if (std::isfinite(p.valLoss)) {
             run.curveTokens.push_back(p.tokens);
             run.curveValLoss.push_back(p.valLoss);
-            curve[p.tokens].push_back(p.valLoss);
           }
         }
       }
@@ -232,6 +238,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
         }
         finals.push_back(run.finalNll);
         nll[arm.name][seed] = run.finalNll;
+        for (size_t i = 0; i < run.curveTokens.size(); ++i)
+          curve[run.curveTokens[i]].push_back(run.curveValLoss[i]);
         a.tokens = std::max(a.tokens, run.tokens);
         a.seconds += run.seconds;
       } else {
@@ -242,7 +250,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.finishedSeeds = static_cast<int>(finals.size());
     a.nll = meanInterval(finals);
     for (const auto& [tokens, losses] : curve) {
-      if (losses.size() != e.seeds.size()) continue;  // a point every seed has reached
+      if (losses.size() != finals.size()) continue;  // a point every finished seed has reached
       const MeanInterval m = meanInterval(losses);
       a.curveTokens.push_back(tokens);
       a.curveMean.push_back(m.mean);
@@ -273,8 +281,9 @@ std::string_view claimOutcomeName(ClaimOutcome c) {
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin) {
   if (expect.empty()) return ClaimOutcome::NotStated;
   if (!std::isfinite(difference.halfWidth)) return ClaimOutcome::Inconclusive;  // fewer than 2 paired seeds
-  if (expect == "no-worse") {  // non-inferiority: the whole interval at or below the margin
-    if (difference.hi() <= margin) return ClaimOutcome::Holds;
+  if (expect == "no-worse") {  // non-inferiority: the whole interval at or below the margin; with a margin of
+                               // 0, a superiority test: the whole interval below 0, as the verdict "better"
+    if (margin == 0 ? difference.hi() < 0 : difference.hi() <= margin) return ClaimOutcome::Holds;
     return difference.lo() > margin ? ClaimOutcome::DoesNotHold : ClaimOutcome::Inconclusive;
   }
   const Verdict v = verdictOf(difference);
@@ -306,7 +315,7 @@ std::string widerThanTargetText(const ArmSummary& a, double target) {
   return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
          ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + "), that needs " +
          (seeds > 0 ? std::to_string(seeds) : "more than 1000") + " seeds at this budget, against " +
-         std::to_string(difference.n) + " run.";
+         std::to_string(difference.n) + " paired seeds.";
 }
 
 }  // namespace
@@ -330,9 +339,9 @@ MeanInterval ExperimentReport::equalFlopsDifference(const ArmSummary& arm, doubl
   std::vector<double> differences;
   if (!reference || !std::isfinite(flops)) return meanInterval(differences);
   for (const RunSummary& a : runs) {
-    if (a.arm != arm.name) continue;
+    if (a.arm != arm.name || !a.finished) continue;  // as the final NLLs: finished runs, paired by seed
     for (const RunSummary& b : runs)
-      if (b.arm == reference->name && b.seed == a.seed) {
+      if (b.arm == reference->name && b.seed == a.seed && b.finished) {
         const double d = curveAtFlops(a.curveTokens, a.curveValLoss, arm.flopsPerToken, flops) -
                          curveAtFlops(b.curveTokens, b.curveValLoss, reference->flopsPerToken, flops);
         if (std::isfinite(d)) differences.push_back(d);
@@ -495,12 +504,15 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   if (!e.description.empty()) md += e.description + "\n\n";
   if (const std::string protocol = protocolText(); !protocol.empty())
     md += "**As run**: " + protocol + "\n\n";
-  md += "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
-        std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
-        "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +
-        e.corpus +
-        ". Beside each paired difference, \"documents [lo, hi]\" is its 95% percentile bootstrap over the "
-        "held-out documents (2,000 resamples): how far other text of the same kind could move it.\n\n";
+  md +=
+      "Held-out NLL (nats/token) of the final checkpoint, mean and 95% interval (Student t) over " +
+      std::to_string(e.seeds.size()) + " seeds; differences paired by seed against **" + e.reference +
+      "**; " + formatNumber(static_cast<double>(e.tokens) / 1e6, "%.2f") + "M training tokens per run on " +
+      e.corpus +
+      ". Beside each paired difference, \"documents [lo, hi]\" is its 95% percentile bootstrap over the "
+      "held-out documents (2,000 resamples): how far other text of the same kind could move it, the trained "
+      "models held fixed. It leaves the seeds' training noise out, so it is no test of a difference: an A/A "
+      "arm's can exclude 0.\n\n";
   md += "| arm | parameters (non-embedding) | FLOPs/token | tokens | final NLL | vs " + e.reference +
         " (per seed) | verdict | claim | wall time |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
@@ -573,12 +585,16 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   // derived reference derives from other sources and carries that spread, so its width is not their
   // resolution.
   const auto aaResolutionText = [&](const ArmSummary& aa) -> std::string {
-    if (aa.derivedFrom.empty()) return "its half-width is the smallest effect these seeds resolve";
+    if (aa.derivedFrom.empty())
+      return "at its spread (sd " + formatNumber(aa.difference.sd, "%.4f") + "), " +
+             std::to_string(aa.difference.n) + " paired seeds detect a true difference of " +
+             formatNumber(minimumDetectableEffect(aa.difference.sd, aa.difference.n), "%.4f") +
+             " nats 80% of the time (the minimum detectable effect of an arm that trains as steadily as the "
+             "reference; one of the half-width's size is detected half the time)";
     return "it derives from other source models (" + aa.derivedFrom +
            "), so its interval carries the spread between source models, which the arms derived from the "
            "reference's own sources cancel: it checks the derivation for bias, and each of those arms "
-           "resolves "
-           "effects down to its own half-width";
+           "resolves effects down to its own half-width";
   };
   for (const ArmSummary& a : arms) {
     if (a.aaOf != e.reference) continue;
@@ -604,15 +620,32 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   if (std::isfinite(common) && arms.size() > 1) {
     md += "\nAt equal training FLOPs (" + formatNumber(common, "%.3g") +
           ", the smallest budget any arm reached), mean validation loss";
-    md += " (and minus " + e.reference + ", paired by seed, 95%):";
+    md += " (and minus " + e.reference + ", paired by seed over the seeds both finished, 95%):";
+    std::string midSchedule;  // arms read before their schedule's end, and where
     for (const ArmSummary& a : arms) {
       if (!a.derivedFrom.empty()) continue;
       md += " " + a.name + " " + formatNumber(a.lossAtFlops(common), "%.4f");
       const MeanInterval d = equalFlopsDifference(a, common);
-      if (a.name != e.reference && std::isfinite(d.halfWidth))
-        md += " (" + formatNumber(d.mean, "%+.4f") + " ± " + formatNumber(d.halfWidth, "%.4f") + ")";
+      if (a.name != e.reference && std::isfinite(d.halfWidth)) {
+        md += " (" + formatNumber(d.mean, "%+.4f") + " ± " + formatNumber(d.halfWidth, "%.4f") + ", " +
+              std::to_string(d.n) + " seeds";
+        if (a.aaOf == e.reference)
+          md += d.lo() <= 0 && d.hi() >= 0 ? "; A/A: contains 0"
+                                           : "; A/A: **excludes 0** although nothing differs";
+        md += ")";
+      }
       md += ";";
+      const double trained = a.curveTokens.empty() ? NAN : a.curveTokens.back() * a.flopsPerToken;
+      if (trained > common * 1.001)
+        midSchedule += (midSchedule.empty() ? " " : ", ") + a.name + " at " +
+                       formatNumber(100.0 * common / trained, "%.0f") + "%";
     }
+    if (!midSchedule.empty())
+      md +=
+          " Arms that cost more per token are read there before the end of their schedule, their learning "
+          "rate not yet decayed, which favours the cheaper arms: this line compares budgets, the final NLLs "
+          "above compare the trained models (read at this share of their training:" +
+          midSchedule + ").";
     md += "\n";
   }
   if (!complete) md += "\n*Incomplete: not every arm and seed has finished.*\n";

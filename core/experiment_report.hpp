@@ -34,8 +34,9 @@ struct RunSummary {
 
 // Whether the paper's claim about an arm holds at this scale, from the 95% interval of the paired difference
 // (arm - reference): "better" holds when the whole interval is below zero, "worse" when above; "no-worse" is
-// a non-inferiority claim, holding when the whole interval is at or below the margin and failing when the
-// whole interval is above it. Without an interval (fewer than 2 paired seeds) every claim is inconclusive.
+// a non-inferiority claim, holding when the whole interval is at or below the margin (below it when the
+// margin is 0, which makes it a superiority test) and failing when the whole interval is above it. Without an
+// interval (fewer than 2 paired seeds) every claim is inconclusive.
 enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
 std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);

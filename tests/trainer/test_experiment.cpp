@@ -392,6 +392,20 @@ TEST(Experiment, ClaimsAreJudgedOnTheWholeIntervalAndNoWorseIsNonInferiority) {
   EXPECT_EQ(claimOutcome("better", better, 0.0), ClaimOutcome::Holds);
   EXPECT_EQ(claimOutcome("no-worse", better, 0.0), ClaimOutcome::Holds);
   EXPECT_EQ(claimOutcome("worse", better, 0.0), ClaimOutcome::DoesNotHold);
+  // The boundaries, on intervals of width 0 (equal differences: sd 0): "at or below the margin" includes
+  // it; a margin of 0 is a superiority test, which an interval touching 0 does not pass, as the verdict
+  // "better" is not reached.
+  const MeanInterval atMargin = meanInterval({0.01, 0.01});
+  ASSERT_EQ(atMargin.hi(), 0.01);
+  EXPECT_EQ(claimOutcome("no-worse", atMargin, 0.01), ClaimOutcome::Holds);
+  EXPECT_EQ(claimOutcome("no-worse", atMargin, 0.0), ClaimOutcome::DoesNotHold);
+  const MeanInterval zero = meanInterval({0.0, 0.0});
+  ASSERT_EQ(zero.lo(), 0.0);
+  ASSERT_EQ(zero.hi(), 0.0);
+  EXPECT_EQ(verdictOf(zero), Verdict::Inconclusive);
+  EXPECT_EQ(claimOutcome("no-worse", zero, 0.0), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("better", zero, 0.0), ClaimOutcome::Inconclusive);
+  EXPECT_EQ(claimOutcome("worse", zero, 0.0), ClaimOutcome::Inconclusive);
   // One paired seed is no interval: a large difference proves nothing either way.
   for (const char* expect : {"no-worse", "better", "worse"})
     EXPECT_EQ(claimOutcome(expect, meanInterval({0.8}), 0.0), ClaimOutcome::Inconclusive) << expect;
@@ -421,10 +435,14 @@ TEST(Experiment, LossAtEqualFlopsIsReadWithinTheCurveOnly) {
   ref.curveTokens = {150, 300};
   a.name = "arm";
   r.arms = {a, ref};
-  r.runs = {{.arm = "arm", .seed = 1, .curveTokens = {100, 200}, .curveValLoss = {5.0, 4.0}},
-            {.arm = "arm", .seed = 2, .curveTokens = {100, 200}, .curveValLoss = {5.2, 4.2}},
-            {.arm = "ref", .seed = 1, .curveTokens = {150, 300}, .curveValLoss = {4.6, 4.2}},
-            {.arm = "ref", .seed = 2, .curveTokens = {150, 300}, .curveValLoss = {4.7, 4.3}}};
+  // Seed 3's arm run failed (a diverged run's curve): it is left out here as from the final NLLs.
+  r.runs = {
+      {.arm = "arm", .seed = 1, .finished = true, .curveTokens = {100, 200}, .curveValLoss = {5.0, 4.0}},
+      {.arm = "arm", .seed = 2, .finished = true, .curveTokens = {100, 200}, .curveValLoss = {5.2, 4.2}},
+      {.arm = "arm", .seed = 3, .failed = true, .curveTokens = {100, 200}, .curveValLoss = {9.0, 9.0}},
+      {.arm = "ref", .seed = 1, .finished = true, .curveTokens = {150, 300}, .curveValLoss = {4.6, 4.2}},
+      {.arm = "ref", .seed = 2, .finished = true, .curveTokens = {150, 300}, .curveValLoss = {4.7, 4.3}},
+      {.arm = "ref", .seed = 3, .finished = true, .curveTokens = {150, 300}, .curveValLoss = {4.7, 4.3}}};
   EXPECT_EQ(r.commonFlops(), 300.0);
   const MeanInterval d = r.equalFlopsDifference(r.arms[0], 300.0);
   ASSERT_EQ(d.n, 2);
@@ -511,11 +529,21 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   ASSERT_EQ(report.experiment.plan.targetHalfWidth, 0.02);
   const std::string md = report.toMarkdown("");
   EXPECT_NE(md.find("Its interval is wider than the plan's target of ±0.02: at its seed spread (sd 0.0500), "
-                    "that needs 27 seeds at this budget, against 3 run."),
+                    "that needs 27 seeds at this budget, against 3 paired seeds."),
             std::string::npos)
       << md;
-  EXPECT_EQ(md.find("that needs", md.find("**A/A check**")), std::string::npos)
+  const size_t aaCheck = md.find("**A/A check**");
+  ASSERT_NE(aaCheck, std::string::npos) << md;
+  EXPECT_EQ(md.find("that needs", aaCheck), std::string::npos)
       << "the A/A arm's interval (sd 0.001) is within the target: " << md;
+  // What the A/A spread resolves: the minimum detectable effect (t_{0.975, 2} + t_{0.80, 2}) sd / sqrt(3) =
+  // (4.3027 + 1.0607) x 0.001 / 1.7321 = 0.0031 (t tables), not the half-width, which is detected only half
+  // the time.
+  EXPECT_NE(md.find("at its spread (sd 0.0010), 3 paired seeds detect a true difference of 0.0031 nats 80% "
+                    "of the time",
+                    aaCheck),
+            std::string::npos)
+      << md;
   const Json arms = report.toJson()["arms"];
   EXPECT_EQ(arms[0]["vs_reference"]["seeds_for_target"]["seeds"], 27);
   EXPECT_EQ(arms[2]["vs_reference"]["seeds_for_target"]["seeds"], 2);
@@ -531,6 +559,51 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   const std::string header = ExperimentReport::summaryHeader();  // two lines: the heads and the rule
   EXPECT_EQ(std::count(row.begin(), row.end(), '|'), std::count(header.begin(), header.end(), '|') / 2)
       << "as many columns as the header";
+  fs::remove_all(dir);
+}
+
+// The document bootstrap, worked by hand: two held-out documents, a (10 tokens) and b (20); the arm's NLL
+// sums 10 and 60, the reference's 10 and 40, at every seed. Token-weighted, the arm scores 70/30 and the
+// reference 50/30: a difference of 0.6667. A resample draws a and b once each (that estimate, half the
+// draws), a twice (0) or b twice (3 - 2 = 1), a quarter of the draws each, so its 2.5% and 97.5% percentiles
+// are exactly 0 and 1 (weighting sums by draws but tokens not would give 1.333). A paired seed whose
+// reference run kept no sums over the same documents leaves no document interval, not one over the other
+// seeds.
+TEST(Experiment, TheDocumentBootstrapIsTokenWeightedOverExactlyThePairedSeeds) {
+  const fs::path dir = testing::makeTempDir("experiment-documents");
+  writeFileAtomically(dir / "experiment.json",
+                      experimentToJson(experimentFromJson(tinyExperiment(), "tiny.json", dir)).dump(2));
+  const auto evaluation = [&](const std::string& arm, uint64_t seed, std::vector<std::string> ids,
+                              std::vector<double> sums, std::vector<int64_t> tokens) {
+    double nll = 0, count = 0;
+    for (size_t d = 0; d < sums.size(); ++d) nll += sums[d], count += static_cast<double>(tokens[d]);
+    const fs::path run = experimentRunDirectory(dir, arm, seed);
+    fs::create_directories(run);
+    writeFileAtomically(
+        run / "eval.json",
+        Json{{"nll", nll / count}, {"document_ids", ids}, {"document_nll", sums}, {"document_tokens", tokens}}
+            .dump());
+  };
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    evaluation("cycle", seed, {"a", "b"}, {10, 60}, {10, 20});
+    evaluation("baseline", seed, {"a", "b"}, {10, 40}, {10, 20});
+    evaluation("baseline-aa", seed, {"a", "b"}, {10, 40}, {10, 20});
+  }
+  const auto cycle = [](const ExperimentReport& report) { return report.arms.at(0); };
+  ExperimentReport report = reportExperiment(dir);
+  ASSERT_EQ(cycle(report).name, "cycle");
+  const BootstrapInterval documents = cycle(report).documentDifference;
+  EXPECT_EQ(documents.clusters, 2);
+  EXPECT_NEAR(documents.estimate, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(cycle(report).difference.mean, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(documents.lo, 0.0, 1e-12);
+  EXPECT_NEAR(documents.hi, 1.0, 1e-12);
+
+  evaluation("baseline", 3, {"a"}, {10}, {10});  // seed 3's reference scored on other documents
+  report = reportExperiment(dir);
+  EXPECT_EQ(cycle(report).difference.n, 3) << "the seed interval still pairs seed 3";
+  EXPECT_TRUE(std::isnan(cycle(report).documentDifference.lo)) << cycle(report).documentDifference.lo;
+  EXPECT_TRUE(std::isnan(cycle(report).documentDifference.hi));
   fs::remove_all(dir);
 }
 
