@@ -45,24 +45,50 @@ MD
 sed "1d" "$OUT/sweep/sweep.md"  # its heading names this machine's path
 echo
 /usr/bin/python3 - "$OUT/sweep/sweep.json" "$OUT/one-group/sweep.json" <<'PY'
-import json, sys
+import json, math, sys
 def nlls(path):
     return {(p["method"], p["ratio"]): (p["eval"]["nll"], p["eval"]["perplexity"]) for p in json.load(open(path))["points"]}
 nll, one = nlls(sys.argv[1]), nlls(sys.argv[2])
-groups = json.load(open(sys.argv[1]))["groups"]
+sweep = json.load(open(sys.argv[1]))
+groups = sweep["groups"]
+evals = {(p["method"], p["ratio"]): p["eval"] for p in sweep["points"]}
 ratios = sorted({r for _, r in nll}, reverse=True)
 lower = lambda r: "Matrix PCA" if nll[("masa", r)][0] < nll[("svd", r)][0] else "SVD-LLM"
-rows = ", ".join(f"{r:.1f}: {lower(r)} ({nll[('masa', r)][0] - nll[('svd', r)][0]:+.4f} nats, Matrix PCA minus SVD-LLM)"
-                 for r in ratios)
+def paired(r):
+    # Matrix PCA minus SVD-LLM on the same evaluation windows (each window's mean NLL; the difference of the
+    # token-weighted means is their token-weighted mean): mean +- 1.96 standard errors over windows, and how
+    # many held-out documents lean each way. Windows of one document are not independent, so the documents'
+    # signs are the firmer half of this.
+    a, b = evals[("masa", r)], evals[("svd", r)]
+    assert a["window_tokens"] == b["window_tokens"] and a["document_ids"] == b["document_ids"]
+    t = a["window_tokens"]
+    d = [(x - y) / n for x, y, n in zip(a["window_nll"], b["window_nll"], t)]
+    w = [n / sum(t) for n in t]
+    mean = sum(wi * di for wi, di in zip(w, d))
+    se = (sum(wi * wi * (di - mean) ** 2 for wi, di in zip(w, d)) * len(d) / (len(d) - 1)) ** 0.5
+    docs = [x / n - y / n for x, y, n in zip(a["document_nll"], b["document_nll"], a["document_tokens"])]
+    above = sum(x > 0 for x in docs)
+    return f"{mean:+.4f} ± {1.96 * se:.4f} nats over {len(d)} windows, {above} of {len(docs)} documents above 0"
+rows = ", ".join(f"{r:.1f}: {lower(r)} (Matrix PCA minus SVD-LLM {paired(r)})" for r in ratios)
 held = all(lower(r) == "Matrix PCA" for r in ratios if r >= 0.7)
 single = sum(len(g) == 1 for g in groups)
 alt = ", ".join(f"{r:.1f}: {one[('masa', r)][1]:.2f}" for r in ratios)
 print(f"**Verdict**: lower held-out NLL at each ratio: {rows}. The paper's ordering (Matrix PCA below SVD-LLM at "
-      f"20% and 30% removed) {'holds' if held else 'does not hold'} here. Differences of a few thousandths of a "
-      f"nat are within the evaluation's noise (± above is the standard error over windows). `kl:3` made the groups "
+      f"20% and 30% removed) {'holds' if held else 'does not hold'} here. Each paired ± is 1.96 standard "
+      f"errors of the difference over the same windows (the table's ± is each NLL's own standard error). `kl:3` made the groups "
       f"{groups}, {single} of them single layers stored whole; with one group of all layers instead (`--groups "
       f"0-7`) Matrix PCA's perplexity is {alt}, so the grouping alone does not explain the gap: at this size one "
       "atom costs a whole matrix of the budget, which SVD-LLM spends on rank in every layer instead.")
+# The regime: what each method costs against the uncompressed model, here and in the paper's Table 3 (Llama
+# 3.2 1B, 20% removed: perplexity 11.57 uncompressed, 15.08 SVD-LLM, 12.61 Matrix PCA).
+original = json.load(open(sys.argv[1].replace("sweep.json", "original-eval.json")))["nll"]
+cost = lambda method: nll[(method, 0.8)][0] - original
+print(f"\nThe regime differs from the paper's: at 20% removed, SVD-LLM costs this model {cost('svd'):+.4f} nats and "
+      f"Matrix PCA {cost('masa'):+.4f}, where the paper's 1B model pays {math.log(15.08 / 11.57):+.4f} and "
+      f"{math.log(12.61 / 11.57):+.4f}. On this small, briefly trained model a whitened per-layer low rank loses "
+      "almost nothing, while an atom shared across layers pays for a whole dense matrix; the paper's premise, full-rank weights that share directions across layers, may not be what "
+      "this model has. Read the ordering as one about small, undertrained attention, not as a refutation of "
+      "Table 3; a model whose SVD-LLM cost at 0.8 is tenths of a nat, as the paper's, would test it.")
 PY
 echo
 echo "Reproduce: \`tests/tools/claim_compression.sh build out/compression\`."
