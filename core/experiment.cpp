@@ -109,7 +109,7 @@ std::vector<double> positiveNumbers(const JsonObject& o, const char* key, std::v
 
 PlanSpec planSpecFromJson(const JsonObject& p) {
   p.allowOnly({"target_half_width", "pilot_seeds", "pilot_budgets", "lr_factors", "lr_budget", "max_seeds",
-               "min_tokens_per_parameter", "pilot_every_budget"});
+               "min_tokens_per_parameter", "pilot_every_budget", "sd_confidence"});
   PlanSpec s;
   s.targetHalfWidth = p.optionalNumber("target_half_width").value_or(s.targetHalfWidth);
   if (!(s.targetHalfWidth > 0 && s.targetHalfWidth < 10))
@@ -132,6 +132,10 @@ PlanSpec planSpecFromJson(const JsonObject& p) {
     p.fail("min_tokens_per_parameter", "out of range", "[0, 1e6)",
            formatNumber(s.minTokensPerParameter, "%g"));
   s.pilotEveryBudget = p.optionalBool("pilot_every_budget").value_or(s.pilotEveryBudget);
+  s.sdConfidence = p.optionalNumber("sd_confidence").value_or(s.sdConfidence);
+  if (!(s.sdConfidence >= 0 && s.sdConfidence < 1))
+    p.fail("sd_confidence", "out of range", "[0, 1): 0 sizes from the pilot's sd itself",
+           formatNumber(s.sdConfidence, "%g"));
   return s;
 }
 
@@ -144,6 +148,7 @@ Json planSpecToJson(const PlanSpec& s) {
             {"max_seeds", s.maxSeeds},
             {"min_tokens_per_parameter", s.minTokensPerParameter}};
   if (s.pilotEveryBudget) j["pilot_every_budget"] = true;  // written only when set: older readers refuse it
+  if (s.sdConfidence != PlanSpec{}.sdConfidence) j["sd_confidence"] = s.sdConfidence;  // likewise
   return j;
 }
 

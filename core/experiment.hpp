@@ -99,6 +99,10 @@ struct PlanSpec {
   // the fewest seeds a half-width allows, 2, already cost at least the cheapest budget that reached the
   // target); the plan is the same either way. true trains every budget, for their numbers.
   bool pilotEveryBudget = false;
+  // The pilot's A/A sd has pilot_seeds - 1 degrees of freedom (2 by default), so seeds sized from it miss the
+  // target about half the time; they are sized from its upper confidence bound at this level instead
+  // (sdUpperBound: 2.12 s at 0.8 with 2 degrees of freedom). 0 sizes from the sd itself.
+  double sdConfidence = 0.8;
 };
 
 constexpr int kMostExperimentSeeds = 1000;  // every seed is a training run of every arm

@@ -59,6 +59,48 @@ double studentTQuantile(double p, double df) {
   return 0.5 * (lo + hi);
 }
 
+double regularizedLowerGamma(double a, double x) {
+  if (!(x > 0)) return 0;
+  const double front = std::exp(a * std::log(x) - x - std::lgamma(a));
+  constexpr double eps = 1e-15, tiny = 1e-300;
+  if (x < a + 1) {  // the series sum_n x^n / (a (a + 1) ... (a + n)), times x^a e^-x / Gamma(a)
+    double term = 1.0 / a, sum = term;
+    for (int n = 1; n < 1000 && std::abs(term) > eps * std::abs(sum); ++n) sum += term *= x / (a + n);
+    return front * sum;
+  }
+  // Q(a, x) by its continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)), modified
+  // Lentz; P = 1 - Q.
+  double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+  for (int n = 1; n < 1000; ++n) {
+    const double an = -n * (n - a);
+    b += 2;
+    d = an * d + b;
+    if (std::abs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    if (std::abs(d * c - 1) < eps) break;
+  }
+  return 1 - front * h;
+}
+
+double chiSquaredQuantile(double p, double df) {
+  if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+  double lo = 0, hi = std::max(1.0, df);
+  while (regularizedLowerGamma(df / 2, hi / 2) < p) hi *= 2;  // chi^2_df is Gamma(df / 2, scale 2)
+  for (int i = 0; i < 200 && hi - lo > 1e-13 * std::max(1.0, hi); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (regularizedLowerGamma(df / 2, mid / 2) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double sdUpperBound(double sd, double df, double confidence) {
+  if (!std::isfinite(sd) || !(df > 0) || !(confidence > 0 && confidence < 1)) return NAN;
+  return sd * std::sqrt(df / chiSquaredQuantile(1 - confidence, df));
+}
+
 int seedsForHalfWidth(double sd, double halfWidth, int maxSeeds, double level) {
   if (!std::isfinite(sd) || !(halfWidth > 0)) return 0;
   for (int n = kFewestSeedsForAnInterval; n <= maxSeeds; ++n)

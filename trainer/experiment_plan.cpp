@@ -15,6 +15,10 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
+constexpr int kSweepSeeds = 2;             // the learning-rate sweep's seeds (the experiment's first two)
+constexpr int kFewestPlannedSeeds = 3;     // the plan runs at least this many (max_seeds permitting)
+constexpr uint64_t kPilotSeedBase = 1000;  // the pilot's seeds are 1001, 1002, ...
+
 std::string format(const char* spec, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, spec, v);
@@ -94,6 +98,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   ExperimentRunOptions sweepOptions = o;
   sweepOptions.tolerateFailedRuns = true;  // a rate that diverges is a result of the sweep
   if (o.archive) sweepOptions.archive = *o.archive / "lr-sweep";
+  static_assert(kSweepSeeds == 2);
   runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds[0], e.seeds[1]},
                       static_cast<int64_t>(s.lrBudget * static_cast<double>(e.tokens)), false),
                 sweepDir, sweepOptions, ctx, log);
@@ -102,7 +107,9 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     double best = INFINITY;
     for (double f : choice.factors) {
       const ArmSummary* a = armIn(sweep, choice.arm + "@lr" + format("%g", choice.baseLr * f));
-      const double nll = a && std::isfinite(a->nll.mean) ? a->nll.mean : NAN;
+      // A rate under which a seed failed (diverged) is not judged on the seeds that survived it.
+      const bool everySeed = a && a->finishedSeeds == kSweepSeeds;
+      const double nll = everySeed && std::isfinite(a->nll.mean) ? a->nll.mean : NAN;
       choice.nll.push_back(nll);
       if (nll < best) best = nll, choice.chosenLr = choice.baseLr * f;
     }
@@ -122,8 +129,10 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   double largest = 0;
   for (const ExperimentArm& arm : e.arms)
     largest = std::max(largest, static_cast<double>(countParameters(arm.topology).total));
+  // Seeds of their own: the experiment's seeds 1, 2, ... would train the pilot's runs again, bit for bit, and
+  // its A/A check would read the very draws that sized it, unable to show that they came out narrow.
   std::vector<uint64_t> pilotSeeds;
-  for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(static_cast<uint64_t>(i));
+  for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(kPilotSeedBase + static_cast<uint64_t>(i));
   // Which budgets step 3 may choose is known before any is trained (tokens per parameter); what one costs,
   // seeds x tokens, only once its pilot measured the seeds -- but never less than kFewestSeedsForAnInterval
   // x tokens. A budget that even so cannot undercut the cheapest eligible one already measured to reach the
@@ -137,7 +146,12 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   auto eligible = [&](const PilotBudget& b) {
     return !plan.tokensPerParameterMet || b.tokensPerParameter >= s.minTokensPerParameter;
   };
-  auto cost = [](const PilotBudget& b) { return static_cast<double>(b.seedsNeeded) * b.tokens; };
+  // What a budget costs if chosen: the seeds step 3 would run at it, times its tokens.
+  const int fewestPlannedSeeds = std::min(kFewestPlannedSeeds, s.maxSeeds);
+  auto seedsRun = [&](const PilotBudget& b) {
+    return std::max(fewestPlannedSeeds, b.seedsNeeded > 0 ? b.seedsNeeded : s.maxSeeds);
+  };
+  auto cost = [&](const PilotBudget& b) { return static_cast<double>(seedsRun(b)) * b.tokens; };
   // The cheapest eligible budget measured so far to reach the target (the first of equals): step 3's choice.
   auto cheapestReachingTarget = [&]() -> std::optional<size_t> {
     std::optional<size_t> best;
@@ -155,7 +169,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     if (const auto cheapest = cheapestReachingTarget();
         !s.pilotEveryBudget && cheapest &&
         (!eligible(b) ||
-         kFewestSeedsForAnInterval * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest]))) {
+         fewestPlannedSeeds * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest]))) {
       b.trained = false;
       b.sd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll = b.slopePerDoubling = NAN;
       if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens not trained: it cannot be chosen");
@@ -175,11 +189,13 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     // resumed after its pilots finished would otherwise report them as taking no time.
     b.wallSeconds = ref->seconds + aa->seconds;
     b.aaDifferences = aa->differences;
-    b.sd = meanInterval(b.aaDifferences).sd;
-    b.seedsNeeded = seedsForHalfWidth(b.sd, s.targetHalfWidth, s.maxSeeds);
+    const MeanInterval aaSpread = meanInterval(b.aaDifferences);
+    b.sd = aaSpread.sd;
+    b.sizingSd = s.sdConfidence > 0 ? sdUpperBound(b.sd, aaSpread.n - 1, s.sdConfidence) : b.sd;
+    b.seedsNeeded = seedsForHalfWidth(b.sizingSd, s.targetHalfWidth, s.maxSeeds);
     const int n = b.seedsNeeded > 0 ? b.seedsNeeded : s.maxSeeds;
-    b.halfWidthAtSeeds = studentTQuantile(0.975, n - 1) * b.sd / std::sqrt(static_cast<double>(n));
-    b.minimumDetectableEffect = minimumDetectableEffect(b.sd, n);
+    b.halfWidthAtSeeds = studentTQuantile(0.975, n - 1) * b.sizingSd / std::sqrt(static_cast<double>(n));
+    b.minimumDetectableEffect = minimumDetectableEffect(b.sizingSd, n);
     b.referenceNll = ref->nll.mean;
     b.slopePerDoubling = slopePerDoubling(*ref);
     plan.budgets.push_back(std::move(b));
@@ -194,7 +210,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   plan.chosen = *best;
   const PilotBudget& chosen = plan.budgets[plan.chosen];
   plan.tokens = chosen.tokens;
-  plan.seeds = std::max(std::min(3, s.maxSeeds), chosen.seedsNeeded > 0 ? chosen.seedsNeeded : s.maxSeeds);
+  plan.seeds = seedsRun(chosen);
   plan.planned.tokens = plan.tokens;
   plan.planned.seeds.clear();
   for (int i = 1; i <= plan.seeds; ++i) plan.planned.seeds.push_back(static_cast<uint64_t>(i));
@@ -223,6 +239,7 @@ Json ExperimentPlan::toJson() const {
                       {"tokens_per_parameter", b.tokensPerParameter},
                       {"aa_differences", b.aaDifferences},
                       {"aa_sd", number(b.sd)},
+                      {"sizing_sd", number(b.sizingSd)},
                       {"seeds_needed", b.seedsNeeded},
                       {"half_width_at_seeds", number(b.halfWidthAtSeeds)},
                       {"minimum_detectable_effect", number(b.minimumDetectableEffect)},
@@ -233,6 +250,7 @@ Json ExperimentPlan::toJson() const {
   return {{"schema", "sharelens.experiment-plan/1"},
           {"experiment", planned.name},
           {"target_half_width", spec.targetHalfWidth},
+          {"sd_confidence", spec.sdConfidence},
           {"lr_sweep", lrs},
           {"lr_sweep_seconds", sweepSeconds},
           {"pilot", pilots},
@@ -263,25 +281,33 @@ std::string ExperimentPlan::toMarkdown() const {
   }
   md +=
       "\nPilot: the reference and its A/A arm (other initialisation, same data) with " +
-      std::to_string(spec.pilotSeeds) + " seeds; sd is the A/A paired differences' standard deviation (" +
-      std::to_string(spec.pilotSeeds - 1) +
-      " degrees of freedom, itself uncertain), seeds the fewest whose 95% half-width t sd / √n is at most " +
+      std::to_string(spec.pilotSeeds) + " seeds of its own (" + std::to_string(kPilotSeedBase + 1) +
+      " on, so the experiment does not train them again); sd is the A/A paired differences' standard "
+      "deviation (" +
+      std::to_string(spec.pilotSeeds - 1) + " degrees of freedom, itself uncertain)" +
+      (spec.sdConfidence > 0
+           ? ", sizing sd its " + format("%g", 100 * spec.sdConfidence) +
+                 "% upper confidence bound (sd √(df / χ²), so that the seeds miss the target less often than "
+                 "half the time)"
+           : std::string(", the seeds sized from sd itself (they miss the target about half the time)")) +
+      ", seeds the fewest whose 95% half-width t sd / √n at the sizing sd is at most " +
       format("%g", spec.targetHalfWidth) +
-      " nats, MDE the difference those seeds detect with 80% power, slope the reference's validation loss "
-      "per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | seeds | half-width | MDE | "
-      "reference NLL | slope/doubling | pilot training time (all runs) "
-      "|\n|---|---|---|---|---|---|---|---|---|\n";
+      " nats, MDE the difference those seeds detect with 80% power at that sd, slope the reference's "
+      "validation loss per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | sizing sd | "
+      "seeds | half-width | MDE | reference NLL | slope/doubling | pilot training time (all runs) "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   bool skipped = false;
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
     if (!b.trained) {
       md += "| " + std::to_string(b.tokens) + " | " + format("%.1f", b.tokensPerParameter) +
-            " | not trained (could not be chosen) | | | | | | |\n";
+            " | not trained (could not be chosen) | | | | | | | |\n";
       skipped = true;
       continue;
     }
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +
           format("%.1f", b.tokensPerParameter) + " | " + format("%.4f", b.sd) + " | " +
+          format("%.4f", b.sizingSd) + " | " +
           (b.seedsNeeded > 0 ? std::to_string(b.seedsNeeded) : "> " + std::to_string(spec.maxSeeds)) + " | " +
           format("%.4f", b.halfWidthAtSeeds) + " | " + format("%.4f", b.minimumDetectableEffect) + " | " +
           format("%.4f", b.referenceNll) + " | " + format("%+.4f", b.slopePerDoubling) + " | " +
@@ -290,15 +316,15 @@ std::string ExperimentPlan::toMarkdown() const {
   if (skipped)
     md +=
         "\nA budget not trained could not have been chosen whatever its pilot measured: at the fewest seeds "
-        "an interval allows (" +
-        std::to_string(kFewestSeedsForAnInterval) +
+        "a plan runs (" +
+        std::to_string(std::min(kFewestPlannedSeeds, spec.maxSeeds)) +
         "), its seeds x tokens already cost at least the cheapest budget above that "
         "reached the target" +
         std::string(tokensPerParameterMet ? ", or it has too few tokens per parameter" : "") +
         " (`\"pilot_every_budget\": true` in the file's plan trains it anyway).\n";
-  const double sd = budgets[chosen].sd;
+  const double sd = budgets[chosen].sizingSd;
   md += "\n**Recommended**: " + std::to_string(tokens) + " tokens per run, " + std::to_string(seeds) +
-        " seeds (`planned.json`): an expected half-width of " +
+        " seeds (`planned.json`): at the sizing sd, a half-width of " +
         format("%.4f", studentTQuantile(0.975, seeds - 1) * sd / std::sqrt(static_cast<double>(seeds))) +
         " nats and a minimum detectable effect of " + format("%.4f", minimumDetectableEffect(sd, seeds)) +
         " nats (80% power).";

@@ -42,9 +42,10 @@ struct PilotBudget {
   double tokensPerParameter = 0;       // of the largest trained arm
   std::vector<double> aaDifferences;   // A/A - reference, per seed
   double sd = 0;                       // their standard deviation (pilotSeeds - 1 degrees of freedom)
-  int seedsNeeded = 0;                 // 0: not within the plan's max_seeds
-  double halfWidthAtSeeds = 0;         // t sd / sqrt(n) at seedsNeeded (or at max_seeds)
-  double minimumDetectableEffect = 0;  // at the same seeds, 80% power
+  double sizingSd = 0;                 // its upper bound at PlanSpec::sdConfidence (sd itself at 0)
+  int seedsNeeded = 0;                 // for the target at sizingSd; 0: not within the plan's max_seeds
+  double halfWidthAtSeeds = 0;         // t sizingSd / sqrt(n) at seedsNeeded (or at max_seeds)
+  double minimumDetectableEffect = 0;  // at the same seeds and sd, 80% power
   double referenceNll = 0;             // mean over the pilot's seeds
   double slopePerDoubling = 0;         // the reference's validation loss per doubling of tokens at the end
   double wallSeconds = 0;

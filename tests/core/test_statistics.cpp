@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "core/statistics.hpp"
@@ -23,6 +24,25 @@ TEST(Statistics, StudentTQuantilesMatchTheTables) {
   EXPECT_NEAR(studentTQuantile(0.975, 1e6), 1.95996398, 1e-5) << "the normal limit";
   EXPECT_NEAR(studentTCdf(2.0, 10), 0.963305, 1e-6);
   EXPECT_TRUE(std::isnan(studentTQuantile(1.0, 3)));
+}
+
+// chi^2 quantiles against the tables (their closed-form CDFs: 1 - e^{-x/2} sum_{k < df/2} (x/2)^k / k! for
+// even df, erf and its recurrence for odd), and the sd's upper confidence bound a pilot's sizing uses.
+TEST(Statistics, ChiSquaredQuantilesMatchTheTablesAndBoundASampleSd) {
+  EXPECT_NEAR(regularizedLowerGamma(1.0, 2.0), 1 - std::exp(-2.0), 1e-13);  // P(1, x) = 1 - e^-x
+  EXPECT_NEAR(regularizedLowerGamma(0.5, 4.0), std::erf(2.0), 1e-13);       // P(1/2, x) = erf(sqrt x)
+  EXPECT_NEAR(chiSquaredQuantile(0.2, 2), -2 * std::log(0.8), 1e-9);        // 0.446287
+  EXPECT_NEAR(chiSquaredQuantile(0.05, 2), -2 * std::log(0.95), 1e-9);
+  const std::vector<std::tuple<double, double, double>> table = {{0.2, 1, 0.0641848},   {0.2, 5, 2.342532},
+                                                                 {0.2, 10, 6.179079},   {0.95, 10, 18.307038},
+                                                                 {0.975, 4, 11.143287}, {0.5, 30, 29.336030}};
+  for (const auto& [p, df, x] : table)
+    EXPECT_NEAR(chiSquaredQuantile(p, df), x, 2e-6 * x) << "p " << p << ", df " << df;
+  EXPECT_TRUE(std::isnan(chiSquaredQuantile(0.0, 3)));
+  // df s^2 / sigma^2 ~ chi^2_df: with 2 degrees of freedom the 80% bound is s sqrt(2 / 0.446287) = 2.1169 s.
+  EXPECT_NEAR(sdUpperBound(1.0, 2, 0.8), std::sqrt(2 / (-2 * std::log(0.8))), 1e-9);
+  EXPECT_NEAR(sdUpperBound(0.05, 10, 0.8), 0.05 * std::sqrt(10 / 6.179079), 1e-7);
+  EXPECT_TRUE(std::isnan(sdUpperBound(NAN, 2, 0.8)));
 }
 
 TEST(Statistics, IntervalsOfSmallSamplesAndVerdicts) {

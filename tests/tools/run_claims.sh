@@ -80,6 +80,13 @@ it). Sections without that line were trained before the record existed, by commi
 since change the CPU trainer's speed only (oneDNN for one thread's GEMMs, the batch split over a run's
 threads), which moves results by rounding alone.
 
+The plans below ("How it was planned") were made before 2026-11-29 by the earlier planner: it sized seeds from
+the pilot's A/A sd itself (2 degrees of freedom: such a plan misses its target about half the time, and the
+report's check after the run then asks for the seeds the arms' own spread needs), and its pilot used the
+experiment's first seeds, so the reference's and A/A arm's first runs repeat the pilot's. A plan made now sizes
+from the sd's 80% upper confidence bound, with pilot seeds of its own (docs/DESIGN.md, "Power before
+running"); a plan already made stands, as each section's plan records it.
+
 MD
     summary
     for name in "${order[@]}"; do

@@ -665,6 +665,9 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
   EXPECT_NE(errorFor([](Json& j) { j["reference"] = "nope"; }).find("unknown arm reference"),
             std::string::npos);
   EXPECT_NE(errorFor([](Json& j) { j["seeds"] = 1; }).find("at least 2 seeds"), std::string::npos);
+  const std::string confidence = errorFor([](Json& j) { j["plan"] = {{"sd_confidence", 1.0}}; });
+  EXPECT_NE(confidence.find("sd_confidence"), std::string::npos) << confidence;
+  EXPECT_NE(confidence.find("[0, 1)"), std::string::npos) << confidence;
   EXPECT_NE(errorFor([](Json& j) {
               j["seeds"] = Json::array({3, 3});
             }).find("a seed listed twice"),
@@ -849,10 +852,11 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
       const double lr = c["base_lr"].get<double>() * f;
       char name[64];
       std::snprintf(name, sizeof name, "%s@lr%g", arm.c_str(), lr);
-      // The report's mean is over the seeds that finished.
+      // A rate is judged on both seeds or not at all: one that a seed failed under (diverged) is not judged
+      // on the seed that survived it.
       const double a = nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 1)),
                    b = nllOf(experimentRunDirectory(dir / "plan" / "lr-sweep", name, 2));
-      const double nll = std::isfinite(a) && std::isfinite(b) ? (a + b) / 2 : std::isfinite(a) ? a : b;
+      const double nll = (a + b) / 2;  // NaN when either is
       if (nll < best) best = nll, bestLr = lr;
     }
     EXPECT_DOUBLE_EQ(c["chosen_lr"].get<double>(), bestLr) << arm;
@@ -860,11 +864,11 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   }
   ASSERT_EQ(chosen.size(), 2u) << "cycle and baseline; the A/A arm takes its reference's";
   ASSERT_EQ(plan["pilot"].size(), 2u);
-  // The larger budget costs at least 2 seeds x its tokens: it is trained only when that could undercut the
-  // smaller one's seeds x tokens (cost 2 x T against n0 x T / 2: n0 > 4).
+  // The larger budget costs at least the 3 seeds a plan runs x its tokens: it is trained only when that could
+  // undercut the smaller one's seeds run x tokens (3 x T against max(3, n0) x T / 2: n0 > 6).
   const Json& small = plan["pilot"][0];
   ASSERT_TRUE(small["trained"].get<bool>());
-  EXPECT_EQ(plan["pilot"][1]["trained"].get<bool>(), small["seeds_needed"].get<int>() > 4) << plan["pilot"];
+  EXPECT_EQ(plan["pilot"][1]["trained"].get<bool>(), small["seeds_needed"].get<int>() > 6) << plan["pilot"];
   int trainedPilots = 0;
   for (const Json& b : plan["pilot"]) {
     const fs::path pilot = dir / "plan" / ("pilot-" + std::to_string(b["tokens"].get<int64_t>()));
@@ -875,8 +879,10 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
       continue;
     }
     ++trainedPilots;
+    // The pilot's seeds are its own (1001 on): the experiment's seeds 1, 2, ... would repeat its runs.
+    EXPECT_FALSE(fs::exists(experimentRunDirectory(pilot, "baseline", 1)));
     std::vector<double> d;
-    for (uint64_t seed : {1, 2, 3})
+    for (uint64_t seed : {1001, 1002, 1003})
       d.push_back(nllOf(experimentRunDirectory(pilot, "baseline-aa", seed)) -
                   nllOf(experimentRunDirectory(pilot, "baseline", seed)));
     const double mean = (d[0] + d[1] + d[2]) / 3;
@@ -884,11 +890,15 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
     for (double x : d) ss += (x - mean) * (x - mean);
     const double sd = std::sqrt(ss / 2);
     EXPECT_NEAR(b["aa_sd"].get<double>(), sd, 1e-12);
+    // Seeds are sized from sd's 80% upper confidence bound: with 2 degrees of freedom, chi^2_{0.2, 2} =
+    // -2 ln 0.8 (the chi^2_2 CDF is 1 - e^{-x/2}), so the bound is sd sqrt(2 / (-2 ln 0.8)) = 2.1169 sd.
+    const double sizing = sd / std::sqrt(-std::log(0.8));
+    EXPECT_NEAR(b["sizing_sd"].get<double>(), sizing, 1e-9 * sizing);
     const int n = b["seeds_needed"];
     ASSERT_GE(n, 2) << "within 60 seeds at a target of 0.2 nats";
-    EXPECT_LE(studentTQuantile(0.975, n - 1) * sd / std::sqrt(n), 0.2);
+    EXPECT_LE(studentTQuantile(0.975, n - 1) * sizing / std::sqrt(n), 0.2);
     if (n > 2) {
-      EXPECT_GT(studentTQuantile(0.975, n - 2) * sd / std::sqrt(n - 1), 0.2);
+      EXPECT_GT(studentTQuantile(0.975, n - 2) * sizing / std::sqrt(n - 1), 0.2);
     }
   }
   const Experiment planned = readExperimentFile(dir / "plan" / "planned.json");
