@@ -640,6 +640,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
         midSchedule += (midSchedule.empty() ? " " : ", ") + a.name + " at " +
                        formatNumber(100.0 * common / trained, "%.0f") + "%";
     }
+    md.back() = '.';  // the last arm's ';'
     if (!midSchedule.empty())
       md +=
           " Arms that cost more per token are read there before the end of their schedule, their learning "
