@@ -85,7 +85,10 @@ the pilot's A/A sd itself (2 degrees of freedom: such a plan misses its target a
 report's check after the run then asks for the seeds the arms' own spread needs), and its pilot used the
 experiment's first seeds, so the reference's and A/A arm's first runs repeat the pilot's. A plan made now sizes
 from the sd's 80% upper confidence bound, with pilot seeds of its own (docs/DESIGN.md, "Power before
-running"); a plan already made stands, as each section's plan records it.
+running"); a plan already made stands, as each section's plan records it. Seeds added after a run (`experiment
+run --seeds K`) were fixed before they ran, from the spread the report measured, never from a verdict: masa
+went from 3 to 8 seeds, the count masa-qkvo's 3-seed spread asked for (masa-qkv's asked for 32, beyond the
+budget of that session).
 
 MD
     summary
