@@ -88,7 +88,8 @@ from the sd's 80% upper confidence bound, with pilot seeds of its own (docs/DESI
 running"); a plan already made stands, as each section's plan records it. Seeds added after a run (`experiment
 run --seeds K`) were fixed before they ran, from the spread the report measured, never from a verdict: masa
 went from 3 to 8 seeds, the count masa-qkvo's 3-seed spread asked for (masa-qkv's asked for 32, beyond the
-budget of that session); qkv-sharing from 6 to 7, the count qkv-shared's spread asked for.
+budget of that session); qkv-sharing from 6 to 7 and embedding-tying from 4 to 14, the counts their compared
+arms' spreads asked for.
 
 MD
     summary
