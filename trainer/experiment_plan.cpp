@@ -98,8 +98,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   ExperimentRunOptions sweepOptions = o;
   sweepOptions.tolerateFailedRuns = true;  // a rate that diverges is a result of the sweep
   if (o.archive) sweepOptions.archive = *o.archive / "lr-sweep";
-  static_assert(kSweepSeeds == 2);
-  runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds[0], e.seeds[1]},
+  runExperiment(phase(e, "lr-sweep", sweepArms, {e.seeds.begin(), e.seeds.begin() + kSweepSeeds},
                       static_cast<int64_t>(s.lrBudget * static_cast<double>(e.tokens)), false),
                 sweepDir, sweepOptions, ctx, log);
   const ExperimentReport sweep = reportExperiment(sweepDir);
@@ -134,8 +133,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   std::vector<uint64_t> pilotSeeds;
   for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(kPilotSeedBase + static_cast<uint64_t>(i));
   // Which budgets step 3 may choose is known before any is trained (tokens per parameter); what one costs,
-  // seeds x tokens, only once its pilot measured the seeds -- but never less than kFewestSeedsForAnInterval
-  // x tokens. A budget that even so cannot undercut the cheapest eligible one already measured to reach the
+  // seeds x tokens, only once its pilot measured the seeds -- but never less than fewestPlannedSeeds x
+  // tokens. A budget that even so cannot undercut the cheapest eligible one already measured to reach the
   // target is not trained: the plan comes out the same.
   auto tokensOf = [&](double fraction) {
     return std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
@@ -171,7 +170,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
         (!eligible(b) ||
          fewestPlannedSeeds * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest]))) {
       b.trained = false;
-      b.sd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll = b.slopePerDoubling = NAN;
+      b.sd = b.sizingSd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll =
+          b.slopePerDoubling = NAN;
       if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens not trained: it cannot be chosen");
       plan.budgets.push_back(std::move(b));
       continue;
