@@ -26,6 +26,18 @@
 namespace fs = std::filesystem;
 
 namespace sharelens {
+namespace {
+
+// A run that diverged (its steps' losses stayed non-finite, or its held-out loss is not finite): the one
+// failure ExperimentRunOptions::tolerateFailedRuns records as an outcome. Any other error (a disk that is
+// full, a corrupt run directory, a corpus that cannot be read) stops the experiment, sweep or not: recorded
+// as failed.json it would read as a learning rate that diverged, and would not be retried.
+class RunDiverged : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace
 
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed) {
   Json merged = trainConfigToJson(TrainConfig{});
@@ -222,7 +234,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     eo.threads = threads;
     const EvalResult ev = evaluateCheckpoint(model, eo, own);
     if (!std::isfinite(ev.nll) && o.tolerateFailedRuns)
-      throw Error({.what = "the held-out loss is not finite", .where = dir.string(), .found = "NaN or inf"});
+      throw RunDiverged(
+          {.what = "the held-out loss is not finite", .where = dir.string(), .found = "NaN or inf"});
     writeFileAtomically(dir / "eval.json", evalResultToJson(ev).dump(2) + "\n");
     return ev.nll;
   };
@@ -273,8 +286,11 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     std::string message;
     const RunState state = runTraining(r, own, progress, &message);
     if (state == RunState::Stopped) return std::nullopt;
+    if (state == RunState::Failed)  // runTraining's one Failed: non-finite steps (other errors are thrown)
+      throw RunDiverged({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
     if (state != RunState::Finished)
-      throw Error({.what = "a run of the experiment failed", .where = dir.string(), .found = message});
+      throw Error(
+          {.what = "a run of the experiment ended unfinished", .where = dir.string(), .found = message});
     return evaluate(dir, dir, own);
   };
   // A trained run that a derived arm's unfinished run of the same seed starts from needs its checkpoint,
@@ -324,7 +340,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         std::optional<double> nll;
         try {
           nll = runOne(job, own);
-        } catch (const Error& error) {
+        } catch (const RunDiverged& error) {
           if (!o.tolerateFailedRuns) throw;
           fs::create_directories(runDir);
           writeFileAtomically(runDir / kFailedRunFile, Json{{"message", error.what()}}.dump(2) + "\n");

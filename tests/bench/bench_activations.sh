@@ -4,6 +4,7 @@
 # similarity. Reports time per stage and peak resident memory.
 # Usage: tests/bench/bench_activations.sh BUILD_DIR [TOKENS]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="$(cd "${1:-build}" && pwd)"
 TOKENS="${2:-25000}"
 WORK="${SHARELENS_BENCH_DIR:-/tmp/sharelens-bench}"

@@ -6,6 +6,7 @@
 #        gpt2-350m is GPT-2 medium). PEER_DTYPES="float64 float32" (default) picks the peer's precisions.
 # Each side's wall time and peak resident memory land in $WORK/<shape>.<side>.time ("SECONDS KIB").
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="$(cd "${1:-build}" && pwd)"
 shift || true
 SHAPES=("${@:-gpt2-124m llama-3.2-1b}")

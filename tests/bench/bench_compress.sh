@@ -4,6 +4,7 @@
 # wall time, the calibration and compression stages, and peak resident memory beside the model's float32 size.
 # Usage: tests/bench/bench_compress.sh BUILD_DIR [SHAPES...]   (default: gpt2-124m llama-3.2-1b)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="$(cd "${1:-build}" && pwd)"
 shift || true
 SHAPES=("${@:-gpt2-124m llama-3.2-1b}")

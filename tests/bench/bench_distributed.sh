@@ -6,6 +6,7 @@
 # 2 (N - 1) / N x gradient bytes / link bandwidth (compute and communication not overlapped: the pessimistic end).
 # Usage: tests/bench/bench_distributed.sh BUILD_DIR [STEPS]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 STEPS="${2:-12}"
 OUT="$(mktemp -d)"

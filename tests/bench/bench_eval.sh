@@ -7,6 +7,7 @@
 # included). The ratio eval / forward is the goal's measure: >= 1 means evaluation is not the bottleneck.
 # Usage: tests/bench/bench_eval.sh BUILD_DIR [THREADS] [ROUNDS] [SIZES...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 THREADS="${2:-2}"
 ROUNDS="${3:-3}"

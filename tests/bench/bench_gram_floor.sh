@@ -10,6 +10,7 @@
 # its measured layers time is printed beside them.
 # Usage: tests/bench/bench_gram_floor.sh BUILD_DIR [SHAPES...]   (default: gpt2-124m llama-3.2-1b)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="$(cd "${1:-build}" && pwd)"
 shift || true
 SHAPES=("${@:-gpt2-124m llama-3.2-1b}")

@@ -8,6 +8,7 @@
 # mapped and touched, the corpus and its tokens), paid once per process.
 # Usage: tests/bench/bench_memory.sh BUILD_DIR [SIZES...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 shift $(($# < 1 ? $# : 1))
 SIZES=("$@")

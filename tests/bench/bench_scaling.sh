@@ -7,6 +7,7 @@
 #        writes .svg and .png)
 #        COLLECT_ONLY=1 skips the runs and uses the measurements already in $SHARELENS_BENCH_DIR.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="$(cd "${1:-build}" && pwd)"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PREFIX="${2:-$HERE/../../docs/scaling}"

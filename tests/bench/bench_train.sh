@@ -8,6 +8,7 @@
 # Usage: tests/bench/bench_train.sh BUILD_DIR [THREADS] [ROUNDS] [STEPS] [--cycle U --lora-rank R]
 # (the flags after STEPS go to both sides: the same model as a Cycle of U shared blocks with per-layer LoRA)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 THREADS="${2:-2}"
 ROUNDS="${3:-3}"

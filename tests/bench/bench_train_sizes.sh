@@ -8,6 +8,7 @@
 #                 PyTorch processes of one thread each; summed tokens/s.
 # Usage: tests/bench/bench_train_sizes.sh BUILD_DIR [THREADS] [ROUNDS] [STEPS] [SIZES...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 THREADS="${2:-2}"
 ROUNDS="${3:-3}"

@@ -3,6 +3,7 @@
 # The analysis and activation benchmarks on Llama-3.2-1B shapes take about an hour on 2 cores.
 # Usage: tests/bench/run_benchmarks.sh BUILD_DIR
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/blas_env.sh"
 BUILD="${1:-build}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 echo "== checkpoint I/O (1 GiB BF16 checkpoint)"

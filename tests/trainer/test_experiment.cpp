@@ -1039,5 +1039,28 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
   fs::remove_all(dir);
 }
 
+// Only divergence is tolerated: a sweep run that cannot resume because its run directory is corrupt (run.json
+// cut short, as a full disk would leave a file written in place) stops the experiment with an error naming
+// that file. Recorded as failed.json, it would read as a learning rate that diverged, and not be retried.
+TEST(Experiment, ToleratingDivergenceStillStopsOnAnyOtherError) {
+  const fs::path dir = testing::makeTempDir("experiment-tolerate-other");
+  Json spec = tinyExperiment();
+  spec["seeds"] = 2;
+  spec["tokens"] = 1280;
+  spec["eval_tokens"] = 256;
+  spec["aa_arm"] = false;
+  const Experiment e = experimentFromJson(spec, "tiny.json", dir);
+  const fs::path corrupt = experimentRunDirectory(dir / "out", "cycle", e.seeds.front());
+  fs::create_directories(corrupt);
+  writeFileAtomically(corrupt / "run.json", "{\"schema\": \"sharelens.run/");
+  ExperimentRunOptions o;
+  o.threads = 2;
+  o.tolerateFailedRuns = true;
+  const std::string error = errorOf([&] { runExperiment(e, dir / "out", o, TaskContext{}, nullptr); });
+  EXPECT_NE(error.find((corrupt / "run.json").string()), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(corrupt / kFailedRunFile)) << "a corrupt run directory recorded as a diverged run";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sharelens
