@@ -575,9 +575,20 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
     if (a.claim == ClaimOutcome::Inconclusive)
       md += " The paper's claim (" + a.expect + ") can be neither confirmed nor refuted at this scale" +
             margin + ".";
-    if (a.paperEffect)
+    if (a.paperEffect) {
       md += " The paper's own difference: " + formatNumber(*a.paperEffect, "%+.4f") + " nats" +
-            (a.paperSource.empty() ? "" : " (" + a.paperSource + ")") + ".";
+            (a.paperSource.empty() ? "" : " (" + a.paperSource + ")");
+      // Where the paper's effect falls against ours, whatever the claim tested: a no-worse claim can hold
+      // while the paper's improvement is excluded, and a reader choosing a design needs both.
+      if (interval && *a.paperEffect < a.difference.lo())
+        md += ", below our whole interval: against the reference, this arm does worse here than in the paper";
+      else if (interval && *a.paperEffect > a.difference.hi())
+        md +=
+            ", above our whole interval: against the reference, this arm does better here than in the paper";
+      else if (interval)
+        md += ", inside our interval: consistent with it";
+      md += ".";
+    }
     md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
   }
   // What the A/A interval's width says. Arms derived from the reference's own source models are paired with

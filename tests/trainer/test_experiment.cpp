@@ -411,6 +411,34 @@ TEST(Experiment, ClaimsAreJudgedOnTheWholeIntervalAndNoWorseIsNonInferiority) {
     EXPECT_EQ(claimOutcome(expect, meanInterval({0.8}), 0.0), ClaimOutcome::Inconclusive) << expect;
 }
 
+// Where the paper's own difference falls against our interval, whatever the claim tested: differences 0.1,
+// 0.2, 0.3 over three seeds give [-0.048, 0.448] (worked above), so a paper effect of -0.1 lies below it
+// (the MASA case: a no-worse claim can be judged while the paper's improvement is excluded), 0.2 inside
+// and 0.5 above.
+TEST(Experiment, TheReportSaysWhereThePapersDifferenceFallsAgainstOurInterval) {
+  const fs::path dir = testing::makeTempDir("experiment-paper-effect");
+  for (const auto& [effect, phrase] :
+       {std::pair{-0.1, "below our whole interval"}, std::pair{0.2, "inside our interval"},
+        std::pair{0.5, "above our whole interval"}}) {
+    Json spec = tinyExperiment();
+    spec["arms"][0]["expect"] = "no-worse";
+    spec["arms"][0]["paper_effect"] = effect;
+    writeFileAtomically(dir / "experiment.json",
+                        experimentToJson(experimentFromJson(spec, "tiny.json", dir)).dump(2));
+    for (uint64_t seed : {1, 2, 3}) {
+      for (const auto& [arm, nll] :
+           {std::pair{"cycle", 5.0 + 0.1 * static_cast<double>(seed)}, std::pair{"baseline", 5.0}}) {
+        const fs::path run = experimentRunDirectory(dir, arm, seed);
+        fs::create_directories(run);
+        writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+      }
+    }
+    const std::string md = reportExperiment(dir).toMarkdown("");
+    EXPECT_NE(md.find(phrase), std::string::npos) << effect << "\n" << md;
+  }
+  fs::remove_all(dir);
+}
+
 // "At equal training FLOPs": the mean validation curve read at a budget, linearly between its points, and not
 // at all outside them (before the first point nothing was measured).
 TEST(Experiment, LossAtEqualFlopsIsReadWithinTheCurveOnly) {
