@@ -3,7 +3,7 @@
 # models of bench_train --size, ShareLens beside eager PyTorch on the same model, batch, data and fp32, in
 # alternating rounds (this VM drifts by +-15% over minutes; medians are compared).
 #   one run:      ShareLens on THREADS threads against PyTorch's best single-run arrangement (its intra-op pool
-#                 at THREADS or at 1, OpenBLAS at THREADS);
+#                 at THREADS or at 1 with OpenBLAS at THREADS, or one thread in all);
 #   an experiment: THREADS runs side by side, one thread each (the experiment runner's default), against THREADS
 #                 PyTorch processes of one thread each; summed tokens/s.
 # Usage: tests/bench/bench_train_sizes.sh BUILD_DIR [THREADS] [ROUNDS] [STEPS] [SIZES...]
@@ -31,6 +31,7 @@ for round in $(seq "$ROUNDS"); do
       --json "$d/ours-runs.json" >/dev/null
     peer "$d/torch.json" "$THREADS" "$THREADS" "$size"
     peer "$d/torch1.json" 1 "$THREADS" "$size"
+    peer "$d/torch11.json" 1 1 "$size"  # one thread in all: on some hosts OpenBLAS's hand-offs cost more than they buy
     for i in $(seq "$THREADS"); do peer "$d/torch-proc$i.json" 1 1 "$size" & done
     wait
   done
@@ -47,7 +48,7 @@ med = statistics.median
 for size in sizes:
     d = [f"{out}/{size}-{r}" for r in range(1, rounds + 1)]
     ours = [tps(f"{x}/ours.json") for x in d]
-    best = [max(tps(f"{x}/torch.json"), tps(f"{x}/torch1.json")) for x in d]
+    best = [max(tps(f"{x}/torch.json"), tps(f"{x}/torch1.json"), tps(f"{x}/torch11.json")) for x in d]
     runs = [tps(f"{x}/ours-runs.json") for x in d]
     procs = [sum(tps(f"{x}/torch-proc{i}.json") for i in range(1, threads + 1)) for x in d]
     fmt = lambda v: " / ".join(f"{x:,.0f}" for x in v)
