@@ -307,6 +307,15 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
   return NAN;
 }
 
+// Where the paper's own difference falls against the arm's paired interval: "below", "inside" or "above";
+// empty without a paper difference or an interval.
+std::string paperEffectPlacement(const ArmSummary& a) {
+  if (!a.paperEffect || !std::isfinite(a.difference.halfWidth)) return "";
+  if (*a.paperEffect < a.difference.lo()) return "below";
+  if (*a.paperEffect > a.difference.hi()) return "above";
+  return "inside";
+}
+
 // " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
 std::string widerThanTargetText(const ArmSummary& a, double target) {
   const MeanInterval& difference = a.difference;
@@ -580,12 +589,13 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             (a.paperSource.empty() ? "" : " (" + a.paperSource + ")");
       // Where the paper's effect falls against ours, whatever the claim tested: a no-worse claim can hold
       // while the paper's improvement is excluded, and a reader choosing a design needs both.
-      if (interval && *a.paperEffect < a.difference.lo())
+      const std::string placement = paperEffectPlacement(a);
+      if (placement == "below")
         md += ", below our whole interval: against the reference, this arm does worse here than in the paper";
-      else if (interval && *a.paperEffect > a.difference.hi())
+      else if (placement == "above")
         md +=
             ", above our whole interval: against the reference, this arm does better here than in the paper";
-      else if (interval)
+      else if (placement == "inside")
         md += ", inside our interval: consistent with it";
       md += ".";
     }
@@ -703,7 +713,10 @@ std::string ExperimentReport::summaryRow() const {
     }
     compared += (compared.empty() ? "" : "; ") + a.name + " " + difference + ", " +
                 std::string(verdictName(a.verdict)) +
-                (a.expect.empty() ? "" : ", " + a.expect + " " + std::string(claimOutcomeName(a.claim)));
+                (a.expect.empty() ? "" : ", " + a.expect + " " + std::string(claimOutcomeName(a.claim))) +
+                (paperEffectPlacement(a).empty() ? ""
+                                                 : " (paper " + formatNumber(*a.paperEffect, "%+.3f") + ": " +
+                                                       paperEffectPlacement(a) + ")");
   }
   const std::string widths = !std::isfinite(widest) ? "no interval"
                              : narrowest == widest

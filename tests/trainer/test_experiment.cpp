@@ -433,8 +433,14 @@ TEST(Experiment, TheReportSaysWhereThePapersDifferenceFallsAgainstOurInterval) {
         writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
       }
     }
-    const std::string md = reportExperiment(dir).toMarkdown("");
+    const ExperimentReport report = reportExperiment(dir);
+    const std::string md = report.toMarkdown("");
     EXPECT_NE(md.find(phrase), std::string::npos) << effect << "\n" << md;
+    // and in CLAIMS.md's summary row, beside the verdict
+    const std::string placement = std::string(phrase).substr(0, std::string(phrase).find(' '));
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "(paper %+.3f: %s)", effect, placement.c_str());
+    EXPECT_NE(report.summaryRow().find(expected), std::string::npos) << expected << "\n" << report.summaryRow();
   }
   fs::remove_all(dir);
 }
