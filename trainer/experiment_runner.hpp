@@ -34,10 +34,11 @@ struct ExperimentRunOptions {
   std::optional<int64_t> steps;  // overrides the token budget (steps of every arm)
   std::optional<int> seeds;      // the first K seeds, or more: the next unused integers after the file's
   DeriveArm deriveArm;           // needed when the experiment has derived arms
-  // A run that diverges (its steps' losses stay non-finite, or its held-out loss is not finite) is recorded
-  // as failed.json in its directory and the others go on, instead of stopping the experiment; run again, it
-  // is not retried. Any other error still stops the experiment (a full disk is no outcome of a learning
-  // rate). `experiment plan`'s learning-rate sweep, where a too-high rate is an outcome, not an error.
+  // A trained run that diverges (its steps' losses stay non-finite, or its held-out loss is not finite) is
+  // recorded as failed.json in its directory and the others go on, instead of stopping the experiment; run
+  // again, it is not retried. Any other error still stops the experiment (a full disk is no outcome of a
+  // learning rate), as does a derived arm's failure (no sweep trains one). `experiment plan`'s learning-rate
+  // sweep, where a too-high rate is an outcome, not an error.
   bool tolerateFailedRuns = false;
   // A results archive (core/experiment_archive.hpp): the finished runs it holds are taken into OUT before
   // anything trains, and each run is copied there as it finishes, so that the experiment continues from a

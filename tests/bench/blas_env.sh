@@ -5,7 +5,7 @@
 # this project's EPYC, 2026-11-29), so a comparison made under it measures the setting, not the trainers.
 # The variables that pin OpenBLAS are unset here, with a note; BENCH_KEEP_OPENBLAS_ENV=1 keeps them. The
 # kernel OpenBLAS then uses is printed, so a table can say what it was measured with.
-if [ -z "${BENCH_KEEP_OPENBLAS_ENV:-}" ]; then
+if [ "${BENCH_KEEP_OPENBLAS_ENV:-0}" != 1 ]; then
   for _var in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; do
     if [ -n "${!_var:-}" ]; then
       echo "note: unsetting $_var=${!_var} so that OpenBLAS picks its kernels for this CPU, for ShareLens and" \
@@ -15,4 +15,6 @@ if [ -z "${BENCH_KEEP_OPENBLAS_ENV:-}" ]; then
   done
   unset _var
 fi
-echo "OpenBLAS kernels: $(OPENBLAS_VERBOSE=2 /usr/bin/python3 -c 'import numpy' 2>&1 | sed -n 's/^Core: //p' | head -1)" >&2
+_core=$(OPENBLAS_VERBOSE=2 /usr/bin/python3 -c 'import numpy' 2>&1 | sed -n 's/^Core: //p' | head -1 || true)
+echo "OpenBLAS kernels: ${_core:-unknown (numpy, through which they are read, did not say)}" >&2
+unset _core

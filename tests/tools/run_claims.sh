@@ -45,6 +45,8 @@ asset, planned = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 for key in ("description", "claim"):
     if key in asset:
         planned[key] = asset[key]
+    else:
+        planned.pop(key, None)
 with open(sys.argv[2] + ".tmp", "w") as f:
     json.dump(planned, f, indent=2, ensure_ascii=False)
     f.write("\n")
@@ -195,6 +197,8 @@ if [ "$only_sections" = 1 ]; then
   names=("${@:3}")  # the experiments named after OUT_DIR, or every finished one
   [ ${#names[@]} -gt 0 ] || names=("${order[@]}")
   for name in "${names[@]}"; do
+    [ -f "$ROOT/assets/experiments/$name.json" ] ||
+      { echo "no experiment '$name': the names are assets/experiments' file stems (${order[*]})" >&2; exit 2; }
     if [ -f "$CLAIMS/$name.md" ] && [ -f "$OUT/$name/experiment.json" ] && [ -f "$OUT/$name-plan/plan.md" ]; then
       echo "== $name: section rewritten" >&2
       section "$name"
