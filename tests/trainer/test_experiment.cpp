@@ -440,7 +440,8 @@ TEST(Experiment, TheReportSaysWhereThePapersDifferenceFallsAgainstOurInterval) {
     const std::string placement = std::string(phrase).substr(0, std::string(phrase).find(' '));
     char expected[64];
     std::snprintf(expected, sizeof expected, "(paper %+.3f: %s)", effect, placement.c_str());
-    EXPECT_NE(report.summaryRow().find(expected), std::string::npos) << expected << "\n" << report.summaryRow();
+    EXPECT_NE(report.summaryRow().find(expected), std::string::npos) << expected << "\n"
+                                                                     << report.summaryRow();
   }
   fs::remove_all(dir);
 }
