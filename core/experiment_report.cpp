@@ -307,15 +307,6 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
   return NAN;
 }
 
-// Where the paper's own difference falls against the arm's paired interval: "below", "inside" or "above";
-// empty without a paper difference or an interval.
-std::string paperEffectPlacement(const ArmSummary& a) {
-  if (!a.paperEffect || !std::isfinite(a.difference.halfWidth)) return "";
-  if (*a.paperEffect < a.difference.lo()) return "below";
-  if (*a.paperEffect > a.difference.hi()) return "above";
-  return "inside";
-}
-
 // " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
 std::string widerThanTargetText(const ArmSummary& a, double target) {
   const MeanInterval& difference = a.difference;
@@ -328,6 +319,13 @@ std::string widerThanTargetText(const ArmSummary& a, double target) {
 }
 
 }  // namespace
+
+std::string ArmSummary::paperEffectPlacement() const {
+  if (!paperEffect || !std::isfinite(difference.halfWidth)) return "";
+  if (*paperEffect < difference.lo()) return "below";
+  if (*paperEffect > difference.hi()) return "above";
+  return "inside";
+}
 
 double ArmSummary::lossAtFlops(double flops) const {
   return curveAtFlops(curveTokens, curveMean, flopsPerToken, flops);
@@ -589,7 +587,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             (a.paperSource.empty() ? "" : " (" + a.paperSource + ")");
       // Where the paper's effect falls against ours, whatever the claim tested: a no-worse claim can hold
       // while the paper's improvement is excluded, and a reader choosing a design needs both.
-      const std::string placement = paperEffectPlacement(a);
+      const std::string placement = a.paperEffectPlacement();
       if (placement == "below")
         md += ", below our whole interval: against the reference, this arm does worse here than in the paper";
       else if (placement == "above")
@@ -714,9 +712,9 @@ std::string ExperimentReport::summaryRow() const {
     compared += (compared.empty() ? "" : "; ") + a.name + " " + difference + ", " +
                 std::string(verdictName(a.verdict)) +
                 (a.expect.empty() ? "" : ", " + a.expect + " " + std::string(claimOutcomeName(a.claim))) +
-                (paperEffectPlacement(a).empty() ? ""
-                                                 : " (paper " + formatNumber(*a.paperEffect, "%+.3f") + ": " +
-                                                       paperEffectPlacement(a) + ")");
+                (a.paperEffectPlacement().empty() ? ""
+                                                  : " (paper " + formatNumber(*a.paperEffect, "%+.3f") +
+                                                        ": " + a.paperEffectPlacement() + ")");
   }
   const std::string widths = !std::isfinite(widest) ? "no interval"
                              : narrowest == widest

@@ -79,6 +79,10 @@ struct ArmSummary {
   int finishedSeeds = 0;
   double lossAtFlops(
       double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
+  // Where the paper's own difference falls against `difference`: "below", "inside" or "above" (below: the
+  // paper's arm did better against its reference than ours did); empty without a paper difference or an
+  // interval.
+  std::string paperEffectPlacement() const;
 };
 
 struct ExperimentReport {

@@ -394,6 +394,16 @@ class ExperimentsPanel : public View {
                   a.difference.mean, a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(),
                   a.expect.empty() ? "" : "; the paper's claim: ",
                   a.expect.empty() ? "" : std::string(claimOutcomeName(a.claim)).c_str());
+      if (const std::string placement = a.paperEffectPlacement(); !placement.empty()) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("(paper %+.3f: %s)", *a.paperEffect, placement.c_str());
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip("the paper's own difference (%s) falls %s this 95%% interval%s",
+                            a.paperSource.empty() ? "its table" : a.paperSource.c_str(), placement.c_str(),
+                            placement == "below"   ? ": against the reference, this arm does worse here"
+                            : placement == "above" ? ": against the reference, this arm does better here"
+                                                   : "");
+      }
       if (a.difference.halfWidth > target) {  // wider than planned: how many seeds its spread needs
         const int seeds = a.seedsForTarget;
         ImGui::SameLine();
