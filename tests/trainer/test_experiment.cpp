@@ -1035,6 +1035,16 @@ TEST(Experiment, EveryGpuProfileTrainsAStepOnTheCpu) {
 namespace sharelens {
 namespace {
 
+// The tiny experiment at two seeds, no A/A arm and TOKENS per run: the failure tests' four short runs.
+Experiment failureExperiment(const fs::path& dir, int64_t tokens) {
+  Json spec = tinyExperiment();
+  spec["seeds"] = 2;
+  spec["tokens"] = tokens;
+  spec["eval_tokens"] = 256;
+  spec["aa_arm"] = false;
+  return experimentFromJson(spec, "tiny.json", dir);
+}
+
 // ExperimentRunOptions::tolerateFailedRuns (`experiment plan`'s sweep): runs that diverge (every step's loss
 // made NaN from step 2 by fault injection: the run fails after 5 non-finite steps) are recorded as
 // failed.json and passed over, the report counts them unfinished, and a second pass does not retry them;
@@ -1043,12 +1053,7 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
   if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
   ::setenv("SHARELENS_TEST_NONFINITE_STEPS", "2-", 1);  // read once, here first
   const fs::path dir = testing::makeTempDir("experiment-tolerate");
-  Json spec = tinyExperiment();
-  spec["seeds"] = 2;
-  spec["tokens"] = 2560;
-  spec["eval_tokens"] = 256;
-  spec["aa_arm"] = false;
-  const Experiment e = experimentFromJson(spec, "tiny.json", dir);
+  const Experiment e = failureExperiment(dir, 2560);
   ExperimentRunOptions o;
   o.threads = 2;
   const TaskContext ctx;
@@ -1079,12 +1084,7 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
 // that file. Recorded as failed.json, it would read as a learning rate that diverged, and not be retried.
 TEST(Experiment, ToleratingDivergenceStillStopsOnAnyOtherError) {
   const fs::path dir = testing::makeTempDir("experiment-tolerate-other");
-  Json spec = tinyExperiment();
-  spec["seeds"] = 2;
-  spec["tokens"] = 1280;
-  spec["eval_tokens"] = 256;
-  spec["aa_arm"] = false;
-  const Experiment e = experimentFromJson(spec, "tiny.json", dir);
+  const Experiment e = failureExperiment(dir, 1280);
   const fs::path corrupt = experimentRunDirectory(dir / "out", "cycle", e.seeds.front());
   fs::create_directories(corrupt);
   writeFileAtomically(corrupt / "run.json", "{\"schema\": \"sharelens.run/");
