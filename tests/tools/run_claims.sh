@@ -119,7 +119,7 @@ running"); a plan already made stands, as each section's plan records it. Seeds 
 run --seeds K`) were fixed before they ran, from the spread the report measured, never from a verdict: masa
 went from 3 to 8 seeds, the count masa-qkvo's 3-seed spread asked for (masa-qkv's asked for 32, beyond the
 budget of that session); qkv-sharing from 6 to 7 and embedding-tying from 4 to 14, the counts their compared
-arms' spreads asked for; embeddings from 5 to 13, the count tied-full's spread asked for, for every arm but its A/A arm, whose 8 new seeds were left for the next session (it stays at 5).
+arms' spreads asked for; embeddings from 5 to 13, the count tied-full's spread asked for (its A/A arm's last 8 seeds in the next session).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
