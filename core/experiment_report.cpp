@@ -267,8 +267,12 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.documentDifference = documentBootstrap(r.runs, a.name, e.reference);
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcome(a.expect, a.difference, a.margin);
-    if (a.difference.n >= kFewestSeedsForAnInterval)
-      a.seedsForTarget = seedsForHalfWidth(a.difference.sd, e.plan.targetHalfWidth);
+    if (a.difference.n >= kFewestSeedsForAnInterval) {
+      a.sizingSd = e.plan.sdConfidence > 0
+                       ? sdUpperBound(a.difference.sd, a.difference.n - 1, e.plan.sdConfidence)
+                       : a.difference.sd;
+      a.seedsForTarget = seedsForHalfWidth(a.sizingSd, e.plan.targetHalfWidth);
+    }
   }
   return r;
 }
@@ -308,12 +312,18 @@ double curveAtFlops(const std::vector<double>& tokens, const std::vector<double>
 }
 
 // " Wider than the plan's target ...": for an interval wider than the target, empty otherwise.
-std::string widerThanTargetText(const ArmSummary& a, double target) {
+std::string widerThanTargetText(const ArmSummary& a, const PlanSpec& plan) {
   const MeanInterval& difference = a.difference;
+  const double target = plan.targetHalfWidth;
   if (!(difference.halfWidth > target)) return "";
   const int seeds = a.seedsForTarget;
+  const std::string bound = plan.sdConfidence > 0
+                                ? "; " + formatNumber(a.sizingSd, "%.4f") + " at its " +
+                                      formatNumber(100 * plan.sdConfidence, "%g") +
+                                      "% upper confidence bound, which the plan sizes from too"
+                                : "";
   return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
-         ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + "), that needs " +
+         ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + bound + "), that needs " +
          (seeds > 0 ? std::to_string(seeds) : "more than 1000") + " seeds at this budget, against " +
          std::to_string(difference.n) + " paired seeds.";
 }
@@ -408,6 +418,8 @@ Json ExperimentReport::toJson() const {
     if (a.name != experiment.reference && std::isfinite(a.difference.sd))
       j["vs_reference"]["seeds_for_target"] = {
           {"half_width", experiment.plan.targetHalfWidth},
+          {"sizing_sd", number(a.sizingSd)},
+          {"sd_confidence", experiment.plan.sdConfidence},
           {"seeds", a.seedsForTarget > 0 ? Json(a.seedsForTarget) : Json(nullptr)}};
     arms.push_back(j);
   }
@@ -597,7 +609,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
         md += ", inside our interval: consistent with it";
       md += ".";
     }
-    md += widerThanTargetText(a, e.plan.targetHalfWidth) + "\n";
+    md += widerThanTargetText(a, e.plan) + "\n";
   }
   // What the A/A interval's width says. Arms derived from the reference's own source models are paired with
   // it through those sources, so the spread between sources cancels from their differences; the A/A arm of a
@@ -631,7 +643,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
     // A derived A/A arm is wide by construction (above); seeds to narrow it are not what the plan sized.
-    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan.targetHalfWidth) : "") + "\n";
+    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan) : "") + "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.

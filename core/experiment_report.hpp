@@ -73,8 +73,12 @@ struct ArmSummary {
   // The seeds this arm's paired spread needs for the plan's target half-width at the budget it ran (the same
   // t formula as the plan; 0 when more than 1000, or fewer than 2 paired seeds). The plan sizes seeds from
   // the reference's A/A pilot; an arm that trains less steadily (the claims' MASA arms at 4M tokens: sd 0.055
-  // against the A/A's 0.004) needs more, which `experiment run --seeds K` adds.
+  // against the A/A's 0.004) needs more, which `experiment run --seeds K` adds. Sized, as the plan's seeds
+  // are, from sizingSd: the paired sd's upper confidence bound at plan.sdConfidence with n - 1 degrees of
+  // freedom (the sd itself when that is 0), so that the seeds added reach the target that often rather
+  // than about half the time.
   int seedsForTarget = 0;
+  double sizingSd = NAN;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
   double lossAtFlops(

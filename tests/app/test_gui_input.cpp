@@ -257,9 +257,11 @@ TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
 
 // Issue 35: where an arm's interval came out wider than the plan's target, the Experiments view says how many
 // seeds its spread needs and its seeds slider goes that far (`experiment run --seeds K` adds them). The
-// shipped head-sharing experiment with 3 seeds evaluated: the shared arm's differences 0.05, 0.10, 0.15 have
-// sd 0.05, and by the t tables (2.0555 x 0.05 / sqrt(27) = 0.0198; 2.0595 x 0.05 / sqrt(26) = 0.0202)
-// +-0.02 needs 27 seeds.
+// shipped head-sharing experiment with 3 seeds evaluated: the shared arm's differences 0.01, 0.02, 0.03 have
+// sd 0.01 and half-width 4.3027 x 0.01 / sqrt(3) = 0.0248; sized as the plan sizes, from the sd's 80% upper
+// confidence bound 0.01 x sqrt(2 / 0.44629) = 0.02117 (chi-squared with 2 degrees of freedom: -2 ln 0.8),
+// the t tables give 2.4469 x 0.02117 / sqrt(7) = 0.0196 and 2.5706 x 0.02117 / sqrt(6) = 0.0222: +-0.02
+// needs 7 seeds.
 TEST_F(GuiInput, TheExperimentsSeedsGoAsFarAsTheWidestIntervalNeeds) {
   const fs::path dir = s_dir / "wide-experiment";
   Experiment e = readExperimentFile(assetsDirectory() / "experiments" / "head_sharing.json");
@@ -269,7 +271,7 @@ TEST_F(GuiInput, TheExperimentsSeedsGoAsFarAsTheWidestIntervalNeeds) {
   for (uint64_t seed = 1; seed <= 3; ++seed)
     for (const ExperimentArm& arm : e.arms) {
       const double nll = arm.name == e.reference ? 5.0
-                         : arm.aaOf.empty()      ? 5.0 + 0.05 * static_cast<double>(seed)
+                         : arm.aaOf.empty()      ? 5.0 + 0.01 * static_cast<double>(seed)
                                                  : 5.0 + 0.001 * (static_cast<double>(seed) - 2.0);
       const fs::path run = experimentRunDirectory(dir, arm.name, seed);
       fs::create_directories(run);
@@ -277,7 +279,7 @@ TEST_F(GuiInput, TheExperimentsSeedsGoAsFarAsTheWidestIntervalNeeds) {
     }
   const auto s =
       session("experiments-wide", binaryOn("wide-experiment") + " --view experiments --exit-after 90",
-              {"waitfor '\"experiments/seeds-offered\":27'"});
+              {"waitfor '\"experiments/seeds-offered\":7'"});
   EXPECT_EQ(s.result.exitCode, 0) << s.result.err;
 }
 

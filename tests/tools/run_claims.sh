@@ -122,6 +122,9 @@ run --seeds K`) were fixed before they ran, from the spread the report measured,
 went from 3 to 8 seeds, the count masa-qkvo's 3-seed spread asked for (masa-qkv's asked for 32, beyond the
 budget of that session); qkv-sharing from 6 to 7 and embedding-tying from 4 to 14, the counts their compared
 arms' spreads asked for; embeddings from 5 to 13, the count tied-full's spread asked for (its A/A arm's last 8 seeds in the next session).
+Those counts came from each arm's measured sd itself; the report now sizes them as the plan does, from the sd's
+80% upper confidence bound, so that the seeds added reach the target about 80% of the time rather than half
+of it, and the counts the sections below ask for are larger than the ones used then.
 
 Issue 35 asks for at least 10 training tokens per parameter. The experiments planned before 2026-11-29 ran
 at 1.0-3.4 (their files capped the pilot's budgets below 10 to fit two cores): they compare early training, not

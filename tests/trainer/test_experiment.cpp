@@ -545,14 +545,18 @@ TEST(Experiment, AReportWithoutAnIntervalSaysSoAndABrokenEvaluationIsNamed) {
 }
 
 // The plan sizes seeds from the reference's A/A pilot (issue 35); an arm whose paired differences spread more
-// than that is told how many seeds its own spread needs for the target half-width. Differences 0.05, 0.10,
-// 0.15 have sd 0.05; t tables give t_{0.975, 25} = 2.0595 and t_{0.975, 26} = 2.0555, so 2.0595 x 0.05 /
-// sqrt(26) = 0.0202 misses +-0.02 and 2.0555 x 0.05 / sqrt(27) = 0.0198 reaches it: 27 seeds.
+// than that is told how many seeds its own spread needs for the target half-width, sized as the plan sizes:
+// from the sd's 80% upper confidence bound. Differences 0.09, 0.10, 0.11 have sd 0.01 and, over 3 seeds,
+// half-width t_{0.975, 2} x 0.01 / sqrt(3) = 4.3027 x 0.005774 = 0.0248 (t tables). With 2 degrees of
+// freedom the chi-squared 20% quantile is -2 ln 0.8 = 0.44629 (its CDF is 1 - exp(-x/2)), so the bound is
+// 0.01 x sqrt(2 / 0.44629) = 0.02117; t_{0.975, 5} = 2.5706 gives 2.5706 x 0.02117 / sqrt(6) = 0.0222,
+// missing +-0.02, and t_{0.975, 6} = 2.4469 gives 2.4469 x 0.02117 / sqrt(7) = 0.0196, reaching it: 7 seeds
+// (the sd itself would say 4: 3.1824 x 0.01 / 2 = 0.0159).
 TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds) {
   const fs::path dir = testing::makeTempDir("experiment-seeds-needed");
   writeFileAtomically(dir / "experiment.json",
                       experimentToJson(experimentFromJson(tinyExperiment(), "tiny.json", dir)).dump(2));
-  const double cycle[] = {5.05, 5.10, 5.15}, aa[] = {5.001, 4.999, 5.0};
+  const double cycle[] = {5.09, 5.10, 5.11}, aa[] = {5.001, 4.999, 5.0};
   for (uint64_t seed = 1; seed <= 3; ++seed)
     for (const auto& [arm, nll] :
          {std::pair{"cycle", cycle[seed - 1]}, {"baseline", 5.0}, {"baseline-aa", aa[seed - 1]}}) {
@@ -562,9 +566,11 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
     }
   const ExperimentReport report = reportExperiment(dir);
   ASSERT_EQ(report.experiment.plan.targetHalfWidth, 0.02);
+  ASSERT_EQ(report.experiment.plan.sdConfidence, 0.8);
   const std::string md = report.toMarkdown("");
-  EXPECT_NE(md.find("Its interval is wider than the plan's target of ±0.02: at its seed spread (sd 0.0500), "
-                    "that needs 27 seeds at this budget, against 3 paired seeds."),
+  EXPECT_NE(md.find("Its interval is wider than the plan's target of ±0.02: at its seed spread (sd 0.0100; "
+                    "0.0212 at its 80% upper confidence bound, which the plan sizes from too), that needs 7 "
+                    "seeds at this budget, against 3 paired seeds."),
             std::string::npos)
       << md;
   const size_t aaCheck = md.find("**A/A check**");
@@ -580,15 +586,15 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
             std::string::npos)
       << md;
   const Json arms = report.toJson()["arms"];
-  EXPECT_EQ(arms[0]["vs_reference"]["seeds_for_target"]["seeds"], 27);
+  EXPECT_EQ(arms[0]["vs_reference"]["seeds_for_target"]["seeds"], 7);
+  EXPECT_NEAR(arms[0]["vs_reference"]["seeds_for_target"]["sizing_sd"].get<double>(), 0.021169, 1e-5);
   EXPECT_EQ(arms[2]["vs_reference"]["seeds_for_target"]["seeds"], 2);
-  // Its row of CLAIMS.md's summary: cycle's half-width t_{0.975, 2} x 0.05 / sqrt(3) = 4.3027 x 0.02887 =
-  // 0.1242 (t tables), the A/A's 4.3027 x 0.001 / sqrt(3) = 0.0025 around 0, 10,240 tokens per run; no run
-  // recorded a training time.
+  // Its row of CLAIMS.md's summary: cycle's half-width 0.0248 (above), its whole interval above 0, the A/A's
+  // 4.3027 x 0.001 / sqrt(3) = 0.0025 around 0, 10,240 tokens per run; no run recorded a training time.
   const std::string row = report.summaryRow();
   EXPECT_EQ(row.rfind("| [tiny](#tiny) | 0.01M (", 0), 0u) << row;
-  EXPECT_NE(row.find(") | 3 | 0.1242 (0.02) | +0.0000 ± 0.0025 (contains 0) | cycle +0.1000 ± 0.1242, "
-                     "inconclusive | 0 min |"),
+  EXPECT_NE(row.find(") | 3 | 0.0248 (0.02) | +0.0000 ± 0.0025 (contains 0) | cycle +0.1000 ± 0.0248, "
+                     "worse | 0 min |"),
             std::string::npos)
       << row;
   const std::string header = ExperimentReport::summaryHeader();  // two lines: the heads and the rule

@@ -413,10 +413,12 @@ class ExperimentsPanel : public View {
           ImGui::TextDisabled("(+-%g needs more than 1000 seeds)", target);
         if (ImGui::IsItemHovered())
           ImGui::SetTooltip(
-              "wider than the plan's target: at this arm's seed spread (sd %.4f), +-%g needs %d seeds at "
-              "this "
-              "budget;\n`sharelens experiment run FILE --out DIR --seeds K` adds seeds to the finished ones",
-              a.difference.sd, target, seeds);
+              "wider than the plan's target: at this arm's seed spread (sd %.4f; %.4f at its upper "
+              "confidence "
+              "bound, which the plan sizes from too),\n+-%g needs %d seeds at this budget; `sharelens "
+              "experiment "
+              "run FILE --out DIR --seeds K` adds seeds to the finished ones",
+              a.difference.sd, a.sizingSd, target, seeds);
       }
     }
     const plot::Figure forest = plot::experimentForestFigure(r);
