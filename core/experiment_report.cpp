@@ -320,7 +320,7 @@ std::string widerThanTargetText(const ArmSummary& a, const PlanSpec& plan) {
   const std::string bound = plan.sdConfidence > 0
                                 ? "; " + formatNumber(a.sizingSd, "%.4f") + " at its " +
                                       formatNumber(100 * plan.sdConfidence, "%g") +
-                                      "% upper confidence bound, which the plan sizes from too"
+                                      "% upper confidence bound, which `experiment plan` sizes seeds from"
                                 : "";
   return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
          ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + bound + "), that needs " +

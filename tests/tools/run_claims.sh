@@ -129,8 +129,9 @@ of it, and the counts the sections below ask for are larger than the ones used t
 Issue 35 asks for at least 10 training tokens per parameter. The experiments planned before 2026-11-29 ran
 at 1.0-3.4 (their files capped the pilot's budgets below 10 to fit two cores): they compare early training, not
 what the models can hold, and each plan says so. depth is the first re-sized: its models went from 0.5M to 0.3M
-parameters (72 wide instead of 96) so that the pilot's smaller budget is 10.3 tokens per parameter, planned and
-run again on 2026-11-29; its section at 2.1 tokens per parameter is kept in
+parameters (72 wide instead of 96) so that the pilot's smaller budget is 10.3 tokens per parameter, and it is
+planned and run again from 2026-11-29 (its section says how far it has got); its section at 2.1 tokens per
+parameter is kept in
 [claims/previous/depth-d96.md](claims/previous/depth-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
@@ -180,6 +181,10 @@ only_sections=0
 if [ "${1:-}" = "--sections" ]; then
   only_sections=1
   shift
+fi
+if [ -n "${2:-}" ] && [ ! -d "$2" ] && [ -f "$ROOT/assets/experiments/$2.json" ]; then
+  echo "'$2' is an experiment, not an output directory: name experiments after it (${0##*/} BUILD_DIR OUT_DIR $2)" >&2
+  exit 2
 fi
 BUILD="$(cd "${1:-build}" && pwd)"
 OUT="${2:-$ROOT/out/claims}"

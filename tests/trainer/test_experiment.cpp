@@ -569,8 +569,8 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   ASSERT_EQ(report.experiment.plan.sdConfidence, 0.8);
   const std::string md = report.toMarkdown("");
   EXPECT_NE(md.find("Its interval is wider than the plan's target of ±0.02: at its seed spread (sd 0.0100; "
-                    "0.0212 at its 80% upper confidence bound, which the plan sizes from too), that needs 7 "
-                    "seeds at this budget, against 3 paired seeds."),
+                    "0.0212 at its 80% upper confidence bound, which `experiment plan` sizes seeds from), "
+                    "that needs 7 seeds at this budget, against 3 paired seeds."),
             std::string::npos)
       << md;
   const size_t aaCheck = md.find("**A/A check**");

@@ -18,6 +18,7 @@
 #include "core/experiment_report.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
+#include "core/text.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -411,14 +412,20 @@ class ExperimentsPanel : public View {
           ImGui::TextDisabled("(+-%g needs %d seeds)", target, seeds);
         else
           ImGui::TextDisabled("(+-%g needs more than 1000 seeds)", target);
-        if (ImGui::IsItemHovered())
+        if (ImGui::IsItemHovered()) {
+          const double confidence = r.experiment.plan.sdConfidence;
+          const std::string bound = confidence > 0 ? "; " + formatNumber(a.sizingSd, "%.4f") + " at its " +
+                                                         formatNumber(100 * confidence, "%g") +
+                                                         "% upper confidence bound, which `experiment plan` "
+                                                         "sizes seeds from"
+                                                   : "";
+          const std::string needs = seeds > 0 ? std::to_string(seeds) : "more than 1000";
           ImGui::SetTooltip(
-              "wider than the plan's target: at this arm's seed spread (sd %.4f; %.4f at its upper "
-              "confidence "
-              "bound, which the plan sizes from too),\n+-%g needs %d seeds at this budget; `sharelens "
-              "experiment "
-              "run FILE --out DIR --seeds K` adds seeds to the finished ones",
-              a.difference.sd, a.sizingSd, target, seeds);
+              "wider than the plan's target: at this arm's seed spread (sd %.4f%s),\n+-%g needs %s seeds at "
+              "this budget; `sharelens experiment run FILE --out DIR --seeds K` adds seeds to the finished "
+              "ones",
+              a.difference.sd, bound.c_str(), target, needs.c_str());
+        }
       }
     }
     const plot::Figure forest = plot::experimentForestFigure(r);
