@@ -189,10 +189,12 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     const ExperimentArm* arm;
     uint64_t seed;
   };
-  // Two phases: the derived arms start from their sources' finished runs.
+  // Two phases: the derived arms start from their sources' finished runs. Seed by seed, every arm of a seed
+  // before the next seed: an experiment stopped part way (a machine session's end) leaves whole seeds, which
+  // the report pairs, rather than some arms' runs only.
   std::deque<Job> trained, derived;
-  for (const ExperimentArm& arm : e.arms)
-    for (uint64_t seed : e.seeds) (arm.derive ? derived : trained).push_back({&arm, seed});
+  for (uint64_t seed : e.seeds)
+    for (const ExperimentArm& arm : e.arms) (arm.derive ? derived : trained).push_back({&arm, seed});
   const size_t total = trained.size() + derived.size();
   const int allThreads = std::max(1, o.threads > 0 ? o.threads : ctx.threadCount());
   // Auto: one run per thread while runs remain. At every size measured (bench_train --runs, 0.3M to 10M

@@ -1059,6 +1059,28 @@ Experiment failureExperiment(const fs::path& dir, int64_t tokens) {
   return experimentFromJson(spec, "tiny.json", dir);
 }
 
+// The runner trains seed by seed, every arm of a seed before the next seed, so that an experiment stopped
+// part way (a machine session's end) leaves whole seeds for the report's pairing: one run at a time, the runs
+// finish in that order.
+TEST(Experiment, RunsGoSeedBySeedSoAStoppedExperimentLeavesWholeSeeds) {
+  const fs::path dir = testing::makeTempDir("experiment-order");
+  const Experiment e = failureExperiment(dir, 2560);
+  ExperimentRunOptions o;
+  o.parallel = 1;
+  std::vector<std::string> finished;
+  runExperiment(e, dir / "out", o, TaskContext{}, [&](const std::string& l) {
+    if (l.find(": finished") != std::string::npos) finished.push_back(l.substr(l.find("] ") + 2));
+  });
+  ASSERT_EQ(e.arms.size(), 2u);
+  const std::string a = e.arms[0].name, b = e.arms[1].name;
+  ASSERT_EQ(finished.size(), 4u);
+  EXPECT_EQ(finished[0].rfind(a + " seed 1:", 0), 0u) << finished[0];
+  EXPECT_EQ(finished[1].rfind(b + " seed 1:", 0), 0u) << finished[1];
+  EXPECT_EQ(finished[2].rfind(a + " seed 2:", 0), 0u) << finished[2];
+  EXPECT_EQ(finished[3].rfind(b + " seed 2:", 0), 0u) << finished[3];
+  fs::remove_all(dir);
+}
+
 // ExperimentRunOptions::tolerateFailedRuns (`experiment plan`'s sweep): runs that diverge (every step's loss
 // made NaN from step 2 by fault injection: the run fails after 5 non-finite steps) are recorded as
 // failed.json and passed over, the report counts them unfinished, and a second pass does not retry them;
