@@ -268,9 +268,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcome(a.expect, a.difference, a.margin);
     if (a.difference.n >= kFewestSeedsForAnInterval) {
-      a.sizingSd = e.plan.sdConfidence > 0
-                       ? sdUpperBound(a.difference.sd, a.difference.n - 1, e.plan.sdConfidence)
-                       : a.difference.sd;
+      a.sizingSd = sizingSd(a.difference.sd, a.difference.n - 1, e.plan.sdConfidence);
       a.seedsForTarget = seedsForHalfWidth(a.sizingSd, e.plan.targetHalfWidth);
     }
   }
@@ -317,18 +315,19 @@ std::string widerThanTargetText(const ArmSummary& a, const PlanSpec& plan) {
   const double target = plan.targetHalfWidth;
   if (!(difference.halfWidth > target)) return "";
   const int seeds = a.seedsForTarget;
-  const std::string bound = plan.sdConfidence > 0
-                                ? "; " + formatNumber(a.sizingSd, "%.4f") + " at its " +
-                                      formatNumber(100 * plan.sdConfidence, "%g") +
-                                      "% upper confidence bound, which `experiment plan` sizes seeds from"
-                                : "";
   return " Its interval is wider than the plan's target of ±" + formatNumber(target, "%g") +
-         ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + bound + "), that needs " +
-         (seeds > 0 ? std::to_string(seeds) : "more than 1000") + " seeds at this budget, against " +
-         std::to_string(difference.n) + " paired seeds.";
+         ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + a.sizingBoundText(plan) +
+         "), that needs " + (seeds > 0 ? std::to_string(seeds) : "more than 1000") +
+         " seeds at this budget, against " + std::to_string(difference.n) + " paired seeds.";
 }
 
 }  // namespace
+
+std::string ArmSummary::sizingBoundText(const PlanSpec& plan) const {
+  if (!(plan.sdConfidence > 0)) return "";
+  return "; " + formatNumber(sizingSd, "%.4f") + " at its " + formatNumber(100 * plan.sdConfidence, "%g") +
+         "% upper confidence bound, which `experiment plan` sizes seeds from";
+}
 
 std::string ArmSummary::paperEffectPlacement() const {
   if (!paperEffect || !std::isfinite(difference.halfWidth)) return "";

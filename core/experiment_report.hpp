@@ -79,6 +79,9 @@ struct ArmSummary {
   // than about half the time.
   int seedsForTarget = 0;
   double sizingSd = NAN;
+  // "; 0.0212 at its 80% upper confidence bound, which ...": what sizingSd is, for the text beside the sd
+  // (empty when the plan sizes from the sd itself).
+  std::string sizingBoundText(const PlanSpec& plan) const;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
   double lossAtFlops(

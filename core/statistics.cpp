@@ -101,6 +101,10 @@ double sdUpperBound(double sd, double df, double confidence) {
   return sd * std::sqrt(df / chiSquaredQuantile(1 - confidence, df));
 }
 
+double sizingSd(double sd, double df, double confidence) {
+  return confidence > 0 ? sdUpperBound(sd, df, confidence) : sd;
+}
+
 int seedsForHalfWidth(double sd, double halfWidth, int maxSeeds, double level) {
   if (!std::isfinite(sd) || !(halfWidth > 0)) return 0;
   for (int n = kFewestSeedsForAnInterval; n <= maxSeeds; ++n)

@@ -23,6 +23,9 @@ double chiSquaredQuantile(double p, double df);
 // degrees of freedom, under which the 80% bound is 2.12 s: sizing from s itself misses its target about
 // half the time.
 double sdUpperBound(double sd, double df, double confidence);
+// The sd that seeds are sized from: sdUpperBound at `confidence`, or sd itself when confidence is 0 (the
+// planner's pilot and the report's after-run check, one rule).
+double sizingSd(double sd, double df, double confidence);
 
 // mean +- t_{(1+level)/2, n-1} * sd / sqrt(n); needs n >= 2 (halfWidth NaN otherwise).
 struct MeanInterval {

@@ -191,7 +191,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     b.aaDifferences = aa->differences;
     const MeanInterval aaSpread = meanInterval(b.aaDifferences);
     b.sd = aaSpread.sd;
-    b.sizingSd = s.sdConfidence > 0 ? sdUpperBound(b.sd, aaSpread.n - 1, s.sdConfidence) : b.sd;
+    b.sizingSd = sizingSd(b.sd, aaSpread.n - 1, s.sdConfidence);
     b.seedsNeeded = seedsForHalfWidth(b.sizingSd, s.targetHalfWidth, s.maxSeeds);
     const int n = b.seedsNeeded > 0 ? b.seedsNeeded : s.maxSeeds;
     b.halfWidthAtSeeds = studentTQuantile(0.975, n - 1) * b.sizingSd / std::sqrt(static_cast<double>(n));

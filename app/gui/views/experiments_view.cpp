@@ -18,7 +18,6 @@
 #include "core/experiment_report.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
-#include "core/text.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -413,12 +412,7 @@ class ExperimentsPanel : public View {
         else
           ImGui::TextDisabled("(+-%g needs more than 1000 seeds)", target);
         if (ImGui::IsItemHovered()) {
-          const double confidence = r.experiment.plan.sdConfidence;
-          const std::string bound = confidence > 0 ? "; " + formatNumber(a.sizingSd, "%.4f") + " at its " +
-                                                         formatNumber(100 * confidence, "%g") +
-                                                         "% upper confidence bound, which `experiment plan` "
-                                                         "sizes seeds from"
-                                                   : "";
+          const std::string bound = a.sizingBoundText(r.experiment.plan);
           const std::string needs = seeds > 0 ? std::to_string(seeds) : "more than 1000";
           ImGui::SetTooltip(
               "wider than the plan's target: at this arm's seed spread (sd %.4f%s),\n+-%g needs %s seeds at "
