@@ -132,7 +132,11 @@ what the models can hold, and each plan says so. depth is the first re-sized: it
 parameters (72 wide instead of 96) so that the pilot's smaller budget is 10.3 tokens per parameter, and it is
 planned and run again from 2026-11-29 (its section says how far it has got); its section at 2.1 tokens per
 parameter is kept in
-[claims/previous/depth-d96.md](claims/previous/depth-d96.md).
+[claims/previous/depth-d96.md](claims/previous/depth-d96.md). head-sharing and qkv-sharing followed (6 layers
+x 64 instead of 8 x 96, 0.30-0.33M parameters, 11-12 tokens per parameter at the pilot's smaller budget, with 5
+pilot seeds instead of 3, so that the seeds are sized from a less uncertain spread); their sections at 2.4 and 2.6
+tokens per parameter are kept in [claims/previous/head-sharing-d96.md](claims/previous/head-sharing-d96.md)
+and [claims/previous/qkv-sharing-d96.md](claims/previous/qkv-sharing-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
