@@ -201,7 +201,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
       run.failed = fs::exists(dir / kFailedRunFile);
       if (run.failed) {
-        r.complete = false;
+        a.divergedSeeds.push_back(seed);  // an outcome of the arm, not a run still to do
       } else if (fs::exists(dir / "eval.json")) {
         const Json ev = readJsonFile(dir / "eval.json");
         const auto found = ev.is_object() ? ev.find("nll") : ev.end();
@@ -258,6 +258,9 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     }
     r.arms.push_back(std::move(a));
   }
+  const auto reference =
+      std::find_if(r.arms.begin(), r.arms.end(), [&](const ArmSummary& a) { return a.name == e.reference; });
+  const bool referenceDiverged = reference != r.arms.end() && !reference->divergedSeeds.empty();
   for (ArmSummary& a : r.arms) {  // paired over the seeds both arms finished
     if (a.name == e.reference) continue;
     for (uint64_t seed : e.seeds)
@@ -266,7 +269,8 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.difference = meanInterval(a.differences);
     a.documentDifference = documentBootstrap(r.runs, a.name, e.reference);
     a.verdict = verdictOf(a.difference);
-    a.claim = claimOutcome(a.expect, a.difference, a.margin);
+    a.claim = claimOutcomeWithDivergence(a.expect, a.difference, a.margin, !a.divergedSeeds.empty(),
+                                         referenceDiverged);
     if (a.difference.n >= kFewestSeedsForAnInterval) {
       a.sizingSd = sizingSd(a.difference.sd, a.difference.n - 1, e.plan.sdConfidence);
       a.seedsForTarget = seedsForHalfWidth(a.sizingSd, e.plan.targetHalfWidth);
@@ -291,6 +295,21 @@ ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& differe
   const Verdict v = verdictOf(difference);
   if (v == Verdict::Inconclusive) return ClaimOutcome::Inconclusive;
   return (expect == "better") == (v == Verdict::Better) ? ClaimOutcome::Holds : ClaimOutcome::DoesNotHold;
+}
+
+ClaimOutcome claimOutcomeWithDivergence(const std::string& expect, const MeanInterval& difference,
+                                        double margin, bool armDiverged, bool referenceDiverged) {
+  const ClaimOutcome c = claimOutcome(expect, difference, margin);
+  const bool contradicted = expect == "worse" ? referenceDiverged : armDiverged;
+  return c == ClaimOutcome::Holds && contradicted ? ClaimOutcome::Inconclusive : c;
+}
+
+std::string ArmSummary::divergedSeedsText(size_t seeds) const {
+  if (divergedSeeds.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < divergedSeeds.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == divergedSeeds.size() ? " and " : ", ") + std::to_string(divergedSeeds[i]);
+  return (divergedSeeds.size() == 1 ? "seed " : "seeds ") + list + " of " + std::to_string(seeds);
 }
 
 namespace {
@@ -319,6 +338,25 @@ std::string widerThanTargetText(const ArmSummary& a, const PlanSpec& plan) {
          ": at its seed spread (sd " + formatNumber(difference.sd, "%.4f") + a.sizingBoundText(plan) +
          "), that needs " + (seeds > 0 ? std::to_string(seeds) : "more than 1000") +
          " seeds at this budget, against " + std::to_string(difference.n) + " paired seeds.";
+}
+
+// " (seed 4 of 13 diverged)" after an arm's difference; "" when none did.
+std::string divergedNote(const ArmSummary& a, size_t seeds) {
+  return a.divergedSeeds.empty() ? "" : " (" + a.divergedSeedsText(seeds) + " diverged)";
+}
+
+// An arm's diverged runs, after what its interval says: they are not in it, and what that does to its claim.
+std::string divergenceText(const ArmSummary& a, size_t seeds) {
+  if (a.divergedSeeds.empty()) return "";
+  std::string text =
+      " **It diverged in " + a.divergedSeedsText(seeds) +
+      "**: those runs' losses are not finite, so they pair with nothing, and the interval is over "
+      "the seeds that finished, leaving the instability out";
+  if (!a.expect.empty() && a.expect != "worse" && a.claim == ClaimOutcome::Inconclusive &&
+      claimOutcome(a.expect, a.difference, a.margin) == ClaimOutcome::Holds)
+    text +=
+        "; its interval alone would say the claim (" + a.expect + ") holds, which a diverged run does not";
+  return text + ".";
 }
 
 }  // namespace
@@ -387,6 +425,7 @@ Json ExperimentReport::toJson() const {
         {"train_flops", a.tokens * a.flopsPerToken},
         {"wall_seconds", a.seconds},
         {"seeds_finished", a.finishedSeeds},
+        {"seeds_diverged", a.divergedSeeds},
         {"expect", a.expect},
         {"margin", a.margin},
         {"claim", std::string(claimOutcomeName(a.claim))},
@@ -535,10 +574,12 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
         " (per seed) | verdict | claim | wall time |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ArmSummary& a : arms) {
-    const std::string nllText = a.nll.n == 0 ? "not run"
-                                             : formatNumber(a.nll.mean, "%.4f") + " ± " +
-                                                   formatNumber(a.nll.halfWidth, "%.4f") + " (" +
-                                                   std::to_string(a.nll.n) + " seeds)";
+    const std::string diverged = a.divergedSeedsText(e.seeds.size());
+    const std::string nllText =
+        a.nll.n == 0 ? (diverged.empty() ? "not run" : "diverged (" + diverged + ")")
+                     : formatNumber(a.nll.mean, "%.4f") + " ± " + formatNumber(a.nll.halfWidth, "%.4f") +
+                           " (" + std::to_string(a.nll.n) + " seeds" +
+                           (diverged.empty() ? "" : "; " + diverged + " diverged") + ")";
     std::string diff = "reference", verdict = "";
     if (a.name != e.reference) {
       diff = a.difference.n == 0 ? "n/a"
@@ -608,8 +649,13 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
         md += ", inside our interval: consistent with it";
       md += ".";
     }
-    md += widerThanTargetText(a, e.plan) + "\n";
+    md += widerThanTargetText(a, e.plan) + divergenceText(a, e.seeds.size()) + "\n";
   }
+  for (const ArmSummary& a : arms)
+    if (a.name == e.reference && !a.divergedSeeds.empty())
+      md += "- **" + a.name + "**, the reference, diverged in " + a.divergedSeedsText(e.seeds.size()) +
+            ": every arm's paired differences leave those seeds out, and a claim that an arm is worse is not "
+            "called held.\n";
   // What the A/A interval's width says. Arms derived from the reference's own source models are paired with
   // it through those sources, so the spread between sources cancels from their differences; the A/A arm of a
   // derived reference derives from other sources and carries that spread, so its width is not their
@@ -642,7 +688,8 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
     // A derived A/A arm is wide by construction (above); seeds to narrow it are not what the plan sized.
-    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan) : "") + "\n";
+    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan) : "") + divergenceText(a, e.seeds.size()) +
+          "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.
@@ -710,9 +757,11 @@ std::string ExperimentReport::summaryRow() const {
                                                   formatNumber(a.difference.halfWidth, "%.4f")
                                             : "no interval";
     if (a.aaOf == e.reference) {
-      aa = difference + (!interval                                          ? ""
-                         : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? " (contains 0)"
-                                                                            : " (**excludes 0**)");
+      aa = difference +
+           (!interval                                          ? ""
+            : a.difference.lo() <= 0 && a.difference.hi() >= 0 ? " (contains 0)"
+                                                               : " (**excludes 0**)") +
+           divergedNote(a, e.seeds.size());
       continue;
     }
     if (!a.aaOf.empty()) continue;
@@ -720,13 +769,16 @@ std::string ExperimentReport::summaryRow() const {
       narrowest = std::min(narrowest, a.difference.halfWidth);
       widest = std::max(widest, a.difference.halfWidth);
     }
-    compared += (compared.empty() ? "" : "; ") + a.name + " " + difference + ", " +
-                std::string(verdictName(a.verdict)) +
+    compared += (compared.empty() ? "" : "; ") + a.name + " " + difference + divergedNote(a, e.seeds.size()) +
+                ", " + std::string(verdictName(a.verdict)) +
                 (a.expect.empty() ? "" : ", " + a.expect + " " + std::string(claimOutcomeName(a.claim))) +
                 (a.paperEffectPlacement().empty() ? ""
                                                   : " (paper " + formatNumber(*a.paperEffect, "%+.3f") +
                                                         ": " + a.paperEffectPlacement() + ")");
   }
+  for (const ArmSummary& a : arms)
+    if (a.name == e.reference && !a.divergedSeeds.empty())
+      compared += "; " + a.name + ", the reference" + divergedNote(a, e.seeds.size());
   const std::string widths = !std::isfinite(widest) ? "no interval"
                              : narrowest == widest
                                  ? formatNumber(widest, "%.4f")

@@ -40,6 +40,12 @@ struct RunSummary {
 enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive };
 std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
+// The same when runs diverged: a diverged run pairs with nothing, so the interval leaves out an instability
+// that counts against the arm that diverged. A claim that the arm is better or no worse is not called held
+// when the arm diverged in any seed, nor a claim that it is worse when the reference did; the other way
+// round the divergence only adds to what the interval found.
+ClaimOutcome claimOutcomeWithDivergence(const std::string& expect, const MeanInterval& difference,
+                                        double margin, bool armDiverged, bool referenceDiverged);
 
 // How an arm's runs were trained, from the first of its run directories' run.json ("config", "corpus"): what
 // the report states as the protocol, so that it says what ran (the planned budget, each arm's chosen learning
@@ -84,6 +90,13 @@ struct ArmSummary {
   std::string sizingBoundText(const PlanSpec& plan) const;
   std::vector<double> curveTokens, curveMean, curveSd;  // mean validation curve over seeds (equal tokens)
   int finishedSeeds = 0;
+  // The seeds whose run diverged (kFailedRunFile: its steps' losses stayed non-finite, or its held-out loss
+  // is not finite). They have no loss, so no interval holds them: the arm's instability is reported beside
+  // its intervals (divergedSeedsText), and a claim that instability contradicts is not called held
+  // (claimOutcomeWithDivergence).
+  std::vector<uint64_t> divergedSeeds;
+  // "seeds 4 and 7 of 13", "seed 4 of 13": which diverged, of the experiment's seeds; "" when none did.
+  std::string divergedSeedsText(size_t seeds) const;
   double lossAtFlops(
       double flops) const;  // the mean curve interpolated at a training-FLOPs budget (NaN beyond it)
   // Where the paper's own difference falls against `difference`: "below", "inside" or "above" (below: the
@@ -96,7 +109,7 @@ struct ExperimentReport {
   Experiment experiment;
   std::vector<RunSummary> runs;
   std::vector<ArmSummary> arms;
-  bool complete = false;  // every arm x seed finished
+  bool complete = false;  // every arm x seed finished or diverged (ArmSummary::divergedSeeds)
   // Which code trained the runs (run.json's versions.source and versions.resumed_by, core/build_info.hpp):
   // each source revision's count of runs it trained (a run resumed by another revision counts under both),
   // the runs that record none (written before the record, or by a build outside a git checkout), and the

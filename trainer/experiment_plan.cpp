@@ -179,6 +179,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     if (log) log("plan: pilot at " + std::to_string(b.tokens) + " tokens");
     const fs::path dir = outDir / ("pilot-" + std::to_string(b.tokens));
     ExperimentRunOptions pilotOptions = o;
+    pilotOptions.tolerateFailedRuns =
+        false;  // the planned rate diverging for the reference: no sd to size from
     if (o.archive) pilotOptions.archive = *o.archive / dir.filename();
     runExperiment(phase(e, "pilot-" + std::to_string(b.tokens), {*reference}, pilotSeeds, b.tokens, true),
                   dir, pilotOptions, ctx, log);

@@ -247,6 +247,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     if (job.arm->derive) {
       const DerivedArm& d = *job.arm->derive;
       const fs::path source = experimentRunDirectory(outDir, d.from, job.seed);
+      if (fs::exists(source / kFailedRunFile) && o.tolerateFailedRuns)  // nothing to derive: no model
+        throw RunDiverged({.what = "the source run of a derived arm diverged", .where = source.string()});
       if (!fs::exists(source / "eval.json"))
         throw Error({.what = "the source run of a derived arm did not finish", .where = source.string()});
       if (fs::exists(dir)) fs::remove_all(dir);  // a derived run killed half-way starts again: it is short

@@ -36,9 +36,13 @@ struct ExperimentRunOptions {
   DeriveArm deriveArm;           // needed when the experiment has derived arms
   // A trained run that diverges (its steps' losses stay non-finite, or its held-out loss is not finite) is
   // recorded as failed.json in its directory and the others go on, instead of stopping the experiment; run
-  // again, it is not retried. Any other error still stops the experiment (a full disk is no outcome of a
-  // learning rate), as does a derived arm's failure (no sweep trains one). `experiment plan`'s learning-rate
-  // sweep, where a too-high rate is an outcome, not an error.
+  // again, it is not retried (remove failed.json to retry it). A derived run whose source run diverged is
+  // recorded so too. Any other error still stops the experiment (a full disk is no outcome of an arm). Set by
+  // `experiment plan`'s learning-rate sweep, where a too-high rate is an outcome, and by `experiment run`
+  // (command line and Experiments view), where an arm that diverges in some seeds is one: the report counts
+  // those seeds (ArmSummary::divergedSeeds) instead of the experiment stopping at the first and diverging
+  // again, run for run, each time it is resumed. The plan's pilot does not: the planned rate diverging for
+  // the reference is an error of the plan.
   bool tolerateFailedRuns = false;
   // A results archive (core/experiment_archive.hpp): the finished runs it holds are taken into OUT before
   // anything trains, and each run is copied there as it finishes, so that the experiment continues from a

@@ -66,6 +66,7 @@ int runExperimentCommand(Args& args) {
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
     ExperimentRunOptions o = runOptions(args);
+    o.tolerateFailedRuns = true;  // an arm that diverges in a seed is an outcome the report counts
     if (const auto steps = args.integer("steps", 1, 100'000'000)) o.steps = *steps;
     if (const auto seeds = args.integer("seeds", 1, 1000)) o.seeds = static_cast<int>(*seeds);
     const std::string profile = args.option("profile", "");

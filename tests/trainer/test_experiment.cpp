@@ -612,6 +612,85 @@ TEST(Experiment, AnIntervalWiderThanThePlansTargetSaysHowManySeedsItsSpreadNeeds
   fs::remove_all(dir);
 }
 
+// A diverged run (failed.json, as `experiment run` records one and goes on) is an outcome of its arm: it has
+// no loss, so the interval pairs the other seeds, and the report counts it beside the interval wherever the
+// interval is shown. cycle's differences -0.10 and -0.11 over seeds 1 and 2 give -0.105 +- 12.7062 x 0.00707
+// / sqrt(2) = 0.0635 (t_{0.975, 1} from the tables): [-0.169, -0.041], "better" by the interval alone, but
+// not called held when cycle diverged in seed 3; held when the reference diverged instead (that only adds to
+// what the interval found), and "worse" is then not called held of an arm the reference's divergence favours.
+TEST(Experiment, ADivergedSeedIsCountedBesideTheIntervalAndTheClaimItContradictsIsNotHeld) {
+  const fs::path dir = testing::makeTempDir("experiment-diverged");
+  for (const std::string diverged : {"cycle", "baseline"}) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Json spec = tinyExperiment();
+    spec["arms"][0]["expect"] = "better";
+    writeFileAtomically(dir / "experiment.json",
+                        experimentToJson(experimentFromJson(spec, "tiny.json", dir)).dump(2));
+    const double cycle[] = {4.90, 4.89, 4.80};
+    for (uint64_t seed = 1; seed <= 3; ++seed)
+      for (const auto& [arm, nll] :
+           {std::pair{"cycle", cycle[seed - 1]}, {"baseline", 5.0}, {"baseline-aa", 5.0 + 0.001 * seed}}) {
+        const fs::path run = experimentRunDirectory(dir, arm, seed);
+        fs::create_directories(run);
+        if (seed == 3 && arm == diverged)
+          writeFileAtomically(run / kFailedRunFile,
+                              Json{{"message", "the held-out loss is not finite"}}.dump());
+        else
+          writeFileAtomically(run / "eval.json", Json{{"nll", nll}}.dump());
+      }
+    const ExperimentReport report = reportExperiment(dir);
+    EXPECT_TRUE(report.complete) << "a diverged run is not one still to run";
+    const ArmSummary& arm = report.arms[0];
+    const ArmSummary& reference = report.arms[1];
+    ASSERT_EQ(arm.name, "cycle");
+    ASSERT_EQ(reference.name, "baseline");
+    ASSERT_EQ(arm.difference.n, 2u) << diverged;
+    EXPECT_NEAR(arm.difference.mean, -0.105, 1e-9);
+    EXPECT_NEAR(arm.difference.halfWidth, 12.7062 * std::sqrt(0.00005) / std::sqrt(2.0), 1e-4);
+    EXPECT_EQ(arm.verdict, Verdict::Better);
+    EXPECT_EQ(report.arms[2].divergedSeeds.size(), 0u);
+    const std::string md = report.toMarkdown("");
+    const std::string row = report.summaryRow();
+    if (diverged == "cycle") {
+      EXPECT_EQ(arm.divergedSeeds, std::vector<uint64_t>{3});
+      EXPECT_TRUE(reference.divergedSeeds.empty());
+      EXPECT_EQ(arm.claim, ClaimOutcome::Inconclusive);
+      EXPECT_NE(md.find("| 4.8950 ± 0.0635 (2 seeds; seed 3 of 3 diverged) |"), std::string::npos) << md;
+      EXPECT_NE(md.find("**It diverged in seed 3 of 3**: those runs' losses are not finite"),
+                std::string::npos)
+          << md;
+      EXPECT_NE(
+          md.find("its interval alone would say the claim (better) holds, which a diverged run does not"),
+          std::string::npos)
+          << md;
+      EXPECT_NE(row.find("cycle -0.1050 ± 0.0635 (seed 3 of 3 diverged), better, better inconclusive"),
+                std::string::npos)
+          << row;
+    } else {
+      EXPECT_TRUE(arm.divergedSeeds.empty());
+      EXPECT_EQ(reference.divergedSeeds, std::vector<uint64_t>{3});
+      EXPECT_EQ(arm.claim, ClaimOutcome::Holds);
+      EXPECT_EQ(report.arms[2].difference.n, 2u) << "the A/A arm pairs with the reference's finished seeds";
+      EXPECT_NE(
+          md.find("- **baseline**, the reference, diverged in seed 3 of 3: every arm's paired differences "
+                  "leave those seeds out"),
+          std::string::npos)
+          << md;
+      EXPECT_NE(row.find("; baseline, the reference (seed 3 of 3 diverged) |"), std::string::npos) << row;
+      EXPECT_EQ(
+          claimOutcomeWithDivergence("worse", meanInterval(std::vector<double>{0.1, 0.11}), 0, false, true),
+          ClaimOutcome::Inconclusive);
+      EXPECT_EQ(
+          claimOutcomeWithDivergence("worse", meanInterval(std::vector<double>{0.1, 0.11}), 0, true, false),
+          ClaimOutcome::Holds);
+    }
+    const Json arms = report.toJson()["arms"];
+    EXPECT_EQ(arms[diverged == "cycle" ? 0 : 1]["seeds_diverged"], Json::array({3}));
+  }
+  fs::remove_all(dir);
+}
+
 // The document bootstrap, worked by hand: two held-out documents, a (10 tokens) and b (20); the arm's NLL
 // sums 10 and 60, the reference's 10 and 40, at every seed. Token-weighted, the arm scores 70/30 and the
 // reference 50/30: a difference of 0.6667. A resample draws a and b once each (that estimate, half the
@@ -1100,7 +1179,8 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
   std::vector<std::string> lines;
   runExperiment(e, dir / "tolerant", o, ctx, [&](const std::string& l) { lines.push_back(l); });
   const ExperimentReport r = reportExperiment(dir / "tolerant");
-  EXPECT_FALSE(r.complete);
+  EXPECT_TRUE(r.complete) << "every run diverged: none is left to run";
+  for (const ArmSummary& a : r.arms) EXPECT_EQ(a.divergedSeeds, (std::vector<uint64_t>{1, 2})) << a.name;
   ASSERT_EQ(r.runs.size(), 4u);
   for (const RunSummary& run : r.runs) {
     EXPECT_TRUE(run.failed) << run.arm << " " << run.seed;
@@ -1113,6 +1193,18 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
                           [](const std::string& l) { return l.find("already failed") != std::string::npos; }),
             4)
       << "not retried";
+  // `sharelens experiment run` tolerates them too: an arm that diverges is an outcome the report counts, not
+  // an error that would stop the experiment at the same run each time it is resumed.
+  writeFileAtomically(dir / "tiny.json", experimentToJson(e).dump(2));
+  const auto cli = runProcess("SHARELENS_TEST_NONFINITE_STEPS=2- " + kBinary + " experiment run " +
+                              shellQuote((dir / "tiny.json").string()) + " --out " +
+                              shellQuote((dir / "cli").string()) + " --threads 2");
+  EXPECT_EQ(cli.exitCode, 0) << cli.err;
+  EXPECT_NE(cli.err.find("recorded and passed over"), std::string::npos) << cli.err;
+  for (const ExperimentArm& arm : e.arms)
+    for (uint64_t seed : e.seeds)
+      EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "cli", arm.name, seed) / kFailedRunFile))
+          << arm.name << " " << seed;
   fs::remove_all(dir);
 }
 

@@ -292,6 +292,8 @@ class ExperimentsPanel : public View {
     if (m_seeds >= 2 && m_seeds != static_cast<int>(e.seeds.size())) options.seeds = m_seeds;
     if (m_steps > 0) options.steps = m_steps;
     options.deriveArm = experimentDeriver();
+    options.tolerateFailedRuns =
+        true;  // as `experiment run`: a diverged seed is an outcome the report counts
     m_job = ctx.jobs.submit(
         "experiment " + e.name,
         [e, out, options, log](const TaskContext& task) -> JobSystem::Completion {
@@ -322,7 +324,10 @@ class ExperimentsPanel : public View {
           ImGui::TableNextColumn();
           ImGui::Text("seed %llu", static_cast<unsigned long long>(r.seed));
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(r.finished ? "finished" : r.tokens > 0 ? "training" : "queued");
+          ImGui::TextUnformatted(r.finished     ? "finished"
+                                 : r.failed     ? "diverged"
+                                 : r.tokens > 0 ? "training"
+                                                : "queued");
           ImGui::TableNextColumn();
           if (r.finished)
             ImGui::TextDisabled("NLL %.4f", r.finalNll);
@@ -403,6 +408,14 @@ class ExperimentsPanel : public View {
                             placement == "below"   ? ": against the reference, this arm does worse here"
                             : placement == "above" ? ": against the reference, this arm does better here"
                                                    : "");
+      }
+      if (const std::string diverged = a.divergedSeedsText(r.experiment.seeds.size()); !diverged.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "(%s diverged)", diverged.c_str());
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip(
+              "those runs' losses are not finite: they pair with nothing, and the interval is over "
+              "the seeds that finished");
       }
       if (a.difference.halfWidth > target) {  // wider than planned: how many seeds its spread needs
         const int seeds = a.seedsForTarget;
