@@ -151,7 +151,9 @@ Json experimentRecord(Json recorded);
 std::filesystem::path experimentRunDirectory(const std::filesystem::path& outDir, const std::string& arm,
                                              uint64_t seed);
 
-// A run the runner gave up on under ExperimentRunOptions::tolerateFailedRuns (its directory holds this file).
+// A run the runner gave up on under ExperimentRunOptions::tolerateFailedRuns (its directory holds this file):
+// it diverged, or (kSourceDivergedField true) it is a derived run whose source run diverged.
 inline constexpr const char* kFailedRunFile = "failed.json";
+inline constexpr const char* kSourceDivergedField = "source_diverged";
 
 }  // namespace sharelens

@@ -200,8 +200,11 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
       }
       if (arm.derive) std::tie(run.tokens, run.seconds) = derivedTraining(dir, seed);
       run.failed = fs::exists(dir / kFailedRunFile);
-      if (run.failed) {
-        a.divergedSeeds.push_back(seed);  // an outcome of the arm, not a run still to do
+      if (run.failed) {  // an outcome of the arm (or of its source), not a run still to do
+        const Json record = readJsonFile(dir / kFailedRunFile);
+        run.sourceDiverged = record.is_object() && record.value(kSourceDivergedField, false);
+        (run.sourceDiverged ? a.sourceDivergedSeeds : a.divergedSeeds).push_back(seed);
+        a.seconds += run.seconds;  // it trained until it diverged
       } else if (fs::exists(dir / "eval.json")) {
         const Json ev = readJsonFile(dir / "eval.json");
         const auto found = ev.is_object() ? ev.find("nll") : ev.end();
@@ -300,16 +303,26 @@ ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& differe
 ClaimOutcome claimOutcomeWithDivergence(const std::string& expect, const MeanInterval& difference,
                                         double margin, bool armDiverged, bool referenceDiverged) {
   const ClaimOutcome c = claimOutcome(expect, difference, margin);
-  const bool contradicted = expect == "worse" ? referenceDiverged : armDiverged;
-  return c == ClaimOutcome::Holds && contradicted ? ClaimOutcome::Inconclusive : c;
+  if (c != ClaimOutcome::Holds && c != ClaimOutcome::DoesNotHold) return c;
+  const bool favoursArm = (expect == "worse") == (c == ClaimOutcome::DoesNotHold);
+  return (favoursArm ? armDiverged : referenceDiverged) ? ClaimOutcome::Inconclusive : c;
 }
 
+namespace {
+
+// "seeds 4 and 7 of 13", "seed 4 of 13"; "" for none.
+std::string seedListText(const std::vector<uint64_t>& list, size_t seeds) {
+  if (list.empty()) return "";
+  std::string text;
+  for (size_t i = 0; i < list.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == list.size() ? " and " : ", ") + std::to_string(list[i]);
+  return (list.size() == 1 ? "seed " : "seeds ") + text + " of " + std::to_string(seeds);
+}
+
+}  // namespace
+
 std::string ArmSummary::divergedSeedsText(size_t seeds) const {
-  if (divergedSeeds.empty()) return "";
-  std::string list;
-  for (size_t i = 0; i < divergedSeeds.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == divergedSeeds.size() ? " and " : ", ") + std::to_string(divergedSeeds[i]);
-  return (divergedSeeds.size() == 1 ? "seed " : "seeds ") + list + " of " + std::to_string(seeds);
+  return seedListText(divergedSeeds, seeds);
 }
 
 namespace {
@@ -352,10 +365,12 @@ std::string divergenceText(const ArmSummary& a, size_t seeds) {
       " **It diverged in " + a.divergedSeedsText(seeds) +
       "**: those runs' losses are not finite, so they pair with nothing, and the interval is over "
       "the seeds that finished, leaving the instability out";
-  if (!a.expect.empty() && a.expect != "worse" && a.claim == ClaimOutcome::Inconclusive &&
-      claimOutcome(a.expect, a.difference, a.margin) == ClaimOutcome::Holds)
-    text +=
-        "; its interval alone would say the claim (" + a.expect + ") holds, which a diverged run does not";
+  // The interval's own outcome, where the arm's divergence made it inconclusive (it favoured the arm).
+  const ClaimOutcome alone = claimOutcome(a.expect, a.difference, a.margin);
+  if (!a.expect.empty() && a.claim == ClaimOutcome::Inconclusive && alone != a.claim &&
+      claimOutcomeWithDivergence(a.expect, a.difference, a.margin, true, false) == ClaimOutcome::Inconclusive)
+    text += "; its interval alone would say the claim (" + a.expect + ") " +
+            std::string(claimOutcomeName(alone)) + ", which its diverged runs leave open";
   return text + ".";
 }
 
@@ -426,6 +441,7 @@ Json ExperimentReport::toJson() const {
         {"wall_seconds", a.seconds},
         {"seeds_finished", a.finishedSeeds},
         {"seeds_diverged", a.divergedSeeds},
+        {"seeds_source_diverged", a.sourceDivergedSeeds},
         {"expect", a.expect},
         {"margin", a.margin},
         {"claim", std::string(claimOutcomeName(a.claim))},
@@ -574,12 +590,15 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
         " (per seed) | verdict | claim | wall time |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ArmSummary& a : arms) {
-    const std::string diverged = a.divergedSeedsText(e.seeds.size());
+    std::string missing;  // the seeds with no loss, and why
+    if (!a.divergedSeeds.empty()) missing += "; " + a.divergedSeedsText(e.seeds.size()) + " diverged";
+    if (!a.sourceDivergedSeeds.empty())
+      missing +=
+          "; " + seedListText(a.sourceDivergedSeeds, e.seeds.size()) + " not derived: the source diverged";
     const std::string nllText =
-        a.nll.n == 0 ? (diverged.empty() ? "not run" : "diverged (" + diverged + ")")
+        a.nll.n == 0 ? (missing.empty() ? "not run" : "no loss (" + missing.substr(2) + ")")
                      : formatNumber(a.nll.mean, "%.4f") + " ± " + formatNumber(a.nll.halfWidth, "%.4f") +
-                           " (" + std::to_string(a.nll.n) + " seeds" +
-                           (diverged.empty() ? "" : "; " + diverged + " diverged") + ")";
+                           " (" + std::to_string(a.nll.n) + " seeds" + missing + ")";
     std::string diff = "reference", verdict = "";
     if (a.name != e.reference) {
       diff = a.difference.n == 0 ? "n/a"
@@ -653,9 +672,10 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
   }
   for (const ArmSummary& a : arms)
     if (a.name == e.reference && !a.divergedSeeds.empty())
-      md += "- **" + a.name + "**, the reference, diverged in " + a.divergedSeedsText(e.seeds.size()) +
-            ": every arm's paired differences leave those seeds out, and a claim that an arm is worse is not "
-            "called held.\n";
+      md +=
+          "- **" + a.name + "**, the reference, diverged in " + a.divergedSeedsText(e.seeds.size()) +
+          ": every arm's paired differences leave those seeds out, and an outcome that favours the reference "
+          "(a claim of worse that holds, of better or no worse that does not) is called inconclusive.\n";
   // What the A/A interval's width says. Arms derived from the reference's own source models are paired with
   // it through those sources, so the spread between sources cancels from their differences; the A/A arm of a
   // derived reference derives from other sources and carries that spread, so its width is not their
@@ -778,7 +798,8 @@ std::string ExperimentReport::summaryRow() const {
   }
   for (const ArmSummary& a : arms)
     if (a.name == e.reference && !a.divergedSeeds.empty())
-      compared += "; " + a.name + ", the reference" + divergedNote(a, e.seeds.size());
+      compared +=
+          (compared.empty() ? "" : "; ") + a.name + ", the reference" + divergedNote(a, e.seeds.size());
   const std::string widths = !std::isfinite(widest) ? "no interval"
                              : narrowest == widest
                                  ? formatNumber(widest, "%.4f")

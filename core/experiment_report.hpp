@@ -20,9 +20,10 @@ namespace sharelens {
 struct RunSummary {
   std::string arm;
   uint64_t seed = 0;
-  bool finished = false;  // trained to the end and evaluated
-  bool failed = false;    // kFailedRunFile: diverged or not finite (unfinished, and not retried)
-  double finalNll = NAN;  // held-out NLL of the final checkpoint (eval.json)
+  bool finished = false;        // trained to the end and evaluated
+  bool failed = false;          // kFailedRunFile: diverged, or its source did (not retried)
+  bool sourceDiverged = false;  // a derived run not derived: its source run diverged (kSourceDivergedField)
+  double finalNll = NAN;        // held-out NLL of the final checkpoint (eval.json)
   // Its per-document sums (eval.json's document_ids, document_nll, document_tokens; empty in evaluations
   // written before they were kept).
   std::vector<std::string> documentIds;
@@ -41,9 +42,10 @@ enum class ClaimOutcome : uint8_t { NotStated, Holds, DoesNotHold, Inconclusive 
 std::string_view claimOutcomeName(ClaimOutcome c);
 ClaimOutcome claimOutcome(const std::string& expect, const MeanInterval& difference, double margin);
 // The same when runs diverged: a diverged run pairs with nothing, so the interval leaves out an instability
-// that counts against the arm that diverged. A claim that the arm is better or no worse is not called held
-// when the arm diverged in any seed, nor a claim that it is worse when the reference did; the other way
-// round the divergence only adds to what the interval found.
+// that counts against the arm that diverged. An outcome that favours the arm (a claim of better or no worse
+// that holds, a claim of worse that does not) is inconclusive when the arm diverged in any seed, and one that
+// favours the reference when the reference did; the other way round the divergence only adds to what the
+// interval found.
 ClaimOutcome claimOutcomeWithDivergence(const std::string& expect, const MeanInterval& difference,
                                         double margin, bool armDiverged, bool referenceDiverged);
 
@@ -95,6 +97,9 @@ struct ArmSummary {
   // its intervals (divergedSeedsText), and a claim that instability contradicts is not called held
   // (claimOutcomeWithDivergence).
   std::vector<uint64_t> divergedSeeds;
+  // A derived arm's seeds not derived because their source run diverged: the source's divergence, not this
+  // arm's (it is reported under the source arm).
+  std::vector<uint64_t> sourceDivergedSeeds;
   // "seeds 4 and 7 of 13", "seed 4 of 13": which diverged, of the experiment's seeds; "" when none did.
   std::string divergedSeedsText(size_t seeds) const;
   double lossAtFlops(

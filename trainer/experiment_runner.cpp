@@ -28,13 +28,11 @@ namespace fs = std::filesystem;
 namespace sharelens {
 namespace {
 
-// A run that diverged (its steps' losses stayed non-finite, or its held-out loss is not finite): the one
-// failure ExperimentRunOptions::tolerateFailedRuns records as an outcome. Any other error (a disk that is
-// full, a corrupt run directory, a corpus that cannot be read) stops the experiment, sweep or not: recorded
-// as failed.json it would read as a learning rate that diverged, and would not be retried.
-class RunDiverged : public Error {
+// A derived run whose source run diverged: recorded as failed too (there is no model to derive from), marked
+// so that the report does not count it as the derived arm's own divergence.
+class SourceDiverged : public RunDiverged {
  public:
-  using Error::Error;
+  using RunDiverged::RunDiverged;
 };
 
 }  // namespace
@@ -235,7 +233,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     eo.tokens = e.evalTokens;
     eo.threads = threads;
     const EvalResult ev = evaluateCheckpoint(model, eo, own);
-    if (!std::isfinite(ev.nll) && o.tolerateFailedRuns)
+    if (!std::isfinite(
+            ev.nll))  // no eval.json: recorded as diverged, or (not tolerated) the error, each time
       throw RunDiverged(
           {.what = "the held-out loss is not finite", .where = dir.string(), .found = "NaN or inf"});
     writeFileAtomically(dir / "eval.json", evalResultToJson(ev).dump(2) + "\n");
@@ -248,7 +247,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       const DerivedArm& d = *job.arm->derive;
       const fs::path source = experimentRunDirectory(outDir, d.from, job.seed);
       if (fs::exists(source / kFailedRunFile) && o.tolerateFailedRuns)  // nothing to derive: no model
-        throw RunDiverged({.what = "the source run of a derived arm diverged", .where = source.string()});
+        throw SourceDiverged({.what = "the source run of a derived arm diverged", .where = source.string()});
       if (!fs::exists(source / "eval.json"))
         throw Error({.what = "the source run of a derived arm did not finish", .where = source.string()});
       if (fs::exists(dir)) fs::remove_all(dir);  // a derived run killed half-way starts again: it is short
@@ -306,6 +305,8 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
       std::lock_guard guard(mutex);
       return !trainedHere.count({job.arm->derive->from, job.seed});
     }
+    // A source that diverged has no checkpoint to derive from anyway: trained again, it would diverge again.
+    if (fs::exists(experimentRunDirectory(*o.archive, job.arm->name, job.seed) / kFailedRunFile)) return true;
     for (const ExperimentArm& d : e.arms)
       if (d.derive && d.derive->from == job.arm->name &&
           !isFinishedExperimentRun(experimentRunDirectory(*o.archive, d.name, job.seed)))
@@ -347,7 +348,9 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
         } catch (const RunDiverged& error) {
           if (!o.tolerateFailedRuns) throw;
           fs::create_directories(runDir);
-          writeFileAtomically(runDir / kFailedRunFile, Json{{"message", error.what()}}.dump(2) + "\n");
+          Json record = {{"message", error.what()}};
+          if (dynamic_cast<const SourceDiverged*>(&error)) record[kSourceDivergedField] = true;
+          writeFileAtomically(runDir / kFailedRunFile, record.dump(2) + "\n");
           if (archived) archiveExperimentRun(runDir, *archived);
           say("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": failed (" +
               error.what() + "), recorded and passed over");

@@ -9,11 +9,22 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/experiment.hpp"
 #include "core/task.hpp"
 #include "trainer/train_config.hpp"
 
 namespace sharelens {
+
+// A run that diverged (its steps' losses stayed non-finite, or its held-out loss is not finite): the one
+// failure ExperimentRunOptions::tolerateFailedRuns records as an outcome. Any other error (a disk that is
+// full, a corrupt run directory, a corpus that cannot be read) stops the experiment, sweep or not: recorded
+// as failed.json it would read as an arm that diverged, and would not be retried. A DeriveArm throws it when
+// its own training diverges (PostShare's post-training).
+class RunDiverged : public Error {
+ public:
+  using Error::Error;
+};
 
 // A derived arm's model for one seed (core/experiment.hpp, "derive"), made from its source arm's finished run
 // of the same seed: DirectShare and PostShare live above the trainer, so the caller supplies this

@@ -43,6 +43,7 @@ void printReport(const ExperimentReport& r) {
     if (!a.expect.empty())
       std::printf("; the paper's claim (%s): %s", a.expect.c_str(),
                   std::string(claimOutcomeName(a.claim)).c_str());
+    if (!a.divergedSeeds.empty()) std::printf("; %s diverged", a.divergedSeedsText(e.seeds.size()).c_str());
     std::printf("\n");
   }
 }

@@ -42,6 +42,9 @@ DeriveArm experimentDeriver() {
     o.eval.threads = threads;
     o.outDir = runDir / "postshare-run";
     const PostShareReport r = runPostShare(o, ctx, nullptr);
+    if (r.training == RunState::Failed)  // non-finite steps: an outcome of the arm (the runner records it)
+      throw RunDiverged(
+          {.what = "PostShare's post-training diverged", .where = o.outDir.string(), .found = r.message});
     if (r.training != RunState::Finished)
       throw Error({.what = "PostShare's post-training did not finish",
                    .where = o.outDir.string(),

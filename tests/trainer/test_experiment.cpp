@@ -661,7 +661,8 @@ TEST(Experiment, ADivergedSeedIsCountedBesideTheIntervalAndTheClaimItContradicts
                 std::string::npos)
           << md;
       EXPECT_NE(
-          md.find("its interval alone would say the claim (better) holds, which a diverged run does not"),
+          md.find(
+              "its interval alone would say the claim (better) holds, which its diverged runs leave open"),
           std::string::npos)
           << md;
       EXPECT_NE(row.find("cycle -0.1050 ± 0.0635 (seed 3 of 3 diverged), better, better inconclusive"),
@@ -684,6 +685,13 @@ TEST(Experiment, ADivergedSeedIsCountedBesideTheIntervalAndTheClaimItContradicts
       EXPECT_EQ(
           claimOutcomeWithDivergence("worse", meanInterval(std::vector<double>{0.1, 0.11}), 0, true, false),
           ClaimOutcome::Holds);
+      // An outcome against the arm is left open by the reference's divergence, not by the arm's.
+      const MeanInterval higher = meanInterval(std::vector<double>{0.1, 0.11});
+      const MeanInterval lower = meanInterval(std::vector<double>{-0.1, -0.11});
+      EXPECT_EQ(claimOutcomeWithDivergence("better", higher, 0, false, true), ClaimOutcome::Inconclusive);
+      EXPECT_EQ(claimOutcomeWithDivergence("better", higher, 0, true, false), ClaimOutcome::DoesNotHold);
+      EXPECT_EQ(claimOutcomeWithDivergence("worse", lower, 0, true, false), ClaimOutcome::Inconclusive);
+      EXPECT_EQ(claimOutcomeWithDivergence("worse", lower, 0, false, true), ClaimOutcome::DoesNotHold);
     }
     const Json arms = report.toJson()["arms"];
     EXPECT_EQ(arms[diverged == "cycle" ? 0 : 1]["seeds_diverged"], Json::array({3}));
@@ -1161,10 +1169,11 @@ TEST(Experiment, RunsGoSeedBySeedSoAStoppedExperimentLeavesWholeSeeds) {
   fs::remove_all(dir);
 }
 
-// ExperimentRunOptions::tolerateFailedRuns (`experiment plan`'s sweep): runs that diverge (every step's loss
-// made NaN from step 2 by fault injection: the run fails after 5 non-finite steps) are recorded as
-// failed.json and passed over, the report counts them unfinished, and a second pass does not retry them;
-// without the option the same experiment stops with a named error.
+// ExperimentRunOptions::tolerateFailedRuns (`experiment plan`'s sweep, `experiment run`): runs that diverge
+// (every step's loss made NaN from step 2 by fault injection: the run fails after 5 non-finite steps) are
+// recorded as failed.json and passed over, the report counts them as diverged, and a second pass does not
+// retry them; without the option the same experiment stops with a named error. A derived run of a diverged
+// source is recorded too, as its source's divergence, not its own.
 TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
   if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
   ::setenv("SHARELENS_TEST_NONFINITE_STEPS", "2-", 1);  // read once, here first
@@ -1205,6 +1214,26 @@ TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
     for (uint64_t seed : e.seeds)
       EXPECT_TRUE(fs::exists(experimentRunDirectory(dir / "cli", arm.name, seed) / kFailedRunFile))
           << arm.name << " " << seed;
+  const Json derived = Json::parse(
+      R"({"schema": "sharelens.experiment/1", "name": "derived", "corpus": "brown", "seeds": 2, "tokens": 2560,
+    "eval_tokens": 256, "aa_arm": false, "train": {"batch_size": 4, "eval_every": 10, "checkpoint_every": 20},
+    "reference": "pretrained",
+    "arms": [{"name": "pretrained", "topology": {"preset": "vanilla", "layers": 2, "unique": 2, "d_model": 64,
+              "heads": 4, "kv_heads": 4, "ffn": 160, "vocab": 512, "context": 64}},
+             {"name": "directshare", "derive": {"from": "pretrained", "method": "directshare", "ratio": 0.25}}]})");
+  writeFileAtomically(dir / "derived.json", derived.dump());
+  const auto cliDerived = runProcess("SHARELENS_TEST_NONFINITE_STEPS=2- " + kBinary + " experiment run " +
+                                     shellQuote((dir / "derived.json").string()) + " --out " +
+                                     shellQuote((dir / "derived").string()) + " --threads 2");
+  EXPECT_EQ(cliDerived.exitCode, 0) << cliDerived.err;
+  const ExperimentReport d = reportExperiment(dir / "derived");
+  ASSERT_EQ(d.arms.size(), 2u);
+  EXPECT_EQ(d.arms[0].divergedSeeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(d.arms[1].divergedSeeds.empty()) << "its source diverged, not it";
+  EXPECT_EQ(d.arms[1].sourceDivergedSeeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_NE(d.toMarkdown("").find("no loss (seeds 1 and 2 of 2 not derived: the source diverged)"),
+            std::string::npos)
+      << d.toMarkdown("");
   fs::remove_all(dir);
 }
 

@@ -394,7 +394,12 @@ class ExperimentsPanel : public View {
     const ExperimentReport& r = *m_report;
     const double target = r.experiment.plan.targetHalfWidth;
     for (const ArmSummary& a : r.arms) {
-      if (a.name == r.experiment.reference || a.difference.n == 0) continue;
+      if (a.name == r.experiment.reference || a.difference.n == 0) {  // no difference to show: its divergence
+        if (const std::string diverged = a.divergedSeedsText(r.experiment.seeds.size()); !diverged.empty())
+          ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "%s%s: %s diverged", a.name.c_str(),
+                             a.name == r.experiment.reference ? " (the reference)" : "", diverged.c_str());
+        continue;
+      }
       ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(),
                   a.difference.mean, a.difference.halfWidth, std::string(verdictName(a.verdict)).c_str(),
                   a.expect.empty() ? "" : "; the paper's claim: ",
