@@ -190,6 +190,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     // The runs' own training time (their metrics' elapsed, across resumptions), not this call's: a plan
     // resumed after its pilots finished would otherwise report them as taking no time.
     b.wallSeconds = ref->seconds + aa->seconds;
+    if (const int runs = ref->finishedSeeds + aa->finishedSeeds; runs > 0)
+      b.secondsPerRun = b.wallSeconds / runs;
     b.aaDifferences = aa->differences;
     const MeanInterval aaSpread = meanInterval(b.aaDifferences);
     b.sd = aaSpread.sd;
@@ -216,6 +218,16 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   plan.planned.tokens = plan.tokens;
   plan.planned.seeds.clear();
   for (int i = 1; i <= plan.seeds; ++i) plan.planned.seeds.push_back(static_cast<uint64_t>(i));
+  // What that costs here: the pilot arm's run at the chosen budget, each trained arm scaled by its FLOPs.
+  const double pilotFlops = countParameters(reference->topology).trainFlopsPerToken;
+  double runSeconds = 0;
+  for (const ExperimentArm& arm : plan.planned.arms) {
+    if (arm.derive) continue;
+    runSeconds += chosen.secondsPerRun * countParameters(arm.topology).trainFlopsPerToken / pilotFlops;
+    plan.trainedRuns += plan.seeds;
+  }
+  plan.runsAtATime = experimentRunsAtATime(plan.planned, o, ctx, static_cast<size_t>(plan.trainedRuns));
+  plan.expectedWallSeconds = runSeconds * plan.seeds / plan.runsAtATime;
 
   writeFileAtomically(outDir / "planned.json", experimentToJson(plan.planned).dump(2) + "\n");
   writeFileAtomically(outDir / "plan.json", plan.toJson().dump(2) + "\n");
@@ -248,6 +260,7 @@ Json ExperimentPlan::toJson() const {
                       {"reference_nll", number(b.referenceNll)},
                       {"slope_per_doubling", number(b.slopePerDoubling)},
                       {"wall_seconds", b.wallSeconds},
+                      {"seconds_per_run", number(b.secondsPerRun)},
                       {"trained", b.trained}});
   return {{"schema", "sharelens.experiment-plan/1"},
           {"experiment", planned.name},
@@ -259,8 +272,25 @@ Json ExperimentPlan::toJson() const {
           {"chosen_budget", chosen},
           {"target_reached", targetReached},
           {"tokens_per_parameter_met", tokensPerParameterMet},
-          {"recommended", {{"tokens", tokens}, {"seeds", seeds}}}};
+          {"recommended",
+           {{"tokens", tokens},
+            {"seeds", seeds},
+            {"trained_runs", trainedRuns},
+            {"runs_at_a_time", runsAtATime},
+            {"expected_wall_seconds", number(expectedWallSeconds)}}}};
 }
+
+namespace {
+
+// "40 s", "25 min", "3.2 h": a time to plan by.
+std::string durationText(double seconds) {
+  if (seconds < 10) return format("%.1f s", seconds);
+  if (seconds < 120) return format("%.0f s", seconds);
+  if (seconds < 120 * 60) return format("%.0f min", seconds / 60);
+  return format("%.1f h", seconds / 3600);
+}
+
+}  // namespace
 
 std::string ExperimentPlan::toMarkdown() const {
   std::string md = "## Plan for " + planned.name + "\n\nLearning rate (" + format("%g", spec.lrBudget) +
@@ -330,6 +360,11 @@ std::string ExperimentPlan::toMarkdown() const {
         format("%.4f", studentTQuantile(0.975, seeds - 1) * sd / std::sqrt(static_cast<double>(seeds))) +
         " nats and a minimum detectable effect of " + format("%.4f", minimumDetectableEffect(sd, seeds)) +
         " nats (80% power).";
+  if (std::isfinite(expectedWallSeconds))
+    md += " Expected training time on this machine: about " + durationText(expectedWallSeconds) +
+          " for its " + std::to_string(trainedRuns) + " trained runs, " + std::to_string(runsAtATime) +
+          " at a time (the pilot's run at this budget took " + durationText(budgets[chosen].secondsPerRun) +
+          "; each arm's scaled by its training FLOPs per token; derived arms not counted).";
   if (!targetReached)
     md += " The target half-width is out of reach within " + std::to_string(spec.maxSeeds) +
           " seeds at every pilot budget: the MDE above is what this experiment can resolve.";

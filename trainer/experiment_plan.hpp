@@ -15,6 +15,7 @@
 // learning rates, ready for `experiment run`. Torch-free interface.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -48,7 +49,8 @@ struct PilotBudget {
   double minimumDetectableEffect = 0;  // at the same seeds and sd, 80% power
   double referenceNll = 0;             // mean over the pilot's seeds
   double slopePerDoubling = 0;         // the reference's validation loss per doubling of tokens at the end
-  double wallSeconds = 0;
+  double wallSeconds = 0;              // the pilot's runs' own training time, summed
+  double secondsPerRun = NAN;          // their mean: one run of the pilot's arm at this budget, here
 };
 
 struct ExperimentPlan {
@@ -61,7 +63,14 @@ struct ExperimentPlan {
   int64_t tokens = 0;
   int seeds = 0;
   double sweepSeconds = 0;  // the sweep's finished runs' own training time, summed (not wall time)
-  Experiment planned;       // the experiment to run: tokens, seeds and learning rates as chosen
+  // What the recommended experiment should take on this machine (issue 35's wall time per experiment, known
+  // before it runs): every trained arm's run at the chosen budget timed as the pilot's run there, scaled by
+  // its training FLOPs per token against the pilot arm's, times the seeds, over the runs the runner trains
+  // side by side (experimentRunsAtATime). Derived arms are not counted (DirectShare costs no training;
+  // PostShare's is a few hundred steps). NaN when the chosen budget's pilot has no timing.
+  double expectedWallSeconds = NAN;
+  int trainedRuns = 0, runsAtATime = 0;
+  Experiment planned;  // the experiment to run: tokens, seeds and learning rates as chosen
   Json toJson() const;
   std::string toMarkdown() const;
 };

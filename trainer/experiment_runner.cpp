@@ -91,6 +91,26 @@ bool anyRunStarted(const fs::path& outDir) {
 
 }  // namespace
 
+int experimentRunsAtATime(const Experiment& e, const ExperimentRunOptions& o, const TaskContext& ctx,
+                          size_t runs) {
+  const int allThreads = std::max(1, o.threads > 0 ? o.threads : ctx.threadCount());
+  // Auto: one run per thread while runs remain. At every size measured (bench_train --runs, 0.3M to 10M
+  // parameters on 2 cores) N runs of one thread each trained 1.34-1.64x the tokens/s of one run on N threads:
+  // small GEMMs scale poorly across threads, and a run's elementwise work is single-threaded.
+  // Auto is also capped by memory: the largest arm's training estimate (param_count) times the runs side by
+  // side stays within half of this machine's RAM.
+  int fitting = allThreads;
+  if (const int64_t ram = physicalMemoryBytes(); ram > 0) {
+    double largest = 0;
+    for (const ExperimentArm& arm : e.arms)
+      largest = std::max(largest, estimateTrainingMemory(
+                                      arm.topology, experimentTrainConfig(e, arm, e.seeds.front()).batchSize)
+                                      .total());
+    if (largest > 0) fitting = std::max(1, static_cast<int>(0.5 * static_cast<double>(ram) / largest));
+  }
+  return o.parallel > 0 ? o.parallel : std::max(1, std::min({allThreads, fitting, static_cast<int>(runs)}));
+}
+
 void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOptions& o,
                    const TaskContext& ctx, const std::function<void(const std::string&)>& log) {
   if (o.seeds) {
@@ -195,22 +215,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     for (const ExperimentArm& arm : e.arms) (arm.derive ? derived : trained).push_back({&arm, seed});
   const size_t total = trained.size() + derived.size();
   const int allThreads = std::max(1, o.threads > 0 ? o.threads : ctx.threadCount());
-  // Auto: one run per thread while runs remain. At every size measured (bench_train --runs, 0.3M to 10M
-  // parameters on 2 cores) N runs of one thread each trained 1.34-1.64x the tokens/s of one run on N threads:
-  // small GEMMs scale poorly across threads, and a run's elementwise work is single-threaded.
-  // Auto is also capped by memory: the largest arm's training estimate (param_count) times the runs side by
-  // side stays within half of this machine's RAM.
-  int fitting = allThreads;
-  if (const int64_t ram = physicalMemoryBytes(); ram > 0) {
-    double largest = 0;
-    for (const ExperimentArm& arm : e.arms)
-      largest = std::max(largest, estimateTrainingMemory(
-                                      arm.topology, experimentTrainConfig(e, arm, e.seeds.front()).batchSize)
-                                      .total());
-    if (largest > 0) fitting = std::max(1, static_cast<int>(0.5 * static_cast<double>(ram) / largest));
-  }
-  const int parallel =
-      o.parallel > 0 ? o.parallel : std::max(1, std::min({allThreads, fitting, static_cast<int>(total)}));
+  const int parallel = experimentRunsAtATime(e, o, ctx, total);
   const int threads = std::max(1, allThreads / parallel);
   // Each run leases its threads on the one process-wide BLAS pool; runs side by side keep to one thread each
   // (core/blas_threads.hpp).

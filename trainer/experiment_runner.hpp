@@ -65,6 +65,11 @@ struct ExperimentRunOptions {
 // steps its token budget buys at its context length.
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed);
 
+// How many of an experiment's `runs` train side by side (options.parallel, or one per thread as memory
+// allows), each on its share of the threads.
+int experimentRunsAtATime(const Experiment& experiment, const ExperimentRunOptions& options,
+                          const TaskContext& ctx, size_t runs);
+
 // Writes OUT/experiment.json (or checks that it holds this experiment), then trains and evaluates what is not
 // finished -- the trained arms first, then the derived ones (which need their sources' runs). `log` receives
 // one line per event ("[3/18] cycle seed 2: finished, NLL 4.213") and a progress line every tenth of a run.

@@ -1046,6 +1046,23 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   EXPECT_EQ(planned.arm("baseline").lr, chosen["baseline"]);
   EXPECT_EQ(planned.arm("baseline-aa").lr, chosen["baseline"]);
   EXPECT_NE(readTextFile(dir / "plan" / "plan.md").find("**Recommended**"), std::string::npos);
+  // Its expected training time: the pilot's mean run at the chosen budget (3 seeds of baseline and of its A/A
+  // arm) for each of the 3 trained arms, scaled by training FLOPs per token against baseline's, times the
+  // seeds, over the 2 runs that train side by side on 2 threads.
+  const double perRun = pick["wall_seconds"].get<double>() / 6;
+  EXPECT_NEAR(pick["seconds_per_run"].get<double>(), perRun, 1e-9 * perRun);
+  double scaled = 0;
+  for (const char* arm : {"cycle", "baseline", "baseline-aa"})
+    scaled += countParameters(planned.arm(arm).topology).trainFlopsPerToken /
+              countParameters(planned.arm("baseline").topology).trainFlopsPerToken;
+  EXPECT_GT(scaled, 3.0) << "cycle's 4 layers cost more per token than its matched baseline's narrower ones";
+  const Json& recommended = plan["recommended"];
+  EXPECT_EQ(recommended["trained_runs"], 3 * static_cast<int>(planned.seeds.size()));
+  EXPECT_EQ(recommended["runs_at_a_time"], 2);
+  EXPECT_NEAR(recommended["expected_wall_seconds"].get<double>(),
+              perRun * scaled * static_cast<double>(planned.seeds.size()) / 2, 1e-6 * perRun);
+  EXPECT_NE(readTextFile(dir / "plan" / "plan.md").find("Expected training time on this machine: about "),
+            std::string::npos);
 
   r = runProcess(command + shellQuote((dir / "plan").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
