@@ -94,6 +94,9 @@ const plot::Figure* registryFigure(AppContext& ctx, const LoadedModel& model, pl
 
 void drawSectionHeader(const char* label);  // a labelled separator between groups of controls
 void drawNote(const std::string& text);     // secondary text, dimmed, wrapped at the column's edge
+// Text in the views' one warning colour (amber): a caveat beside a result (a diverged seed, non-finite
+// values left out, a baseline that cannot be built), not an error.
+void drawWarning(const char* format, ...) IM_FMTARGS(1);
 // Flow layout for a row of controls: the next item goes on the same line when `width` pixels of it fit
 // before the window's right edge, else it starts the next line -- a narrow window wraps a toolbar instead of
 // pushing its last controls out of sight (1024 x 700 and up, issue 41).

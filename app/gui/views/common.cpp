@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 
 #include "app/export/figure_export.hpp"
 #include "app/gui/ui_probe.hpp"
@@ -129,6 +130,13 @@ std::string drawCorpusCombo(const char* label, int& index) {
     ImGui::EndCombo();
   }
   return std::string(corpora[static_cast<size_t>(index)].name);
+}
+
+void drawWarning(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  ImGui::TextColoredV(ImVec4(1, 0.6f, 0.3f, 1), format, args);
+  va_end(args);
 }
 
 void drawSectionHeader(const char* label) {

@@ -246,7 +246,7 @@ class DesignerPanel : public DesignerApi {
     ImGui::SetNextItemWidth(160);
     if (ImGui::SliderInt("factor rank r_e (0: none)", &rank, 0, static_cast<int>(t.model.dModel) - 1))
       t.embedding.factorRank = rank;
-    if (!m_note.empty()) ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "%s", m_note.c_str());
+    if (!m_note.empty()) drawWarning("%s", m_note.c_str());
   }
 
   void applyDepth(const std::string& multiplier, int unique) {
@@ -500,7 +500,7 @@ class DesignerPanel : public DesignerApi {
     drawSectionHeader("parameter-matched baseline");
     ImGui::PushTextWrapPos();
     if (!m_baseline) {
-      ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "no baseline: %s", m_baselineProblem.c_str());
+      drawWarning("no baseline: %s", m_baselineProblem.c_str());
       ImGui::PopTextWrapPos();
       return;
     }

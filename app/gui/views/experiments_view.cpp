@@ -396,8 +396,8 @@ class ExperimentsPanel : public View {
     for (const ArmSummary& a : r.arms) {
       if (a.name == r.experiment.reference || a.difference.n == 0) {  // no difference to show: its divergence
         if (const std::string diverged = a.divergedSeedsText(r.experiment.seeds.size()); !diverged.empty())
-          ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "%s%s: %s diverged", a.name.c_str(),
-                             a.name == r.experiment.reference ? " (the reference)" : "", diverged.c_str());
+          drawWarning("%s%s: %s diverged", a.name.c_str(),
+                      a.name == r.experiment.reference ? " (the reference)" : "", diverged.c_str());
         continue;
       }
       ImGui::Text("%s vs %s: %+.4f +- %.4f nats (%s)%s%s", a.name.c_str(), r.experiment.reference.c_str(),
@@ -416,7 +416,7 @@ class ExperimentsPanel : public View {
       }
       if (const std::string diverged = a.divergedSeedsText(r.experiment.seeds.size()); !diverged.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "(%s diverged)", diverged.c_str());
+        drawWarning("(%s diverged)", diverged.c_str());
         if (ImGui::IsItemHovered())
           ImGui::SetTooltip(
               "those runs' losses are not finite: they pair with nothing, and the interval is over "

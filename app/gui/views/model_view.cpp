@@ -367,7 +367,7 @@ class ModelPanel : public View {
                 static_cast<unsigned long long>(s.nan), static_cast<unsigned long long>(s.infinite));
     if (s.nan + s.infinite > 0) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "(statistics over the finite values)");
+      drawWarning("(statistics over the finite values)");
     }
     std::string preview = "first values:";
     char number[32];
