@@ -136,7 +136,10 @@ parameter is kept in
 x 64 instead of 8 x 96, 0.30-0.33M parameters, 11-12 tokens per parameter at the pilot's smaller budget, with 5
 pilot seeds instead of 3, so that the seeds are sized from a less uncertain spread); their sections at 2.4 and 2.6
 tokens per parameter are kept in [claims/previous/head-sharing-d96.md](claims/previous/head-sharing-d96.md)
-and [claims/previous/qkv-sharing-d96.md](claims/previous/qkv-sharing-d96.md).
+and [claims/previous/qkv-sharing-d96.md](claims/previous/qkv-sharing-d96.md). Then embedding-tying (4 layers x 64
+with rank-16 embeddings instead of 6 x 96 with rank 32, 0.25-0.32M parameters, 12 tokens per parameter at the
+pilot's smaller budget, 5 pilot seeds); its section at 1.2-1.4 tokens per parameter is kept in
+[claims/previous/embedding-tying-d96.md](claims/previous/embedding-tying-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
