@@ -14,6 +14,9 @@ namespace sharelens::fault {
 
 namespace {
 
+// Read at each question, not once per process, so that a test can set a switch for its own runs and clear
+// it after them (testing::ScopedEnvironmentVariable) without deciding what every later test in the same
+// process sees. Only tests set these, and only while no run of theirs is going.
 std::string variable(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
@@ -45,37 +48,37 @@ bool compiledIn() {
 }
 
 bool nonFiniteLossAt(int64_t step) {
-  static const std::string spec = variable("SHARELENS_TEST_NONFINITE_STEPS");
+  const std::string spec = variable("SHARELENS_TEST_NONFINITE_STEPS");
   return stepListContains(spec, step);
 }
 
 bool outOfMemoryAt(int64_t step) {
-  static const std::string spec = variable("SHARELENS_TEST_OOM_STEPS");
+  const std::string spec = variable("SHARELENS_TEST_OOM_STEPS");
   return stepListContains(spec, step);
 }
 
 bool validationOutOfMemoryAt(int64_t step) {
-  static const std::string spec = variable("SHARELENS_TEST_VALIDATION_OOM_STEPS");
+  const std::string spec = variable("SHARELENS_TEST_VALIDATION_OOM_STEPS");
   return stepListContains(spec, step);
 }
 
 bool updateFailsAt(int64_t update) {
-  static const std::string spec = variable("SHARELENS_TEST_UPDATE_FAIL_STEPS");
+  const std::string spec = variable("SHARELENS_TEST_UPDATE_FAIL_STEPS");
   return stepListContains(spec, update);
 }
 
 void maybeKillInCheckpoint(std::string_view stage, int checkpointWritesSoFar) {
-  static const std::string want = variable("SHARELENS_TEST_KILL_IN_CHECKPOINT");
+  const std::string want = variable("SHARELENS_TEST_KILL_IN_CHECKPOINT");
   if (!want.empty() && want == stage && checkpointWritesSoFar >= 2) ::kill(::getpid(), SIGKILL);
 }
 
 void delayBeforePauseWait() {
-  static const long ms = std::atol(variable("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS").c_str());
+  const long ms = std::atol(variable("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS").c_str());
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 void maybeKillAfterSweepPoint(int pointsFinished) {
-  static const std::string want = variable("SHARELENS_TEST_KILL_AFTER_SWEEP_POINT");
+  const std::string want = variable("SHARELENS_TEST_KILL_AFTER_SWEEP_POINT");
   if (!want.empty() && want == std::to_string(pointsFinished)) ::kill(::getpid(), SIGKILL);
 }
 

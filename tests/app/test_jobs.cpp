@@ -28,6 +28,7 @@
 #include "core/topology_presets.hpp"
 #include "tests/app/job_test_support.hpp"
 #include "tests/support/hf_fixtures.hpp"
+#include "tests/support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace sharelens;
@@ -286,9 +287,7 @@ TEST(JobSystem, AJobThatFinishesAfterItWasCancelledDropsItsResult) {
 // the rest of the settings persist.
 TEST(Settings, TheThresholdIsNotSavedAndTheRestIs) {
   const fs::path dir = sharelens::testing::makeTempDir("settings");
-  const char* before = std::getenv("XDG_CONFIG_HOME");
-  const std::string saved = before ? before : "";
-  ::setenv("XDG_CONFIG_HOME", dir.c_str(), 1);
+  const sharelens::testing::ScopedEnvironmentVariable config("XDG_CONFIG_HOME", dir.string());
   gui::Settings s;
   s.threshold = 0.904;
   s.colormap = plot::Colormap::Magma;
@@ -303,10 +302,6 @@ TEST(Settings, TheThresholdIsNotSavedAndTheRestIs) {
   std::ifstream in(gui::Settings::file());
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find("0.904"), std::string::npos) << text;
-  if (before)
-    ::setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
-  else
-    ::unsetenv("XDG_CONFIG_HOME");
   fs::remove_all(dir);
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "core/machine.hpp"
 #include "tests/support/hf_fixtures.hpp"
@@ -25,6 +26,19 @@ std::string shellQuote(const std::string& s) {
 
 int freeLoopbackPort() {
   return sharelens::freeLoopbackPort("a test's c10d rendezvous");
+}
+
+ScopedEnvironmentVariable::ScopedEnvironmentVariable(std::string name, const std::string& value)
+    : m_name(std::move(name)) {
+  if (const char* previous = std::getenv(m_name.c_str())) m_previous = previous;
+  ::setenv(m_name.c_str(), value.c_str(), 1);
+}
+
+ScopedEnvironmentVariable::~ScopedEnvironmentVariable() {
+  if (m_previous)
+    ::setenv(m_name.c_str(), m_previous->c_str(), 1);
+  else
+    ::unsetenv(m_name.c_str());
 }
 
 ProcessResult runProcess(const std::string& command) {

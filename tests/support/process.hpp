@@ -1,6 +1,7 @@
 // Runs a command through /bin/sh and captures its exit status, stdout and stderr (tests of the real CLI).
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace sharelens::testing {
@@ -20,5 +21,20 @@ int freeLoopbackPort();  // core's freeLoopbackPort, named for the tests
 // it (SIGCONT): a forked helper sends both signals, and this returns once the helper has exited, so the stop
 // is over. Returns whether the helper sent both.
 bool stopThisProcessFromOutside(int afterMs, int forMs);
+
+// Sets an environment variable of this process for a scope (a fault-injection switch for one test's own
+// runs) and puts back what was there before, unset or its old value, when the scope ends. Set it only while
+// no other thread reads the environment.
+class ScopedEnvironmentVariable {
+ public:
+  ScopedEnvironmentVariable(std::string name, const std::string& value);
+  ~ScopedEnvironmentVariable();
+  ScopedEnvironmentVariable(const ScopedEnvironmentVariable&) = delete;
+  ScopedEnvironmentVariable& operator=(const ScopedEnvironmentVariable&) = delete;
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_previous;
+};
 
 }  // namespace sharelens::testing

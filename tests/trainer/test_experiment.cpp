@@ -1193,7 +1193,7 @@ TEST(Experiment, RunsGoSeedBySeedSoAStoppedExperimentLeavesWholeSeeds) {
 // source is recorded too, as its source's divergence, not its own.
 TEST(Experiment, ToleratedFailuresAreRecordedPassedOverAndNotRetried) {
   if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
-  ::setenv("SHARELENS_TEST_NONFINITE_STEPS", "2-", 1);  // read once, here first
+  const testing::ScopedEnvironmentVariable faults("SHARELENS_TEST_NONFINITE_STEPS", "2-");
   const fs::path dir = testing::makeTempDir("experiment-tolerate");
   const Experiment e = failureExperiment(dir, 2560);
   ExperimentRunOptions o;

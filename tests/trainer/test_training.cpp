@@ -514,7 +514,7 @@ TEST(Training, AStopFromOutsideIsNotTrainingTime) {
 // channel's mutex and was lost in that window.
 TEST(Training, AStopWhileAPausedRunGoesToSleepStillStopsIt) {
   if (!fault::compiledIn()) GTEST_SKIP() << "needs a build with -DSHARELENS_FAULT_INJECTION=ON";
-  ::setenv("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS", "1500", 1);  // read once, here first
+  const testing::ScopedEnvironmentVariable faults("SHARELENS_TEST_PAUSE_WAIT_DELAY_MS", "1500");
   const fs::path dir = testing::makeTempDir("stop-while-pausing");
   TrainConfig c = smallConfig(100000);
   c.checkpointEvery = 100000;
