@@ -95,9 +95,10 @@ struct PlanSpec {
   double lrBudget = 0.25;                               // the sweep's fraction of "tokens" (two seeds)
   int maxSeeds = 20;
   double minTokensPerParameter = 10;  // issue 35: budgets below this are chosen only when none is above
-  // false: a pilot budget that cannot be chosen whatever it measures is not trained (its seeds x tokens at
-  // the fewest seeds a half-width allows, 2, already cost at least the cheapest budget that reached the
-  // target); the plan is the same either way. true trains every budget, for their numbers.
+  // false: a pilot budget that cannot be chosen whatever it measures is not trained (below
+  // minTokensPerParameter where another budget reaches it, or its tokens x the fewest seeds a plan runs, 3,
+  // already cost at least the cheapest budget that reached the target); the plan is the same either way.
+  // true trains every budget, for their numbers.
   bool pilotEveryBudget = false;
   // The pilot's A/A sd has pilot_seeds - 1 degrees of freedom (2 by default), so seeds sized from it miss the
   // target about half the time; they are sized from its upper confidence bound at this level instead

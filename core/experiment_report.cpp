@@ -274,7 +274,7 @@ ExperimentReport reportExperiment(const fs::path& outDir) {
     a.verdict = verdictOf(a.difference);
     a.claim = claimOutcomeWithDivergence(a.expect, a.difference, a.margin, !a.divergedSeeds.empty(),
                                          referenceDiverged);
-    if (a.difference.n >= kFewestSeedsForAnInterval) {
+    if (a.difference.n >= kFewestSeedsForAnInterval && a.asksForSeeds()) {
       a.sizingSd = sizingSd(a.difference.sd, a.difference.n - 1, e.plan.sdConfidence);
       a.seedsForTarget = seedsForHalfWidth(a.sizingSd, e.plan.targetHalfWidth);
     }
@@ -469,7 +469,7 @@ Json ExperimentReport::toJson() const {
                              {"documents", a.documentDifference.clusters},
                              {"resamples", a.documentDifference.resamples}}},
                            {"verdict", std::string(verdictName(a.verdict))}};
-    if (a.name != experiment.reference && std::isfinite(a.difference.sd))
+    if (a.name != experiment.reference && a.asksForSeeds() && std::isfinite(a.difference.sd))
       j["vs_reference"]["seeds_for_target"] = {
           {"half_width", experiment.plan.targetHalfWidth},
           {"sizing_sd", number(a.sizingSd)},
@@ -708,8 +708,7 @@ std::string ExperimentReport::toMarkdown(const std::string& reproduce) const {
             ", **excludes 0** although nothing differs: initialisation alone moves the loss more than the "
             "interval allows (1 in 20 by chance at 95%); read every verdict above with that in mind.";
     // A derived A/A arm is wide by construction (above); seeds to narrow it are not what the plan sized.
-    md += (a.derivedFrom.empty() ? widerThanTargetText(a, e.plan) : "") + divergenceText(a, e.seeds.size()) +
-          "\n";
+    md += (a.asksForSeeds() ? widerThanTargetText(a, e.plan) : "") + divergenceText(a, e.seeds.size()) + "\n";
   }
   // Equal training FLOPs: every arm's mean validation loss at the smallest final FLOPs any arm reached, and
   // its difference from the reference there, paired by seed.

@@ -87,6 +87,10 @@ struct ArmSummary {
   // than about half the time.
   int seedsForTarget = 0;
   double sizingSd = NAN;
+  // Whether seeds to narrow this arm's interval are asked for (seedsForTarget): not for a derived reference's
+  // A/A arm, whose interval carries the spread between source models by construction (the arms derived from
+  // the reference's own sources cancel it by the pairing), so its width is not what the plan sized.
+  bool asksForSeeds() const { return aaOf.empty() || derivedFrom.empty(); }
   // "; 0.0212 at its 80% upper confidence bound, which ...": what sizingSd is, for the text beside the sd
   // (empty when the plan sizes from the sd itself).
   std::string sizingBoundText(const PlanSpec& plan) const;

@@ -119,7 +119,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     for (ExperimentArm& arm : plan.planned.arms)
       if (arm.name == choice.arm || arm.aaOf == choice.arm) arm.lr = choice.chosenLr;
   }
-  // The finished runs' own training time, as the pilots' below (a failed run's is not recorded).
+  // The runs' own training time, as the pilots' below (a diverged run's too, up to its divergence).
   for (const ArmSummary& a : sweep.arms) plan.sweepSeconds += a.seconds;
 
   // 2. The pilot: the reference (a derived reference's source) and its A/A arm at each budget.
@@ -132,10 +132,11 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   // its A/A check would read the very draws that sized it, unable to show that they came out narrow.
   std::vector<uint64_t> pilotSeeds;
   for (int i = 1; i <= s.pilotSeeds; ++i) pilotSeeds.push_back(kPilotSeedBase + static_cast<uint64_t>(i));
-  // Which budgets step 3 may choose is known before any is trained (tokens per parameter); what one costs,
-  // seeds x tokens, only once its pilot measured the seeds -- but never less than fewestPlannedSeeds x
-  // tokens. A budget that even so cannot undercut the cheapest eligible one already measured to reach the
-  // target is not trained: the plan comes out the same.
+  // Which budgets step 3 may choose is known before any is trained (tokens per parameter): one below the
+  // floor where another reaches it is not trained. What one costs, seeds x tokens, is known only once its
+  // pilot measured the seeds -- but never less than fewestPlannedSeeds x tokens. A budget that even so cannot
+  // undercut the cheapest eligible one already measured to reach the target is not trained either: the plan
+  // comes out the same.
   auto tokensOf = [&](double fraction) {
     return std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens)));
   };
@@ -165,10 +166,10 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
     PilotBudget b;
     b.tokens = tokensOf(fraction);
     b.tokensPerParameter = static_cast<double>(b.tokens) / largest;
-    if (const auto cheapest = cheapestReachingTarget();
-        !s.pilotEveryBudget && cheapest &&
+    const auto cheapest = cheapestReachingTarget();
+    if (!s.pilotEveryBudget &&
         (!eligible(b) ||
-         fewestPlannedSeeds * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest]))) {
+         (cheapest && fewestPlannedSeeds * static_cast<double>(b.tokens) >= cost(plan.budgets[*cheapest])))) {
       b.trained = false;
       b.sd = b.sizingSd = b.halfWidthAtSeeds = b.minimumDetectableEffect = b.referenceNll =
           b.slopePerDoubling = NAN;

@@ -132,8 +132,9 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   (void)loadCorpus(e.corpus);                // and its corpus there, before experiment.json is written
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
-  // What training depends on: the experiment less its prose (description, claim) and the arms' expected
-  // outcomes and margins, which may be edited between runs (the report then judges by the new ones).
+  // What training depends on: the experiment less its prose (description, claim), its plan settings, and
+  // the arms' expected outcomes, margins and paper differences, which may be edited between runs (the report
+  // then judges by the new ones).
   const auto trainingIdentity = [](Json j) {
     j.erase("description");
     j.erase("claim");

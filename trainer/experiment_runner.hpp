@@ -55,9 +55,10 @@ struct ExperimentRunOptions {
   // again, run for run, each time it is resumed. The plan's pilot does not: the planned rate diverging for
   // the reference is an error of the plan.
   bool tolerateFailedRuns = false;
-  // A results archive (core/experiment_archive.hpp): the finished runs it holds are taken into OUT before
-  // anything trains, and each run is copied there as it finishes, so that the experiment continues from a
-  // fresh clone where the archive is committed. The archive must hold this experiment or nothing.
+  // A results archive (core/experiment_archive.hpp): a finished run it holds is taken into OUT instead of
+  // trained when the runner reaches that run, and each run is copied there as it finishes, so that the
+  // experiment continues from a fresh clone where the archive is committed. The archive must hold this
+  // experiment or nothing.
   std::optional<std::filesystem::path> archive;
 };
 

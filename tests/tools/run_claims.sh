@@ -92,7 +92,7 @@ Each section is one claim of the papers ShareLens implements, run as an experime
 cores, Debian 12) with `tests/tools/run_claims.sh build`: each experiment planned first (a learning-rate sweep per
 arm, a pilot of the reference and its A/A arm that sizes the tokens and seeds for a paired half-width of 0.02
 nats), then every arm trained from scratch with the planned seeds on the english corpus (Brown, State of the
-Union, Moby-Dick; 0.30-1.43M parameters), then scored on every held-out document. Intervals are 95% Student t
+Union, Moby-Dick; 0.25-1.43M parameters), then scored on every held-out document. Intervals are 95% Student t
 over seeds, with a bootstrap over documents beside them; differences are paired by seed against the reference
 arm; each experiment's A/A arm (the reference re-initialised) shows the interval containing 0 when nothing
 differs; a verdict is "better" or "worse" only when the whole interval of the paired
@@ -112,7 +112,7 @@ it). Sections without that line were trained before the record existed, by commi
 since change the CPU trainer's speed only (oneDNN for one thread's GEMMs, the batch split over a run's
 threads), which moves results by rounding alone.
 
-The plans below ("How it was planned") were made before 2026-11-29 by the earlier planner: it sized seeds from
+The plans of the experiments not yet re-sized (below, "How it was planned") were made before 2026-11-29 by the earlier planner: it sized seeds from
 the pilot's A/A sd itself (2 degrees of freedom: such a plan misses its target about half the time, and the
 report's check after the run then asks for the seeds the arms' own spread needs), and its pilot used the
 experiment's first seeds, so the reference's and A/A arm's first runs repeat the pilot's. A plan made now sizes
@@ -245,7 +245,9 @@ for name in "${names[@]}"; do
     mkdir -p "$OUT/$name-plan"
     cp "$plan/planned.json" "$plan/plan.md" "$OUT/$name-plan/"
     with_prose_of "$asset" "$OUT/$name-plan/planned.json"
-  else  # planned again when the file changed (its finished sweep and pilot runs are taken from the archive)
+  else  # planned again when the file changed (its finished sweep and pilot runs are taken from the archive;
+        # a change to what the runs train -- sizes, tokens, arms -- needs results/NAME-plan and OUT/NAME-plan
+        # moved away first: the runner refuses an archive of another experiment's runs)
     "$SL" experiment plan "$asset" --out "$OUT/$name-plan" --archive "$plan" --threads 2
     cp "$OUT/$name-plan/planned.json" "$OUT/$name-plan/plan.md" "$OUT/$name-plan/plan.json" "$plan/"
     cp "$asset" "$plan/asset.json"

@@ -781,6 +781,20 @@ TEST(Experiment, ADerivedReferencesAaCheckSaysItCarriesTheSpreadBetweenSourceMod
       << line;
   EXPECT_EQ(line.find("smallest effect these seeds resolve"), std::string::npos) << line;
   EXPECT_EQ(line.find("that needs"), std::string::npos) << line;
+  // Nor does report.json (or the Experiments view, which offers seeds from the same ArmSummary), while an
+  // arm derived from the reference's own sources gets its count.
+  const Json json = report.toJson();
+  for (const Json& arm : json["arms"]) {
+    const std::string name = arm["name"];
+    if (name == "posttrain-aa") {
+      EXPECT_FALSE(arm["vs_reference"].contains("seeds_for_target")) << arm.dump();
+    } else if (name == "directshare") {
+      EXPECT_TRUE(arm["vs_reference"].contains("seeds_for_target")) << arm.dump();
+    }
+  }
+  for (const ArmSummary& a : report.arms) {
+    EXPECT_EQ(a.asksForSeeds(), a.name != "posttrain-aa") << a.name;
+  }
   // DirectShare, paired through its sources: +0.02 at every seed, an interval of width 0 (up to rounding).
   const auto ds = std::find_if(report.arms.begin(), report.arms.end(),
                                [](const ArmSummary& a) { return a.name == "directshare"; });
@@ -1104,6 +1118,24 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   EXPECT_EQ(every["chosen_budget"], plan["chosen_budget"]);
   EXPECT_EQ(every["recommended"], plan["recommended"]);
   EXPECT_EQ(readExperimentFile(dir / "every" / "planned.json").tokens, planned.tokens);
+
+  // A budget below plan.min_tokens_per_parameter, where another reaches it, can never be chosen: it is not
+  // trained even when it comes first (here the smaller budget, whose runs the archive even holds), and the
+  // plan takes the eligible one.
+  const double largerPerParameter = every["pilot"][1]["tokens_per_parameter"].get<double>();
+  spec["plan"]["pilot_every_budget"] = false;
+  spec["plan"]["min_tokens_per_parameter"] = 0.75 * largerPerParameter;  // the smaller budget has 0.5 of it
+  writeFileAtomically(dir / "floor.json", spec.dump());
+  r = runProcess(kBinary + " experiment plan " + shellQuote((dir / "floor.json").string()) + " --archive " +
+                 shellQuote((dir / "archive").string()) + " --threads 2 --out " +
+                 shellQuote((dir / "floor").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json floor = readJsonFile(dir / "floor" / "plan.json");
+  EXPECT_FALSE(floor["pilot"][0]["trained"].get<bool>()) << floor["pilot"];
+  EXPECT_FALSE(
+      fs::exists(dir / "floor" / ("pilot-" + std::to_string(floor["pilot"][0]["tokens"].get<int64_t>()))));
+  EXPECT_TRUE(floor["pilot"][1]["trained"].get<bool>());
+  EXPECT_EQ(floor["chosen_budget"], 1);
   fs::remove_all(dir);
 }
 

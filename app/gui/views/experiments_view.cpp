@@ -276,7 +276,7 @@ class ExperimentsPanel : public View {
     int most = 0;
     if (m_report)
       for (const ArmSummary& a : m_report->arms)
-        if (a.difference.halfWidth > m_report->experiment.plan.targetHalfWidth) {
+        if (a.asksForSeeds() && a.difference.halfWidth > m_report->experiment.plan.targetHalfWidth) {
           most = std::max(most, a.seedsForTarget > 0 ? a.seedsForTarget : kMostSeedsOffered);
         }
     return std::min(most, kMostSeedsOffered);
@@ -422,7 +422,8 @@ class ExperimentsPanel : public View {
               "those runs' losses are not finite: they pair with nothing, and the interval is over "
               "the seeds that finished");
       }
-      if (a.difference.halfWidth > target) {  // wider than planned: how many seeds its spread needs
+      if (a.asksForSeeds() &&
+          a.difference.halfWidth > target) {  // wider than planned: seeds its spread needs
         const int seeds = a.seedsForTarget;
         ImGui::SameLine();
         if (seeds > 0)
