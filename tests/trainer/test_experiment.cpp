@@ -230,13 +230,14 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
 
 // assets/experiments (issue 35): every shipped claim parses with each of its profiles, names its paper's
 // numbers, has its A/A arm, trains on the english corpus, and is sized for its scale -- the CPU profile that
-// CLAIMS.md runs (0.2-1.5M parameters per trained arm) and the GPU profile (10-50M non-embedding parameters,
+// CLAIMS.md runs (0.1-1.5M parameters per trained arm: layer_sharing's 8 arms are 0.14-0.18M so as to reach
+// 10 tokens per parameter in about 90 minutes) and the GPU profile (10-50M non-embedding parameters,
 // >= 20 tokens per parameter, on CUDA); the rho sweep holds N_tot fixed (within 0.5%) at both scales.
 TEST(Experiment, ShippedExperimentsAreValidAndSized) {
   // The CPU profiles re-sized so that a pilot budget reaches plan.min_tokens_per_parameter (issue 35 item 4;
   // docs/DESIGN.md): the others were sized before, at 1.0-3.4 tokens per parameter.
-  const std::set<std::string> kSizedForTokensPerParameter = {"depth.json", "embedding_tying.json",
-                                                             "head_sharing.json", "qkv_sharing.json"};
+  const std::set<std::string> kSizedForTokensPerParameter = {
+      "depth.json", "embedding_tying.json", "head_sharing.json", "layer_sharing.json", "qkv_sharing.json"};
   int count = 0;
   for (const auto& entry :
        fs::directory_iterator(fs::path(SHARELENS_SOURCE_DIR) / "assets" / "experiments")) {
@@ -264,7 +265,7 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
         smallestTotal = std::min(smallestTotal, static_cast<double>(b.total));
         largestTotal = std::max(largestTotal, static_cast<double>(b.total));
         if (profile.empty()) {
-          EXPECT_GE(b.total, 200'000) << where << " " << a.name;
+          EXPECT_GE(b.total, 100'000) << where << " " << a.name;
           EXPECT_LE(b.total, 1'500'000) << where << " " << a.name;
         } else {
           EXPECT_GE(b.nonEmbedding, 10'000'000) << where << " " << a.name;
