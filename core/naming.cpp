@@ -81,6 +81,19 @@ std::string humanCount(double count) {
   return buf;
 }
 
+std::string humanDuration(double seconds) {
+  char buf[32];
+  if (seconds < 10)
+    std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  else if (seconds < 120)
+    std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  else if (seconds < 120 * 60)
+    std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  return buf;
+}
+
 std::string humanBytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -25,6 +25,8 @@ bool endsWith(std::string_view s, std::string_view suffix);
 // Human-readable counts: 124439808 -> "124.4M"; bytes -> "1.0 GiB".
 std::string humanCount(double count);
 std::string humanBytes(double bytes);
+// A time to plan by: "7.5 s", "40 s", "25 min", "3.2 h".
+std::string humanDuration(double seconds);
 
 // A file-name stem from any label: letters, digits, '.', '-' and '_' kept, runs of anything else become one
 // '-' ("run @ step 100" -> "run-step-100"); never empty.

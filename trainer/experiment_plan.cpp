@@ -7,6 +7,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment_report.hpp"
+#include "core/naming.hpp"
 #include "core/param_count.hpp"
 #include "core/statistics.hpp"
 
@@ -281,18 +282,6 @@ Json ExperimentPlan::toJson() const {
             {"expected_wall_seconds", number(expectedWallSeconds)}}}};
 }
 
-namespace {
-
-// "40 s", "25 min", "3.2 h": a time to plan by.
-std::string durationText(double seconds) {
-  if (seconds < 10) return format("%.1f s", seconds);
-  if (seconds < 120) return format("%.0f s", seconds);
-  if (seconds < 120 * 60) return format("%.0f min", seconds / 60);
-  return format("%.1f h", seconds / 3600);
-}
-
-}  // namespace
-
 std::string ExperimentPlan::toMarkdown() const {
   std::string md = "## Plan for " + planned.name + "\n\nLearning rate (" + format("%g", spec.lrBudget) +
                    " of the budget, 2 seeds; mean held-out NLL per peak learning rate, the lowest chosen; " +
@@ -362,9 +351,9 @@ std::string ExperimentPlan::toMarkdown() const {
         " nats and a minimum detectable effect of " + format("%.4f", minimumDetectableEffect(sd, seeds)) +
         " nats (80% power).";
   if (std::isfinite(expectedWallSeconds))
-    md += " Expected training time on this machine: about " + durationText(expectedWallSeconds) +
+    md += " Expected training time on this machine: about " + humanDuration(expectedWallSeconds) +
           " for its " + std::to_string(trainedRuns) + " trained runs, " + std::to_string(runsAtATime) +
-          " at a time (the pilot's run at this budget took " + durationText(budgets[chosen].secondsPerRun) +
+          " at a time (the pilot's run at this budget took " + humanDuration(budgets[chosen].secondsPerRun) +
           "; each arm's scaled by its training FLOPs per token; derived arms not counted).";
   if (!targetReached)
     md += " The target half-width is out of reach within " + std::to_string(spec.maxSeeds) +

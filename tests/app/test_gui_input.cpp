@@ -255,6 +255,36 @@ TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
   for (const auto& [arm, seeds] : seedsOfArm) EXPECT_EQ(seeds, twoSeeds) << arm;
 }
 
+// Issue 35 item 2, in the GUI: an experiment file as written is "not planned"; Plan runs `experiment plan` on
+// it in the background (the learning-rate sweep and the A/A pilot) into OUT-plan, then shows the planned
+// experiment (planned.json: its seeds sized by the pilot) with what it was planned to. A tiny file: two arms'
+// sweep at 3 rates x 2 seeds and a pilot of 3 seeds at one budget, each run 10 steps.
+TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
+  const fs::path home = s_dir / "xdg-plan";
+  fs::remove_all(home);
+  writeFileAtomically(s_dir / "plan-me.json", R"({"schema": "sharelens.experiment/1", "name": "plan-me",
+    "corpus": "brown", "seeds": 3, "tokens": 2560, "eval_tokens": 4096,
+    "train": {"batch_size": 4, "eval_every": 5, "checkpoint_every": 10}, "reference": "baseline",
+    "plan": {"pilot_seeds": 3, "pilot_budgets": [1.0], "lr_budget": 1.0, "target_half_width": 0.2,
+             "max_seeds": 10, "min_tokens_per_parameter": 0},
+    "arms": [{"name": "cycle", "topology": {"preset": "cycle", "layers": 2, "unique": 1, "d_model": 32,
+              "heads": 2, "kv_heads": 2, "ffn": 64, "vocab": 512, "context": 64}},
+             {"name": "baseline", "matched_baseline_of": "cycle"}]})");
+  const auto s = session(
+      "experiments-plan", dataHome(home) + binaryOn("plan-me.json") + " --view experiments --exit-after 400",
+      {"waitfor '\"experiments/planned\":false'", "click experiments/plan",
+       // 12 sweep runs and 6 pilot runs of 10 steps, each evaluated: up to three times waitfor's minute
+       "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
+       "waitfor '\"experiments/outcome\"'",
+       "waitfor '\"experiments/outcome\":\"planned\"'", "waitfor '\"experiments/planned\":true'"});
+  ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
+  const fs::path plan = home / "sharelens" / "experiments" / "plan-me-plan";
+  const Json recommended = readJsonFile(plan / "plan.json")["recommended"];
+  const Experiment planned = readExperimentFile(plan / "planned.json");
+  EXPECT_EQ(static_cast<int>(planned.seeds.size()), recommended["seeds"].get<int>());
+  EXPECT_EQ(planned.tokens, recommended["tokens"].get<int64_t>());
+}
+
 // Issue 35: where an arm's interval came out wider than the plan's target, the Experiments view says how many
 // seeds its spread needs and its seeds slider goes that far (`experiment run --seeds K` adds them). The
 // shipped head-sharing experiment with 3 seeds evaluated: the shared arm's differences 0.01, 0.02, 0.03 have

@@ -1,8 +1,10 @@
 // Experiments (issue 11): a paper's claim as arms x seeds. Pick a shipped experiment (assets/experiments) or
-// make one of the Designer's topology and its parameter-matched baseline, run it in the background (N runs at
-// a time, resuming what is unfinished), watch the queue, and read the answer: each arm's final held-out NLL
-// with its 95% interval (a matched baseline hatched), mean validation curves with +-1 sd bands against tokens
-// or FLOPs, and the verdict on the paper's claim. Every figure exports to PNG, SVG and PDF.
+// make one of the Designer's topology and its parameter-matched baseline, plan it (as `experiment plan`: the
+// learning rates, tokens and seeds sized from an A/A pilot; the planned experiment is then the one shown),
+// run it in the background (N runs at a time, resuming what is unfinished), watch the queue, and read the
+// answer: each arm's final held-out NLL with its 95% interval (a matched baseline hatched), mean validation
+// curves with +-1 sd bands against tokens or FLOPs, and the verdict on the paper's claim. Every figure
+// exports to PNG, SVG and PDF.
 #include <imgui.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "core/experiment_report.hpp"
 #include "core/naming.hpp"
 #include "core/param_count.hpp"
+#include "trainer/experiment_plan.hpp"
 
 namespace sharelens::gui {
 namespace {
@@ -97,10 +100,29 @@ class ExperimentsPanel : public View {
     m_problem.clear();
     try {
       m_experiment = readExperimentFile(file);
+      m_planNote = planNoteFor(file);
       setOutput(m_experiment->name);
     } catch (const Error& e) {
       m_experiment.reset();
       m_problem = e.what();
+    }
+  }
+
+  // What a plan's planned.json was planned to: "planned (DIR/plan.md): 12 seeds x 3.8M tokens per run, about
+  // 41 min of training on this machine"; empty for any other file (one as shipped: its own seeds and tokens).
+  static std::string planNoteFor(const fs::path& file) {
+    if (file.filename() != "planned.json") return "";
+    const fs::path planJson = file.parent_path() / "plan.json";
+    try {
+      const Json recommended = readJsonFile(planJson).at("recommended");
+      std::string note = "planned (" + (file.parent_path() / "plan.md").string() +
+                         "): " + std::to_string(recommended.at("seeds").get<int>()) + " seeds x " +
+                         humanCount(recommended.at("tokens").get<double>()) + " tokens per run";
+      if (const Json& seconds = recommended.at("expected_wall_seconds"); seconds.is_number())
+        note += ", about " + humanDuration(seconds.get<double>()) + " of training on this machine";
+      return note;
+    } catch (const std::exception& e) {  // a planned.json without its plan: still planned, its record unread
+      return "planned; its plan record " + planJson.string() + " could not be read (" + e.what() + ")";
     }
   }
 
@@ -140,6 +162,7 @@ class ExperimentsPanel : public View {
     m_problem.clear();
     try {
       m_experiment = experimentFromJson(j, "the Designer's topology", ".");
+      m_planNote.clear();
       setOutput(m_experiment->name);
     } catch (const Error& e) {
       m_experiment.reset();
@@ -180,6 +203,17 @@ class ExperimentsPanel : public View {
     ImGui::PopTextWrapPos();
     ImGui::Text("%zu seeds, %.2fM tokens per run on %s, reference: %s", e.seeds.size(),
                 static_cast<double>(e.tokens) / 1e6, e.corpus.c_str(), e.reference.c_str());
+    ImGui::PushTextWrapPos(0);
+    if (!m_planNote.empty())
+      ImGui::TextDisabled("%s", m_planNote.c_str());
+    else
+      ImGui::TextDisabled(
+          "not planned: the seeds and tokens are the file's own. Plan sweeps each arm's learning rate and "
+          "pilots the reference against its A/A arm, then sizes tokens and seeds for a paired interval of "
+          "+-%g nats (as `sharelens experiment plan`)",
+          e.plan.targetHalfWidth);
+    probe::state("experiments/planned", [&] { return Json(!m_planNote.empty()); });
+    ImGui::PopTextWrapPos();
     if (ImGui::BeginTable("##arms", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH)) {
       for (const char* c : {"arm", "parameters (non-emb.)", "claim"}) ImGui::TableSetupColumn(c);
       ImGui::TableHeadersRow();
@@ -211,6 +245,17 @@ class ExperimentsPanel : public View {
     ImGui::BeginDisabled(running);
     if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
     probe::item("experiments/run");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!m_planNote.empty());  // a planned experiment is the plan's outcome
+    if (ImGui::Button("Plan")) startPlan(ctx);
+    probe::item("experiments/plan");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(m_planNote.empty()
+                            ? "plan this experiment into %s (resumable; the seeds and steps above "
+                              "do not apply), then show the planned experiment, ready to run"
+                            : "planned already (%s is where Plan would write)",
+                        planDirectory().string().c_str());
+    ImGui::EndDisabled();
     ImGui::EndDisabled();
     if (running) {
       ImGui::SameLine();
@@ -280,6 +325,40 @@ class ExperimentsPanel : public View {
           most = std::max(most, a.seedsForTarget > 0 ? a.seedsForTarget : kMostSeedsOffered);
         }
     return std::min(most, kMostSeedsOffered);
+  }
+
+  // Where Plan writes: beside the output, as `experiment plan FILE --out OUT-plan` (runs/NAME-plan).
+  fs::path planDirectory() const { return fs::path(std::string(m_out) + "-plan"); }
+
+  // `experiment plan` on the chosen experiment, in the background; once planned, the view shows the planned
+  // experiment (its planned.json), to be run into the same output. A plan already made is read, not redone.
+  void startPlan(AppContext& ctx) {
+    auto log = std::make_shared<RunLog>();
+    m_log = log;
+    const Experiment e = *m_experiment;
+    const fs::path planDir = planDirectory();
+    const std::string out = m_out;
+    ExperimentRunOptions options;
+    options.parallel = m_parallel;
+    options.deriveArm = experimentDeriver();
+    m_job = ctx.jobs.submit(
+        "plan " + e.name,
+        [this, e, planDir, out, options, log](const TaskContext& task) -> JobSystem::Completion {
+          planExperiment(e, planDir, options, task, [log](const std::string& line) { log->add(line); });
+          return [this, planDir, out] {  // on the UI thread: the view outlives its jobs
+            load(planDir / "planned.json");
+            std::snprintf(m_out, sizeof m_out, "%s", out.c_str());  // the output chosen before planning
+            outputChanged();
+          };
+        },
+        [log, &ctx, name = e.name](JobSystem::Status status, const std::string& error) {
+          log->running = false;
+          log->outcome = status == JobSystem::Status::Ok          ? "planned"
+                         : status == JobSystem::Status::Cancelled ? "stopped"
+                                                                  : error;
+          ctx.notify("plan of " + name + ": " + (status == JobSystem::Status::Ok ? "planned" : "ended"));
+        },
+        JobSystem::Lane::Long);
   }
 
   void start(AppContext& ctx) {
@@ -456,6 +535,7 @@ class ExperimentsPanel : public View {
   std::vector<fs::path> m_shipped;
   std::optional<Experiment> m_experiment;
   std::string m_problem;
+  std::string m_planNote;  // planNoteFor the file shown: what it was planned to, empty when not planned
   char m_out[512] = "";
   int m_parallel = 0;
   bool m_hasRuns = false;  // the output directory holds runs (refreshed with the report)
