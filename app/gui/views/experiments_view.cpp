@@ -333,37 +333,25 @@ class ExperimentsPanel : public View {
   // `experiment plan` on the chosen experiment, in the background; once planned, the view shows the planned
   // experiment (its planned.json), to be run into the same output. A plan already made is read, not redone.
   void startPlan(AppContext& ctx) {
-    auto log = std::make_shared<RunLog>();
-    m_log = log;
     const Experiment e = *m_experiment;
     const fs::path planDir = planDirectory();
     const std::string out = m_out;
     ExperimentRunOptions options;
     options.parallel = m_parallel;
     options.deriveArm = experimentDeriver();
-    m_job = ctx.jobs.submit(
-        "plan " + e.name,
-        [this, e, planDir, out, options, log](const TaskContext& task) -> JobSystem::Completion {
-          planExperiment(e, planDir, options, task, [log](const std::string& line) { log->add(line); });
-          return [this, planDir, out] {  // on the UI thread: the view outlives its jobs
-            load(planDir / "planned.json");
-            std::snprintf(m_out, sizeof m_out, "%s", out.c_str());  // the output chosen before planning
-            outputChanged();
-          };
-        },
-        [log, &ctx, name = e.name](JobSystem::Status status, const std::string& error) {
-          log->running = false;
-          log->outcome = status == JobSystem::Status::Ok          ? "planned"
-                         : status == JobSystem::Status::Cancelled ? "stopped"
-                                                                  : error;
-          ctx.notify("plan of " + name + ": " + (status == JobSystem::Status::Ok ? "planned" : "ended"));
-        },
-        JobSystem::Lane::Long);
+    submitLogged(ctx, "plan " + e.name, "planned",
+                 [this, e, planDir, out, options](const TaskContext& task, const LogSink& log) {
+                   planExperiment(e, planDir, options, task, log);
+                   return [this, planDir, out] {  // on the UI thread: the view outlives its jobs
+                     load(planDir / "planned.json");
+                     std::snprintf(m_out, sizeof m_out, "%s",
+                                   out.c_str());  // the output chosen before planning
+                     outputChanged();
+                   };
+                 });
   }
 
   void start(AppContext& ctx) {
-    auto log = std::make_shared<RunLog>();
-    m_log = log;
     const Experiment e = *m_experiment;
     const fs::path out = m_out;
     ExperimentRunOptions options;
@@ -373,21 +361,34 @@ class ExperimentsPanel : public View {
     options.deriveArm = experimentDeriver();
     options.tolerateFailedRuns =
         true;  // as `experiment run`: a diverged seed is an outcome the report counts
+    submitLogged(ctx, "experiment " + e.name, "finished",
+                 [e, out, options](const TaskContext& task, const LogSink& log) -> JobSystem::Completion {
+                   runExperiment(e, out, options, task, log);
+                   return nullptr;
+                 });
+    m_reportThrottle.reset();
+  }
+
+  using LogSink = std::function<void(const std::string&)>;
+  // A plan or a run as a long job whose log lines and outcome the queue shows: `work` runs on the job's
+  // thread, writing to the log; `done` ("planned", "finished") is the outcome when it succeeds.
+  void submitLogged(AppContext& ctx, const std::string& title, const std::string& done,
+                    std::function<JobSystem::Completion(const TaskContext&, const LogSink&)> work) {
+    auto log = std::make_shared<RunLog>();
+    m_log = log;
     m_job = ctx.jobs.submit(
-        "experiment " + e.name,
-        [e, out, options, log](const TaskContext& task) -> JobSystem::Completion {
-          runExperiment(e, out, options, task, [log](const std::string& line) { log->add(line); });
-          return nullptr;
+        title,
+        [work = std::move(work), log](const TaskContext& task) {
+          return work(task, [log](const std::string& line) { log->add(line); });
         },
-        [log, &ctx, name = e.name](JobSystem::Status status, const std::string& error) {
+        [log, &ctx, title, done](JobSystem::Status status, const std::string& error) {
           log->running = false;
-          log->outcome = status == JobSystem::Status::Ok          ? "finished"
+          log->outcome = status == JobSystem::Status::Ok          ? done
                          : status == JobSystem::Status::Cancelled ? "stopped"
                                                                   : error;
-          ctx.notify("experiment " + name + ": " + (status == JobSystem::Status::Ok ? "finished" : "ended"));
+          ctx.notify(title + ": " + (status == JobSystem::Status::Ok ? done : "ended"));
         },
         JobSystem::Lane::Long);
-    m_reportThrottle.reset();
   }
 
   // Every arm x seed with its state (from the directory: finished, training, queued), then the last log
