@@ -210,9 +210,10 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   // 3. The cheapest budget that reaches the target, among those with enough tokens per parameter if any.
   std::optional<size_t> best = cheapestReachingTarget();
   plan.targetReached = best.has_value();
-  if (!best)  // the target is out of reach: the largest budget at the most seeds, its MDE says how close
-    for (size_t i = 0; i < plan.budgets.size(); ++i)  // (every budget was trained: none reached the target)
-      if (!best || plan.budgets[i].tokens > plan.budgets[*best].tokens) best = i;
+  if (!best)  // the target is out of reach: the largest budget trained (an eligible one: a budget is left out
+    // only below the floor, then) at the most seeds, its MDE says how close
+    for (size_t i = 0; i < plan.budgets.size(); ++i)
+      if (plan.budgets[i].trained && (!best || plan.budgets[i].tokens > plan.budgets[*best].tokens)) best = i;
   plan.chosen = *best;
   const PilotBudget& chosen = plan.budgets[plan.chosen];
   plan.tokens = chosen.tokens;
@@ -357,7 +358,8 @@ std::string ExperimentPlan::toMarkdown() const {
           "; each arm's scaled by its training FLOPs per token; derived arms not counted).";
   if (!targetReached)
     md += " The target half-width is out of reach within " + std::to_string(spec.maxSeeds) +
-          " seeds at every pilot budget: the MDE above is what this experiment can resolve.";
+          " seeds at every pilot budget that could be chosen: the MDE above is what this experiment can "
+          "resolve.";
   if (!tokensPerParameterMet)
     md += " No pilot budget reaches " + format("%g", spec.minTokensPerParameter) +
           " tokens per parameter: the comparison measures early training.";

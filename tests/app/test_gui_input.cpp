@@ -257,8 +257,9 @@ TEST_F(GuiInput, TheExperimentsSeedsAndStepsAreWhatItsRunTrains) {
 
 // Issue 35 item 2, in the GUI: an experiment file as written is "not planned"; Plan runs `experiment plan` on
 // it in the background (the learning-rate sweep and the A/A pilot) into OUT-plan, then shows the planned
-// experiment (planned.json: its seeds sized by the pilot) with what it was planned to. A tiny file: two arms'
-// sweep at 3 rates x 2 seeds and a pilot of 3 seeds at one budget, each run 10 steps.
+// experiment (planned.json: its seeds sized by the pilot) with what it was planned to, unless another
+// experiment was chosen meanwhile. A tiny file: two arms' sweep at 3 rates x 2 seeds and a pilot of 3 seeds
+// at one budget, each run 10 steps.
 TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
   const fs::path home = s_dir / "xdg-plan";
   fs::remove_all(home);
@@ -283,6 +284,29 @@ TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
   const Experiment planned = readExperimentFile(plan / "planned.json");
   EXPECT_EQ(static_cast<int>(planned.seeds.size()), recommended["seeds"].get<int>());
   EXPECT_EQ(planned.tokens, recommended["tokens"].get<int64_t>());
+  // The view shows the planned experiment, to run with the plan's seeds into the output chosen before.
+  const Json state = readState(s.state)["state"];
+  EXPECT_EQ(state["experiments/run-size"]["seeds"], recommended["seeds"]) << state.dump();
+  EXPECT_EQ(state["experiments/out"], (home / "sharelens" / "experiments" / "plan-me").string())
+      << state.dump();
+
+  // Another experiment chosen while a plan runs stays shown when the plan ends (before, the plan's outcome
+  // replaced it): here the Designer's, chosen as Plan starts on a fresh output.
+  const fs::path other = s_dir / "xdg-plan-other";
+  fs::remove_all(other);
+  const auto again = session(
+      "experiments-plan-other",
+      dataHome(other) + binaryOn("plan-me.json") + " --view experiments --exit-after 400",
+      {"waitfor '\"experiments/planned\":false'", "click experiments/plan", "click experiments/from-designer",
+       "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
+       "waitfor '\"experiments/outcome\"'",
+       "waitfor '\"experiments/outcome\":\"planned\"'", "sleep 1"});
+  ASSERT_EQ(again.result.exitCode, 0) << again.result.err;
+  EXPECT_TRUE(fs::exists(other / "sharelens" / "experiments" / "plan-me-plan" / "planned.json"));
+  const Json shown = readState(again.state)["state"];
+  EXPECT_EQ(shown["experiments/planned"], false) << shown.dump();
+  EXPECT_NE(shown["experiments/out"].get<std::string>().find("-vs-baseline"), std::string::npos)
+      << shown.dump();
 }
 
 // Issue 35: where an arm's interval came out wider than the plan's target, the Experiments view says how many

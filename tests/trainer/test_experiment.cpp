@@ -785,14 +785,18 @@ TEST(Experiment, ADerivedReferencesAaCheckSaysItCarriesTheSpreadBetweenSourceMod
   // Nor does report.json (or the Experiments view, which offers seeds from the same ArmSummary), while an
   // arm derived from the reference's own sources gets its count.
   const Json json = report.toJson();
+  int checked = 0;
   for (const Json& arm : json["arms"]) {
     const std::string name = arm["name"];
     if (name == "posttrain-aa") {
       EXPECT_FALSE(arm["vs_reference"].contains("seeds_for_target")) << arm.dump();
+      ++checked;
     } else if (name == "directshare") {
       EXPECT_TRUE(arm["vs_reference"].contains("seeds_for_target")) << arm.dump();
+      ++checked;
     }
   }
+  EXPECT_EQ(checked, 2) << json["arms"].dump();
   for (const ArmSummary& a : report.arms) {
     EXPECT_EQ(a.asksForSeeds(), a.name != "posttrain-aa") << a.name;
   }

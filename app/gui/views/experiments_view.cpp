@@ -118,8 +118,10 @@ class ExperimentsPanel : public View {
       std::string note = "planned (" + (file.parent_path() / "plan.md").string() +
                          "): " + std::to_string(recommended.at("seeds").get<int>()) + " seeds x " +
                          humanCount(recommended.at("tokens").get<double>()) + " tokens per run";
-      if (const Json& seconds = recommended.at("expected_wall_seconds"); seconds.is_number())
-        note += ", about " + humanDuration(seconds.get<double>()) + " of training on this machine";
+      // (plans made before the estimate existed have none)
+      if (const auto seconds = recommended.find("expected_wall_seconds");
+          seconds != recommended.end() && seconds->is_number())
+        note += ", about " + humanDuration(seconds->get<double>()) + " of training on this machine";
       return note;
     } catch (const std::exception& e) {  // a planned.json without its plan: still planned, its record unread
       return "planned; its plan record " + planJson.string() + " could not be read (" + e.what() + ")";
@@ -138,6 +140,7 @@ class ExperimentsPanel : public View {
   // Another output directory: the last one's report (its figures, its "As run") goes at once, and the new
   // one is read on the next frame (a read of the old one still in flight is dropped: refreshReport).
   void outputChanged() {
+    ++m_shownGeneration;
     m_report.reset();
     m_hasRuns = false;
     m_reportThrottle.reset();
@@ -246,15 +249,25 @@ class ExperimentsPanel : public View {
     if (ImGui::Button(fs::exists(fs::path(m_out) / "experiment.json") ? "Resume" : "Run")) start(ctx);
     probe::item("experiments/run");
     ImGui::SameLine();
-    ImGui::BeginDisabled(!m_planNote.empty());  // a planned experiment is the plan's outcome
+    // A planned experiment is the plan's outcome; an output holding runs holds the experiment as it was run,
+    // which the planned one (other tokens, seeds, learning rates) could not continue.
+    ImGui::BeginDisabled(!m_planNote.empty() || m_hasRuns);
     if (ImGui::Button("Plan")) startPlan(ctx);
     probe::item("experiments/plan");
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(m_planNote.empty()
-                            ? "plan this experiment into %s (resumable; the seeds and steps above "
-                              "do not apply), then show the planned experiment, ready to run"
-                            : "planned already (%s is where Plan would write)",
-                        planDirectory().string().c_str());
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      const std::string planDir = planDirectory().string();
+      if (!m_planNote.empty())
+        ImGui::SetTooltip("planned already");
+      else if (m_hasRuns)
+        ImGui::SetTooltip(
+            "the output holds runs of this experiment as written: choose another output to plan "
+            "for (the plan goes beside it)");
+      else
+        ImGui::SetTooltip(
+            "plan this experiment into %s (resumable; the seeds and steps above do not apply), then show "
+            "the planned experiment, ready to run",
+            planDir.c_str());
+    }
     ImGui::EndDisabled();
     ImGui::EndDisabled();
     if (running) {
@@ -306,6 +319,7 @@ class ExperimentsPanel : public View {
     if (ImGui::InputInt("steps per run (0: the file's token budget)", &m_steps, 100, 1000))
       m_steps = std::clamp(m_steps, 0, 10'000'000);
     probe::item("experiments/steps");
+    probe::state("experiments/out", [&] { return Json(std::string(m_out)); });
     probe::state("experiments/run-size", [&] { return Json{{"seeds", m_seeds}, {"steps", m_steps}}; });
     if (m_seeds < fileSeeds || m_steps > 0)
       ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.3f, 1),
@@ -328,21 +342,32 @@ class ExperimentsPanel : public View {
   }
 
   // Where Plan writes: beside the output, as `experiment plan FILE --out OUT-plan` (runs/NAME-plan).
-  fs::path planDirectory() const { return fs::path(std::string(m_out) + "-plan"); }
+  fs::path planDirectory() const {
+    fs::path out = fs::path(m_out).lexically_normal();
+    if (out.filename().empty()) out = out.parent_path();  // "runs/x/": beside x, not inside it
+    return out.string() + "-plan";
+  }
 
   // `experiment plan` on the chosen experiment, in the background; once planned, the view shows the planned
-  // experiment (its planned.json), to be run into the same output. A plan already made is read, not redone.
+  // experiment (its planned.json), to be run into the same output -- unless another experiment or output was
+  // chosen meanwhile, which stays, and the notification says where the plan is. A plan already made is read,
+  // not redone.
   void startPlan(AppContext& ctx) {
     const Experiment e = *m_experiment;
     const fs::path planDir = planDirectory();
     const std::string out = m_out;
+    const uint64_t shown = m_shownGeneration;
     ExperimentRunOptions options;
     options.parallel = m_parallel;
     options.deriveArm = experimentDeriver();
     submitLogged(ctx, "plan " + e.name, "planned",
-                 [this, e, planDir, out, options](const TaskContext& task, const LogSink& log) {
+                 [this, &ctx, e, planDir, out, options, shown](const TaskContext& task, const LogSink& log) {
                    planExperiment(e, planDir, options, task, log);
-                   return [this, planDir, out] {  // on the UI thread: the view outlives its jobs
+                   return [this, &ctx, planDir, out, shown] {  // on the UI thread: the view outlives its jobs
+                     if (shown != m_shownGeneration) {
+                       ctx.notify("planned into " + planDir.string() + ": open its planned.json to run it");
+                       return;
+                     }
                      load(planDir / "planned.json");
                      std::snprintf(m_out, sizeof m_out, "%s",
                                    out.c_str());  // the output chosen before planning
@@ -537,6 +562,7 @@ class ExperimentsPanel : public View {
   std::optional<Experiment> m_experiment;
   std::string m_problem;
   std::string m_planNote;  // planNoteFor the file shown: what it was planned to, empty when not planned
+  uint64_t m_shownGeneration = 0;  // counts the experiments and outputs chosen (outputChanged)
   char m_out[512] = "";
   int m_parallel = 0;
   bool m_hasRuns = false;  // the output directory holds runs (refreshed with the report)
