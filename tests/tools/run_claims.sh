@@ -143,7 +143,10 @@ pilot's smaller budget, 5 pilot seeds); its section at 1.2-1.4 tokens per parame
 unique blocks 48 wide instead of 96, 0.14-0.18M parameters, 10.5 tokens per parameter at the pilot's smaller budget,
 5 pilot seeds; its 8 arms at 0.5M parameters would take about 3 hours at 10 tokens per parameter); its section at
 3.4-4.4 tokens per parameter is kept in
-[claims/previous/layer-sharing-d96.md](claims/previous/layer-sharing-d96.md).
+[claims/previous/layer-sharing-d96.md](claims/previous/layer-sharing-d96.md). Then embeddings (4 layers x 64 at N_tot
+0.40M instead of 6 x 96 at 1.0M, rho from 65.5% to 3.1% as in its GPU profile, one pilot budget at 10.5 tokens per
+parameter); its section at 1.0 token per parameter is kept in
+[claims/previous/embeddings-d96.md](claims/previous/embeddings-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
