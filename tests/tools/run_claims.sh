@@ -92,7 +92,7 @@ Each section is one claim of the papers ShareLens implements, run as an experime
 cores, Debian 12) with `tests/tools/run_claims.sh build`: each experiment planned first (a learning-rate sweep per
 arm, a pilot of the reference and its A/A arm that sizes the tokens and seeds for a paired half-width of 0.02
 nats), then every arm trained from scratch with the planned seeds on the english corpus (Brown, State of the
-Union, Moby-Dick; 0.14-1.43M parameters), then scored on every held-out document. Intervals are 95% Student t
+Union, Moby-Dick; 0.13-1.43M parameters), then scored on every held-out document. Intervals are 95% Student t
 over seeds, with a bootstrap over documents beside them; differences are paired by seed against the reference
 arm; each experiment's A/A arm (the reference re-initialised) shows the interval containing 0 when nothing
 differs; a verdict is "better" or "worse" only when the whole interval of the paired
@@ -136,16 +136,16 @@ parameter is kept in
 x 64 instead of 8 x 96, 0.30-0.33M parameters, 11-12 tokens per parameter at the pilot's smaller budget, with 5
 pilot seeds instead of 3, so that the seeds are sized from a less uncertain spread); their sections at 2.4 and 2.6
 tokens per parameter are kept in [claims/previous/head-sharing-d96.md](claims/previous/head-sharing-d96.md)
-and [claims/previous/qkv-sharing-d96.md](claims/previous/qkv-sharing-d96.md). Then embedding-tying (4 layers x 64
-with rank-16 embeddings instead of 6 x 96 with rank 32, 0.25-0.32M parameters, 12 tokens per parameter at the
-pilot's smaller budget, 5 pilot seeds); its section at 1.2-1.4 tokens per parameter is kept in
+and [claims/previous/qkv-sharing-d96.md](claims/previous/qkv-sharing-d96.md). Then embedding-tying (4 layers x 48,
+vocabulary 2,048, rank-12 embeddings instead of 6 x 96, 4,096, rank 32: 0.13-0.15M parameters, 10.3 tokens per
+parameter at the pilot's smaller budget, 5 pilot seeds); its section at 1.2-1.4 tokens per parameter is kept in
 [claims/previous/embedding-tying-d96.md](claims/previous/embedding-tying-d96.md). Then layer-sharing (8 layers from 4
 unique blocks 48 wide instead of 96, 0.14-0.18M parameters, 10.5 tokens per parameter at the pilot's smaller budget,
 5 pilot seeds; its 8 arms at 0.5M parameters would take about 3 hours at 10 tokens per parameter); its section at
 3.4-4.4 tokens per parameter is kept in
-[claims/previous/layer-sharing-d96.md](claims/previous/layer-sharing-d96.md). Then embeddings (4 layers x 64 at N_tot
-0.40M instead of 6 x 96 at 1.0M, rho from 65.5% to 3.1% as in its GPU profile, one pilot budget at 10.5 tokens per
-parameter); its section at 1.0 token per parameter is kept in
+[claims/previous/layer-sharing-d96.md](claims/previous/layer-sharing-d96.md). Then embeddings (4 layers x 48, vocabulary 2,048, at
+N_tot 0.20M instead of 6 x 96, 4,096, at 1.0M; rho from 49% to 3.1% as in its GPU profile; one pilot budget at 10.5
+tokens per parameter); its section at 1.0 token per parameter is kept in
 [claims/previous/embeddings-d96.md](claims/previous/embeddings-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run

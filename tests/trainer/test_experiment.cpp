@@ -230,8 +230,9 @@ TEST(Experiment, RunsResumesAfterSigkillWithoutRedoingFinishedRunsAndReports) {
 
 // assets/experiments (issue 35): every shipped claim parses with each of its profiles, names its paper's
 // numbers, has its A/A arm, trains on the english corpus, and is sized for its scale -- the CPU profile that
-// CLAIMS.md runs (0.1-1.5M parameters per trained arm: layer_sharing's 8 arms are 0.14-0.18M so as to reach
-// 10 tokens per parameter in about 90 minutes) and the GPU profile (10-50M non-embedding parameters,
+// CLAIMS.md runs (0.1-1.5M parameters per trained arm: layer_sharing's 8 arms and the embedding experiments'
+// are 0.13-0.2M, so as to reach 10 tokens per parameter near 90 minutes) and the GPU profile (10-50M
+// non-embedding parameters,
 // >= 20 tokens per parameter, on CUDA); the rho sweep holds N_tot fixed (within 0.5%) at both scales.
 TEST(Experiment, ShippedExperimentsAreValidAndSized) {
   // The CPU profiles re-sized so that a pilot budget reaches plan.min_tokens_per_parameter (issue 35 item 4;
