@@ -146,7 +146,9 @@ unique blocks 48 wide instead of 96, 0.14-0.18M parameters, 10.5 tokens per para
 [claims/previous/layer-sharing-d96.md](claims/previous/layer-sharing-d96.md). Then embeddings (4 layers x 48, vocabulary 2,048, at
 N_tot 0.20M instead of 6 x 96, 4,096, at 1.0M; rho from 49% to 3.1% as in its GPU profile; one pilot budget at 10.5
 tokens per parameter); its section at 1.0 token per parameter is kept in
-[claims/previous/embeddings-d96.md](claims/previous/embeddings-d96.md).
+[claims/previous/embeddings-d96.md](claims/previous/embeddings-d96.md). Then ffn-tying (8 layers x 64 with a
+rank-8 LoRA instead of 96 with rank 12, 0.35-0.36M parameters, one pilot budget at 11 tokens per parameter); its
+section at 2.8 tokens per parameter is kept in [claims/previous/ffn-tying-d96.md](claims/previous/ffn-tying-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
