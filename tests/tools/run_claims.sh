@@ -149,6 +149,9 @@ tokens per parameter); its section at 1.0 token per parameter is kept in
 [claims/previous/embeddings-d96.md](claims/previous/embeddings-d96.md). Then ffn-tying (8 layers x 64 with a
 rank-8 LoRA instead of 96 with rank 12, 0.35-0.36M parameters, one pilot budget at 11 tokens per parameter); its
 section at 2.8 tokens per parameter is kept in [claims/previous/ffn-tying-d96.md](claims/previous/ffn-tying-d96.md).
+Then postshare (its source 8 layers x 64 instead of 96, 0.47M parameters, pretrained on 10 tokens per parameter,
+one pilot budget); its section at 1.1 tokens per parameter is kept in
+[claims/previous/postshare-d96.md](claims/previous/postshare-d96.md).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
