@@ -155,7 +155,8 @@ one pilot budget); its section at 1.1 tokens per parameter is kept in
 parameters, one pilot budget at 10.3 tokens per parameter; at this width the coefficient MLP, about 20K parameters,
 is counted in the MASA arms); its section at 2.9-4.0 tokens per parameter is kept in
 [claims/previous/masa-d96.md](claims/previous/masa-d96.md). All nine are now sized for 10 tokens per parameter;
-the sections below that say "not yet re-run" are planned and run as sessions allow, in the order above.
+the sections below that say "not yet re-run" are planned and run as sessions allow (each run's results are
+committed as it finishes, so an experiment left unfinished continues in the next session).
 
 Claim statements were corrected on 2026-11-29 after a review against the papers' text, with no plan or run
 depending on them: layer sharing's claim now holds to Table 2's Standard variant (in the Wide variant three
