@@ -6,6 +6,10 @@
 //   or more than it lists, the next integers after them, added to a directory that holds the rest);
 // sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] [--threads N]
 //   its learning rates, token budget and seeds (trainer/experiment_plan.hpp);
+// sharelens experiment sizes FILE [--profile NAME]
+//   what each arm holds and costs before anything trains: parameters (non-embedding), rho, training FLOPs per
+//   token, and tokens per parameter at the file's tokens and at each pilot budget (sizing a file for
+//   plan.min_tokens_per_parameter);
 // sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND]
 //                                 [--summary FILE]   (its one-row summary table, as docs/CLAIMS.md heads
 //                                 them)
@@ -22,6 +26,9 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/experiment_report.hpp"
+#include "core/naming.hpp"
+#include "core/param_count.hpp"
+#include "core/text.hpp"
 #include "trainer/experiment_plan.hpp"
 #include "trainer/experiment_runner.hpp"
 
@@ -48,6 +55,47 @@ void printReport(const ExperimentReport& r) {
   }
 }
 
+// `experiment sizes`: one line per arm, then whether a pilot budget reaches the plan's tokens per parameter
+// (counted, as the planner counts them, against the largest trained arm's total parameters).
+void printSizes(const Experiment& e) {
+  std::vector<double> budgets = {1.0};
+  for (double f : e.plan.pilotBudgets)
+    if (f != 1.0) budgets.push_back(f);
+  auto tokensAt = [&](double fraction) { return fraction * static_cast<double>(e.tokens); };
+  std::printf("%s: %s tokens per run, %zu seeds, reference %s\n", e.name.c_str(),
+              humanCount(static_cast<double>(e.tokens)).c_str(), e.seeds.size(), e.reference.c_str());
+  std::printf("%-28s %12s %14s %6s %12s  tokens per parameter at", "arm", "parameters", "non-embedding",
+              "rho", "FLOPs/token");
+  for (double f : budgets) std::printf(" %s", humanCount(tokensAt(f)).c_str());
+  std::printf("\n");
+  double largest = 0;
+  for (const ExperimentArm& a : e.arms) {
+    if (a.derive) {
+      std::printf("%-28s derived from %s (%s): sized when derived\n", a.name.c_str(), a.derive->from.c_str(),
+                  a.derive->method.c_str());
+      continue;
+    }
+    const ParamBudget b = countParameters(a.topology);
+    if (a.aaOf.empty()) largest = std::max(largest, static_cast<double>(b.total));
+    std::printf("%-28s %12lld %14lld %5.1f%% %12s ", a.name.c_str(), static_cast<long long>(b.total),
+                static_cast<long long>(b.nonEmbedding), 100 * b.rho,
+                humanCount(b.trainFlopsPerToken).c_str());
+    for (double f : budgets) std::printf(" %.1f", tokensAt(f) / static_cast<double>(b.total));
+    std::printf("\n");
+  }
+  if (largest <= 0) return;
+  const double floor = e.plan.minTokensPerParameter;
+  std::string reaching;
+  for (double f : budgets)
+    if (tokensAt(f) / largest >= floor) reaching += (reaching.empty() ? "" : ", ") + humanCount(tokensAt(f));
+  std::printf("largest trained arm %s parameters: %s\n", humanCount(largest).c_str(),
+              reaching.empty()
+                  ? ("no budget reaches " + formatNumber(floor, "%g") +
+                     " tokens per parameter (plan.min_tokens_per_parameter)")
+                        .c_str()
+                  : (reaching + " reach " + formatNumber(floor, "%g") + " tokens per parameter").c_str());
+}
+
 // --parallel (0: one run per thread) and --threads, and the derivations (DirectShare, PostShare) derived arms
 // need: what `run` and `plan` both take.
 ExperimentRunOptions runOptions(Args& args) {
@@ -62,7 +110,7 @@ ExperimentRunOptions runOptions(Args& args) {
 }  // namespace
 
 int runExperimentCommand(Args& args) {
-  const std::string verb = args.positional("run, plan or report");
+  const std::string verb = args.positional("run, plan, sizes or report");
   if (verb == "run") {
     const std::string file = args.positional("FILE");
     const auto out = args.option("out");
@@ -105,6 +153,13 @@ int runExperimentCommand(Args& args) {
               << ", plan.md and planned.json\n";
     return 0;
   }
+  if (verb == "sizes") {
+    const std::string file = args.positional("FILE");
+    const std::string profile = args.option("profile", "");
+    args.finish();
+    printSizes(readExperimentFile(file, profile));
+    return 0;
+  }
   if (verb == "report") {
     const std::string dir = args.positional("DIR");
     const auto jsonOut = args.option("json");
@@ -137,7 +192,7 @@ int runExperimentCommand(Args& args) {
   }
   throw Error({.what = "unknown experiment verb",
                .where = "sharelens experiment",
-               .expected = "run, plan or report",
+               .expected = "run, plan, sizes or report",
                .found = "'" + verb + "'"});
 }
 

@@ -128,6 +128,7 @@ const std::vector<Command>& commands() {
        "one run per thread)] [--steps N] [--seeds K] [--threads N] | "
        "sharelens experiment plan FILE --out DIR [--archive DIR] [--profile NAME] [--parallel N] "
        "[--threads N] | "
+       "sharelens experiment sizes FILE [--profile NAME] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND] "
        "[--summary FILE]",
        "run a paper's claim as arms x seeds (resuming what is unfinished); plan it first (a learning-rate "

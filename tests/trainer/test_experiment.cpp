@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "core/atomic_file.hpp"
@@ -287,6 +288,42 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
   EXPECT_EQ(count, 9)
       << "issue 35: Table 1 head and QKV sharing, Table 2, Table 3, rho, tying, MASA, PostShare, "
          "STLM";
+}
+
+// `experiment sizes FILE` (sizing a file for plan.min_tokens_per_parameter before anything trains): each
+// trained arm's parameters as countParameters gives them for the resolved arm (the matched baseline solved,
+// the A/A arm added), and tokens per parameter at the file's tokens and at each pilot budget.
+TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
+  const fs::path dir = testing::makeTempDir("experiment-sizes");
+  Json spec = tinyExperiment();
+  writeFileAtomically(dir / "tiny.json", spec.dump());
+  double largest = 0;
+  for (const ExperimentArm& arm : readExperimentFile(dir / "tiny.json").arms)
+    largest = std::max(largest, static_cast<double>(countParameters(arm.topology).total));
+  // A floor between the two budgets' tokens per parameter: the full budget reaches it, half of it does not.
+  const double floor = 0.75 * 10240.0 / largest;
+  spec["plan"] = {{"pilot_budgets", {0.5, 1.0}}, {"min_tokens_per_parameter", floor}};
+  writeFileAtomically(dir / "tiny.json", spec.dump());
+  const auto r = runProcess(kBinary + " experiment sizes " + shellQuote((dir / "tiny.json").string()));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  for (const ExperimentArm& arm : readExperimentFile(dir / "tiny.json").arms) {
+    const ParamBudget b = countParameters(arm.topology);
+    const size_t at = r.out.find("\n" + arm.name + " ");
+    ASSERT_NE(at, std::string::npos) << arm.name << " is listed (the A/A arm too): " << r.out;
+    std::istringstream line(r.out.substr(at + 1));
+    std::string name, rho, flops;
+    int64_t total = 0, nonEmbedding = 0;
+    double atTokens = 0, atHalf = 0;
+    line >> name >> total >> nonEmbedding >> rho >> flops >> atTokens >> atHalf;
+    EXPECT_EQ(total, b.total) << arm.name;
+    EXPECT_EQ(nonEmbedding, b.nonEmbedding) << arm.name;
+    EXPECT_NEAR(atTokens, 10240.0 / static_cast<double>(b.total), 0.05) << arm.name;
+    EXPECT_NEAR(atHalf, 5120.0 / static_cast<double>(b.total), 0.05) << arm.name;
+  }
+  char reach[64];
+  std::snprintf(reach, sizeof reach, ": 10.2K reach %g tokens per parameter", floor);
+  EXPECT_NE(r.out.find(reach), std::string::npos) << reach << " in " << r.out;
+  fs::remove_all(dir);
 }
 
 TEST(Experiment, DerivedArmsShareAndPostTrainTheirSourceOfTheSameSeed) {
