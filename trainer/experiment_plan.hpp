@@ -2,7 +2,9 @@
 // --out DIR`. Two phases, each an experiment of its own run by the experiment runner (so a killed plan
 // resumes and never retrains a finished run), as the file's "plan" asks (core/experiment.hpp PlanSpec):
 //   1. learning rate: every trained arm (not derived, not A/A) at lr x each factor, the first two seeds, at a
-//      fraction of the budget (DIR/lr-sweep/); each arm keeps the factor of lowest mean held-out NLL;
+//      fraction of the budget (DIR/lr-sweep/); each arm keeps the factor whose worse seed has the lowest
+//      held-out NLL (a rate must train every seed well: one at the edge of stability, whose seeds land far
+//      apart, loses to a steady one of about the same mean);
 //   2. pilot: the reference arm (a derived reference: its source) and its A/A arm at each pilot budget with
 //      the pilot's seeds (DIR/pilot-<tokens>/), at the chosen learning rate. The A/A arm's paired
 //      differences measure the seed-to-seed noise of a paired comparison, sd(T), at budget T; the
@@ -32,7 +34,9 @@ namespace sharelens {
 struct LrChoice {
   std::string arm;
   double baseLr = 0;
-  std::vector<double> factors, nll;  // mean held-out NLL at lr x factor (NaN: diverged or not finite)
+  // At lr x each factor: the worse of the seeds' held-out NLLs, by which the rate is chosen (NaN: a seed
+  // diverged or is not finite), and their mean.
+  std::vector<double> factors, nll, meanNll;
   double chosenLr = 0;
 };
 
@@ -74,6 +78,11 @@ struct ExperimentPlan {
   Json toJson() const;
   std::string toMarkdown() const;
 };
+
+// The sweep's score of one learning rate from its seeds' held-out NLLs: the worse seed's (NaN when a seed
+// diverged, is missing or is not finite, `seeds` being how many the sweep trained). The lowest score is
+// chosen.
+double learningRateScore(const std::vector<double>& seedNlls, size_t seeds);
 
 ExperimentPlan planExperiment(const Experiment& experiment, const std::filesystem::path& outDir,
                               const ExperimentRunOptions& options, const TaskContext& ctx,
