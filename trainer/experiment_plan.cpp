@@ -90,8 +90,8 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   const PlanSpec& s = e.plan;
   plan.planned = e;
 
-  // 1. The learning rate of every trained arm: lr x factor, two seeds (the mean NLL decides), a fraction of
-  // the budget.
+  // 1. The learning rate of every trained arm: lr x factor, two seeds (the worse seed's NLL decides), a
+  // fraction of the budget.
   std::vector<ExperimentArm> sweepArms;
   for (const ExperimentArm& arm : e.arms) {
     if (!sweeps(arm)) continue;

@@ -58,10 +58,13 @@ void printReport(const ExperimentReport& r) {
 // `experiment sizes`: one line per arm, then whether a pilot budget reaches the plan's tokens per parameter
 // (counted, as the planner counts them, against the largest trained arm's total parameters).
 void printSizes(const Experiment& e) {
-  std::vector<double> budgets = {1.0};
+  std::vector<double> budgets = {1.0};  // the file's tokens, then each pilot budget (as fractions of them)
   for (double f : e.plan.pilotBudgets)
     if (f != 1.0) budgets.push_back(f);
-  auto tokensAt = [&](double fraction) { return fraction * static_cast<double>(e.tokens); };
+  auto tokensAt = [&](double fraction) {  // as the planner rounds them
+    return static_cast<double>(
+        std::max<int64_t>(1, static_cast<int64_t>(fraction * static_cast<double>(e.tokens))));
+  };
   std::printf("%s: %s tokens per run, %zu seeds, reference %s\n", e.name.c_str(),
               humanCount(static_cast<double>(e.tokens)).c_str(), e.seeds.size(), e.reference.c_str());
   std::printf("%-28s %12s %14s %6s %12s  tokens per parameter at", "arm", "parameters", "non-embedding",
@@ -86,7 +89,7 @@ void printSizes(const Experiment& e) {
   if (largest <= 0) return;
   const double floor = e.plan.minTokensPerParameter;
   std::string reaching;
-  for (double f : budgets)
+  for (double f : e.plan.pilotBudgets)  // the plan chooses among these only
     if (tokensAt(f) / largest >= floor) reaching += (reaching.empty() ? "" : ", ") + humanCount(tokensAt(f));
   std::printf("largest trained arm %s parameters: %s\n", humanCount(largest).c_str(),
               reaching.empty()

@@ -131,7 +131,8 @@ const std::vector<Command>& commands() {
        "sharelens experiment sizes FILE [--profile NAME] | "
        "sharelens experiment report DIR [--json FILE] [--md FILE] [--figures DIR] [--reproduce COMMAND] "
        "[--summary FILE]",
-       "run a paper's claim as arms x seeds (resuming what is unfinished); plan it first (a learning-rate "
+       "run a paper's claim as arms x seeds (resuming what is unfinished); size it (what each arm holds and "
+       "costs, tokens per parameter at each pilot budget); plan it first (a learning-rate "
        "sweep per arm, a pilot of the reference and its A/A arm: the tokens and seeds that reach the file's "
        "target interval, written as DIR/planned.json); or report it: held-out NLL with 95% intervals over "
        "seeds, paired differences to the reference arm, and a verdict; --archive keeps the finished runs' "

@@ -297,13 +297,15 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
 TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
   const fs::path dir = testing::makeTempDir("experiment-sizes");
   Json spec = tinyExperiment();
+  spec["tokens"] = 20'000'000;  // nothing trains: tokens per parameter of about 100, printed to 0.1
   writeFileAtomically(dir / "tiny.json", spec.dump());
   double largest = 0;
   for (const ExperimentArm& arm : readExperimentFile(dir / "tiny.json").arms)
     largest = std::max(largest, static_cast<double>(countParameters(arm.topology).total));
-  // A floor between the two budgets' tokens per parameter: the full budget reaches it, half of it does not.
-  const double floor = 0.75 * 10240.0 / largest;
-  spec["plan"] = {{"pilot_budgets", {0.5, 1.0}}, {"min_tokens_per_parameter", floor}};
+  // A floor between the two pilot budgets' tokens per parameter (of the largest arm, as the planner counts
+  // them): the larger reaches it, the smaller does not; the file's full tokens are no pilot budget here.
+  const double floor = 0.6 * 20'000'000 / largest;
+  spec["plan"] = {{"pilot_budgets", {0.25, 0.75}}, {"min_tokens_per_parameter", floor}};
   writeFileAtomically(dir / "tiny.json", spec.dump());
   const auto r = runProcess(kBinary + " experiment sizes " + shellQuote((dir / "tiny.json").string()));
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -314,15 +316,18 @@ TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
     std::istringstream line(r.out.substr(at + 1));
     std::string name, rho, flops;
     int64_t total = 0, nonEmbedding = 0;
-    double atTokens = 0, atHalf = 0;
-    line >> name >> total >> nonEmbedding >> rho >> flops >> atTokens >> atHalf;
+    double atTokens = 0;
+    line >> name >> total >> nonEmbedding >> rho >> flops >> atTokens;
     EXPECT_EQ(total, b.total) << arm.name;
     EXPECT_EQ(nonEmbedding, b.nonEmbedding) << arm.name;
-    EXPECT_NEAR(atTokens, 10240.0 / static_cast<double>(b.total), 0.05) << arm.name;
-    EXPECT_NEAR(atHalf, 5120.0 / static_cast<double>(b.total), 0.05) << arm.name;
+    double atQuarter = 0, atThreeQuarters = 0;
+    line >> atQuarter >> atThreeQuarters;
+    EXPECT_NEAR(atTokens, 20'000'000 / static_cast<double>(b.total), 0.05) << arm.name;
+    EXPECT_NEAR(atQuarter, 5'000'000 / static_cast<double>(b.total), 0.05) << arm.name;
+    EXPECT_NEAR(atThreeQuarters, 15'000'000 / static_cast<double>(b.total), 0.05) << arm.name;
   }
   char reach[64];
-  std::snprintf(reach, sizeof reach, ": 10.2K reach %g tokens per parameter", floor);
+  std::snprintf(reach, sizeof reach, ": 15.0M reach %g tokens per parameter", floor);
   EXPECT_NE(r.out.find(reach), std::string::npos) << reach << " in " << r.out;
   fs::remove_all(dir);
 }
@@ -1010,12 +1015,6 @@ TEST(Experiment, BadFilesAreNamedErrorsBeforeAnythingTrains) {
 namespace sharelens {
 namespace {
 
-// `experiment plan` (issue 35, power before running) on the tiny experiment, checked from the runs' own
-// eval.json files: each arm's learning rate is the sweep's lowest mean held-out NLL over its two seeds; each
-// pilot budget's A/A sd is the standard deviation of (A/A - reference) over its seeds; the seeds reach the
-// target half-width and one fewer would not; planned.json is a runnable experiment with the chosen tokens,
-// seeds and learning rates (the A/A arm with its reference's); run again, the plan retrains nothing and says
-// the same.
 // The sweep judges a rate by its worse seed. The claims' embedding-tying sweep (tied rank-12 embeddings, 2
 // seeds at 0.66M tokens): lr 0.03 gave 5.1400 and 5.5819, lr 0.003 gave 5.3240 and 5.4016. By the mean, 0.03
 // wins by 0.002 nats, and its pilot's A/A differences came out near 0.2 nats (the rate's instability, not
@@ -1033,6 +1032,12 @@ TEST(Experiment, TheSweepJudgesARateByItsWorseSeed) {
   EXPECT_TRUE(std::isnan(learningRateScore({5.0, INFINITY}, 2)));
 }
 
+// `experiment plan` (issue 35, power before running) on the tiny experiment, checked from the runs' own
+// eval.json files: each arm's learning rate is the sweep's whose worse seed has the lowest held-out NLL; each
+// pilot budget's A/A sd is the standard deviation of (A/A - reference) over its seeds; the seeds reach the
+// target half-width and one fewer would not; planned.json is a runnable experiment with the chosen tokens,
+// seeds and learning rates (the A/A arm with its reference's); run again, the plan retrains nothing and says
+// the same.
 TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   const fs::path dir = testing::makeTempDir("experiment-plan");
   Json spec = tinyExperiment();
