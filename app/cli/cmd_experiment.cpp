@@ -67,9 +67,9 @@ void printSizes(const Experiment& e) {
   };
   std::printf("%s: %s tokens per run, %zu seeds, reference %s\n", e.name.c_str(),
               humanCount(static_cast<double>(e.tokens)).c_str(), e.seeds.size(), e.reference.c_str());
-  std::printf("%-28s %12s %14s %6s %12s  tokens per parameter at", "arm", "parameters", "non-embedding",
-              "rho", "FLOPs/token");
-  for (double f : budgets) std::printf(" %s", humanCount(tokensAt(f)).c_str());
+  std::printf("(the last columns: tokens per parameter at the file's tokens and at each pilot budget)\n");
+  std::printf("%-28s %12s %14s %6s %12s", "arm", "parameters", "non-embedding", "rho", "FLOPs/token");
+  for (double f : budgets) std::printf(" %8s", ("@" + humanCount(tokensAt(f))).c_str());
   std::printf("\n");
   double largest = 0;
   for (const ExperimentArm& a : e.arms) {
@@ -80,10 +80,10 @@ void printSizes(const Experiment& e) {
     }
     const ParamBudget b = countParameters(a.topology);
     if (a.aaOf.empty()) largest = std::max(largest, static_cast<double>(b.total));
-    std::printf("%-28s %12lld %14lld %5.1f%% %12s ", a.name.c_str(), static_cast<long long>(b.total),
+    std::printf("%-28s %12lld %14lld %5.1f%% %12s", a.name.c_str(), static_cast<long long>(b.total),
                 static_cast<long long>(b.nonEmbedding), 100 * b.rho,
                 humanCount(b.trainFlopsPerToken).c_str());
-    for (double f : budgets) std::printf(" %.1f", tokensAt(f) / static_cast<double>(b.total));
+    for (double f : budgets) std::printf(" %8.1f", tokensAt(f) / static_cast<double>(b.total));
     std::printf("\n");
   }
   if (largest <= 0) return;
