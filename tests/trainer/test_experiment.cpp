@@ -1178,11 +1178,15 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   EXPECT_EQ(readTextFile(dir / "fresh" / "plan.md"), readTextFile(dir / "plan" / "plan.md"));
 
   // Training every budget (the file asks) comes to the same plan: a budget left out could not be chosen.
+  // The spec as it stands now, planned from the archive into dir/NAME.
+  const auto planFromArchive = [&](const std::string& name) {
+    writeFileAtomically(dir / (name + ".json"), spec.dump());
+    return runProcess(kBinary + " experiment plan " + shellQuote((dir / (name + ".json")).string()) +
+                      " --archive " + shellQuote((dir / "archive").string()) + " --threads 2 --out " +
+                      shellQuote((dir / name).string()));
+  };
   spec["plan"]["pilot_every_budget"] = true;
-  writeFileAtomically(dir / "every.json", spec.dump());
-  r = runProcess(kBinary + " experiment plan " + shellQuote((dir / "every.json").string()) + " --archive " +
-                 shellQuote((dir / "archive").string()) + " --threads 2 --out " +
-                 shellQuote((dir / "every").string()));
+  r = planFromArchive("every");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const Json every = readJsonFile(dir / "every" / "plan.json");
   for (const Json& b : every["pilot"]) EXPECT_TRUE(b["trained"].get<bool>());
@@ -1196,10 +1200,7 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
   const double largerPerParameter = every["pilot"][1]["tokens_per_parameter"].get<double>();
   spec["plan"]["pilot_every_budget"] = false;
   spec["plan"]["min_tokens_per_parameter"] = 0.75 * largerPerParameter;  // the smaller budget has 0.5 of it
-  writeFileAtomically(dir / "floor.json", spec.dump());
-  r = runProcess(kBinary + " experiment plan " + shellQuote((dir / "floor.json").string()) + " --archive " +
-                 shellQuote((dir / "archive").string()) + " --threads 2 --out " +
-                 shellQuote((dir / "floor").string()));
+  r = planFromArchive("floor");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const Json floor = readJsonFile(dir / "floor" / "plan.json");
   EXPECT_FALSE(floor["pilot"][0]["trained"].get<bool>()) << floor["pilot"];
