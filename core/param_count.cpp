@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -200,17 +201,33 @@ Topology parameterMatchedBaseline(const Topology& t) {
     const double mid = 0.5 * (lo + hi);
     (continuous(mid) < target ? lo : hi) = mid;
   }
-  const auto [hd, d] = widths(hi);
-  // Exact FFN width for this d_model: the count is linear in ffn.
-  const int64_t withoutFfn = countFor(hd, d, 0);
-  const int64_t perFfnUnit = countFor(hd, d, 1) - withoutFfn;
-  const int64_t ffn =
-      std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
+  // Exact FFN width for a width: the count is linear in ffn (below 1 where attention and norms alone exceed
+  // the target).
+  auto exactFfn = [&](int64_t headDim, int64_t dModel) {
+    const int64_t withoutFfn = countFor(headDim, dModel, 0);
+    const int64_t perFfnUnit = countFor(headDim, dModel, 1) - withoutFfn;
+    return std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
+  };
+  // head_dim moves in steps of 2, so s lands where the count jumps: the narrower width (at lo) leaves the
+  // FFN to grow past s, the wider one (at hi) to shrink below it. Of the two, the shape nearer a uniform
+  // shrink -- the FFN's factor nearest the width's, as log ratios -- is the baseline (the wider one alone
+  // starved the FFN: 48 wide, FFN 128 -> 40, FFN 66 where 32, FFN 101 is the uniform one).
+  const auto uniformity = [&](int64_t dModel, int64_t ffn) {
+    return std::abs(std::log(static_cast<double>(ffn) / static_cast<double>(t.model.ffn)) -
+                    std::log(static_cast<double>(dModel) / static_cast<double>(t.model.dModel)));
+  };
+  auto [hd, d] = widths(hi);
+  int64_t ffn = exactFfn(hd, d);
+  if (const auto [narrowHd, narrowD] = widths(lo); narrowHd != hd || narrowD != d) {
+    const int64_t narrowFfn = exactFfn(narrowHd, narrowD);
+    if (narrowFfn >= 1 && (ffn < 1 || uniformity(narrowD, narrowFfn) < uniformity(d, ffn)))
+      std::tie(hd, d, ffn) = std::tuple{narrowHd, narrowD, narrowFfn};
+  }
   if (ffn < 1)
     throw Error({.what = "no unshared model with these heads is that small",
                  .where = "parameter-matched baseline of '" + t.name + "'",
                  .expected = std::to_string(target) + " non-embedding parameters",
-                 .found = "attention and norms alone need " + std::to_string(withoutFfn),
+                 .found = "attention and norms alone need " + std::to_string(countFor(hd, d, 0)),
                  .hint = "use fewer heads, or compare against a deeper shared model"});
   const int64_t count = countFor(hd, d, ffn);
   const double error = std::abs(static_cast<double>(count - target)) / static_cast<double>(target);

@@ -56,9 +56,10 @@ MemoryEstimate estimateTrainingMemory(const Topology& topology, int64_t batch);
 // no LoRA, head sharing, MASA or ties) at the depth of the unshared reference (the 1x depth of a
 // depth-multiplied preset), with the same heads, vocab, context and embedding treatment (tied or not, and a
 // factorised embedding's rank carried over), whose NON-EMBEDDING parameter count matches `topology`'s within
-// 0.5%: d_model, head_dim and ffn_dim shrink by one common factor (head_dim even, d_model = heads x head_dim
-// when the topology has that shape), then ffn_dim is solved exactly. Throws a named Error when no such model
-// exists.
+// 0.5%: d_model, head_dim and ffn_dim shrink by one common factor ("uniformly shrinking model dimensions",
+// [LRS] Sec. 4; head_dim even, d_model = heads x head_dim when the topology has that shape), then ffn_dim is
+// solved exactly for the even head_dim just below and just above that factor, and the one whose FFN shrinks
+// by the factor nearest the width's is kept. Throws a named Error when no such model exists.
 Topology parameterMatchedBaseline(const Topology& topology);
 
 // The depth of the unshared model a (possibly depth-multiplied) topology is compared with.

@@ -2,6 +2,7 @@
 // exact parameter counts, and the parameter-matched baseline.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -307,6 +308,68 @@ TEST(ParamCount, TheBaselineMatchesNonEmbeddingParametersWithinHalfAPercentAndIs
   EXPECT_NEAR(static_cast<double>(countParameters(wideBase).nonEmbedding) /
                   static_cast<double>(countParameters(wide).nonEmbedding),
               1.0, 0.005);
+}
+
+// "a parameter matched unshared baseline that removes the same number of parameters by uniformly shrinking
+// model dimensions" ([LRS] Sec. 4). head_dim is even, so the shrink factor falls where the count jumps; the
+// baseline is the shape nearest uniform. Layer-sharing's experiment, 8 layers from 4 Cycle blocks 48 wide (4
+// heads of 12, 2 KV heads, SwiGLU FFN 128, per-layer norms): non-embedding 4 x (2·48·48 + 2·48·24 + 3·128·48)
+// + 8 x 2·48 + 48 = 102,192. At 32 wide (heads of 8): 8 x (2·32·32 + 2·32·16 + 2·32) + 32 = 25,120 without
+// the FFN and 8 x 3·32 = 768 per FFN unit, so FFN (102,192 - 25,120) / 768 = 100.4 -> 100: factors 0.67 and
+// 0.78. At 40 wide (heads of 10), the wider side of the jump: (102,192 - 39,080) / 960 = 65.7 -> 66: factors
+// 0.83 and 0.52, which the solver chose before.
+TEST(ParamCount, TheBaselineShrinksItsFfnNearlyAsMuchAsItsWidth) {
+  PresetSpec spec;
+  spec.pattern = SharingPattern::Cycle;
+  spec.uniqueBlocks = 4;
+  spec.loraRank = 0;
+  spec.base = {.vocab = 1024,
+               .dModel = 48,
+               .layers = 8,
+               .heads = 4,
+               .kvHeads = 2,
+               .headDim = 12,
+               .ffn = 128,
+               .context = 128};
+  const Topology shared = makePreset(spec);
+  ASSERT_EQ(countParameters(shared).nonEmbedding, 102'192);
+  const Topology base = parameterMatchedBaseline(shared);
+  EXPECT_EQ(base.model.dModel, 32);
+  EXPECT_EQ(base.model.headDim, 8);
+  EXPECT_EQ(base.model.ffn, 100);
+
+  // Every pattern: no other even head_dim two either side, its FFN solved exactly, is nearer uniform.
+  for (SharingPattern p : kAllPatterns) {
+    if (p == SharingPattern::Vanilla) continue;
+    spec.pattern = p;
+    spec.loraRank = 4;
+    for (int64_t width : {48, 64, 96}) {
+      spec.base.dModel = width;
+      spec.base.headDim = width / spec.base.heads;
+      spec.base.ffn = width * 8 / 3;
+      const Topology t = makePreset(spec);
+      const Topology b = parameterMatchedBaseline(t);
+      const int64_t target = countParameters(t).nonEmbedding;
+      auto mismatch = [&](const Topology& m) {
+        return std::abs(std::log(static_cast<double>(m.model.ffn) / static_cast<double>(t.model.ffn)) -
+                        std::log(static_cast<double>(m.model.dModel) / static_cast<double>(t.model.dModel)));
+      };
+      for (int64_t step : {-2, 2}) {
+        Topology other = b;
+        other.model.headDim += step;
+        other.model.dModel = other.model.headDim * other.model.heads;
+        other.model.ffn = 0;
+        const int64_t without = countParameters(other).nonEmbedding;
+        other.model.ffn = 1;
+        const int64_t perUnit = countParameters(other).nonEmbedding - without;
+        other.model.ffn = std::llround(static_cast<double>(target - without) / static_cast<double>(perUnit));
+        if (other.model.headDim < 2 || other.model.ffn < 1) continue;
+        EXPECT_LE(mismatch(b), mismatch(other))
+            << patternName(p) << " at " << width << ": head_dim " << b.model.headDim << " (FFN "
+            << b.model.ffn << ") against " << other.model.headDim << " (FFN " << other.model.ffn << ")";
+      }
+    }
+  }
 }
 
 // [LRS] Table 3 ("Deep sharing results ... All configurations are parameter-matched"), every row rebuilt from
