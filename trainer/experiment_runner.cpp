@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -38,26 +39,49 @@ class SourceDiverged : public RunDiverged {
 }  // namespace
 
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed) {
+  const std::string where = "experiment '" + e.name + "': train";
+  Json train = e.train;
+  // The warmup as a share of each run's steps (the MASA paper's "linear warmup over the first 10% of training
+  // steps"), so that a sweep's or pilot's shorter runs warm up over the same share as the full ones.
+  std::optional<double> warmupFraction;
+  if (const auto it = train.find("warmup_fraction"); it != train.end()) {
+    if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 0.5)
+      throw Error({.what = "the warmup's share of the steps is out of range",
+                   .where = where + " field 'warmup_fraction'",
+                   .expected = "a number in (0, 0.5]",
+                   .found = it->dump(),
+                   .hint = "0.1 warms up over the first 10% of each run's steps"});
+    if (train.contains("warmup_steps"))
+      throw Error({.what = "two warmups given",
+                   .where = where,
+                   .expected = "warmup_steps or warmup_fraction",
+                   .found = "both",
+                   .hint = "keep the one the paper states"});
+    warmupFraction = it->get<double>();
+    train.erase(it);
+  }
   Json merged = trainConfigToJson(TrainConfig{});
-  for (const auto& [key, value] : e.train.items())  // a misspelt option would silently train the default
+  for (const auto& [key, value] : train.items())  // a misspelt option would silently train the default
     if (!merged.contains(key)) {
       std::string known;
       for (const auto& [k, v] : merged.items()) known += (known.empty() ? "" : ", ") + k;
       throw Error({.what = "unknown training option",
-                   .where = "experiment '" + e.name + "': train field '" + key + "'",
-                   .expected = "one of " + known,
+                   .where = where + " field '" + key + "'",
+                   .expected = "one of " + known + ", or warmup_fraction",
                    .found = "'" + key + "'",
                    .hint = "check its spelling: an unknown option would otherwise be ignored"});
     }
-  merged.merge_patch(e.train);
-  TrainConfig c = trainConfigFromJson(merged, "experiment '" + e.name + "': train");
+  merged.merge_patch(train);
+  TrainConfig c = trainConfigFromJson(merged, where);
   c.corpus = e.corpus;
   c.seed = seed;
   if (arm.lr) c.lr = *arm.lr;
   if (!arm.aaOf.empty()) c.initSeed = seed + kAaInitSeedOffset;  // other initialisation, the same data
   const int64_t perStep = c.batchSize * arm.topology.model.context;
   c.steps = std::max<int64_t>(1, e.tokens / perStep + (e.tokens % perStep != 0));
-  c.warmupSteps = std::min(c.warmupSteps, c.steps / 5);
+  c.warmupSteps = warmupFraction
+                      ? std::max<int64_t>(1, std::llround(*warmupFraction * static_cast<double>(c.steps)))
+                      : std::min(c.warmupSteps, c.steps / 5);
   c.checkpointEvery = std::min(c.checkpointEvery, c.steps);
   return c;
 }

@@ -63,7 +63,8 @@ struct ExperimentRunOptions {
 };
 
 // The training options of an arm: the defaults, the experiment's overrides, its corpus, the seed, and the
-// steps its token budget buys at its context length.
+// steps its token budget buys at its context length. The warmup is train.warmup_steps (at most a fifth of the
+// steps) or train.warmup_fraction of the steps.
 TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm, uint64_t seed);
 
 // How many of an experiment's `runs` train side by side (options.parallel, or one per thread as memory

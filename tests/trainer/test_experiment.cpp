@@ -294,6 +294,38 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
 // `experiment sizes FILE` (sizing a file for plan.min_tokens_per_parameter before anything trains): each
 // trained arm's parameters as countParameters gives them for the resolved arm (the matched baseline solved,
 // the A/A arm added), and tokens per parameter at the file's tokens and at each pilot budget.
+// The MASA paper warms up "over the first 10% of training steps" (appendix, MASA training details): as
+// train.warmup_fraction, each run warms up over that share of its own steps, the plan's shorter sweep runs
+// too. tinyExperiment's runs: 10,240 tokens / (4 x 64) = 40 steps -> 4 warmup steps; 25,600 -> 100 -> 10.
+TEST(Experiment, AWarmupFractionWarmsUpOverThatShareOfEachRunsSteps) {
+  Json spec = tinyExperiment();
+  spec["train"]["warmup_fraction"] = 0.1;
+  Experiment e = experimentFromJson(spec, "tiny", ".");
+  EXPECT_EQ(experimentTrainConfig(e, e.arms.front(), 1).steps, 40);
+  EXPECT_EQ(experimentTrainConfig(e, e.arms.front(), 1).warmupSteps, 4);
+  e.tokens = 25'600;
+  EXPECT_EQ(experimentTrainConfig(e, e.arms.front(), 1).warmupSteps, 10);
+  // Without it, warmup_steps holds, capped at a fifth of the steps: 100 -> 20.
+  spec["train"].erase("warmup_fraction");
+  spec["train"]["warmup_steps"] = 100;
+  e = experimentFromJson(spec, "tiny", ".");
+  EXPECT_EQ(experimentTrainConfig(e, e.arms.front(), 1).warmupSteps, 8);
+  e.tokens = 25'600;
+  EXPECT_EQ(experimentTrainConfig(e, e.arms.front(), 1).warmupSteps, 20);
+  // Both, or a share out of range: named errors.
+  spec["train"]["warmup_fraction"] = 0.1;
+  e = experimentFromJson(spec, "tiny", ".");
+  std::string error = errorOf([&] { (void)experimentTrainConfig(e, e.arms.front(), 1); });
+  EXPECT_NE(error.find("two warmups"), std::string::npos) << error;
+  EXPECT_NE(error.find("warmup_steps or warmup_fraction"), std::string::npos) << error;
+  spec["train"].erase("warmup_steps");
+  spec["train"]["warmup_fraction"] = 10;
+  e = experimentFromJson(spec, "tiny", ".");
+  error = errorOf([&] { (void)experimentTrainConfig(e, e.arms.front(), 1); });
+  EXPECT_NE(error.find("'warmup_fraction'"), std::string::npos) << error;
+  EXPECT_NE(error.find("(0, 0.5], found 10"), std::string::npos) << error;
+}
+
 TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
   const fs::path dir = testing::makeTempDir("experiment-sizes");
   Json spec = tinyExperiment();
