@@ -341,13 +341,19 @@ std::string ExperimentPlan::toMarkdown() const {
       "validation loss per doubling of tokens at the end.\n\n| tokens | tokens/param | A/A sd | sizing sd | "
       "seeds | half-width | MDE | reference NLL | slope/doubling | pilot training time (all runs) "
       "|\n|---|---|---|---|---|---|---|---|---|---|\n";
-  bool skipped = false;
+  bool undercut = false;  // a budget left out because it could not cost less than one that reached the target
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
     if (!b.trained) {
-      md += "| " + std::to_string(b.tokens) + " | " + format("%.1f", b.tokensPerParameter) +
-            " | not trained (could not be chosen) | | | | | | | |\n";
-      skipped = true;
+      const bool belowFloor = tokensPerParameterMet && b.tokensPerParameter < spec.minTokensPerParameter;
+      md +=
+          "| " + std::to_string(b.tokens) + " | " + format("%.1f", b.tokensPerParameter) +
+          " | not trained (" +
+          (belowFloor ? "below the floor of " + format("%g", spec.minTokensPerParameter) +
+                            " tokens per parameter, which another budget reaches"
+                      : std::string("could not cost less than the cheapest budget that reached the target")) +
+          ") | | | | | | | |\n";
+      undercut = undercut || !belowFloor;
       continue;
     }
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +
@@ -358,15 +364,13 @@ std::string ExperimentPlan::toMarkdown() const {
           format("%.4f", b.referenceNll) + " | " + format("%+.4f", b.slopePerDoubling) + " | " +
           format("%.0f s", b.wallSeconds) + " |\n";
   }
-  if (skipped)
+  if (undercut)
     md +=
-        "\nA budget not trained could not have been chosen whatever its pilot measured: at the fewest seeds "
-        "a plan runs (" +
+        "\nA budget not trained for its cost could not have been chosen whatever its pilot measured: at the "
+        "fewest seeds a plan runs (" +
         std::to_string(std::min(kFewestPlannedSeeds, spec.maxSeeds)) +
-        "), its seeds x tokens already cost at least the cheapest budget above that "
-        "reached the target" +
-        std::string(tokensPerParameterMet ? ", or it has too few tokens per parameter" : "") +
-        " (`\"pilot_every_budget\": true` in the file's plan trains it anyway).\n";
+        "), its seeds x tokens already cost at least the cheapest budget piloted before it that reached the "
+        "target (`\"pilot_every_budget\": true` in the file's plan trains it anyway).\n";
   const double sd = budgets[chosen].sizingSd;
   md += "\n**Recommended**: " + std::to_string(tokens) + " tokens per run, " + std::to_string(seeds) +
         " seeds (`planned.json`): at the sizing sd, a half-width of " +

@@ -271,15 +271,21 @@ TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
     "arms": [{"name": "cycle", "topology": {"preset": "cycle", "layers": 2, "unique": 1, "d_model": 32,
               "heads": 2, "kv_heads": 2, "ffn": 64, "vocab": 512, "context": 64}},
              {"name": "baseline", "matched_baseline_of": "cycle"}]})");
+  // An output of the user's own, typed with a trailing slash: the plan goes beside it, not inside it, and the
+  // planned experiment is shown to run into it (not into the default output its name gives).
+  const std::string custom = (home / "custom-out").string() + "/";
   const auto s = session(
       "experiments-plan", dataHome(home) + binaryOn("plan-me.json") + " --view experiments --exit-after 400",
-      {"waitfor '\"experiments/planned\":false'", "click experiments/plan",
+      {"waitfor '\"experiments/planned\":false'", "click experiments/out-path", "frozen xdotool key ctrl+a",
+       "xdotool type --delay 5 " + shellQuote(custom),
+       "xdotool keydown Return; sleep 0.3; xdotool keyup Return",
+       "waitfor '\"experiments/out\":\"" + custom + "\"'", "click experiments/plan",
        // 12 sweep runs and 6 pilot runs of 10 steps, each evaluated: up to three times waitfor's minute
        "waitfor '\"experiments/outcome\"' || waitfor '\"experiments/outcome\"' || "
        "waitfor '\"experiments/outcome\"'",
        "waitfor '\"experiments/outcome\":\"planned\"'", "waitfor '\"experiments/planned\":true'"});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
-  const fs::path plan = home / "sharelens" / "experiments" / "plan-me-plan";
+  const fs::path plan = home / "custom-out-plan";
   const Json recommended = readJsonFile(plan / "plan.json")["recommended"];
   const Experiment planned = readExperimentFile(plan / "planned.json");
   EXPECT_EQ(static_cast<int>(planned.seeds.size()), recommended["seeds"].get<int>());
@@ -287,8 +293,7 @@ TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
   // The view shows the planned experiment, to run with the plan's seeds into the output chosen before.
   const Json state = readState(s.state)["state"];
   EXPECT_EQ(state["experiments/run-size"]["seeds"], recommended["seeds"]) << state.dump();
-  EXPECT_EQ(state["experiments/out"], (home / "sharelens" / "experiments" / "plan-me").string())
-      << state.dump();
+  EXPECT_EQ(state["experiments/out"], custom) << state.dump();
 
   // Another experiment chosen while a plan runs stays shown when the plan ends (before, the plan's outcome
   // replaced it): here the Designer's, chosen as Plan starts on a fresh output.

@@ -18,9 +18,11 @@
 #include "core/build_info.hpp"
 #include "core/experiment_report.hpp"
 #include "core/fault_injection.hpp"
+#include "core/naming.hpp"
 #include "core/param_count.hpp"
 #include "core/run_dir.hpp"
 #include "core/statistics.hpp"
+#include "core/text.hpp"
 #include "tests/support/errors.hpp"
 #include "tests/support/hf_fixtures.hpp"
 #include "tests/support/process.hpp"
@@ -352,6 +354,19 @@ TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
     line >> name >> total >> nonEmbedding >> rho >> flops >> atTokens;
     EXPECT_EQ(total, b.total) << arm.name;
     EXPECT_EQ(nonEmbedding, b.nonEmbedding) << arm.name;
+    // rho and training FLOPs per token from the shapes: the tied V x d table over all parameters; PaLM's 6 N
+    // + 12 L H d_head T, N the weights each token multiplies through (every layer's Q, K, V, O and SwiGLU
+    // projections, shared or not, and the output projection).
+    const ModelDims& m = arm.topology.model;
+    const double table = static_cast<double>(m.vocab * m.dModel);
+    EXPECT_EQ(rho, formatNumber(100 * table / static_cast<double>(b.total), "%.1f") + "%") << arm.name;
+    const double applied =
+        static_cast<double>(m.layers * (2 * m.dModel * m.heads * m.headDim +
+                                        2 * m.dModel * m.kvHeads * m.headDim + 3 * m.dModel * m.ffn)) +
+        table;
+    EXPECT_EQ(flops, humanCount(6 * applied +
+                                12.0 * static_cast<double>(m.layers * m.heads * m.headDim * m.context)))
+        << arm.name;
     double atQuarter = 0, atThreeQuarters = 0;
     line >> atQuarter >> atThreeQuarters;
     EXPECT_NEAR(atTokens, 20'000'000 / static_cast<double>(b.total), 0.05) << arm.name;
@@ -1128,8 +1143,10 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
     const fs::path pilot = dir / "plan" / ("pilot-" + std::to_string(b["tokens"].get<int64_t>()));
     if (!b["trained"].get<bool>()) {
       EXPECT_FALSE(fs::exists(pilot)) << pilot;
-      EXPECT_NE(readTextFile(dir / "plan" / "plan.md").find("not trained (could not be chosen)"),
-                std::string::npos);
+      EXPECT_NE(
+          readTextFile(dir / "plan" / "plan.md")
+              .find("not trained (could not cost less than the cheapest budget that reached the target)"),
+          std::string::npos);
       continue;
     }
     ++trainedPilots;
@@ -1240,6 +1257,13 @@ TEST(Experiment, PlanSweepsLearningRatesAndSizesSeedsFromTheAaPilot) {
       fs::exists(dir / "floor" / ("pilot-" + std::to_string(floor["pilot"][0]["tokens"].get<int64_t>()))));
   EXPECT_TRUE(floor["pilot"][1]["trained"].get<bool>());
   EXPECT_EQ(floor["chosen_budget"], 1);
+  const std::string floorMd = readTextFile(dir / "floor" / "plan.md");
+  EXPECT_NE(floorMd.find("not trained (below the floor of " +
+                         formatNumber(spec["plan"]["min_tokens_per_parameter"].get<double>(), "%g") +
+                         " tokens per parameter, which another budget reaches)"),
+            std::string::npos)
+      << floorMd;
+  EXPECT_EQ(floorMd.find("for its cost"), std::string::npos) << "the floor, not the cost, left it out";
   fs::remove_all(dir);
 }
 

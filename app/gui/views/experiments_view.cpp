@@ -240,6 +240,7 @@ class ExperimentsPanel : public View {
     drawSectionHeader("run");
     ImGui::SetNextItemWidth(-1);
     ImGui::InputText("##out", m_out, sizeof m_out);
+    probe::item("experiments/out-path");
     if (ImGui::IsItemDeactivatedAfterEdit()) outputChanged();
     ImGui::SetNextItemWidth(100);
     ImGui::SliderInt("runs at a time (0: one per core)", &m_parallel, 0, 4);
@@ -256,7 +257,9 @@ class ExperimentsPanel : public View {
     probe::item("experiments/plan");
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
       const std::string planDir = planDirectory().string();
-      if (!m_planNote.empty())
+      if (running)
+        ImGui::SetTooltip("a plan or run of this view is under way");
+      else if (!m_planNote.empty())
         ImGui::SetTooltip("planned already");
       else if (m_hasRuns)
         ImGui::SetTooltip(
@@ -353,6 +356,12 @@ class ExperimentsPanel : public View {
   // chosen meanwhile, which stays, and the notification says where the plan is. A plan already made is read,
   // not redone.
   void startPlan(AppContext& ctx) {
+    // The button goes by the last report read, which lags a newly chosen output by a report job: look now.
+    std::error_code ec;
+    if (fs::exists(fs::path(m_out) / "experiment.json", ec) && !runDirectoriesBelow(m_out, 2).empty()) {
+      m_hasRuns = true;
+      return;
+    }
     const Experiment e = *m_experiment;
     const fs::path planDir = planDirectory();
     const std::string out = m_out;
