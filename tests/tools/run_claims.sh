@@ -281,8 +281,10 @@ for name in "${names[@]}"; do
     cp "$plan/planned.json" "$plan/plan.md" "$OUT/$name-plan/"
     with_prose_of "$asset" "$OUT/$name-plan/planned.json"
   else  # planned again when the file changed (its finished sweep and pilot runs are taken from the archive;
-        # a change to what the runs train -- sizes, tokens, arms -- needs results/NAME-plan and OUT/NAME-plan
-        # moved away first: the runner refuses an archive of another experiment's runs)
+        # a change to what the runs train -- sizes, tokens, arms, or a baseline the solver now shapes
+        # otherwise -- needs results/NAME-plan, results/NAME, OUT/NAME-plan and OUT/NAME moved away first,
+        # untracked files in results/ included: the runner refuses an archive or output of another
+        # experiment's runs)
     "$SL" experiment plan "$asset" --out "$OUT/$name-plan" --archive "$plan" --threads 2
     cp "$OUT/$name-plan/planned.json" "$OUT/$name-plan/plan.md" "$OUT/$name-plan/plan.json" "$plan/"
     cp "$asset" "$plan/asset.json"
