@@ -89,8 +89,11 @@ struct Image {
   }
 };
 
+// Key autorepeat starts only after 100 s: at the server's default 660 ms, a key xdotool held down while a
+// loaded machine (CI beside a training run) descheduled it repeated, and a typed "xdg-plan" arrived as
+// "xdg--plan".
 inline std::string xvfb(const std::string& command) {
-  return "xvfb-run -a -s '-screen 0 1600x1000x24' " + command;
+  return "xvfb-run -a -s '-screen 0 1600x1000x24 -ardelay 100000' " + command;
 }
 
 class Gui : public ::testing::Test {

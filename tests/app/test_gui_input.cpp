@@ -295,6 +295,15 @@ TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
   EXPECT_EQ(state["experiments/run-size"]["seeds"], recommended["seeds"]) << state.dump();
   EXPECT_EQ(state["experiments/out"], custom) << state.dump();
 
+  // Its output opened later, once it holds the planned experiment (as Run writes it), says it was planned.
+  fs::create_directories(custom);
+  writeFileAtomically(fs::path(custom) / "experiment.json", experimentToJson(planned).dump(2));
+  const auto reopened =
+      session("experiments-plan-reopened",
+              dataHome(home) + kBinary + " " + shellQuote(custom) + " --view experiments --exit-after 60",
+              {"waitfor '\"experiments/planned\":true'"});
+  EXPECT_EQ(reopened.result.exitCode, 0) << reopened.result.err;
+
   // Another experiment chosen while a plan runs stays shown when the plan ends (before, the plan's outcome
   // replaced it): here the Designer's, chosen as Plan starts on a fresh output.
   const fs::path other = s_dir / "xdg-plan-other";
@@ -558,7 +567,9 @@ TEST_F(GuiInput, SaveAsAsksBeforeMakingAFolderAndEscapeClosesIt) {
        "waitfor '\"export/missing-folder\":true'",  // Enter saved nothing: the dialog is still asking
        "click export/save",
        "for i in $(seq 50); do [ -f " + shellQuote(target.string()) + " ] && break; sleep 0.2; done",
-       "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape", "sleep 1",
+       "frozen xdotool key ctrl+s", "waitfor '\"export/path\"'", "frozen xdotool key Escape",
+       // until the dialog's state goes (a loaded machine takes its time), at most a minute
+       "for i in $(seq 300); do flat | grep -qF '\"export/path\"' || break; sleep 0.2; done",
        "flat > " + shellQuote(after.string())});
   ASSERT_EQ(s.result.exitCode, 0) << s.result.err;
   ASSERT_TRUE(fs::exists(target)) << "the CSV was not written where the dialog was told";

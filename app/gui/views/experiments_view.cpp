@@ -57,6 +57,7 @@ class ExperimentsPanel : public View {
       load(path / "experiment.json");
       std::snprintf(m_out, sizeof m_out, "%s", path.string().c_str());
       outputChanged();
+      if (m_experiment) m_planNote = planNoteForOutput();
       return true;
     }
     if (path.extension() == ".json" && fs::is_regular_file(path)) {
@@ -126,6 +127,20 @@ class ExperimentsPanel : public View {
     } catch (const std::exception& e) {  // a planned.json without its plan: still planned, its record unread
       return "planned; its plan record " + planJson.string() + " could not be read (" + e.what() + ")";
     }
+  }
+
+  // An output directory's experiment was planned when the plan beside it (planDirectory) planned its tokens:
+  // that plan's note; "" otherwise.
+  std::string planNoteForOutput() const {
+    const fs::path planned = planDirectory() / "planned.json";
+    std::error_code ec;
+    if (!fs::exists(planned, ec)) return "";
+    try {
+      if (readExperimentFile(planned).tokens != m_experiment->tokens) return "";
+    } catch (const Error&) {
+      return "";
+    }
+    return planNoteFor(planned);
   }
 
   // A newly chosen experiment runs as its file plans it until the user asks for fewer seeds or steps.
