@@ -85,6 +85,21 @@ Topology armTopology(const JsonObject& arm, const fs::path& baseDir) {
 
 }  // namespace
 
+Json experimentTrainingIdentity(Json j) {
+  j.erase("description");
+  j.erase("claim");
+  j.erase("plan");
+  if (j.contains("arms") && j["arms"].is_array())
+    for (Json& arm : j["arms"])
+      if (arm.is_object()) {
+        arm.erase("expect");
+        arm.erase("margin");
+        arm.erase("paper_effect");
+        arm.erase("paper_source");
+      }
+  return j;
+}
+
 const ExperimentArm& Experiment::arm(const std::string& name) const {
   for (const ExperimentArm& a : arms)
     if (a.name == name) return a;
@@ -252,6 +267,7 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
 
   const Json& arms = o.requireArray("arms");
   std::vector<std::pair<std::string, std::string>> baselines;  // (arm, of)
+  std::set<std::string> recordedBaselines;                     // written with their solved topology
   for (size_t i = 0; i < arms.size(); ++i) {
     const JsonObject a(arms[i], where + ".arms[" + std::to_string(i) + "]");
     a.allowOnly({"name", "corpus", "expect", "margin", "matched_baseline_of", "derive", "topology", "aa_of",
@@ -306,6 +322,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     if (a.has("matched_baseline_of")) {
       arm.matchedBaselineOf = a.requireString("matched_baseline_of");
       baselines.emplace_back(arm.name, arm.matchedBaselineOf);
+      if (a.has("topology")) recordedBaselines.insert(arm.name);
+      // A record (experimentToJson writes the solved topology beside it) keeps the baseline it was run with:
+      // solved again by a later solver it would pass for the record of another baseline's runs.
+      if (a.has("topology")) arm.topology = armTopology(a, baseDir);
     } else if (a.has("derive")) {
       const JsonObject d = a.requireObject("derive");
       d.allowOnly({"from", "method", "ratio", "gamma", "steps", "lr"});
@@ -347,8 +367,10 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
           "an arm given by its topology", "'" + of + "'");
     auto self =
         std::find_if(e.arms.begin(), e.arms.end(), [&](const ExperimentArm& x) { return x.name == name; });
-    self->topology = parameterMatchedBaseline(target->topology);
-    self->topology.name = name;
+    if (!recordedBaselines.count(name)) {
+      self->topology = parameterMatchedBaseline(target->topology);
+      self->topology.name = name;
+    }
   }
   for (ExperimentArm& arm :
        e.arms) {  // a derived arm starts from a trained arm's model: that arm must exist and be unshared

@@ -140,6 +140,10 @@ Experiment readExperimentFile(const std::filesystem::path& path, const std::stri
 Json experimentProfile(const Json& experiment, const std::string& profile, const std::string& where);
 Experiment experimentFromJson(const Json& j, const std::string& where, const std::filesystem::path& baseDir);
 Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline topology
+// What training depends on, of an experimentToJson: the experiment less its prose (description, claim), its
+// plan settings, and the arms' expected outcomes, margins and paper differences, which may be edited between
+// runs (the report then judges by the new ones).
+Json experimentTrainingIdentity(Json experiment);
 // Adds the reference's A/A arm unless the experiment holds one (experiment.json, written with it, read back);
 // a derived reference's A/A arm derives from its source's A/A arm, which is added too. `where` names the
 // experiment in errors (an arm already holding the A/A arm's name).

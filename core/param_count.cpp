@@ -208,19 +208,28 @@ Topology parameterMatchedBaseline(const Topology& t) {
     const int64_t perFfnUnit = countFor(headDim, dModel, 1) - withoutFfn;
     return std::llround(static_cast<double>(target - withoutFfn) / static_cast<double>(perFfnUnit));
   };
-  // head_dim moves in steps of 2, so s lands where the count jumps: the narrower width (at lo) leaves the
-  // FFN to grow past s, the wider one (at hi) to shrink below it. Of the two, the shape nearer a uniform
+  // head_dim moves in steps of 2 (and d_model by whole units where it is scaled on its own), so s lands where
+  // the count jumps: the narrower width (at lo) leaves the FFN to grow past s, the wider one (at hi) to
+  // shrink below it. Of the two, the shape nearer a uniform
   // shrink -- the FFN's factor nearest the width's, as log ratios -- is the baseline (the wider one alone
   // starved the FFN: 48 wide, FFN 128 -> 40, FFN 66 where 32, FFN 100 is nearer uniform).
   const auto uniformity = [&](int64_t dModel, int64_t ffn) {
     return std::abs(std::log(static_cast<double>(ffn) / static_cast<double>(t.model.ffn)) -
                     std::log(static_cast<double>(dModel) / static_cast<double>(t.model.dModel)));
   };
+  // A shape the baseline can take: an FFN, the count within 0.5%, a factorised embedding's rank below d_model
+  // (the errors below name what the wider one lacks when neither fits).
+  const auto fits = [&](int64_t headDim, int64_t dModel, int64_t ffnDim) {
+    if (ffnDim < 1 || t.embedding.factorRank >= dModel) return false;
+    const int64_t c = countFor(headDim, dModel, ffnDim);
+    return std::abs(static_cast<double>(c - target)) / static_cast<double>(target) <= 0.005;
+  };
   auto [hd, d] = widths(hi);
   int64_t ffn = exactFfn(hd, d);
   if (const auto [narrowHd, narrowD] = widths(lo); narrowHd != hd || narrowD != d) {
     const int64_t narrowFfn = exactFfn(narrowHd, narrowD);
-    if (narrowFfn >= 1 && (ffn < 1 || uniformity(narrowD, narrowFfn) < uniformity(d, ffn)))
+    if (fits(narrowHd, narrowD, narrowFfn) &&
+        (!fits(hd, d, ffn) || uniformity(narrowD, narrowFfn) < uniformity(d, ffn)))
       std::tie(hd, d, ffn) = std::tuple{narrowHd, narrowD, narrowFfn};
   }
   if (ffn < 1)

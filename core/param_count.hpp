@@ -58,8 +58,9 @@ MemoryEstimate estimateTrainingMemory(const Topology& topology, int64_t batch);
 // factorised embedding's rank carried over), whose NON-EMBEDDING parameter count matches `topology`'s within
 // 0.5%: d_model, head_dim and ffn_dim shrink by one common factor ("uniformly shrinking model dimensions",
 // [LRS] Sec. 4; head_dim even, d_model = heads x head_dim when the topology has that shape), then ffn_dim is
-// solved exactly for the even head_dim just below and just above that factor, and the one whose FFN shrinks
-// by the factor nearest the width's is kept. Throws a named Error when no such model exists.
+// solved exactly for the width just below and just above that factor (head_dim even), and of those that fit
+// (within 0.5%, a factorised embedding's rank below d_model) the one whose FFN shrinks by the factor nearest
+// the width's is kept. Throws a named Error when no such model exists.
 Topology parameterMatchedBaseline(const Topology& topology);
 
 // The depth of the unshared model a (possibly depth-multiplied) topology is compared with.

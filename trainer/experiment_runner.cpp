@@ -56,7 +56,8 @@ TrainConfig experimentTrainConfig(const Experiment& e, const ExperimentArm& arm,
                    .where = where,
                    .expected = "warmup_steps or warmup_fraction",
                    .found = "both",
-                   .hint = "keep the one the paper states"});
+                   .hint = "keep the one the paper states (a profile drops the file's warmup_fraction with "
+                           "\"warmup_fraction\": null in its train)"});
     warmupFraction = it->get<double>();
     train.erase(it);
   }
@@ -156,23 +157,7 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   (void)loadCorpus(e.corpus);                // and its corpus there, before experiment.json is written
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
-  // What training depends on: the experiment less its prose (description, claim), its plan settings, and
-  // the arms' expected outcomes, margins and paper differences, which may be edited between runs (the report
-  // then judges by the new ones).
-  const auto trainingIdentity = [](Json j) {
-    j.erase("description");
-    j.erase("claim");
-    j.erase("plan");
-    if (j.contains("arms") && j["arms"].is_array())
-      for (Json& arm : j["arms"])
-        if (arm.is_object()) {
-          arm.erase("expect");
-          arm.erase("margin");
-          arm.erase("paper_effect");
-          arm.erase("paper_source");
-        }
-    return j;
-  };
+  const auto trainingIdentity = experimentTrainingIdentity;
   // Writes DIR/experiment.json, after checking that DIR holds this experiment or only runs that never
   // started. `what` names DIR's role in the error.
   auto claimDirectory = [&](const fs::path& dir, const std::string& what, const std::string& hint) {

@@ -303,6 +303,15 @@ TEST_F(GuiInput, PlanSizesTheExperimentAndShowsThePlannedOne) {
               dataHome(home) + kBinary + " " + shellQuote(custom) + " --view experiments --exit-after 60",
               {"waitfor '\"experiments/planned\":true'"});
   EXPECT_EQ(reopened.result.exitCode, 0) << reopened.result.err;
+  // The same output holding the file as written (its tokens are the plan's here: one pilot budget of the
+  // whole; its learning rates are not the sweep's) is not planned.
+  writeFileAtomically(fs::path(custom) / "experiment.json",
+                      experimentToJson(readExperimentFile(s_dir / "plan-me.json")).dump(2));
+  const auto asWritten =
+      session("experiments-plan-as-written",
+              dataHome(home) + kBinary + " " + shellQuote(custom) + " --view experiments --exit-after 60",
+              {"waitfor '\"experiments/planned\":false'"});
+  EXPECT_EQ(asWritten.result.exitCode, 0) << asWritten.result.err;
 
   // Another experiment chosen while a plan runs stays shown when the plan ends (before, the plan's outcome
   // replaced it): here the Designer's, chosen as Plan starts on a fresh output.

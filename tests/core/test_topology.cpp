@@ -337,6 +337,12 @@ TEST(ParamCount, TheBaselineShrinksItsFfnNearlyAsMuchAsItsWidth) {
   EXPECT_EQ(base.model.dModel, 32);
   EXPECT_EQ(base.model.headDim, 8);
   EXPECT_EQ(base.model.ffn, 100);
+  // A factorised embedding of rank 36 does not fit 32 wide: the wider shape, which holds it, is the baseline.
+  Topology ranked = shared;
+  ranked.embedding.factorRank = 36;
+  const Topology rankedBase = parameterMatchedBaseline(ranked);
+  EXPECT_EQ(rankedBase.model.dModel, 40);
+  EXPECT_EQ(rankedBase.model.ffn, 66);
 
   // Every pattern: no other even head_dim two either side, its FFN solved exactly, is nearer uniform.
   for (SharingPattern p : kAllPatterns) {

@@ -260,6 +260,8 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
           << where << ": no A/A arm";
       double largest = 0, smallestTotal = INFINITY, largestTotal = 0;
       for (const ExperimentArm& a : e.arms) {
+        // every arm's training options resolve (a profile's train merged over the file's: no two warmups)
+        EXPECT_EQ(errorOf([&] { (void)experimentTrainConfig(e, a, 1); }), "") << where << " " << a.name;
         if (a.derive || !a.aaOf.empty()) continue;
         const ParamBudget b = countParameters(a.topology);
         largest = std::max(largest, static_cast<double>(b.total));
@@ -296,6 +298,27 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
 // `experiment sizes FILE` (sizing a file for plan.min_tokens_per_parameter before anything trains): each
 // trained arm's parameters as countParameters gives them for the resolved arm (the matched baseline solved,
 // the A/A arm added), and tokens per parameter at the file's tokens and at each pilot budget.
+// A record (experiment.json, planned.json) holds the matched baseline it was solved to: read back, it keeps
+// that topology rather than solving again, so that runs of a baseline an earlier solver shaped are not taken
+// for this solver's (qkv-sharing's baseline moved from 64 wide with FFN 142 to 56 with FFN 180 on
+// 2026-11-30). Its training identity then differs from the file's, which the runner refuses.
+TEST(Experiment, ARecordKeepsTheBaselineItWasSolvedTo) {
+  const Experiment file = experimentFromJson(tinyExperiment(), "tiny", ".");
+  Json record = experimentToJson(file);
+  for (Json& arm : record["arms"])
+    if (arm.value("matched_baseline_of", "") == "cycle") {
+      ASSERT_TRUE(arm.contains("topology"));
+      arm["topology"]["model"]["ffn_dim"] = arm["topology"]["model"]["ffn_dim"].get<int64_t>() + 8;
+    }
+  const Experiment recorded = experimentFromJson(record, "experiment.json", ".");
+  EXPECT_EQ(recorded.arm("baseline").topology.model.ffn, file.arm("baseline").topology.model.ffn + 8);
+  EXPECT_NE(experimentTrainingIdentity(experimentToJson(recorded)),
+            experimentTrainingIdentity(experimentToJson(file)));
+  // A record as this solver writes it reads back the same.
+  EXPECT_EQ(experimentToJson(experimentFromJson(experimentToJson(file), "experiment.json", ".")),
+            experimentToJson(file));
+}
+
 // The MASA paper warms up "over the first 10% of training steps" (appendix, MASA training details): as
 // train.warmup_fraction, each run warms up over that share of its own steps, the plan's shorter sweep runs
 // too. tinyExperiment's runs: 10,240 tokens / (4 x 64) = 40 steps -> 4 warmup steps; 25,600 -> 100 -> 10.

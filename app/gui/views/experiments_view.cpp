@@ -129,14 +129,19 @@ class ExperimentsPanel : public View {
     }
   }
 
-  // An output directory's experiment was planned when the plan beside it (planDirectory) planned its tokens:
-  // that plan's note; "" otherwise.
+  // An output directory's experiment was planned when the plan beside it (planDirectory) planned what it
+  // trains (tokens, learning rates, arms; its seeds may have grown since): that plan's note; "" otherwise.
   std::string planNoteForOutput() const {
     const fs::path planned = planDirectory() / "planned.json";
     std::error_code ec;
     if (!fs::exists(planned, ec)) return "";
+    const auto trains = [](const Experiment& e) {
+      Json j = experimentTrainingIdentity(experimentToJson(e));
+      j.erase("seeds");
+      return j;
+    };
     try {
-      if (readExperimentFile(planned).tokens != m_experiment->tokens) return "";
+      if (trains(readExperimentFile(planned)) != trains(*m_experiment)) return "";
     } catch (const Error&) {
       return "";
     }
@@ -375,6 +380,8 @@ class ExperimentsPanel : public View {
     std::error_code ec;
     if (fs::exists(fs::path(m_out) / "experiment.json", ec) && !runDirectoriesBelow(m_out, 2).empty()) {
       m_hasRuns = true;
+      ctx.notify(std::string(m_out) +
+                 " holds runs of this experiment as written: choose another output to plan for");
       return;
     }
     const Experiment e = *m_experiment;
