@@ -100,6 +100,12 @@ Json experimentTrainingIdentity(Json j) {
   return j;
 }
 
+Json experimentTrainingIdentityLessSeeds(Json j) {
+  j = experimentTrainingIdentity(std::move(j));
+  j.erase("seeds");
+  return j;
+}
+
 const ExperimentArm& Experiment::arm(const std::string& name) const {
   for (const ExperimentArm& a : arms)
     if (a.name == name) return a;
@@ -322,10 +328,12 @@ Experiment experimentFromJson(const Json& j, const std::string& where, const fs:
     if (a.has("matched_baseline_of")) {
       arm.matchedBaselineOf = a.requireString("matched_baseline_of");
       baselines.emplace_back(arm.name, arm.matchedBaselineOf);
-      if (a.has("topology")) recordedBaselines.insert(arm.name);
       // A record (experimentToJson writes the solved topology beside it) keeps the baseline it was run with:
       // solved again by a later solver it would pass for the record of another baseline's runs.
-      if (a.has("topology")) arm.topology = armTopology(a, baseDir);
+      if (a.has("topology")) {
+        arm.topology = armTopology(a, baseDir);
+        recordedBaselines.insert(arm.name);
+      }
     } else if (a.has("derive")) {
       const JsonObject d = a.requireObject("derive");
       d.allowOnly({"from", "method", "ratio", "gamma", "steps", "lr"});

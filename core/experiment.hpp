@@ -144,6 +144,8 @@ Json experimentToJson(const Experiment& e);  // resolved: every arm as an inline
 // plan settings, and the arms' expected outcomes, margins and paper differences, which may be edited between
 // runs (the report then judges by the new ones).
 Json experimentTrainingIdentity(Json experiment);
+// The same less its seeds: an experiment with seeds added since is the same experiment.
+Json experimentTrainingIdentityLessSeeds(Json experiment);
 // Adds the reference's A/A arm unless the experiment holds one (experiment.json, written with it, read back);
 // a derived reference's A/A arm derives from its source's A/A arm, which is added too. `where` names the
 // experiment in errors (an arm already holding the A/A arm's name).

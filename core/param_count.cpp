@@ -210,9 +210,9 @@ Topology parameterMatchedBaseline(const Topology& t) {
   };
   // head_dim moves in steps of 2 (and d_model by whole units where it is scaled on its own), so s lands where
   // the count jumps: the narrower width (at lo) leaves the FFN to grow past s, the wider one (at hi) to
-  // shrink below it. Of the two, the shape nearer a uniform
-  // shrink -- the FFN's factor nearest the width's, as log ratios -- is the baseline (the wider one alone
-  // starved the FFN: 48 wide, FFN 128 -> 40, FFN 66 where 32, FFN 100 is nearer uniform).
+  // shrink below it. Of the two, the shape nearer a uniform shrink -- the FFN's factor nearest the width's,
+  // as log ratios -- is the baseline (the wider one alone starved the FFN: 48 wide, FFN 128 -> 40, FFN 66
+  // where 32, FFN 100 is nearer uniform).
   const auto uniformity = [&](int64_t dModel, int64_t ffn) {
     return std::abs(std::log(static_cast<double>(ffn) / static_cast<double>(t.model.ffn)) -
                     std::log(static_cast<double>(dModel) / static_cast<double>(t.model.dModel)));

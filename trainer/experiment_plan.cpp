@@ -161,9 +161,7 @@ ExperimentPlan planExperiment(const Experiment& e, const fs::path& outDir, const
   plan.tokensPerParameterMet = std::any_of(s.pilotBudgets.begin(), s.pilotBudgets.end(), [&](double f) {
     return static_cast<double>(tokensOf(f)) / largest >= s.minTokensPerParameter;
   });
-  auto eligible = [&](const PilotBudget& b) {
-    return !plan.tokensPerParameterMet || b.tokensPerParameter >= s.minTokensPerParameter;
-  };
+  auto eligible = [&](const PilotBudget& b) { return !plan.belowFloor(b); };
   // What a budget costs if chosen: the seeds step 3 would run at it, times its tokens.
   const int fewestPlannedSeeds = std::min(kFewestPlannedSeeds, s.maxSeeds);
   auto seedsRun = [&](const PilotBudget& b) {
@@ -345,15 +343,15 @@ std::string ExperimentPlan::toMarkdown() const {
   for (size_t i = 0; i < budgets.size(); ++i) {
     const PilotBudget& b = budgets[i];
     if (!b.trained) {
-      const bool belowFloor = tokensPerParameterMet && b.tokensPerParameter < spec.minTokensPerParameter;
+      const bool underFloor = belowFloor(b);
       md +=
           "| " + std::to_string(b.tokens) + " | " + format("%.1f", b.tokensPerParameter) +
           " | not trained (" +
-          (belowFloor ? "below the floor of " + format("%g", spec.minTokensPerParameter) +
+          (underFloor ? "below the floor of " + format("%g", spec.minTokensPerParameter) +
                             " tokens per parameter, which another budget reaches"
                       : std::string("could not cost less than the cheapest budget that reached the target")) +
           ") | | | | | | | |\n";
-      undercut = undercut || !belowFloor;
+      undercut = undercut || !underFloor;
       continue;
     }
     md += "| " + std::to_string(b.tokens) + (i == chosen ? " (chosen)" : "") + " | " +

@@ -64,6 +64,10 @@ struct ExperimentPlan {
   size_t chosen = 0;           // index into budgets
   bool targetReached = false;  // some budget reaches the half-width within max_seeds
   bool tokensPerParameterMet = false;
+  // A budget below spec.minTokensPerParameter where another reaches it: never chosen, so never trained.
+  bool belowFloor(const PilotBudget& b) const {
+    return tokensPerParameterMet && b.tokensPerParameter < spec.minTokensPerParameter;
+  }
   int64_t tokens = 0;
   int seeds = 0;
   double sweepSeconds = 0;  // the sweep's finished runs' own training time, summed (not wall time)

@@ -157,7 +157,6 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
   (void)loadCorpus(e.corpus);                // and its corpus there, before experiment.json is written
   const Json resolved = experimentToJson(e);
   const fs::path file = outDir / "experiment.json";
-  const auto trainingIdentity = experimentTrainingIdentity;
   // Writes DIR/experiment.json, after checking that DIR holds this experiment or only runs that never
   // started. `what` names DIR's role in the error.
   auto claimDirectory = [&](const fs::path& dir, const std::string& what, const std::string& hint) {
@@ -178,17 +177,14 @@ void runExperiment(Experiment e, const fs::path& outDir, const ExperimentRunOpti
     // by a check at training time) is only a plan, and its corrected file takes its place.
     // More seeds for an experiment that ran (its report says how many its spread needs): the same experiment
     // with the recorded seeds first; the finished runs stand and only the new seeds train.
-    const auto withoutSeeds = [&](const Json& j) {
-      Json k = trainingIdentity(j);
-      k.erase("seeds");
-      return k;
-    };
-    const bool moreSeeds = withoutSeeds(recorded) == withoutSeeds(resolved) &&
-                           extendsSeeds(recorded.value("seeds", Json::array()), resolved["seeds"]);
+    const bool moreSeeds =
+        experimentTrainingIdentityLessSeeds(recorded) == experimentTrainingIdentityLessSeeds(resolved) &&
+        extendsSeeds(recorded.value("seeds", Json::array()), resolved["seeds"]);
     if (moreSeeds && recorded["seeds"] != resolved["seeds"] && log)
       log("adding seeds to the " + std::to_string(recorded["seeds"].size()) + " that " + dir.string() +
           " holds: " + std::to_string(resolved["seeds"].size()) + " in all");
-    if (!moreSeeds && trainingIdentity(recorded) != trainingIdentity(resolved) && anyRunStarted(dir))
+    if (!moreSeeds && experimentTrainingIdentity(recorded) != experimentTrainingIdentity(resolved) &&
+        anyRunStarted(dir))
       throw Error(
           {.what = "the " + what + " holds another experiment (or this one with other seeds, steps or arms)",
            .where = record.string(),

@@ -295,9 +295,6 @@ TEST(Experiment, ShippedExperimentsAreValidAndSized) {
          "STLM";
 }
 
-// `experiment sizes FILE` (sizing a file for plan.min_tokens_per_parameter before anything trains): each
-// trained arm's parameters as countParameters gives them for the resolved arm (the matched baseline solved,
-// the A/A arm added), and tokens per parameter at the file's tokens and at each pilot budget.
 // A record (experiment.json, planned.json) holds the matched baseline it was solved to: read back, it keeps
 // that topology rather than solving again, so that runs of a baseline an earlier solver shaped are not taken
 // for this solver's (qkv-sharing's baseline moved from 64 wide with FFN 142 to 56 with FFN 180 on
@@ -351,6 +348,9 @@ TEST(Experiment, AWarmupFractionWarmsUpOverThatShareOfEachRunsSteps) {
   EXPECT_NE(error.find("(0, 0.5], found 10"), std::string::npos) << error;
 }
 
+// `experiment sizes FILE` (sizing a file for plan.min_tokens_per_parameter before anything trains): each
+// trained arm's parameters as countParameters gives them for the resolved arm (the matched baseline solved,
+// the A/A arm added), and tokens per parameter at the file's tokens and at each pilot budget.
 TEST(Experiment, SizesPrintsEachArmsParametersAndTokensPerParameter) {
   const fs::path dir = testing::makeTempDir("experiment-sizes");
   Json spec = tinyExperiment();

@@ -136,9 +136,7 @@ class ExperimentsPanel : public View {
     std::error_code ec;
     if (!fs::exists(planned, ec)) return "";
     const auto trains = [](const Experiment& e) {
-      Json j = experimentTrainingIdentity(experimentToJson(e));
-      j.erase("seeds");
-      return j;
+      return experimentTrainingIdentityLessSeeds(experimentToJson(e));
     };
     try {
       if (trains(readExperimentFile(planned)) != trains(*m_experiment)) return "";
