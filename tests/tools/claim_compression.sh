@@ -32,9 +32,9 @@ for G in 1 2 3 4 5 6; do
   mkdir -p "$dir"
   if "$SL" compress "$OUT/run" --method masa --ratio 0.8 --groups "kl:$G" --eval --eval-tokens 32768 \
     --out "$dir/model" --json "$dir/compress.json" > "$dir/log" 2>&1; then
-    echo ok > "$dir/finished"
+    echo ok > "$dir/finished.tmp" && mv "$dir/finished.tmp" "$dir/finished"  # a kill leaves no half marker
   elif grep -q "the atoms alone exceed the target" "$dir/log"; then
-    tail -n 1 "$dir/log" > "$dir/finished"
+    tail -n 1 "$dir/log" > "$dir/finished.tmp" && mv "$dir/finished.tmp" "$dir/finished"
   else
     cat "$dir/log" >&2
     exit 1
